@@ -1,0 +1,53 @@
+# realm_ros: `make test` and `make demo` set everything up on a fresh machine, then run.
+# Setup is idempotent: it creates .venv/ in the repo once and re-installs only when the
+# dependency declarations (setup.py, constraints.txt) change.
+
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.realm-ros-setup
+# Isolate DDS traffic to this machine; tests also pick their own ROS_DOMAIN_ID.
+export ROS_AUTOMATIC_DISCOVERY_RANGE ?= LOCALHOST
+export RMW_IMPLEMENTATION ?= rmw_fastrtps_cpp
+export MUJOCO_GL ?= egl
+export PYTHONUNBUFFERED := 1
+
+.PHONY: setup test test-fast demo bench lint clean sysdeps
+
+setup: $(STAMP)
+
+$(STAMP): setup.py constraints.txt
+	@$(MAKE) --no-print-directory sysdeps
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -c constraints.txt -e '.[ros,test]'
+	$(PY) -c "import rclpy, mujoco, cma, rosbags; print('realm_ros setup ok')"
+	touch $(STAMP)
+
+# Offscreen rendering needs EGL (Mesa on the CPU). Install it only where it is missing.
+sysdeps:
+	@if ! ldconfig -p 2>/dev/null | grep -q 'libEGL.so.1'; then \
+	  echo 'installing EGL/Mesa for offscreen rendering'; \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && \
+	    apt-get install -y -qq libegl1 libegl-mesa0 libgl1-mesa-dri libgles2 >/dev/null; \
+	  else echo 'run as root or: sudo apt-get install libegl1 libegl-mesa0 libgl1-mesa-dri'; fi; \
+	fi
+
+test: setup
+	$(PY) -m pytest
+
+test-fast: setup
+	$(PY) -m pytest -m 'not slow'
+
+demo: setup
+	$(VENV)/bin/realm-ros doctor
+
+bench: setup
+	$(PY) bench/bench_twin.py
+
+lint: setup
+	$(VENV)/bin/ruff check realm_ros test bench
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache

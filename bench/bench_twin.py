@@ -1,0 +1,74 @@
+"""Benchmark the MuJoCo twin: physics and control steps per second, with and without cameras.
+
+Run: ``make bench`` (or ``.venv/bin/python bench/bench_twin.py``). Prints a table; the README
+quotes it with the machine it was measured on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import time
+
+import numpy as np
+
+from realm_ros.backends.mujoco.world import MujocoWorld
+from realm_ros.core import robot
+from realm_ros.core.config import WorldConfig
+from realm_ros.core.types import Action, EpisodeSpec
+
+
+def _trajectory(k: int) -> Action:
+    """A smooth joint-space motion that keeps the arm busy (and the solver working)."""
+    phase = k / 15.0
+    offset = 0.3 * np.sin(phase * np.array([0.7, 0.9, 1.1, 0.5, 1.3, 0.8, 1.7]))
+    offset[3] *= 0.5
+    return Action(np.clip(robot.RESET_Q + offset, robot.JOINT_LOWER, robot.JOINT_UPPER),
+                  float(np.sin(phase) > 0))
+
+
+def bench(config: WorldConfig, steps: int, task: str = '') -> dict[str, float]:
+    """Run ``steps`` control steps and return rates."""
+    world = MujocoWorld(config)
+    world.reset(EpisodeSpec(task=task or 'empty'))
+    render = config.camera_rate_hz > 0
+    world.observe(render=render)  # warm up the renderer
+    start = time.perf_counter()
+    sim_start = world.time
+    for k in range(steps):
+        world.apply(_trajectory(k))
+        world.step_physics(config.substeps)
+        world.observe(render=render)
+    wall = time.perf_counter() - start
+    sim = world.time - sim_start
+    world.close()
+    return {
+        'control_steps_per_s': steps / wall,
+        'physics_steps_per_s': steps * config.substeps / wall,
+        'sim_to_wall': sim / wall,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('--steps', type=int, default=450, help='control steps per case')
+    parser.add_argument('--physics-hz', type=float, default=240.0)
+    args = parser.parse_args()
+    print(f'machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, '
+          f'MUJOCO_GL={os.environ.get("MUJOCO_GL", "egl")}')
+    cases = [
+        ('headless', WorldConfig(physics_hz=args.physics_hz, camera_rate_hz=0), args.steps),
+        ('3 cameras 320x180', WorldConfig(physics_hz=args.physics_hz), max(30, args.steps // 10)),
+    ]
+    print(f'{"case":<20} {"physics steps/s":>16} {"control steps/s":>16} {"sim/wall":>9}')
+    for label, config, steps in cases:
+        r = bench(config, steps)
+        print(f'{label:<20} {r["physics_steps_per_s"]:>16,.0f} '
+              f'{r["control_steps_per_s"]:>16,.1f} {r["sim_to_wall"]:>9.2f}')
+    print(f'(physics {args.physics_hz:g} Hz, control 15 Hz = '
+          f'{int(args.physics_hz / 15)} physics steps per control step)')
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,305 @@
+"""The MuJoCo twin: a :class:`~realm_ros.core.world.World` over the model of ``model.py``.
+
+One control step (1 / control_hz) is ``substeps`` physics steps holding the same target; the
+DROID impedance law runs inside MuJoCo's actuators (see ``model.py``). Deterministic for a given
+spec and seed: the only randomness is the task sampler's and the sensor-noise generator's, both
+seeded from the spec.
+"""
+
+from __future__ import annotations
+
+import collections
+from typing import Any, Mapping
+
+import numpy as np
+
+from realm_ros.backends.mujoco import model as mjcf
+from realm_ros.core import control, robot
+from realm_ros.core.config import DynamicsParams, WorldConfig
+from realm_ros.core.errors import BackendUnavailable, ConfigError
+from realm_ros.core.types import Action, ActionMode, EpisodeSpec, JointState, Observation
+from realm_ros.core.world import World
+
+try:
+    import mujoco
+except ImportError as err:  # pragma: no cover - exercised only without mujoco
+    raise BackendUnavailable('the MuJoCo twin needs the "mujoco" package') from err
+
+
+class Scene:
+    """What a task adds to the twin: bodies, assets, a sampler and privileged state.
+
+    The base class is the empty table. Tasks (``realm_ros.backends.mujoco.scenes``) override
+    these hooks; the world calls them and never looks inside.
+    """
+
+    name = ''
+    instruction = ''
+
+    def mjcf(self) -> tuple[str, str]:
+        """Return ``(worldbody_xml, asset_xml)`` for the task's objects."""
+        return '', ''
+
+    def reset_q(self) -> np.ndarray:
+        """Return the arm's reset pose for this task, rad."""
+        return robot.RESET_Q.copy()
+
+    def apply_initial_state(self, model: Any, data: Any, state: Mapping[str, Any]) -> None:
+        """Write ``state`` (from :meth:`sample_initial_state`) into the simulation."""
+
+    def sample_initial_state(self, rng: np.random.Generator) -> dict[str, Any]:
+        """Return a JSON-ready initial state (object poses, ...) drawn from ``rng``."""
+        return {}
+
+    def privileged(self, model: Any, data: Any) -> dict[str, Any]:
+        """Return simulator-only state (object poses, contacts) for scoring and scripting."""
+        return {}
+
+
+def load_scene(task: str) -> Scene:
+    """Return the :class:`Scene` of ``task`` ('' = the empty table)."""
+    if not task:
+        return Scene()
+    try:
+        from realm_ros.backends.mujoco import scenes
+    except ImportError:
+        scenes = None
+    if scenes is None or not hasattr(scenes, 'make_scene'):
+        raise ConfigError(f'unknown task {task!r}: this install has no task scenes')
+    return scenes.make_scene(task)
+
+
+class MujocoWorld(World):
+    """The twin. Also the physics of the digital real, which adds hidden dynamics."""
+
+    name = 'mujoco'
+
+    def __init__(
+        self,
+        config: WorldConfig,
+        dynamics: DynamicsParams | None = None,
+        latency_s: float = 0.0,
+        joint_noise_std: float = 0.0,
+        object_mass_scale: float = 1.0,
+        object_friction_scale: float = 1.0,
+    ) -> None:
+        self._config = config
+        self._substeps = config.substeps
+        self._latency_steps = int(round(latency_s * config.physics_hz))
+        if latency_s < 0 or joint_noise_std < 0:
+            raise ConfigError('latency_s and joint_noise_std must be >= 0')
+        self._noise_std = joint_noise_std
+        self._mass_scale = object_mass_scale
+        self._friction_scale = object_friction_scale
+        self._dynamics = dynamics
+        if dynamics is None and config.sim_params_file:
+            self._dynamics = DynamicsParams.from_yaml(config.sim_params_file)
+        self._renderer: Any = None
+        self._scene: Scene | None = None
+        self._task = None
+        self._rng = np.random.default_rng(config.seed)
+        self._step_count = 0
+        self._instruction = ''
+        self._build(config.task)
+
+    # -- construction -----------------------------------------------------------------------
+
+    def _build(self, task: str) -> None:
+        """(Re)build model and data for ``task``; called at start and when the task changes."""
+        scene = load_scene(task)
+        body_xml, asset_xml = scene.mjcf()
+        xml = mjcf.build_mjcf(
+            physics_hz=self._config.physics_hz, scene_xml=body_xml, scene_assets=asset_xml,
+            image_size=(self._config.camera_width, self._config.camera_height))
+        self.model = mujoco.MjModel.from_xml_string(xml)
+        self.data = mujoco.MjData(self.model)
+        self._kin = mujoco.MjData(self.model)  # scratch data for FK of targets
+        self._scene = scene
+        self._task = task
+        self._arm_qpos = np.array([self.model.joint(n).qposadr[0] for n in robot.JOINT_NAMES])
+        self._arm_dof = np.array([self.model.joint(n).dofadr[0] for n in robot.JOINT_NAMES])
+        self._finger_qpos = np.array([self.model.joint(f'{s}_finger_joint').qposadr[0]
+                                      for s in ('left', 'right')])
+        self._ee_site = self.model.site('ee').id
+        self._mocap = self.model.body('target_frame').mocapid[0]
+        self._act_arm = np.array([self.model.actuator(n).id for n in mjcf.ARM_ACTUATORS])
+        self._act_grip = self.model.actuator(mjcf.GRIPPER_ACTUATOR).id
+        self._scale_objects()
+        if self._dynamics is not None:
+            self.set_dynamics(self._dynamics)
+        if self._renderer is not None:
+            self._renderer.close()
+            self._renderer = None
+        self._reset_sim(scene.reset_q(), {})
+
+    def _scale_objects(self) -> None:
+        """Apply the digital real's hidden object mass and friction scales to scene bodies."""
+        if self._mass_scale == 1.0 and self._friction_scale == 1.0:
+            return
+        robot_bodies = {self.model.body(n).id for n in ('world', 'table', 'target_frame')}
+        for b in range(self.model.nbody):
+            name = self.model.body(b).name
+            if b in robot_bodies or name.startswith(('panda_', 'gripper', 'left_', 'right_')):
+                continue
+            self.model.body_mass[b] *= self._mass_scale
+            self.model.body_inertia[b] *= self._mass_scale
+            for g in range(self.model.ngeom):
+                if self.model.geom_bodyid[g] == b:
+                    self.model.geom_friction[g, 0] *= self._friction_scale
+
+    # -- World interface --------------------------------------------------------------------
+
+    @property
+    def control_dt(self) -> float:
+        return 1.0 / self._config.control_hz
+
+    @property
+    def time(self) -> float:
+        return float(self.data.time)
+
+    @property
+    def config(self) -> WorldConfig:
+        return self._config
+
+    def set_dynamics(self, params: DynamicsParams) -> None:
+        """Write per-joint friction (N m), armature (kg m^2) and damping into the model."""
+        self._dynamics = params
+        self.model.dof_frictionloss[self._arm_dof] = params.friction
+        self.model.dof_armature[self._arm_dof] = params.armature
+        self.model.dof_damping[self._arm_dof] = params.damping
+
+    def dynamics(self) -> DynamicsParams:
+        """Return the per-joint dynamics currently in the model."""
+        return DynamicsParams(
+            friction=tuple(self.model.dof_frictionloss[self._arm_dof]),
+            armature=tuple(self.model.dof_armature[self._arm_dof]),
+            damping=tuple(self.model.dof_damping[self._arm_dof]))
+
+    def reset(self, spec: EpisodeSpec) -> Observation:
+        task = '' if spec.task in ('', 'empty') else spec.task
+        if task != self._task:
+            self._build(task)
+        assert self._scene is not None
+        self._rng = np.random.default_rng(spec.seed)
+        state = dict(spec.initial_state) or self._scene.sample_initial_state(
+            np.random.default_rng(spec.seed))
+        reset_q = np.asarray(state.get('reset_q', self._scene.reset_q()), dtype=float)
+        self._reset_sim(reset_q, state)
+        self._instruction = spec.instruction or self._scene.instruction
+        return self.observe()
+
+    def _reset_sim(self, reset_q: np.ndarray, state: Mapping[str, Any]) -> None:
+        mujoco.mj_resetData(self.model, self.data)
+        self.data.qpos[self._arm_qpos] = reset_q
+        self.data.qpos[self._finger_qpos] = mjcf.FINGER_TRAVEL
+        if self._scene is not None:
+            self._scene.apply_initial_state(self.model, self.data, state)
+        self._pending: collections.deque = collections.deque()
+        self._target_q = reset_q.copy()
+        self._target_g = 0.0
+        self._write_target(self._target_q, self._target_g)
+        mujoco.mj_forward(self.model, self.data)
+        self._step_count = 0
+
+    def apply(self, action: Action) -> Action:
+        q_meas = self.data.qpos[self._arm_qpos].copy()
+        q_d, g = control.action_to_target(action, q_meas)
+        if self._latency_steps:
+            self._pending.append((self._latency_steps, q_d, g))
+        else:
+            self._target_q, self._target_g = q_d, g
+            self._write_target(q_d, g)
+        return Action(arm=q_d, gripper=g, mode=ActionMode.POSITION)
+
+    def step(self) -> Observation:
+        self.step_physics(self._substeps)
+        self._step_count += 1
+        return self.observe()
+
+    def step_physics(self, n: int) -> None:
+        """Advance ``n`` physics steps, releasing latency-delayed targets when they are due."""
+        for _ in range(n):
+            if self._pending:
+                self._release_pending()
+            mujoco.mj_step(self.model, self.data)
+
+    def _release_pending(self) -> None:
+        aged = collections.deque()
+        for remaining, q_d, g in self._pending:
+            if remaining <= 1:
+                self._target_q, self._target_g = q_d, g
+                self._write_target(q_d, g)
+            else:
+                aged.append((remaining - 1, q_d, g))
+        self._pending = aged
+
+    def _write_target(self, q_d: np.ndarray, g: float) -> None:
+        """Set the actuators' joint target and place the Cartesian target frame at FK(q_d)."""
+        self.data.ctrl[self._act_arm] = q_d
+        self.data.ctrl[self._act_grip] = mjcf.FINGER_TRAVEL * (1.0 - g)
+        pos, quat = self.target_pose(q_d)
+        self.data.mocap_pos[self._mocap] = pos
+        self.data.mocap_quat[self._mocap] = quat
+
+    def target_pose(self, q_d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Return the flange pose (position m, quaternion wxyz) at joint configuration ``q_d``."""
+        self._kin.qpos[self._arm_qpos] = q_d
+        mujoco.mj_kinematics(self.model, self._kin)
+        quat = np.empty(4)
+        mujoco.mju_mat2Quat(quat, self._kin.site_xmat[self._ee_site])
+        return self._kin.site_xpos[self._ee_site].copy(), quat
+
+    def joint_state(self) -> JointState:
+        """Return the measured arm and gripper state (with the hidden sensor noise, if any)."""
+        q = self.data.qpos[self._arm_qpos].copy()
+        if self._noise_std:
+            q = q + self._rng.normal(0.0, self._noise_std, size=q.shape)
+        width = float(np.sum(self.data.qpos[self._finger_qpos]))
+        gripper = float(np.clip(1.0 - width / robot.GRIPPER_MAX_WIDTH, 0.0, 1.0))
+        return JointState(
+            position=q,
+            velocity=self.data.qvel[self._arm_dof].copy(),
+            effort=self.data.qfrc_actuator[self._arm_dof].copy(),
+            gripper=gripper,
+            stamp=float(self.data.time))
+
+    def observe(self, render: bool = True) -> Observation:
+        images = self.render() if render and self._config.camera_rate_hz > 0 else {}
+        return Observation(
+            joints=self.joint_state(),
+            images=images,
+            instruction=self._instruction,
+            step=self._step_count,
+            privileged=self.privileged_state())
+
+    def render(self) -> dict[str, np.ndarray]:
+        """Return an (H, W, 3) uint8 RGB image per configured camera."""
+        if not self._config.cameras:
+            return {}
+        if self._renderer is None:
+            self._renderer = mujoco.Renderer(
+                self.model, self._config.camera_height, self._config.camera_width)
+        images = {}
+        for name in self._config.cameras:
+            self._renderer.update_scene(self.data, camera=name)
+            images[name] = self._renderer.render().copy()
+        return images
+
+    def camera_fovy(self, name: str) -> float:
+        """Return camera ``name``'s vertical field of view, degrees."""
+        return float(self.model.cam_fovy[self.model.camera(name).id])
+
+    def privileged_state(self) -> Mapping[str, Any]:
+        if self._scene is None:
+            return {}
+        return self._scene.privileged(self.model, self.data)
+
+    @property
+    def target(self) -> tuple[np.ndarray, float]:
+        """The target in force: (q_d rad, gripper g)."""
+        return self._target_q.copy(), self._target_g
+
+    def close(self) -> None:
+        if self._renderer is not None:
+            self._renderer.close()
+            self._renderer = None

@@ -1,0 +1,48 @@
+"""The ``realm-ros`` command: one entry point, one subcommand per job.
+
+Subcommands register themselves in :data:`COMMANDS` as ``name -> (module, help)``; each module
+has ``add_arguments(parser)`` and ``run(args) -> int``, imported only when chosen so that
+``realm-ros metrics`` never loads MuJoCo or rclpy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from realm_ros.core.errors import RealmError
+
+COMMANDS: dict[str, tuple[str, str]] = {
+    'doctor': ('realm_ros.commands.doctor', 'check this install: rclpy, DDS, MuJoCo, rendering'),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Return the top-level parser with every subcommand's arguments."""
+    parser = argparse.ArgumentParser(
+        prog='realm-ros', description='Paired real and simulated evaluation on a Franka Panda.')
+    sub = parser.add_subparsers(dest='command', required=True, metavar='COMMAND')
+    for name, (module_name, text) in COMMANDS.items():
+        module = importlib.import_module(module_name)
+        child = sub.add_parser(name, help=text, description=text)
+        module.add_arguments(child)
+        child.set_defaults(_module=module)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run ``realm-ros``; a :class:`RealmError` prints one clear line and exits 2."""
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args._module.run(args) or 0)
+    except RealmError as err:
+        print(f'realm-ros {args.command}: error: {err}', file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f'realm-ros {args.command}: interrupted', file=sys.stderr)
+        return 130
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Subcommands of ``realm-ros`` (see ``realm_ros/cli.py``)."""

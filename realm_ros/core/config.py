@@ -1,0 +1,188 @@
+"""Configuration schema: frozen dataclasses with validation, loaded from YAML or ROS parameters.
+
+Each field's ``metadata['help']`` is its description; ``ros/params.py`` declares every field as
+a ROS parameter with that text, so a field is written once. A bad value raises
+:class:`ConfigError` that names the field and what is allowed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import pathlib
+from typing import Any, Mapping, Sequence, TypeVar
+
+import numpy as np
+import yaml
+
+from realm_ros.core import robot
+from realm_ros.core.errors import ConfigError
+
+T = TypeVar('T')
+
+CAMERA_NAMES = ('exterior_1', 'exterior_2', 'wrist')
+
+
+def field(default: Any, help: str, **kwargs: Any) -> Any:  # noqa: A002 - mirrors argparse
+    """Return a dataclass field carrying its description (and ``choices`` if given)."""
+    metadata = {'help': help}
+    if 'choices' in kwargs:
+        metadata['choices'] = tuple(kwargs.pop('choices'))
+    if isinstance(default, (list, tuple)):
+        value = tuple(default)
+        return dataclasses.field(default_factory=lambda: value, metadata=metadata, **kwargs)
+    return dataclasses.field(default=default, metadata=metadata, **kwargs)
+
+
+def _check_choice(obj: Any, name: str) -> None:
+    choices = next(f for f in dataclasses.fields(obj) if f.name == name).metadata.get('choices')
+    if choices and getattr(obj, name) not in choices:
+        raise ConfigError(
+            f'{type(obj).__name__}.{name} = {getattr(obj, name)!r} is not allowed; '
+            f'choose one of {list(choices)}')
+
+
+def _check_vector(obj: Any, name: str, size: int, low: float = -math.inf,
+                  high: float = math.inf) -> None:
+    values = getattr(obj, name)
+    try:
+        arr = np.asarray(values, dtype=float)
+    except (TypeError, ValueError):
+        raise ConfigError(f'{type(obj).__name__}.{name} must be {size} numbers') from None
+    if arr.shape != (size,):
+        raise ConfigError(
+            f'{type(obj).__name__}.{name} must have {size} values, got {arr.size}')
+    if not np.all(np.isfinite(arr)) or np.any(arr < low) or np.any(arr > high):
+        raise ConfigError(
+            f'{type(obj).__name__}.{name} values must be finite and in [{low}, {high}], '
+            f'got {arr.tolist()}')
+
+
+@dataclasses.dataclass(frozen=True)
+class DynamicsParams:
+    """Per-joint dynamics the twin exposes for system identification (MuJoCo units).
+
+    ``friction``: dry (Coulomb) joint friction, N m (MuJoCo ``frictionloss``).
+    ``armature``: reflected rotor inertia added to each joint, kg m^2.
+    ``damping``: viscous joint damping, N m s/rad.
+    """
+
+    friction: tuple[float, ...] = field((0.0,) * 7, 'per-joint dry friction, N m (7 values)')
+    armature: tuple[float, ...] = field((0.1,) * 7, 'per-joint armature, kg m^2 (7 values)')
+    damping: tuple[float, ...] = field((0.0,) * 7, 'per-joint viscous damping, N m s/rad')
+
+    def __post_init__(self) -> None:
+        for name in ('friction', 'armature', 'damping'):
+            _check_vector(self, name, robot.NUM_ARM_JOINTS, 0.0, 100.0)
+            object.__setattr__(self, name, tuple(float(v) for v in getattr(self, name)))
+
+    @classmethod
+    def from_yaml(cls, path: str | pathlib.Path) -> 'DynamicsParams':
+        """Load ``friction``/``armature`` (and optional ``damping``) from a YAML file.
+
+        Other keys (a digital-real dynamics file's ``latency_s`` ...) are ignored here.
+        """
+        data = load_yaml(path)
+        keys = {f.name for f in dataclasses.fields(cls)}
+        if not keys & set(data):
+            raise ConfigError(f'{path}: expected keys "friction" and "armature" (7 floats each)')
+        return cls(**{k: v for k, v in data.items() if k in keys})
+
+    def to_dict(self) -> dict[str, list[float]]:
+        """Return a YAML-ready dict."""
+        return {k: list(v) for k, v in dataclasses.asdict(self).items()}
+
+
+@dataclasses.dataclass(frozen=True)
+class WorldConfig:
+    """Parameters of a world (``world_node`` declares each field as a ROS parameter)."""
+
+    backend: str = field('mujoco', 'world backend', choices=('mujoco', 'fake', 'franka', 'isaac'))
+    lockstep: bool = field(
+        False, 'true: advance one control step per command and publish /clock; '
+        'false: run in real time')
+    lockstep_timeout_s: float = field(
+        2.0, 'lockstep: wall seconds to wait for a command before stepping with the held target')
+    control_hz: float = field(robot.CONTROL_HZ, 'control (policy) rate, Hz')
+    physics_hz: float = field(240.0, 'physics rate of simulated worlds, Hz; a multiple of '
+                                     'control_hz')
+    task: str = field('', 'task loaded at start-up ("" = empty table; the episode spec can '
+                                 'change it)')
+    seed: int = field(0, 'seed of the initial episode')
+    cameras: tuple[str, ...] = field(CAMERA_NAMES, 'cameras to render (subset of '
+                                                   'exterior_1, exterior_2, wrist)')
+    camera_width: int = field(320, 'rendered image width, px')
+    camera_height: int = field(180, 'rendered image height, px')
+    camera_rate_hz: float = field(15.0, 'image publishing rate, Hz (0 = no images)')
+    sim_params_file: str = field('', 'YAML with identified friction/armature for the twin')
+    dynamics_file: str = field('', 'digital real only: YAML with its hidden dynamics')
+    joint_prefix: str = field('panda_', 'joint-name prefix on the robot side of a bridge',
+                              choices=robot.KNOWN_PREFIXES)
+
+    def __post_init__(self) -> None:
+        _check_choice(self, 'backend')
+        _check_choice(self, 'joint_prefix')
+        if not 0.0 < self.control_hz <= 1000.0:
+            raise ConfigError(
+                f'WorldConfig.control_hz must be in (0, 1000], got {self.control_hz}')
+        ratio = self.physics_hz / self.control_hz
+        if self.physics_hz <= 0 or abs(ratio - round(ratio)) > 1e-6 or round(ratio) < 1:
+            raise ConfigError(
+                f'WorldConfig.physics_hz must be a positive multiple of control_hz '
+                f'({self.control_hz}), got {self.physics_hz}')
+        unknown = [c for c in self.cameras if c not in CAMERA_NAMES]
+        if unknown:
+            raise ConfigError(
+                f'WorldConfig.cameras: unknown camera(s) {unknown}; choose from {CAMERA_NAMES}')
+        object.__setattr__(self, 'cameras', tuple(self.cameras))
+        for name in ('camera_width', 'camera_height'):
+            if not 16 <= getattr(self, name) <= 4096:
+                raise ConfigError(f'WorldConfig.{name} must be in [16, 4096] px')
+        for name in ('camera_rate_hz', 'lockstep_timeout_s'):
+            if getattr(self, name) < 0 or not math.isfinite(getattr(self, name)):
+                raise ConfigError(f'WorldConfig.{name} must be finite and >= 0')
+
+    @property
+    def substeps(self) -> int:
+        """Physics steps per control step."""
+        return int(round(self.physics_hz / self.control_hz))
+
+
+def load_yaml(path: str | pathlib.Path) -> dict[str, Any]:
+    """Load a YAML mapping, raising :class:`ConfigError` with the path on any problem."""
+    path = pathlib.Path(path)
+    try:
+        text = path.read_text()
+    except OSError as err:
+        raise ConfigError(f'cannot read {path}: {err.strerror}') from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        raise ConfigError(f'{path} is not valid YAML: {err}') from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(f'{path} must hold a YAML mapping, got {type(data).__name__}')
+    return data
+
+
+def from_mapping(cls: type[T], data: Mapping[str, Any], where: str = '') -> T:
+    """Build config ``cls`` from a mapping; unknown keys raise :class:`ConfigError` naming them."""
+    names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    unknown = sorted(set(data) - names)
+    if unknown:
+        raise ConfigError(
+            f'{where or cls.__name__}: unknown field(s) {unknown}; valid fields: {sorted(names)}')
+    try:
+        return cls(**data)
+    except TypeError as err:
+        raise ConfigError(f'{where or cls.__name__}: {err}') from None
+
+
+def describe(cls: type) -> Sequence[tuple[str, Any, str]]:
+    """Return ``(name, default, help)`` for each field of config ``cls`` (README tables)."""
+    out = []
+    for f in dataclasses.fields(cls):
+        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
+        out.append((f.name, default, f.metadata.get('help', '')))
+    return out

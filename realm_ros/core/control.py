@@ -1,0 +1,148 @@
+"""DROID control conventions and command validation (DESIGN section 4).
+
+Pure functions over numpy arrays. A world turns every accepted :class:`Action` into an absolute
+joint target ``q_d`` (rad) and a gripper command ``g`` in [0, 1] with :func:`action_to_target`;
+the impedance law underneath (the twin's actuators, libfranka on the real arm) tracks ``q_d``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Sequence
+
+import numpy as np
+
+from realm_ros.core import robot
+from realm_ros.core.errors import CommandRejected
+from realm_ros.core.types import Action, ActionMode
+
+#: Targets within this distance (rad) outside the joint range are clipped, not rejected;
+#: they come from float round trips and from limit-hugging policies.
+LIMIT_TOLERANCE = 1e-3
+
+
+def velocity_to_target(q_measured: np.ndarray, velocity: np.ndarray) -> np.ndarray:
+    """Return DROID's joint-velocity target ``q + 0.2 v`` (rad), clipped to the joint limits.
+
+    ``v`` is unitless; if ``max|v| > 1`` it is scaled down uniformly first (DROID robot.py).
+    """
+    v = np.asarray(velocity, dtype=float)
+    peak = float(np.max(np.abs(v))) if v.size else 0.0
+    if peak > 1.0:
+        v = v / peak
+    target = np.asarray(q_measured, dtype=float) + robot.MAX_JOINT_DELTA * v
+    return np.clip(target, robot.JOINT_LOWER, robot.JOINT_UPPER)
+
+
+def binarize_gripper(g: float, threshold: float = 0.5) -> float:
+    """Return 1.0 (closed) if ``g > threshold`` else 0.0, as openpi and REALM clients do."""
+    return 1.0 if g > threshold else 0.0
+
+
+def gripper_width(g: float, max_width: float = robot.GRIPPER_MAX_WIDTH) -> float:
+    """Return the finger opening in m for gripper command ``g`` (1 = closed)."""
+    return max_width * (1.0 - float(np.clip(g, 0.0, 1.0)))
+
+
+def validate_action(action: Action) -> None:
+    """Raise :class:`CommandRejected` unless ``action`` is finite, well-shaped and in range.
+
+    Position targets must lie within the joint limits (plus :data:`LIMIT_TOLERANCE`); velocity
+    commands must be finite (DROID rescales any magnitude); the gripper must be in [0, 1].
+    """
+    arm = np.asarray(action.arm, dtype=float)
+    if arm.shape != (robot.NUM_ARM_JOINTS,):
+        raise CommandRejected(f'arm command must have 7 values, got shape {arm.shape}')
+    if not np.all(np.isfinite(arm)):
+        raise CommandRejected(f'arm command contains NaN or inf: {arm.tolist()}')
+    if not math.isfinite(action.gripper):
+        raise CommandRejected(f'gripper command is not finite: {action.gripper}')
+    if not (-LIMIT_TOLERANCE <= action.gripper <= 1.0 + LIMIT_TOLERANCE):
+        raise CommandRejected(f'gripper command {action.gripper} outside [0, 1] (1 = closed)')
+    if action.mode is ActionMode.POSITION:
+        low = arm < robot.JOINT_LOWER - LIMIT_TOLERANCE
+        high = arm > robot.JOINT_UPPER + LIMIT_TOLERANCE
+        if np.any(low | high):
+            bad = [
+                f'{robot.JOINT_NAMES[i]}={arm[i]:.4f} not in '
+                f'[{robot.JOINT_LOWER[i]:.4f}, {robot.JOINT_UPPER[i]:.4f}]'
+                for i in np.flatnonzero(low | high)
+            ]
+            raise CommandRejected('position target beyond joint limits: ' + ', '.join(bad))
+
+
+def action_to_target(action: Action, q_measured: np.ndarray) -> tuple[np.ndarray, float]:
+    """Validate ``action`` and return ``(q_d, g)``: absolute target (rad) and gripper in [0, 1]."""
+    validate_action(action)
+    if action.mode is ActionMode.VELOCITY:
+        q_d = velocity_to_target(q_measured, action.arm)
+    else:
+        q_d = np.clip(np.asarray(action.arm, dtype=float), robot.JOINT_LOWER, robot.JOINT_UPPER)
+    return q_d, float(np.clip(action.gripper, 0.0, 1.0))
+
+
+def action_from_named(
+    names: Sequence[str],
+    values: Sequence[float],
+    mode: ActionMode,
+    current_gripper: float,
+) -> Action:
+    """Build an :class:`Action` from named values (a JointTrajectory point).
+
+    ``names`` must contain each of the seven canonical arm joints exactly once, in any order,
+    optionally plus :data:`robot.GRIPPER_JOINT`; without it the gripper keeps
+    ``current_gripper``.
+
+    Raises:
+        CommandRejected: wrong names or count, duplicates, length mismatch.
+    """
+    names = list(names)
+    values = list(values)
+    if len(names) != len(values):
+        raise CommandRejected(
+            f'{len(names)} joint names but {len(values)} values in the command')
+    if len(set(names)) != len(names):
+        raise CommandRejected(f'duplicate joint names in command: {names}')
+    expected = set(robot.JOINT_NAMES)
+    allowed = expected | {robot.GRIPPER_JOINT}
+    unknown = [n for n in names if n not in allowed]
+    if unknown:
+        raise CommandRejected(
+            f'unknown joint name(s) {unknown}; expected {list(robot.JOINT_NAMES)} '
+            f'and optionally {robot.GRIPPER_JOINT!r}')
+    missing = [n for n in robot.JOINT_NAMES if n not in names]
+    if missing:
+        raise CommandRejected(f'command lacks joint(s) {missing}')
+    index = {n: i for i, n in enumerate(names)}
+    arm = np.array([values[index[n]] for n in robot.JOINT_NAMES], dtype=float)
+    gripper = (float(values[index[robot.GRIPPER_JOINT]])
+               if robot.GRIPPER_JOINT in index else float(current_gripper))
+    return Action(arm=arm, gripper=gripper, mode=mode)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ImpedanceGains:
+    """Polymetis hybrid joint impedance gains: Kp = J^T Kx J + Kq, Kd = J^T Kxd J + Kqd."""
+
+    kq: np.ndarray = dataclasses.field(default_factory=lambda: robot.KQ.copy())
+    kqd: np.ndarray = dataclasses.field(default_factory=lambda: robot.KQD.copy())
+    kx: np.ndarray = dataclasses.field(default_factory=lambda: robot.KX.copy())
+    kxd: np.ndarray = dataclasses.field(default_factory=lambda: robot.KXD.copy())
+
+
+def impedance_torque(
+    q: np.ndarray,
+    dq: np.ndarray,
+    q_d: np.ndarray,
+    jacobian: np.ndarray,
+    gains: ImpedanceGains,
+) -> np.ndarray:
+    """Return the hybrid joint-impedance torque (N m), gravity compensated elsewhere.
+
+    tau = (J^T Kx J + Kq)(q_d - q) - (J^T Kxd J + Kqd) dq, J the 6x7 end-effector Jacobian
+    (linear rows first). This is the reference the twin's actuators are checked against.
+    """
+    kp = jacobian.T @ np.diag(gains.kx) @ jacobian + np.diag(gains.kq)
+    kd = jacobian.T @ np.diag(gains.kxd) @ jacobian + np.diag(gains.kqd)
+    return kp @ (np.asarray(q_d) - np.asarray(q)) - kd @ np.asarray(dq)

@@ -1,0 +1,106 @@
+"""The ``World`` interface every backend implements, and the factory that picks one by name.
+
+A world is the arm plus its scene: the MuJoCo twin, the digital real's physics, Isaac Sim, or the
+real arm through franka_ros2. The episode loop, the nodes and the evaluator only see this
+interface, so a policy cannot tell the worlds apart.
+"""
+
+from __future__ import annotations
+
+import abc
+import importlib
+from typing import Any, Mapping
+
+from realm_ros.core.config import DynamicsParams, WorldConfig
+from realm_ros.core.errors import BackendUnavailable, ConfigError
+from realm_ros.core.types import Action, EpisodeSpec, Observation
+
+#: Backend name -> ``module:Class``; imported only when chosen, so the MuJoCo install never
+#: needs Isaac Sim and the lab install never needs MuJoCo's renderer.
+BACKENDS: dict[str, str] = {
+    'mujoco': 'realm_ros.backends.mujoco.world:MujocoWorld',
+    'fake': 'realm_ros.backends.fake_franka:DigitalRealWorld',
+    'isaac': 'realm_ros.backends.isaac:IsaacWorld',
+    'franka': 'realm_ros.backends.franka:FrankaBridgeWorld',
+}
+
+
+class World(abc.ABC):
+    """One robot world driven at the control rate.
+
+    Contract:
+        * Units are rad, rad/s, N m, m, s; poses are in ``base_link``; joints are in
+          ``robot.JOINT_NAMES`` order.
+        * :meth:`reset` must be called once before each episode; it puts the arm in the spec's
+          reset pose and the scene in ``spec.initial_state`` and returns the first observation.
+        * :meth:`apply` validates an action and sets the target held until the next call; a
+          rejected action raises ``CommandRejected`` and leaves the previous target in force
+          (the arm holds). It returns the action as it will be executed (after clipping).
+        * :meth:`step` advances one control period (1 / control_hz) and returns the new
+          observation. Simulated worlds advance their clock; real ones wait for wall time.
+    """
+
+    #: Backend name, as in :data:`BACKENDS`.
+    name: str = ''
+
+    @property
+    @abc.abstractmethod
+    def control_dt(self) -> float:
+        """Control period, s."""
+
+    @property
+    @abc.abstractmethod
+    def time(self) -> float:
+        """World clock, s (sim time for simulated worlds)."""
+
+    @abc.abstractmethod
+    def reset(self, spec: EpisodeSpec) -> Observation:
+        """Reset the arm and scene to ``spec`` and return the first observation."""
+
+    @abc.abstractmethod
+    def apply(self, action: Action) -> Action:
+        """Validate ``action`` and make it the current target; return it as executed."""
+
+    @abc.abstractmethod
+    def step(self) -> Observation:
+        """Advance one control period holding the current target; return the observation."""
+
+    @abc.abstractmethod
+    def observe(self, render: bool = True) -> Observation:
+        """Return the current observation without advancing (images only if ``render``)."""
+
+    def set_dynamics(self, params: DynamicsParams) -> None:
+        """Set per-joint friction, armature and damping (simulated worlds only)."""
+        raise ConfigError(f'world {self.name!r} has no settable dynamics')
+
+    def camera_fovy(self, name: str) -> float:
+        """Return camera ``name``'s vertical field of view in degrees (for ``camera_info``)."""
+        raise ConfigError(f'world {self.name!r} has no camera {name!r}')
+
+    def privileged_state(self) -> Mapping[str, Any]:
+        """Return simulator-only scene state (object poses, ...); empty on a real arm."""
+        return {}
+
+    def close(self) -> None:  # noqa: B027 - optional hook, most worlds hold nothing
+        """Release resources (renderers, connections); the world is unusable afterwards."""
+
+
+def make_world(config: WorldConfig, **kwargs: Any) -> World:
+    """Build the world named by ``config.backend``, importing its module only now.
+
+    Raises:
+        ConfigError: unknown backend name.
+        BackendUnavailable: the backend's dependencies are not installed here.
+    """
+    target = BACKENDS.get(config.backend)
+    if target is None:
+        raise ConfigError(
+            f'unknown world backend {config.backend!r}; choose one of {sorted(BACKENDS)}')
+    module_name, class_name = target.split(':')
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as err:
+        raise BackendUnavailable(
+            f'world backend {config.backend!r} cannot be loaded here: {err}') from err
+    cls = getattr(module, class_name)
+    return cls(config, **kwargs)

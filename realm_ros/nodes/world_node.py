@@ -1,0 +1,208 @@
+"""``world_node``: the shared world interface (DESIGN section 3) over any World backend.
+
+Topics (relative; launched under ``/real`` or ``/sim``):
+    joint_states (out)           sensor_msgs/JointState, 7 arm joints + ``gripper``
+    command (in)                 trajectory_msgs/JointTrajectory, one point per control step
+    cameras/<name>/image (out)   sensor_msgs/Image rgb8; camera_info (out, latched)
+    instruction (out, latched)   std_msgs/String
+    /clock (out, lockstep only)  rosgraph_msgs/Clock
+Services:
+    reset                        std_srvs/Trigger; resets to the ``episode_spec`` parameter
+Parameters: every field of :class:`realm_ros.core.config.WorldConfig`, plus ``episode_spec``
+(JSON of :class:`realm_ros.core.types.EpisodeSpec`).
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import sys
+import time
+from typing import Any
+
+from rcl_interfaces.msg import ParameterDescriptor
+import rclpy
+from rclpy.node import Node
+from rosgraph_msgs.msg import Clock
+from sensor_msgs.msg import CameraInfo, Image, JointState
+from std_msgs.msg import String
+from std_srvs.srv import Trigger
+from trajectory_msgs.msg import JointTrajectory
+
+from realm_ros.core.config import WorldConfig
+from realm_ros.core.errors import CommandRejected, ConfigError, RealmError
+from realm_ros.core.types import Action, EpisodeSpec, Observation
+from realm_ros.core.world import World, make_world
+from realm_ros.ros import convert, qos
+from realm_ros.ros.params import declare_config
+
+
+class WorldNode(Node):
+    """Publish a world's observations and execute its commands, in real time or in lockstep."""
+
+    def __init__(self, world: World | None = None, **kwargs: Any) -> None:
+        super().__init__('world', **kwargs)
+        self.config = declare_config(self, WorldConfig)
+        self.declare_parameter(
+            'episode_spec', '', ParameterDescriptor(
+                description='JSON EpisodeSpec used by the reset service ("" = task and seed '
+                            'parameters)'))
+        self.world = world if world is not None else make_world(self.config)
+        self._queue: collections.deque[Action] = collections.deque()
+        self._last_step_wall = time.monotonic()
+        self._last_image_time = -1e9
+        self.rejected = 0
+        self.last_rejection = ''
+
+        self._js_pub = self.create_publisher(JointState, 'joint_states', qos.STATE)
+        self._instr_pub = self.create_publisher(String, 'instruction', qos.LATCHED)
+        self._image_pubs = {}
+        self._info_pubs = {}
+        for name in self.config.cameras if self.config.camera_rate_hz > 0 else ():
+            self._image_pubs[name] = self.create_publisher(
+                Image, f'cameras/{name}/image', qos.IMAGE)
+            self._info_pubs[name] = self.create_publisher(
+                CameraInfo, f'cameras/{name}/camera_info', qos.LATCHED)
+        self._clock_pub = (self.create_publisher(Clock, '/clock', qos.CLOCK)
+                           if self.config.lockstep else None)
+        self.create_subscription(JointTrajectory, 'command', self._on_command, qos.COMMAND)
+        self.create_service(Trigger, 'reset', self._on_reset)
+
+        self._obs = self.world.reset(self._spec_from_params())
+        self._publish_static()
+        if self.config.lockstep:
+            if self.config.lockstep_timeout_s > 0:
+                self.create_timer(min(0.05, self.config.lockstep_timeout_s), self._on_idle)
+        else:
+            self.create_timer(self.world.control_dt, self._on_control_tick)
+        self._publish_observation(self._obs)
+        mode = 'lockstep' if self.config.lockstep else 'real time'
+        self.get_logger().info(
+            f'world {self.config.backend!r} up ({mode}, {self.config.control_hz:g} Hz control, '
+            f'cameras {list(self._image_pubs)})')
+
+    # -- callbacks --------------------------------------------------------------------------
+
+    def _on_command(self, msg: JointTrajectory) -> None:
+        try:
+            actions = convert.trajectory_to_actions(msg, self._obs.joints.gripper)
+        except CommandRejected as err:
+            self._reject(str(err))
+            return
+        self._queue.clear()
+        self._queue.extend(actions)
+        if self.config.lockstep:
+            while self._queue:
+                self._control_step()
+
+    def _on_control_tick(self) -> None:
+        self._control_step()
+
+    def _on_idle(self) -> None:
+        """Lockstep: step with the held target if no command came within the timeout."""
+        if time.monotonic() - self._last_step_wall >= self.config.lockstep_timeout_s:
+            self._control_step()
+
+    def _on_reset(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+        del request
+        try:
+            spec = self._spec_from_params()
+            self._queue.clear()
+            self._obs = self.world.reset(spec)
+        except RealmError as err:
+            self.get_logger().error(f'reset failed: {err}')
+            response.success, response.message = False, str(err)
+            return response
+        self._publish_static()
+        self._publish_observation(self._obs)
+        response.success = True
+        response.message = json.dumps({
+            'task': spec.task, 'seed': spec.seed, 'time': self.world.time,
+            'instruction': self._obs.instruction})
+        return response
+
+    # -- helpers ----------------------------------------------------------------------------
+
+    def _control_step(self) -> None:
+        """Apply the next queued action (if any) and advance one control period."""
+        if self._queue:
+            action = self._queue.popleft()
+            try:
+                self.world.apply(action)
+            except CommandRejected as err:
+                self._reject(str(err))
+        render = self._image_due()
+        self.world.step()
+        self._obs = self.world.observe(render=render)
+        self._last_step_wall = time.monotonic()
+        self._publish_observation(self._obs)
+
+    def _image_due(self) -> bool:
+        if not self._image_pubs:
+            return False
+        if self.config.lockstep:
+            return True
+        return self.world.time - self._last_image_time >= 1.0 / self.config.camera_rate_hz - 1e-9
+
+    def _reject(self, reason: str) -> None:
+        self.rejected += 1
+        self.last_rejection = reason
+        self.get_logger().warning(f'command rejected, holding the last valid target: {reason}')
+
+    def _spec_from_params(self) -> EpisodeSpec:
+        text = self.get_parameter('episode_spec').value
+        if text:
+            return EpisodeSpec.from_json(text)
+        return EpisodeSpec(task=self.config.task or 'empty', seed=self.config.seed)
+
+    def _stamp(self) -> Any:
+        if self.config.lockstep:
+            return convert.to_time(self.world.time)
+        return self.get_clock().now().to_msg()
+
+    def _publish_static(self) -> None:
+        stamp = self._stamp()
+        self._instr_pub.publish(String(data=self._obs.instruction))
+        for name, pub in self._info_pubs.items():
+            pub.publish(convert.camera_info(
+                self.config.camera_width, self.config.camera_height,
+                self.world.camera_fovy(name), stamp, f'{name}_optical_frame'))
+
+    def _publish_observation(self, obs: Observation) -> None:
+        """Publish clock, images, then joint states: joint states mark a complete observation."""
+        stamp = self._stamp()
+        if self._clock_pub is not None:
+            self._clock_pub.publish(Clock(clock=stamp))
+        if obs.images:
+            self._last_image_time = self.world.time
+            for name, image in obs.images.items():
+                if name in self._image_pubs:
+                    self._image_pubs[name].publish(
+                        convert.image_to_msg(image, stamp, f'{name}_optical_frame'))
+        msg = convert.joint_state_to_msg(obs.joints)
+        msg.header.stamp = stamp
+        self._js_pub.publish(msg)
+
+
+def main(args: list[str] | None = None) -> int:
+    """Run ``world_node`` until interrupted; exit 2 on a bad parameter."""
+    rclpy.init(args=args)
+    node = None
+    try:
+        node = WorldNode()
+        rclpy.spin(node)
+    except ConfigError as err:
+        print(f'world_node: invalid parameter: {err}', file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        pass
+    finally:
+        if node is not None:
+            node.world.close()
+            node.destroy_node()
+        rclpy.try_shutdown()
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,162 @@
+"""Conversions between ROS messages and core records. Joint order is always core's."""
+
+from __future__ import annotations
+
+import math
+from typing import Iterable, Sequence
+
+from builtin_interfaces.msg import Duration, Time
+import numpy as np
+from sensor_msgs.msg import CameraInfo, Image
+from sensor_msgs.msg import JointState as JointStateMsg
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+from realm_ros.core import control, robot
+from realm_ros.core.errors import CommandRejected
+from realm_ros.core.types import Action, ActionMode, JointState
+
+CONTROL_FRAME = 'base_link'
+
+
+def to_time(seconds: float) -> Time:
+    """Return a ``builtin_interfaces/Time`` for ``seconds`` >= 0."""
+    sec = int(math.floor(seconds))
+    return Time(sec=sec, nanosec=int(round((seconds - sec) * 1e9)) % 1_000_000_000)
+
+
+def from_time(stamp: Time) -> float:
+    """Return seconds for a ``builtin_interfaces/Time``."""
+    return stamp.sec + stamp.nanosec * 1e-9
+
+
+def joint_state_to_msg(state: JointState, names: Sequence[str] = robot.JOINT_NAMES,
+                       frame_id: str = CONTROL_FRAME) -> JointStateMsg:
+    """Return a ``sensor_msgs/JointState``: 7 arm joints plus ``gripper`` (g in [0, 1])."""
+    msg = JointStateMsg()
+    msg.header.stamp = to_time(state.stamp)
+    msg.header.frame_id = frame_id
+    msg.name = list(names) + [robot.GRIPPER_JOINT]
+    msg.position = [float(v) for v in state.position] + [float(state.gripper)]
+    msg.velocity = [float(v) for v in state.velocity] + [0.0]
+    msg.effort = [float(v) for v in state.effort] + [0.0]
+    return msg
+
+
+def joint_state_from_msg(msg: JointStateMsg, prefix: str = 'panda_') -> JointState:
+    """Return a core :class:`JointState` from a message with ``<prefix>joint1..7`` (+ gripper).
+
+    Raises:
+        CommandRejected: the arm joints are missing or the values are not finite.
+    """
+    index = {}
+    for i, name in enumerate(msg.name):
+        if name == robot.GRIPPER_JOINT:
+            continue
+        if name.startswith(f'{prefix}joint') and name[len(prefix) + 5:].isdigit():
+            index[robot.map_joint_names([name], prefix)[0]] = i
+    missing = [n for n in robot.JOINT_NAMES if n not in index]
+    if missing:
+        raise CommandRejected(f'joint state lacks {missing} (prefix {prefix!r}): {list(msg.name)}')
+    order = [index[n] for n in robot.JOINT_NAMES]
+    pos = np.array([msg.position[i] for i in order], dtype=float)
+    vel = np.array([msg.velocity[i] for i in order] if len(msg.velocity) == len(msg.name)
+                   else np.zeros(7), dtype=float)
+    eff = np.array([msg.effort[i] for i in order] if len(msg.effort) == len(msg.name)
+                   else np.zeros(7), dtype=float)
+    gripper = 0.0
+    if robot.GRIPPER_JOINT in msg.name:
+        gripper = float(msg.position[list(msg.name).index(robot.GRIPPER_JOINT)])
+    if not np.all(np.isfinite(pos)):
+        raise CommandRejected('joint state contains NaN or inf positions')
+    return JointState(position=pos, velocity=vel, effort=eff, gripper=gripper,
+                      stamp=from_time(msg.header.stamp))
+
+
+def trajectory_to_actions(msg: JointTrajectory, current_gripper: float) -> list[Action]:
+    """Return one :class:`Action` per point of a ``command`` message.
+
+    A point with ``positions`` is a POSITION action (absolute targets, rad); a point with only
+    ``velocities`` is a DROID VELOCITY action (unitless). Every point is validated; one bad
+    point rejects the whole message.
+
+    Raises:
+        CommandRejected: with the reason (empty, names, NaN, limits, ...).
+    """
+    if not msg.points:
+        raise CommandRejected('command has no trajectory points')
+    actions = []
+    gripper = current_gripper
+    for k, point in enumerate(msg.points):
+        if len(point.positions):
+            values, mode = point.positions, ActionMode.POSITION
+        elif len(point.velocities):
+            values, mode = point.velocities, ActionMode.VELOCITY
+        else:
+            raise CommandRejected(f'point {k} has neither positions nor velocities')
+        try:
+            action = control.action_from_named(msg.joint_names, values, mode, gripper)
+            control.validate_action(action)
+        except CommandRejected as err:
+            raise CommandRejected(f'point {k}: {err}') from None
+        gripper = action.gripper
+        actions.append(action)
+    return actions
+
+
+def actions_to_trajectory(actions: Iterable[Action], dt: float,
+                          stamp: Time | None = None) -> JointTrajectory:
+    """Return a ``command`` message for ``actions`` spaced ``dt`` seconds apart."""
+    msg = JointTrajectory()
+    if stamp is not None:
+        msg.header.stamp = stamp
+    msg.joint_names = list(robot.JOINT_NAMES) + [robot.GRIPPER_JOINT]
+    for k, action in enumerate(actions):
+        point = JointTrajectoryPoint()
+        values = [float(v) for v in action.arm] + [float(action.gripper)]
+        if action.mode is ActionMode.VELOCITY:
+            point.velocities = values
+        else:
+            point.positions = values
+        t = (k + 1) * dt
+        point.time_from_start = Duration(sec=int(t), nanosec=int(round((t % 1.0) * 1e9)))
+        msg.points.append(point)
+    return msg
+
+
+def image_to_msg(image: np.ndarray, stamp: Time, frame_id: str) -> Image:
+    """Return an ``rgb8`` ``sensor_msgs/Image`` for an (H, W, 3) uint8 array."""
+    msg = Image()
+    msg.header.stamp = stamp
+    msg.header.frame_id = frame_id
+    msg.height, msg.width = int(image.shape[0]), int(image.shape[1])
+    msg.encoding = 'rgb8'
+    msg.is_bigendian = 0
+    msg.step = msg.width * 3
+    msg.data = np.ascontiguousarray(image, dtype=np.uint8).tobytes()
+    return msg
+
+
+def image_from_msg(msg: Image) -> np.ndarray:
+    """Return an (H, W, 3) uint8 RGB array from an ``rgb8`` or ``bgr8`` image message."""
+    if msg.encoding not in ('rgb8', 'bgr8'):
+        raise CommandRejected(f'unsupported image encoding {msg.encoding!r}; use rgb8 or bgr8')
+    rows = np.frombuffer(bytes(msg.data), dtype=np.uint8).reshape(msg.height, msg.step)
+    image = rows[:, :msg.width * 3].reshape(msg.height, msg.width, 3)
+    return image[..., ::-1].copy() if msg.encoding == 'bgr8' else image.copy()
+
+
+def camera_info(width: int, height: int, fovy_deg: float, stamp: Time,
+                frame_id: str) -> CameraInfo:
+    """Return a pinhole ``CameraInfo`` for a camera with vertical field of view ``fovy_deg``."""
+    f = 0.5 * height / math.tan(math.radians(fovy_deg) / 2.0)
+    cx, cy = (width - 1) / 2.0, (height - 1) / 2.0
+    msg = CameraInfo()
+    msg.header.stamp = stamp
+    msg.header.frame_id = frame_id
+    msg.width, msg.height = width, height
+    msg.distortion_model = 'plumb_bob'
+    msg.d = [0.0] * 5
+    msg.k = [f, 0.0, cx, 0.0, f, cy, 0.0, 0.0, 1.0]
+    msg.r = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0]
+    msg.p = [f, 0.0, cx, 0.0, 0.0, f, cy, 0.0, 0.0, 0.0, 1.0, 0.0]
+    return msg

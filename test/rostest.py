@@ -1,0 +1,64 @@
+"""Helpers for tests that talk to real nodes over DDS."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+import time
+from typing import Callable, Iterator
+
+import rclpy
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.node import Node
+
+BIN = pathlib.Path(sys.executable).parent
+
+
+@contextlib.contextmanager
+def ros_node(name: str) -> Iterator[tuple[Node, SingleThreadedExecutor]]:
+    """Yield a fresh node in its own context with an executor, shut down afterwards."""
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    node = rclpy.create_node(name, context=context)
+    executor = SingleThreadedExecutor(context=context)
+    executor.add_node(node)
+    try:
+        yield node, executor
+    finally:
+        executor.shutdown()
+        node.destroy_node()
+        rclpy.try_shutdown(context=context)
+
+
+@contextlib.contextmanager
+def run_process(args: list[str], log_path: pathlib.Path) -> Iterator[subprocess.Popen]:
+    """Start an executable (a console script of this install) and stop it with SIGINT."""
+    exe = BIN / args[0]
+    with open(log_path, 'w') as log:
+        proc = subprocess.Popen([str(exe), *args[1:]], stdout=log, stderr=subprocess.STDOUT,
+                                env=dict(os.environ))
+        try:
+            yield proc
+        finally:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGINT)
+                try:
+                    proc.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+
+
+def spin_until(executor: SingleThreadedExecutor, predicate: Callable[[], bool],
+               timeout: float = 20.0) -> bool:
+    """Spin until ``predicate()`` holds or ``timeout`` seconds pass; return whether it held."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        executor.spin_once(timeout_sec=0.05)
+    return predicate()

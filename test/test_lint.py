@@ -1,0 +1,15 @@
+"""Lint as a test (STYLE habit 15): ruff configured like ament_flake8 (99 columns, quotes)."""
+
+import pathlib
+import shutil
+import subprocess
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def test_ruff_is_clean():
+    ruff = shutil.which('ruff') or str(pathlib.Path(sys.executable).parent / 'ruff')
+    proc = subprocess.run([ruff, 'check', 'realm_ros', 'test', 'bench', 'launch'],
+                          cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
