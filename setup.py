@@ -74,7 +74,6 @@ setup(
     maintainer_email='realm-ros@example.org',
     description='Paired real and simulated rollouts of manipulation policies on a Franka Panda.',
     license='Apache-2.0',
-    tests_require=['pytest'],
     entry_points={
         'console_scripts': [
             'world_node = realm_ros.nodes.world_node:main',

@@ -1,0 +1,85 @@
+"""Policy wrappers: chunk broker, gripper binarisation, clipping, factory."""
+
+import numpy as np
+import pytest
+
+from realm_ros.core import robot
+from realm_ros.core.errors import ConfigError
+from realm_ros.core.policy import (
+    ActionChunker,
+    ActionClipper,
+    GripperBinarizer,
+    HoldPolicy,
+    Policy,
+    make_policy,
+)
+from realm_ros.core.types import ActionChunk, ActionMode, EpisodeSpec, JointState, Observation
+
+
+class CountingPolicy(Policy):
+    """Returns chunks whose rows are numbered, and counts calls."""
+
+    name = 'counting'
+
+    def __init__(self, horizon=10, mode=ActionMode.VELOCITY):
+        self.calls = 0
+        self.horizon = horizon
+        self.mode = mode
+
+    def infer(self, obs):
+        self.calls += 1
+        values = np.zeros((self.horizon, 8))
+        values[:, 0] = np.arange(self.horizon) + 100 * self.calls
+        values[:, 7] = np.linspace(0, 1, self.horizon)
+        return ActionChunk(values, self.mode)
+
+
+def _obs():
+    state = JointState(robot.RESET_Q.copy(), np.zeros(7), np.zeros(7), 0.0)
+    return Observation(joints=state)
+
+
+def test_chunker_executes_k_of_h_then_requeries():
+    inner = CountingPolicy(horizon=10)
+    policy = ActionChunker(inner, execute=8)
+    policy.reset(EpisodeSpec())
+    firsts = [policy.infer(_obs()).values[0, 0] for _ in range(17)]
+    assert firsts[:8] == [100 + i for i in range(8)]
+    assert firsts[8:16] == [200 + i for i in range(8)]
+    assert firsts[16] == 300
+    assert inner.calls == 3
+
+
+def test_chunker_with_short_chunk_requeries_at_chunk_end():
+    inner = CountingPolicy(horizon=3)
+    policy = ActionChunker(inner, execute=8)
+    [policy.infer(_obs()) for _ in range(4)]
+    assert inner.calls == 2
+
+
+def test_chunker_reset_discards_the_pending_chunk():
+    inner = CountingPolicy()
+    policy = ActionChunker(inner, execute=8)
+    policy.infer(_obs())
+    policy.reset(EpisodeSpec())
+    assert policy.infer(_obs()).values[0, 0] == 200
+
+
+def test_binarizer_and_clipper():
+    policy = ActionClipper(GripperBinarizer(CountingPolicy(horizon=5)))
+    chunk = policy.infer(_obs())
+    assert chunk.values[:, 7].tolist() == [0, 0, 0, 1, 1]
+    assert np.all(np.abs(chunk.values[:, :7]) <= 1.0)
+    position = ActionClipper(CountingPolicy(horizon=2, mode=ActionMode.POSITION))
+    values = position.infer(_obs()).values
+    assert np.all(values[:, :7] <= robot.JOINT_UPPER)
+
+
+def test_hold_policy_and_factory():
+    chunk = make_policy('hold').infer(_obs())
+    np.testing.assert_allclose(chunk.values[0, :7], robot.RESET_Q)
+    assert isinstance(make_policy('hold'), HoldPolicy)
+    with pytest.raises(ConfigError, match='unknown policy'):
+        make_policy('gpt')
+    with pytest.raises(ConfigError):
+        ActionChunker(HoldPolicy(), execute=0)
