@@ -27,6 +27,8 @@ setup(
     version='0.1.0',
     packages=find_packages(exclude=['test', 'test.*', 'bench']),
     data_files=data_files(),
+    package_data={'realm_ros': ['data/*.yaml', 'data/*.json']},
+    include_package_data=True,
     zip_safe=True,
     python_requires='>=3.10',
     # Runtime dependencies a lab's apt ROS install does not provide. rclpy and message

@@ -166,3 +166,18 @@ def test_action_chunk_indexing():
     assert chunk[1].mode is ActionMode.VELOCITY
     with pytest.raises(CommandRejected):
         Action.from_array(np.zeros(7))
+
+
+def test_digital_real_dynamics_file_and_validation(tmp_path):
+    from realm_ros.backends.fake_franka import DEFAULT_DYNAMICS_FILE
+    from realm_ros.core.config import DigitalRealDynamics
+    hidden = DigitalRealDynamics.from_yaml(DEFAULT_DYNAMICS_FILE)
+    assert hidden.friction[4] == 0.75 and hidden.latency_s > 0
+    with pytest.raises(ConfigError, match='latency_s'):
+        DigitalRealDynamics(latency_s=-1.0)
+    with pytest.raises(ConfigError, match='DigitalRealDynamics.friction must have 7'):
+        DigitalRealDynamics(friction=(1.0, 2.0))
+    bad = tmp_path / 'd.yaml'
+    bad.write_text('frictions: [0, 0, 0, 0, 0, 0, 0]\n')
+    with pytest.raises(ConfigError, match=r"unknown field\(s\) \['frictions'\]"):
+        DigitalRealDynamics.from_yaml(bad)

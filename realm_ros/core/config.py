@@ -94,6 +94,50 @@ class DynamicsParams:
 
 
 @dataclasses.dataclass(frozen=True)
+class DigitalRealDynamics:
+    """Hidden dynamics of the digital real, read from its dynamics YAML file.
+
+    ``friction``/``armature``/``damping`` are in the twin's units (see :class:`DynamicsParams`);
+    the rest is what the twin does not model at all.
+    """
+
+    friction: tuple[float, ...] = field((0.0,) * 7, 'per-joint dry friction, N m (7 values)')
+    armature: tuple[float, ...] = field((0.1,) * 7, 'per-joint armature, kg m^2 (7 values)')
+    damping: tuple[float, ...] = field((0.0,) * 7, 'per-joint viscous damping, N m s/rad')
+    latency_s: float = field(0.0, 'actuation latency, s')
+    joint_noise_std: float = field(0.0, 'joint position sensor noise (1 sigma), rad')
+    object_mass_scale: float = field(1.0, 'multiplier on every object mass')
+    object_friction_scale: float = field(1.0, 'multiplier on every object sliding friction')
+
+    def __post_init__(self) -> None:
+        self.joint_params()  # validates the per-joint vectors
+        for name in ('friction', 'armature', 'damping'):
+            object.__setattr__(self, name, tuple(float(v) for v in getattr(self, name)))
+        limits = {'latency_s': (0.0, 0.5), 'joint_noise_std': (0.0, 0.1),
+                  'object_mass_scale': (0.05, 20.0), 'object_friction_scale': (0.05, 20.0)}
+        for name, (low, high) in limits.items():
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or not low <= value <= high:
+                raise ConfigError(
+                    f'DigitalRealDynamics.{name} must be a number in [{low}, {high}], '
+                    f'got {value!r}')
+            object.__setattr__(self, name, float(value))
+
+    def joint_params(self) -> DynamicsParams:
+        """Return the per-joint part, the parameters system identification can recover."""
+        try:
+            return DynamicsParams(friction=self.friction, armature=self.armature,
+                                  damping=self.damping)
+        except ConfigError as err:
+            raise ConfigError(str(err).replace('DynamicsParams', 'DigitalRealDynamics')) from None
+
+    @classmethod
+    def from_yaml(cls, path: str | pathlib.Path) -> 'DigitalRealDynamics':
+        """Load a dynamics file; unknown keys raise :class:`ConfigError` naming them."""
+        return from_mapping(cls, load_yaml(path), where=str(path))
+
+
+@dataclasses.dataclass(frozen=True)
 class WorldConfig:
     """Parameters of a world (``world_node`` declares each field as a ROS parameter)."""
 

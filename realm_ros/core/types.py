@@ -110,6 +110,24 @@ class ActionChunk:
         return Action.from_array(self.values[index], self.mode)
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class Progress:
+    """Tiered progression of a running episode (REALM).
+
+    ``stages`` are the skill's ordered stage names; ``met`` says which are met (sticky, a prefix:
+    a later stage never counts before an earlier one); ``progression`` = met / N, and
+    ``max_progression`` the maximum so far (the episode score).
+    """
+
+    task: str
+    stages: tuple[str, ...]
+    met: tuple[bool, ...]
+    progression: float
+    max_progression: float
+    step: int = 0
+    source: str = 'privileged'  # 'privileged' (sim, digital real) or 'operator' (real arm)
+
+
 #: REALM's published protocol: 800 steps per rollout, 15 more steps after success.
 DEFAULT_MAX_STEPS = 800
 STEPS_AFTER_SUCCESS = 15

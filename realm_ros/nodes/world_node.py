@@ -33,7 +33,7 @@ from realm_ros.core.config import WorldConfig
 from realm_ros.core.errors import CommandRejected, ConfigError, RealmError
 from realm_ros.core.types import Action, EpisodeSpec, Observation
 from realm_ros.core.world import World, make_world
-from realm_ros.ros import convert, qos
+from realm_ros.ros import convert, qos, topics
 from realm_ros.ros.params import declare_config
 
 
@@ -56,6 +56,8 @@ class WorldNode(Node):
 
         self._js_pub = self.create_publisher(JointState, 'joint_states', qos.STATE)
         self._instr_pub = self.create_publisher(String, 'instruction', qos.LATCHED)
+        # Simulator-only state for scoring and scripted policies (JSON); never on a real arm.
+        self._privileged_pub = self.create_publisher(String, topics.PRIVILEGED_STATE, qos.STATE)
         self._image_pubs = {}
         self._info_pubs = {}
         for name in self.config.cameras if self.config.camera_rate_hz > 0 else ():
@@ -179,6 +181,9 @@ class WorldNode(Node):
                 if name in self._image_pubs:
                     self._image_pubs[name].publish(
                         convert.image_to_msg(image, stamp, f'{name}_optical_frame'))
+        if obs.privileged:
+            self._privileged_pub.publish(String(data=convert.privileged_to_json(
+                obs.privileged, self.world.time)))
         msg = convert.joint_state_to_msg(obs.joints)
         msg.header.stamp = stamp
         self._js_pub.publish(msg)

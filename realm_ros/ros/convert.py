@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import math
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from builtin_interfaces.msg import Duration, Time
+from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
 import numpy as np
 from sensor_msgs.msg import CameraInfo, Image
 from sensor_msgs.msg import JointState as JointStateMsg
@@ -13,7 +15,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from realm_ros.core import control, robot
 from realm_ros.core.errors import CommandRejected
-from realm_ros.core.types import Action, ActionMode, JointState
+from realm_ros.core.types import Action, ActionMode, JointState, Progress
 
 CONTROL_FRAME = 'base_link'
 
@@ -160,3 +162,62 @@ def camera_info(width: int, height: int, fovy_deg: float, stamp: Time,
     msg.r = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0]
     msg.p = [f, 0.0, cx, 0.0, 0.0, f, cy, 0.0, 0.0, 0.0, 1.0, 0.0]
     return msg
+
+
+def privileged_to_json(state: Mapping[str, Any], stamp: float) -> str:
+    """Return the JSON text of a ``privileged_state`` message (numpy arrays become lists)."""
+    return json.dumps({'stamp': stamp, 'state': state}, default=_json_default)
+
+
+def privileged_from_json(text: str) -> tuple[float, dict[str, Any]]:
+    """Return ``(stamp, state)`` from a ``privileged_state`` message's text."""
+    data = json.loads(text)
+    return float(data['stamp']), dict(data['state'])
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, (np.floating, np.integer, np.bool_)):
+        return value.item()
+    raise TypeError(f'cannot serialise {type(value).__name__} in privileged state')
+
+
+def progress_to_msg(progress: Progress, world: str = '') -> DiagnosticStatus:
+    """Return the ``progress`` message: a DiagnosticStatus with one key per stage.
+
+    ``name`` = task, ``hardware_id`` = world, ``message`` = progression as text, ``values`` =
+    one ``KeyValue(stage, '1'|'0')`` per stage in order, then ``progression``,
+    ``max_progression``, ``step`` and ``source``. ``level`` is OK (0) throughout.
+    """
+    msg = DiagnosticStatus()
+    msg.level = DiagnosticStatus.OK
+    msg.name = progress.task
+    msg.hardware_id = world
+    msg.message = f'{progress.progression:.3f}'
+    msg.values = [KeyValue(key=s, value='1' if m else '0')
+                  for s, m in zip(progress.stages, progress.met)]
+    msg.values += [
+        KeyValue(key='progression', value=repr(float(progress.progression))),
+        KeyValue(key='max_progression', value=repr(float(progress.max_progression))),
+        KeyValue(key='step', value=str(int(progress.step))),
+        KeyValue(key='source', value=progress.source),
+    ]
+    return msg
+
+
+_PROGRESS_KEYS = ('progression', 'max_progression', 'step', 'source')
+
+
+def progress_from_msg(msg: DiagnosticStatus) -> Progress:
+    """Inverse of :func:`progress_to_msg`."""
+    values = {kv.key: kv.value for kv in msg.values}
+    stage_items = [kv for kv in msg.values if kv.key not in _PROGRESS_KEYS]
+    return Progress(
+        task=msg.name,
+        stages=tuple(kv.key for kv in stage_items),
+        met=tuple(kv.value == '1' for kv in stage_items),
+        progression=float(values.get('progression', 0.0)),
+        max_progression=float(values.get('max_progression', 0.0)),
+        step=int(values.get('step', 0)),
+        source=values.get('source', 'privileged'))

@@ -1,0 +1,25 @@
+"""Names of the shared world interface, relative to a world's namespace (``/real``, ``/sim``)."""
+
+JOINT_STATES = 'joint_states'
+COMMAND = 'command'
+INSTRUCTION = 'instruction'
+#: diagnostic_msgs/DiagnosticStatus: the running episode's tiered progression.
+PROGRESS = 'progress'
+#: std_msgs/String (JSON): simulator-only scene state (object poses, contacts, articulations)
+#: for scoring and scripted policies. Published by simulated worlds and, re-published by the
+#: bridge, by the digital real; never by a real arm.
+PRIVILEGED_STATE = 'privileged_state'
+#: What the digital real (``fake_franka``) publishes its privileged state on: a digital-real-only
+#: facility, named so that nobody mistakes it for something a real robot offers.
+DIGITAL_REAL_PRIVILEGED_STATE = 'digital_real/privileged_state'
+RESET = 'reset'
+
+
+def camera_image(name: str) -> str:
+    """Return the image topic of camera ``name``."""
+    return f'cameras/{name}/image'
+
+
+def camera_info(name: str) -> str:
+    """Return the camera_info topic of camera ``name``."""
+    return f'cameras/{name}/camera_info'
