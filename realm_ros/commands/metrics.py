@@ -1,0 +1,102 @@
+"""``realm-ros metrics FILE.csv``: agreement metrics for numbers a user brings.
+
+The CSV has a header with columns ``policy``, ``real``, ``sim`` and optionally ``group``, one
+row per policy per group. Prints JSON to stdout:
+``{"groups": {"<group>": {"pearson_r", "mmrv", "mean_abs_gap", "n_policies"}},
+"mean": {"pearson_r", "mmrv", "mean_abs_gap"}}``; ``mean`` is the unweighted mean over groups;
+without a ``group`` column there is one group named ``all``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import pathlib
+import sys
+from typing import Any
+
+from realm_ros.core import metrics
+from realm_ros.core.errors import DataError
+
+REQUIRED = ('policy', 'real', 'sim')
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Declare the CSV path."""
+    parser.add_argument('csv', type=pathlib.Path, help='CSV with columns policy, real, sim '
+                                                       '[, group]')
+
+
+def read_scores(path: pathlib.Path) -> dict[str, dict[str, tuple[float, float]]]:
+    """Return ``{group: {policy: (real, sim)}}`` from the CSV, validating every row.
+
+    Raises:
+        DataError: unreadable file, missing columns, non-numeric or NaN values, a policy twice
+            in one group, a group with fewer than two policies.
+    """
+    try:
+        with open(path, newline='') as handle:
+            text = handle.read()
+    except OSError as err:
+        raise DataError(f'cannot read {path}: {err.strerror}') from None
+    reader = csv.DictReader(text.splitlines())  # newline='' keeps quoted newlines intact
+    header = [h.strip() for h in (reader.fieldnames or [])]
+    missing = [c for c in REQUIRED if c not in header]
+    if missing:
+        raise DataError(f'{path}: missing column(s) {missing}; the header must name '
+                        f'policy, real, sim and optionally group (found {header})')
+    groups: dict[str, dict[str, tuple[float, float]]] = {}
+    for line, row in enumerate(reader, start=2):
+        row = {(k or '').strip(): (v or '').strip() for k, v in row.items()}
+        policy = row['policy']
+        if not policy:
+            raise DataError(f'{path}:{line}: empty policy name')
+        values = []
+        for column in ('real', 'sim'):
+            try:
+                value = float(row[column])
+            except ValueError:
+                raise DataError(f'{path}:{line}: column {column!r} is not a number: '
+                                f'{row[column]!r}') from None
+            if not math.isfinite(value):
+                raise DataError(f'{path}:{line}: column {column!r} is {row[column]}; '
+                                'scores must be finite')
+            values.append(value)
+        group = (row.get('group') or 'all') if 'group' in header else 'all'
+        scores = groups.setdefault(group, {})
+        if policy in scores:
+            raise DataError(f'{path}:{line}: policy {policy!r} appears twice in group {group!r}')
+        scores[policy] = (values[0], values[1])
+    if not groups:
+        raise DataError(f'{path}: no data rows')
+    for group, scores in groups.items():
+        if len(scores) < 2:
+            raise DataError(f'{path}: group {group!r} has {len(scores)} policy; agreement '
+                            'needs at least two policies per group')
+    return groups
+
+
+def compute(groups: dict[str, dict[str, tuple[float, float]]]) -> dict[str, Any]:
+    """Return the JSON-ready result for ``{group: {policy: (real, sim)}}``."""
+    out: dict[str, Any] = {'groups': {}}
+    for group, scores in groups.items():
+        real = [v[0] for v in scores.values()]
+        sim = [v[1] for v in scores.values()]
+        out['groups'][group] = metrics.agreement(sim=sim, real=real).as_dict()
+    keys = ('pearson_r', 'mmrv', 'mean_abs_gap')
+    out['mean'] = {k: float(sum(g[k] for g in out['groups'].values()) / len(out['groups']))
+                   for k in keys}
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print the agreement JSON."""
+    result = compute(read_scores(args.csv))
+    json.dump(result, sys.stdout, indent=2)
+    sys.stdout.write('\n')
+    return 0
+
+
+__all__ = ['DataError', 'compute', 'read_scores']

@@ -1,0 +1,276 @@
+"""Real-vs-sim agreement metrics as pure functions over arrays (DESIGN section 7).
+
+Conventions:
+    * Every function that compares the two worlds takes ``sim`` and ``real`` as *keyword-named*
+      roles; MMRV is not symmetric, so the roles are never implicit.
+    * Inputs are 1-D arrays of per-policy (or per-condition) scores, paired by index.
+    * Bad input (length mismatch, fewer than two entries where a ranking is needed, NaN or inf)
+      raises :class:`ValueError` (:class:`~realm_ros.core.errors.DataError`) with the reason.
+
+Definitions follow SIMPLER (Pearson r, MMRV), REALM (RMSD of progression under a perturbation)
+and RobotArena-infinity (Bradley-Terry rankings from pairwise comparisons).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Callable, Hashable, Mapping, Sequence
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from realm_ros.core.errors import DataError
+
+
+def _vector(values: ArrayLike, name: str) -> np.ndarray:
+    arr = np.asarray(values, dtype=float)
+    if arr.ndim != 1:
+        raise DataError(f'{name} must be a 1-D array of scores, got shape {arr.shape}')
+    if not np.all(np.isfinite(arr)):
+        raise DataError(f'{name} contains NaN or inf: {arr.tolist()}')
+    return arr
+
+
+def _pair(sim: ArrayLike, real: ArrayLike, minimum: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    s, r = _vector(sim, 'sim'), _vector(real, 'real')
+    if s.shape != r.shape:
+        raise DataError(f'sim and real must pair up: {s.size} sim vs {r.size} real scores')
+    if s.size < minimum:
+        raise DataError(f'need at least {minimum} paired scores, got {s.size}')
+    return s, r
+
+
+def pearson_r(*, sim: ArrayLike, real: ArrayLike) -> float:
+    """Return the Pearson correlation of paired sim and real scores.
+
+    Edge cases (SIMPLER's convention, where the textbook formula divides by zero):
+    if the centred vectors are identical (e.g. both constant) r = 1; if exactly one of them is
+    constant r = 0.
+
+    Raises:
+        DataError: length mismatch, fewer than 2 pairs, NaN/inf.
+    """
+    s, r = _pair(sim, real, minimum=2)
+    sc, rc = s - s.mean(), r - r.mean()
+    if np.allclose(sc, rc, atol=1e-12, rtol=0.0):
+        return 1.0
+    ns, nr = np.linalg.norm(sc), np.linalg.norm(rc)
+    if ns < 1e-12 or nr < 1e-12:
+        return 0.0
+    return float(np.clip(sc @ rc / (ns * nr), -1.0, 1.0))
+
+
+def mmrv(*, sim: ArrayLike, real: ArrayLike) -> float:
+    """Return the Mean Maximum Rank Violation MMRV(sim, real) in [0, max|real_i - real_j|].
+
+    For each policy i: v_i = max over j of |real_i - real_j| over the pairs whose strict order
+    disagrees, ``(sim_i > sim_j) != (real_i > real_j)``; v_i = 0 if none. MMRV = mean of v_i.
+    Magnitudes come from ``real``: a swap of two policies that are nearly equal on the real arm
+    costs little. Not symmetric in its arguments. Ties are strict-order comparisons, so a sim
+    tie between policies that differ on the real arm counts as a violation for the one that is
+    better on the real arm.
+
+    Raises:
+        DataError: length mismatch, fewer than 2 policies, NaN/inf.
+    """
+    s, r = _pair(sim, real, minimum=2)
+    sim_gt = s[:, None] > s[None, :]
+    real_gt = r[:, None] > r[None, :]
+    violation = sim_gt != real_gt
+    magnitude = np.abs(r[:, None] - r[None, :])
+    per_policy = np.max(np.where(violation, magnitude, 0.0), axis=1)
+    return float(per_policy.mean())
+
+
+def mean_abs_gap(*, sim: ArrayLike, real: ArrayLike) -> float:
+    """Return mean |sim_i - real_i| (SIMPLER's real-sim gap), in the scores' units."""
+    s, r = _pair(sim, real, minimum=1)
+    return float(np.mean(np.abs(s - r)))
+
+
+def rmsd_vs_default(perturbed: ArrayLike, default: ArrayLike) -> float:
+    """Return REALM's RMSD of progression under a perturbation vs the default condition.
+
+    ``perturbed`` and ``default`` pair up (model, task) cells: sqrt(mean((p - d)^2)).
+    """
+    p, d = _vector(perturbed, 'perturbed'), _vector(default, 'default')
+    if p.shape != d.shape or p.size == 0:
+        raise DataError(f'perturbed and default must pair up and be non-empty: '
+                        f'{p.size} vs {d.size}')
+    return float(np.sqrt(np.mean((p - d) ** 2)))
+
+
+def success_rate(progressions: ArrayLike) -> float:
+    """Return the fraction of episodes whose progression reached 1.0."""
+    p = _vector(progressions, 'progressions')
+    if p.size == 0:
+        raise DataError('success_rate needs at least one episode')
+    return float(np.mean(p >= 1.0 - 1e-9))
+
+
+def mean_progression(progressions: ArrayLike) -> float:
+    """Return the mean episode progression (REALM's task progression score)."""
+    p = _vector(progressions, 'progressions')
+    if p.size == 0:
+        raise DataError('mean_progression needs at least one episode')
+    return float(p.mean())
+
+
+def bootstrap_ci(
+    values: ArrayLike,
+    statistic: Callable[[np.ndarray], float] = np.mean,
+    n_resamples: int = 2000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> tuple[float, float]:
+    """Return a percentile bootstrap confidence interval of ``statistic`` over episodes.
+
+    A single value (or identical values) gives a zero-width interval at that value.
+    """
+    v = _vector(values, 'values')
+    if v.size == 0:
+        raise DataError('bootstrap_ci needs at least one value')
+    if not 0.0 < confidence < 1.0:
+        raise DataError(f'confidence must be in (0, 1), got {confidence}')
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, v.size, size=(n_resamples, v.size))
+    stats = np.array([statistic(v[row]) for row in idx]) if statistic is not np.mean \
+        else v[idx].mean(axis=1)
+    alpha = (1.0 - confidence) / 2.0
+    lo, hi = np.quantile(stats, [alpha, 1.0 - alpha])
+    return float(lo), float(hi)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RankedPolicy:
+    """One row of a Bradley-Terry ranking; ``score`` is log-strength, mean zero across policies."""
+
+    policy: str
+    score: float
+    ci_low: float
+    ci_high: float
+    win_rate: float
+    comparisons: int
+
+
+def _pairwise_counts(
+    outcomes: Mapping[Hashable, Mapping[str, float]], policies: Sequence[str]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Return (wins, games): wins[i, j] = times i beat j (ties count 0.5 each)."""
+    index = {p: k for k, p in enumerate(policies)}
+    n = len(policies)
+    wins = np.zeros((n, n))
+    games = np.zeros((n, n))
+    for scores in outcomes.values():
+        present = [p for p in scores if p in index]
+        for a_pos, a in enumerate(present):
+            for b in present[a_pos + 1:]:
+                i, j = index[a], index[b]
+                sa, sb = float(scores[a]), float(scores[b])
+                if not (math.isfinite(sa) and math.isfinite(sb)):
+                    raise DataError(f'NaN or inf score for {a!r} or {b!r}')
+                games[i, j] += 1
+                games[j, i] += 1
+                if sa > sb:
+                    wins[i, j] += 1
+                elif sb > sa:
+                    wins[j, i] += 1
+                else:
+                    wins[i, j] += 0.5
+                    wins[j, i] += 0.5
+    return wins, games
+
+
+def _fit_bradley_terry(wins: np.ndarray, games: np.ndarray, prior: float = 0.5,
+                       iterations: int = 500) -> np.ndarray:
+    """Return mean-zero log-strengths by Hunter's MM algorithm.
+
+    ``prior`` adds that many virtual ties between every pair of policies that met, so a policy
+    that won (or lost) everything gets a finite strength.
+    """
+    met = games > 0
+    w = wins + prior * met
+    g = games + 2 * prior * met
+    strength = np.ones(wins.shape[0])
+    total_wins = w.sum(axis=1)
+    for _ in range(iterations):
+        denom = (g / (strength[:, None] + strength[None, :])).sum(axis=1)  # g[i, i] = 0
+        new = np.where(denom > 0, total_wins / np.maximum(denom, 1e-300), strength)
+        new = new / np.exp(np.mean(np.log(np.maximum(new, 1e-300))))
+        if np.max(np.abs(np.log(new) - np.log(strength))) < 1e-10:
+            strength = new
+            break
+        strength = new
+    log_s = np.log(strength)
+    return log_s - log_s.mean()
+
+
+def bradley_terry(
+    outcomes: Mapping[Hashable, Mapping[str, float]],
+    n_resamples: int = 500,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> list[RankedPolicy]:
+    """Rank policies from pairwise comparisons on the same episode spec.
+
+    Args:
+        outcomes: ``{episode_spec_key: {policy: score}}``; every pair of policies with a score on
+            the same key is one comparison; the higher score wins, equal scores split half-half.
+        n_resamples: bootstrap resamples over episode specs for the confidence intervals.
+
+    Returns:
+        Policies sorted best first with log-strength scores (mean zero) and bootstrap CIs.
+
+    Raises:
+        DataError: fewer than two policies, no comparisons, NaN scores.
+    """
+    policies = sorted({p for scores in outcomes.values() for p in scores})
+    if len(policies) < 2:
+        raise DataError(f'a ranking needs at least two policies, got {policies}')
+    keys = list(outcomes)
+    wins, games = _pairwise_counts(outcomes, policies)
+    if games.sum() == 0:
+        raise DataError('no episode spec has scores from two policies: nothing to compare')
+    scores = _fit_bradley_terry(wins, games)
+    rng = np.random.default_rng(seed)
+    samples = []
+    for _ in range(n_resamples):
+        pick = rng.integers(0, len(keys), size=len(keys))
+        resampled = {k: outcomes[keys[i]] for k, i in enumerate(pick)}
+        w, g = _pairwise_counts(resampled, policies)
+        samples.append(_fit_bradley_terry(w, g, iterations=200))
+    samples = np.array(samples)
+    alpha = (1.0 - confidence) / 2.0
+    lows = np.quantile(samples, alpha, axis=0)
+    highs = np.quantile(samples, 1.0 - alpha, axis=0)
+    played = games.sum(axis=1)
+    ranked = [
+        RankedPolicy(policy=p, score=float(scores[i]), ci_low=float(lows[i]),
+                     ci_high=float(highs[i]),
+                     win_rate=float(wins[i].sum() / played[i]) if played[i] else 0.0,
+                     comparisons=int(played[i]))
+        for i, p in enumerate(policies)
+    ]
+    return sorted(ranked, key=lambda r: -r.score)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Agreement:
+    """Agreement of sim and real per-policy scores."""
+
+    pearson_r: float
+    mmrv: float
+    mean_abs_gap: float
+    n_policies: int
+
+    def as_dict(self) -> dict[str, float | int]:
+        """Return a JSON-ready dict."""
+        return dataclasses.asdict(self)
+
+
+def agreement(*, sim: ArrayLike, real: ArrayLike) -> Agreement:
+    """Return Pearson r, MMRV(sim, real) and the mean absolute gap for paired policy scores."""
+    s, r = _pair(sim, real, minimum=2)
+    return Agreement(pearson_r=pearson_r(sim=s, real=r), mmrv=mmrv(sim=s, real=r),
+                     mean_abs_gap=mean_abs_gap(sim=s, real=r), n_policies=int(s.size))
