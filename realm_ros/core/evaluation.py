@@ -1,0 +1,357 @@
+"""Paired evaluation without ROS: the plan of paired episodes, the records, the summary.
+
+A *pair* is one episode spec (task, perturbation, intensity, seed, policy, sampled initial
+state) run once in the real world and once in the twin. Seeds depend on (task, perturbation,
+episode index) but not on the policy, so every policy faces the same initial states: that is
+what makes per-spec pairwise comparisons (Bradley-Terry) fair.
+
+Records are one JSON line per finished episode in ``episodes.jsonl``, appended and flushed as
+each episode ends, so an interrupted run keeps what it finished and a re-run resumes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+import os
+import pathlib
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from realm_ros.core import metrics
+from realm_ros.core.config import field, from_mapping, load_yaml
+from realm_ros.core.errors import ConfigError, DataError
+from realm_ros.core.types import DEFAULT_MAX_STEPS, EpisodeSpec
+
+REAL, SIM = 'real', 'sim'
+WORLDS = (REAL, SIM)
+
+
+@dataclasses.dataclass(frozen=True)
+class PolicyEntry:
+    """A policy under evaluation: a label for reports, a registry name and its arguments."""
+
+    label: str
+    policy: str
+    args: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+    @classmethod
+    def parse(cls, text: str) -> 'PolicyEntry':
+        """Parse ``policy[:skill]`` or ``label=policy[:k=v,k=v]``.
+
+        ``scripted:2`` -> label ``scripted-2``, policy ``scripted``, ``{'skill': 2}``;
+        ``pi05=openpi:host=gpu-box,port=8000`` -> label ``pi05`` with those arguments.
+        """
+        label, _, rest = text.partition('=') if '=' in text.split(':')[0] else ('', '', text)
+        name, _, arg_text = rest.partition(':')
+        if not name:
+            raise ConfigError(f'policy entry {text!r}: expected policy[:skill] or '
+                              'label=policy[:key=value,...]')
+        args: dict[str, Any] = {}
+        if arg_text and '=' not in arg_text:
+            skill = _number(arg_text)
+            if isinstance(skill, str):
+                raise ConfigError(f'policy entry {text!r}: bad argument {arg_text!r} (a skill '
+                                  'number, or key=value pairs)')
+            args['skill'] = skill
+            label = label or f'{name}-{arg_text}'
+        elif arg_text:
+            for item in arg_text.split(','):
+                key, sep, value = item.partition('=')
+                if not sep or not key:
+                    raise ConfigError(f'policy entry {text!r}: bad argument {item!r}')
+                args[key] = _number(value)
+        return cls(label=label or name, policy=name, args=args)
+
+
+def _number(text: str) -> Any:
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+@dataclasses.dataclass(frozen=True)
+class EvalConfig:
+    """What a paired evaluation runs (``config/paired_eval.yaml``; CLI flags override)."""
+
+    tasks: tuple[str, ...] = field(('pick_spoon',), 'tasks to evaluate')
+    policies: tuple[str, ...] = field(
+        ('scripted:3', 'scripted:2', 'scripted:1', 'scripted:0'),
+        'policies: policy[:skill] or label=policy[:key=value,...]')
+    perturbations: tuple[str, ...] = field(('Default',), 'perturbation codes (REALM)')
+    intensity: float = field(1.0, 'perturbation intensity in [0, 1]')
+    episodes_per_cell: int = field(5, 'episodes per (task, perturbation, policy) cell')
+    max_steps: int = field(DEFAULT_MAX_STEPS, 'control steps per episode (REALM: 800)')
+    seed: int = field(0, 'seed of the whole evaluation (initial states derive from it)')
+    real: str = field('fake', 'real world: fake (digital real) or franka (the arm)',
+                      choices=('fake', 'franka'))
+    sim: str = field('mujoco', 'simulated twin', choices=('mujoco', 'isaac'))
+    sim_params_file: str = field('', 'identified twin parameters (friction, armature) YAML')
+    real_dynamics_file: str = field('', 'digital real: hidden dynamics YAML')
+    cameras: bool = field(False, 'render cameras (needed by vision policies; slower)')
+    concurrent: bool = field(True, 'run the real and sim episode of a pair at the same time')
+
+    def __post_init__(self) -> None:
+        for name in ('tasks', 'policies', 'perturbations'):
+            values = tuple(getattr(self, name))
+            if not values:
+                raise ConfigError(f'EvalConfig.{name} must not be empty')
+            if len(set(values)) != len(values):
+                raise ConfigError(f'EvalConfig.{name} has duplicates: {list(values)}')
+            object.__setattr__(self, name, values)
+        if self.episodes_per_cell < 1:
+            raise ConfigError('EvalConfig.episodes_per_cell must be >= 1')
+        if self.max_steps < 1:
+            raise ConfigError('EvalConfig.max_steps must be >= 1')
+        if not 0.0 <= self.intensity <= 1.0:
+            raise ConfigError('EvalConfig.intensity must be in [0, 1]')
+        for name in ('real', 'sim'):
+            choices = next(f for f in dataclasses.fields(self) if f.name == name).metadata[
+                'choices']
+            if getattr(self, name) not in choices:
+                raise ConfigError(f'EvalConfig.{name} = {getattr(self, name)!r} is not allowed; '
+                                  f'choose one of {list(choices)}')
+        labels = [e.label for e in self.policy_entries()]
+        if len(set(labels)) != len(labels):
+            raise ConfigError(f'EvalConfig.policies: duplicate labels {labels}')
+
+    def policy_entries(self) -> list[PolicyEntry]:
+        """Return the parsed policy entries."""
+        return [PolicyEntry.parse(p) for p in self.policies]
+
+    @classmethod
+    def from_yaml(cls, path: str | pathlib.Path, **overrides: Any) -> 'EvalConfig':
+        """Load the YAML config and apply non-None ``overrides`` (CLI flags)."""
+        data = load_yaml(path)
+        data.update({k: v for k, v in overrides.items() if v is not None})
+        return from_mapping(cls, data, where=str(path))
+
+
+def derive_seed(*parts: Any) -> int:
+    """Return a stable 31-bit seed from ``parts`` (independent of Python's hash salt)."""
+    digest = hashlib.sha256('/'.join(str(p) for p in parts).encode()).digest()
+    return int.from_bytes(digest[:4], 'little') & 0x7FFFFFFF
+
+
+def plan_pairs(config: EvalConfig, sampler: Any = None) -> list[EpisodeSpec]:
+    """Return the paired episode specs of ``config`` in run order.
+
+    Args:
+        sampler: optional ``sampler(task, seed) -> dict`` filling ``initial_state`` (so the
+            operator of a real arm knows what to set up); without it each world samples the
+            same state from the same seed.
+    """
+    specs = []
+    for task in config.tasks:
+        for perturbation in config.perturbations:
+            for k in range(config.episodes_per_cell):
+                seed = derive_seed(config.seed, task, perturbation, k)
+                initial = sampler(task, seed) if sampler is not None else {}
+                for entry in config.policy_entries():
+                    specs.append(EpisodeSpec(
+                        task=task, seed=seed, policy=entry.label, perturbation=perturbation,
+                        intensity=config.intensity, max_steps=config.max_steps,
+                        pair_id=f'{task}/{perturbation}/{k}/{entry.label}',
+                        initial_state=initial))
+    return specs
+
+
+class EpisodeLog:
+    """Append-only ``episodes.jsonl``: one line per finished episode, flushed and fsynced."""
+
+    def __init__(self, path: str | pathlib.Path) -> None:
+        self.path = pathlib.Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.records: list[dict[str, Any]] = []
+        self.skipped_lines = 0
+        if self.path.exists():
+            for line in self.path.read_text().splitlines():
+                if not line.strip():
+                    continue
+                try:
+                    record = json.loads(line)
+                except json.JSONDecodeError:
+                    self.skipped_lines += 1  # a line cut by a crash: that episode re-runs
+                    continue
+                if isinstance(record, dict) and 'pair_id' in record and 'world' in record:
+                    self.records.append(record)
+        self._done = {(r['pair_id'], r['world']) for r in self.records}
+
+    def done(self, pair_id: str, world: str) -> bool:
+        """Whether this episode has already finished (resume skips it)."""
+        return (pair_id, world) in self._done
+
+    def append(self, record: Mapping[str, Any]) -> None:
+        """Write one finished episode and make it durable before returning."""
+        line = json.dumps(record, sort_keys=True, default=_json_default)
+        with open(self.path, 'a') as handle:
+            handle.write(line + '\n')
+            handle.flush()
+            os.fsync(handle.fileno())
+        self.records.append(dict(record))
+        self._done.add((record['pair_id'], record['world']))
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, (np.floating, np.integer, np.bool_)):
+        return value.item()
+    raise TypeError(f'cannot serialise {type(value).__name__}')
+
+
+def scored(records: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """Return the records that count: infrastructure failures are never scored."""
+    return [r for r in records if r.get('outcome') != 'infra_failure']
+
+
+def _ci(values: Sequence[float], seed: int) -> list[float]:
+    lo, hi = metrics.bootstrap_ci(values, seed=seed)
+    return [lo, hi]
+
+
+def summarize(records: Sequence[Mapping[str, Any]], seed: int = 0) -> dict[str, Any]:
+    """Return ``summary.json``'s content from episode records.
+
+    Per policy: mean progression and success rate in each world with bootstrap 95% CIs over
+    episodes. Agreement: Pearson r, MMRV(sim, real) and the mean absolute gap over per-policy
+    mean progression, overall and per task. Bradley-Terry rankings per world from pairwise
+    comparisons on the same (task, perturbation, seed). Perturbation deltas vs Default and
+    REALM's RMSD per world. Only pairs finished in both worlds are used.
+
+    Raises:
+        DataError: no complete pair.
+    """
+    usable = scored(records)
+    by_pair: dict[str, dict[str, Mapping[str, Any]]] = {}
+    for r in usable:
+        by_pair.setdefault(r['pair_id'], {})[r['world']] = r
+    complete = {p: w for p, w in by_pair.items() if REAL in w and SIM in w}
+    if not complete:
+        raise DataError('no pair has finished in both worlds yet: nothing to summarise')
+    rows = [(w[REAL], w[SIM]) for w in complete.values()]
+    policies = sorted({real['policy'] for real, _ in rows})
+    tasks = sorted({real['task'] for real, _ in rows})
+
+    def per_policy(selected: Sequence[tuple[Mapping[str, Any], Mapping[str, Any]]]):
+        out = []
+        for k, policy in enumerate(policies):
+            mine = [(r, s) for r, s in selected if r['policy'] == policy]
+            if not mine:
+                continue
+            entry: dict[str, Any] = {'policy': policy, 'episodes': len(mine)}
+            for world, idx in ((REAL, 0), (SIM, 1)):
+                prog = [float(pair[idx]['progression']) for pair in mine]
+                succ = [1.0 if pair[idx]['success'] else 0.0 for pair in mine]
+                entry[f'{world}_progress'] = float(np.mean(prog))
+                entry[f'{world}_progress_ci'] = _ci(prog, seed + k)
+                entry[f'{world}_success'] = float(np.mean(succ))
+                entry[f'{world}_success_ci'] = _ci(succ, seed + k + 1000)
+            out.append(entry)
+        return out
+
+    def agreement_of(entries: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
+        if len(entries) < 2:
+            return None
+        return metrics.agreement(sim=[e['sim_progress'] for e in entries],
+                                 real=[e['real_progress'] for e in entries]).as_dict()
+
+    overall = per_policy(rows)
+    summary: dict[str, Any] = {
+        'pairs': len(complete),
+        'episodes': len(usable),
+        'infra_failures': len(records) - len(usable),
+        'policies': policies,
+        'tasks': tasks,
+        'per_policy': overall,
+        'agreement': agreement_of(overall) or {},
+    }
+    summary['agreement']['per_task'] = {}
+    summary['per_task'] = {}
+    for task in tasks:
+        entries = per_policy([(r, s) for r, s in rows if r['task'] == task])
+        summary['per_task'][task] = entries
+        task_agreement = agreement_of(entries)
+        if task_agreement is not None:
+            summary['agreement']['per_task'][task] = task_agreement
+    summary['ranking'] = {}
+    for world, idx in ((REAL, 0), (SIM, 1)):
+        outcomes: dict[tuple, dict[str, float]] = {}
+        for pair in rows:
+            rec = pair[idx]
+            key = (rec['task'], rec['perturbation'], rec['seed'])
+            outcomes.setdefault(key, {})[rec['policy']] = float(rec['progression'])
+        try:
+            ranking = metrics.bradley_terry(outcomes, n_resamples=200, seed=seed)
+            summary['ranking'][world] = [dataclasses.asdict(r) for r in ranking]
+        except DataError:
+            summary['ranking'][world] = []
+    summary['perturbations'] = _perturbation_deltas(rows)
+    return summary
+
+
+def _perturbation_deltas(rows: Sequence[tuple[Mapping[str, Any], Mapping[str, Any]]]
+                         ) -> dict[str, Any]:
+    """Mean progression change under each perturbation vs Default, and REALM's RMSD."""
+    cells: dict[tuple[str, str, str, str], list[float]] = {}
+    for pair in rows:
+        for world, rec in zip(WORLDS, pair):
+            key = (world, rec['perturbation'], rec['policy'], rec['task'])
+            cells.setdefault(key, []).append(float(rec['progression']))
+    means = {k: float(np.mean(v)) for k, v in cells.items()}
+    out: dict[str, Any] = {}
+    perturbations = sorted({k[1] for k in means} - {'Default'})
+    for perturbation in perturbations:
+        entry: dict[str, Any] = {}
+        for world in WORLDS:
+            pert, default = [], []
+            for (w, p, policy, task), value in means.items():
+                if w == world and p == perturbation and (w, 'Default', policy, task) in means:
+                    pert.append(value)
+                    default.append(means[(w, 'Default', policy, task)])
+            if pert:
+                entry[world] = {
+                    'delta': float(np.mean(np.array(pert) - np.array(default))),
+                    'rmsd': metrics.rmsd_vs_default(pert, default),
+                    'cells': len(pert),
+                }
+        if entry:
+            out[perturbation] = entry
+    return out
+
+
+def format_table(summary: Mapping[str, Any]) -> str:
+    """Return the plain-text summary table printed at the end of a run."""
+    lines = []
+    header = (f'{"policy":<16} {"n":>4} {"real prog":>10} {"sim prog":>10} '
+              f'{"real succ":>10} {"sim succ":>10}')
+    lines.append(header)
+    lines.append('-' * len(header))
+    for e in summary['per_policy']:
+        lines.append(
+            f'{e["policy"]:<16} {e["episodes"]:>4} {e["real_progress"]:>10.3f} '
+            f'{e["sim_progress"]:>10.3f} {e["real_success"]:>10.2f} {e["sim_success"]:>10.2f}')
+    agreement = summary.get('agreement', {})
+    if 'pearson_r' in agreement:
+        lines.append('')
+        lines.append(f'agreement over {summary["pairs"]} pairs: Pearson r = '
+                     f'{_fmt(agreement["pearson_r"])}, MMRV = {_fmt(agreement["mmrv"])}, '
+                     f'mean |real - sim| = {_fmt(agreement["mean_abs_gap"])}')
+        for task, a in agreement.get('per_task', {}).items():
+            lines.append(f'  {task:<28} r = {_fmt(a["pearson_r"])}  MMRV = {_fmt(a["mmrv"])}  '
+                         f'gap = {_fmt(a["mean_abs_gap"])}')
+    if summary.get('infra_failures'):
+        lines.append(f'{summary["infra_failures"]} episode(s) ended in infrastructure failures '
+                     'and are not scored')
+    return '\n'.join(lines)
+
+
+def _fmt(value: float) -> str:
+    return 'n/a' if value is None or (isinstance(value, float) and math.isnan(value)) \
+        else f'{value:.3f}'

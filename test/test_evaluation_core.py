@@ -1,0 +1,110 @@
+"""Paired-evaluation core: plans, records and resume, summaries (no ROS, no physics)."""
+
+import json
+
+import pytest
+
+from realm_ros.core import metrics
+from realm_ros.core.errors import ConfigError, DataError
+from realm_ros.core.evaluation import (
+    EpisodeLog,
+    EvalConfig,
+    PolicyEntry,
+    format_table,
+    plan_pairs,
+    summarize,
+)
+
+
+def test_policy_entry_parsing():
+    assert PolicyEntry.parse('scripted:2') == PolicyEntry('scripted-2', 'scripted', {'skill': 2})
+    entry = PolicyEntry.parse('pi05=openpi:host=gpu-box,port=8000')
+    assert entry == PolicyEntry('pi05', 'openpi', {'host': 'gpu-box', 'port': 8000})
+    assert PolicyEntry.parse('hold') == PolicyEntry('hold', 'hold', {})
+    with pytest.raises(ConfigError, match='bad argument'):
+        PolicyEntry.parse('x=openpi:host')
+
+
+def test_config_validation_names_fields(tmp_path):
+    with pytest.raises(ConfigError, match='EvalConfig.real'):
+        EvalConfig(real='gazebo')
+    with pytest.raises(ConfigError, match='duplicates'):
+        EvalConfig(tasks=('a', 'a'))
+    path = tmp_path / 'eval.yaml'
+    path.write_text('tasks: [pick_spoon]\nepisodes_per_cel: 3\n')
+    with pytest.raises(ConfigError, match='unknown field.*episodes_per_cel'):
+        EvalConfig.from_yaml(path)
+    path.write_text('tasks: [pick_spoon]\n')
+    assert EvalConfig.from_yaml(path, episodes_per_cell=7).episodes_per_cell == 7
+
+
+def test_plan_gives_every_policy_the_same_initial_states():
+    config = EvalConfig(tasks=('a', 'b'), policies=('scripted:0', 'scripted:1'),
+                        perturbations=('Default', 'V-LIGHT'), episodes_per_cell=3)
+    specs = plan_pairs(config, sampler=lambda task, seed: {'seed_echo': seed})
+    assert len(specs) == 2 * 2 * 3 * 2
+    assert len({s.pair_id for s in specs}) == len(specs)
+    by_cell = {}
+    for s in specs:
+        by_cell.setdefault((s.task, s.perturbation, s.pair_id.split('/')[2]), set()).add(s.seed)
+    assert all(len(seeds) == 1 for seeds in by_cell.values())
+    assert len({s.seed for s in specs}) == 12
+    assert plan_pairs(config)[5].seed == specs[5].seed  # stable across runs
+
+
+def _record(pair, world, policy, task, progression, seed=0, perturbation='Default',
+            outcome=None):
+    return {'pair_id': pair, 'world': world, 'policy': policy, 'task': task, 'seed': seed,
+            'perturbation': perturbation, 'progression': progression,
+            'success': progression >= 1.0,
+            'outcome': outcome or ('success' if progression >= 1 else 'timeout')}
+
+
+def test_episode_log_resumes_and_survives_a_cut_line(tmp_path):
+    path = tmp_path / 'episodes.jsonl'
+    log = EpisodeLog(path)
+    log.append(_record('p0', 'real', 'a', 't', 1.0))
+    log.append(_record('p0', 'sim', 'a', 't', 0.5))
+    with open(path, 'a') as handle:
+        handle.write('{"pair_id": "p1", "wor')  # the process died mid-write
+    again = EpisodeLog(path)
+    assert again.done('p0', 'real') and again.done('p0', 'sim')
+    assert not again.done('p1', 'real')
+    assert again.skipped_lines == 1 and len(again.records) == 2
+
+
+def test_summary_matches_hand_computation():
+    records = []
+    table = {'good': [(1.0, 1.0), (1.0, 0.6)], 'bad': [(0.2, 0.4), (0.0, 0.2)]}
+    for policy, pairs in table.items():
+        for k, (real, sim) in enumerate(pairs):
+            pair = f't/Default/{k}/{policy}'
+            records += [_record(pair, 'real', policy, 't', real, seed=k),
+                        _record(pair, 'sim', policy, 't', sim, seed=k)]
+    records.append(_record('t/Default/9/bad', 'real', 'bad', 't', 0.0, outcome='infra_failure'))
+    summary = summarize(records)
+    assert summary['pairs'] == 4 and summary['infra_failures'] == 1
+    per = {e['policy']: e for e in summary['per_policy']}
+    assert per['good']['real_progress'] == 1.0 and per['good']['sim_progress'] == 0.8
+    assert per['bad']['real_success'] == 0.0 and per['good']['sim_success'] == 0.5
+    assert summary['agreement']['pearson_r'] == pytest.approx(
+        metrics.pearson_r(sim=[0.3, 0.8], real=[0.1, 1.0]))
+    assert summary['agreement']['mmrv'] == 0.0
+    assert summary['agreement']['mean_abs_gap'] == pytest.approx((0.2 + 0.2) / 2)
+    assert [r['policy'] for r in summary['ranking']['real']] == ['good', 'bad']
+    assert 'agreement over 4 pairs' in format_table(summary)
+    json.dumps(summary)  # JSON-ready
+
+
+def test_summary_perturbation_deltas_and_empty_input():
+    records = []
+    for policy, (d, p) in {'a': (1.0, 0.5), 'b': (0.6, 0.6)}.items():
+        for pert, value in (('Default', d), ('V-LIGHT', p)):
+            pair = f't/{pert}/0/{policy}'
+            records += [_record(pair, w, policy, 't', value, perturbation=pert)
+                        for w in ('real', 'sim')]
+    deltas = summarize(records)['perturbations']['V-LIGHT']
+    assert deltas['real']['delta'] == pytest.approx(-0.25)
+    assert deltas['real']['rmsd'] == pytest.approx((0.25 / 2) ** 0.5)
+    with pytest.raises(DataError, match='no pair has finished'):
+        summarize([_record('x', 'real', 'a', 't', 1.0)])
