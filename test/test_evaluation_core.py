@@ -108,3 +108,21 @@ def test_summary_perturbation_deltas_and_empty_input():
     assert deltas['real']['rmsd'] == pytest.approx((0.25 / 2) ** 0.5)
     with pytest.raises(DataError, match='no pair has finished'):
         summarize([_record('x', 'real', 'a', 't', 1.0)])
+
+
+def test_report_writes_html_and_figures(tmp_path):
+    from realm_ros.report import write_report
+    records = []
+    for task in ('t1', 't2'):
+        for policy, (real, sim) in {'a': (1.0, 0.8), 'b': (0.4, 0.5), 'c': (0.0, 0.2)}.items():
+            for pert in ('Default', 'V-LIGHT'):
+                pair = f'{task}/{pert}/0/{policy}'
+                records += [_record(pair, 'real', policy, task, real, perturbation=pert),
+                            _record(pair, 'sim', policy, task, sim, perturbation=pert)]
+    summary = summarize(records)
+    path = write_report(tmp_path, summary, {'sim_params': {'friction': [0.1] * 7}})
+    text = path.read_text()
+    for name in ('agreement_scatter.png', 'policy_bars.png', 'ranking.png', 'perturbations.png'):
+        assert (tmp_path / name).stat().st_size > 5000
+        assert name in text
+    assert 'MMRV' in text and 'friction' in text

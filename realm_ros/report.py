@@ -1,0 +1,204 @@
+"""The paired-evaluation report: PNG figures and ``report.html`` beside ``summary.json``.
+
+Figures: real-vs-sim scatter per task (Pearson r and MMRV in each title), per-policy progress
+and success bars with 95% intervals in both worlds, the Bradley-Terry ranking in both worlds,
+per-perturbation deltas, and the twin parameters used.
+"""
+
+from __future__ import annotations
+
+import html
+import pathlib
+from typing import Any, Mapping
+
+import matplotlib
+
+matplotlib.use('Agg')
+import matplotlib.pyplot as plt  # noqa: E402 - the backend must be chosen first
+import numpy as np  # noqa: E402
+
+REAL_COLOR, SIM_COLOR = '#c0392b', '#2471a3'
+
+
+def _scatter(summary: Mapping[str, Any], path: pathlib.Path) -> None:
+    tasks = list(summary['per_task']) + ['all tasks']
+    cols = min(4, len(tasks))
+    rows = int(np.ceil(len(tasks) / cols))
+    fig, axes = plt.subplots(rows, cols, figsize=(3.6 * cols, 3.4 * rows), squeeze=False)
+    for ax, task in zip(axes.flat, tasks):
+        entries = summary['per_policy'] if task == 'all tasks' else summary['per_task'][task]
+        agreement = (summary['agreement'] if task == 'all tasks'
+                     else summary['agreement']['per_task'].get(task))
+        real = [e['real_progress'] for e in entries]
+        sim = [e['sim_progress'] for e in entries]
+        ax.plot([0, 1], [0, 1], color='0.7', lw=1, ls='--')
+        ax.scatter(real, sim, color='#7d3c98', zorder=3)
+        for e in entries:
+            ax.annotate(e['policy'], (e['real_progress'], e['sim_progress']), fontsize=7,
+                        xytext=(3, 3), textcoords='offset points')
+        title = task
+        if agreement and 'pearson_r' in agreement:
+            title += f'\nr = {agreement["pearson_r"]:.2f}, MMRV = {agreement["mmrv"]:.3f}'
+        ax.set_title(title, fontsize=9)
+        ax.set_xlim(-0.05, 1.05)
+        ax.set_ylim(-0.05, 1.05)
+        ax.set_xlabel('real: mean progression', fontsize=8)
+        ax.set_ylabel('sim: mean progression', fontsize=8)
+        ax.tick_params(labelsize=7)
+    for ax in list(axes.flat)[len(tasks):]:
+        ax.axis('off')
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def _bars(summary: Mapping[str, Any], path: pathlib.Path) -> None:
+    entries = summary['per_policy']
+    x = np.arange(len(entries))
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
+    for ax, metric, label in ((axes[0], 'progress', 'mean progression'),
+                              (axes[1], 'success', 'success rate')):
+        for offset, world, color in ((-0.2, 'real', REAL_COLOR), (0.2, 'sim', SIM_COLOR)):
+            values = np.array([e[f'{world}_{metric}'] for e in entries])
+            ci = np.array([e[f'{world}_{metric}_ci'] for e in entries])
+            err = np.vstack([values - ci[:, 0], ci[:, 1] - values]).clip(min=0)
+            ax.bar(x + offset, values, width=0.4, color=color, label=world, yerr=err,
+                   capsize=3, error_kw={'lw': 1})
+        ax.set_xticks(x, [e['policy'] for e in entries], rotation=20, fontsize=8)
+        ax.set_ylim(0, 1.1)
+        ax.set_ylabel(label)
+        ax.legend(fontsize=8)
+        ax.set_title(f'{label} per policy (95% bootstrap CI)', fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def _ranking(summary: Mapping[str, Any], path: pathlib.Path) -> None:
+    fig, ax = plt.subplots(figsize=(6.5, 0.5 + 0.45 * max(2, len(summary['policies']))))
+    order = [r['policy'] for r in summary['ranking'].get('real') or summary['ranking']['sim']]
+    y = np.arange(len(order))
+    for offset, world, color in ((-0.15, 'real', REAL_COLOR), (0.15, 'sim', SIM_COLOR)):
+        rows = {r['policy']: r for r in summary['ranking'].get(world, [])}
+        if not rows:
+            continue
+        score = np.array([rows[p]['score'] for p in order])
+        low = np.array([rows[p]['ci_low'] for p in order])
+        high = np.array([rows[p]['ci_high'] for p in order])
+        ax.errorbar(score, y + offset, xerr=[score - low, high - score], fmt='o', color=color,
+                    label=world, capsize=3)
+    ax.set_yticks(y, order, fontsize=8)
+    ax.invert_yaxis()
+    ax.axvline(0, color='0.8', lw=1)
+    ax.set_xlabel('Bradley-Terry log-strength (95% bootstrap CI)')
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def _perturbations(summary: Mapping[str, Any], path: pathlib.Path) -> bool:
+    deltas = summary.get('perturbations') or {}
+    if not deltas:
+        return False
+    names = list(deltas)
+    x = np.arange(len(names))
+    fig, ax = plt.subplots(figsize=(1.2 + 1.1 * len(names), 3.4))
+    for offset, world, color in ((-0.2, 'real', REAL_COLOR), (0.2, 'sim', SIM_COLOR)):
+        values = [deltas[n].get(world, {}).get('delta', np.nan) for n in names]
+        ax.bar(x + offset, values, width=0.4, color=color, label=world)
+    ax.axhline(0, color='0.5', lw=1)
+    ax.set_xticks(x, names, fontsize=8)
+    ax.set_ylabel('progression change vs Default')
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
+def _table(headers: list[str], rows: list[list[Any]]) -> str:
+    head = ''.join(f'<th>{html.escape(h)}</th>' for h in headers)
+    body = ''.join(
+        '<tr>' + ''.join(f'<td>{html.escape(_cell(c))}</td>' for c in row) + '</tr>'
+        for row in rows)
+    return f'<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, float):
+        return f'{value:.3f}'
+    if isinstance(value, (list, tuple)) and value and isinstance(value[0], float):
+        return '[' + ', '.join(f'{v:.3f}' for v in value) + ']'
+    return str(value)
+
+
+def write_report(out_dir: str | pathlib.Path, summary: Mapping[str, Any],
+                 meta: Mapping[str, Any] | None = None) -> pathlib.Path:
+    """Write the figures and ``report.html`` into ``out_dir``; return the HTML path.
+
+    ``meta`` may hold ``title``, ``real`` / ``sim`` descriptions and ``sim_params`` (the twin's
+    friction and armature used), shown in the report.
+    """
+    out = pathlib.Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    meta = dict(meta or {})
+    _scatter(summary, out / 'agreement_scatter.png')
+    _bars(summary, out / 'policy_bars.png')
+    _ranking(summary, out / 'ranking.png')
+    has_perturbations = _perturbations(summary, out / 'perturbations.png')
+
+    a = summary.get('agreement', {})
+    parts = [
+        '<!doctype html><html><head><meta charset="utf-8">',
+        f'<title>{html.escape(meta.get("title", "realm_ros paired evaluation"))}</title>',
+        '<style>body{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}'
+        'table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;'
+        'padding:3px 8px;font-size:13px;text-align:right}th{background:#f3f3f3}'
+        'img{max-width:100%}</style></head><body>',
+        f'<h1>{html.escape(meta.get("title", "realm_ros paired evaluation"))}</h1>',
+        f'<p>real: {html.escape(str(meta.get("real", "")))}<br>'
+        f'sim: {html.escape(str(meta.get("sim", "")))}<br>'
+        f'{summary["pairs"]} complete pairs, {summary.get("infra_failures", 0)} '
+        'infrastructure failures (not scored).</p>',
+    ]
+    if 'pearson_r' in a:
+        parts.append(
+            f'<h2>Agreement</h2><p>Over per-policy mean progression: Pearson r = '
+            f'{a["pearson_r"]:.3f}, MMRV(sim, real) = {a["mmrv"]:.3f}, mean |real - sim| = '
+            f'{a["mean_abs_gap"]:.3f}.</p>')
+        parts.append(_table(
+            ['task', 'Pearson r', 'MMRV', 'mean |gap|', 'policies'],
+            [[t, v['pearson_r'], v['mmrv'], v['mean_abs_gap'], v['n_policies']]
+             for t, v in a.get('per_task', {}).items()]))
+    parts.append('<img src="agreement_scatter.png" alt="real vs sim per task">')
+    parts.append('<h2>Policies</h2>')
+    parts.append(_table(
+        ['policy', 'episodes', 'real progress', '95% CI', 'sim progress', '95% CI',
+         'real success', 'sim success'],
+        [[e['policy'], e['episodes'], e['real_progress'], e['real_progress_ci'],
+          e['sim_progress'], e['sim_progress_ci'], e['real_success'], e['sim_success']]
+         for e in summary['per_policy']]))
+    parts.append('<img src="policy_bars.png" alt="per-policy bars">')
+    parts.append('<h2>Bradley-Terry ranking</h2><img src="ranking.png" alt="ranking">')
+    if has_perturbations:
+        parts.append('<h2>Perturbations</h2>')
+        parts.append(_table(
+            ['perturbation', 'real delta', 'real RMSD', 'sim delta', 'sim RMSD'],
+            [[n, d.get('real', {}).get('delta', float('nan')),
+              d.get('real', {}).get('rmsd', float('nan')),
+              d.get('sim', {}).get('delta', float('nan')),
+              d.get('sim', {}).get('rmsd', float('nan'))]
+             for n, d in summary['perturbations'].items()]))
+        parts.append('<img src="perturbations.png" alt="perturbation deltas">')
+    params = meta.get('sim_params')
+    parts.append('<h2>Twin parameters</h2>')
+    if params:
+        parts.append(_table(['joint'] + [f'{i}' for i in range(1, 8)],
+                            [[k] + list(v) for k, v in params.items()]))
+    else:
+        parts.append('<p>twin defaults (no identified parameters)</p>')
+    parts.append('</body></html>')
+    path = out / 'report.html'
+    path.write_text('\n'.join(parts))
+    return path
