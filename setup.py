@@ -50,6 +50,7 @@ setup(
         'opencv-python-headless>=4.8,<4.12',
         'imageio>=2.30',
         'imageio-ffmpeg>=0.4',
+        'rich>=13',
     ],
     extras_require={
         # ROS 2 Kilted from PyPI wheels, for machines without a ROS install. Never install
@@ -79,6 +80,7 @@ setup(
     entry_points={
         'console_scripts': [
             'world_node = realm_ros.nodes.world_node:main',
+            'evaluator_node = realm_ros.nodes.evaluator_node:main',
             'realm-ros = realm_ros.cli:main',
         ],
     },

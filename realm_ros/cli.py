@@ -15,6 +15,8 @@ from realm_ros.core.errors import RealmError
 
 COMMANDS: dict[str, tuple[str, str]] = {
     'doctor': ('realm_ros.commands.doctor', 'check this install: rclpy, DDS, MuJoCo, rendering'),
+    'paired-eval': ('realm_ros.commands.paired_eval', 'run paired episodes in the real world and '
+                    'the twin; write episodes.jsonl, summary.json, report.html'),
     'metrics': ('realm_ros.commands.metrics', 'agreement metrics (Pearson r, MMRV, gap) for a CSV '
                 'of policy, real, sim [, group]'),
 }

@@ -13,6 +13,9 @@ PRIVILEGED_STATE = 'privileged_state'
 #: facility, named so that nobody mistakes it for something a real robot offers.
 DIGITAL_REAL_PRIVILEGED_STATE = 'digital_real/privileged_state'
 RESET = 'reset'
+#: diagnostic_msgs/DiagnosticStatus from a world's policy node: level ERROR = the policy failed
+#: for infrastructure reasons (server down, timeout, malformed answer); the episode is not scored.
+POLICY_STATUS = 'policy/status'
 
 
 def camera_image(name: str) -> str:

@@ -1,0 +1,144 @@
+"""``realm-ros paired-eval``: bring up the paired-evaluation graph in one process and run it.
+
+The nodes and their parameters come from :func:`realm_ros.graph.paired_eval_graph`, the same
+definition ``launch/paired_eval.launch.py`` uses, so a laptop run and a lab launch are the same
+graph. Re-running with the same ``--out`` resumes: finished episodes are not run again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import pathlib
+import sys
+import threading
+from typing import Any
+
+from realm_ros.core.errors import ConfigError, InfrastructureError
+from realm_ros.core.evaluation import EvalConfig
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Declare the CLI; every flag overrides the config file's field of the same name."""
+    parser.add_argument('--out', required=True, type=pathlib.Path,
+                        help='output folder (episodes.jsonl, summary.json, report.html); '
+                             'an existing one is resumed')
+    parser.add_argument('--config', type=pathlib.Path, default=None,
+                        help='evaluation YAML (default: config/paired_eval.yaml)')
+    parser.add_argument('--real', choices=('fake', 'franka'), default=None,
+                        help='real world: the digital real (fake) or the arm via franka_ros2')
+    parser.add_argument('--sim', choices=('mujoco', 'isaac'), default=None,
+                        help='simulated twin')
+    parser.add_argument('--tasks', nargs='+', default=None, help='task names')
+    parser.add_argument('--policies', nargs='+', default=None,
+                        help='policy[:skill] or label=policy[:key=value,...]')
+    parser.add_argument('--perturbations', nargs='+', default=None,
+                        help='REALM perturbation codes (Default, V-LIGHT, ...)')
+    parser.add_argument('--episodes-per-cell', type=int, default=None,
+                        help='episodes per (task, perturbation, policy)')
+    parser.add_argument('--max-steps', type=int, default=None, help='control steps per episode')
+    parser.add_argument('--sim-params', default=None,
+                        help='identified twin parameters YAML (realm-ros sysid fit)')
+    parser.add_argument('--real-dynamics', default=None,
+                        help='digital real hidden dynamics YAML')
+    parser.add_argument('--seed', type=int, default=None, help='seed of the evaluation')
+    parser.add_argument('--cameras', action='store_true', default=None,
+                        help='render and publish camera images (vision policies)')
+    parser.add_argument('--monitor', action='store_true', help='also run monitor_node')
+    parser.add_argument('--quiet', action='store_true', help='no progress bar or table')
+
+
+def load_config(args: argparse.Namespace) -> EvalConfig:
+    """Return the evaluation config: the YAML file with the CLI's overrides applied."""
+    from realm_ros.graph import share_path
+    path = args.config or share_path('config/paired_eval.yaml')
+    overrides = {
+        'real': args.real, 'sim': args.sim,
+        'tasks': tuple(args.tasks) if args.tasks else None,
+        'policies': tuple(args.policies) if args.policies else None,
+        'perturbations': tuple(args.perturbations) if args.perturbations else None,
+        'episodes_per_cell': args.episodes_per_cell, 'max_steps': args.max_steps,
+        'sim_params_file': _abspath(args.sim_params),
+        'real_dynamics_file': _abspath(args.real_dynamics),
+        'seed': args.seed, 'cameras': args.cameras,
+    }
+    return EvalConfig.from_yaml(path, **overrides)
+
+
+def _abspath(path: str | None) -> str | None:
+    if path is None or path == '':
+        return path
+    resolved = pathlib.Path(path).expanduser().resolve()
+    if not resolved.is_file():
+        raise ConfigError(f'file not found: {path}')
+    return str(resolved)
+
+
+def build_nodes(config: EvalConfig, out_dir: pathlib.Path, monitor: bool = False,
+                quiet: bool = False) -> list[Any]:
+    """Instantiate every node of the graph in this process (rclpy must be initialised)."""
+    from rclpy.parameter import Parameter
+
+    from realm_ros.core.evaluation import EvalConfig as _EvalConfig
+    from realm_ros.graph import paired_eval_graph
+
+    nodes = []
+    for spec in paired_eval_graph(config, str(out_dir), monitor=monitor):
+        params = dict(spec.parameters)
+        if spec.executable == 'evaluator_node':
+            # In one process the CLI drives the evaluation loop itself (progress bar, Ctrl-C).
+            for f in _EvalConfig.__dataclass_fields__:
+                value = getattr(config, f)
+                params[f] = list(value) if isinstance(value, tuple) else value
+            params.update(autostart=False, quiet=quiet)
+        overrides = [Parameter(k, value=v) for k, v in params.items()
+                     if not (isinstance(v, list) and not v)]
+        remaps = [arg for a, b in spec.remappings for arg in ('-r', f'{a}:={b}')]
+        cls = spec.node_class()
+        nodes.append(cls(namespace=spec.namespace, parameter_overrides=overrides,
+                         cli_args=['--ros-args', *remaps] if remaps else None,
+                         use_global_arguments=False))
+    return nodes
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the evaluation; Ctrl-C stops it and keeps every finished episode."""
+    import rclpy
+    from rclpy.executors import MultiThreadedExecutor
+
+    config = load_config(args)
+    out = args.out.expanduser().resolve()
+    if not args.quiet:
+        print(f'paired evaluation: {len(config.tasks)} task(s) x {len(config.perturbations)} '
+              f'perturbation(s) x {len(config.policies)} policies x {config.episodes_per_cell} '
+              f'episodes; real = {config.real}, sim = {config.sim}'
+              f'{" with " + config.sim_params_file if config.sim_params_file else ""}; '
+              f'ROS_DOMAIN_ID={os.environ.get("ROS_DOMAIN_ID", "0")}', flush=True)
+    rclpy.init()
+    nodes: list[Any] = []
+    executor = MultiThreadedExecutor(num_threads=6)
+    spinner = threading.Thread(target=executor.spin, daemon=True)
+    try:
+        nodes = build_nodes(config, out, args.monitor, args.quiet)
+        for node in nodes:
+            executor.add_node(node)
+        spinner.start()
+        evaluator = next(n for n in nodes if n.get_name() == 'evaluator')
+        evaluator.run_all()
+    except InfrastructureError as err:
+        print(f'realm-ros paired-eval: {err}\n(finished episodes are kept in {out}; '
+              're-run the same command to resume)', file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f'\ninterrupted: finished episodes are kept in {out}/episodes.jsonl; '
+              're-run the same command to resume', file=sys.stderr)
+        return 130
+    finally:
+        executor.shutdown(timeout_sec=2.0)
+        for node in nodes:
+            close = getattr(getattr(node, 'world', None), 'close', None)
+            if close is not None:
+                close()
+            node.destroy_node()
+        rclpy.try_shutdown()
+    return 0

@@ -1,0 +1,123 @@
+"""The paired-evaluation node graph, defined once.
+
+``launch/paired_eval.launch.py`` turns these specs into ``launch_ros`` Node actions;
+``realm-ros paired-eval`` instantiates the same node classes in one process with the same
+parameters. Neither adds a node or a parameter of its own, so the two cannot drift
+(``test/test_graph.py`` checks both against this list).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import pathlib
+import sys
+from typing import Any, Mapping
+
+from realm_ros.core.errors import ConfigError
+from realm_ros.core.evaluation import EvalConfig
+
+#: Executable (console script) -> node class, for in-process bring-up.
+NODE_CLASSES: dict[str, str] = {
+    'world_node': 'realm_ros.nodes.world_node:WorldNode',
+    'policy_node': 'realm_ros.nodes.policy_node:PolicyNode',
+    'fake_franka': 'realm_ros.nodes.fake_franka_node:FakeFrankaNode',
+    'evaluator_node': 'realm_ros.nodes.evaluator_node:EvaluatorNode',
+    'operator_node': 'realm_ros.nodes.operator_node:OperatorNode',
+    'monitor_node': 'realm_ros.nodes.monitor_node:MonitorNode',
+    'recorder_node': 'realm_ros.nodes.recorder_node:RecorderNode',
+}
+
+REAL_NS, SIM_NS = '/real', '/sim'
+
+
+@dataclasses.dataclass(frozen=True)
+class NodeSpec:
+    """One node of the graph: what ``launch_ros.actions.Node`` needs, and nothing more."""
+
+    executable: str
+    name: str
+    namespace: str = ''
+    parameters: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    remappings: tuple[tuple[str, str], ...] = ()
+
+    def node_class(self) -> type:
+        """Import and return the node class behind this executable."""
+        module_name, class_name = NODE_CLASSES[self.executable].split(':')
+        return getattr(importlib.import_module(module_name), class_name)
+
+
+def share_path(relative: str) -> pathlib.Path:
+    """Return an installed package file (``config/...``): ament share, then the source tree."""
+    candidates = []
+    try:
+        from ament_index_python.packages import get_package_share_directory
+        candidates.append(pathlib.Path(get_package_share_directory('realm_ros')) / relative)
+    except (ImportError, LookupError, ValueError):
+        pass
+    candidates.append(pathlib.Path(sys.prefix) / 'share' / 'realm_ros' / relative)
+    candidates.append(pathlib.Path(__file__).resolve().parents[1] / relative)
+    for path in candidates:
+        if path.exists():
+            return path
+    raise ConfigError(f'cannot find {relative} of package realm_ros (looked in '
+                      f'{[str(c.parent) for c in candidates]})')
+
+
+def _clock(namespace: str) -> tuple[tuple[str, str], ...]:
+    # Each lockstep world has its own sim clock: keep them apart per namespace.
+    return (('/clock', f'{namespace}/clock'),)
+
+
+def paired_eval_graph(config: EvalConfig, out_dir: str, lockstep: bool = True,
+                      policy: Mapping[str, Any] | None = None,
+                      monitor: bool = False) -> list[NodeSpec]:
+    """Return the nodes of a paired evaluation.
+
+    Args:
+        config: the evaluation; ``config.real`` picks the digital real (``fake``: fake_franka
+            behind the franka bridge, exactly as a lab's arm) or the real arm (``franka``).
+        out_dir: where the evaluator writes episodes.jsonl, summary.json, report.html.
+        lockstep: simulated worlds step per command (ignored for a real arm).
+        policy: policy_node parameters shared by both worlds (policy name, host, port, ...);
+            the evaluator switches the policy per episode through the spec otherwise.
+        monitor: add monitor_node (markers and divergence for RViz).
+    """
+    policy = dict(policy or {})
+    real_lockstep = lockstep and config.real == 'fake'
+    camera_rate = 15.0 if config.cameras else 0.0  # 0 = no images rendered or published
+    nodes = []
+    if config.real == 'fake':
+        nodes.append(NodeSpec('fake_franka', 'fake_franka', REAL_NS, {
+            'dynamics_file': config.real_dynamics_file,
+            'lockstep': real_lockstep,
+            'joint_prefix': 'fr3_',
+        }, _clock(REAL_NS)))
+    nodes.append(NodeSpec('world_node', 'world', REAL_NS, {
+        'backend': 'franka',
+        'lockstep': real_lockstep,
+        'joint_prefix': 'fr3_',
+        'digital_real': config.real == 'fake',
+        'camera_rate_hz': camera_rate,
+    }, _clock(REAL_NS)))
+    if config.real == 'franka':
+        nodes.append(NodeSpec('operator_node', 'operator', REAL_NS, {}, ()))
+    nodes.append(NodeSpec('world_node', 'world', SIM_NS, {
+        'backend': config.sim,
+        'lockstep': lockstep,
+        'sim_params_file': config.sim_params_file,
+        'camera_rate_hz': camera_rate,
+    }, _clock(SIM_NS)))
+    for ns, sim_time in ((REAL_NS, real_lockstep), (SIM_NS, lockstep)):
+        nodes.append(NodeSpec('policy_node', 'policy', ns, {
+            **policy, 'lockstep': sim_time, 'use_sim_time': sim_time}, _clock(ns)))
+    nodes.append(NodeSpec('evaluator_node', 'evaluator', '', {
+        'out_dir': out_dir,
+        'real_ns': REAL_NS,
+        'sim_ns': SIM_NS,
+        'operator_scored_real': config.real == 'franka',
+    }))
+    if monitor:
+        nodes.append(NodeSpec('monitor_node', 'monitor', '', {
+            'real_ns': REAL_NS, 'sim_ns': SIM_NS}))
+    return nodes

@@ -1,0 +1,350 @@
+"""``evaluator_node``: run paired episodes in the real world and the twin, record, summarise.
+
+The evaluator only orchestrates (DESIGN section 3): for each pair it sets the episode spec on
+both worlds (parameter ``episode_spec`` of ``<ns>/world``), resets them (``<ns>/reset``),
+configures and resets each world's policy node, starts both policies at once, follows each
+world's ``progress`` until the episode ends (max steps, or 15 steps after success, REALM's
+rule), stops the policies and appends one record per world to ``episodes.jsonl``. At the end it
+writes ``summary.json`` and ``report.html`` and prints the summary table.
+
+On a real arm the operator sets up the scene: the evaluator prints what to place where and
+waits for ``<real_ns>/operator/confirm_reset``; the operator's stage marks arrive on the real
+world's ``progress`` topic like the twin's.
+
+Parameters: every field of :class:`realm_ros.core.evaluation.EvalConfig` plus those of
+:class:`EvaluatorConfig`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import pathlib
+import sys
+import threading
+import time
+from typing import Any, Callable
+
+from diagnostic_msgs.msg import DiagnosticStatus
+import rclpy
+from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.executors import MultiThreadedExecutor
+from rclpy.node import Node
+from std_srvs.srv import SetBool, Trigger
+
+from realm_ros.core.config import field
+from realm_ros.core.errors import ConfigError, DataError, InfrastructureError, RealmError
+from realm_ros.core.evaluation import (
+    REAL,
+    SIM,
+    EpisodeLog,
+    EvalConfig,
+    PolicyEntry,
+    format_table,
+    plan_pairs,
+    summarize,
+)
+from realm_ros.core.types import STEPS_AFTER_SUCCESS, EpisodeSpec, Progress
+from realm_ros.ros import convert, qos, services, topics
+from realm_ros.ros.params import declare_config
+
+
+@dataclasses.dataclass(frozen=True)
+class EvaluatorConfig:
+    """Where the evaluator writes and which worlds it drives."""
+
+    out_dir: str = field('realm_eval', 'output folder: episodes.jsonl, summary.json, report')
+    real_ns: str = field('/real', 'namespace of the real world')
+    sim_ns: str = field('/sim', 'namespace of the simulated world')
+    operator_scored_real: bool = field(
+        False, 'real stages come from an operator (real arm) instead of privileged state')
+    episode_timeout_s: float = field(
+        600.0, 'wall seconds before a stalled episode is ended as an infrastructure failure')
+    service_timeout_s: float = field(30.0, 'wall seconds to wait for a service answer')
+    autostart: bool = field(True, 'start evaluating as soon as the graph is up')
+    quiet: bool = field(False, 'no progress bar and no table on stdout')
+
+    def __post_init__(self) -> None:
+        for name in ('real_ns', 'sim_ns'):
+            if not getattr(self, name).startswith('/'):
+                raise ConfigError(f'EvaluatorConfig.{name} must be an absolute namespace, '
+                                  f'got {getattr(self, name)!r}')
+
+
+@dataclasses.dataclass
+class _WorldRun:
+    """What the evaluator follows of one world during one episode."""
+
+    world: str
+    ns: str
+    progress: Progress | None = None
+    success_step: int | None = None
+    started: float = 0.0
+    finished: threading.Event = dataclasses.field(default_factory=threading.Event)
+    error: str = ''
+    stamp: float = 0.0
+
+
+class EvaluatorNode(Node):
+    """Orchestrates paired episodes over ROS and writes the records and the report."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__('evaluator', **kwargs)
+        self.eval_config = declare_config(self, EvalConfig)
+        self.config = declare_config(self, EvaluatorConfig)
+        self.out_dir = pathlib.Path(self.config.out_dir)
+        self._group = ReentrantCallbackGroup()
+        self._clients: dict = {}
+        self._runs: dict[str, _WorldRun] = {}
+        self._lock = threading.Lock()
+        self.finished = threading.Event()
+        self.error: BaseException | None = None
+        self.summary: dict[str, Any] | None = None
+        self._entries = {e.label: e for e in self.eval_config.policy_entries()}
+        self._ns = {REAL: self.config.real_ns, SIM: self.config.sim_ns}
+        for world, ns in self._ns.items():
+            self.create_subscription(
+                DiagnosticStatus, f'{ns}/{topics.PROGRESS}',
+                lambda msg, w=world: self._on_progress(w, msg), qos.STATE,
+                callback_group=self._group)
+            self.create_subscription(
+                DiagnosticStatus, f'{ns}/{topics.POLICY_STATUS}',
+                lambda msg, w=world: self._on_policy_status(w, msg), qos.STATE,
+                callback_group=self._group)
+        self._thread: threading.Thread | None = None
+        if self.config.autostart:
+            self.start()
+
+    # -- public -----------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Run the whole evaluation in a worker thread (never inside an executor callback)."""
+        self._thread = threading.Thread(target=self._main, name='evaluator', daemon=True)
+        self._thread.start()
+
+    def _main(self) -> None:
+        try:
+            self.summary = self.run_all()
+        except BaseException as err:  # noqa: BLE001 - reported to the caller, then re-raised
+            self.error = err
+            self.get_logger().error(f'evaluation stopped: {err}')
+        finally:
+            self.finished.set()
+
+    def run_all(self, progress_bar: Callable[..., Any] | None = None) -> dict[str, Any]:
+        """Run every unfinished pair, then write summary.json and report.html."""
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        log = EpisodeLog(self.out_dir / 'episodes.jsonl')
+        if log.skipped_lines:
+            self.get_logger().warning(
+                f'{log.skipped_lines} unreadable line(s) in episodes.jsonl; those episodes re-run')
+        specs = plan_pairs(self.eval_config, sampler=_sampler())
+        todo = [s for s in specs if not (log.done(s.pair_id, REAL) and log.done(s.pair_id, SIM))]
+        self.get_logger().info(
+            f'{len(specs)} pairs planned, {len(specs) - len(todo)} already done, '
+            f'{len(todo)} to run; writing {self.out_dir}')
+        bar = _progress_bar(len(specs), len(specs) - len(todo), self.config.quiet)
+        for spec in todo:
+            self.run_pair(spec, log)
+            bar.update(1)
+            bar.set_postfix_str(spec.pair_id)
+        bar.close()
+        summary = summarize(log.records)
+        summary['config'] = dataclasses.asdict(self.eval_config)
+        (self.out_dir / 'summary.json').write_text(json.dumps(summary, indent=2))
+        from realm_ros.report import write_report
+        write_report(self.out_dir, summary, _report_meta(self.eval_config))
+        if not self.config.quiet:
+            print(format_table(summary), flush=True)
+            print(f'report: {self.out_dir / "report.html"}', flush=True)
+        return summary
+
+    def run_pair(self, spec: EpisodeSpec, log: EpisodeLog) -> None:
+        """Run ``spec`` in each world that has not finished it yet, concurrently."""
+        worlds = [w for w in (REAL, SIM) if not log.done(spec.pair_id, w)]
+        runs = {w: _WorldRun(world=w, ns=self._ns[w]) for w in worlds}
+        for world in worlds:
+            try:
+                self._prepare(world, spec)
+            except InfrastructureError as err:
+                runs[world].error = str(err)
+                runs[world].finished.set()
+        with self._lock:
+            self._runs = {w: r for w, r in runs.items() if not r.finished.is_set()}
+        for run in self._runs.values():
+            run.started = time.monotonic()
+            self._activate(run.ns, True)
+        deadline = time.monotonic() + self.config.episode_timeout_s
+        for run in runs.values():
+            if not run.finished.wait(max(0.0, deadline - time.monotonic())):
+                run.error = (f'episode stalled: no end after {self.config.episode_timeout_s:g} '
+                             f's (last step {run.progress.step if run.progress else None})')
+        for run in list(self._runs.values()):
+            try:
+                self._activate(run.ns, False)
+            except InfrastructureError as err:
+                run.error = run.error or str(err)
+        with self._lock:
+            self._runs = {}
+        for world in worlds:
+            log.append(self._record(spec, runs[world]))
+
+    # -- per world ----------------------------------------------------------------------------
+
+    def _prepare(self, world: str, spec: EpisodeSpec) -> None:
+        ns = self._ns[world]
+        entry = self._entries.get(spec.policy) or PolicyEntry.parse(spec.policy)
+        timeout = self.config.service_timeout_s
+        services.set_parameters(self, f'{ns}/world', {'episode_spec': spec.to_json()},
+                                timeout, self._clients)
+        if world == REAL and self.config.operator_scored_real:
+            self._operator_setup(ns, spec)
+        response = services.call(self, Trigger, f'{ns}/{topics.RESET}', timeout_s=timeout,
+                                 clients=self._clients)
+        if not response.success:
+            raise InfrastructureError(f'{ns} reset failed: {response.message}')
+        services.set_parameters(self, f'{ns}/policy', {
+            'policy': entry.policy, 'policy_args': json.dumps(dict(entry.args)),
+            'seed': spec.seed}, timeout, self._clients)
+        response = services.call(self, Trigger, f'{ns}/policy/reset', timeout_s=timeout,
+                                 clients=self._clients)
+        if not response.success:
+            raise InfrastructureError(f'{ns} policy reset failed: {response.message}')
+
+    def _operator_setup(self, ns: str, spec: EpisodeSpec) -> None:
+        """Tell the operator what to set up and wait for the confirmation service call."""
+        print(f'\n[{spec.pair_id}] set up the real scene for task {spec.task!r} '
+              f'(perturbation {spec.perturbation}):', flush=True)
+        for key, value in sorted(spec.initial_state.items()):
+            print(f'    {key}: {value}', flush=True)
+        print(f'  then confirm with: ros2 service call {ns}/operator/confirm_reset '
+              'std_srvs/srv/Trigger (or press r in the operator terminal)', flush=True)
+        response = services.call(self, Trigger, f'{ns}/operator/await_reset',
+                                 timeout_s=self.config.episode_timeout_s,
+                                 clients=self._clients)
+        if not response.success:
+            raise InfrastructureError(f'operator did not confirm the reset: {response.message}')
+
+    def _activate(self, ns: str, active: bool) -> None:
+        request = SetBool.Request(data=active)
+        response = services.call(self, SetBool, f'{ns}/policy/set_active', request,
+                                 self.config.service_timeout_s, self._clients)
+        if not response.success:
+            raise InfrastructureError(f'{ns} policy refused set_active={active}: '
+                                      f'{response.message}')
+
+    def _on_progress(self, world: str, msg: DiagnosticStatus) -> None:
+        with self._lock:
+            run = self._runs.get(world)
+        if run is None or run.finished.is_set():
+            return
+        progress = convert.progress_from_msg(msg)
+        run.progress = progress
+        if progress.max_progression >= 1.0 - 1e-9 and run.success_step is None:
+            run.success_step = progress.step
+        max_steps = self.eval_config.max_steps
+        if progress.step >= max_steps or (
+                run.success_step is not None
+                and progress.step >= run.success_step + STEPS_AFTER_SUCCESS):
+            run.finished.set()
+
+    def _on_policy_status(self, world: str, msg: DiagnosticStatus) -> None:
+        """A policy that fails for infrastructure reasons ends its episode, unscored."""
+        if msg.level != DiagnosticStatus.ERROR:
+            return
+        with self._lock:
+            run = self._runs.get(world)
+        if run is not None and not run.finished.is_set():
+            run.error = f'policy infrastructure failure: {msg.message}'
+            run.finished.set()
+
+    def _record(self, spec: EpisodeSpec, run: _WorldRun) -> dict[str, Any]:
+        progress = run.progress
+        stages = list(progress.stages) if progress else []
+        reached = [s for s, m in zip(progress.stages, progress.met) if m] if progress else []
+        value = progress.max_progression if progress else 0.0
+        if run.error:
+            outcome = 'infra_failure'
+        elif value >= 1.0 - 1e-9:
+            outcome = 'success'
+        else:
+            outcome = 'timeout'
+        return {
+            'pair_id': spec.pair_id, 'world': run.world, 'task': spec.task,
+            'perturbation': spec.perturbation, 'intensity': spec.intensity,
+            'policy': spec.policy, 'seed': spec.seed, 'stages': stages,
+            'stages_reached': reached, 'progression': float(value),
+            'success': outcome == 'success', 'outcome': outcome,
+            'steps': progress.step if progress else 0,
+            'wall_time_s': time.monotonic() - run.started if run.started else 0.0,
+            'scored_by': progress.source if progress else '',
+            'error': run.error,
+        }
+
+
+def _sampler() -> Callable[[str, int], dict] | None:
+    """Return the twin's initial-state sampler (so real and sim get one explicit state)."""
+    try:
+        from realm_ros.backends.mujoco.world import load_scene
+    except ImportError:
+        return None
+    import numpy as np
+
+    def sample(task: str, seed: int) -> dict:
+        return load_scene(task).sample_initial_state(np.random.default_rng(seed))
+
+    return sample
+
+
+def _progress_bar(total: int, initial: int, quiet: bool) -> Any:
+    from tqdm import tqdm
+    return tqdm(total=total, initial=initial, desc='pairs', unit='pair', disable=quiet,
+                dynamic_ncols=True, file=sys.stderr)
+
+
+def _report_meta(config: EvalConfig) -> dict[str, Any]:
+    meta: dict[str, Any] = {
+        'real': 'digital real (fake_franka: MuJoCo with hidden dynamics, via the franka '
+                'bridge)' if config.real == 'fake' else 'Franka arm via franka_ros2',
+        'sim': f'{config.sim} twin, '
+               + (f'identified parameters {config.sim_params_file}' if config.sim_params_file
+                  else 'default parameters'),
+    }
+    if config.sim_params_file:
+        from realm_ros.core.config import DynamicsParams
+        params = DynamicsParams.from_yaml(config.sim_params_file)
+        meta['sim_params'] = {'friction': list(params.friction),
+                              'armature': list(params.armature)}
+    return meta
+
+
+def main(args: list[str] | None = None) -> int:
+    """Run ``evaluator_node``; exit 2 on bad parameters, 1 if the evaluation failed."""
+    rclpy.init(args=args)
+    node = None
+    executor = MultiThreadedExecutor(num_threads=4)
+    try:
+        node = EvaluatorNode()
+        executor.add_node(node)
+        while rclpy.ok() and not node.finished.is_set():
+            executor.spin_once(timeout_sec=0.1)
+        if node.error is not None:
+            raise node.error
+    except (ConfigError, DataError) as err:
+        print(f'evaluator_node: {err}', file=sys.stderr)
+        return 2
+    except RealmError as err:
+        print(f'evaluator_node: evaluation failed: {err}', file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        pass
+    finally:
+        executor.shutdown()
+        if node is not None:
+            node.destroy_node()
+        rclpy.try_shutdown()
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

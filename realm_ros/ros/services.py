@@ -1,0 +1,68 @@
+"""One generic helper to call a service and wait, from a thread outside the executor.
+
+STYLE 3c: no copy-pasted per-service client methods. The evaluator runs its episode loop in
+a worker thread while a (multi-threaded) executor spins the node, so waiting on a future here
+never blocks a callback (the nav2 simple-commander facade works only outside the executor too).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
+from rcl_interfaces.srv import SetParameters
+from rclpy.node import Node
+
+from realm_ros.core.errors import InfrastructureError
+
+
+def call(node: Node, srv_type: Any, name: str, request: Any | None = None,
+         timeout_s: float = 30.0, clients: dict | None = None) -> Any:
+    """Call service ``name`` and return its response; raise InfrastructureError on timeout.
+
+    ``clients`` caches clients per (type, name) so repeated calls reuse one client.
+    """
+    key = (srv_type, name)
+    client = clients.get(key) if clients is not None else None
+    if client is None:
+        client = node.create_client(srv_type, name)
+        if clients is not None:
+            clients[key] = client
+    if not client.wait_for_service(timeout_sec=timeout_s):
+        raise InfrastructureError(f'service {name} is not available after {timeout_s:g} s; '
+                                  'is the node running?')
+    done = threading.Event()
+    future = client.call_async(request if request is not None else srv_type.Request())
+    future.add_done_callback(lambda _: done.set())
+    if not done.wait(timeout_s):
+        future.cancel()
+        raise InfrastructureError(f'service {name} did not answer within {timeout_s:g} s')
+    if future.exception() is not None:
+        raise InfrastructureError(f'service {name} failed: {future.exception()}')
+    return future.result()
+
+
+def _value(value: Any) -> ParameterValue:
+    if isinstance(value, bool):
+        return ParameterValue(type=ParameterType.PARAMETER_BOOL, bool_value=value)
+    if isinstance(value, int):
+        return ParameterValue(type=ParameterType.PARAMETER_INTEGER, integer_value=value)
+    if isinstance(value, float):
+        return ParameterValue(type=ParameterType.PARAMETER_DOUBLE, double_value=value)
+    if isinstance(value, str):
+        return ParameterValue(type=ParameterType.PARAMETER_STRING, string_value=value)
+    raise TypeError(f'unsupported parameter value {value!r}')
+
+
+def set_parameters(node: Node, target_node: str, values: dict[str, Any],
+                   timeout_s: float = 30.0, clients: dict | None = None) -> None:
+    """Set parameters on ``target_node`` (fully qualified name) and check every result."""
+    request = SetParameters.Request()
+    request.parameters = [Parameter(name=k, value=_value(v)) for k, v in values.items()]
+    response = call(node, SetParameters, f'{target_node}/set_parameters', request, timeout_s,
+                    clients)
+    failed = [f'{p.name}: {r.reason}' for p, r in zip(request.parameters, response.results)
+              if not r.successful]
+    if failed:
+        raise InfrastructureError(f'{target_node} refused parameters: {failed}')
