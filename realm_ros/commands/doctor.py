@@ -51,8 +51,14 @@ def run(args: argparse.Namespace) -> int:
         _check('mujoco', lambda: importlib.import_module('mujoco').__version__),
         _check('offscreen rendering', _render),
     ]
-    for label, module in [('launch (ros2 launch)', 'launch'), ('tf2_ros', 'tf2_ros'),
-                          ('control_msgs', 'control_msgs'), ('franka_msgs', 'franka_msgs'),
-                          ('isaacsim', 'isaacsim')]:
-        _check(f'{label} (lab install only)', lambda m=module: importlib.import_module(m).__name__)
+    # A module attribute, not just the name: the repo's launch/ folder would import as a
+    # namespace package named 'launch' when run from the source tree.
+    for label, module, attr in [('launch (ros2 launch)', 'launch', 'LaunchDescription'),
+                                ('launch_ros', 'launch_ros', 'actions'),
+                                ('tf2_ros', 'tf2_ros', 'Buffer'),
+                                ('control_msgs', 'control_msgs.action', 'GripperCommand'),
+                                ('franka_msgs', 'franka_msgs.action', 'Grasp'),
+                                ('isaacsim', 'isaacsim', 'SimulationApp')]:
+        _check(f'{label} (lab install only)',
+               lambda m=module, a=attr: str(getattr(importlib.import_module(m), a)))
     return 0 if all(essential) else 1
