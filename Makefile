@@ -41,7 +41,7 @@ test-fast: setup
 	$(PY) -m pytest -m 'not slow'
 
 demo: setup
-	$(VENV)/bin/realm-ros doctor
+	$(VENV)/bin/realm-ros demo --out demo_out
 
 bench: setup
 	$(PY) bench/bench_twin.py

@@ -17,6 +17,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     'doctor': ('realm_ros.commands.doctor', 'check this install: rclpy, DDS, MuJoCo, rendering'),
     'paired-eval': ('realm_ros.commands.paired_eval', 'run paired episodes in the real world and '
                     'the twin; write episodes.jsonl, summary.json, report.html'),
+    'demo': ('realm_ros.commands.demo', 'the embedded default end to end: evaluate, identify the '
+             'twin, evaluate again, compare'),
     'metrics': ('realm_ros.commands.metrics', 'agreement metrics (Pearson r, MMRV, gap) for a CSV '
                 'of policy, real, sim [, group]'),
 }

@@ -126,3 +126,14 @@ def test_report_writes_html_and_figures(tmp_path):
         assert (tmp_path / name).stat().st_size > 5000
         assert name in text
     assert 'MMRV' in text and 'friction' in text
+
+
+def test_import_world_copies_only_matching_real_records(tmp_path):
+    before = EpisodeLog(tmp_path / 'before' / 'episodes.jsonl')
+    before.append(_record('p0', 'real', 'a', 't', 1.0))
+    before.append(_record('p0', 'sim', 'a', 't', 0.2))
+    before.append(_record('p9', 'real', 'a', 't', 1.0))
+    after = EpisodeLog(tmp_path / 'after' / 'episodes.jsonl')
+    assert after.import_world(before.path, 'real', ['p0', 'p1']) == 1
+    assert after.done('p0', 'real') and not after.done('p0', 'sim')
+    assert after.import_world(before.path, 'real', ['p0']) == 0  # idempotent

@@ -44,6 +44,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--seed', type=int, default=None, help='seed of the evaluation')
     parser.add_argument('--cameras', action='store_true', default=None,
                         help='render and publish camera images (vision policies)')
+    parser.add_argument('--reuse-real', type=pathlib.Path, default=None, metavar='DIR',
+                        help='take the real episodes of the same specs from an earlier run '
+                             '(re-evaluating a re-identified twin re-runs only the sim side)')
     parser.add_argument('--monitor', action='store_true', help='also run monitor_node')
     parser.add_argument('--quiet', action='store_true', help='no progress bar or table')
 
@@ -72,6 +75,16 @@ def _abspath(path: str | None) -> str | None:
     if not resolved.is_file():
         raise ConfigError(f'file not found: {path}')
     return str(resolved)
+
+
+def reuse_real(config: EvalConfig, out: pathlib.Path, source: pathlib.Path) -> int:
+    """Copy the real episodes of this plan's pairs from ``source``/episodes.jsonl into ``out``."""
+    from realm_ros.core.evaluation import REAL, EpisodeLog, plan_pairs
+    path = source.expanduser() / 'episodes.jsonl'
+    if not path.is_file():
+        raise ConfigError(f'--reuse-real: {path} does not exist')
+    log = EpisodeLog(out / 'episodes.jsonl')
+    return log.import_world(path, REAL, [s.pair_id for s in plan_pairs(config)])
 
 
 def build_nodes(config: EvalConfig, out_dir: pathlib.Path, monitor: bool = False,
@@ -108,6 +121,10 @@ def run(args: argparse.Namespace) -> int:
 
     config = load_config(args)
     out = args.out.expanduser().resolve()
+    if args.reuse_real is not None:
+        reused = reuse_real(config, out, args.reuse_real)
+        if not args.quiet:
+            print(f'reusing {reused} real episode(s) from {args.reuse_real}', flush=True)
     if not args.quiet:
         print(f'paired evaluation: {len(config.tasks)} task(s) x {len(config.perturbations)} '
               f'perturbation(s) x {len(config.policies)} policies x {config.episodes_per_cell} '

@@ -187,6 +187,23 @@ class EpisodeLog:
         """Whether this episode has already finished (resume skips it)."""
         return (pair_id, world) in self._done
 
+    def import_world(self, other: str | pathlib.Path, world: str,
+                     pair_ids: Iterable[str]) -> int:
+        """Copy ``world``'s finished episodes of ``pair_ids`` from another run; return the count.
+
+        A lab re-evaluating a re-identified twin re-runs only the sim side: the real episodes of
+        the same specs are expensive and do not change.
+        """
+        wanted = set(pair_ids)
+        source = EpisodeLog(other)
+        count = 0
+        for record in source.records:
+            if (record['world'] == world and record['pair_id'] in wanted
+                    and not self.done(record['pair_id'], world)):
+                self.append(record)
+                count += 1
+        return count
+
     def append(self, record: Mapping[str, Any]) -> None:
         """Write one finished episode and make it durable before returning."""
         line = json.dumps(record, sort_keys=True, default=_json_default)
