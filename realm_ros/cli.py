@@ -15,6 +15,7 @@ from realm_ros.core.errors import RealmError
 
 COMMANDS: dict[str, tuple[str, str]] = {
     'doctor': ('realm_ros.commands.doctor', 'check this install: rclpy, DDS, MuJoCo, rendering'),
+    'serve': ('realm_ros.commands.serve', 'serve a policy to openpi websocket clients'),
 }
 
 
