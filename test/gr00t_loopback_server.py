@@ -81,11 +81,14 @@ class Gr00tLoopbackServer:
         api_token: require this token, like ``--api-token``.
         delay_s: sleep before answering ``get_action`` (to provoke client timeouts).
         raw_reply: if set, answer every request with these bytes (malformed-reply tests).
+        max_seconds: the server stops by itself after this long.
+        port: port to bind on 127.0.0.1 (0 = a free one, see ``port`` afterwards).
     """
 
     def __init__(self, action_fn: Callable[[dict], dict], layout: str = 'n1.6',
                  api_token: str | None = None, delay_s: float = 0.0,
-                 raw_reply: bytes | None = None, max_seconds: float = 60.0) -> None:
+                 raw_reply: bytes | None = None, max_seconds: float = 60.0,
+                 port: int = 0) -> None:
         self.action_fn = action_fn
         self.layout = layout
         self.api_token = api_token
@@ -97,7 +100,11 @@ class Gr00tLoopbackServer:
         self._context = zmq.Context()
         self._socket = self._context.socket(zmq.REP)
         self._socket.setsockopt(zmq.LINGER, 0)
-        self.port = self._socket.bind_to_random_port('tcp://127.0.0.1')
+        if port:
+            self._socket.bind(f'tcp://127.0.0.1:{port}')
+            self.port = port
+        else:
+            self.port = self._socket.bind_to_random_port('tcp://127.0.0.1')
         self._thread = threading.Thread(target=self._serve, daemon=True)
         modality = N16_MODALITY if layout == 'n1.6' else N15_MODALITY
         self.modality = {name: ModalityConfig(d, k, as_string=layout == 'n1.5')

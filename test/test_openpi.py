@@ -229,6 +229,9 @@ def test_joint_position_variant_and_action_space_check():
     np.testing.assert_allclose(chunk.values[0, :7], obs.joints.position)
     with pytest.raises(ConfigError, match='action_space'):
         OpenPIPolicy(action_space='cartesian_velocity')
+    # Empty launch defaults mean openpi's usual endpoint.
+    assert OpenPIPolicy(host='', port=0).uri == 'ws://localhost:8000'
+    assert OpenPIPolicy(host='wss://gpu.lab:443', port=0).uri == 'wss://gpu.lab:443'
 
 
 def test_chunker_executes_8_of_15_then_requeries(echo_server):

@@ -156,8 +156,9 @@ class Gr00tPolicy(Policy):
             raise ConfigError('timeout_s must be > 0 and retries, backoff_s >= 0; got '
                               f'{timeout_s}, {retries}, {backoff_s}')
         self.layout = 'n1.5' if layout == 'n1.5' else 'n1.6'
-        self.host = str(host)
-        self.port = int(port)
+        # A launch file may pass empty defaults (host '', port 0) meaning "the usual".
+        self.host = str(host or 'localhost')
+        self.port = int(port or 5555)
         self.endpoint = f'tcp://{self.host}:{self.port}'
         self.api_token = api_token or None
         self.timeout_s = float(timeout_s)

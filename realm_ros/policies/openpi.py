@@ -183,8 +183,11 @@ class OpenPIPolicy(Policy):
                               f'{connect_timeout_s}')
         if retries < 0 or backoff_s < 0:
             raise ConfigError(f'retries and backoff_s must be >= 0, got {retries}, {backoff_s}')
-        self.host = str(host)
-        self.port = None if port is None or port == '' else int(port)
+        # A launch file may pass empty defaults (host '', port 0) meaning "the usual".
+        self.host = str(host or 'localhost')
+        if port in (None, '', 0):
+            port = None if self.host.startswith(('ws://', 'wss://')) else 8000
+        self.port = None if port is None else int(port)
         self.uri = websocket_uri(self.host, self.port)
         self.api_key = api_key or None
         self.timeout_s = float(timeout_s)
