@@ -49,18 +49,13 @@ import websockets.sync.client
 
 from realm_ros.core.errors import ConfigError, InfrastructureError
 from realm_ros.core.policy import Policy
-from realm_ros.core.types import ActionChunk, ActionMode, EpisodeSpec, Observation
+from realm_ros.core.types import ActionChunk, EpisodeSpec, Observation
+from realm_ros.policies.action_space import ACTION_SPACES, parse_action_space
 from realm_ros.policies.image_tools import resize_with_pad
 from realm_ros.policies.latency import LatencyRecorder, LatencyStats
 from realm_ros.policies.msgpack_numpy import openpi_packb, openpi_unpackb
 
 _LOG = logging.getLogger(__name__)
-
-#: openpi action space name -> how realm_ros reads the seven arm numbers.
-ACTION_SPACES: dict[str, ActionMode] = {
-    'joint_velocity': ActionMode.VELOCITY,
-    'joint_position': ActionMode.POSITION,
-}
 
 #: openpi's DROID image size (pixels, square).
 DROID_IMAGE_SIZE = 224
@@ -81,15 +76,6 @@ def websocket_uri(host: str, port: int | None) -> str:
     """Return ``ws://host:port`` (``host`` may already carry a ``ws://`` or ``wss://`` scheme)."""
     uri = host if host.startswith(('ws://', 'wss://')) else f'ws://{host}'
     return uri if port is None else f'{uri}:{int(port)}'
-
-
-def parse_action_space(action_space: str) -> ActionMode:
-    """Map ``joint_velocity`` / ``joint_position`` to an :class:`ActionMode`."""
-    try:
-        return ACTION_SPACES[action_space]
-    except KeyError:
-        raise ConfigError(f'action_space must be one of {sorted(ACTION_SPACES)}, '
-                          f'got {action_space!r}') from None
 
 
 def droid_request(obs: Observation, prompt: str, exterior_camera: str = 'exterior_1',

@@ -34,9 +34,9 @@ import numpy as np
 from realm_ros.core.errors import BackendUnavailable, ConfigError, InfrastructureError
 from realm_ros.core.policy import Policy
 from realm_ros.core.types import ActionChunk, Observation
+from realm_ros.policies.action_space import parse_action_space
 from realm_ros.policies.image_tools import resize_with_pad
 from realm_ros.policies.latency import LatencyRecorder, LatencyStats
-from realm_ros.policies.openpi import parse_action_space
 
 try:
     import torch
