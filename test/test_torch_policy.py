@@ -110,3 +110,19 @@ def test_torch_export_archive(tmp_path):
     chunk = make_policy('torch', path=str(path)).infer(_observation())
     np.testing.assert_allclose(chunk.values, np.tile(np.r_[robot.RESET_Q, 0.5], (2, 1)),
                                atol=1e-6)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason='needs a CUDA GPU')
+def test_cuda_device_matches_cpu(tmp_path):
+    net = TinyChunkNet(horizon=15)
+    with torch.no_grad():
+        net.offset.normal_()
+    path = tmp_path / 'policy.pt'
+    torch.jit.script(net).save(str(path))
+    cpu = make_policy('torch', path=str(path), device='cpu').infer(_observation())
+    gpu_policy = make_policy('torch', path=str(path), device='cuda')
+    for _ in range(20):
+        gpu = gpu_policy.infer(_observation())
+    np.testing.assert_allclose(gpu.values, cpu.values, atol=1e-5)
+    assert 'cuda' in gpu_policy.label
+    print(f'cuda torch policy latency: {gpu_policy.latency}')

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import cv2
 import numpy as np
 
 
@@ -33,6 +32,8 @@ def resize_with_pad(image: np.ndarray, height: int, width: int) -> np.ndarray:
     ratio = max(cur_w / width, cur_h / height)
     new_h = max(1, int(cur_h / ratio))
     new_w = max(1, int(cur_w / ratio))
+    import cv2  # here, so a model host without OpenCV can import the torch policy's module
+
     shrinking = new_h < cur_h or new_w < cur_w
     resized = cv2.resize(np.ascontiguousarray(image), (new_w, new_h),
                          interpolation=cv2.INTER_AREA if shrinking else cv2.INTER_LINEAR)
