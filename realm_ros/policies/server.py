@@ -194,16 +194,18 @@ class PolicyServer:
                     await websocket.send(openpi_packb({'__ack__': request['__ctrl__']}))
                     continue
                 obs = observation_from_request(request, step)
-                if obs.instruction != prompt:
-                    prompt = obs.instruction
-                    step = 0
-                    obs = observation_from_request(request, step)
-                    self.policy.reset(EpisodeSpec(task=self.task, instruction=prompt))
-                assert self._lock is not None
+                loop = asyncio.get_running_loop()
+                assert self._lock is not None  # set by _run before any connection
+                # One policy serves every connection: reset and infer never overlap.
                 async with self._lock:
+                    if obs.instruction != prompt:
+                        prompt = obs.instruction
+                        step = 0
+                        obs = observation_from_request(request, step)
+                        spec = EpisodeSpec(task=self.task, instruction=prompt)
+                        await loop.run_in_executor(None, self.policy.reset, spec)
                     infer_start = time.monotonic()
-                    chunk = await asyncio.get_running_loop().run_in_executor(
-                        None, self.policy.infer, obs)
+                    chunk = await loop.run_in_executor(None, self.policy.infer, obs)
                     infer_ms = (time.monotonic() - infer_start) * 1000.0
                 values = convert_chunk(chunk, obs.joints.position, self.mode)
                 timing = {'infer_ms': (time.monotonic() - start) * 1000.0}
