@@ -21,7 +21,7 @@ $(STAMP): setup.py constraints.txt
 	@$(MAKE) --no-print-directory sysdeps
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -c constraints.txt -e '.[ros,test]'
+	$(PY) -m pip install --quiet -c constraints.txt -e '.[ros,test,torch]'
 	$(PY) -c "import rclpy, mujoco, cma, rosbags; print('realm_ros setup ok')"
 	touch $(STAMP)
 

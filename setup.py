@@ -72,6 +72,8 @@ setup(
         ],
         'test': ['pytest>=7', 'pytest-timeout>=2', 'ruff>=0.5', 'ros-test-msgs',
                  'openpi-client>=0.1.2'],
+        # Local TorchScript / state-dict policies (realm_ros.policies.torch_policy).
+        'torch': ['torch>=2.1'],
     },
     maintainer='realm_ros maintainers',
     maintainer_email='realm-ros@example.org',
@@ -82,6 +84,7 @@ setup(
             'world_node = realm_ros.nodes.world_node:main',
             'evaluator_node = realm_ros.nodes.evaluator_node:main',
             'realm-ros = realm_ros.cli:main',
+            'policy_server = realm_ros.policies.server:main',
         ],
     },
 )

@@ -21,6 +21,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
              'twin, evaluate again, compare'),
     'metrics': ('realm_ros.commands.metrics', 'agreement metrics (Pearson r, MMRV, gap) for a CSV '
                 'of policy, real, sim [, group]'),
+    'serve': ('realm_ros.commands.serve', 'serve a policy to openpi websocket clients'),
 }
 
 
