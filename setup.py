@@ -70,7 +70,8 @@ setup(
             'ros-builtin-interfaces',
         ],
         'test': ['pytest>=7', 'pytest-timeout>=2', 'ruff>=0.5', 'ros-test-msgs',
-                 'openpi-client>=0.1.2'],
+                 'openpi-client>=0.1.2',
+                 'yourdfpy>=0.0.56', 'xacro>=2.0'],
     },
     maintainer='realm_ros maintainers',
     maintainer_email='realm-ros@example.org',
@@ -80,6 +81,8 @@ setup(
         'console_scripts': [
             'world_node = realm_ros.nodes.world_node:main',
             'realm-ros = realm_ros.cli:main',
+            'monitor_node = realm_ros.nodes.monitor_node:main',
+            'operator_node = realm_ros.nodes.operator_node:main',
         ],
     },
 )

@@ -15,6 +15,7 @@ from realm_ros.core.errors import RealmError
 
 COMMANDS: dict[str, tuple[str, str]] = {
     'doctor': ('realm_ros.commands.doctor', 'check this install: rclpy, DDS, MuJoCo, rendering'),
+    'urdf': ('realm_ros.commands.urdf', 'generate urdf/panda_droid.urdf(.xacro) from core + twin'),
 }
 
 
