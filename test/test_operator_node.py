@@ -3,8 +3,10 @@
 import contextlib
 import json
 import os
+import pty
 import signal
 import subprocess
+import time
 
 from diagnostic_msgs.msg import DiagnosticStatus
 import numpy as np
@@ -146,3 +148,32 @@ def test_bad_parameter_exits_2(tmp_path):
                           capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
     assert proc.returncode == 2
     assert 'publish_hz' in proc.stderr
+
+
+def test_single_keys_on_a_terminal_act_without_enter(tmp_path):
+    """A pseudo-terminal as stdin: cbreak mode, so 'r', 's', 's' act with no newline at all."""
+    master, slave = pty.openpty()
+    args = [str(BIN / 'operator_node'), '--ros-args', '-r', '__ns:=/real',
+            '-p', f'record_file:={tmp_path / "ops.jsonl"}',
+            '-p', f"episode_spec:='{SPEC.to_json()}'"]
+    log = open(tmp_path / 'operator.log', 'w')
+    proc = subprocess.Popen(args, stdin=slave, stdout=log, stderr=subprocess.STDOUT,
+                            env=dict(os.environ))
+    os.close(slave)
+    try:
+        with ros_node('operator_tty_watch') as (node, executor):
+            c = Client(node, executor)
+            assert spin_until(executor, lambda: bool(c.states), 20)
+            time.sleep(0.5)  # let the node switch the terminal to cbreak before typing
+            os.write(master, b'rss')
+            assert spin_until(executor, lambda: c.latest() and sum(c.latest().met) == 2, 10), \
+                (tmp_path / 'operator.log').read_text()
+            os.write(master, b'q')
+            proc.wait(timeout=10)
+        assert proc.returncode == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(master)
+        log.close()
