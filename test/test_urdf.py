@@ -125,3 +125,12 @@ def test_rpy_round_trip():
         rot = description.matrix_from_quat(rng.normal(size=4))
         back = description.matrix_from_rpy(description.rpy_from_matrix(rot))
         np.testing.assert_allclose(back, rot, atol=1e-12)
+
+
+def test_urdf_command_writes_and_checks(tmp_path):
+    from realm_ros import cli
+    assert cli.main(['urdf', '--check', '--out-dir', str(ROOT / 'urdf')]) == 0
+    assert cli.main(['urdf', '--check', '--out-dir', str(tmp_path)]) == 1
+    assert cli.main(['urdf', '--out-dir', str(tmp_path)]) == 0
+    assert (tmp_path / 'panda_droid.urdf').read_text() == URDF.read_text()
+    assert cli.main(['urdf', '--check', '--out-dir', str(tmp_path)]) == 0
