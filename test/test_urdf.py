@@ -70,10 +70,13 @@ def test_joint_names_order_limits_match_core(urdf):
 
 
 def test_inertials_match_core(urdf):
-    for i, (mass, com, _) in enumerate(robot.LINK_INERTIALS):
+    for i, (mass, com, (ixx, iyy, izz, ixy, ixz, iyz)) in enumerate(robot.LINK_INERTIALS):
         inertial = urdf.link_map[f'panda_link{i + 1}'].inertial
         assert inertial.mass == pytest.approx(mass)
         np.testing.assert_allclose(inertial.origin[:3, 3], com)
+        np.testing.assert_allclose(inertial.origin[:3, :3], np.eye(3))
+        np.testing.assert_allclose(inertial.inertia, [[ixx, ixy, ixz], [ixy, iyy, iyz],
+                                                      [ixz, iyz, izz]])
 
 
 def _twin_pose(m, d, ref):
