@@ -71,7 +71,8 @@ setup(
             'ros-builtin-interfaces',
         ],
         'test': ['pytest>=7', 'pytest-timeout>=2', 'ruff>=0.5', 'ros-test-msgs',
-                 'openpi-client>=0.1.2'],
+                 'openpi-client>=0.1.2',
+                 'yourdfpy>=0.0.56', 'xacro>=2.0'],
         # Local TorchScript / state-dict policies (realm_ros.policies.torch_policy).
         'torch': ['torch>=2.1'],
     },
@@ -85,6 +86,8 @@ setup(
             'evaluator_node = realm_ros.nodes.evaluator_node:main',
             'realm-ros = realm_ros.cli:main',
             'policy_server = realm_ros.policies.server:main',
+            'monitor_node = realm_ros.nodes.monitor_node:main',
+            'operator_node = realm_ros.nodes.operator_node:main',
         ],
     },
 )

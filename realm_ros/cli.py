@@ -22,6 +22,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     'metrics': ('realm_ros.commands.metrics', 'agreement metrics (Pearson r, MMRV, gap) for a CSV '
                 'of policy, real, sim [, group]'),
     'serve': ('realm_ros.commands.serve', 'serve a policy to openpi websocket clients'),
+    'urdf': ('realm_ros.commands.urdf', 'generate urdf/panda_droid.urdf(.xacro) from core + twin'),
 }
 
 

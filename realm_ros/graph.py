@@ -53,7 +53,7 @@ def share_path(relative: str) -> pathlib.Path:
     try:
         from ament_index_python.packages import get_package_share_directory
         candidates.append(pathlib.Path(get_package_share_directory('realm_ros')) / relative)
-    except (ImportError, LookupError, ValueError):
+    except (ImportError, LookupError, ValueError, OSError):  # OSError: no AMENT_PREFIX_PATH
         pass
     candidates.append(pathlib.Path(sys.prefix) / 'share' / 'realm_ros' / relative)
     candidates.append(pathlib.Path(__file__).resolve().parents[1] / relative)
@@ -121,3 +121,16 @@ def paired_eval_graph(config: EvalConfig, out_dir: str, lockstep: bool = True,
         nodes.append(NodeSpec('monitor_node', 'monitor', '', {
             'real_ns': REAL_NS, 'sim_ns': SIM_NS}))
     return nodes
+
+
+def evaluator_parameters(spec: NodeSpec, config: EvalConfig) -> dict[str, Any]:
+    """Return ``spec``'s parameters; the evaluator also gets every field of ``config``.
+
+    Empty lists are dropped: ROS cannot type an empty array parameter from its value.
+    """
+    params = dict(spec.parameters)
+    if spec.executable == 'evaluator_node':
+        for f in dataclasses.fields(config):
+            value = getattr(config, f.name)
+            params[f.name] = list(value) if isinstance(value, tuple) else value
+    return {k: v for k, v in params.items() if not (isinstance(v, list) and not v)}

@@ -92,20 +92,15 @@ def build_nodes(config: EvalConfig, out_dir: pathlib.Path, monitor: bool = False
     """Instantiate every node of the graph in this process (rclpy must be initialised)."""
     from rclpy.parameter import Parameter
 
-    from realm_ros.core.evaluation import EvalConfig as _EvalConfig
-    from realm_ros.graph import paired_eval_graph
+    from realm_ros.graph import evaluator_parameters, paired_eval_graph
 
     nodes = []
     for spec in paired_eval_graph(config, str(out_dir), monitor=monitor):
-        params = dict(spec.parameters)
+        params = evaluator_parameters(spec, config)
         if spec.executable == 'evaluator_node':
             # In one process the CLI drives the evaluation loop itself (progress bar, Ctrl-C).
-            for f in _EvalConfig.__dataclass_fields__:
-                value = getattr(config, f)
-                params[f] = list(value) if isinstance(value, tuple) else value
             params.update(autostart=False, quiet=quiet)
-        overrides = [Parameter(k, value=v) for k, v in params.items()
-                     if not (isinstance(v, list) and not v)]
+        overrides = [Parameter(k, value=v) for k, v in params.items()]
         remaps = [arg for a, b in spec.remappings for arg in ('-r', f'{a}:={b}')]
         cls = spec.node_class()
         nodes.append(cls(namespace=spec.namespace, parameter_overrides=overrides,

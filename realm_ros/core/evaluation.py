@@ -129,6 +129,11 @@ class EvalConfig:
     def from_yaml(cls, path: str | pathlib.Path, **overrides: Any) -> 'EvalConfig':
         """Load the YAML config and apply non-None ``overrides`` (CLI flags)."""
         data = load_yaml(path)
+        # The same file serves as the evaluator node's ROS parameter file.
+        if len(data) == 1:
+            (body,) = data.values()
+            if isinstance(body, dict) and set(body) == {'ros__parameters'}:
+                data = dict(body['ros__parameters'] or {})
         data.update({k: v for k, v in overrides.items() if v is not None})
         return from_mapping(cls, data, where=str(path))
 

@@ -58,7 +58,9 @@ def declare_config(node: Node, cls: type[T], prefix: str = '',
         name = f'{prefix}{f.name}'
         descriptor = _descriptor(f, default)
         if isinstance(default, tuple) and not default:
-            param = node.declare_parameter(name, descriptor=descriptor)
+            # An empty list has no element type for rclpy to infer: type it at first use.
+            descriptor.dynamic_typing = True
+            param = node.declare_parameter(name, None, descriptor)
         else:
             param = node.declare_parameter(
                 name, list(default) if isinstance(default, tuple) else default, descriptor)

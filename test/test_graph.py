@@ -1,0 +1,63 @@
+"""One graph definition: the launch file and realm-ros paired-eval cannot drift apart."""
+
+import ast
+import pathlib
+import re
+
+import pytest
+
+from realm_ros.core.evaluation import EvalConfig
+from realm_ros.graph import NODE_CLASSES, evaluator_parameters, paired_eval_graph, share_path
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def _console_scripts():
+    return set(re.findall(r"'([\w\-]+)\s*=\s*realm_ros[\w.]*:\w+'",
+                          (ROOT / 'setup.py').read_text()))
+
+
+@pytest.mark.parametrize('real', ['fake', 'franka'])
+def test_graph_executables_are_console_scripts_with_node_classes(real):
+    graph = paired_eval_graph(EvalConfig(real=real), 'out', monitor=True)
+    scripts = _console_scripts()
+    for spec in graph:
+        assert spec.executable in scripts, spec.executable
+        assert spec.executable in NODE_CLASSES
+    names = {(s.namespace, s.name) for s in graph}
+    assert {('/real', 'world'), ('/sim', 'world'), ('/real', 'policy'), ('/sim', 'policy'),
+            ('', 'evaluator')} <= names
+    assert (('/real', 'fake_franka') in names) == (real == 'fake')
+    assert (('/real', 'operator') in names) == (real == 'franka')
+
+
+def test_each_lockstep_world_keeps_its_own_clock():
+    for spec in paired_eval_graph(EvalConfig(), 'out'):
+        if spec.namespace:
+            assert ('/clock', f'{spec.namespace}/clock') in spec.remappings
+
+
+def test_launch_file_and_cli_build_nodes_from_the_same_definition():
+    launch = ast.parse((ROOT / 'launch' / 'paired_eval.launch.py').read_text())
+    cli = ast.parse((ROOT / 'realm_ros' / 'commands' / 'paired_eval.py').read_text())
+    for tree in (launch, cli):
+        imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
+                    and n.module == 'realm_ros.graph' for a in n.names}
+        assert {'paired_eval_graph', 'evaluator_parameters'} <= imported
+        # Neither adds a node of its own.
+        creates = [n for n in ast.walk(tree) if isinstance(n, ast.Call)
+                   and getattr(n.func, 'id', getattr(n.func, 'attr', '')) == 'Node']
+        assert len(creates) <= 1
+
+
+def test_evaluator_gets_the_whole_config_and_no_empty_lists():
+    config = EvalConfig(tasks=('a', 'b'))
+    spec = next(s for s in paired_eval_graph(config, 'out') if s.name == 'evaluator')
+    params = evaluator_parameters(spec, config)
+    assert params['tasks'] == ['a', 'b'] and params['out_dir'] == 'out'
+    assert not any(isinstance(v, list) and not v for v in params.values())
+
+
+def test_default_config_file_is_found_and_valid():
+    config = EvalConfig.from_yaml(share_path('config/paired_eval.yaml'))
+    assert len(config.policies) >= 4 and len(config.tasks) >= 3

@@ -1,0 +1,179 @@
+"""operator_node as a process over real DDS: services and the terminal drive an episode record."""
+
+import contextlib
+import json
+import os
+import pty
+import signal
+import subprocess
+import time
+
+from diagnostic_msgs.msg import DiagnosticStatus
+import numpy as np
+import pytest
+from rostest import BIN, ros_node, spin_until
+from sensor_msgs.msg import JointState
+from std_msgs.msg import String
+from std_srvs.srv import SetBool, Trigger
+
+from realm_ros.core.types import EpisodeSpec
+from realm_ros.core.types import JointState as JointStateRecord
+from realm_ros.ros import convert, qos
+
+pytestmark = pytest.mark.ros
+
+SPEC = EpisodeSpec(task='put_green_block_in_bowl', seed=5, policy='scripted', pair_id='pair-7')
+
+
+@contextlib.contextmanager
+def operator_process(tmp_path, *params):
+    """Start operator_node under /real with stdin as a pipe (the terminal UI's input)."""
+    args = [str(BIN / 'operator_node'), '--ros-args', '-r', '__ns:=/real',
+            '-p', f'record_file:={tmp_path / "ops.jsonl"}', '-p', 'publish_hz:=5.0',
+            '-p', f"episode_spec:='{SPEC.to_json()}'", *params]
+    log = open(tmp_path / 'operator.log', 'w')
+    proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT,
+                            env=dict(os.environ), text=True)
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        log.close()
+
+
+class Client:
+    def __init__(self, node, executor):
+        self.node, self.executor = node, executor
+        self.progress, self.states = [], []
+        node.create_subscription(DiagnosticStatus, '/real/progress', self.progress.append,
+                                 qos.LATCHED)
+        node.create_subscription(String, '/real/operator/state',
+                                 lambda m: self.states.append(json.loads(m.data)), qos.LATCHED)
+        self.js = node.create_publisher(JointState, '/real/joint_states', qos.STATE)
+        self._clients = {}
+
+    def call(self, name, data=None):
+        srv = SetBool if name == 'success' else Trigger
+        client = self._clients.get(name) or self.node.create_client(srv, f'/real/operator/{name}')
+        self._clients[name] = client
+        assert spin_until(self.executor, client.service_is_ready, 20), name
+        request = srv.Request()
+        if data is not None:
+            request.data = data
+        future = client.call_async(request)
+        assert spin_until(self.executor, future.done, 10), name
+        return future.result()
+
+    def latest(self):
+        return convert.progress_from_msg(self.progress[-1]) if self.progress else None
+
+
+def test_services_drive_an_episode_into_the_record(tmp_path):
+    with operator_process(tmp_path, '-p', 'terminal_ui:=false'), \
+            ros_node('operator_client') as (node, executor):
+        c = Client(node, executor)
+        refused = c.call('mark_stage')
+        assert not refused.success and 'confirm the scene reset' in refused.message
+        assert c.call('confirm_reset').success
+        assert spin_until(executor, lambda: c.states and c.states[-1]['state'] == 'running', 10)
+        for _ in range(12):  # the world's control steps, as world_node would publish them
+            c.js.publish(convert.joint_state_to_msg(JointStateRecord(
+                position=np.zeros(7), velocity=np.zeros(7), effort=np.zeros(7), gripper=0.0)))
+            executor.spin_once(timeout_sec=0.02)
+        assert 'REACH' in c.call('mark_stage').message
+        assert 'GRASP' in c.call('mark_stage').message
+        assert spin_until(executor, lambda: c.latest() and c.latest().met[:3] == (
+            True, True, False), 10)
+        p = c.latest()
+        assert p.source == 'operator' and p.task == SPEC.task and p.progression == 0.4
+        assert c.progress[-1].hardware_id == 'real'
+        assert 'GRASP' in c.call('undo').message
+        result = c.call('success', data=False)
+        assert result.success, result.message
+        summary = json.loads(result.message)
+        assert summary['outcome'] == 'timeout' and summary['progression'] == 0.2
+        assert c.call('confirm_reset').success
+        result = c.call('success', data=True)
+        assert json.loads(result.message)['outcome'] == 'success'
+        assert not c.call('end_episode').success  # nothing running any more
+
+    records = [json.loads(line) for line in (tmp_path / 'ops.jsonl').read_text().splitlines()]
+    assert [r['outcome'] for r in records] == ['timeout', 'success']
+    first = records[0]
+    assert first['pair_id'] == 'pair-7' and first['world'] == 'real'
+    assert first['stages_reached'] == ['REACH']
+    assert first['steps'] >= 10  # joint states counted while running (DDS may drop none here)
+    times = [e['time'] for e in first['annotations']]
+    assert times == sorted(times) and times[-1] > times[0] > 1e9  # ROS time stamps, s
+    assert [e['event'] for e in first['annotations']] == [
+        'reset_confirmed', 'stage', 'stage', 'undo', 'ended']
+
+
+def test_terminal_keys_drive_an_episode_and_q_quits(tmp_path):
+    with operator_process(tmp_path) as proc, ros_node('operator_watch') as (node, executor):
+        c = Client(node, executor)
+        assert spin_until(executor, lambda: bool(c.states), 20)
+
+        def send(line):
+            proc.stdin.write(line + '\n')
+            proc.stdin.flush()
+
+        send('s')  # refused: no episode yet (must not crash or mark anything)
+        send('r')
+        assert spin_until(executor, lambda: c.states[-1]['state'] == 'running', 10)
+        for line in ('s', 's', 'mark_stage'):
+            send(line)
+        assert spin_until(executor, lambda: c.latest() and sum(c.latest().met) == 3, 10)
+        send('u')
+        assert spin_until(executor, lambda: sum(c.latest().met) == 2, 10)
+        send('e')
+        assert spin_until(executor, lambda: c.states[-1]['state'] == 'awaiting_reset', 10)
+        send('q')
+        proc.wait(timeout=10)
+        assert proc.returncode == 0
+    log = (tmp_path / 'operator.log').read_text()
+    assert 'refused: cannot mark a stage' in log
+    record = json.loads((tmp_path / 'ops.jsonl').read_text())
+    assert record['stages_reached'] == ['REACH', 'GRASP'] and record['outcome'] == 'timeout'
+
+
+def test_bad_parameter_exits_2(tmp_path):
+    proc = subprocess.run([str(BIN / 'operator_node'), '--ros-args', '-p', 'publish_hz:=-3.0'],
+                          capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 2
+    assert 'publish_hz' in proc.stderr
+
+
+def test_single_keys_on_a_terminal_act_without_enter(tmp_path):
+    """A pseudo-terminal as stdin: cbreak mode, so 'r', 's', 's' act with no newline at all."""
+    master, slave = pty.openpty()
+    args = [str(BIN / 'operator_node'), '--ros-args', '-r', '__ns:=/real',
+            '-p', f'record_file:={tmp_path / "ops.jsonl"}',
+            '-p', f"episode_spec:='{SPEC.to_json()}'"]
+    log = open(tmp_path / 'operator.log', 'w')
+    proc = subprocess.Popen(args, stdin=slave, stdout=log, stderr=subprocess.STDOUT,
+                            env=dict(os.environ))
+    os.close(slave)
+    try:
+        with ros_node('operator_tty_watch') as (node, executor):
+            c = Client(node, executor)
+            assert spin_until(executor, lambda: bool(c.states), 20)
+            time.sleep(0.5)  # let the node switch the terminal to cbreak before typing
+            os.write(master, b'rss')
+            assert spin_until(executor, lambda: c.latest() and sum(c.latest().met) == 2, 10), \
+                (tmp_path / 'operator.log').read_text()
+            os.write(master, b'q')
+            proc.wait(timeout=10)
+        assert proc.returncode == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(master)
+        log.close()
