@@ -15,6 +15,7 @@ from realm_ros.core.errors import RealmError
 
 COMMANDS: dict[str, tuple[str, str]] = {
     'doctor': ('realm_ros.commands.doctor', 'check this install: rclpy, DDS, MuJoCo, rendering'),
+    'gap': ('realm_ros.commands.gap', 'joint tracking gap between the twin and the digital real'),
 }
 
 
