@@ -16,6 +16,7 @@ from realm_ros.core.errors import RealmError
 COMMANDS: dict[str, tuple[str, str]] = {
     'doctor': ('realm_ros.commands.doctor', 'check this install: rclpy, DDS, MuJoCo, rendering'),
     'gap': ('realm_ros.commands.gap', 'joint tracking gap between the twin and the digital real'),
+    'franka-config': ('realm_ros.commands.franka_config', 'print the franka_ros2 controller YAML'),
 }
 
 
