@@ -27,6 +27,8 @@ def test_identification_closes_most_of_the_gap_on_the_default_digital_real(tmp_p
     before, after = np.array(result['gap_default']), np.array(result['gap_identified'])
     assert np.all(before > 1e-3)  # hidden friction/armature are visible on every joint
     assert after.mean() < 0.5 * before.mean()
+    # With the hidden latency too, only the joint-sensor noise (0.5 mrad) is left.
+    assert np.mean(result['gap_identified_latency']) < 1.5 * result['noise_std']
     text = capsys.readouterr().out
     assert 'panda_joint7' in text and 'closes' in text
 

@@ -91,6 +91,8 @@ def measure(dynamics_file: str = '', sim_params_file: str = '', duration_s: floa
     worlds = {
         'twin': MujocoWorld(config, dynamics=twin_params),
         'twin_identified': MujocoWorld(config, dynamics=hidden.joint_params()),
+        'twin_latency': MujocoWorld(config, dynamics=hidden.joint_params(),
+                                    latency_s=hidden.latency_s),
         'digital_real': DigitalRealWorld(config, hidden=hidden),
     }
     q = {}
@@ -109,6 +111,8 @@ def measure(dynamics_file: str = '', sim_params_file: str = '', duration_s: floa
         'sim_params_file': sim_params_file,
         'gap_default': rms(q['twin'] - real),
         'gap_identified': rms(q['twin_identified'] - real),
+        'gap_identified_latency': rms(q['twin_latency'] - real),
+        'noise_std': hidden.joint_noise_std,
         'tracking_real': rms(real - targets),
         'tracking_twin': rms(q['twin'] - targets),
     }
@@ -120,18 +124,20 @@ def run(args: argparse.Namespace) -> int:
     twin = 'twin (--sim-params)' if args.sim_params else 'twin (default)'
     print(f'joint tracking gap, twin vs digital real: {result["steps"]} steps at '
           f'{robot.CONTROL_HZ:g} Hz ({args.duration:g} s), RMS of measured joint positions, mrad')
-    print(f'{"joint":<14}{twin + " vs real":>26}{"twin (real friction/armature) vs real":>40}'
-          f'{"real tracking error":>22}')
+    print('columns: A = ' + twin + ", B = twin with the digital real's friction/armature "
+          '(what sysid can fit), C = B plus its latency, D = digital real vs its targets')
+    print(f'{"joint":<14}{"A vs real":>12}{"B vs real":>12}{"C vs real":>12}'
+          f'{"D tracking":>12}')
+    keys = ('gap_default', 'gap_identified', 'gap_identified_latency', 'tracking_real')
     for i, name in enumerate(robot.JOINT_NAMES):
-        print(f'{name:<14}{result["gap_default"][i] * 1e3:>26.2f}'
-              f'{result["gap_identified"][i] * 1e3:>40.2f}'
-              f'{result["tracking_real"][i] * 1e3:>22.2f}')
+        print(f'{name:<14}' + ''.join(f'{result[k][i] * 1e3:>12.2f}' for k in keys))
+    print(f'{"mean":<14}' + ''.join(f'{np.mean(result[k]) * 1e3:>12.2f}' for k in keys))
     before = float(np.mean(result['gap_default']))
     after = float(np.mean(result['gap_identified']))
-    print(f'{"mean":<14}{before * 1e3:>26.2f}{after * 1e3:>40.2f}'
-          f'{np.mean(result["tracking_real"]) * 1e3:>22.2f}')
     print(f'identifying friction/armature closes {100 * (1 - after / before):.0f} % of the gap; '
-          'the rest is latency, sensor noise and object scales the twin does not model')
+          f'the rest is the {result["dynamics_file"].rsplit("/", 1)[-1]} latency, which the '
+          'twin does not model (C), and joint-sensor noise '
+          f'({result["noise_std"] * 1e3:g} mrad, 1 sigma)')
     if args.json:
         with open(args.json, 'w') as f:
             json.dump(result, f, indent=2)
