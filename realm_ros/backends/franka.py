@@ -288,11 +288,11 @@ class FrankaBridgeWorld(World):
         # Watchdog clock: sim time in lockstep (deterministic), monotonic wall time otherwise.
         return self.time if self._config.lockstep else time.monotonic()
 
-    def wait_for_state(self, timeout_s: float = 10.0) -> JointState:
-        """Block until a joint state (and, for the digital real, a gripper state) arrived."""
+    def wait_for_state(self, timeout_s: float = 30.0) -> JointState:
+        """Block until an arm joint state arrived; return the newest."""
         deadline = time.monotonic() + timeout_s
         with self._cond:
-            while self._arm is None or (self.gripper is not None and self._width is None):
+            while self._arm is None:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     raise EpisodeError(
