@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from rosgraph_msgs.msg import Clock
 from rostest import BIN, ros_node, run_process, spin_until
-from sensor_msgs.msg import JointState
+from sensor_msgs.msg import Image, JointState
 from std_msgs.msg import Float64, String
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
@@ -36,13 +36,17 @@ def _command(positions, names=robot.JOINT_NAMES, gripper=None):
 
 
 @contextlib.contextmanager
-def _pair(tmp_path, lockstep=False, extra=()):
+def _pair(tmp_path, lockstep=False, extra=(), cameras=False):
     mode = f'lockstep:={str(lockstep).lower()}'
     fake = ['fake_franka', '--ros-args', '-r', '__ns:=/fr', '-p', mode]
     world = ['world_node', '--ros-args', '-r', '__ns:=/real', '-p', 'backend:=franka',
              '-p', 'joint_prefix:=fr3_', '-p', 'franka.namespace:=/fr',
-             '-p', 'franka.digital_real:=true', '-p', 'camera_rate_hz:=0.0',
-             '-p', mode, *extra]
+             '-p', 'franka.digital_real:=true', '-p', mode, *extra]
+    if cameras:  # the digital real renders the wrist camera; the bridge carries it
+        fake += ['-p', 'cameras:=[wrist]', '-p', 'camera_width:=64', '-p', 'camera_height:=48']
+        world += ['-p', 'cameras:=[wrist]']
+    else:
+        world += ['-p', 'camera_rate_hz:=0.0']
     with run_process(fake, tmp_path / 'fake.log'), \
             run_process(world, tmp_path / 'world.log'), ros_node('probe') as (node, executor):
         yield node, executor
@@ -123,8 +127,9 @@ def _episode(node, executor, probe, cmd, targets):
 def test_lockstep_through_the_bridge_is_deterministic_per_seed(tmp_path):
     spec = EpisodeSpec(task='empty', seed=7)
     extra = ('-p', f'seed:={spec.seed}', '-p', 'lockstep_timeout_s:=0.0')
-    with _pair(tmp_path, lockstep=True, extra=extra) as (node, executor):
-        states, clock, privileged = [], [], []
+    with _pair(tmp_path, lockstep=True, extra=extra, cameras=True) as (node, executor):
+        states, clock, privileged, images = [], [], [], []
+        node.create_subscription(Image, '/real/cameras/wrist/image', images.append, qos.IMAGE)
         node.create_subscription(JointState, '/real/joint_states', states.append, qos.STATE)
         node.create_subscription(Clock, '/clock', clock.append, qos.CLOCK)
         node.create_subscription(String, '/fr/digital_real/privileged_state', privileged.append,
@@ -141,6 +146,10 @@ def test_lockstep_through_the_bridge_is_deterministic_per_seed(tmp_path):
         t = [s.header.stamp.sec + s.header.stamp.nanosec * 1e-9 for s in states[-4:]]
         np.testing.assert_allclose(np.diff(t), 1 / 15, atol=1e-6)
         assert clock  # the digital real publishes /clock in lockstep
+        # The digital real's wrist image of the same step, carried through the bridge.
+        assert spin_until(executor, lambda: images and images[-1].header.stamp ==
+                          states[-1].header.stamp, 5)
+        assert (images[-1].height, images[-1].width) == (48, 64)
         assert json.loads(privileged[-1].data)['stamp'] > 0
 
 

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import math
 import threading
 import time
 from typing import Any, Callable, Mapping
@@ -44,6 +45,7 @@ from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
 from rcl_interfaces.srv import SetParameters
 import rclpy
 from rclpy.executors import SingleThreadedExecutor
+from sensor_msgs.msg import CameraInfo, Image
 from sensor_msgs.msg import JointState as JointStateMsg
 from std_msgs.msg import Float64, String
 from std_srvs.srv import Trigger
@@ -172,10 +174,6 @@ class FrankaBridgeWorld(World):
                 makes its own context (scripts, tests).
             bridge, safety: explicit configs; used instead of the host's parameters.
         """
-        if config.cameras and config.camera_rate_hz > 0:
-            raise ConfigError(
-                'WorldConfig.camera_rate_hz: the franka bridge carries no cameras; set '
-                "camera_rate_hz:=0.0 and run the lab's camera drivers on cameras/<name>/image")
         if host is not None:
             bridge = bridge or declare_config(host, FrankaBridgeConfig, prefix='franka.')
             safety = safety or declare_config(host, SafetyConfig, prefix='safety.')
@@ -217,6 +215,18 @@ class FrankaBridgeWorld(World):
                                       qos.STATE)
         self.node.create_subscription(JointStateMsg, f'{cfg.gripper_namespace}/joint_states',
                                       self._on_gripper, qos.STATE)
+        # Cameras: the lab's camera drivers (or fake_franka's renderer) publish rgb8/bgr8 images
+        # on <namespace>/cameras/<name>/image with a latched camera_info.
+        self._cameras = tuple(config.cameras) if config.camera_rate_hz > 0 else ()
+        self._images: dict[str, Image] = {}
+        self._infos: dict[str, CameraInfo] = {}
+        for name in self._cameras:
+            self.node.create_subscription(
+                Image, topics.camera_image(name),
+                lambda msg, name=name: self._on_image(name, msg), qos.IMAGE)
+            self.node.create_subscription(
+                CameraInfo, topics.camera_info(name),
+                lambda msg, name=name: self._on_info(name, msg), qos.LATCHED)
         if cfg.digital_real:
             self.node.create_subscription(String, topics.DIGITAL_REAL_PRIVILEGED_STATE,
                                           self._on_privileged, qos.STATE)
@@ -258,6 +268,16 @@ class FrankaBridgeWorld(World):
             self._width = float(np.mean(fingers)) * 2.0
             self._grip_count += 1
             self._grip_stamp = convert.from_time(msg.header.stamp)
+            self._cond.notify_all()
+
+    def _on_image(self, name: str, msg: Image) -> None:
+        with self._cond:
+            self._images[name] = msg
+            self._cond.notify_all()
+
+    def _on_info(self, name: str, msg: CameraInfo) -> None:
+        with self._cond:
+            self._infos[name] = msg
             self._cond.notify_all()
 
     def _on_privileged(self, msg: String) -> None:
@@ -396,20 +416,35 @@ class FrankaBridgeWorld(World):
         self._step_count += 1
         return self.observe()
 
+    def camera_fovy(self, name: str) -> float:
+        """Return camera ``name``'s vertical field of view, degrees, from its camera_info."""
+        if name not in self._cameras:
+            raise ConfigError(f'world {self.name!r} has no camera {name!r}')
+        with self._cond:
+            if not self._cond.wait_for(lambda: name in self._infos, 10.0):
+                raise ConfigError(
+                    f'WorldConfig.cameras: no camera_info on '
+                    f'{self.bridge_config.namespace.rstrip("/")}/{topics.camera_info(name)}; '
+                    'start the camera drivers there (fake_franka: -p cameras:=[...]) or set '
+                    'camera_rate_hz:=0.0')
+            info = self._infos[name]
+        return math.degrees(2.0 * math.atan(0.5 * info.height / info.k[4]))
+
     def observe(self, render: bool = True) -> Observation:
-        del render  # no cameras on this side
         with self._cond:
             arm = self._arm
             width = self._width
             priv = dict(self._priv[1]) if self.bridge_config.digital_real else {}
+            frames = dict(self._images) if render else {}
+        images = {name: convert.image_from_msg(msg) for name, msg in frames.items()}
         if arm is None:
             raise EpisodeError('no joint state received from the robot yet')
         g = self._target_g if width is None else float(
             np.clip(1.0 - width / self.bridge_config.gripper_max_width, 0.0, 1.0))
         joints = JointState(position=arm.position, velocity=arm.velocity, effort=arm.effort,
                             gripper=g, stamp=arm.stamp)
-        return Observation(joints=joints, instruction=self._instruction, step=self._step_count,
-                           privileged=priv)
+        return Observation(joints=joints, images=images, instruction=self._instruction,
+                           step=self._step_count, privileged=priv)
 
     def privileged_state(self) -> Mapping[str, Any]:
         """The digital real's object state (only with ``franka.digital_real``); else empty."""
@@ -497,6 +532,10 @@ class FrankaBridgeWorld(World):
             stamp = self._arm.stamp
             if self.gripper is not None and self._grip_stamp < stamp - 1e-9:
                 return False
+            for name in self._cameras:
+                image = self._images.get(name)
+                if image is None or convert.from_time(image.header.stamp) < stamp - 1e-9:
+                    return False
             return not need_priv or self._priv[0] >= stamp - 1e-9
 
         with self._cond:

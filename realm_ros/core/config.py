@@ -358,9 +358,19 @@ class FakeFrankaConfig:
         '', 'YAML with the hidden dynamics ("" = realm_ros/data/digital_real_dynamics.yaml)')
     task: str = field('', 'task loaded at start-up ("" = empty table)')
     seed: int = field(0, 'seed of the initial episode')
+    cameras: tuple[str, ...] = field(
+        (), "cameras to render and publish on cameras/<name>/image, as a lab's camera drivers "
+            'would (subset of exterior_1, exterior_2, wrist; empty = none)')
+    camera_width: int = field(320, 'rendered image width, px')
+    camera_height: int = field(180, 'rendered image height, px')
+    camera_rate_hz: float = field(15.0, 'real time: image rate, Hz (lockstep: every step)')
 
     def __post_init__(self) -> None:
         _check_choice(self, 'arm_prefix')
+        object.__setattr__(self, 'cameras', tuple(self.cameras))
+        if self.cameras and not 0.0 < self.camera_rate_hz <= 1000.0:
+            raise ConfigError(f'FakeFrankaConfig.camera_rate_hz must be in (0, 1000] Hz, '
+                              f'got {self.camera_rate_hz}')
         for name in ('joint_state_rate_hz', 'gripper_state_rate_hz', 'privileged_rate_hz'):
             if not 0.0 < getattr(self, name) <= 1000.0:
                 raise ConfigError(f'FakeFrankaConfig.{name} must be in (0, 1000] Hz, '
@@ -370,7 +380,10 @@ class FakeFrankaConfig:
                               'be empty')
 
     def world_config(self) -> WorldConfig:
-        """Return the :class:`WorldConfig` of the digital real's physics (no cameras)."""
+        """Return the :class:`WorldConfig` of the digital real's physics."""
         return WorldConfig(backend='fake', lockstep=self.lockstep, control_hz=self.control_hz,
                            physics_hz=self.physics_hz, task=self.task, seed=self.seed,
-                           cameras=(), camera_rate_hz=0.0, dynamics_file=self.dynamics_file)
+                           cameras=self.cameras, camera_width=self.camera_width,
+                           camera_height=self.camera_height,
+                           camera_rate_hz=self.camera_rate_hz if self.cameras else 0.0,
+                           dynamics_file=self.dynamics_file)

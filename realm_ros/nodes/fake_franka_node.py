@@ -15,6 +15,9 @@ Topics:
     <gripper_namespace>/width_command (in)  std_msgs/Float64, target opening, m (this package's
                                             stand-in for franka_msgs Move/Grasp, which cannot be
                                             installed here)
+    cameras/<name>/image (out)              sensor_msgs/Image rgb8, for each of ``cameras``
+                                            (default none), as a lab's camera drivers; with
+    cameras/<name>/camera_info (out)        latched pinhole intrinsics
     digital_real/privileged_state (out)     std_msgs/String JSON: object state for scoring;
                                             digital-real-only, no real arm has it
     /clock (out, lockstep only)             rosgraph_msgs/Clock
@@ -38,6 +41,7 @@ import rclpy
 from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rosgraph_msgs.msg import Clock
+from sensor_msgs.msg import CameraInfo, Image
 from sensor_msgs.msg import JointState as JointStateMsg
 from std_msgs.msg import Float64, String
 from std_srvs.srv import Trigger
@@ -81,6 +85,10 @@ class FakeFrankaNode(Node):
             String, topics.DIGITAL_REAL_PRIVILEGED_STATE, qos.STATE)
         self._clock_pub = self.create_publisher(Clock, '/clock', qos.CLOCK) if cfg.lockstep \
             else None
+        self._image_pubs = {name: self.create_publisher(Image, topics.camera_image(name),
+                                                        qos.IMAGE) for name in cfg.cameras}
+        self._info_pubs = {name: self.create_publisher(CameraInfo, topics.camera_info(name),
+                                                       qos.LATCHED) for name in cfg.cameras}
         self.create_subscription(JointTrajectory, f'{cfg.controller_name}/joint_trajectory',
                                  self._on_trajectory, qos.COMMAND)
         self.create_subscription(Float64, f'{cfg.gripper_namespace}/width_command',
@@ -92,7 +100,12 @@ class FakeFrankaNode(Node):
         self._target_q = self.world.target[0]
         self._wall_start = time.monotonic()
         self._sim_start = self.world.time
-        self._next_grip = self._next_priv = 0.0
+        self._next_grip = self._next_priv = self._next_image = 0.0
+        stamp = self._stamp()
+        for name, pub in self._info_pubs.items():
+            pub.publish(convert.camera_info(cfg.camera_width, cfg.camera_height,
+                                            self.world.camera_fovy(name), stamp,
+                                            f'{name}_optical_frame'))
         if cfg.lockstep:
             # Re-publish the unchanged arm state while idle so late subscribers (the bridge)
             # see the arm; the stamp does not change, so nobody mistakes it for a step.
@@ -218,6 +231,9 @@ class FakeFrankaNode(Node):
         if now >= self._next_priv:
             self._next_priv = now + 1.0 / self.config.privileged_rate_hz
             self._publish_privileged()
+        if self._image_pubs and now >= self._next_image:
+            self._next_image = now + 1.0 / self.config.camera_rate_hz
+            self._publish_images()
 
     def _lockstep_step(self) -> None:
         self.world.step()
@@ -237,9 +253,10 @@ class FakeFrankaNode(Node):
         return self.get_clock().now().to_msg()
 
     def _publish_all(self) -> None:
-        """Clock, privileged state, gripper, then arm: the arm state marks a complete step."""
+        """Clock, images, privileged, gripper, then arm: the arm state marks a complete step."""
         if self._clock_pub is not None:
             self._clock_pub.publish(Clock(clock=self._stamp()))
+        self._publish_images()
         self._publish_privileged()
         self._publish_gripper()
         self._publish_arm()
@@ -263,6 +280,14 @@ class FakeFrankaNode(Node):
         msg.velocity = [0.0, 0.0]
         msg.effort = [0.0, 0.0]
         self._grip_pub.publish(msg)
+
+    def _publish_images(self) -> None:
+        if not self._image_pubs:
+            return
+        stamp = self._stamp()
+        for name, image in self.world.render().items():
+            self._image_pubs[name].publish(
+                convert.image_to_msg(image, stamp, f'{name}_optical_frame'))
 
     def _publish_privileged(self) -> None:
         self._priv_pub.publish(String(data=convert.privileged_to_json(
