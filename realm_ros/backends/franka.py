@@ -195,6 +195,7 @@ class FrankaBridgeWorld(World):
         self._target_g = 0.0
         self._sent_g: float | None = None
         self._instruction = ''
+        self._scene_instruction = ''
         self._step_count = 0
         self._deadline = 0.0
         self.rejections: list[str] = []
@@ -333,7 +334,8 @@ class FrankaBridgeWorld(World):
         self._target_g = 0.0
         self._sent_g = None
         self._step_count = 0
-        self._instruction = spec.instruction
+        # The spec's instruction; the digital real's task default otherwise (a real arm has none).
+        self._instruction = spec.instruction or self._scene_instruction
         self._deadline = time.monotonic()
         self.safety.arm_watchdog(self._watch_time())
         return self.observe()
@@ -354,6 +356,7 @@ class FrankaBridgeWorld(World):
         info = json.loads(answer.message)
         # Wait for the state after the reset: stamps only grow, across resets too.
         self._wait_fresh(before, float(info['time']))
+        self._scene_instruction = str(info.get('instruction', ''))
         return np.asarray(info['target_q'], dtype=float)
 
     def _move_to_reset(self, spec: EpisodeSpec) -> np.ndarray:

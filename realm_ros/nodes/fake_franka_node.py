@@ -23,7 +23,9 @@ Topics:
     /clock (out, lockstep only)             rosgraph_msgs/Clock
 Services:
     reset                                   std_srvs/Trigger: reset to the ``episode_spec``
-                                            parameter (JSON EpisodeSpec), like world_node
+                                            parameter (JSON EpisodeSpec), like world_node; the
+                                            response is JSON: task, seed, time, target_q (rad),
+                                            instruction
 Stamps are the digital real's clock: wall time in real time; in lockstep, sim time that keeps
 increasing across resets (a reset never sends /clock backwards).
 """
@@ -191,7 +193,7 @@ class FakeFrankaNode(Node):
             if self.config.lockstep:
                 # One control period past the last stamp: stamps and /clock only grow.
                 self._time_offset += self.world.time + 1.0 / self.config.control_hz
-            self.world.reset(spec)
+            instruction = self.world.reset(spec).instruction
         except RealmError as err:
             self.get_logger().error(f'reset failed: {err}')
             response.success, response.message = False, str(err)
@@ -206,7 +208,8 @@ class FakeFrankaNode(Node):
         response.success = True
         response.message = json.dumps({'task': spec.task, 'seed': spec.seed,
                                        'time': self._now(),
-                                       'target_q': [float(v) for v in self._target_q]})
+                                       'target_q': [float(v) for v in self._target_q],
+                                       'instruction': instruction})
         return response
 
     # -- stepping ---------------------------------------------------------------------------
