@@ -7,6 +7,7 @@ bridge's world_node publishes the shared interface (``panda_jointN`` + ``gripper
 import contextlib
 import json
 import subprocess
+import time
 
 import numpy as np
 import pytest
@@ -191,3 +192,38 @@ def test_fake_franka_bad_dynamics_file_exits_2(tmp_path):
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2
     assert 'friction must have 7 values' in proc.stderr, proc.stderr
+
+
+def test_bridge_in_process_refuses_unsafe_and_stale_commands(tmp_path):
+    """The bridge without world_node (own context), against a real-time fake_franka process."""
+    from realm_ros.backends.franka import FrankaBridgeWorld
+    from realm_ros.core.config import FrankaBridgeConfig, WorldConfig
+    from realm_ros.core.errors import CommandRejected
+    from realm_ros.core.types import Action
+
+    args = ['fake_franka', '--ros-args', '-r', '__ns:=/fb', '-p', 'arm_prefix:=fer_']
+    config = WorldConfig(backend='franka', joint_prefix='fer_', cameras=(), camera_rate_hz=0.0)
+    with run_process(args, tmp_path / 'fake.log') as proc:
+        world = FrankaBridgeWorld(config, bridge=FrankaBridgeConfig(
+            namespace='/fb', digital_real=True))
+        try:
+            obs = world.reset(EpisodeSpec(task='empty', seed=3))
+            np.testing.assert_allclose(obs.joints.position, robot.RESET_Q, atol=0.01)
+            jump = robot.RESET_Q.copy()
+            jump[2] += 0.4
+            with pytest.raises(CommandRejected, match='panda_joint3 moves 0.4'):
+                world.apply(Action(arm=jump, gripper=0.0))
+            target = robot.RESET_Q + 0.05
+            executed = world.apply(Action(arm=target, gripper=0.0))
+            np.testing.assert_array_equal(executed.arm, target)
+            for _ in range(10):
+                obs = world.step()
+            np.testing.assert_allclose(obs.joints.position, target, atol=0.01)
+            assert world.recover()  # the digital real has no reflex: nothing to clear
+            proc.send_signal(2)  # the robot side goes away: its joint state turns stale
+            proc.wait(timeout=10)
+            time.sleep(0.4)
+            with pytest.raises(CommandRejected, match='stale'):
+                world.apply(Action(arm=target, gripper=0.0))
+        finally:
+            world.close()
