@@ -136,7 +136,7 @@ def run(args: argparse.Namespace) -> int:
     after = float(np.mean(result['gap_identified']))
     print(f'identifying friction/armature closes {100 * (1 - after / before):.0f} % of the gap; '
           f'the rest is the {result["dynamics_file"].rsplit("/", 1)[-1]} latency, which the '
-          'twin does not model (C), and joint-sensor noise '
+          "twin's parameters leave out (C), and joint-sensor noise "
           f'({result["noise_std"] * 1e3:g} mrad, 1 sigma)')
     if args.json:
         with open(args.json, 'w') as f:
