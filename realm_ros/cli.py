@@ -23,6 +23,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
                 'of policy, real, sim [, group]'),
     'serve': ('realm_ros.commands.serve', 'serve a policy to openpi websocket clients'),
     'urdf': ('realm_ros.commands.urdf', 'generate urdf/panda_droid.urdf(.xacro) from core + twin'),
+    'gap': ('realm_ros.commands.gap', 'joint tracking gap between the twin and the digital real'),
+    'franka-config': ('realm_ros.commands.franka_config', 'print the franka_ros2 controller YAML'),
 }
 
 

@@ -230,3 +230,160 @@ def describe(cls: type) -> Sequence[tuple[str, Any, str]]:
         default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
         out.append((f.name, default, f.metadata.get('help', '')))
     return out
+
+
+@dataclasses.dataclass(frozen=True)
+class SafetyConfig:
+    """Limits on every command that can reach a real arm (``core/safety.py`` enforces them).
+
+    Units: rad, rad/s, m, s. Frame of the workspace box: ``base_link`` (z up, x forward); the
+    point checked is the tool-centre point ``tcp_offset_m`` along the flange's z axis.
+    ``world_node`` declares these as parameters prefixed ``safety.`` when ``backend`` is franka.
+    """
+
+    position_margin_rad: float = field(
+        0.02, 'targets must stay this far inside each joint limit, rad')
+    velocity_scale: float = field(
+        0.9, 'a target may change by at most velocity_scale * velocity limit * control period '
+             'per control step (per joint)')
+    max_target_error_rad: float = field(
+        0.3, 'maximum per-joint distance between a target and the measured position, rad '
+             '(bounds the impedance torque of one step)')
+    workspace_min: tuple[float, ...] = field(
+        (0.1, -0.8, 0.0), 'workspace box lower corner (x, y, z) of the TCP in base_link, m')
+    workspace_max: tuple[float, ...] = field(
+        (1.0, 0.8, 1.2), 'workspace box upper corner (x, y, z) of the TCP in base_link, m')
+    tcp_offset_m: float = field(
+        0.165, 'TCP distance from the flange along its z axis, m (0.165 = Robotiq 2F-85 '
+               'fingertips, 0.1034 = Franka Hand)')
+    watchdog_s: float = field(
+        0.5, 'hold the measured position if no valid command arrives for this long, s')
+    state_timeout_s: float = field(
+        0.25, 'refuse to command when the newest joint state is older than this, s')
+
+    def __post_init__(self) -> None:
+        limits = {'position_margin_rad': (0.0, 0.5), 'velocity_scale': (0.01, 3.0),
+                  'max_target_error_rad': (0.001, 1.0), 'tcp_offset_m': (0.0, 0.5),
+                  'watchdog_s': (0.01, 60.0), 'state_timeout_s': (0.001, 60.0)}
+        for name, (low, high) in limits.items():
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or not low <= value <= high:
+                raise ConfigError(
+                    f'SafetyConfig.{name} must be a number in [{low}, {high}], got {value!r}')
+            object.__setattr__(self, name, float(value))
+        for name in ('workspace_min', 'workspace_max'):
+            _check_vector(self, name, 3, -3.0, 3.0)
+            object.__setattr__(self, name, tuple(float(v) for v in getattr(self, name)))
+        if any(lo >= hi for lo, hi in zip(self.workspace_min, self.workspace_max)):
+            raise ConfigError(
+                f'SafetyConfig.workspace_min {list(self.workspace_min)} must be below '
+                f'workspace_max {list(self.workspace_max)} on every axis')
+
+
+@dataclasses.dataclass(frozen=True)
+class FrankaBridgeConfig:
+    """The robot side of the ``franka`` bridge (declared by ``world_node`` as ``franka.*``)."""
+
+    namespace: str = field(
+        '/', 'ROS namespace of the franka_ros2 graph (or fake_franka), e.g. "/" or "/fr3"')
+    joint_states_topic: str = field(
+        'joint_states', 'arm joint states topic, relative to namespace (franka_ros2 merges '
+                        'arm and gripper on /joint_states; franka/joint_states is the '
+                        'controller-rate one)')
+    controller_name: str = field(
+        'joint_trajectory_controller', 'JointTrajectoryController name; commands go to '
+                                       '<controller_name>/joint_trajectory')
+    gripper: str = field(
+        'topic', 'gripper adapter: "topic" (std_msgs/Float64 width, m, on '
+                 '<gripper_namespace>/width_command: fake_franka), "franka_action" '
+                 '(franka_msgs Move/Grasp/Homing), "gripper_command" (control_msgs '
+                 'GripperCommand), "none"',
+        choices=('topic', 'franka_action', 'gripper_command', 'none'))
+    gripper_namespace: str = field('franka_gripper', 'gripper node name, relative to namespace')
+    gripper_max_width: float = field(
+        0.085, 'gripper width at g = 0 (open), m: 0.085 Robotiq 2F-85 (DROID, the twin), '
+               '0.08 Franka Hand')
+    gripper_speed: float = field(0.1, 'gripper move/grasp speed, m/s (franka actions)')
+    gripper_force: float = field(20.0, 'grasp force, N (franka Grasp, GripperCommand '
+                                       'max_effort)')
+    digital_real: bool = field(
+        False, 'true only when the robot side is fake_franka: re-publish its '
+               "digital_real/privileged_state as this world's privileged state and reset it "
+               'through its reset service. Never set on a real arm')
+    reset_speed: float = field(
+        0.3, 'real arm: joint speed of the move to the reset pose, rad/s')
+    step_timeout_s: float = field(
+        5.0, "lockstep: wall seconds to wait for the robot side's next joint state")
+
+    def __post_init__(self) -> None:
+        _check_choice(self, 'gripper')
+        if not self.namespace.startswith('/'):
+            raise ConfigError(
+                f'FrankaBridgeConfig.namespace must be absolute (start with "/"), '
+                f'got {self.namespace!r}')
+        for name, (low, high) in {'gripper_max_width': (0.01, 0.2), 'gripper_speed': (0.001, 0.5),
+                                  'gripper_force': (0.0, 140.0), 'reset_speed': (0.01, 1.0),
+                                  'step_timeout_s': (0.01, 600.0)}.items():
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or not low <= value <= high:
+                raise ConfigError(
+                    f'FrankaBridgeConfig.{name} must be a number in [{low}, {high}], '
+                    f'got {value!r}')
+            object.__setattr__(self, name, float(value))
+        if not self.controller_name or not self.joint_states_topic:
+            raise ConfigError('FrankaBridgeConfig.controller_name and joint_states_topic must '
+                              'not be empty')
+
+
+@dataclasses.dataclass(frozen=True)
+class FakeFrankaConfig:
+    """Parameters of ``fake_franka``, the digital real speaking a franka_ros2-shaped interface."""
+
+    arm_prefix: str = field('fr3_', 'joint-name prefix (franka_ros2 >= v1: fr3_)',
+                            choices=robot.KNOWN_PREFIXES)
+    controller_name: str = field(
+        'joint_trajectory_controller', 'name of the imitated JointTrajectoryController; '
+                                       'commands on <controller_name>/joint_trajectory')
+    gripper_namespace: str = field('franka_gripper', 'gripper node name (topic prefix)')
+    joint_state_rate_hz: float = field(100.0, 'real time: joint_states rate, Hz')
+    gripper_state_rate_hz: float = field(30.0, 'real time: gripper joint_states rate, Hz')
+    privileged_rate_hz: float = field(
+        15.0, 'real time: digital_real/privileged_state rate, Hz')
+    lockstep: bool = field(
+        False, 'true: one control step per received joint_trajectory message, /clock '
+               'published; false: physics in real time')
+    control_hz: float = field(robot.CONTROL_HZ, 'lockstep: one control step lasts 1 / control_hz')
+    physics_hz: float = field(240.0, 'physics rate, Hz; a multiple of control_hz')
+    dynamics_file: str = field(
+        '', 'YAML with the hidden dynamics ("" = realm_ros/data/digital_real_dynamics.yaml)')
+    task: str = field('', 'task loaded at start-up ("" = empty table)')
+    seed: int = field(0, 'seed of the initial episode')
+    cameras: tuple[str, ...] = field(
+        (), "cameras to render and publish on cameras/<name>/image, as a lab's camera drivers "
+            'would (subset of exterior_1, exterior_2, wrist; empty = none)')
+    camera_width: int = field(320, 'rendered image width, px')
+    camera_height: int = field(180, 'rendered image height, px')
+    camera_rate_hz: float = field(15.0, 'real time: image rate, Hz (lockstep: every step)')
+
+    def __post_init__(self) -> None:
+        _check_choice(self, 'arm_prefix')
+        object.__setattr__(self, 'cameras', tuple(self.cameras))
+        if self.cameras and not 0.0 < self.camera_rate_hz <= 1000.0:
+            raise ConfigError(f'FakeFrankaConfig.camera_rate_hz must be in (0, 1000] Hz, '
+                              f'got {self.camera_rate_hz}')
+        for name in ('joint_state_rate_hz', 'gripper_state_rate_hz', 'privileged_rate_hz'):
+            if not 0.0 < getattr(self, name) <= 1000.0:
+                raise ConfigError(f'FakeFrankaConfig.{name} must be in (0, 1000] Hz, '
+                                  f'got {getattr(self, name)}')
+        if not self.controller_name or not self.gripper_namespace:
+            raise ConfigError('FakeFrankaConfig.controller_name and gripper_namespace must not '
+                              'be empty')
+
+    def world_config(self) -> WorldConfig:
+        """Return the :class:`WorldConfig` of the digital real's physics."""
+        return WorldConfig(backend='fake', lockstep=self.lockstep, control_hz=self.control_hz,
+                           physics_hz=self.physics_hz, task=self.task, seed=self.seed,
+                           cameras=self.cameras, camera_width=self.camera_width,
+                           camera_height=self.camera_height,
+                           camera_rate_hz=self.camera_rate_hz if self.cameras else 0.0,
+                           dynamics_file=self.dynamics_file)

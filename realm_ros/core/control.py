@@ -146,3 +146,18 @@ def impedance_torque(
     kp = jacobian.T @ np.diag(gains.kx) @ jacobian + np.diag(gains.kq)
     kd = jacobian.T @ np.diag(gains.kxd) @ jacobian + np.diag(gains.kqd)
     return kp @ (np.asarray(q_d) - np.asarray(q)) - kd @ np.asarray(dq)
+
+
+def joint_space_gains(q: np.ndarray, gains: ImpedanceGains | None = None
+                      ) -> tuple[np.ndarray, np.ndarray]:
+    """Return the diagonals of DROID's joint-space stiffness and damping at configuration ``q``.
+
+    Kp = J^T Kx J + Kq (N m/rad) and Kd = J^T Kxd J + Kqd (N m s/rad), J the flange Jacobian.
+    A per-joint PD controller (a JointTrajectoryController on the effort interface) can match
+    only these diagonals, and only near ``q``: the off-diagonal coupling is what it loses.
+    """
+    gains = gains or ImpedanceGains()
+    jac = robot.flange_jacobian(q)
+    kp = jac.T @ np.diag(gains.kx) @ jac + np.diag(gains.kq)
+    kd = jac.T @ np.diag(gains.kxd) @ jac + np.diag(gains.kqd)
+    return np.diag(kp).copy(), np.diag(kd).copy()

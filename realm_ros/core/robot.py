@@ -140,3 +140,19 @@ def forward_kinematics(q: Sequence[float]) -> list[np.ndarray]:
         pose = pose @ dh_transform(a, d, alpha, theta)
         poses.append(pose)
     return poses
+
+
+def flange_jacobian(q: Sequence[float]) -> np.ndarray:
+    """Return the 6x7 geometric Jacobian of the flange (``panda_link8``) in ``base_link``.
+
+    Rows: linear velocity (m/s) then angular velocity (rad/s) per joint rate (rad/s). Joint i
+    turns about the z axis of link frame i (modified DH).
+    """
+    poses = forward_kinematics(q)
+    tip = poses[-1][:3, 3]
+    jac = np.zeros((6, NUM_ARM_JOINTS))
+    for i in range(NUM_ARM_JOINTS):
+        axis = poses[i][:3, 2]
+        jac[:3, i] = np.cross(axis, tip - poses[i][:3, 3])
+        jac[3:, i] = axis
+    return jac

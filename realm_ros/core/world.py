@@ -85,8 +85,11 @@ class World(abc.ABC):
         """Release resources (renderers, connections); the world is unusable afterwards."""
 
 
-def make_world(config: WorldConfig, **kwargs: Any) -> World:
+def make_world(config: WorldConfig, host: Any = None, **kwargs: Any) -> World:
     """Build the world named by ``config.backend``, importing its module only now.
+
+    ``host`` is the ROS node hosting the world (``world_node``); it is passed on only to
+    backends that set ``uses_host_node = True`` (bridges with their own ROS traffic).
 
     Raises:
         ConfigError: unknown backend name.
@@ -103,4 +106,6 @@ def make_world(config: WorldConfig, **kwargs: Any) -> World:
         raise BackendUnavailable(
             f'world backend {config.backend!r} cannot be loaded here: {err}') from err
     cls = getattr(module, class_name)
+    if host is not None and getattr(cls, 'uses_host_node', False):
+        kwargs['host'] = host
     return cls(config, **kwargs)

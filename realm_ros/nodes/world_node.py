@@ -47,7 +47,7 @@ class WorldNode(Node):
             'episode_spec', '', ParameterDescriptor(
                 description='JSON EpisodeSpec used by the reset service ("" = task and seed '
                             'parameters)'))
-        self.world = world if world is not None else make_world(self.config)
+        self.world = world if world is not None else make_world(self.config, host=self)
         self._queue: collections.deque[Action] = collections.deque()
         self._last_step_wall = time.monotonic()
         self._last_image_time = -1e9

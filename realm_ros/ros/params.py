@@ -11,6 +11,7 @@ from typing import Any, Mapping, TypeVar
 
 from rcl_interfaces.msg import ParameterDescriptor, ParameterType
 from rclpy.node import Node
+from rclpy.parameter import Parameter
 
 from realm_ros.core.config import from_mapping
 
@@ -58,9 +59,8 @@ def declare_config(node: Node, cls: type[T], prefix: str = '',
         name = f'{prefix}{f.name}'
         descriptor = _descriptor(f, default)
         if isinstance(default, tuple) and not default:
-            # An empty list has no element type for rclpy to infer: type it at first use.
-            descriptor.dynamic_typing = True
-            param = node.declare_parameter(name, None, descriptor)
+            # An empty list has no type of its own: declare the typed parameter unset.
+            param = node.declare_parameter(name, Parameter.Type(descriptor.type), descriptor)
         else:
             param = node.declare_parameter(
                 name, list(default) if isinstance(default, tuple) else default, descriptor)

@@ -1,0 +1,131 @@
+"""Safety rules for every command that can move a real arm (pure logic, no ROS).
+
+The ``franka`` bridge passes each joint target through :class:`SafetyMonitor` before it is
+published to franka_ros2. A refused target raises :class:`CommandRejected` with the rule and the
+numbers; the bridge then keeps the previous target (the arm holds). Rules, in the order checked:
+
+1. shape and finiteness: seven finite numbers (rad, ``robot.JOINT_NAMES`` order);
+2. stale state: the newest joint state must be younger than ``state_timeout_s``;
+3. joint position limits shrunk by ``position_margin_rad``;
+4. velocity: ``|q_target - q_previous_target| <= velocity_scale * velocity_limit * dt`` per joint;
+5. maximum per-step target change relative to the arm: ``|q_target - q_measured| <=
+   max_target_error_rad`` per joint (bounds the impedance torque right after a hold or reset);
+6. workspace: the TCP (``tcp_offset_m`` along the flange z axis, forward kinematics of
+   ``core.robot``) inside the ``base_link`` box ``[workspace_min, workspace_max]``, m.
+
+A watchdog (:meth:`SafetyMonitor.watchdog_expired`) tells the bridge to hold the measured position
+when no valid command has arrived for ``watchdog_s`` seconds.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from realm_ros.core import robot
+from realm_ros.core.config import SafetyConfig
+from realm_ros.core.errors import CommandRejected
+
+
+def tcp_position(q: np.ndarray, tcp_offset_m: float) -> np.ndarray:
+    """Return the TCP position (m, ``base_link``) at joint configuration ``q`` (rad)."""
+    flange = robot.forward_kinematics(q)[-1]
+    return flange[:3, 3] + flange[:3, 2] * tcp_offset_m
+
+
+class SafetyMonitor:
+    """Checks joint targets against :class:`SafetyConfig` and runs the command watchdog.
+
+    Times (``now``, stamps) are seconds on one clock chosen by the caller: wall time for a real
+    arm, sim time in lockstep (so that lockstep stays deterministic).
+    """
+
+    def __init__(self, config: SafetyConfig, control_dt: float) -> None:
+        if control_dt <= 0:
+            raise ValueError(f'control_dt must be > 0 s, got {control_dt}')
+        self.config = config
+        self.control_dt = control_dt
+        self._lower = robot.JOINT_LOWER + config.position_margin_rad
+        self._upper = robot.JOINT_UPPER - config.position_margin_rad
+        self._max_step = config.velocity_scale * robot.VELOCITY_LIMIT * control_dt
+        self._box_min = np.asarray(config.workspace_min)
+        self._box_max = np.asarray(config.workspace_max)
+        self._last_valid: float | None = None
+        self._holding = False
+
+    def check(self, q_target: np.ndarray, q_previous_target: np.ndarray,
+              q_measured: np.ndarray, state_age_s: float) -> np.ndarray:
+        """Return ``q_target`` as a float array if it passes every rule.
+
+        Args:
+            q_target: (7,) joint target, rad.
+            q_previous_target: (7,) target in force now, rad.
+            q_measured: (7,) newest measured position, rad.
+            state_age_s: age of the newest joint state, s.
+
+        Raises:
+            CommandRejected: naming the rule, the joints and the numbers.
+        """
+        q = np.asarray(q_target, dtype=float)
+        if q.shape != (robot.NUM_ARM_JOINTS,):
+            raise CommandRejected(f'safety: target must have 7 values, got shape {q.shape}')
+        if not np.all(np.isfinite(q)):
+            raise CommandRejected(f'safety: target contains NaN or inf: {q.tolist()}')
+        if not np.isfinite(state_age_s) or state_age_s > self.config.state_timeout_s:
+            raise CommandRejected(
+                f'safety: joint state is stale ({state_age_s:.3f} s old > state_timeout_s '
+                f'{self.config.state_timeout_s} s); refusing to command')
+        bad = np.flatnonzero((q < self._lower) | (q > self._upper))
+        if bad.size:
+            detail = ', '.join(f'{robot.JOINT_NAMES[i]}={q[i]:.4f} not in '
+                               f'[{self._lower[i]:.4f}, {self._upper[i]:.4f}]' for i in bad)
+            raise CommandRejected('safety: target within position_margin_rad '
+                                  f'{self.config.position_margin_rad} of a joint limit: {detail}')
+        step = np.abs(q - np.asarray(q_previous_target, dtype=float))
+        bad = np.flatnonzero(step > self._max_step)
+        if bad.size:
+            raise CommandRejected('safety: target change exceeds velocity_scale * velocity limit '
+                                  f'over {self.control_dt:.4f} s: ' + ', '.join(
+                                      f'{robot.JOINT_NAMES[i]} moves {step[i]:.4f} rad > '
+                                      f'{self._max_step[i]:.4f} rad' for i in bad))
+        error = np.abs(q - np.asarray(q_measured, dtype=float))
+        bad = np.flatnonzero(error > self.config.max_target_error_rad)
+        if bad.size:
+            raise CommandRejected('safety: target too far from the measured position '
+                                  f'(max_target_error_rad {self.config.max_target_error_rad}): '
+                                  + ', '.join(f'{robot.JOINT_NAMES[i]} off by {error[i]:.4f} rad'
+                                              for i in bad))
+        tcp = tcp_position(q, self.config.tcp_offset_m)
+        if np.any(tcp < self._box_min) or np.any(tcp > self._box_max):
+            raise CommandRejected(
+                f'safety: TCP at {np.round(tcp, 4).tolist()} m (base_link) leaves the workspace '
+                f'box {list(self.config.workspace_min)} .. {list(self.config.workspace_max)}')
+        return q
+
+    def accept(self, now: float) -> None:
+        """Record that a valid command arrived at ``now`` (s); feeds the watchdog."""
+        self._last_valid = now
+        self._holding = False
+
+    def arm_watchdog(self, now: float) -> None:
+        """Start a watchdog period at ``now`` (after a reset) without a command."""
+        self._last_valid = now
+        self._holding = False
+
+    def watchdog_expired(self, now: float) -> bool:
+        """Whether no valid command arrived for ``watchdog_s`` seconds before ``now``.
+
+        Returns True once per silence: the caller then holds the measured position, and the
+        hold stays in force (it is not re-taken, which would let the arm creep under gravity)
+        until :meth:`accept` records the next valid command.
+        """
+        if self._last_valid is None:
+            self._last_valid = now
+        if self._holding or now - self._last_valid <= self.config.watchdog_s + 1e-9:
+            return False
+        self._holding = True
+        return True
+
+    @property
+    def holding(self) -> bool:
+        """Whether the watchdog has tripped and no valid command has arrived since."""
+        return self._holding

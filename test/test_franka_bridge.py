@@ -1,0 +1,229 @@
+"""world_node backend:=franka + fake_franka as real processes over DDS.
+
+fake_franka (the digital real) speaks franka_ros2's names (``fr3_jointN``) under /fr; the
+bridge's world_node publishes the shared interface (``panda_jointN`` + ``gripper``) under /real.
+"""
+
+import contextlib
+import json
+import subprocess
+import time
+
+import numpy as np
+import pytest
+from rosgraph_msgs.msg import Clock
+from rostest import BIN, ros_node, run_process, spin_until
+from sensor_msgs.msg import Image, JointState
+from std_msgs.msg import Float64, String
+from std_srvs.srv import Trigger
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+from realm_ros.core import robot
+from realm_ros.core.types import EpisodeSpec
+from realm_ros.ros import qos
+
+pytestmark = pytest.mark.ros
+
+FR3 = robot.prefixed_joint_names('fr3_')
+
+
+def _command(positions, names=robot.JOINT_NAMES, gripper=None):
+    msg = JointTrajectory()
+    msg.joint_names = list(names) + ([robot.GRIPPER_JOINT] if gripper is not None else [])
+    point = JointTrajectoryPoint()
+    point.positions = [float(v) for v in positions] + ([gripper] if gripper is not None else [])
+    msg.points.append(point)
+    return msg
+
+
+@contextlib.contextmanager
+def _pair(tmp_path, lockstep=False, extra=(), cameras=False):
+    mode = f'lockstep:={str(lockstep).lower()}'
+    fake = ['fake_franka', '--ros-args', '-r', '__ns:=/fr', '-p', mode]
+    world = ['world_node', '--ros-args', '-r', '__ns:=/real', '-p', 'backend:=franka',
+             '-p', 'joint_prefix:=fr3_', '-p', 'franka.namespace:=/fr',
+             '-p', 'franka.digital_real:=true', '-p', mode, *extra]
+    if cameras:  # the digital real renders the wrist camera; the bridge carries it
+        fake += ['-p', 'cameras:=[wrist]', '-p', 'camera_width:=64', '-p', 'camera_height:=48']
+        world += ['-p', 'cameras:=[wrist]']
+    else:
+        world += ['-p', 'camera_rate_hz:=0.0']
+    with run_process(fake, tmp_path / 'fake.log'), \
+            run_process(world, tmp_path / 'world.log'), ros_node('probe') as (node, executor):
+        yield node, executor
+
+
+def _logs(tmp_path):
+    return (tmp_path / 'fake.log').read_text() + (tmp_path / 'world.log').read_text()
+
+
+def test_bridge_maps_names_carries_commands_refuses_unsafe_and_holds_on_watchdog(tmp_path):
+    extra = ('-p', 'safety.watchdog_s:=0.1')
+    with _pair(tmp_path, extra=extra) as (node, executor):
+        shared, robot_side, targets = [], [], []
+        node.create_subscription(JointState, '/real/joint_states', shared.append, qos.STATE)
+        node.create_subscription(JointState, '/fr/joint_states', robot_side.append, qos.STATE)
+        node.create_subscription(
+            JointTrajectory, '/fr/joint_trajectory_controller/joint_trajectory', targets.append,
+            qos.COMMAND)
+        cmd = node.create_publisher(JointTrajectory, '/real/command', qos.COMMAND)
+        assert spin_until(executor, lambda: len(shared) > 3 and robot_side, 40), _logs(tmp_path)
+        assert list(shared[-1].name) == list(robot.JOINT_NAMES) + ['gripper']
+        assert list(robot_side[-1].name) == list(FR3)
+        np.testing.assert_allclose(shared[-1].position[:7], robot.RESET_Q, atol=0.01)
+
+        def arm():
+            return np.array(shared[-1].position[:7])
+
+        # A valid target, re-sent at the control rate: both sides track it; gripper closes.
+        a = robot.RESET_Q + np.array([0.1, 0.1, -0.1, 0.1, 0.1, -0.1, 0.1])
+        for _ in range(25):
+            cmd.publish(_command(a, gripper=1.0))
+            spin_until(executor, lambda: False, 1 / 15)
+        np.testing.assert_allclose(arm(), a, atol=0.01)
+        np.testing.assert_allclose(robot_side[-1].position, a, atol=0.01)  # fr3_ names, same q
+        assert shared[-1].position[7] > 0.9
+        assert list(targets[-1].joint_names) == list(FR3)
+
+        # Unsafe: a 0.5 rad jump in one control step (velocity rule).
+        jump = a.copy()
+        jump[0] += 0.5
+        cmd.publish(_command(jump))
+        spin_until(executor, lambda: False, 0.3)
+        np.testing.assert_allclose(arm(), a, atol=0.01)  # the arm held
+
+        # Watchdog: one step command towards b, then silence. Within 0.1 s the bridge holds
+        # the measured position, short of b.
+        b = a.copy()
+        b[0] += 0.12
+        n = len(targets)
+        cmd.publish(_command(b))
+        spin_until(executor, lambda: False, 1.5)
+        after = [np.array(t.points[0].positions) for t in targets[n:]]
+        assert any(np.allclose(t, b) for t in after)  # b was sent ...
+        held = after[-1]
+        assert abs(held[0] - b[0]) > 0.01, held  # ... then replaced by the hold
+        np.testing.assert_allclose(arm(), held, atol=0.01)
+    log = _logs(tmp_path)
+    assert 'safety: target change exceeds velocity_scale' in log, log
+    assert 'watchdog: no valid command' in log, log
+
+
+def _episode(node, executor, probe, cmd, targets):
+    """Reset through /real/reset, then run one command per lockstep step; return positions."""
+    client = node.create_client(Trigger, '/real/reset')
+    assert client.wait_for_service(timeout_sec=20)
+    future = client.call_async(Trigger.Request())
+    assert spin_until(executor, future.done, 20)
+    assert future.result().success, future.result().message
+    out = []
+    for k, q in enumerate(targets):
+        n = len(probe)
+        cmd.publish(_command(q, gripper=1.0 if k >= 3 else 0.0))
+        assert spin_until(executor, lambda n=n: len(probe) > n, 10)
+        out.append(list(probe[-1].position))
+    return np.array(out)
+
+
+def test_lockstep_through_the_bridge_is_deterministic_per_seed(tmp_path):
+    spec = EpisodeSpec(task='empty', seed=7)
+    extra = ('-p', f'seed:={spec.seed}', '-p', 'lockstep_timeout_s:=0.0')
+    with _pair(tmp_path, lockstep=True, extra=extra, cameras=True) as (node, executor):
+        states, clock, privileged, images = [], [], [], []
+        node.create_subscription(Image, '/real/cameras/wrist/image', images.append, qos.IMAGE)
+        sub = node.create_subscription(JointState, '/real/joint_states', states.append,
+                                       qos.STATE)
+        node.create_subscription(Clock, '/clock', clock.append, qos.CLOCK)
+        node.create_subscription(String, '/fr/digital_real/privileged_state', privileged.append,
+                                 qos.STATE)
+        cmd = node.create_publisher(JointTrajectory, '/real/command', qos.COMMAND)
+        # In lockstep nothing is published until a command or a reset: wait for discovery.
+        assert spin_until(executor, lambda: cmd.get_subscription_count() and
+                          sub.get_publisher_count(), 40), _logs(tmp_path)
+        ramp = [robot.RESET_Q + 0.012 * k for k in range(1, 9)]
+        first = _episode(node, executor, states, cmd, ramp)
+        second = _episode(node, executor, states, cmd, ramp)
+        # Same seed: the digital real's sensor noise and physics repeat bit for bit.
+        np.testing.assert_array_equal(first, second)
+        assert first[-1][7] > 0.0  # the gripper command took effect within the episode
+        # One command = one control step of sim time on the shared interface.
+        t = [s.header.stamp.sec + s.header.stamp.nanosec * 1e-9 for s in states[-4:]]
+        np.testing.assert_allclose(np.diff(t), 1 / 15, atol=1e-6)
+        assert clock  # the digital real publishes /clock in lockstep
+        # The digital real's wrist image of the same step, carried through the bridge.
+        assert spin_until(executor, lambda: images and images[-1].header.stamp ==
+                          states[-1].header.stamp, 5)
+        assert (images[-1].height, images[-1].width) == (48, 64)
+        assert json.loads(privileged[-1].data)['stamp'] > 0
+
+
+def test_fake_franka_rejects_foreign_joint_names_and_reports_width(tmp_path):
+    args = ['fake_franka', '--ros-args', '-r', '__ns:=/ff', '-p', 'lockstep:=true']
+    with run_process(args, tmp_path / 'fake.log'), ros_node('probe') as (node, executor):
+        arm, fingers = [], []
+        node.create_subscription(JointState, '/ff/joint_states', arm.append, qos.STATE)
+        node.create_subscription(JointState, '/ff/franka_gripper/joint_states', fingers.append,
+                                 qos.STATE)
+        traj = node.create_publisher(JointTrajectory,
+                                     '/ff/joint_trajectory_controller/joint_trajectory',
+                                     qos.COMMAND)
+        width = node.create_publisher(Float64, '/ff/franka_gripper/width_command', qos.COMMAND)
+        assert spin_until(executor, lambda: arm, 30), (tmp_path / 'fake.log').read_text()
+        stamp = arm[-1].header.stamp.nanosec
+        traj.publish(_command(robot.RESET_Q))  # panda_ names: not this controller's joints
+        width.publish(Float64(data=0.04))
+        for _ in range(10):
+            n = len(arm)
+            traj.publish(_command(robot.RESET_Q, names=FR3))
+            assert spin_until(executor, lambda n=n, s=stamp: len(arm) > n and
+                              arm[-1].header.stamp.nanosec != s, 10)
+            stamp = arm[-1].header.stamp.nanosec
+        assert list(fingers[-1].name) == ['fr3_finger_joint1', 'fr3_finger_joint2']
+        # Each finger at width / 2, closing from 0.085 m towards 0.04 m.
+        assert fingers[-1].position[0] == pytest.approx(fingers[-1].position[1])
+        assert 0.02 <= fingers[-1].position[0] < 0.0425 - 0.002
+    assert "joint_names ['panda_joint1'" in (tmp_path / 'fake.log').read_text()
+
+
+def test_fake_franka_bad_dynamics_file_exits_2(tmp_path):
+    bad = tmp_path / 'dyn.yaml'
+    bad.write_text('friction: [0.1, 0.2]\n')
+    proc = subprocess.run([str(BIN / 'fake_franka'), '--dynamics', str(bad)],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert 'friction must have 7 values' in proc.stderr, proc.stderr
+
+
+def test_bridge_in_process_refuses_unsafe_and_stale_commands(tmp_path):
+    """The bridge without world_node (own context), against a real-time fake_franka process."""
+    from realm_ros.backends.franka import FrankaBridgeWorld
+    from realm_ros.core.config import FrankaBridgeConfig, WorldConfig
+    from realm_ros.core.errors import CommandRejected
+    from realm_ros.core.types import Action
+
+    args = ['fake_franka', '--ros-args', '-r', '__ns:=/fb', '-p', 'arm_prefix:=fer_']
+    config = WorldConfig(backend='franka', joint_prefix='fer_', cameras=(), camera_rate_hz=0.0)
+    with run_process(args, tmp_path / 'fake.log') as proc:
+        world = FrankaBridgeWorld(config, bridge=FrankaBridgeConfig(
+            namespace='/fb', digital_real=True))
+        try:
+            obs = world.reset(EpisodeSpec(task='empty', seed=3))
+            np.testing.assert_allclose(obs.joints.position, robot.RESET_Q, atol=0.01)
+            jump = robot.RESET_Q.copy()
+            jump[2] += 0.4
+            with pytest.raises(CommandRejected, match='panda_joint3 moves 0.4'):
+                world.apply(Action(arm=jump, gripper=0.0))
+            target = robot.RESET_Q + 0.05
+            executed = world.apply(Action(arm=target, gripper=0.0))
+            np.testing.assert_array_equal(executed.arm, target)
+            for _ in range(10):
+                obs = world.step()
+            np.testing.assert_allclose(obs.joints.position, target, atol=0.01)
+            assert world.recover()  # the digital real has no reflex: nothing to clear
+            proc.send_signal(2)  # the robot side goes away: its joint state turns stale
+            proc.wait(timeout=10)
+            time.sleep(0.4)
+            with pytest.raises(CommandRejected, match='stale'):
+                world.apply(Action(arm=target, gripper=0.0))
+        finally:
+            world.close()

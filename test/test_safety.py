@@ -1,0 +1,127 @@
+"""core/safety.py: each rule refuses what it should and lets valid targets pass."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from realm_ros.core import robot
+from realm_ros.core.config import SafetyConfig
+from realm_ros.core.errors import CommandRejected, ConfigError
+from realm_ros.core.safety import SafetyMonitor, tcp_position
+
+DT = 1 / 15
+Q0 = robot.RESET_Q.copy()
+
+
+@pytest.fixture
+def monitor():
+    return SafetyMonitor(SafetyConfig(), DT)
+
+
+def _offset(joint, delta):
+    q = Q0.copy()
+    q[joint] += delta
+    return q
+
+
+def test_valid_targets_pass_unchanged(monitor):
+    for delta in (0.0, 0.05, -0.1):
+        q = _offset(0, delta)
+        np.testing.assert_array_equal(monitor.check(q, Q0, Q0, 0.01), q)
+
+
+@pytest.mark.parametrize('target, reason', [
+    (Q0[:6], 'must have 7 values'),
+    (np.r_[Q0[:6], np.nan], 'NaN or inf'),
+    (np.r_[Q0[:6], np.inf], 'NaN or inf'),
+])
+def test_shape_and_nan_are_refused(monitor, target, reason):
+    with pytest.raises(CommandRejected, match=reason):
+        monitor.check(target, Q0, Q0, 0.01)
+
+
+def test_stale_state_is_refused(monitor):
+    with pytest.raises(CommandRejected, match='stale'):
+        monitor.check(Q0, Q0, Q0, 0.3)
+    with pytest.raises(CommandRejected, match='stale'):
+        monitor.check(Q0, Q0, Q0, float('inf'))
+    monitor.check(Q0, Q0, Q0, 0.2)
+
+
+def test_joint_limit_margin_is_enforced():
+    monitor = SafetyMonitor(SafetyConfig(max_target_error_rad=1.0, velocity_scale=3.0), DT)
+    near = Q0.copy()
+    # Joint 7 turns about the flange axis: the TCP stays put, only the limit rule can object.
+    near[6] = robot.JOINT_UPPER[6] - 0.01  # inside the limit, inside the 0.02 margin
+    prev = near.copy()
+    prev[6] -= 0.05
+    with pytest.raises(CommandRejected,
+                       match='position_margin_rad 0.02 of a joint limit: panda_joint7='):
+        monitor.check(near, prev, prev, 0.0)
+    ok = near.copy()
+    ok[6] = robot.JOINT_UPPER[6] - 0.03
+    monitor.check(ok, prev, prev, 0.0)
+
+
+def test_velocity_limit_is_per_control_period(monitor):
+    limit = 0.9 * robot.VELOCITY_LIMIT[0] * DT  # 0.1305 rad per step on joint 1
+    monitor.check(_offset(0, limit * 0.99), Q0, Q0, 0.0)
+    with pytest.raises(CommandRejected, match='panda_joint1 moves 0.14'):
+        monitor.check(_offset(0, 0.14), Q0, Q0, 0.0)
+    # The same change is fine over a longer control period.
+    SafetyMonitor(SafetyConfig(), 0.2).check(_offset(0, 0.14), Q0, Q0, 0.0)
+    # Measured relative to the target in force, not to the measured position.
+    prev = _offset(0, 0.1)
+    monitor.check(_offset(0, 0.2), prev, _offset(0, 0.1), 0.0)
+
+
+def test_target_far_from_measured_position_is_refused(monitor):
+    lagging = _offset(1, -0.25)  # the arm lags its target (blocked, or after a hold)
+    with pytest.raises(CommandRejected, match='panda_joint2 off by 0.35'):
+        monitor.check(_offset(1, 0.1), Q0, lagging, 0.0)
+    monitor.check(_offset(1, 0.02), Q0, lagging, 0.0)
+
+
+def test_workspace_box_on_the_tcp(monitor):
+    tcp = tcp_position(Q0, 0.165)
+    np.testing.assert_allclose(tcp, [0.3597, 0.0, 0.3249], atol=1e-3)  # DH table at DROID reset
+    # Lower the box floor above the current TCP: the same target is now refused.
+    cfg = dataclasses.replace(SafetyConfig(), workspace_min=(0.1, -0.8, 0.35))
+    with pytest.raises(CommandRejected, match='leaves the workspace box'):
+        SafetyMonitor(cfg, DT).check(Q0, Q0, Q0, 0.0)
+    # Bending the elbow down drives the fingertips below the table top (z < 0).
+    relaxed = SafetyConfig(velocity_scale=3.0, max_target_error_rad=1.0)
+    down = Q0.copy()
+    down[1] += 1.2
+    down[3] += 0.3
+    prev = Q0.copy()
+    prev[1] += 1.0
+    prev[3] += 0.3
+    assert tcp_position(down, 0.165)[2] < 0.0
+    with pytest.raises(CommandRejected, match='workspace'):
+        SafetyMonitor(relaxed, 1.0).check(down, prev, prev, 0.0)
+    SafetyMonitor(relaxed, 1.0).check(prev, prev, prev, 0.0)  # 0.05 m above the table: fine
+
+
+def test_watchdog_holds_once_until_the_next_valid_command(monitor):
+    monitor.accept(10.0)
+    assert not monitor.watchdog_expired(10.4)
+    assert monitor.watchdog_expired(10.6)
+    assert monitor.holding
+    assert not monitor.watchdog_expired(11.5)  # the hold is not re-taken (no creeping)
+    monitor.accept(12.0)
+    assert not monitor.holding
+    assert not monitor.watchdog_expired(12.3)
+    assert monitor.watchdog_expired(12.51)
+
+
+@pytest.mark.parametrize('kwargs, field', [
+    ({'velocity_scale': 0.0}, 'velocity_scale'),
+    ({'watchdog_s': -1.0}, 'watchdog_s'),
+    ({'workspace_min': (0.0, 0.0)}, 'workspace_min'),
+    ({'workspace_min': (1.0, 0.0, 0.0), 'workspace_max': (0.5, 1.0, 1.0)}, 'workspace_min'),
+])
+def test_bad_safety_config_names_the_field(kwargs, field):
+    with pytest.raises(ConfigError, match=field):
+        SafetyConfig(**kwargs)
