@@ -80,6 +80,7 @@ setup(
         'console_scripts': [
             'world_node = realm_ros.nodes.world_node:main',
             'realm-ros = realm_ros.cli:main',
+            'recorder_node = realm_ros.nodes.recorder_node:main',
         ],
     },
 )

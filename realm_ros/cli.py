@@ -15,6 +15,7 @@ from realm_ros.core.errors import RealmError
 
 COMMANDS: dict[str, tuple[str, str]] = {
     'doctor': ('realm_ros.commands.doctor', 'check this install: rclpy, DDS, MuJoCo, rendering'),
+    'sysid': ('realm_ros.commands.sysid', 'record excitation bags and fit friction/armature'),
 }
 
 
