@@ -50,9 +50,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     fit.add_argument('--seed', type=int, default=0)
     fit.add_argument('--generations', type=int, default=80)
     fit.add_argument('--popsize', type=int, default=12)
-    fit.add_argument('--minibatch', type=int, default=8,
+    fit.add_argument('--minibatch', type=int, default=12,
                      help='windows simulated per generation (all candidates share them)')
-    fit.add_argument('--window', type=float, default=2.0,
+    fit.add_argument('--window', type=float, default=1.0,
                      help='window length, s (0 = whole trajectories)')
     fit.add_argument('--holdout', type=int, default=-1,
                      help='trajectories held out for validation (-1 = 20 %%, at least 1 if '
@@ -165,10 +165,11 @@ def record(args: argparse.Namespace) -> int:
                     raise DataError(f'{client.srv_name} failed: {msg}')
                 return future.result()
 
+            js_topic = f'{ns}/joint_states'
+            cmd_topic = f'{ns}/command'
             for i, plan in enumerate(plans):
                 if i > 0:
                     call(split)
-                js_topic = f'{ns}/joint_states'
                 for _ in range(10):  # until the recorder sees the world (DDS discovery)
                     seen = recorder.bag.counts.get(js_topic, 0)
                     n_states = len(states)
@@ -198,7 +199,7 @@ def record(args: argparse.Namespace) -> int:
                         next_time += period
                         spin_until(lambda t=next_time: time.monotonic() >= t, period * 2)
                 expected = len(plan)
-                ok = spin_until(lambda: recorder.bag.counts.get(f'{ns}/command', 0) >= expected,
+                ok = spin_until(lambda e=expected: recorder.bag.counts.get(cmd_topic, 0) >= e,
                                 5.0)
                 spin_until(lambda: False, 0.05 if lockstep else 0.5)  # trailing states
                 if not ok:

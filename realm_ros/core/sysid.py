@@ -309,8 +309,8 @@ def fit(
     seed: int = 0,
     generations: int = 60,
     popsize: int = 12,
-    minibatch: int = 8,
-    window: int = 30,
+    minibatch: int = 12,
+    window: int = 15,
     sigma0: float = 0.2,
     initial: DynamicsParams | None = None,
     diagonal: bool = True,
@@ -331,8 +331,9 @@ def fit(
     Args:
         method: ``'cmaes'`` or ``'anneal'`` (simulated annealing, SIMPLER's baseline, with
             ``popsize`` proposals per iteration around the current point).
-        initial: starting estimate (default: the twin's defaults, friction 0 clipped to the
-            lower bound, armature 0.1).
+        initial: starting estimate (default: the centre of the log-scaled box, friction
+            0.055 N m and armature 0.087 kg m^2; the twin's default friction 0 sits on the
+            lower bound, a poor start for CMA-ES).
 
     Raises:
         ConfigError: unknown method or bad sizes.
@@ -348,7 +349,7 @@ def fit(
         raise DataError(f'no window of {window} steps fits in the trajectories')
     steps_per = np.mean([w.steps for w in pool])
     rng = np.random.default_rng(seed)
-    x0 = space.to_unit(initial or DynamicsParams())
+    x0 = space.to_unit(initial) if initial is not None else np.full(14, 0.5)
     timing = {'total': 0.0, 'simulate': 0.0}
     history: list[tuple[int, int, float, float, float, float]] = []
     t_start = time.perf_counter()

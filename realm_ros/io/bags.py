@@ -25,7 +25,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 from rosbags.rosbag2 import Reader, ReaderError, StoragePlugin, Writer, WriterError
-from rosbags.typesys import get_typestore, Stores
+from rosbags.typesys import Stores, get_typestore
 
 from realm_ros.core import robot
 from realm_ros.core.errors import ConfigError, DataError

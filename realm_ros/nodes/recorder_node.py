@@ -33,7 +33,7 @@ from trajectory_msgs.msg import JointTrajectory
 from realm_ros.core.errors import ConfigError, RealmError
 from realm_ros.core.recording import RecorderConfig
 from realm_ros.io import bags
-from realm_ros.io.bags import BagWriter, IMAGE, JOINT_STATE, TRAJECTORY
+from realm_ros.io.bags import IMAGE, JOINT_STATE, TRAJECTORY, BagWriter
 from realm_ros.ros import qos, topics
 from realm_ros.ros.params import declare_config
 

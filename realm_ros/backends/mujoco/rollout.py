@@ -22,15 +22,14 @@ import copy
 import time
 from typing import Sequence
 
+import mujoco  # noqa: I001 - after core so a missing mujoco fails with the backend's message
+from mujoco import rollout as mj_rollout
 import numpy as np
 
 from realm_ros.backends.mujoco import model as mjcf
 from realm_ros.core import robot
 from realm_ros.core.config import DynamicsParams
 from realm_ros.core.sysid import BatchEvaluator, Trajectory
-
-import mujoco  # noqa: I001 - after core so a missing mujoco fails with the backend's message
-from mujoco import rollout as mj_rollout
 
 STATE_SPEC = mujoco.mjtState.mjSTATE_FULLPHYSICS
 CONTROL_SPEC = (mujoco.mjtState.mjSTATE_CTRL | mujoco.mjtState.mjSTATE_MOCAP_POS
@@ -63,7 +62,7 @@ class TwinRollout(BatchEvaluator):
         # Offsets of qpos in the full-physics state: [time, qpos, qvel, act, ...].
         self._qpos_offset = 1
         self._models: list = []
-        self._cache: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._cache: dict[int, tuple[Trajectory, np.ndarray, np.ndarray]] = {}
         self.timing = {'rollout': 0.0, 'fk_precompute': 0.0, 'models': 0.0}
 
     # -- per-trajectory precompute ----------------------------------------------------------
@@ -99,10 +98,15 @@ class TwinRollout(BatchEvaluator):
         return state
 
     def _prepared(self, traj: Trajectory) -> tuple[np.ndarray, np.ndarray]:
-        key = id(traj)
-        if key not in self._cache:
-            self._cache[key] = (self.initial_state(traj), self.controls(traj))
-        return self._cache[key]
+        # Keyed by identity; the entry keeps the trajectory alive so its id is never reused
+        # by another object while cached.
+        entry = self._cache.get(id(traj))
+        if entry is None or entry[0] is not traj:
+            if len(self._cache) > 20000:
+                self._cache.clear()
+            entry = (traj, self.initial_state(traj), self.controls(traj))
+            self._cache[id(traj)] = entry
+        return entry[1], entry[2]
 
     # -- batch simulation -------------------------------------------------------------------
 

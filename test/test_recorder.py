@@ -1,0 +1,83 @@
+"""recorder_node as a real process over DDS: records, splits, SIGINT leaves readable bags."""
+
+import json
+import signal
+import subprocess
+import time
+
+from mcap_ros2.reader import read_ros2_messages
+import numpy as np
+import pytest
+from rostest import BIN, ros_node, spin_until
+from sensor_msgs.msg import JointState
+from std_srvs.srv import Trigger
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+from realm_ros.core import robot
+from realm_ros.core.types import JointState as CoreJointState
+from realm_ros.io import bags
+from realm_ros.ros import convert, qos
+
+pytestmark = pytest.mark.ros
+
+
+def _publish_step(js_pub, cmd_pub, k):
+    t = k / 15.0
+    state = CoreJointState(position=robot.RESET_Q + 0.01 * k, velocity=np.full(7, 0.1),
+                           effort=np.zeros(7), gripper=0.0, stamp=t)
+    js_pub.publish(convert.joint_state_to_msg(state))
+    cmd = JointTrajectory()
+    cmd.header.stamp = convert.to_time(t)
+    cmd.joint_names = list(robot.JOINT_NAMES) + ['gripper']
+    cmd.points = [JointTrajectoryPoint(positions=list(robot.RESET_Q + 0.01 * (k + 1)) + [0.0])]
+    cmd_pub.publish(cmd)
+
+
+def test_recorder_splits_and_sigint_leaves_readable_bags(tmp_path):
+    out = tmp_path / 'bags'
+    log = open(tmp_path / 'recorder.log', 'w')
+    proc = subprocess.Popen(
+        [str(BIN / 'recorder_node'), '--ros-args', '-p', f'out_dir:={out}',
+         '-p', 'namespace:=/real'], stdout=log, stderr=subprocess.STDOUT)
+    try:
+        with ros_node('probe') as (node, executor):
+            js_pub = node.create_publisher(JointState, '/real/joint_states', qos.STATE)
+            cmd_pub = node.create_publisher(JointTrajectory, '/real/command', qos.COMMAND)
+            split = node.create_client(Trigger, '/recorder/split')
+            assert split.wait_for_service(timeout_sec=30), (tmp_path / 'recorder.log').read_text()
+            assert spin_until(executor, lambda: js_pub.get_subscription_count() > 0
+                              and cmd_pub.get_subscription_count() > 0, 10)
+            for k in range(10):
+                _publish_step(js_pub, cmd_pub, k)
+                executor.spin_once(timeout_sec=0.01)
+            time.sleep(0.5)
+            future = split.call_async(Trigger.Request())
+            assert spin_until(executor, future.done, 10)
+            result = json.loads(future.result().message)
+            assert result['counts'] == {'/real/joint_states': 10, '/real/command': 10}
+            assert result['opened'].endswith('run_001')
+            for k in range(10, 17):
+                _publish_step(js_pub, cmd_pub, k)
+                executor.spin_once(timeout_sec=0.01)
+            time.sleep(0.5)
+        proc.send_signal(signal.SIGINT)  # mid-recording: the open bag must be finalised
+        assert proc.wait(timeout=20) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        log.close()
+    first = bags.read_run(out / 'run_000')
+    np.testing.assert_allclose(first.state_q[:, 0], robot.RESET_Q[0] + 0.01 * np.arange(10))
+    second = bags.read_run(out / 'run_001')
+    assert len(second.state_t) == 7 and len(second.command_t) == 7
+    np.testing.assert_allclose(second.state_t, np.arange(10, 17) / 15.0, atol=1e-9)
+    mcap_msgs = list(read_ros2_messages(str(out / 'run_001' / 'run_001.mcap')))
+    assert len(mcap_msgs) == 14
+
+
+def test_recorder_without_out_dir_exits_2():
+    proc = subprocess.run([str(BIN / 'recorder_node')], capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 2
+    assert 'RecorderConfig.out_dir must be set' in proc.stderr

@@ -1,0 +1,121 @@
+"""System identification: excitation safety, parameter mapping, batched twin rollouts, the fit."""
+
+import numpy as np
+import pytest
+
+from realm_ros.backends.mujoco.rollout import TwinRollout
+from realm_ros.backends.mujoco.world import MujocoWorld
+from realm_ros.core import robot, sysid
+from realm_ros.core.config import DynamicsParams, WorldConfig
+from realm_ros.core.errors import ConfigError, DataError
+from realm_ros.core.types import Action, ActionMode, EpisodeSpec
+
+TRUE = DynamicsParams(friction=(0.4, 0.6, 0.35, 0.5, 0.2, 0.25, 0.1),
+                      armature=(0.3, 0.4, 0.2, 0.35, 0.12, 0.1, 0.06))
+
+
+@pytest.mark.parametrize('seed', range(4))
+def test_excitation_is_safe_and_excites_every_joint(seed):
+    spec = sysid.ExcitationSpec(duration_s=10.0)
+    q = sysid.excitation_trajectory(spec, seed)
+    assert q.shape == (150, 7)
+    np.testing.assert_allclose(q[-1], robot.RESET_Q, atol=1e-12)  # ends at rest at the reset pose
+    np.testing.assert_allclose(q[0], robot.RESET_Q, atol=0.01)  # fades in from it
+    assert np.all(q >= robot.JOINT_LOWER + spec.limit_margin)
+    assert np.all(q <= robot.JOINT_UPPER - spec.limit_margin)
+    speed = np.abs(np.diff(q, axis=0)) * 15.0
+    assert np.all(speed <= spec.velocity_fraction * robot.VELOCITY_LIMIT + 1e-9)
+    assert np.all(np.ptp(q, axis=0) > 0.1)  # every joint moves at least 0.1 rad peak to peak
+    for row in q[::5]:
+        flange, tip = sysid.end_effector_points(row)
+        assert spec.workspace.contains(flange) and spec.workspace.contains(tip)
+    assert sysid.check_trajectory(q, spec) is None
+    far = q.copy()
+    far[70, 1] = robot.JOINT_UPPER[1]
+    assert 'joint limit' in sysid.check_trajectory(far, spec)
+
+
+def test_excitation_refuses_an_impossible_workspace():
+    spec = sysid.ExcitationSpec(workspace=sysid.Workspace(low=(0.0, 0.0, 0.0),
+                                                          high=(0.1, 0.1, 0.1)))
+    with pytest.raises(ConfigError, match='no safe excitation'):
+        sysid.excitation_trajectory(spec, 0)
+
+
+def test_param_space_round_trip_and_bounds():
+    space = sysid.ParamSpace()
+    u = space.to_unit(TRUE)
+    assert u.shape == (14,) and np.all((u > 0) & (u < 1))
+    back = space.from_unit(u)
+    np.testing.assert_allclose(back.friction, TRUE.friction, rtol=1e-12)
+    np.testing.assert_allclose(back.armature, TRUE.armature, rtol=1e-12)
+    # Log scale: halfway in u is the geometric mean of the bounds.
+    mid = space.from_unit(np.full(14, 0.5))
+    assert mid.friction[0] == pytest.approx(np.sqrt(0.005 * 3.0))
+    low = space.from_unit(np.full(14, -3.0))  # clipped into the bounds
+    assert low.friction[0] == pytest.approx(0.005)
+
+
+def _world_run(params, targets):
+    world = MujocoWorld(WorldConfig(cameras=(), camera_rate_hz=0.0), dynamics=params)
+    world.reset(EpisodeSpec(task='empty'))
+    q, dq = [], []
+    for row in targets:
+        world.apply(Action(arm=row, gripper=0.0, mode=ActionMode.POSITION))
+        world.step()
+        q.append(world.data.qpos[world._arm_qpos].copy())
+        dq.append(world.data.qvel[world._arm_dof].copy())
+    return np.array(q), np.array(dq)
+
+
+def _trajectory(targets, measured, dq, name='t'):
+    return sysid.Trajectory(name, robot.RESET_Q.copy(), np.zeros(7), 0.0, targets,
+                            np.zeros(len(targets)), measured, dq, 1 / 15)
+
+
+def test_batched_rollout_equals_mujoco_world_stepping():
+    targets = sysid.excitation_trajectory(sysid.ExcitationSpec(duration_s=3.0), 5)
+    q, dq = _world_run(TRUE, targets)
+    traj = _trajectory(targets, q, dq)
+    rollout = TwinRollout(nthread=2)
+    other = DynamicsParams(friction=(0.05,) * 7, armature=(0.5,) * 7)
+    sim = rollout.simulate([other, TRUE, DynamicsParams()], [traj])
+    assert sim[0].shape == (3, 45, 7)
+    np.testing.assert_allclose(sim[0][1], q, atol=1e-9, rtol=0)
+    assert np.abs(sim[0][0] - q).max() > 1e-3  # the parameters matter
+    # A window started mid-run from the recorded arm state continues the same trajectory, up
+    # to what the arm state does not carry (finger motion, solver warm start): < 1 urad.
+    window = sysid.windows([traj], 15)[1]
+    np.testing.assert_allclose(rollout.simulate([TRUE], [window])[0][0], q[15:30], atol=1e-6)
+
+
+def test_windows_and_loss():
+    targets = np.tile(robot.RESET_Q, (40, 1))
+    measured = targets + 0.01
+    traj = _trajectory(targets, measured, np.zeros((40, 7)))
+    parts = sysid.windows([traj], 15)
+    assert [p.steps for p in parts] == [15, 15]
+    np.testing.assert_allclose(parts[1].q0, measured[14])
+    sim = [np.stack([measured, targets])]
+    np.testing.assert_allclose(sysid.loss(sim, [traj]), [0.0, 40 * 7 * 1e-4])
+    with pytest.raises(DataError, match='measured contains NaN'):
+        _trajectory(targets, np.full((40, 7), np.nan), np.zeros((40, 7)))
+
+
+@pytest.mark.parametrize('method', ['cmaes', 'anneal'])
+def test_small_fit_converges(method):
+    rollout = TwinRollout(nthread=2)
+    trajs = []
+    for seed in range(2):
+        targets = sysid.excitation_trajectory(sysid.ExcitationSpec(duration_s=3.0), seed)
+        q, dq = _world_run(TRUE, targets)  # the "real" arm: the twin with TRUE dynamics
+        trajs.append(_trajectory(targets, q, dq, f's{seed}'))
+    before = sysid.loss(rollout.simulate([DynamicsParams()], trajs), trajs)[0]
+    result = sysid.fit(rollout, trajs, method=method, seed=1, generations=10, popsize=8,
+                       minibatch=3, window=15, sigma0=0.25, progress=False)
+    after = sysid.loss(rollout.simulate([result.params], trajs), trajs)[0]
+    assert after < 0.2 * before, (before, after, result.params)
+    assert len(result.history) == 10
+    assert result.timing['simulate'] > 0
+    with pytest.raises(ConfigError, match='unknown sysid method'):
+        sysid.fit(rollout, trajs, method='grid')
