@@ -56,8 +56,9 @@ def test_param_space_round_trip_and_bounds():
     assert low.friction[0] == pytest.approx(0.005)
 
 
-def _world_run(params, targets):
-    world = MujocoWorld(WorldConfig(cameras=(), camera_rate_hz=0.0), dynamics=params)
+def _world_run(params, targets, latency_s=0.0):
+    world = MujocoWorld(WorldConfig(cameras=(), camera_rate_hz=0.0), dynamics=params,
+                        latency_s=latency_s)
     world.reset(EpisodeSpec(task='empty'))
     q, dq = [], []
     for row in targets:
@@ -105,17 +106,31 @@ def test_windows_and_loss():
 @pytest.mark.parametrize('method', ['cmaes', 'anneal'])
 def test_small_fit_converges(method):
     rollout = TwinRollout(nthread=2)
-    trajs = []
-    for seed in range(2):
-        targets = sysid.excitation_trajectory(sysid.ExcitationSpec(duration_s=3.0), seed)
-        q, dq = _world_run(TRUE, targets)  # the "real" arm: the twin with TRUE dynamics
-        trajs.append(_trajectory(targets, q, dq, f's{seed}'))
-    before = sysid.loss(rollout.simulate([DynamicsParams()], trajs), trajs)[0]
-    result = sysid.fit(rollout, trajs, method=method, seed=1, generations=10, popsize=8,
-                       minibatch=3, window=15, sigma0=0.25, progress=False)
+    targets = sysid.excitation_trajectory(sysid.ExcitationSpec(duration_s=4.0), 0)
+    q, dq = _world_run(TRUE, targets)  # the "real" arm: the twin with TRUE dynamics
+    trajs = [_trajectory(targets, q, dq, 'small')]
+    # Start 40 % off on every parameter (alternating up and down) and fit whole trajectories
+    # (a deterministic objective): a local convergence test that runs in seconds. README's
+    # demo starts from the centre of the box and uses minibatches of windows.
+    factors = np.where(np.arange(7) % 2, 0.6, 1.4)
+    start = DynamicsParams(friction=tuple(np.array(TRUE.friction) * factors),
+                           armature=tuple(np.array(TRUE.armature) / factors))
+    before = sysid.loss(rollout.simulate([start], trajs), trajs)[0]
+    result = sysid.fit(rollout, trajs, method=method, seed=1, generations=12, popsize=6,
+                       minibatch=1, window=0, sigma0=0.08, initial=start, progress=False)
     after = sysid.loss(rollout.simulate([result.params], trajs), trajs)[0]
-    assert after < 0.2 * before, (before, after, result.params)
-    assert len(result.history) == 10
+    # Annealing (the baseline) is slower per evaluation; it must still clearly improve.
+    assert after < {'cmaes': 0.25, 'anneal': 0.5}[method] * before, (before, after)
+    assert len(result.history) == 12
     assert result.timing['simulate'] > 0
     with pytest.raises(ConfigError, match='unknown sysid method'):
         sysid.fit(rollout, trajs, method='grid')
+
+
+def test_rollout_with_latency_equals_mujoco_world_with_latency():
+    targets = sysid.excitation_trajectory(sysid.ExcitationSpec(duration_s=3.0), 2)
+    q, dq = _world_run(TRUE, targets, latency_s=0.0125)  # 3 physics steps at 240 Hz
+    traj = _trajectory(targets, q, dq)
+    delayed = TwinRollout(latency_s=0.0125).simulate([TRUE], [traj])[0][0]
+    np.testing.assert_allclose(delayed, q, atol=1e-9, rtol=0)
+    assert np.abs(TwinRollout().simulate([TRUE], [traj])[0][0] - q).max() > 1e-4

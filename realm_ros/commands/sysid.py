@@ -57,6 +57,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     fit.add_argument('--holdout', type=int, default=-1,
                      help='trajectories held out for validation (-1 = 20 %%, at least 1 if '
                           'there are 2 or more)')
+    fit.add_argument('--latency', type=float, default=0.0,
+                     help='known actuation latency of the recorded arm, s, replayed in the '
+                          'fit (0 = the twin as it runs, which has none; see README)')
     fit.add_argument('--threads', type=int, default=2, help='rollout threads')
     fit.add_argument('--namespace', default=None, help='world namespace inside the bags')
     fit.add_argument('--truth', default='',
@@ -247,7 +250,7 @@ def fit_command(args: argparse.Namespace) -> int:
     if holdout >= len(trajs):
         raise ConfigError(f'--holdout {holdout} leaves no trajectory to fit ({len(trajs)} bags)')
     train, held = trajs[:len(trajs) - holdout], trajs[len(trajs) - holdout:]
-    evaluator = TwinRollout(nthread=args.threads)
+    evaluator = TwinRollout(nthread=args.threads, latency_s=args.latency)
     window = int(round(args.window * robot.CONTROL_HZ))
     print(f'fitting on {len(train)} trajectories ({sum(t.steps for t in train)} steps), '
           f'{len(held)} held out; method {args.method}')
@@ -278,9 +281,10 @@ def write_params(out: pathlib.Path, params: DynamicsParams, bags: list[pathlib.P
                  args: argparse.Namespace) -> None:
     """Write the identified parameters (loadable by ``DynamicsParams.from_yaml``)."""
     out.parent.mkdir(parents=True, exist_ok=True)
-    header = (f'# Identified by realm-ros sysid fit ({args.method}, seed {args.seed}) from '
-              f'{len(bags)} bags.\n# friction: dry joint friction, N m (MuJoCo frictionloss); '
-              'armature: kg m^2. Joint order panda_joint1..7.\n')
+    header = (f'# Identified by realm-ros sysid fit ({args.method}, seed {args.seed}, latency '
+              f'{args.latency} s) from {len(bags)} bags.\n'
+              '# friction: dry joint friction, N m (MuJoCo frictionloss); armature: kg m^2. '
+              'Joint order panda_joint1..7.\n')
     body = {'friction': [round(v, 6) for v in params.friction],
             'armature': [round(v, 6) for v in params.armature]}
     out.write_text(header + yaml.safe_dump(body, default_flow_style=None, sort_keys=False))

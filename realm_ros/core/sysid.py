@@ -198,6 +198,8 @@ class Trajectory:
         measured: (K, 7) measured joint positions one control period after each target, rad.
         measured_dq: (K, 7) measured joint velocities at the same times, rad/s (for windows).
         dt: control period, s.
+        target0: (7,) the joint target in force before the first step, rad (what an actuation
+            delay holds at the start); None = ``q0``.
     """
 
     name: str
@@ -209,12 +211,15 @@ class Trajectory:
     measured: np.ndarray
     measured_dq: np.ndarray
     dt: float
+    target0: np.ndarray | None = None
 
     def __post_init__(self) -> None:
+        if self.target0 is None:
+            object.__setattr__(self, 'target0', np.asarray(self.q0, dtype=float))
         k = len(self.targets)
         if k == 0:
             raise DataError(f'trajectory {self.name}: no control steps')
-        for name, shape in (('q0', (7,)), ('dq0', (7,)), ('targets', (k, 7)),
+        for name, shape in (('q0', (7,)), ('dq0', (7,)), ('target0', (7,)), ('targets', (k, 7)),
                             ('gripper', (k,)), ('measured', (k, 7)), ('measured_dq', (k, 7))):
             value = np.asarray(getattr(self, name), dtype=float)
             if value.shape != shape:
@@ -238,16 +243,17 @@ def windows(trajectories: Sequence[Trajectory], length: int) -> list[Trajectory]
     for traj in trajectories:
         for start in range(0, traj.steps - length + 1, length):
             if start == 0:
-                q0, dq0 = traj.q0, traj.dq0
+                q0, dq0, target0 = traj.q0, traj.dq0, traj.target0
                 g0 = traj.gripper0
             else:
                 q0, dq0 = traj.measured[start - 1], traj.measured_dq[start - 1]
+                target0 = traj.targets[start - 1]
                 g0 = float(traj.gripper[start - 1])
             sl = slice(start, start + length)
             out.append(Trajectory(
                 name=f'{traj.name}@{start}', q0=q0, dq0=dq0, gripper0=g0,
                 targets=traj.targets[sl], gripper=traj.gripper[sl], measured=traj.measured[sl],
-                measured_dq=traj.measured_dq[sl], dt=traj.dt))
+                measured_dq=traj.measured_dq[sl], dt=traj.dt, target0=target0))
     return out
 
 

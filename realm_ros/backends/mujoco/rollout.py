@@ -40,8 +40,16 @@ class TwinRollout(BatchEvaluator):
     """Simulate candidate dynamics on recorded trajectories with ``mujoco.rollout``."""
 
     def __init__(self, physics_hz: float = 240.0, control_hz: float = robot.CONTROL_HZ,
-                 nthread: int = 2) -> None:
+                 nthread: int = 2, latency_s: float = 0.0) -> None:
+        """Build the arm-only model.
+
+        Args:
+            latency_s: actuation delay to replay, s (0 = the twin as it is). Mirrors
+                :class:`MujocoWorld` exactly: a target is released ``round(latency_s *
+                physics_hz) - 1`` physics steps into its control period (at least 0).
+        """
         self.substeps = int(round(physics_hz / control_hz))
+        self.delay_steps = max(int(round(latency_s * physics_hz)) - 1, 0)
         xml = mjcf.build_mjcf(physics_hz=physics_hz, with_table=False, cameras=())
         self.model = mujoco.MjModel.from_xml_string(xml)
         # Nothing on the arm-only model can collide (see the module docstring); skipping
@@ -68,17 +76,27 @@ class TwinRollout(BatchEvaluator):
     # -- per-trajectory precompute ----------------------------------------------------------
 
     def controls(self, traj: Trajectory) -> np.ndarray:
-        """Return the (K, ncontrol) control vectors of ``traj``, one per control step."""
+        """Return the (K * substeps, ncontrol) control vectors of ``traj``, per physics step."""
+        per_step = self._control_rows(traj.targets, traj.gripper)
+        out = np.repeat(per_step, self.substeps, axis=0)
+        if self.delay_steps:
+            held = self._control_rows(traj.target0[None], np.array([traj.gripper0]))
+            out = np.concatenate([np.repeat(held, self.delay_steps, axis=0),
+                                  out[:-self.delay_steps]])
+        return out
+
+    def _control_rows(self, targets: np.ndarray, gripper: np.ndarray) -> np.ndarray:
+        """Return one control vector per target row (FK of the target for the mocap)."""
         t = time.perf_counter()
         m, kin = self.model, self._kin
-        out = np.zeros((traj.steps, self.ncontrol))
+        out = np.zeros((len(targets), self.ncontrol))
         scratch = mujoco.MjData(m)
         quat = np.empty(4)
-        for k in range(traj.steps):
+        for k in range(len(targets)):
             scratch.ctrl[:] = 0.0
-            scratch.ctrl[self._act_arm] = traj.targets[k]
-            scratch.ctrl[self._act_grip] = mjcf.FINGER_TRAVEL * (1.0 - traj.gripper[k])
-            kin.qpos[self._arm_qpos] = traj.targets[k]
+            scratch.ctrl[self._act_arm] = targets[k]
+            scratch.ctrl[self._act_grip] = mjcf.FINGER_TRAVEL * (1.0 - gripper[k])
+            kin.qpos[self._arm_qpos] = targets[k]
             mujoco.mj_kinematics(m, kin)
             mujoco.mju_mat2Quat(quat, kin.site_xmat[self._ee_site])
             scratch.mocap_pos[0] = kin.site_xpos[self._ee_site]
@@ -133,12 +151,11 @@ class TwinRollout(BatchEvaluator):
         n_p, n_t = len(params), len(trajectories)
         k_max = max(traj.steps for traj in trajectories)
         init = np.stack([state for state, _ in prepared])  # (T, nstate)
-        ctrl = np.empty((n_t, k_max, self.ncontrol))
+        ctrl = np.empty((n_t, k_max * self.substeps, self.ncontrol))
         for i, (_, c) in enumerate(prepared):
             ctrl[i, :len(c)] = c
             ctrl[i, len(c):] = c[-1]
-        # Physics steps hold each control for `substeps` steps; rollout index = p * T + t.
-        ctrl = np.repeat(ctrl, self.substeps, axis=1)
+        # Rollout index = p * T + t: every candidate replays every trajectory.
         control = np.broadcast_to(ctrl[None], (n_p,) + ctrl.shape).reshape(
             n_p * n_t, k_max * self.substeps, self.ncontrol)
         initial = np.broadcast_to(init[None], (n_p,) + init.shape).reshape(n_p * n_t, -1)
