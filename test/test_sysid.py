@@ -134,3 +134,17 @@ def test_rollout_with_latency_equals_mujoco_world_with_latency():
     delayed = TwinRollout(latency_s=0.0125).simulate([TRUE], [traj])[0][0]
     np.testing.assert_allclose(delayed, q, atol=1e-9, rtol=0)
     assert np.abs(TwinRollout().simulate([TRUE], [traj])[0][0] - q).max() > 1e-4
+
+
+def test_twin_loads_identified_params_file(tmp_path):
+    import argparse
+
+    from realm_ros.commands.sysid import write_params
+    path = tmp_path / 'params.yaml'
+    args = argparse.Namespace(method='cmaes', seed=0, latency=0.0)
+    write_params(path, TRUE, [tmp_path], args)
+    world = MujocoWorld(WorldConfig(cameras=(), camera_rate_hz=0.0, sim_params_file=str(path)))
+    np.testing.assert_allclose(world.dynamics().friction, TRUE.friction)
+    np.testing.assert_allclose(world.dynamics().armature, TRUE.armature)
+    world.reset(EpisodeSpec(task='empty'))  # survives a reset
+    np.testing.assert_allclose(world.dynamics().armature, TRUE.armature)
