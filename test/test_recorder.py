@@ -10,7 +10,7 @@ from mcap_ros2.reader import read_ros2_messages
 import numpy as np
 import pytest
 from rostest import BIN, ros_node, spin_until
-from sensor_msgs.msg import JointState
+from sensor_msgs.msg import Image, JointState
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
@@ -39,11 +39,12 @@ def test_recorder_splits_and_sigint_leaves_readable_bags(tmp_path):
     log = open(tmp_path / 'recorder.log', 'w')
     proc = subprocess.Popen(
         [str(BIN / 'recorder_node'), '--ros-args', '-p', f'out_dir:={out}',
-         '-p', 'namespace:=/real'], stdout=log, stderr=subprocess.STDOUT)
+         '-p', 'namespace:=/real', '-p', 'cameras:=[wrist]'], stdout=log, stderr=subprocess.STDOUT)
     try:
         with ros_node('probe') as (node, executor):
             js_pub = node.create_publisher(JointState, '/real/joint_states', qos.STATE)
             cmd_pub = node.create_publisher(JointTrajectory, '/real/command', qos.COMMAND)
+            img_pub = node.create_publisher(Image, '/real/cameras/wrist/image', qos.IMAGE)
             split = node.create_client(Trigger, '/recorder/split')
             assert split.wait_for_service(timeout_sec=30), (tmp_path / 'recorder.log').read_text()
             assert spin_until(executor, lambda: js_pub.get_subscription_count() > 0
@@ -57,8 +58,10 @@ def test_recorder_splits_and_sigint_leaves_readable_bags(tmp_path):
             result = json.loads(future.result().message)
             assert result['counts'] == {'/real/joint_states': 10, '/real/command': 10}
             assert result['opened'].endswith('run_001')
+            image = np.arange(4 * 6 * 3, dtype=np.uint8).reshape(4, 6, 3)
             for k in range(10, 17):
                 _publish_step(js_pub, cmd_pub, k)
+                img_pub.publish(convert.image_to_msg(image, convert.to_time(k / 15.0), 'wrist'))
                 executor.spin_once(timeout_sec=0.01)
             time.sleep(0.5)
         proc.send_signal(signal.SIGINT)  # mid-recording: the open bag must be finalised
@@ -70,11 +73,14 @@ def test_recorder_splits_and_sigint_leaves_readable_bags(tmp_path):
         log.close()
     first = bags.read_run(out / 'run_000')
     np.testing.assert_allclose(first.state_q[:, 0], robot.RESET_Q[0] + 0.01 * np.arange(10))
-    second = bags.read_run(out / 'run_001')
+    second = bags.read_run(out / 'run_001', cameras=['wrist'])
     assert len(second.state_t) == 7 and len(second.command_t) == 7
+    stamps, frames = second.images['wrist']
+    assert len(frames) == 7
+    np.testing.assert_array_equal(frames[-1], image)
     np.testing.assert_allclose(second.state_t, np.arange(10, 17) / 15.0, atol=1e-9)
     mcap_msgs = list(read_ros2_messages(str(out / 'run_001' / 'run_001.mcap')))
-    assert len(mcap_msgs) == 14
+    assert len(mcap_msgs) == 21
 
 
 def test_recorder_without_out_dir_exits_2():
