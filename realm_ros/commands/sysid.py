@@ -268,7 +268,7 @@ def fit_command(args: argparse.Namespace) -> int:
         sims[label] = sim
         rmse[label] = {'before': sysid.joint_rmse(sim, group, 0).tolist(),
                        'after': sysid.joint_rmse(sim, group, 1).tolist()}
-    write_params(out, result.params, bags, args)
+    write_params(out, result.params, bags[:len(train)], args)
     report = out.parent / f'{out.stem}_report'
     truth = DigitalRealDynamics.from_yaml(args.truth).joint_params() if args.truth else None
     write_report(report, result, rmse, sets, sims, fit_s, truth)
@@ -282,7 +282,7 @@ def write_params(out: pathlib.Path, params: DynamicsParams, bags: list[pathlib.P
     """Write the identified parameters (loadable by ``DynamicsParams.from_yaml``)."""
     out.parent.mkdir(parents=True, exist_ok=True)
     header = (f'# Identified by realm-ros sysid fit ({args.method}, seed {args.seed}, latency '
-              f'{args.latency} s) from {len(bags)} bags.\n'
+              f'{args.latency} s) from {len(bags)} bags (held-out bags excluded).\n'
               '# friction: dry joint friction, N m (MuJoCo frictionloss); armature: kg m^2. '
               'Joint order panda_joint1..7.\n')
     body = {'friction': [round(v, 6) for v in params.friction],
@@ -305,6 +305,7 @@ def write_report(report: pathlib.Path, result: sysid.FitResult, rmse: dict, sets
                fmt=['%d', '%d', '%.9g', '%.9g', '%.9g', '%.3f'])
     fig, ax = plt.subplots(figsize=(6, 4))
     ax.semilogy(hist[:, 0], hist[:, 2], label='best candidate (minibatch)')
+    ax.semilogy(hist[:, 0], hist[:, 3], label='median candidate (minibatch)', alpha=0.5)
     ax.semilogy(hist[:, 0], hist[:, 4], label='current estimate (minibatch)')
     ax.set_xlabel('generation')
     ax.set_ylabel('loss per window step, rad$^2$')
@@ -321,16 +322,25 @@ def write_report(report: pathlib.Path, result: sysid.FitResult, rmse: dict, sets
     (report / 'rmse.json').write_text(json.dumps(summary, indent=2))
     for label, group in sets.items():
         traj, sim = group[0], sims[label][0]
-        fig, axes = plt.subplots(7, 1, figsize=(8, 12), sharex=True)
+        fig, axes = plt.subplots(7, 2, figsize=(12, 12), sharex=True)
         t = np.arange(1, traj.steps + 1) * traj.dt
-        for j, ax in enumerate(axes):
+        for j in range(7):
+            ax, err = axes[j]
             ax.plot(t, traj.measured[:, j], 'k', lw=1.5, label='real (recorded)')
             ax.plot(t, sim[0][:, j], 'r--', lw=1, label='twin, defaults')
             ax.plot(t, sim[1][:, j], 'b:', lw=1.5, label='twin, identified')
             ax.set_ylabel(f'q{j + 1}, rad')
-        axes[0].legend(loc='upper right', fontsize=7)
-        axes[0].set_title(f'{label}: {traj.name}')
-        axes[-1].set_xlabel('time, s')
+            # The differences are milliradians: they only show as errors, not as overlays.
+            err.plot(t, 1e3 * (sim[0][:, j] - traj.measured[:, j]), 'r', lw=1,
+                     label='twin defaults - real')
+            err.plot(t, 1e3 * (sim[1][:, j] - traj.measured[:, j]), 'b', lw=1,
+                     label='twin identified - real')
+            err.set_ylabel('error, mrad')
+        axes[0, 0].legend(loc='upper right', fontsize=7)
+        axes[0, 1].legend(loc='upper right', fontsize=7)
+        axes[0, 0].set_title(f'{label}: {traj.name}')
+        axes[-1, 0].set_xlabel('time, s')
+        axes[-1, 1].set_xlabel('time, s')
         fig.tight_layout()
         fig.savefig(report / f'overlay_{label}.png', dpi=80)
         plt.close(fig)

@@ -321,6 +321,7 @@ def fit(
     initial: DynamicsParams | None = None,
     diagonal: bool = True,
     tolx: float = 2e-3,
+    plateau: int = 10,
     progress: bool = True,
     on_generation: Callable[[int, DynamicsParams], None] | None = None,
 ) -> FitResult:
@@ -332,7 +333,10 @@ def fit(
     ``CMA_diagonal`` by default: the parameters are nearly separable per joint and the diagonal
     model learns faster with few generations); its distribution mean is the estimate, which
     averages out minibatch noise. Stops after ``generations`` or when the step size falls
-    below ``tolx`` (unit-cube units; 2e-3 is about 1.6 % in parameter value).
+    below ``tolx`` (unit-cube units; 2e-3 is about 1.6 % in parameter value), or on a plateau:
+    the median loss of the estimate over the last ``plateau`` generations is less than 1 %
+    below the median of the ``plateau`` before (minibatch noise makes single values useless
+    for this; ``plateau`` = 0 turns it off; checked from generation 3 * ``plateau`` on).
 
     Args:
         method: ``'cmaes'`` or ``'anneal'`` (simulated annealing, SIMPLER's baseline, with
@@ -390,6 +394,9 @@ def fit(
             if stop and 'maxiter' not in stop:
                 stop_reason = ', '.join(f'{k}={v}' for k, v in stop.items())
                 break
+            if _on_plateau(history, plateau):
+                stop_reason = f'plateau (< 1 % better over {plateau} generations)'
+                break
         best = np.asarray(es.mean)
     else:
         current = x0.copy()
@@ -423,6 +430,15 @@ def fit(
         timing[f'simulate.{key}'] = value
     return FitResult(params=space.from_unit(best), history=history, stop_reason=stop_reason,
                      timing=timing)
+
+
+def _on_plateau(history: Sequence[tuple], n: int) -> bool:
+    """Return whether the estimate's loss stopped improving (see :func:`fit`)."""
+    if n <= 0 or len(history) < 3 * n:
+        return False
+    recent = np.median([row[4] for row in history[-n:]])
+    before = np.median([row[4] for row in history[-2 * n:-n]])
+    return bool(recent > 0.99 * before)
 
 
 def _progress_bar(total: int, enabled: bool, label: str):
