@@ -83,7 +83,7 @@ def main() -> None:
     err_f = np.abs(np.array(result.params.friction) / truth.friction - 1) * 100
     err_a = np.abs(np.array(result.params.armature) / truth.armature - 1) * 100
     steps = sum(tr.steps for tr in trajs)
-    phys = (args.generations * (args.popsize + 1) * args.minibatch * args.window
+    phys = (len(result.history) * (args.popsize + 1) * args.minibatch * args.window
             * evaluator.substeps)
     timing = result.timing
     print(f'machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, '
