@@ -148,3 +148,28 @@ def test_twin_loads_identified_params_file(tmp_path):
     np.testing.assert_allclose(world.dynamics().armature, TRUE.armature)
     world.reset(EpisodeSpec(task='empty'))  # survives a reset
     np.testing.assert_allclose(world.dynamics().armature, TRUE.armature)
+
+
+def test_sysid_eval_command_scores_a_params_file_on_bags(tmp_path, capsys):
+    import pathlib
+
+    from realm_ros.cli import main
+    from realm_ros.io import bags
+    targets = sysid.excitation_trajectory(sysid.ExcitationSpec(duration_s=3.0), 7)
+    q, dq = _world_run(TRUE, targets)
+    t = np.arange(len(targets) + 1) / 15.0
+    run = bags.RunData(
+        path=pathlib.Path('x'), command_t=t[:-1], command_q=targets,
+        command_gripper=np.zeros(len(targets)), state_t=t,
+        state_q=np.vstack([robot.RESET_Q, q]), state_dq=np.vstack([np.zeros(7), dq]),
+        state_effort=np.zeros((len(t), 7)), state_gripper=np.zeros(len(t)))
+    bags.write_run(tmp_path / 'bags' / 'traj_000', run)
+    (tmp_path / 'true.yaml').write_text(
+        f'friction: {list(TRUE.friction)}\narmature: {list(TRUE.armature)}\n')
+    assert main(['sysid', 'eval', str(tmp_path / 'bags'), '--params',
+                 str(tmp_path / 'true.yaml')]) == 0
+    line = capsys.readouterr().out.splitlines()[-1]
+    assert float(line.split('mean')[1]) < 1e-5, line
+    assert main(['sysid', 'eval', str(tmp_path / 'bags')]) == 0
+    assert float(capsys.readouterr().out.split('mean')[1]) > 1.0  # defaults: > 1 mrad
+    assert main(['sysid', 'eval', str(tmp_path / 'nothing')]) == 2  # DataError -> exit 2

@@ -65,13 +65,36 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     fit.add_argument('--truth', default='',
                      help='digital real only: its dynamics YAML, to report recovery errors')
     fit.add_argument('--quiet', action='store_true', help='no progress bar')
+    ev = sub.add_parser('eval', help='per-joint RMSE of the twin with a params file on bags')
+    ev.add_argument('bags', nargs='+', help='bag directories, or directories of bags')
+    ev.add_argument('--params', default='', help='PARAMS.yaml ("" = the twin defaults)')
+    ev.add_argument('--latency', type=float, default=0.0, help='actuation latency to replay, s')
+    ev.add_argument('--namespace', default=None, help='world namespace inside the bags')
 
 
 def run(args: argparse.Namespace) -> int:
     """Dispatch to record or fit."""
     if args.sysid_command == 'record':
         return record(args)
+    if args.sysid_command == 'eval':
+        return eval_command(args)
     return fit_command(args)
+
+
+def eval_command(args: argparse.Namespace) -> int:
+    """Print the per-joint RMSE (mrad) of the twin with ``--params`` replaying the bags."""
+    from realm_ros.backends.mujoco.rollout import TwinRollout
+    from realm_ros.io.bags import read_run, run_to_trajectory
+
+    trajs = [run_to_trajectory(read_run(b, namespace=args.namespace))
+             for b in find_bags(args.bags)]
+    params = DynamicsParams.from_yaml(args.params) if args.params else DynamicsParams()
+    sims = TwinRollout(latency_s=args.latency).simulate([params], trajs)
+    rmse = sysid.joint_rmse(sims, trajs) * 1e3
+    print(f'{len(trajs)} trajectories, params {args.params or "twin defaults"}, latency '
+          f'{args.latency} s')
+    print('joint RMSE, mrad: ' + ' '.join(f'{v:.3f}' for v in rmse) + f'  mean {rmse.mean():.3f}')
+    return 0
 
 
 # -- record ----------------------------------------------------------------------------------
