@@ -112,3 +112,16 @@ def test_sysid_record_on_the_digital_real_replays_exactly_in_the_twin(tmp_path):
     truth = DigitalRealDynamics.from_yaml(dynamics).joint_params()
     sims = TwinRollout().simulate([truth], trajs)
     assert sysid.joint_rmse(sims, trajs).max() < 1e-6  # the bag holds the whole run, aligned
+
+
+def test_sysid_record_watchdog_stops_an_arm_that_cannot_follow(tmp_path):
+    stuck = tmp_path / 'stuck.yaml'  # dry friction far above what the impedance law can beat
+    stuck.write_text('friction: [80, 80, 80, 80, 80, 80, 80]\narmature: [0.1, 0.1, 0.1, 0.1, '
+                     '0.1, 0.1, 0.1]\n')
+    proc = subprocess.run(
+        [str(BIN / 'realm-ros'), 'sysid', 'record', '--backend', 'fake', '--out',
+         str(tmp_path / 'bags'), '--dynamics', str(stuck), '--trajectories', '1',
+         '--duration', '6'], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert 'exceeds 0.25 rad; stopped the excitation' in proc.stderr
+    assert bags.read_run(tmp_path / 'bags' / 'traj_000').state_q.shape[0] > 1  # kept, readable

@@ -27,6 +27,12 @@ from realm_ros.core import robot, sysid
 from realm_ros.core.config import DigitalRealDynamics, DynamicsParams
 from realm_ros.core.errors import ConfigError, DataError
 
+#: Watchdog of the excitation driver: largest allowed |q_measured - q_next_target|, rad (the
+#: targets move at most 0.1 rad per step at half the velocity limit; the default twin lags by
+#: about 0.02 rad), and the longest silence of ``joint_states``, s.
+TRACKING_LIMIT = 0.25
+STATE_TIMEOUT_S = 0.5
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add ``record`` and ``fit``."""
@@ -193,6 +199,7 @@ def record(args: argparse.Namespace) -> int:
 
             js_topic = f'{ns}/joint_states'
             cmd_topic = f'{ns}/command'
+            last_seen: list = [None]
             for i, plan in enumerate(plans):
                 if i > 0:
                     call(split)
@@ -209,7 +216,20 @@ def record(args: argparse.Namespace) -> int:
                     spin_until(lambda: False, 3.0)  # let the arm settle at the reset pose
                 period = 1.0 / robot.CONTROL_HZ
                 next_time = time.monotonic()
+                last_state_wall = time.monotonic()
                 for q_d in plan:
+                    # Watchdog: stop (the world then holds its last target) if the arm stops
+                    # reporting or strays from the excitation by more than TRACKING_LIMIT rad.
+                    if len(states) and states[-1] is not last_seen[0]:
+                        last_seen[0], last_state_wall = states[-1], time.monotonic()
+                    if time.monotonic() - last_state_wall > STATE_TIMEOUT_S:
+                        raise DataError(f'no joint states for {STATE_TIMEOUT_S} s; stopped')
+                    error = np.abs(np.array(states[-1].position[:7]) - q_d)
+                    if np.max(error) > TRACKING_LIMIT:
+                        raise DataError(
+                            f'tracking error {np.max(error):.3f} rad on '
+                            f'{robot.JOINT_NAMES[int(np.argmax(error))]} exceeds '
+                            f'{TRACKING_LIMIT} rad; stopped the excitation')
                     msg = JointTrajectory()
                     msg.header.stamp = (states[-1].header.stamp if lockstep
                                         else driver.get_clock().now().to_msg())
