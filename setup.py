@@ -89,6 +89,7 @@ setup(
             'policy_server = realm_ros.policies.server:main',
             'monitor_node = realm_ros.nodes.monitor_node:main',
             'operator_node = realm_ros.nodes.operator_node:main',
+            'recorder_node = realm_ros.nodes.recorder_node:main',
         ],
     },
 )

@@ -25,6 +25,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     'urdf': ('realm_ros.commands.urdf', 'generate urdf/panda_droid.urdf(.xacro) from core + twin'),
     'gap': ('realm_ros.commands.gap', 'joint tracking gap between the twin and the digital real'),
     'franka-config': ('realm_ros.commands.franka_config', 'print the franka_ros2 controller YAML'),
+    'sysid': ('realm_ros.commands.sysid', 'record excitation bags and fit friction/armature'),
 }
 
 

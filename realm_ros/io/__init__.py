@@ -1,0 +1,1 @@
+"""Reading and writing recorded data (rosbag2/MCAP) without ROS."""

@@ -1,0 +1,169 @@
+"""``recorder_node``: record a world's commands and joint states (and images) to rosbag2/MCAP.
+
+Topics (relative to the ``namespace`` parameter, e.g. ``/real``):
+    command (in)                 trajectory_msgs/JointTrajectory
+    joint_states (in)            sensor_msgs/JointState, at whatever rate the world publishes
+    cameras/<name>/image (in)    sensor_msgs/Image, for each name in ``cameras``
+Services:
+    ~/split                      std_srvs/Trigger: close the current bag, open the next one;
+                                 the response message is JSON {closed, counts, opened}
+Parameters: every field of :class:`realm_ros.core.recording.RecorderConfig`.
+
+Bags are ``<out_dir>/<bag_prefix>_000``, ``_001``, ... (one per run or episode), written with
+``rosbags`` (no rosbag2 install needed). Every message is written in its callback, and the bag
+is finalised when the node is destroyed, on SIGINT/SIGTERM and on any exception, so nothing
+received is lost.
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import sys
+from typing import Any
+
+import numpy as np
+import rclpy
+from rclpy.executors import ExternalShutdownException
+from rclpy.node import Node
+from sensor_msgs.msg import Image, JointState
+from std_srvs.srv import Trigger
+from trajectory_msgs.msg import JointTrajectory
+
+from realm_ros.core.errors import ConfigError, RealmError
+from realm_ros.core.recording import RecorderConfig
+from realm_ros.io import bags
+from realm_ros.io.bags import IMAGE, JOINT_STATE, TRAJECTORY, BagWriter
+from realm_ros.ros import qos, topics
+from realm_ros.ros.params import declare_config
+
+
+class RecorderNode(Node):
+    """Write every message of one world's sysid/evaluation topics to the current bag."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__('recorder', **kwargs)
+        self.config = declare_config(self, RecorderConfig)
+        self.out_dir = pathlib.Path(self.config.out_dir)
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        ns = self.config.namespace.rstrip('/')
+        self._index = -1
+        self.bag: BagWriter | None = None
+        self.finished: list[pathlib.Path] = []
+        self._open_next()
+        self._subscribe(f'{ns}/{topics.COMMAND}', JointTrajectory, TRAJECTORY, qos.COMMAND)
+        self._subscribe(f'{ns}/{topics.JOINT_STATES}', JointState, JOINT_STATE, qos.STATE)
+        for name in self.config.cameras:
+            self._subscribe(f'{ns}/{topics.camera_image(name)}', Image, IMAGE, qos.IMAGE)
+        self.create_service(Trigger, '~/split', self._on_split)
+        self.get_logger().info(f'recording {ns or "/"} to {self.bag.path}')
+
+    def _subscribe(self, topic: str, cls: type, msgtype: str, profile: Any) -> None:
+        def callback(msg: Any) -> None:
+            self._write(topic, msgtype, msg)
+        self.create_subscription(cls, topic, callback, profile)
+
+    def _write(self, topic: str, msgtype: str, msg: Any) -> None:
+        if self.bag is None:
+            return
+        if self.config.use_header_stamps:  # 0 is a valid stamp: sim time right after reset
+            t_ns = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+        else:
+            t_ns = self.get_clock().now().nanoseconds
+        self.bag.write(topic, to_rosbags(msg, msgtype), t_ns)
+
+    def _open_next(self) -> None:
+        self._index += 1
+        path = self.out_dir / f'{self.config.bag_prefix}_{self._index:03d}'
+        while path.exists():  # never overwrite an earlier session's bag
+            self._index += 1
+            path = self.out_dir / f'{self.config.bag_prefix}_{self._index:03d}'
+        self.bag = BagWriter(path)
+
+    def split(self) -> dict[str, Any]:
+        """Close the current bag and open the next; return what was closed and opened."""
+        closed = self.bag
+        counts = dict(closed.counts) if closed is not None else {}
+        self.close()
+        self._open_next()
+        return {'closed': str(closed.path) if closed else '', 'counts': counts,
+                'opened': str(self.bag.path)}
+
+    def _on_split(self, request: Trigger.Request, response: Trigger.Response) -> Any:
+        del request
+        try:
+            result = self.split()
+        except RealmError as err:
+            self.get_logger().error(f'split failed: {err}')
+            response.success, response.message = False, str(err)
+            return response
+        response.success, response.message = True, json.dumps(result)
+        return response
+
+    def close(self) -> None:
+        """Finalise the current bag (idempotent)."""
+        if self.bag is not None:
+            bag, self.bag = self.bag, None
+            bag.close()
+            self.finished.append(bag.path)
+            self.get_logger().info(f'closed {bag.path}: {bag.counts}')
+
+    def destroy_node(self) -> None:
+        self.close()
+        super().destroy_node()
+
+
+def to_rosbags(msg: Any, msgtype: str) -> Any:
+    """Return the ``rosbags`` (Kilted typestore) copy of an rclpy message of ``msgtype``.
+
+    Serialising with rosbags rather than ``rclpy.serialization`` keeps the bag byte-exact for
+    readers: rclpy's buffer carries trailing padding that rosbags' strict CDR reader rejects.
+    """
+    types = bags.TYPESTORE.types
+    header = types['std_msgs/msg/Header'](
+        stamp=types['builtin_interfaces/msg/Time'](sec=msg.header.stamp.sec,
+                                                   nanosec=msg.header.stamp.nanosec),
+        frame_id=msg.header.frame_id)
+    if msgtype == JOINT_STATE:
+        return types[msgtype](
+            header=header, name=list(msg.name), position=np.asarray(msg.position, float),
+            velocity=np.asarray(msg.velocity, float), effort=np.asarray(msg.effort, float))
+    if msgtype == TRAJECTORY:
+        point_cls = types['trajectory_msgs/msg/JointTrajectoryPoint']
+        duration = types['builtin_interfaces/msg/Duration']
+        points = [point_cls(
+            positions=np.asarray(p.positions, float), velocities=np.asarray(p.velocities, float),
+            accelerations=np.asarray(p.accelerations, float),
+            effort=np.asarray(p.effort, float),
+            time_from_start=duration(sec=p.time_from_start.sec,
+                                     nanosec=p.time_from_start.nanosec)) for p in msg.points]
+        return types[msgtype](header=header, joint_names=list(msg.joint_names), points=points)
+    if msgtype == IMAGE:
+        return types[msgtype](
+            header=header, height=msg.height, width=msg.width, encoding=msg.encoding,
+            is_bigendian=msg.is_bigendian, step=msg.step,
+            data=np.frombuffer(bytes(msg.data), dtype=np.uint8))
+    raise ValueError(f'recorder cannot convert {msgtype}')
+
+
+def main(args: list[str] | None = None) -> int:
+    """Record until interrupted; the bag is closed on SIGINT/SIGTERM; exit 2 on a bad parameter."""
+    rclpy.init(args=args)
+    node = None
+    try:
+        node = RecorderNode()
+        rclpy.spin(node)
+    except ConfigError as err:
+        print(f'recorder_node: invalid parameter: {err}', file=sys.stderr)
+        return 2
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        if node is not None:
+            node.destroy_node()
+        rclpy.try_shutdown()
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,175 @@
+"""System identification: excitation safety, parameter mapping, batched twin rollouts, the fit."""
+
+import numpy as np
+import pytest
+
+from realm_ros.backends.mujoco.rollout import TwinRollout
+from realm_ros.backends.mujoco.world import MujocoWorld
+from realm_ros.core import robot, sysid
+from realm_ros.core.config import DynamicsParams, WorldConfig
+from realm_ros.core.errors import ConfigError, DataError
+from realm_ros.core.types import Action, ActionMode, EpisodeSpec
+
+TRUE = DynamicsParams(friction=(0.4, 0.6, 0.35, 0.5, 0.2, 0.25, 0.1),
+                      armature=(0.3, 0.4, 0.2, 0.35, 0.12, 0.1, 0.06))
+
+
+@pytest.mark.parametrize('seed', range(4))
+def test_excitation_is_safe_and_excites_every_joint(seed):
+    spec = sysid.ExcitationSpec(duration_s=10.0)
+    q = sysid.excitation_trajectory(spec, seed)
+    assert q.shape == (150, 7)
+    np.testing.assert_allclose(q[-1], robot.RESET_Q, atol=1e-12)  # ends at rest at the reset pose
+    np.testing.assert_allclose(q[0], robot.RESET_Q, atol=0.01)  # fades in from it
+    assert np.all(q >= robot.JOINT_LOWER + spec.limit_margin)
+    assert np.all(q <= robot.JOINT_UPPER - spec.limit_margin)
+    speed = np.abs(np.diff(q, axis=0)) * 15.0
+    assert np.all(speed <= spec.velocity_fraction * robot.VELOCITY_LIMIT + 1e-9)
+    assert np.all(np.ptp(q, axis=0) > 0.1)  # every joint moves at least 0.1 rad peak to peak
+    for row in q[::5]:
+        flange, tip = sysid.end_effector_points(row)
+        assert spec.workspace.contains(flange) and spec.workspace.contains(tip)
+    assert sysid.check_trajectory(q, spec) is None
+    far = q.copy()
+    far[70, 1] = robot.JOINT_UPPER[1]
+    assert 'joint limit' in sysid.check_trajectory(far, spec)
+
+
+def test_excitation_refuses_an_impossible_workspace():
+    spec = sysid.ExcitationSpec(workspace=sysid.Workspace(low=(0.0, 0.0, 0.0),
+                                                          high=(0.1, 0.1, 0.1)))
+    with pytest.raises(ConfigError, match='no safe excitation'):
+        sysid.excitation_trajectory(spec, 0)
+
+
+def test_param_space_round_trip_and_bounds():
+    space = sysid.ParamSpace()
+    u = space.to_unit(TRUE)
+    assert u.shape == (14,) and np.all((u > 0) & (u < 1))
+    back = space.from_unit(u)
+    np.testing.assert_allclose(back.friction, TRUE.friction, rtol=1e-12)
+    np.testing.assert_allclose(back.armature, TRUE.armature, rtol=1e-12)
+    # Log scale: halfway in u is the geometric mean of the bounds.
+    mid = space.from_unit(np.full(14, 0.5))
+    assert mid.friction[0] == pytest.approx(np.sqrt(0.005 * 3.0))
+    low = space.from_unit(np.full(14, -3.0))  # clipped into the bounds
+    assert low.friction[0] == pytest.approx(0.005)
+
+
+def _world_run(params, targets, latency_s=0.0):
+    world = MujocoWorld(WorldConfig(cameras=(), camera_rate_hz=0.0), dynamics=params,
+                        latency_s=latency_s)
+    world.reset(EpisodeSpec(task='empty'))
+    q, dq = [], []
+    for row in targets:
+        world.apply(Action(arm=row, gripper=0.0, mode=ActionMode.POSITION))
+        world.step()
+        q.append(world.data.qpos[world._arm_qpos].copy())
+        dq.append(world.data.qvel[world._arm_dof].copy())
+    return np.array(q), np.array(dq)
+
+
+def _trajectory(targets, measured, dq, name='t'):
+    return sysid.Trajectory(name, robot.RESET_Q.copy(), np.zeros(7), 0.0, targets,
+                            np.zeros(len(targets)), measured, dq, 1 / 15)
+
+
+def test_batched_rollout_equals_mujoco_world_stepping():
+    targets = sysid.excitation_trajectory(sysid.ExcitationSpec(duration_s=3.0), 5)
+    q, dq = _world_run(TRUE, targets)
+    traj = _trajectory(targets, q, dq)
+    rollout = TwinRollout(nthread=2)
+    other = DynamicsParams(friction=(0.05,) * 7, armature=(0.5,) * 7)
+    sim = rollout.simulate([other, TRUE, DynamicsParams()], [traj])
+    assert sim[0].shape == (3, 45, 7)
+    np.testing.assert_allclose(sim[0][1], q, atol=1e-9, rtol=0)
+    assert np.abs(sim[0][0] - q).max() > 1e-3  # the parameters matter
+    # A window started mid-run from the recorded arm state continues the same trajectory, up
+    # to what the arm state does not carry (finger motion, solver warm start): < 1 urad.
+    window = sysid.windows([traj], 15)[1]
+    np.testing.assert_allclose(rollout.simulate([TRUE], [window])[0][0], q[15:30], atol=1e-6)
+
+
+def test_windows_and_loss():
+    targets = np.tile(robot.RESET_Q, (40, 1))
+    measured = targets + 0.01
+    traj = _trajectory(targets, measured, np.zeros((40, 7)))
+    parts = sysid.windows([traj], 15)
+    assert [p.steps for p in parts] == [15, 15]
+    np.testing.assert_allclose(parts[1].q0, measured[14])
+    sim = [np.stack([measured, targets])]
+    np.testing.assert_allclose(sysid.loss(sim, [traj]), [0.0, 40 * 7 * 1e-4])
+    with pytest.raises(DataError, match='measured contains NaN'):
+        _trajectory(targets, np.full((40, 7), np.nan), np.zeros((40, 7)))
+
+
+@pytest.mark.parametrize('method', ['cmaes', 'anneal'])
+def test_small_fit_converges(method):
+    rollout = TwinRollout(nthread=2)
+    targets = sysid.excitation_trajectory(sysid.ExcitationSpec(duration_s=4.0), 0)
+    q, dq = _world_run(TRUE, targets)  # the "real" arm: the twin with TRUE dynamics
+    trajs = [_trajectory(targets, q, dq, 'small')]
+    # Start 40 % off on every parameter (alternating up and down) and fit whole trajectories
+    # (a deterministic objective): a local convergence test that runs in seconds. README's
+    # demo starts from the centre of the box and uses minibatches of windows.
+    factors = np.where(np.arange(7) % 2, 0.6, 1.4)
+    start = DynamicsParams(friction=tuple(np.array(TRUE.friction) * factors),
+                           armature=tuple(np.array(TRUE.armature) / factors))
+    before = sysid.loss(rollout.simulate([start], trajs), trajs)[0]
+    result = sysid.fit(rollout, trajs, method=method, seed=1, generations=12, popsize=6,
+                       minibatch=1, window=0, sigma0=0.08, initial=start, progress=False)
+    after = sysid.loss(rollout.simulate([result.params], trajs), trajs)[0]
+    # Annealing (the baseline) is slower per evaluation; it must still clearly improve.
+    assert after < {'cmaes': 0.25, 'anneal': 0.5}[method] * before, (before, after)
+    assert len(result.history) == 12
+    assert result.timing['simulate'] > 0
+    with pytest.raises(ConfigError, match='unknown sysid method'):
+        sysid.fit(rollout, trajs, method='grid')
+
+
+def test_rollout_with_latency_equals_mujoco_world_with_latency():
+    targets = sysid.excitation_trajectory(sysid.ExcitationSpec(duration_s=3.0), 2)
+    q, dq = _world_run(TRUE, targets, latency_s=0.0125)  # 3 physics steps at 240 Hz
+    traj = _trajectory(targets, q, dq)
+    delayed = TwinRollout(latency_s=0.0125).simulate([TRUE], [traj])[0][0]
+    np.testing.assert_allclose(delayed, q, atol=1e-9, rtol=0)
+    assert np.abs(TwinRollout().simulate([TRUE], [traj])[0][0] - q).max() > 1e-4
+
+
+def test_twin_loads_identified_params_file(tmp_path):
+    import argparse
+
+    from realm_ros.commands.sysid import write_params
+    path = tmp_path / 'params.yaml'
+    args = argparse.Namespace(method='cmaes', seed=0, latency=0.0)
+    write_params(path, TRUE, [tmp_path], args)
+    world = MujocoWorld(WorldConfig(cameras=(), camera_rate_hz=0.0, sim_params_file=str(path)))
+    np.testing.assert_allclose(world.dynamics().friction, TRUE.friction)
+    np.testing.assert_allclose(world.dynamics().armature, TRUE.armature)
+    world.reset(EpisodeSpec(task='empty'))  # survives a reset
+    np.testing.assert_allclose(world.dynamics().armature, TRUE.armature)
+
+
+def test_sysid_eval_command_scores_a_params_file_on_bags(tmp_path, capsys):
+    import pathlib
+
+    from realm_ros.cli import main
+    from realm_ros.io import bags
+    targets = sysid.excitation_trajectory(sysid.ExcitationSpec(duration_s=3.0), 7)
+    q, dq = _world_run(TRUE, targets)
+    t = np.arange(len(targets) + 1) / 15.0
+    run = bags.RunData(
+        path=pathlib.Path('x'), command_t=t[:-1], command_q=targets,
+        command_gripper=np.zeros(len(targets)), state_t=t,
+        state_q=np.vstack([robot.RESET_Q, q]), state_dq=np.vstack([np.zeros(7), dq]),
+        state_effort=np.zeros((len(t), 7)), state_gripper=np.zeros(len(t)))
+    bags.write_run(tmp_path / 'bags' / 'traj_000', run)
+    (tmp_path / 'true.yaml').write_text(
+        f'friction: {list(TRUE.friction)}\narmature: {list(TRUE.armature)}\n')
+    assert main(['sysid', 'eval', str(tmp_path / 'bags'), '--params',
+                 str(tmp_path / 'true.yaml')]) == 0
+    line = capsys.readouterr().out.splitlines()[-1]
+    assert float(line.split('mean')[1]) < 1e-5, line
+    assert main(['sysid', 'eval', str(tmp_path / 'bags')]) == 0
+    assert float(capsys.readouterr().out.split('mean')[1]) > 1.0  # defaults: > 1 mrad
+    assert main(['sysid', 'eval', str(tmp_path / 'nothing')]) == 2  # DataError -> exit 2
