@@ -15,6 +15,8 @@ from realm_ros.core.errors import RealmError
 
 COMMANDS: dict[str, tuple[str, str]] = {
     'doctor': ('realm_ros.commands.doctor', 'check this install: rclpy, DDS, MuJoCo, rendering'),
+    'episode': ('realm_ros.commands.episode', 'run one episode in the twin and print its score'),
+    'ladder': ('realm_ros.commands.ladder', 'success rates of the scripted policy ladder'),
 }
 
 
