@@ -79,6 +79,7 @@ setup(
     entry_points={
         'console_scripts': [
             'world_node = realm_ros.nodes.world_node:main',
+            'policy_node = realm_ros.nodes.policy_node:main',
             'realm-ros = realm_ros.cli:main',
         ],
     },

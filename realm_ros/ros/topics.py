@@ -13,6 +13,9 @@ PRIVILEGED_STATE = 'privileged_state'
 #: facility, named so that nobody mistakes it for something a real robot offers.
 DIGITAL_REAL_PRIVILEGED_STATE = 'digital_real/privileged_state'
 RESET = 'reset'
+#: std_msgs/String (JSON, latched): ``{"spec": EpisodeSpec, "stamp": s, "instruction": str}``,
+#: published by world_node on every reset; policy_node resets its policy when it changes.
+EPISODE = 'episode'
 
 
 def camera_image(name: str) -> str:
