@@ -308,3 +308,22 @@ def test_episode_command_prints_stages_and_writes_video(tmp_path, capsys):
     frames = imageio.mimread(str(video))
     assert len(frames) == 30 and frames[0].shape == (180, 320, 3)
     assert cli.main(['episode', '--task', 'push_switch', '--max-steps', '0']) == 2
+
+
+def test_recorded_actions_replay_to_the_same_score(tmp_path, capsys):
+    from realm_ros import cli
+    record = tmp_path / 'actions.npy'
+    args = ['episode', '--task', 'stack_cubes', '--seed', '2', '--max-steps', '200', '--json']
+    assert cli.main(args + ['--skill', 'good', '--record-actions', str(record)]) == 0
+    first = json.loads(capsys.readouterr().out)
+    assert np.load(record).shape == (first['steps'], 8)
+    assert cli.main(args + ['--policy', 'replay', '--policy-args',
+                            json.dumps({'path': str(record)})]) == 0
+    replayed = json.loads(capsys.readouterr().out)
+    assert replayed['stages_reached'] == first['stages_reached']
+    assert replayed['progression'] == first['progression']
+    bad = tmp_path / 'bad.json'
+    bad.write_text('{"actions": [[1, 2, 3]]}')
+    from realm_ros.policies.replay import ReplayPolicy
+    with pytest.raises(ConfigError, match=r'\(N, 8\)'):
+        ReplayPolicy(path=str(bad))

@@ -8,7 +8,7 @@ import os
 import pathlib
 
 from realm_ros.core import tasks
-from realm_ros.core.config import WorldConfig
+from realm_ros.core.config import PolicyNodeConfig, WorldConfig
 from realm_ros.core.errors import ConfigError
 from realm_ros.core.types import DEFAULT_MAX_STEPS, EpisodeSpec
 
@@ -30,6 +30,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--backend', default='mujoco', choices=('mujoco', 'fake'),
                         help='mujoco = the twin, fake = the digital real physics')
     parser.add_argument('--json', action='store_true', help='print the result record as JSON')
+    parser.add_argument('--record-actions', default='',
+                        help='write the executed actions (N, 8) to this .npy (replay policy)')
+    parser.add_argument('--policy-args', default='',
+                        help='JSON object of extra policy keyword arguments, e.g. {"path": F}')
 
 
 def run(args: argparse.Namespace) -> int:
@@ -47,15 +51,18 @@ def run(args: argparse.Namespace) -> int:
         cameras=(VIDEO_CAMERA,) if video else (), camera_rate_hz=15.0 if video else 0.0,
         sim_params_file=args.sim_params)
     world = make_world(config)
+    extra = PolicyNodeConfig(policy=args.policy, policy_args=args.policy_args).extra_kwargs()
     policy = ActionClipper(GripperBinarizer(make_policy(
-        args.policy, skill=args.skill, seed=0)))
+        args.policy, **{'skill': args.skill, 'seed': 0, **extra})))
     spec = EpisodeSpec(task=args.task, seed=args.seed, policy=args.policy,
                        perturbation=args.perturbation, intensity=args.intensity,
                        max_steps=args.max_steps)
     frames = []
+    executed = []
 
     def on_step(step, obs, action, progress) -> None:
-        del step, action, progress
+        del step, progress
+        executed.append(action.as_array())
         if video is not None and VIDEO_CAMERA in obs.images:
             frames.append(obs.images[VIDEO_CAMERA])
 
@@ -68,6 +75,9 @@ def run(args: argparse.Namespace) -> int:
         import imageio.v2 as imageio
         video.parent.mkdir(parents=True, exist_ok=True)
         imageio.mimwrite(str(video), frames, fps=15, macro_block_size=1)
+    if args.record_actions:
+        import numpy as np
+        np.save(args.record_actions, np.asarray(executed))
     if args.json:
         print(json.dumps(result.to_record()))
         return 0
