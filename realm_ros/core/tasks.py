@@ -143,7 +143,8 @@ TASKS: dict[str, TaskDef] = {t.name: t for t in (
                         'put the green square block on the large yellow block')}),
     TaskDef('push_switch', 'push', 'push the light switch', 'light_switch', '', 7,
             'a push button on a low panel on the table (pressed from above, a latching slide '
-            'joint: TOGGLED_ON when pressed 6 mm) stands in for the wall light switch',
+            'joint: TOGGLED_ON when pressed 6 mm) stands in for the wall light switch; REACH '
+            'measures to the button',
             {'S-LANG': ('press the light switch', 'hit the switch', 'push the switch button'),
              'S-PROP': ('push the red button on the white panel', 'press the small red switch')}),
     TaskDef('open_drawer', 'open_drawer', 'open the top drawer', 'top_drawer', 'top_drawer', 8,
