@@ -327,3 +327,16 @@ def test_recorded_actions_replay_to_the_same_score(tmp_path, capsys):
     from realm_ros.policies.replay import ReplayPolicy
     with pytest.raises(ConfigError, match=r'\(N, 8\)'):
         ReplayPolicy(path=str(bad))
+
+
+def test_unstable_physics_ends_as_infrastructure_failure(worlds):
+    world = worlds('pick_spoon')
+
+    def kick(step, obs, action, progress):
+        if step == 3:  # a blow-up: MuJoCo resets the state and its clock
+            world.data.qvel[:] = 1e30
+
+    result = run_episode(world, ScriptedPolicy(skill=0),
+                         EpisodeSpec(task='pick_spoon', seed=0, max_steps=50), kick)
+    assert result.outcome is EpisodeOutcome.INFRA_FAILURE
+    assert 'unstable' in result.error and result.steps == 4

@@ -41,8 +41,9 @@ def run_episode(world: World, policy: Policy, spec: EpisodeSpec,
     policy in :class:`~realm_ros.core.policy.ActionChunker` for open-loop chunks of k). The
     episode stops after ``spec.max_steps`` steps, or :data:`STEPS_AFTER_SUCCESS` steps after the
     progression first reaches 1.0 (REALM's rollout rule). An :class:`InfrastructureError` from
-    the policy or the world ends it as ``INFRA_FAILURE`` (never scored as a policy failure);
-    any other error propagates.
+    the policy or the world ends it as ``INFRA_FAILURE`` (never scored as a policy failure), and
+    so does a world clock that runs backwards (MuJoCo resets its state when the physics becomes
+    unstable); any other error propagates.
     """
     tracker = make_tracker(spec.task)
     start = time.monotonic()
@@ -69,8 +70,13 @@ def run_episode(world: World, policy: Policy, spec: EpisodeSpec,
             chunk = policy.infer(obs)
             for k in range(len(chunk)):
                 action = world.apply(chunk[k])
+                before = world.time
                 obs = world.step()
                 steps += 1
+                if world.time < before:
+                    raise InfrastructureError(
+                        f'the world clock ran backwards at step {steps} ({before:.3f} s -> '
+                        f'{world.time:.3f} s): the simulation became unstable and was reset')
                 if tracker is not None:
                     progress = tracker.update(obs.privileged, steps)
                 if on_step is not None:

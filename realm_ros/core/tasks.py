@@ -125,7 +125,8 @@ TASKS: dict[str, TaskDef] = {t.name: t for t in (
             {'S-LANG': ('turn the mug', 'spin the mug around', 'twist the cup'),
              'S-PROP': ('rotate the white cup with a handle', 'rotate the round white mug')}),
     TaskDef('pick_spoon', 'pick', 'pick up the spoon', 'spoon', '', 4,
-            'a box handle with a flat ellipsoid head stands in for the spoon; plain table',
+            'a 14 cm box handle (2.2 cm square) with an ellipsoid head stands in for the spoon '
+            '(thinner ones get wedged under a finger and destabilise the contact); plain table',
             {'S-LANG': ('lift the spoon', 'grab the spoon and lift it', 'take the spoon'),
              'S-PROP': ('pick up the silver utensil', 'pick up the long thin metal spoon')}),
     TaskDef('pick_water_bottle', 'pick', 'pick up the water bottle', 'water_bottle', '', 5,

@@ -93,7 +93,7 @@ GRASP = {
     'banana': (0.02, math.pi / 2),
     'marker': (0.012, math.pi / 2),
     'mug': (0.068, math.pi / 2),
-    'spoon': (0.011, math.pi / 2),
+    'spoon': (0.017, math.pi / 2),
     'water_bottle': (0.12, 0.0),
 }
 #: TCP height (m) at which an object is released over each receiver (its top plus clearance).

@@ -118,11 +118,11 @@ MUG = FreeObject(
     0.0, (0.42, 0.6, -0.18, 0.18), 0.07, yaw_range=(-math.pi, math.pi))
 SPOON = FreeObject(
     'spoon',
-    '<geom class="object" type="box" size="0.07 0.008 0.007" rgba="0.75 0.75 0.8 1" '
-    'mass="0.03"/>'
-    '<geom class="object" type="ellipsoid" size="0.028 0.02 0.007" pos="0.095 0 0" '
-    'rgba="0.75 0.75 0.8 1" mass="0.01"/>',
-    0.007, (0.42, 0.6, -0.18, 0.18), 0.1)
+    '<geom class="object" type="box" size="0.07 0.011 0.011" rgba="0.75 0.75 0.8 1" '
+    'mass="0.08"/>'
+    '<geom class="object" type="ellipsoid" size="0.03 0.022 0.011" pos="0.097 0 0" '
+    'rgba="0.75 0.75 0.8 1" mass="0.02"/>',
+    0.011, (0.42, 0.6, -0.18, 0.18), 0.1)
 WATER_BOTTLE = FreeObject(
     'water_bottle',
     '<geom class="object" type="cylinder" size="0.03 0.09" pos="0 0 0.09" '
