@@ -86,3 +86,21 @@ def test_policy_node_rejects_bad_parameters():
                               capture_output=True, text=True, timeout=60)
         assert proc.returncode == 2, proc.stderr
         assert expected in proc.stderr, proc.stderr
+
+
+def test_policy_node_in_real_time_solves_a_task(tmp_path):
+    """Timer mode against a real-time world: the latest observation is answered at 15 Hz."""
+    world_args = ['world_node', '--ros-args', '-r', '__ns:=/rt', '-p', 'task:=push_switch',
+                  '-p', 'camera_rate_hz:=0.0']
+    policy_args = ['policy_node', '--ros-args', '-r', '__ns:=/rt', '-p', 'policy:=scripted',
+                   '-p', 'use_privileged:=true', '-p', 'lockstep:=false']
+    with ros_node('probe') as (node, executor), \
+            run_process(world_args, tmp_path / 'world.log'), \
+            run_process(policy_args, tmp_path / 'policy.log'):
+        progress = []
+        node.create_subscription(DiagnosticStatus, '/rt/progress',
+                                 lambda m: progress.append(convert.progress_from_msg(m)),
+                                 qos.STATE)
+        assert spin_until(executor, lambda: progress and progress[-1].max_progression == 1.0,
+                          40), (tmp_path / 'policy.log').read_text()
+    assert 'policy reset for task' in (tmp_path / 'policy.log').read_text()

@@ -28,6 +28,7 @@ import sys
 from typing import Any
 
 import rclpy
+from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from sensor_msgs.msg import Image, JointState
 from std_msgs.msg import String
@@ -144,17 +145,21 @@ class PolicyNode(Node):
         if msg is None:
             return
         stamp = convert.from_time(msg.header.stamp)
-        if stamp <= self._last_answered and self.config.lockstep and not self._needs_reset:
+        lockstep = self.config.lockstep
+        if stamp <= self._last_answered and lockstep and not self._needs_reset:
             return  # sim time went back: a reset whose episode message has not arrived yet
+        # Lockstep: every part of the observation carries the step's stamp. Real time: images
+        # come at their own rate and privileged_state is stamped in sim time, so the latest
+        # of each is used.
         images = {}
         for name in self.config.camera_names:
             got = self._images.get(name)
-            if got is None or abs(got[0] - stamp) > 1e-6:
+            if got is None or (lockstep and abs(got[0] - stamp) > 1e-6):
                 return  # wait for this step's image
             images[name] = got[1]
         privileged: dict[str, Any] = {}
         if self.config.use_privileged:
-            if self._privileged is None or abs(self._privileged[0] - stamp) > 1e-6:
+            if self._privileged is None or (lockstep and abs(self._privileged[0] - stamp) > 1e-6):
                 return
             privileged = self._privileged[1]
         self._pending = None
@@ -207,7 +212,7 @@ def main(args: list[str] | None = None) -> int:
     except ConfigError as err:
         print(f'policy_node: invalid parameter: {err}', file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
         if node is not None:
