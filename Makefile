@@ -46,6 +46,7 @@ demo: setup
 bench: setup
 	$(PY) bench/bench_twin.py
 	$(PY) bench/bench_sysid.py
+	$(PY) bench/bench_episodes.py
 
 lint: setup
 	$(VENV)/bin/ruff check realm_ros test bench

@@ -85,6 +85,7 @@ setup(
             'world_node = realm_ros.nodes.world_node:main',
             'evaluator_node = realm_ros.nodes.evaluator_node:main',
             'fake_franka = realm_ros.nodes.fake_franka_node:main',
+            'policy_node = realm_ros.nodes.policy_node:main',
             'realm-ros = realm_ros.cli:main',
             'policy_server = realm_ros.policies.server:main',
             'monitor_node = realm_ros.nodes.monitor_node:main',

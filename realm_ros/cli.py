@@ -26,6 +26,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     'gap': ('realm_ros.commands.gap', 'joint tracking gap between the twin and the digital real'),
     'franka-config': ('realm_ros.commands.franka_config', 'print the franka_ros2 controller YAML'),
     'sysid': ('realm_ros.commands.sysid', 'record excitation bags and fit friction/armature'),
+    'episode': ('realm_ros.commands.episode', 'run one episode in the twin and print its score'),
+    'ladder': ('realm_ros.commands.ladder', 'success rates of the scripted policy ladder'),
 }
 
 

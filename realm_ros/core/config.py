@@ -387,3 +387,64 @@ class FakeFrankaConfig:
                            camera_height=self.camera_height,
                            camera_rate_hz=self.camera_rate_hz if self.cameras else 0.0,
                            dynamics_file=self.dynamics_file)
+
+
+@dataclasses.dataclass(frozen=True)
+class PolicyNodeConfig:
+    """Parameters of ``policy_node`` (each declared as a ROS parameter)."""
+
+    policy: str = field('hold', 'registered policy name (scripted, replay, openpi, gr00t, ...)')
+    skill: str = field('0', 'scripted policy ladder rung: 0..3 or expert/good/sloppy/poor')
+    seed: int = field(0, 'extra policy seed, mixed with each episode seed')
+    host: str = field('localhost', 'policy server host (remote policies)')
+    port: int = field(8000, 'policy server port (remote policies)')
+    execute_horizon: int = field(
+        8, 'actions executed open loop from each predicted chunk (ActionChunker k)')
+    policy_args: str = field('', 'JSON object of extra policy constructor keyword arguments')
+    lockstep: bool = field(
+        True, 'true: answer each new joint_states with exactly one command point; false: '
+              'publish at control_hz from the latest observation')
+    control_hz: float = field(robot.CONTROL_HZ, 'command rate when not in lockstep, Hz')
+    cameras: str = field(
+        '', 'comma-separated cameras the policy needs; an observation waits for their images '
+            'with the same stamp (exterior_1, exterior_2, wrist; "" = none)')
+    use_privileged: bool = field(
+        False, 'wait for privileged_state with the same stamp as joint_states (scripted '
+               'policies; simulated worlds and the digital real only)')
+
+    def __post_init__(self) -> None:
+        if not self.policy:
+            raise ConfigError('PolicyNodeConfig.policy must name a registered policy')
+        if not 1 <= self.execute_horizon <= 1000:
+            raise ConfigError(
+                f'PolicyNodeConfig.execute_horizon must be in [1, 1000], got '
+                f'{self.execute_horizon}')
+        if not 0 < self.port < 65536:
+            raise ConfigError(f'PolicyNodeConfig.port must be in 1..65535, got {self.port}')
+        if not 0.0 < self.control_hz <= 1000.0:
+            raise ConfigError(
+                f'PolicyNodeConfig.control_hz must be in (0, 1000], got {self.control_hz}')
+        unknown = [c for c in self.camera_names if c not in CAMERA_NAMES]
+        if unknown:
+            raise ConfigError(
+                f'PolicyNodeConfig.cameras: unknown camera(s) {unknown}; choose from '
+                f'{CAMERA_NAMES}')
+        self.extra_kwargs()
+
+    @property
+    def camera_names(self) -> tuple[str, ...]:
+        """The ``cameras`` parameter as a tuple of names."""
+        return tuple(c.strip() for c in self.cameras.split(',') if c.strip())
+
+    def extra_kwargs(self) -> dict[str, Any]:
+        """Return ``policy_args`` parsed as a JSON object."""
+        import json
+        if not self.policy_args:
+            return {}
+        try:
+            value = json.loads(self.policy_args)
+        except json.JSONDecodeError as err:
+            raise ConfigError(f'PolicyNodeConfig.policy_args is not valid JSON: {err}') from None
+        if not isinstance(value, dict):
+            raise ConfigError('PolicyNodeConfig.policy_args must be a JSON object')
+        return value

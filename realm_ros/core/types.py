@@ -199,6 +199,8 @@ class EpisodeResult:
     sim_time_s: float = 0.0
     wall_time_s: float = 0.0
     error: str = ''
+    #: Final tiered progression (stage flags); ``progression`` above is its maximum.
+    progress: Progress | None = None
 
     @property
     def success(self) -> bool:

@@ -5,6 +5,10 @@ Topics (relative; launched under ``/real`` or ``/sim``):
     command (in)                 trajectory_msgs/JointTrajectory, one point per control step
     cameras/<name>/image (out)   sensor_msgs/Image rgb8; camera_info (out, latched)
     instruction (out, latched)   std_msgs/String
+    episode (out, latched)       std_msgs/String: JSON {"spec": EpisodeSpec, "stamp": reset time};
+                                 published on every reset (policy_node resets its policy on it)
+    progress (out)               diagnostic_msgs/DiagnosticStatus: REALM tiered progression,
+                                 updated every control step, reset on ``reset``
     /clock (out, lockstep only)  rosgraph_msgs/Clock
 Services:
     reset                        std_srvs/Trigger; resets to the ``episode_spec`` parameter
@@ -20,6 +24,7 @@ import sys
 import time
 from typing import Any
 
+from diagnostic_msgs.msg import DiagnosticStatus
 from rcl_interfaces.msg import ParameterDescriptor
 import rclpy
 from rclpy.node import Node
@@ -29,7 +34,9 @@ from std_msgs.msg import String
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
+from realm_ros.core import tasks
 from realm_ros.core.config import WorldConfig
+from realm_ros.core.episode import make_tracker
 from realm_ros.core.errors import CommandRejected, ConfigError, RealmError
 from realm_ros.core.types import Action, EpisodeSpec, Observation
 from realm_ros.core.world import World, make_world
@@ -58,6 +65,11 @@ class WorldNode(Node):
         self._instr_pub = self.create_publisher(String, 'instruction', qos.LATCHED)
         # Simulator-only state for scoring and scripted policies (JSON); never on a real arm.
         self._privileged_pub = self.create_publisher(String, topics.PRIVILEGED_STATE, qos.STATE)
+        self._progress_pub = self.create_publisher(DiagnosticStatus, topics.PROGRESS, qos.STATE)
+        self._episode_pub = self.create_publisher(String, topics.EPISODE, qos.LATCHED)
+        self._spec: EpisodeSpec | None = None
+        self._tracker: tasks.ProgressTracker | None = None
+        self.progress = tasks.empty_progress('empty')
         self._image_pubs = {}
         self._info_pubs = {}
         for name in self.config.cameras if self.config.camera_rate_hz > 0 else ():
@@ -70,7 +82,7 @@ class WorldNode(Node):
         self.create_subscription(JointTrajectory, 'command', self._on_command, qos.COMMAND)
         self.create_service(Trigger, 'reset', self._on_reset)
 
-        self._obs = self.world.reset(self._spec_from_params())
+        self._reset_world(self._spec_from_params())
         self._publish_static()
         if self.config.lockstep:
             if self.config.lockstep_timeout_s > 0:
@@ -86,6 +98,15 @@ class WorldNode(Node):
     # -- callbacks --------------------------------------------------------------------------
 
     def _on_command(self, msg: JointTrajectory) -> None:
+        stamp = msg.header.stamp
+        if self.config.lockstep and (stamp.sec or stamp.nanosec) and \
+                abs(convert.from_time(stamp) - self.world.time) > 1e-6:
+            # A command stamped for another observation (e.g. sent before a reset): answering
+            # it would shift the lockstep episode by one step.
+            self.get_logger().warning(
+                f'dropping stale command stamped {convert.from_time(stamp):.3f} s '
+                f'(world time {self.world.time:.3f} s)')
+            return
         try:
             actions = convert.trajectory_to_actions(msg, self._obs.joints.gripper)
         except CommandRejected as err:
@@ -110,7 +131,7 @@ class WorldNode(Node):
         try:
             spec = self._spec_from_params()
             self._queue.clear()
-            self._obs = self.world.reset(spec)
+            self._reset_world(spec)
         except RealmError as err:
             self.get_logger().error(f'reset failed: {err}')
             response.success, response.message = False, str(err)
@@ -125,6 +146,17 @@ class WorldNode(Node):
 
     # -- helpers ----------------------------------------------------------------------------
 
+    def _reset_world(self, spec: EpisodeSpec) -> None:
+        """Reset the world and the progress tracker to ``spec``."""
+        self._obs = self.world.reset(spec)
+        self._spec = spec
+        self._steps = 0
+        self._tracker = make_tracker(spec.task)
+        if self._tracker is None:
+            self.progress = tasks.empty_progress(spec.task)
+        else:
+            self.progress = self._tracker.update(self._obs.privileged, 0)
+
     def _control_step(self) -> None:
         """Apply the next queued action (if any) and advance one control period."""
         if self._queue:
@@ -136,6 +168,9 @@ class WorldNode(Node):
         render = self._image_due()
         self.world.step()
         self._obs = self.world.observe(render=render)
+        self._steps += 1
+        if self._tracker is not None:
+            self.progress = self._tracker.update(self._obs.privileged, self._steps)
         self._last_step_wall = time.monotonic()
         self._publish_observation(self._obs)
 
@@ -165,6 +200,10 @@ class WorldNode(Node):
     def _publish_static(self) -> None:
         stamp = self._stamp()
         self._instr_pub.publish(String(data=self._obs.instruction))
+        if self._spec is not None:
+            self._episode_pub.publish(String(data=json.dumps({
+                'spec': json.loads(self._spec.to_json()), 'stamp': self.world.time,
+                'instruction': self._obs.instruction})))
         for name, pub in self._info_pubs.items():
             pub.publish(convert.camera_info(
                 self.config.camera_width, self.config.camera_height,
@@ -184,6 +223,7 @@ class WorldNode(Node):
         if obs.privileged:
             self._privileged_pub.publish(String(data=convert.privileged_to_json(
                 obs.privileged, self.world.time)))
+        self._progress_pub.publish(convert.progress_to_msg(self.progress, self.world.name))
         msg = convert.joint_state_to_msg(obs.joints)
         msg.header.stamp = stamp
         self._js_pub.publish(msg)

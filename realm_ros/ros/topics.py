@@ -16,6 +16,9 @@ RESET = 'reset'
 #: diagnostic_msgs/DiagnosticStatus from a world's policy node: level ERROR = the policy failed
 #: for infrastructure reasons (server down, timeout, malformed answer); the episode is not scored.
 POLICY_STATUS = 'policy/status'
+#: std_msgs/String (JSON, latched): ``{"spec": EpisodeSpec, "stamp": s, "instruction": str}``,
+#: published by world_node on every reset; policy_node resets its policy when it changes.
+EPISODE = 'episode'
 
 
 def camera_image(name: str) -> str:

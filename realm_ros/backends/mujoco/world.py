@@ -14,7 +14,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from realm_ros.backends.mujoco import model as mjcf
-from realm_ros.core import control, robot
+from realm_ros.core import control, perturbations, robot
 from realm_ros.core.config import DynamicsParams, WorldConfig
 from realm_ros.core.errors import BackendUnavailable, ConfigError
 from realm_ros.core.types import Action, ActionMode, EpisodeSpec, JointState, Observation
@@ -54,6 +54,12 @@ class Scene:
     def privileged(self, model: Any, data: Any) -> dict[str, Any]:
         """Return simulator-only state (object poses, contacts) for scoring and scripting."""
         return {}
+
+    def perturb_state(self, state: Mapping[str, Any], code: str,
+                      params: Mapping[str, Any]) -> Mapping[str, Any]:
+        """Return the initial state changed by perturbation ``code`` (VB-POSE); default as is."""
+        del code, params
+        return state
 
 
 def load_scene(task: str) -> Scene:
@@ -125,6 +131,16 @@ class MujocoWorld(World):
         self._act_arm = np.array([self.model.actuator(n).id for n in mjcf.ARM_ACTUATORS])
         self._act_grip = self.model.actuator(mjcf.GRIPPER_ACTUATOR).id
         self._scale_objects()
+        # Pristine copies: perturbations are applied from these at every reset, never compounded.
+        self._pristine = {
+            'body_mass': self.model.body_mass.copy(),
+            'body_inertia': self.model.body_inertia.copy(),
+            'light_diffuse': self.model.light_diffuse.copy(),
+            'light_specular': self.model.light_specular.copy(),
+            'headlight': self.model.vis.headlight.diffuse.copy(),
+            'dof_damping': self.model.dof_damping.copy(),
+        }
+        self._image_aug: Mapping[str, Any] | None = None
         if self._dynamics is not None:
             self.set_dynamics(self._dynamics)
         if self._renderer is not None:
@@ -180,13 +196,53 @@ class MujocoWorld(World):
         if task != self._task:
             self._build(task)
         assert self._scene is not None
+        params: Mapping[str, Any] = {}
+        if spec.perturbation != 'Default':
+            params = perturbations.sample(task, spec.perturbation, spec.intensity, spec.seed)
         self._rng = np.random.default_rng(spec.seed)
         state = dict(spec.initial_state) or self._scene.sample_initial_state(
             np.random.default_rng(spec.seed))
+        state = self._scene.perturb_state(state, spec.perturbation, params)
+        self._perturb_model(spec.perturbation, params)
         reset_q = np.asarray(state.get('reset_q', self._scene.reset_q()), dtype=float)
         self._reset_sim(reset_q, state)
-        self._instruction = spec.instruction or self._scene.instruction
+        self._instruction = (spec.instruction or params.get('instruction', '')
+                             or self._scene.instruction)
+        self._image_aug = params if spec.perturbation == 'V-AUG' else None
         return self.observe()
+
+    def _perturb_model(self, code: str, params: Mapping[str, Any]) -> None:
+        """Restore the pristine model, then apply V-LIGHT or B-HOBJ (REALM's ranges)."""
+        m, p = self.model, self._pristine
+        m.body_mass[:] = p['body_mass']
+        m.body_inertia[:] = p['body_inertia']
+        m.light_diffuse[:] = p['light_diffuse']
+        m.light_specular[:] = p['light_specular']
+        m.vis.headlight.diffuse[:] = p['headlight']
+        scene_dofs = np.setdiff1d(np.arange(m.nv), self._arm_dof)  # arm: set_dynamics owns it
+        m.dof_damping[scene_dofs] = p['dof_damping'][scene_dofs]
+        if code == 'V-LIGHT':
+            scale = params['light_scale'] * np.asarray(params['light_rgb'])
+            m.light_diffuse[:] = p['light_diffuse'] * scale
+            m.light_specular[:] = p['light_specular'] * scale
+            m.vis.headlight.diffuse[:] = p['headlight'] * scale
+        elif code == 'B-HOBJ':
+            for b in self._object_bodies():
+                # REALM caps a perturbed link at 2 kg (and, unlike its release code, scales once).
+                base = p['body_mass'][b]
+                mass = base * params['mass_scale']
+                if params['mass_scale'] > 1.0:
+                    mass = min(mass, max(2.0, base))
+                m.body_mass[b] = mass
+                m.body_inertia[b] = p['body_inertia'][b] * (mass / base if base > 0 else 1.0)
+            m.dof_damping[scene_dofs] = p['dof_damping'][scene_dofs] * \
+                params['joint_damping_scale']
+
+    def _object_bodies(self) -> list[int]:
+        """Return the scene's object bodies (the same rule as the hidden object scaling)."""
+        fixed = {self.model.body(n).id for n in ('world', 'table', 'target_frame')}
+        return [b for b in range(self.model.nbody) if b not in fixed and not
+                self.model.body(b).name.startswith(('panda_', 'gripper', 'left_', 'right_'))]
 
     def _reset_sim(self, reset_q: np.ndarray, state: Mapping[str, Any]) -> None:
         mujoco.mj_resetData(self.model, self.data)
@@ -265,6 +321,10 @@ class MujocoWorld(World):
 
     def observe(self, render: bool = True) -> Observation:
         images = self.render() if render and self._config.camera_rate_hz > 0 else {}
+        if images and self._image_aug is not None:
+            images = {name: perturbations.augment_image(
+                image, self._image_aug['blur_sigma'], self._image_aug['contrast'])
+                for name, image in images.items()}
         return Observation(
             joints=self.joint_state(),
             images=images,

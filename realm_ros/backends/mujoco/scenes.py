@@ -1,0 +1,427 @@
+"""REALM's ten tasks as MuJoCo scenes built from primitives (``make_scene(task)``).
+
+Each scene adds its objects to the twin's table (robot base at the origin on the table top,
+z = 0; table x in [-0.15, 1.05] m, y in [-0.8, 0.8] m), samples a seeded initial state and
+reports the privileged state the rubric (:mod:`realm_ros.core.tasks`) scores; its keys are
+documented there. Object body names never start with ``panda_``, ``gripper``, ``left_`` or
+``right_``, so the digital real's hidden object mass/friction scales apply to them.
+
+Differences from REALM (BEHAVIOR-1K assets in OmniGibson scenes) are listed per task in
+``TaskDef.differs`` and in the README.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any, Mapping
+
+import numpy as np
+
+from realm_ros.backends.mujoco import model as mjcf
+from realm_ros.backends.mujoco.world import Scene
+from realm_ros.core import tasks
+from realm_ros.core.errors import ConfigError
+
+try:
+    import mujoco
+except ImportError:  # pragma: no cover - world.py already raised BackendUnavailable
+    mujoco = None
+
+#: Button depression (m) beyond which the light switch counts as toggled on.
+SWITCH_TOGGLE_DEPTH = 0.006
+#: Travel of the drawer slides, m (openness 1.0 = pulled out this far).
+DRAWER_TRAVEL = 0.25
+
+
+def _yaw_quat(yaw: float) -> list[float]:
+    return [math.cos(yaw / 2.0), 0.0, 0.0, math.sin(yaw / 2.0)]
+
+
+def _f(values: Any) -> str:
+    return ' '.join(f'{v:.6g}' for v in values)
+
+
+@dataclasses.dataclass(frozen=True)
+class FreeObject:
+    """A movable object: a free body placed on the table at height ``z`` (its resting centre).
+
+    ``region`` is (x_min, x_max, y_min, y_max) of the sampled centre, m; ``radius`` the keep-out
+    radius against other objects, m; ``yaw_range`` the sampled yaw interval, rad.
+    ``interior`` (containers) is the (hx, hy, height) of the inside box in the body frame.
+    """
+
+    name: str
+    geoms: str
+    z: float
+    region: tuple[float, float, float, float]
+    radius: float
+    yaw_range: tuple[float, float] = (-math.pi / 2, math.pi / 2)
+    interior: tuple[float, float, float] | None = None
+
+
+def _box_container(name: str, half: tuple[float, float], height: float, mass: float,
+                   rgba: str) -> str:
+    """Return geoms of an open box (base + four walls), the body frame at the base centre."""
+    hx, hy = half
+    t = 0.005
+    wall_z = height / 2.0
+    per = mass / 5.0
+    return '\n'.join([
+        f'<geom class="object" type="box" size="{hx} {hy} {t}" pos="0 0 {t}" rgba="{rgba}" '
+        f'mass="{per}" name="{name}_base"/>',
+        f'<geom class="object" type="box" size="{t} {hy} {wall_z}" pos="{hx - t} 0 {wall_z}" '
+        f'rgba="{rgba}" mass="{per}"/>',
+        f'<geom class="object" type="box" size="{t} {hy} {wall_z}" pos="{-hx + t} 0 {wall_z}" '
+        f'rgba="{rgba}" mass="{per}"/>',
+        f'<geom class="object" type="box" size="{hx} {t} {wall_z}" pos="0 {hy - t} {wall_z}" '
+        f'rgba="{rgba}" mass="{per}"/>',
+        f'<geom class="object" type="box" size="{hx} {t} {wall_z}" pos="0 {-hy + t} {wall_z}" '
+        f'rgba="{rgba}" mass="{per}"/>',
+    ])
+
+
+# Object catalogue (sizes m, masses kg). Resting centre heights are exact for the shapes.
+GREEN_BLOCK = FreeObject(
+    'green_block',
+    '<geom class="object" type="box" size="0.02 0.02 0.02" rgba="0.1 0.75 0.2 1" mass="0.05"/>',
+    0.02, (0.42, 0.6, -0.2, 0.2), 0.05)
+YELLOW_BLOCK = FreeObject(
+    'yellow_block',
+    '<geom class="object" type="box" size="0.025 0.025 0.025" rgba="0.95 0.85 0.1 1" '
+    'mass="0.08"/>',
+    0.025, (0.45, 0.62, -0.2, 0.2), 0.06)
+BOWL = FreeObject(
+    'bowl', _box_container('bowl', (0.07, 0.07), 0.045, 0.3, '0.6 0.6 0.65 1'),
+    0.0, (0.45, 0.62, -0.22, 0.22), 0.11, interior=(0.065, 0.065, 0.06))
+BOX = FreeObject(
+    'box', _box_container('box', (0.09, 0.075), 0.06, 0.4, '0.6 0.45 0.3 1'),
+    0.0, (0.47, 0.62, -0.22, 0.22), 0.12, interior=(0.085, 0.07, 0.075))
+BANANA = FreeObject(
+    'banana',
+    '<geom class="object" type="capsule" size="0.018 0.055" quat="0.7071068 0 0.7071068 0" '
+    'rgba="0.95 0.85 0.2 1" mass="0.12"/>',
+    0.018, (0.42, 0.6, -0.2, 0.2), 0.08)
+MARKER = FreeObject(
+    'marker',
+    '<geom class="object" type="box" size="0.06 0.01 0.01" rgba="0.1 0.1 0.12 1" '
+    'mass="0.03"/>'
+    '<geom class="object" type="box" size="0.015 0.0105 0.0105" pos="0.07 0 0.0005" '
+    'rgba="0.85 0.1 0.1 1" mass="0.005"/>',
+    0.01, (0.42, 0.6, -0.18, 0.18), 0.08)
+MUG = FreeObject(
+    'mug',
+    '<geom class="object" type="cylinder" size="0.035 0.045" pos="0 0 0.045" '
+    'rgba="0.92 0.92 0.88 1" mass="0.2"/>'
+    '<geom class="object" type="box" size="0.012 0.006 0.028" pos="0.047 0 0.05" '
+    'rgba="0.92 0.92 0.88 1" mass="0.02"/>',
+    0.0, (0.42, 0.6, -0.18, 0.18), 0.07, yaw_range=(-math.pi, math.pi))
+SPOON = FreeObject(
+    'spoon',
+    '<geom class="object" type="box" size="0.07 0.011 0.011" rgba="0.75 0.75 0.8 1" '
+    'mass="0.08"/>'
+    '<geom class="object" type="ellipsoid" size="0.03 0.022 0.011" pos="0.097 0 0" '
+    'rgba="0.75 0.75 0.8 1" mass="0.02"/>',
+    0.011, (0.42, 0.6, -0.18, 0.18), 0.1)
+WATER_BOTTLE = FreeObject(
+    'water_bottle',
+    '<geom class="object" type="cylinder" size="0.03 0.09" pos="0 0 0.09" '
+    'rgba="0.3 0.55 0.95 0.9" mass="0.3"/>'
+    '<geom class="object" type="cylinder" size="0.013 0.01" pos="0 0 0.19" '
+    'rgba="0.9 0.9 0.95 1" mass="0.01"/>',
+    0.0, (0.42, 0.6, -0.18, 0.18), 0.06, yaw_range=(-math.pi, math.pi))
+
+TASK_OBJECTS: dict[str, tuple[FreeObject, ...]] = {
+    'put_green_block_in_bowl': (GREEN_BLOCK, BOWL),
+    'put_banana_into_box': (BANANA, BOX),
+    'rotate_marker': (MARKER,),
+    'rotate_mug': (MUG,),
+    'pick_spoon': (SPOON,),
+    'pick_water_bottle': (WATER_BOTTLE,),
+    'stack_cubes': (GREEN_BLOCK, YELLOW_BLOCK),
+    'push_switch': (),
+    'open_drawer': (),
+    'close_drawer': (),
+}
+
+# Collision bits: the cabinet and its drawers collide with the robot (contype 2) but not with
+# each other, so the drawers slide without a hollow carcass; the table's own bits (1/3) do not
+# meet them either (the cabinet is fixed).
+_CABINET_BITS = 'contype="4" conaffinity="2"'
+
+
+def _cabinet_xml(pos: tuple[float, float], yaw: float) -> str:
+    """Return a two-drawer cabinet whose front faces the robot (-x), drawers on x slides."""
+    drawers = []
+    for name, z in (('top_drawer', 0.235), ('middle_drawer', 0.1)):
+        drawers.append(
+            f'<body name="{name}" pos="-0.16 0 {z}">'
+            f'<joint name="{name}_slide" type="slide" axis="-1 0 0" range="0 {DRAWER_TRAVEL}" '
+            'damping="20" frictionloss="0.5" armature="0.5"/>'
+            f'<geom {_CABINET_BITS} type="box" size="0.01 0.18 0.055" rgba="0.7 0.55 0.35 1" '
+            f'mass="0.6" name="{name}_front"/>'
+            f'<geom {_CABINET_BITS} type="box" size="0.14 0.17 0.005" pos="0.145 0 -0.05" '
+            'rgba="0.6 0.48 0.3 1" mass="0.6"/>'
+            f'<geom {_CABINET_BITS} type="box" size="0.012 0.065 0.01" pos="-0.075 0 0" '
+            f'rgba="0.25 0.25 0.28 1" mass="0.05" name="{name}_handle"/>'
+            f'<geom {_CABINET_BITS} type="box" size="0.03 0.006 0.008" pos="-0.04 0.055 0" '
+            'rgba="0.25 0.25 0.28 1" mass="0.02"/>'
+            f'<geom {_CABINET_BITS} type="box" size="0.03 0.006 0.008" pos="-0.04 -0.055 0" '
+            'rgba="0.25 0.25 0.28 1" mass="0.02"/>'
+            f'<site name="{name}_handle_site" pos="-0.075 0 0" size="0.005" group="5"/>'
+            '</body>')
+    return (
+        f'<body name="cabinet" pos="{pos[0]} {pos[1]} 0" quat="{_f(_yaw_quat(yaw))}">'
+        f'<geom {_CABINET_BITS} type="box" size="0.15 0.2 0.005" pos="0 0 0.315" '
+        'rgba="0.55 0.42 0.28 1"/>'
+        f'<geom {_CABINET_BITS} type="box" size="0.15 0.01 0.16" pos="0 0.19 0.16" '
+        'rgba="0.55 0.42 0.28 1"/>'
+        f'<geom {_CABINET_BITS} type="box" size="0.15 0.01 0.16" pos="0 -0.19 0.16" '
+        'rgba="0.55 0.42 0.28 1"/>'
+        f'<geom {_CABINET_BITS} type="box" size="0.01 0.2 0.16" pos="0.14 0 0.16" '
+        'rgba="0.55 0.42 0.28 1"/>'
+        + ''.join(drawers) + '</body>')
+
+
+def _switch_xml(pos: tuple[float, float]) -> str:
+    """Return a low panel with a latching push button on top (pressed down = toggled on)."""
+    return (
+        f'<body name="light_switch" pos="{pos[0]} {pos[1]} 0">'
+        '<geom class="object" type="box" size="0.04 0.05 0.02" pos="0 0 0.02" '
+        'rgba="0.95 0.95 0.95 1" mass="1.0"/>'
+        '<body name="switch_button" pos="0 0 0.04" gravcomp="1">'
+        # Latching: dry friction holds the button where it is pushed (no spring back).
+        '<joint name="switch_press" type="slide" axis="0 0 1" range="-0.011 0" '
+        'frictionloss="1.5" damping="5" armature="0.01"/>'
+        f'<geom {_CABINET_BITS} type="cylinder" size="0.015 0.01" pos="0 0 0.01" '
+        'rgba="0.85 0.1 0.1 1" mass="0.01" name="switch_button_cap"/>'
+        '</body></body>')
+
+
+class TaskScene(Scene):
+    """A REALM task in the twin: objects, seeded sampler, privileged state for the rubric."""
+
+    def __init__(self, task: str) -> None:
+        self.task = tasks.get_task(task)
+        self.name = task
+        self.instruction = self.task.instruction
+        self.free = TASK_OBJECTS[task]
+        self._initial: dict[str, dict[str, list[float]]] = {}
+        self._initial_joints: dict[str, dict[str, float]] = {}
+        self._ids: dict[str, Any] | None = None
+        self._model_key = None
+        self._layout = self.sample_initial_state(np.random.default_rng(0))
+
+    # -- MJCF -------------------------------------------------------------------------------
+
+    def mjcf(self) -> tuple[str, str]:
+        parts = []
+        for obj in self.free:
+            parts.append(f'<body name="{obj.name}" pos="0.5 0 {obj.z + 0.3}">'
+                         f'<freejoint name="{obj.name}_free"/>{obj.geoms}</body>')
+        # Articulated fixtures are placed when the scene is built; their seeded placement is
+        # applied by moving the fixed body (model.body_pos) at reset.
+        if self.task.skill in ('open_drawer', 'close_drawer'):
+            parts.append(_cabinet_xml((0.78, 0.0), 0.0))
+        if self.task.skill == 'push':
+            parts.append(_switch_xml((0.55, 0.0)))
+        return '\n'.join(parts), ''
+
+    def reset_q(self) -> np.ndarray:
+        return np.asarray(tasks.RESET_Q[self.name], dtype=float)
+
+    # -- initial state ----------------------------------------------------------------------
+
+    def sample_initial_state(self, rng: np.random.Generator) -> dict[str, Any]:
+        """Return ``{'objects': {name: [x, y, z, qw, qx, qy, qz]}, 'joints': {...},
+        'fixtures': {name: [x, y, yaw]}, 'reset_q': [...]}`` drawn from ``rng``."""
+        objects: dict[str, list[float]] = {}
+        placed: list[tuple[float, float, float]] = []
+        for obj in self.free:
+            for _ in range(200):
+                x = rng.uniform(obj.region[0], obj.region[1])
+                y = rng.uniform(obj.region[2], obj.region[3])
+                if all(math.hypot(x - px, y - py) > obj.radius + pr for px, py, pr in placed):
+                    break
+            else:
+                raise ConfigError(f'task {self.name}: cannot place {obj.name} collision-free')
+            yaw = rng.uniform(*obj.yaw_range)
+            placed.append((x, y, obj.radius))
+            objects[obj.name] = [x, y, obj.z] + _yaw_quat(yaw)
+        fixtures: dict[str, list[float]] = {}
+        joints: dict[str, float] = {}
+        if self.task.skill in ('open_drawer', 'close_drawer'):
+            fixtures['cabinet'] = [rng.uniform(0.76, 0.8), rng.uniform(-0.08, 0.08), 0.0]
+            joints['top_drawer_slide'] = 0.0 if self.task.skill == 'open_drawer' else \
+                DRAWER_TRAVEL
+            joints['middle_drawer_slide'] = 0.0
+        if self.task.skill == 'push':
+            fixtures['light_switch'] = [rng.uniform(0.45, 0.6), rng.uniform(-0.15, 0.15), 0.0]
+            joints['switch_press'] = 0.0
+        return {'objects': objects, 'fixtures': fixtures, 'joints': joints,
+                'reset_q': [float(v) for v in self.reset_q()]}
+
+    def perturb_state(self, state: Mapping[str, Any], code: str,
+                      params: Mapping[str, Any]) -> Mapping[str, Any]:
+        """VB-POSE: re-sample object placement collision-free, add yaw noise to the main object,
+        move the switch along x (+-0.075 m) or turn the cabinet (N(0.25, 0.12) rad in [0, 0.57]);
+        every displacement is scaled by ``shift`` (the intensity)."""
+        if code != 'VB-POSE' or not params.get('shift'):
+            return state
+        rng = np.random.default_rng(params['pose_seed'])
+        new = self.sample_initial_state(rng)
+        out = dict(state)
+        out['objects'] = new['objects']
+        main = out['objects'].get(self.task.obj)
+        if main is not None:
+            yaw = 2.0 * math.atan2(main[6], main[3]) + rng.normal(0.0, params['yaw_std'])
+            out['objects'] = dict(out['objects'], **{self.task.obj: main[:3] + _yaw_quat(yaw)})
+        fixtures = {k: list(v) for k, v in state.get('fixtures', {}).items()}
+        shift = float(params['shift'])
+        if 'light_switch' in fixtures:
+            fixtures['light_switch'][0] += shift * rng.uniform(-0.075, 0.075)
+        if 'cabinet' in fixtures:
+            fixtures['cabinet'][2] = shift * float(np.clip(rng.normal(0.25, 0.12), 0.0, 0.57))
+        out['fixtures'] = fixtures
+        return out
+
+    def apply_initial_state(self, model: Any, data: Any, state: Mapping[str, Any]) -> None:
+        state = state or self._layout
+        for name, fixture in state.get('fixtures', {}).items():
+            body = model.body(name).id
+            model.body_pos[body, :2] = fixture[:2]
+            model.body_quat[body] = _yaw_quat(float(fixture[2]))
+        for name, pose in state.get('objects', {}).items():
+            adr = model.joint(f'{name}_free').qposadr[0]
+            data.qpos[adr:adr + 7] = pose
+        for name, q in state.get('joints', {}).items():
+            data.qpos[model.joint(name).qposadr[0]] = q
+        mujoco.mj_kinematics(model, data)
+        ids = self._index(model)
+        self._initial = {name: self._pose(data, body) for name, body in ids['objects'].items()}
+        self._initial_joints = self._joints(model, data)
+
+    # -- privileged state -------------------------------------------------------------------
+
+    def _index(self, model: Any) -> dict[str, Any]:
+        """Cache ids of the bodies and joints the privileged state reads (per model)."""
+        if self._ids is not None and self._model_key is model:
+            return self._ids
+        names = [o.name for o in self.free]
+        if self.task.skill in ('open_drawer', 'close_drawer'):
+            names += ['top_drawer', 'middle_drawer']
+        if self.task.skill == 'push':
+            names += ['light_switch']
+        objects = {n: model.body(n).id for n in names}
+        robot_root = model.body('panda_link0').id
+        owner = {}
+        for b in range(model.nbody):
+            walk = b
+            while walk > 0 and model.body(walk).name not in objects:
+                walk = model.body_parentid[walk]
+            owner[b] = model.body(walk).name if walk > 0 else ''
+        self._ids = {
+            'objects': objects,
+            'owner': owner,
+            'robot': {b for b in range(model.nbody) if model.body_rootid[b] == robot_root},
+            'left': {model.body('left_finger').id},
+            'right': {model.body('right_finger').id},
+            'pads': (model.geom('left_finger_pad').id, model.geom('right_finger_pad').id),
+            'fingers': (model.joint('left_finger_joint').qposadr[0],
+                        model.joint('right_finger_joint').qposadr[0]),
+            'tcp': model.site('tcp').id,
+            'joints': {n: model.joint(n).id for n in ('top_drawer_slide', 'middle_drawer_slide',
+                                                      'switch_press')
+                       if mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, n) >= 0},
+            'handles': {n: model.site(f'{n}_handle_site').id for n in ('top_drawer',)
+                        if n in objects},
+            'button': (model.body('switch_button').id if 'light_switch' in objects else None),
+        }
+        self._model_key = model
+        return self._ids
+
+    @staticmethod
+    def _pose(data: Any, body: int) -> dict[str, list[float]]:
+        return {'pos': data.xpos[body].tolist(), 'quat': data.xquat[body].tolist()}
+
+    def _joints(self, model: Any, data: Any) -> dict[str, dict[str, float]]:
+        out = {}
+        for name, jid in self._index(model)['joints'].items():
+            key = name.replace('_slide', '')
+            out[key] = {'q': float(data.qpos[model.jnt_qposadr[jid]]),
+                        'lower': float(model.jnt_range[jid, 0]),
+                        'upper': float(model.jnt_range[jid, 1])}
+        return out
+
+    def privileged(self, model: Any, data: Any) -> dict[str, Any]:
+        ids = self._index(model)
+        objects = {name: self._pose(data, body) for name, body in ids['objects'].items()}
+        contacts = {name: {'left': False, 'right': False, 'robot': False} for name in objects}
+        touching: dict[str, set[str]] = {name: set() for name in objects}
+        owner = ids['owner']
+        for i in range(data.ncon):
+            con = data.contact[i]
+            b1, b2 = model.geom_bodyid[con.geom1], model.geom_bodyid[con.geom2]
+            for a, b in ((b1, b2), (b2, b1)):
+                obj = owner.get(a, '')
+                if not obj:
+                    continue
+                if b in ids['robot']:
+                    contacts[obj]['robot'] = True
+                    if b in ids['left']:
+                        contacts[obj]['left'] = True
+                    if b in ids['right']:
+                        contacts[obj]['right'] = True
+                elif owner.get(b, '') and owner[b] != obj:
+                    touching[obj].add(owner[b])
+        on_top = {name: sorted(other for other in touching[name]
+                               if objects[name]['pos'][2] > objects[other]['pos'][2] + 1e-3)
+                  for name in objects}
+        inside = {name: [] for name in objects}
+        for obj in self.free:
+            if obj.interior is None:
+                continue
+            body = ids['objects'][obj.name]
+            rot = data.xmat[body].reshape(3, 3)
+            for name, pose in objects.items():
+                if name == obj.name:
+                    continue
+                local = rot.T @ (np.asarray(pose['pos']) - data.xpos[body])
+                hx, hy, height = obj.interior
+                if abs(local[0]) < hx and abs(local[1]) < hy and 0.0 < local[2] < height:
+                    inside[name].append(obj.name)
+        joints = self._joints(model, data)
+        state: dict[str, Any] = {
+            'task': self.name,
+            'objects': objects,
+            'initial': self._initial,
+            'fingers': {'left': data.geom_xpos[ids['pads'][0]].tolist(),
+                        'right': data.geom_xpos[ids['pads'][1]].tolist()},
+            'tcp': {'pos': data.site_xpos[ids['tcp']].tolist(),
+                    'quat': _mat_to_quat(data.site_xmat[ids['tcp']])},
+            'finger_q': [float(data.qpos[a]) for a in ids['fingers']],
+            'finger_open': mjcf.FINGER_TRAVEL,
+            'contacts': contacts,
+            'on_top': on_top,
+            'inside': inside,
+            'joints': joints,
+            'initial_joints': self._initial_joints,
+            'toggled': {},
+            'reach_point': {n: data.site_xpos[s].tolist() for n, s in ids['handles'].items()},
+        }
+        if 'switch_press' in joints:
+            state['toggled']['light_switch'] = joints['switch_press']['q'] < -SWITCH_TOGGLE_DEPTH
+            state['reach_point']['light_switch'] = data.xpos[ids['button']].tolist()
+        return state
+
+
+def _mat_to_quat(mat: np.ndarray) -> list[float]:
+    quat = np.empty(4)
+    mujoco.mju_mat2Quat(quat, np.asarray(mat, dtype=float).reshape(9))
+    return quat.tolist()
+
+
+def make_scene(task: str) -> Scene:
+    """Return the scene of REALM task ``task``; unknown names raise ConfigError listing tasks."""
+    tasks.get_task(task)
+    return TaskScene(task)

@@ -1,0 +1,72 @@
+"""``realm-ros ladder``: success rate and mean progression of each scripted rung, per task.
+
+Runs ``--episodes`` seeds (0..N-1) per task and rung in the MuJoCo twin without ROS or cameras
+and prints a Markdown table; the README's ladder table comes from this command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from realm_ros.core import tasks
+from realm_ros.core.errors import ConfigError
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Episodes, tasks, rungs, steps."""
+    parser.add_argument('--episodes', type=int, default=10, help='seeds per task and rung')
+    parser.add_argument('--tasks', default='', help='comma-separated tasks (default: all ten)')
+    parser.add_argument('--skills', default='0,1,2,3', help='comma-separated rungs')
+    parser.add_argument('--max-steps', type=int, default=400, help='control steps per episode')
+    parser.add_argument('--jsonl', default='', help='also write one record per episode here')
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print the ladder table."""
+    from realm_ros.core.config import WorldConfig
+    from realm_ros.core.episode import run_episode
+    from realm_ros.core.types import EpisodeSpec
+    from realm_ros.core.world import make_world
+    from realm_ros.policies.scripted import SKILLS, ScriptedPolicy, skill_level
+
+    if args.episodes <= 0:
+        raise ConfigError(f'--episodes must be > 0, got {args.episodes}')
+    names = [t for t in args.tasks.split(',') if t] or list(tasks.TASKS)
+    for name in names:
+        tasks.get_task(name)
+    levels = [skill_level(s) for s in args.skills.split(',')]
+    rows: dict[str, dict[int, tuple[float, float]]] = {}
+    out = open(args.jsonl, 'w') if args.jsonl else None
+    try:
+        for name in names:
+            world = make_world(WorldConfig(task=name, camera_rate_hz=0.0, cameras=()))
+            rows[name] = {}
+            for level in levels:
+                policy = ScriptedPolicy(skill=level)
+                results = [run_episode(world, policy, EpisodeSpec(
+                    task=name, seed=seed, policy=policy.label, max_steps=args.max_steps))
+                    for seed in range(args.episodes)]
+                if out is not None:
+                    for r in results:
+                        out.write(json.dumps(r.to_record()) + '\n')
+                rows[name][level] = (
+                    sum(r.success for r in results) / len(results),
+                    sum(r.progression for r in results) / len(results))
+            world.close()
+    finally:
+        if out is not None:
+            out.close()
+    header = ' | '.join(f'{SKILLS[lv].name} ({lv})' for lv in levels)
+    print(f'success rate / mean progression over {args.episodes} seeds per cell '
+          f'(max {args.max_steps} steps)\n')
+    print(f'| task | {header} |')
+    print('|---|' + '---|' * len(levels))
+    for name in names:
+        cells = ' | '.join(f'{rows[name][lv][0]:.2f} / {rows[name][lv][1]:.2f}' for lv in levels)
+        print(f'| {name} | {cells} |')
+    mean = ' | '.join(
+        f'{sum(rows[n][lv][0] for n in names) / len(names):.2f} / '
+        f'{sum(rows[n][lv][1] for n in names) / len(names):.2f}' for lv in levels)
+    print(f'| **mean** | {mean} |')
+    return 0

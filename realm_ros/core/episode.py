@@ -1,0 +1,95 @@
+"""The one episode loop: reset, query the policy, step the world, score with REALM's rubric.
+
+The evaluator, the tests, the benchmarks and ``realm-ros episode`` all call
+:func:`run_episode`; the ROS nodes run the same steps through topics (``world_node`` scores
+with the same :class:`~realm_ros.core.tasks.ProgressTracker`).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+from realm_ros.core import tasks
+from realm_ros.core.errors import InfrastructureError
+from realm_ros.core.policy import Policy
+from realm_ros.core.types import (
+    STEPS_AFTER_SUCCESS,
+    Action,
+    EpisodeOutcome,
+    EpisodeResult,
+    EpisodeSpec,
+    Observation,
+    Progress,
+)
+from realm_ros.core.world import World
+
+#: ``on_step(step, obs, action, progress)`` is called after every control step.
+StepCallback = Callable[[int, Observation, Action, Progress], None]
+
+
+def make_tracker(task: str) -> tasks.ProgressTracker | None:
+    """Return a progress tracker for a REALM task, or None for the empty table."""
+    return None if task in ('', 'empty') else tasks.ProgressTracker(task)
+
+
+def run_episode(world: World, policy: Policy, spec: EpisodeSpec,
+                on_step: StepCallback | None = None) -> EpisodeResult:
+    """Run one episode of ``spec`` with ``policy`` in ``world`` and return its scored result.
+
+    Every action of each chunk the policy returns is executed, one per control step (wrap the
+    policy in :class:`~realm_ros.core.policy.ActionChunker` for open-loop chunks of k). The
+    episode stops after ``spec.max_steps`` steps, or :data:`STEPS_AFTER_SUCCESS` steps after the
+    progression first reaches 1.0 (REALM's rollout rule). An :class:`InfrastructureError` from
+    the policy or the world ends it as ``INFRA_FAILURE`` (never scored as a policy failure), and
+    so does a world clock that runs backwards (MuJoCo resets its state when the physics becomes
+    unstable); any other error propagates.
+    """
+    tracker = make_tracker(spec.task)
+    start = time.monotonic()
+    steps = 0
+    progress = tasks.empty_progress(spec.task)
+    sim_start = 0.0
+
+    def result(outcome: EpisodeOutcome, error: str = '') -> EpisodeResult:
+        reached = tuple(s for s, m in zip(progress.stages, progress.met) if m)
+        return EpisodeResult(
+            spec=spec, world=world.name, outcome=outcome,
+            progression=progress.max_progression, stages=progress.stages,
+            stages_reached=reached, steps=steps, sim_time_s=world.time - sim_start,
+            wall_time_s=time.monotonic() - start, error=error, progress=progress)
+
+    try:
+        obs = world.reset(spec)
+        sim_start = world.time
+        policy.reset(spec)
+        if tracker is not None:
+            progress = tracker.update(obs.privileged, 0)
+        success_step = None
+        while steps < spec.max_steps:
+            chunk = policy.infer(obs)
+            for k in range(len(chunk)):
+                action = world.apply(chunk[k])
+                before = world.time
+                obs = world.step()
+                steps += 1
+                if world.time < before:
+                    raise InfrastructureError(
+                        f'the world clock ran backwards at step {steps} ({before:.3f} s -> '
+                        f'{world.time:.3f} s): the simulation became unstable and was reset')
+                if tracker is not None:
+                    progress = tracker.update(obs.privileged, steps)
+                if on_step is not None:
+                    on_step(steps, obs, action, progress)
+                if success_step is None and progress.max_progression >= 1.0:
+                    success_step = steps
+                if steps >= spec.max_steps or (
+                        success_step is not None and steps - success_step >= STEPS_AFTER_SUCCESS):
+                    break
+            if success_step is not None and steps - success_step >= STEPS_AFTER_SUCCESS:
+                break
+    except InfrastructureError as err:
+        return result(EpisodeOutcome.INFRA_FAILURE, str(err))
+    outcome = (EpisodeOutcome.SUCCESS if progress.max_progression >= 1.0
+               else EpisodeOutcome.TIMEOUT)
+    return result(outcome)

@@ -1,0 +1,226 @@
+"""``policy_node``: host any registered Policy against a world's topics.
+
+Topics (relative; launch it in the world's namespace, ``/sim`` or ``/real``):
+    joint_states (in)            an observation is complete when joint_states arrives
+    cameras/<name>/image (in)    for each camera in ``cameras``; same stamp as joint_states
+    privileged_state (in)        if ``use_privileged``; same stamp as joint_states
+    instruction (in, latched)    the language instruction
+    episode (in, latched)        world_node's episode spec; a new one resets the policy
+    command (out)                trajectory_msgs/JointTrajectory, one point per control step
+Services:
+    ~/reset                      std_srvs/Trigger: reset the policy now with the last episode spec
+
+Policy reset: world_node publishes the latched ``episode`` message on every reset (spec JSON
+and the reset time); this node resets its policy when a new one arrives, before it answers the
+first observation of that episode. ``~/reset`` exists for worlds without that topic.
+
+Lockstep (default): each new complete observation is answered with exactly one command point
+(stamped with the observation's stamp), so the world advances exactly one control step per
+policy step, as in :func:`realm_ros.core.episode.run_episode`. Otherwise a timer at
+``control_hz`` answers the latest observation. The policy is wrapped
+``ActionClipper(GripperBinarizer(ActionChunker(policy, execute_horizon)))``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import rclpy
+from rclpy.executors import ExternalShutdownException
+from rclpy.node import Node
+from sensor_msgs.msg import Image, JointState
+from std_msgs.msg import String
+from std_srvs.srv import Trigger
+from trajectory_msgs.msg import JointTrajectory
+
+from realm_ros.core.config import PolicyNodeConfig
+from realm_ros.core.errors import ConfigError, RealmError
+from realm_ros.core.policy import (
+    ActionChunker,
+    ActionClipper,
+    GripperBinarizer,
+    Policy,
+    make_policy,
+)
+from realm_ros.core.types import EpisodeSpec, Observation
+from realm_ros.ros import convert, qos, topics
+from realm_ros.ros.params import declare_config
+
+
+def build_policy(config: PolicyNodeConfig) -> Policy:
+    """Return the configured policy in its wrapper chain (chunking, binarising, clipping)."""
+    kwargs: dict[str, Any] = {'skill': config.skill, 'seed': config.seed, 'host': config.host,
+                              'port': config.port}
+    kwargs.update(config.extra_kwargs())
+    inner = make_policy(config.policy, **kwargs)
+    return ActionClipper(GripperBinarizer(ActionChunker(inner, execute=config.execute_horizon)))
+
+
+class PolicyNode(Node):
+    """Turn complete observations into commands with one hosted policy."""
+
+    def __init__(self, policy: Policy | None = None, **kwargs: Any) -> None:
+        super().__init__('policy', **kwargs)
+        self.config = declare_config(self, PolicyNodeConfig)
+        self.policy = policy if policy is not None else build_policy(self.config)
+        self._spec: EpisodeSpec | None = None
+        self._needs_reset = True
+        self._instruction = ''
+        self._images: dict[str, tuple[float, Any]] = {}
+        self._privileged: tuple[float, dict[str, Any]] | None = None
+        self._pending: JointState | None = None
+        self._latest: Observation | None = None
+        self._last_answered = -1.0
+        self._step = 0
+        self.commands = 0
+        self.errors = 0
+
+        # Subscriptions are created in the order their messages are published per step
+        # (episode at reset, images, privileged state, then joint states).
+        self.create_subscription(String, topics.EPISODE, self._on_episode, qos.LATCHED)
+        self.create_subscription(String, topics.INSTRUCTION, self._on_instruction, qos.LATCHED)
+        for name in self.config.camera_names:
+            self.create_subscription(Image, topics.camera_image(name),
+                                     lambda msg, n=name: self._on_image(n, msg), qos.IMAGE)
+        if self.config.use_privileged:
+            self.create_subscription(String, topics.PRIVILEGED_STATE, self._on_privileged,
+                                     qos.STATE)
+        self.create_subscription(JointState, topics.JOINT_STATES, self._on_joint_states,
+                                 qos.STATE)
+        self._cmd_pub = self.create_publisher(JointTrajectory, topics.COMMAND, qos.COMMAND)
+        self.create_service(Trigger, '~/reset', self._on_reset)
+        if not self.config.lockstep:
+            self.create_timer(1.0 / self.config.control_hz, self._on_tick)
+        self.get_logger().info(
+            f'policy {self.policy.label!r} up ({"lockstep" if self.config.lockstep else "timer"}'
+            f', chunk k={self.config.execute_horizon}, cameras {list(self.config.camera_names)})')
+
+    # -- inputs -------------------------------------------------------------------------------
+
+    def _on_episode(self, msg: String) -> None:
+        try:
+            data = json.loads(msg.data)
+            self._spec = EpisodeSpec.from_dict(data['spec'])
+        except (ValueError, KeyError, TypeError, RealmError) as err:
+            self.get_logger().error(f'ignoring malformed episode message: {err}')
+            return
+        self._instruction = data.get('instruction', self._instruction)
+        self._needs_reset = True
+        self._last_answered = -1.0
+        self._try_complete()
+
+    def _on_instruction(self, msg: String) -> None:
+        self._instruction = msg.data
+
+    def _on_image(self, name: str, msg: Image) -> None:
+        self._images[name] = (convert.from_time(msg.header.stamp), convert.image_from_msg(msg))
+        self._try_complete()
+
+    def _on_privileged(self, msg: String) -> None:
+        try:
+            self._privileged = convert.privileged_from_json(msg.data)
+        except (ValueError, KeyError) as err:
+            self.get_logger().error(f'ignoring malformed privileged_state: {err}')
+            return
+        self._try_complete()
+
+    def _on_joint_states(self, msg: JointState) -> None:
+        self._pending = msg
+        self._try_complete()
+
+    def _on_reset(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+        del request
+        self._needs_reset = True
+        response.success = True
+        response.message = 'policy will reset before the next observation'
+        return response
+
+    # -- observation assembly and answering -----------------------------------------------------
+
+    def _try_complete(self) -> None:
+        """Build the observation once joint states, images and privileged state share a stamp."""
+        msg = self._pending
+        if msg is None:
+            return
+        stamp = convert.from_time(msg.header.stamp)
+        lockstep = self.config.lockstep
+        if stamp <= self._last_answered and lockstep and not self._needs_reset:
+            return  # sim time went back: a reset whose episode message has not arrived yet
+        # Lockstep: every part of the observation carries the step's stamp. Real time: images
+        # come at their own rate and privileged_state is stamped in sim time, so the latest
+        # of each is used.
+        images = {}
+        for name in self.config.camera_names:
+            got = self._images.get(name)
+            if got is None or (lockstep and abs(got[0] - stamp) > 1e-6):
+                return  # wait for this step's image
+            images[name] = got[1]
+        privileged: dict[str, Any] = {}
+        if self.config.use_privileged:
+            if self._privileged is None or (lockstep and abs(self._privileged[0] - stamp) > 1e-6):
+                return
+            privileged = self._privileged[1]
+        self._pending = None
+        try:
+            joints = convert.joint_state_from_msg(msg)
+        except RealmError as err:
+            self.get_logger().error(f'ignoring joint state: {err}')
+            return
+        if self._needs_reset:
+            self._reset_policy()
+            self._step = 0
+        self._latest = Observation(joints=joints, images=images, instruction=self._instruction,
+                                   step=self._step, privileged=privileged)
+        if self.config.lockstep:
+            self._last_answered = stamp
+            self._answer(self._latest, msg.header.stamp)
+
+    def _reset_policy(self) -> None:
+        spec = self._spec or EpisodeSpec()
+        self.policy.reset(spec)
+        self._needs_reset = False
+        self.get_logger().info(f'policy reset for task {spec.task!r} seed {spec.seed}')
+
+    def _on_tick(self) -> None:
+        if self._latest is not None:
+            self._answer(self._latest, self.get_clock().now().to_msg())
+
+    def _answer(self, obs: Observation, stamp: Any) -> None:
+        try:
+            chunk = self.policy.infer(obs)
+        except RealmError as err:
+            # InfrastructureError included: log and send nothing; the world holds its target
+            # and the evaluator records the episode as an infrastructure failure on timeout.
+            self.errors += 1
+            self.get_logger().error(f'policy failed: {type(err).__name__}: {err}')
+            return
+        msg = convert.actions_to_trajectory([chunk[0]], 1.0 / 15.0, stamp)
+        self._cmd_pub.publish(msg)
+        self._step += 1
+        self.commands += 1
+
+
+def main(args: list[str] | None = None) -> int:
+    """Run ``policy_node`` until interrupted; exit 2 on a bad parameter."""
+    rclpy.init(args=args)
+    node = None
+    try:
+        node = PolicyNode()
+        rclpy.spin(node)
+    except ConfigError as err:
+        print(f'policy_node: invalid parameter: {err}', file=sys.stderr)
+        return 2
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        if node is not None:
+            node.policy.close()
+            node.destroy_node()
+        rclpy.try_shutdown()
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,335 @@
+"""Scripted policies that solve REALM's tasks from privileged object state, as a skill ladder.
+
+The policy plans Cartesian waypoints for the gripper's tool centre point (approach, descend,
+close, lift, carry, release, ...) from the object poses in ``obs.privileged`` (the twin's
+:meth:`Scene.privileged` dict, or the ``privileged_state`` topic over ROS), moves a setpoint
+toward the current waypoint at a bounded speed, and converts it to absolute joint targets with
+the damped least-squares IK of :mod:`realm_ros.core.kinematics`. It never imports MuJoCo.
+
+``skill`` picks a rung of the ladder (0 = ``expert`` ... 3 = ``poor``). Lower rungs make the
+errors real policies make, drawn once per episode from ``(spec.seed, skill)``: imprecise grasp
+offsets and yaw, hesitation pauses, a wrong approach point, early release, short motions
+(lifting, rotating or pulling too little) and stalling. Deterministic per seed and skill.
+Each :meth:`infer` returns a one-action chunk (POSITION mode): the policy re-plans every step.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any, Iterator, Mapping
+
+import numpy as np
+
+from realm_ros.core import kinematics, robot, tasks
+from realm_ros.core.errors import ConfigError, EpisodeError
+from realm_ros.core.policy import Policy
+from realm_ros.core.types import ActionChunk, ActionMode, EpisodeSpec, Observation
+
+OPEN, CLOSED = 0.0, 1.0
+#: TCP yaw (closing-axis direction, rad) at the DROID reset pose; grasp yaws are chosen within
+#: +-pi/2 of it so the wrist never winds toward its joint limit.
+RESET_YAW = -math.pi / 4
+
+
+@dataclasses.dataclass(frozen=True)
+class SkillLevel:
+    """Error model of one rung of the ladder (probabilities per episode; m, rad, steps)."""
+
+    name: str
+    offset_std: float      # grasp/place position error, m (1 sigma, horizontal)
+    yaw_std: float         # grasp yaw error, rad
+    p_pause: float         # hesitate (hold still) at one random waypoint
+    p_wrong: float         # approach a wrong point 6-10 cm off and commit to it
+    p_early_release: float  # open the gripper while carrying
+    p_short: float         # do only 40-70 % of the final motion (lift, rotate, pull, push)
+    p_stall: float         # stop moving at a random waypoint for the rest of the episode
+
+
+SKILLS: tuple[SkillLevel, ...] = (
+    SkillLevel('expert', 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0),
+    SkillLevel('good', 0.006, 0.08, 0.3, 0.05, 0.08, 0.1, 0.05),
+    SkillLevel('sloppy', 0.012, 0.2, 0.5, 0.15, 0.2, 0.25, 0.12),
+    SkillLevel('poor', 0.02, 0.35, 0.7, 0.3, 0.3, 0.4, 0.25),
+)
+SKILL_NAMES = tuple(s.name for s in SKILLS)
+
+
+def skill_level(skill: Any) -> int:
+    """Return the rung index for ``skill`` (0..3 or a name such as ``'expert'``)."""
+    if isinstance(skill, str) and not skill.lstrip('-').isdigit():
+        if skill not in SKILL_NAMES:
+            raise ConfigError(f'scripted policy skill {skill!r} unknown; use 0..3 or one of '
+                              f'{list(SKILL_NAMES)}')
+        return SKILL_NAMES.index(skill)
+    level = int(skill)
+    if not 0 <= level < len(SKILLS):
+        raise ConfigError(f'scripted policy skill must be 0..{len(SKILLS) - 1}, got {skill}')
+    return level
+
+
+@dataclasses.dataclass
+class Waypoint:
+    """A TCP target: position (m, base frame), closing-axis yaw (rad), gripper (1 = closed).
+
+    ``speed``: setpoint speed, m per control step; ``tol``: how close the measured TCP must be
+    to count as arrived, m; ``dwell``: steps to hold after arriving; ``timeout``: steps after
+    which the waypoint is given up and the next one taken.
+    """
+
+    pos: np.ndarray
+    yaw: float
+    grip: float
+    speed: float = 0.012
+    tol: float = 0.015
+    dwell: int = 0
+    timeout: int = 90
+
+
+# Per-task grasp geometry: TCP height above the table (m) and closing-axis yaw relative to the
+# object's yaw (rad), for objects whose long axis is their local x.
+GRASP = {
+    'green_block': (0.02, 0.0),
+    'banana': (0.02, math.pi / 2),
+    'marker': (0.012, math.pi / 2),
+    'mug': (0.068, math.pi / 2),
+    'spoon': (0.017, math.pi / 2),
+    'water_bottle': (0.12, 0.0),
+}
+#: TCP height (m) at which an object is released over each receiver (its top plus clearance).
+RELEASE_Z = {'bowl': 0.085, 'box': 0.1, 'yellow_block': 0.074}
+
+
+def _yaw_of(quat: Any) -> float:
+    w, x, y, z = (float(v) for v in quat)
+    return math.atan2(2.0 * (w * z + x * y), 1.0 - 2.0 * (y * y + z * z))
+
+
+def _near_reset(yaw: float, period: float = math.pi) -> float:
+    """Return ``yaw`` shifted by multiples of ``period`` to lie within period/2 of RESET_YAW."""
+    return RESET_YAW + (yaw - RESET_YAW + period / 2) % period - period / 2
+
+
+class ScriptedPolicy(Policy):
+    """Privileged-state waypoint policy with a skill ladder (see module docstring).
+
+    Args:
+        skill: 0..3 or ``expert``/``good``/``sloppy``/``poor``.
+        seed: extra seed mixed with ``spec.seed`` (default 0).
+    """
+
+    name = 'scripted'
+
+    def __init__(self, skill: Any = 0, seed: int = 0, **kwargs: Any) -> None:
+        del kwargs  # host, port, ... of other policies
+        self.level = skill_level(skill)
+        self.skill = SKILLS[self.level]
+        self.seed = int(seed)
+        self._spec: EpisodeSpec | None = None
+        self._plan: Iterator[Waypoint] | None = None
+
+    @property
+    def label(self) -> str:
+        return f'scripted-{self.skill.name}'
+
+    # -- episode set-up ---------------------------------------------------------------------
+
+    def reset(self, spec: EpisodeSpec) -> None:
+        self.task = tasks.get_task(spec.task)
+        self._spec = spec
+        rng = np.random.default_rng([int(spec.seed), self.level, self.seed, 0x5EA1])
+        s = self.skill
+        self.offset = np.r_[rng.normal(0.0, s.offset_std, 2),
+                            abs(rng.normal(0.0, s.offset_std / 2))]
+        self.yaw_error = float(rng.normal(0.0, s.yaw_std))
+        self.pause_at = int(rng.integers(0, 6)) if rng.random() < s.p_pause else -1
+        self.pause_len = int(rng.integers(10, 40))
+        angle = rng.uniform(-math.pi, math.pi)
+        self.wrong = (rng.uniform(0.06, 0.1) * np.array([math.cos(angle), math.sin(angle), 0.0])
+                      if rng.random() < s.p_wrong else np.zeros(3))
+        self.early_release = bool(rng.random() < s.p_early_release)
+        self.short = float(rng.uniform(0.4, 0.7)) if rng.random() < s.p_short else 1.0
+        self.stall_at = int(rng.integers(1, 7)) if rng.random() < s.p_stall else -1
+        self._plan = None
+        self._q_cmd: np.ndarray | None = None
+        self._set_pos = np.zeros(3)
+        self._set_yaw = RESET_YAW
+        self._wp: Waypoint | None = None
+        self._wp_index = -1
+        self._wp_steps = 0
+        self._dwell = 0
+        self._hold = 0
+        self._done = False
+        self._state: Mapping[str, Any] = {}
+
+    # -- the loop -----------------------------------------------------------------------------
+
+    def infer(self, obs: Observation) -> ActionChunk:
+        if self._spec is None:
+            raise EpisodeError('scripted policy: reset(spec) must be called before infer')
+        if not obs.privileged:
+            raise EpisodeError(
+                'scripted policy needs privileged object state (a simulated world or the '
+                'digital real); this observation has none')
+        self._state = obs.privileged
+        q_meas = np.asarray(obs.joints.position, dtype=float)
+        if self._q_cmd is None:
+            self._q_cmd = q_meas.copy()
+            tcp = kinematics.tcp_pose(q_meas)
+            self._set_pos = tcp[:3, 3].copy()
+            self._set_yaw = math.atan2(tcp[1, 1], tcp[0, 1])
+            self._plan = self._waypoints()
+            self._next_waypoint()
+        self._advance(q_meas)
+        wp = self._wp
+        grip = wp.grip if wp is not None else CLOSED
+        if wp is not None and self._hold == 0:
+            delta = wp.pos - self._set_pos
+            dist = float(np.linalg.norm(delta))
+            self._set_pos = wp.pos.copy() if dist <= wp.speed else \
+                self._set_pos + delta * (wp.speed / dist)
+            dyaw = wp.yaw - self._set_yaw
+            self._set_yaw += float(np.clip(dyaw, -0.08, 0.08))
+        self._q_cmd, _ = kinematics.solve_ik(
+            self._set_pos, kinematics.down_rotation(self._set_yaw), self._q_cmd,
+            q_rest=self._spec_reset_q(), iterations=8)
+        return ActionChunk(np.r_[self._q_cmd, grip][None, :], ActionMode.POSITION)
+
+    def _spec_reset_q(self) -> np.ndarray:
+        return np.asarray(tasks.RESET_Q.get(self.task.name, robot.RESET_Q), dtype=float)
+
+    def _advance(self, q_meas: np.ndarray) -> None:
+        """Move to the next waypoint when the current one is reached (or timed out)."""
+        if self._hold > 0:
+            self._hold -= 1
+            return
+        wp = self._wp
+        if wp is None or self._done:
+            return
+        self._wp_steps += 1
+        arrived = (np.allclose(self._set_pos, wp.pos) and abs(self._set_yaw - wp.yaw) < 0.02
+                   and np.linalg.norm(kinematics.tcp_pose(q_meas)[:3, 3] - wp.pos) < wp.tol)
+        if arrived or self._wp_steps > wp.timeout:
+            if self._dwell < wp.dwell:
+                self._dwell += 1
+                return
+            self._next_waypoint()
+
+    def _next_waypoint(self) -> None:
+        assert self._plan is not None
+        self._wp_index += 1
+        self._wp_steps = 0
+        self._dwell = 0
+        if self._wp_index == self.stall_at:
+            self._done = True  # stalls: keeps holding the current waypoint forever
+            return
+        if self._wp_index == self.pause_at:
+            self._hold = self.pause_len
+        try:
+            self._wp = next(self._plan)
+        except StopIteration:
+            self._done = True
+
+    # -- planning -----------------------------------------------------------------------------
+
+    def _obj(self, name: str) -> tuple[np.ndarray, float]:
+        pose = self._state['objects'][name]
+        return np.asarray(pose['pos'], dtype=float), _yaw_of(pose['quat'])
+
+    def _waypoints(self) -> Iterator[Waypoint]:
+        skill = self.task.skill
+        if skill in ('pick', 'put', 'stack', 'rotate'):
+            return self._plan_grasping()
+        if skill == 'push':
+            return self._plan_push()
+        return self._plan_drawer()
+
+    def _grasp_pose(self) -> tuple[np.ndarray, float]:
+        pos, yaw = self._obj(self.task.obj)
+        height, rel = GRASP[self.task.obj]
+        grasp_yaw = _near_reset(yaw + rel) + self.yaw_error
+        target = np.array([pos[0], pos[1], height]) + self.offset + self.wrong
+        return target, grasp_yaw
+
+    def _plan_grasping(self) -> Iterator[Waypoint]:
+        up = np.array([0.0, 0.0, 1.0])
+        grasp, yaw = self._grasp_pose()
+        yield Waypoint(grasp + 0.12 * up, yaw, OPEN, tol=0.02)
+        yield Waypoint(grasp, yaw, OPEN, speed=0.008, tol=0.008)
+        yield Waypoint(grasp, yaw, CLOSED, dwell=8, timeout=10)
+        skill = self.task.skill
+        if skill == 'pick':
+            lift = grasp + 0.2 * self.short * up
+            yield Waypoint(lift, yaw, CLOSED, speed=0.01, tol=0.02)
+            yield Waypoint(lift, yaw, CLOSED, dwell=30, timeout=5)
+            return
+        if skill == 'rotate':
+            lift = grasp + 0.03 * up
+            yield Waypoint(lift, yaw, CLOSED, speed=0.006, tol=0.01)
+            turn = -1.5 * self.short if yaw > RESET_YAW else 1.5 * self.short
+            yield Waypoint(lift, yaw + turn, CLOSED, tol=0.02, timeout=60)
+            yield Waypoint(grasp + 0.005 * up, yaw + turn, CLOSED, speed=0.006, tol=0.01)
+            yield Waypoint(grasp + 0.005 * up, yaw + turn, OPEN, dwell=6, timeout=8)
+            yield Waypoint(grasp + 0.12 * up, yaw + turn, OPEN, tol=0.03)
+            return
+        # put / stack: lift, carry over the receiver, lower, release, retreat.
+        carry_z = 0.18 if self.short >= 1.0 else 0.02 + 0.1 * self.short
+        lift = np.array([grasp[0], grasp[1], carry_z])
+        yield Waypoint(lift, yaw, CLOSED, speed=0.01, tol=0.03)
+        target, target_yaw = self._obj(self.task.target)
+        place_yaw = _near_reset(target_yaw + GRASP[self.task.obj][1]) if \
+            self.task.obj == 'banana' else yaw
+        over = np.array([target[0], target[1], carry_z]) + self.offset * np.array([1, 1, 0])
+        if self.early_release:
+            midway = 0.5 * (lift + over)
+            yield Waypoint(midway, place_yaw, CLOSED, tol=0.03)
+            yield Waypoint(midway, place_yaw, OPEN, dwell=5, timeout=6)
+        yield Waypoint(over, place_yaw, CLOSED, tol=0.02)
+        # Re-read the receiver: it may have been nudged.
+        target, _ = self._obj(self.task.target)
+        place = np.array([target[0], target[1], RELEASE_Z[self.task.target]]) + \
+            self.offset * np.array([1, 1, 0])
+        yield Waypoint(place, place_yaw, CLOSED, speed=0.006, tol=0.01)
+        yield Waypoint(place, place_yaw, OPEN, dwell=8, timeout=10)
+        yield Waypoint(place + np.array([0.0, 0.0, 0.1]), place_yaw, OPEN, tol=0.03)
+
+    def _plan_push(self) -> Iterator[Waypoint]:
+        button = np.asarray(self._state['reach_point']['light_switch'], dtype=float)
+        target = button + self.offset * np.array([1, 1, 0]) + self.wrong
+        top = 0.02  # button top above its body origin, m
+        yaw = RESET_YAW + self.yaw_error
+        yield Waypoint(target + np.array([0, 0, top + 0.1]), yaw, CLOSED, tol=0.02)
+        depth = 0.018 * self.short
+        press = target + np.array([0, 0, top + 0.01 - depth])
+        yield Waypoint(press, yaw, CLOSED, speed=0.005, tol=0.004, timeout=40)
+        yield Waypoint(press, yaw, CLOSED, dwell=5, timeout=5)
+        yield Waypoint(target + np.array([0, 0, top + 0.1]), yaw, CLOSED, tol=0.03)
+
+    def _plan_drawer(self) -> Iterator[Waypoint]:
+        handle = np.asarray(self._state['reach_point'][self.task.obj], dtype=float)
+        drawer_quat = self._state['objects'][self.task.obj]['quat']
+        axis_yaw = _yaw_of(drawer_quat)
+        pull = np.array([-math.cos(axis_yaw), -math.sin(axis_yaw), 0.0])  # opening direction
+        travel = 0.25
+        up = np.array([0.0, 0.0, 1.0])
+        if self.task.skill == 'open_drawer':
+            yaw = _near_reset(axis_yaw) + self.yaw_error
+            grasp = handle + self.offset * np.array([1, 1, 0.3]) + self.wrong
+            yield Waypoint(grasp + 0.1 * up, yaw, OPEN, tol=0.02)
+            yield Waypoint(grasp, yaw, OPEN, speed=0.006, tol=0.008)
+            yield Waypoint(grasp, yaw, CLOSED, dwell=8, timeout=10)
+            out = grasp + pull * (travel + 0.02) * self.short
+            if self.early_release:
+                yield Waypoint(grasp + pull * 0.1, yaw, CLOSED, speed=0.006, tol=0.02)
+                yield Waypoint(grasp + pull * 0.1, yaw, OPEN, dwell=4, timeout=5)
+            yield Waypoint(out, yaw, CLOSED, speed=0.006, tol=0.02, timeout=120)
+            yield Waypoint(out, yaw, OPEN, dwell=6, timeout=8)
+            yield Waypoint(out + 0.1 * up, yaw, OPEN, tol=0.03)
+            return
+        yaw = _near_reset(axis_yaw + math.pi / 2) + self.yaw_error
+        start = handle + pull * 0.05 + self.offset * np.array([1, 1, 0.3]) + self.wrong
+        yield Waypoint(start + 0.1 * up, yaw, CLOSED, tol=0.02)
+        yield Waypoint(start, yaw, CLOSED, speed=0.006, tol=0.01)
+        end = start - pull * (travel + 0.06) * self.short
+        yield Waypoint(end, yaw, CLOSED, speed=0.006, tol=0.02, timeout=120)
+        yield Waypoint(end + 0.1 * up, yaw, CLOSED, tol=0.03)
