@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import json
 import pathlib
 import sys
 from typing import Any, Mapping
@@ -29,6 +30,8 @@ NODE_CLASSES: dict[str, str] = {
 }
 
 REAL_NS, SIM_NS = '/real', '/sim'
+#: Where the digital real's franka_ros2-shaped interface lives (the bridge's robot side).
+ROBOT_NS = '/real/franka'
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,21 +86,32 @@ def paired_eval_graph(config: EvalConfig, out_dir: str, lockstep: bool = True,
             the evaluator switches the policy per episode through the spec otherwise.
         monitor: add monitor_node (markers and divergence for RViz).
     """
-    policy = dict(policy or {})
+    entries = config.policy_entries()
+    scripted = any(e.policy == 'scripted' for e in entries)
+    if scripted and config.real == 'franka':
+        raise ConfigError('scripted policies read privileged object state, which a real arm '
+                          'does not have; evaluate them against the digital real (real: fake)')
+    policy = {'policy': entries[0].policy, 'policy_args': json.dumps(dict(entries[0].args)),
+              **dict(policy or {}),
+              'use_privileged': scripted, 'start_active': False,
+              'cameras': 'exterior_1,wrist' if config.cameras else ''}
     real_lockstep = lockstep and config.real == 'fake'
     camera_rate = 15.0 if config.cameras else 0.0  # 0 = no images rendered or published
     nodes = []
     if config.real == 'fake':
-        nodes.append(NodeSpec('fake_franka', 'fake_franka', REAL_NS, {
+        # The robot side of the bridge lives in its own namespace, as franka_ros2 would.
+        nodes.append(NodeSpec('fake_franka', 'fake_franka', ROBOT_NS, {
             'dynamics_file': config.real_dynamics_file,
             'lockstep': real_lockstep,
-            'joint_prefix': 'fr3_',
+            'arm_prefix': 'fr3_',
+            **({'cameras': ['exterior_1', 'exterior_2', 'wrist']} if config.cameras else {}),
         }, _clock(REAL_NS)))
     nodes.append(NodeSpec('world_node', 'world', REAL_NS, {
         'backend': 'franka',
         'lockstep': real_lockstep,
         'joint_prefix': 'fr3_',
-        'digital_real': config.real == 'fake',
+        'franka.namespace': ROBOT_NS if config.real == 'fake' else '/',
+        'franka.digital_real': config.real == 'fake',
         'camera_rate_hz': camera_rate,
     }, _clock(REAL_NS)))
     if config.real == 'franka':

@@ -6,6 +6,7 @@ import re
 
 import pytest
 
+from realm_ros.core.errors import ConfigError
 from realm_ros.core.evaluation import EvalConfig
 from realm_ros.graph import NODE_CLASSES, evaluator_parameters, paired_eval_graph, share_path
 
@@ -19,7 +20,8 @@ def _console_scripts():
 
 @pytest.mark.parametrize('real', ['fake', 'franka'])
 def test_graph_executables_are_console_scripts_with_node_classes(real):
-    graph = paired_eval_graph(EvalConfig(real=real), 'out', monitor=True)
+    policies = ('scripted:3', 'scripted:0') if real == 'fake' else ('pi05=openpi', 'hold')
+    graph = paired_eval_graph(EvalConfig(real=real, policies=policies), 'out', monitor=True)
     scripts = _console_scripts()
     for spec in graph:
         assert spec.executable in scripts, spec.executable
@@ -27,14 +29,20 @@ def test_graph_executables_are_console_scripts_with_node_classes(real):
     names = {(s.namespace, s.name) for s in graph}
     assert {('/real', 'world'), ('/sim', 'world'), ('/real', 'policy'), ('/sim', 'policy'),
             ('', 'evaluator')} <= names
-    assert (('/real', 'fake_franka') in names) == (real == 'fake')
+    assert (('/real/franka', 'fake_franka') in names) == (real == 'fake')
     assert (('/real', 'operator') in names) == (real == 'franka')
 
 
 def test_each_lockstep_world_keeps_its_own_clock():
     for spec in paired_eval_graph(EvalConfig(), 'out'):
         if spec.namespace:
-            assert ('/clock', f'{spec.namespace}/clock') in spec.remappings
+            world = spec.namespace.split('/')[1]
+            assert ('/clock', f'/{world}/clock') in spec.remappings
+
+
+def test_scripted_policies_cannot_target_a_real_arm():
+    with pytest.raises(ConfigError, match='privileged'):
+        paired_eval_graph(EvalConfig(real='franka'), 'out')
 
 
 def test_launch_file_and_cli_build_nodes_from_the_same_definition():

@@ -87,9 +87,58 @@ def reuse_real(config: EvalConfig, out: pathlib.Path, source: pathlib.Path) -> i
     return log.import_world(path, REAL, [s.pair_id for s in plan_pairs(config)])
 
 
+class NodeRunner:
+    """Each node on its own single-threaded executor and thread, as if in its own process.
+
+    Nodes call each other's services from inside callbacks (the bridge resets fake_franka
+    from within world_node's reset service), which would deadlock on one shared
+    single-threaded executor; one executor per node reproduces the launch file's process
+    boundaries. A node is spinning as soon as it is added, because a later node may wait in
+    its constructor for an earlier one's messages (the bridge waits for the arm's state).
+    """
+
+    def __init__(self) -> None:
+        self.nodes: list[Any] = []
+        self._executors: list[Any] = []
+        self._threads: list[threading.Thread] = []
+
+    def add(self, node: Any) -> None:
+        """Start spinning ``node`` in its own thread."""
+        from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+
+        executor = SingleThreadedExecutor()
+        executor.add_node(node)
+
+        def spin() -> None:
+            try:
+                executor.spin()
+            except ExternalShutdownException:
+                pass
+
+        thread = threading.Thread(target=spin, name=node.get_name(), daemon=True)
+        thread.start()
+        self.nodes.append(node)
+        self._executors.append(executor)
+        self._threads.append(thread)
+
+    def shutdown(self) -> None:
+        """Stop every executor, close worlds and policies, destroy the nodes."""
+        for executor in self._executors:
+            executor.shutdown(timeout_sec=2.0)
+        for node in reversed(self.nodes):
+            for owner in ('world', 'policy'):
+                close = getattr(getattr(node, owner, None), 'close', None)
+                if close is not None:
+                    close()
+            node.destroy_node()
+
+
 def build_nodes(config: EvalConfig, out_dir: pathlib.Path, monitor: bool = False,
-                quiet: bool = False) -> list[Any]:
-    """Instantiate every node of the graph in this process (rclpy must be initialised)."""
+                quiet: bool = False, runner: NodeRunner | None = None) -> list[Any]:
+    """Instantiate every node of the graph in this process (rclpy must be initialised).
+
+    With a ``runner`` each node starts spinning as soon as it exists.
+    """
     from rclpy.parameter import Parameter
 
     from realm_ros.graph import evaluator_parameters, paired_eval_graph
@@ -103,16 +152,18 @@ def build_nodes(config: EvalConfig, out_dir: pathlib.Path, monitor: bool = False
         overrides = [Parameter(k, value=v) for k, v in params.items()]
         remaps = [arg for a, b in spec.remappings for arg in ('-r', f'{a}:={b}')]
         cls = spec.node_class()
-        nodes.append(cls(namespace=spec.namespace, parameter_overrides=overrides,
-                         cli_args=['--ros-args', *remaps] if remaps else None,
-                         use_global_arguments=False))
+        node = cls(namespace=spec.namespace, parameter_overrides=overrides,
+                   cli_args=['--ros-args', *remaps] if remaps else None,
+                   use_global_arguments=False)
+        nodes.append(node)
+        if runner is not None:
+            runner.add(node)
     return nodes
 
 
 def run(args: argparse.Namespace) -> int:
     """Run the evaluation; Ctrl-C stops it and keeps every finished episode."""
     import rclpy
-    from rclpy.executors import SingleThreadedExecutor
 
     config = load_config(args)
     out = args.out.expanduser().resolve()
@@ -127,16 +178,9 @@ def run(args: argparse.Namespace) -> int:
               f'{" with " + config.sim_params_file if config.sim_params_file else ""}; '
               f'ROS_DOMAIN_ID={os.environ.get("ROS_DOMAIN_ID", "0")}', flush=True)
     rclpy.init()
-    nodes: list[Any] = []
-    # One thread: the evaluation loop runs in this (main) thread and only waits on futures,
-    # so callbacks never block each other; measured faster than a multi-threaded executor.
-    executor = SingleThreadedExecutor()
-    spinner = threading.Thread(target=executor.spin, daemon=True)
+    runner = NodeRunner()
     try:
-        nodes = build_nodes(config, out, args.monitor, args.quiet)
-        for node in nodes:
-            executor.add_node(node)
-        spinner.start()
+        nodes = build_nodes(config, out, args.monitor, args.quiet, runner)
         evaluator = next(n for n in nodes if n.get_name() == 'evaluator')
         evaluator.run_all()
     except InfrastructureError as err:
@@ -148,11 +192,6 @@ def run(args: argparse.Namespace) -> int:
               're-run the same command to resume', file=sys.stderr)
         return 130
     finally:
-        executor.shutdown(timeout_sec=2.0)
-        for node in nodes:
-            close = getattr(getattr(node, 'world', None), 'close', None)
-            if close is not None:
-                close()
-            node.destroy_node()
+        runner.shutdown()
         rclpy.try_shutdown()
     return 0

@@ -411,6 +411,9 @@ class PolicyNodeConfig:
     use_privileged: bool = field(
         False, 'wait for privileged_state with the same stamp as joint_states (scripted '
                'policies; simulated worlds and the digital real only)')
+    start_active: bool = field(
+        True, 'answer observations from the start; false: wait for ~/set_active (the '
+              'evaluator starts the policies of both worlds at once)')
 
     def __post_init__(self) -> None:
         if not self.policy:

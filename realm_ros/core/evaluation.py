@@ -82,7 +82,7 @@ class EvalConfig:
 
     tasks: tuple[str, ...] = field(('pick_spoon',), 'tasks to evaluate')
     policies: tuple[str, ...] = field(
-        ('scripted:3', 'scripted:2', 'scripted:1', 'scripted:0'),
+        ('scripted:0', 'scripted:1', 'scripted:2', 'scripted:3'),
         'policies: policy[:skill] or label=policy[:key=value,...]')
     perturbations: tuple[str, ...] = field(('Default',), 'perturbation codes (REALM)')
     intensity: float = field(1.0, 'perturbation intensity in [0, 1]')

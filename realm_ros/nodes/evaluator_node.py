@@ -94,7 +94,7 @@ class EvaluatorNode(Node):
         self.config = declare_config(self, EvaluatorConfig)
         self.out_dir = pathlib.Path(self.config.out_dir)
         self._group = ReentrantCallbackGroup()
-        self._clients: dict = {}
+        self._service_clients: dict = {}
         self._runs: dict[str, _WorldRun] = {}
         self._lock = threading.Lock()
         self.finished = threading.Event()
@@ -196,18 +196,18 @@ class EvaluatorNode(Node):
         entry = self._entries.get(spec.policy) or PolicyEntry.parse(spec.policy)
         timeout = self.config.service_timeout_s
         services.set_parameters(self, f'{ns}/world', {'episode_spec': spec.to_json()},
-                                timeout, self._clients)
+                                timeout, self._service_clients)
         if world == REAL and self.config.operator_scored_real:
             self._operator_setup(ns, spec)
         response = services.call(self, Trigger, f'{ns}/{topics.RESET}', timeout_s=timeout,
-                                 clients=self._clients)
+                                 clients=self._service_clients)
         if not response.success:
             raise InfrastructureError(f'{ns} reset failed: {response.message}')
         services.set_parameters(self, f'{ns}/policy', {
             'policy': entry.policy, 'policy_args': json.dumps(dict(entry.args)),
-            'seed': spec.seed}, timeout, self._clients)
+            'seed': spec.seed}, timeout, self._service_clients)
         response = services.call(self, Trigger, f'{ns}/policy/reset', timeout_s=timeout,
-                                 clients=self._clients)
+                                 clients=self._service_clients)
         if not response.success:
             raise InfrastructureError(f'{ns} policy reset failed: {response.message}')
 
@@ -221,14 +221,14 @@ class EvaluatorNode(Node):
               'std_srvs/srv/Trigger (or press r in the operator terminal)', flush=True)
         response = services.call(self, Trigger, f'{ns}/operator/await_reset',
                                  timeout_s=self.config.episode_timeout_s,
-                                 clients=self._clients)
+                                 clients=self._service_clients)
         if not response.success:
             raise InfrastructureError(f'operator did not confirm the reset: {response.message}')
 
     def _activate(self, ns: str, active: bool) -> None:
         request = SetBool.Request(data=active)
         response = services.call(self, SetBool, f'{ns}/policy/set_active', request,
-                                 self.config.service_timeout_s, self._clients)
+                                 self.config.service_timeout_s, self._service_clients)
         if not response.success:
             raise InfrastructureError(f'{ns} policy refused set_active={active}: '
                                       f'{response.message}')

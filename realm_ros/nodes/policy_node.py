@@ -7,8 +7,16 @@ Topics (relative; launch it in the world's namespace, ``/sim`` or ``/real``):
     instruction (in, latched)    the language instruction
     episode (in, latched)        world_node's episode spec; a new one resets the policy
     command (out)                trajectory_msgs/JointTrajectory, one point per control step
+    ~/status (out)               diagnostic_msgs/DiagnosticStatus: OK after each answer, ERROR
+                                 when the policy fails (InfrastructureError: server down,
+                                 timeout, malformed answer); the evaluator then ends the episode
+                                 as an infrastructure failure
 Services:
     ~/reset                      std_srvs/Trigger: reset the policy now with the last episode spec
+    ~/set_active                 std_srvs/SetBool: answer observations (true) or stay silent
+Parameters ``policy``, ``skill``, ``seed``, ``host``, ``port``, ``policy_args`` and
+``execute_horizon`` may be changed at run time; the policy is rebuilt at its next reset (this
+is how the evaluator switches the policy under test between episodes).
 
 Policy reset: world_node publishes the latched ``episode`` message on every reset (spec JSON
 and the reset time); this node resets its policy when a new one arrives, before it answers the
@@ -27,15 +35,17 @@ import json
 import sys
 from typing import Any
 
+from diagnostic_msgs.msg import DiagnosticStatus
+from rcl_interfaces.msg import SetParametersResult
 import rclpy
 from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from sensor_msgs.msg import Image, JointState
 from std_msgs.msg import String
-from std_srvs.srv import Trigger
+from std_srvs.srv import SetBool, Trigger
 from trajectory_msgs.msg import JointTrajectory
 
-from realm_ros.core.config import PolicyNodeConfig
+from realm_ros.core.config import PolicyNodeConfig, from_mapping
 from realm_ros.core.errors import ConfigError, RealmError
 from realm_ros.core.policy import (
     ActionChunker,
@@ -76,6 +86,9 @@ class PolicyNode(Node):
         self._step = 0
         self.commands = 0
         self.errors = 0
+        self._active = self.config.start_active
+        self._rebuild = False
+        self._fixed_policy = policy is not None
 
         # Subscriptions are created in the order their messages are published per step
         # (episode at reset, images, privileged state, then joint states).
@@ -90,7 +103,10 @@ class PolicyNode(Node):
         self.create_subscription(JointState, topics.JOINT_STATES, self._on_joint_states,
                                  qos.STATE)
         self._cmd_pub = self.create_publisher(JointTrajectory, topics.COMMAND, qos.COMMAND)
+        self._status_pub = self.create_publisher(DiagnosticStatus, '~/status', qos.STATE)
         self.create_service(Trigger, '~/reset', self._on_reset)
+        self.create_service(SetBool, '~/set_active', self._on_set_active)
+        self.add_on_set_parameters_callback(self._on_parameters)
         if not self.config.lockstep:
             self.create_timer(1.0 / self.config.control_hz, self._on_tick)
         self.get_logger().info(
@@ -137,13 +153,43 @@ class PolicyNode(Node):
         response.message = 'policy will reset before the next observation'
         return response
 
+    def _on_set_active(self, request: SetBool.Request,
+                       response: SetBool.Response) -> SetBool.Response:
+        self._active = bool(request.data)
+        response.success = True
+        response.message = 'active' if self._active else 'inactive'
+        if self._active:
+            self._try_complete()  # answer the observation that arrived while inactive
+        return response
+
+    _REBUILD = ('policy', 'skill', 'seed', 'host', 'port', 'policy_args', 'execute_horizon')
+
+    def _on_parameters(self, params: list) -> SetParametersResult:
+        """Validate policy parameter changes; the policy is rebuilt at its next reset."""
+        changed = {p.name: p.value for p in params if p.name in self._REBUILD}
+        if not changed:
+            return SetParametersResult(successful=True)
+        if self._fixed_policy:
+            return SetParametersResult(successful=False,
+                                       reason='this node hosts a fixed policy object')
+        values = {f: getattr(self.config, f) for f in self.config.__dataclass_fields__}
+        values.update(changed)
+        try:
+            config = from_mapping(PolicyNodeConfig, values, where='policy_node parameters')
+        except ConfigError as err:
+            return SetParametersResult(successful=False, reason=str(err))
+        self.config = config
+        self._rebuild = True
+        self._needs_reset = True
+        return SetParametersResult(successful=True)
+
     # -- observation assembly and answering -----------------------------------------------------
 
     def _try_complete(self) -> None:
         """Build the observation once joint states, images and privileged state share a stamp."""
         msg = self._pending
-        if msg is None:
-            return
+        if msg is None or not self._active:
+            return  # inactive: keep the observation, answer it on activation
         stamp = convert.from_time(msg.header.stamp)
         lockstep = self.config.lockstep
         if stamp <= self._last_answered and lockstep and not self._needs_reset:
@@ -179,7 +225,15 @@ class PolicyNode(Node):
 
     def _reset_policy(self) -> None:
         spec = self._spec or EpisodeSpec()
-        self.policy.reset(spec)
+        try:
+            if self._rebuild:
+                self.policy.close()
+                self.policy = build_policy(self.config)
+                self._rebuild = False
+            self.policy.reset(spec)
+        except RealmError as err:  # e.g. a policy server that is down
+            self._report_failure(err)
+            return
         self._needs_reset = False
         self.get_logger().info(f'policy reset for task {spec.task!r} seed {spec.seed}')
 
@@ -191,15 +245,22 @@ class PolicyNode(Node):
         try:
             chunk = self.policy.infer(obs)
         except RealmError as err:
-            # InfrastructureError included: log and send nothing; the world holds its target
-            # and the evaluator records the episode as an infrastructure failure on timeout.
-            self.errors += 1
-            self.get_logger().error(f'policy failed: {type(err).__name__}: {err}')
+            # Send nothing: the world holds its target; ~/status tells the evaluator, which
+            # records the episode as an infrastructure failure (never as a policy failure).
+            self._report_failure(err)
             return
         msg = convert.actions_to_trajectory([chunk[0]], 1.0 / 15.0, stamp)
         self._cmd_pub.publish(msg)
         self._step += 1
         self.commands += 1
+
+    def _report_failure(self, err: RealmError) -> None:
+        self.errors += 1
+        text = f'{type(err).__name__}: {err}'
+        self.get_logger().error(f'policy failed: {text}')
+        self._status_pub.publish(DiagnosticStatus(
+            level=DiagnosticStatus.ERROR, name=self.get_fully_qualified_name(),
+            message=text, hardware_id=self.policy.label))
 
 
 def main(args: list[str] | None = None) -> int:

@@ -32,6 +32,10 @@ from realm_ros.core import robot
 FINGER_TRAVEL = robot.GRIPPER_MAX_WIDTH / 2.0
 GRIPPER_BASE_LENGTH = 0.10
 TCP_OFFSET = 0.165  # flange to fingertip centre along the flange z axis
+#: Finger joint damping, N s/m: with the 40 N force limit the fingers close at about
+#: 40 / 300 = 0.13 m/s, a Robotiq 2F-85's speed. Lightly damped fingers would slam shut at
+#: metres per second and tunnel through thin objects (a spoon handle) in one physics step.
+FINGER_DAMPING = 300.0
 
 #: Table top height in the world frame; the robot base sits on it at the origin.
 TABLE_TOP_Z = 0.0
@@ -170,7 +174,7 @@ def _finger_xml(name: str, side: float) -> str:
         f'<body name="{name}" pos="0 0 {GRIPPER_BASE_LENGTH}" gravcomp="1">'
         '<inertial pos="0 0 0.03" mass="0.05" diaginertia="2e-5 2e-5 1e-5"/>'
         f'<joint name="{joint}" type="slide" axis="0 {side:g} 0" range="0 {FINGER_TRAVEL}" '
-        'damping="2" armature="0.01"/>'
+        f'damping="{FINGER_DAMPING}" armature="0.01"/>'
         f'<geom class="grip" type="box" size="0.011 0.006 0.035" pos="0 {side * 0.006:g} 0.03" '
         f'name="{name}_body"/>'
         f'<geom class="pad" type="box" size="0.011 0.003 0.018" pos="0 {-side * 0.001:g} 0.057" '
@@ -197,7 +201,7 @@ def actuators_xml() -> str:
     # Gripper: position servo on the left finger; the right finger is coupled by an equality.
     lines.append(
         f'<general name="{GRIPPER_ACTUATOR}" joint="left_finger_joint" ctrllimited="true" '
-        f'ctrlrange="0 {FINGER_TRAVEL}" gainprm="1500" biastype="affine" biasprm="0 -1500 -30" '
+        f'ctrlrange="0 {FINGER_TRAVEL}" gainprm="3000" biastype="affine" biasprm="0 -3000 -30" '
         'forcelimited="true" forcerange="-40 40"/>')
     lines.append('</actuator>')
     return '\n'.join(lines)
@@ -259,7 +263,7 @@ def build_mjcf(
     </default>
     <default class="pad">
       <geom contype="2" conaffinity="1" rgba="0.1 0.1 0.1 1" group="1" friction="1.5 0.02 0.002"
-            solref="0.01 1" solimp="0.95 0.99 0.001" condim="4" priority="1"/>
+            solref="0.02 1" solimp="0.9 0.95 0.001" condim="4" priority="1"/>
     </default>
     <default class="scene">
       <geom contype="1" conaffinity="3" rgba="0.55 0.42 0.3 1" group="0"/>
