@@ -29,7 +29,13 @@ def test_config_validation_names_fields(tmp_path):
     with pytest.raises(ConfigError, match='EvalConfig.real'):
         EvalConfig(real='gazebo')
     with pytest.raises(ConfigError, match='duplicates'):
-        EvalConfig(tasks=('a', 'a'))
+        EvalConfig(tasks=('pick_spoon', 'pick_spoon'))
+    with pytest.raises(ConfigError, match="unknown task 'pick_spon'"):
+        EvalConfig(tasks=('pick_spon',))
+    with pytest.raises(ConfigError, match='unknown perturbation'):
+        EvalConfig(perturbations=('V-FOG',))
+    with pytest.raises(ConfigError, match='incompatible'):
+        EvalConfig(tasks=('push_switch',), perturbations=('B-HOBJ',))
     path = tmp_path / 'eval.yaml'
     path.write_text('tasks: [pick_spoon]\nepisodes_per_cel: 3\n')
     with pytest.raises(ConfigError, match='unknown field.*episodes_per_cel'):
@@ -39,7 +45,8 @@ def test_config_validation_names_fields(tmp_path):
 
 
 def test_plan_gives_every_policy_the_same_initial_states():
-    config = EvalConfig(tasks=('a', 'b'), policies=('scripted:0', 'scripted:1'),
+    config = EvalConfig(tasks=('pick_spoon', 'open_drawer'),
+                        policies=('scripted:0', 'scripted:1'),
                         perturbations=('Default', 'V-LIGHT'), episodes_per_cell=3)
     specs = plan_pairs(config, sampler=lambda task, seed: {'seed_echo': seed})
     assert len(specs) == 2 * 2 * 3 * 2
@@ -71,6 +78,8 @@ def test_episode_log_resumes_and_survives_a_cut_line(tmp_path):
     assert again.done('p0', 'real') and again.done('p0', 'sim')
     assert not again.done('p1', 'real')
     assert again.skipped_lines == 1 and len(again.records) == 2
+    again.append(_record('p1', 'real', 'a', 't', 1.0))  # starts on a fresh line
+    assert EpisodeLog(path).done('p1', 'real')
 
 
 def test_summary_matches_hand_computation():

@@ -59,10 +59,10 @@ def test_launch_file_and_cli_build_nodes_from_the_same_definition():
 
 
 def test_evaluator_gets_the_whole_config_and_no_empty_lists():
-    config = EvalConfig(tasks=('a', 'b'))
+    config = EvalConfig(tasks=('pick_spoon', 'open_drawer'))
     spec = next(s for s in paired_eval_graph(config, 'out') if s.name == 'evaluator')
     params = evaluator_parameters(spec, config)
-    assert params['tasks'] == ['a', 'b'] and params['out_dir'] == 'out'
+    assert params['tasks'] == ['pick_spoon', 'open_drawer'] and params['out_dir'] == 'out'
     assert not any(isinstance(v, list) and not v for v in params.values())
 
 

@@ -530,7 +530,10 @@ class FrankaBridgeWorld(World):
         need_priv = self.bridge_config.digital_real
 
         def fresh() -> bool:
-            if self._arm is None or self._arm.stamp <= before or self._arm.stamp < at_least:
+            # Stamps travel as builtin_interfaces/Time (whole nanoseconds): compare with a
+            # tolerance, or a reply's float time can sit a fraction of a ns above the stamp.
+            if (self._arm is None or self._arm.stamp <= before
+                    or self._arm.stamp < at_least - 1e-6):
                 return False
             stamp = self._arm.stamp
             if self.gripper is not None and self._grip_stamp < stamp - 1e-9:

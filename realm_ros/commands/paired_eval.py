@@ -125,6 +125,8 @@ class NodeRunner:
         """Stop every executor, close worlds and policies, destroy the nodes."""
         for executor in self._executors:
             executor.shutdown(timeout_sec=2.0)
+        for thread in self._threads:
+            thread.join(timeout=5.0)  # a thread left inside rcl at exit aborts the process
         for node in reversed(self.nodes):
             for owner in ('world', 'policy'):
                 close = getattr(getattr(node, owner, None), 'close', None)
@@ -181,6 +183,12 @@ def run(args: argparse.Namespace) -> int:
     runner = NodeRunner()
     try:
         nodes = build_nodes(config, out, args.monitor, args.quiet, runner)
+        operator = next((n for n in nodes if n.get_name() == 'operator'), None)
+        if operator is not None and sys.stdin is not None and sys.stdin.isatty():
+            # The operator types in this terminal (one key or command per line, h for help).
+            from realm_ros.nodes.operator_node import _read_terminal
+            threading.Thread(target=_read_terminal, args=(operator, sys.stdin),
+                             daemon=True).start()
         evaluator = next(n for n in nodes if n.get_name() == 'evaluator')
         evaluator.run_all()
     except InfrastructureError as err:

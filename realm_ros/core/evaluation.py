@@ -21,7 +21,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from realm_ros.core import metrics
+from realm_ros.core import metrics, perturbations, tasks
 from realm_ros.core.config import field, from_mapping, load_yaml
 from realm_ros.core.errors import ConfigError, DataError
 from realm_ros.core.types import DEFAULT_MAX_STEPS, EpisodeSpec
@@ -117,6 +117,10 @@ class EvalConfig:
             if getattr(self, name) not in choices:
                 raise ConfigError(f'EvalConfig.{name} = {getattr(self, name)!r} is not allowed; '
                                   f'choose one of {list(choices)}')
+        for task in self.tasks:
+            tasks.get_task(task)  # unknown name: ConfigError listing the tasks
+            for code in self.perturbations:
+                perturbations.validate(task, code)  # unknown or incompatible: ConfigError
         labels = [e.label for e in self.policy_entries()]
         if len(set(labels)) != len(labels):
             raise ConfigError(f'EvalConfig.policies: duplicate labels {labels}')
@@ -212,12 +216,21 @@ class EpisodeLog:
     def append(self, record: Mapping[str, Any]) -> None:
         """Write one finished episode and make it durable before returning."""
         line = json.dumps(record, sort_keys=True, default=_json_default)
+        # A line cut by a crash has no newline: start on a fresh line so the record is whole.
+        cut = self.path.exists() and self.path.stat().st_size > 0 and not _ends_with_newline(
+            self.path)
         with open(self.path, 'a') as handle:
-            handle.write(line + '\n')
+            handle.write(('\n' if cut else '') + line + '\n')
             handle.flush()
             os.fsync(handle.fileno())
         self.records.append(dict(record))
         self._done.add((record['pair_id'], record['world']))
+
+
+def _ends_with_newline(path: pathlib.Path) -> bool:
+    with open(path, 'rb') as handle:
+        handle.seek(-1, os.SEEK_END)
+        return handle.read(1) == b'\n'
 
 
 def _json_default(value: Any) -> Any:

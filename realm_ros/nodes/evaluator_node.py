@@ -30,6 +30,7 @@ import rclpy
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
+from std_msgs.msg import String
 from std_srvs.srv import SetBool, Trigger
 
 from realm_ros.core.config import field
@@ -111,6 +112,13 @@ class EvaluatorNode(Node):
                 DiagnosticStatus, f'{ns}/{topics.POLICY_STATUS}',
                 lambda msg, w=world: self._on_policy_status(w, msg), qos.STATE,
                 callback_group=self._group)
+        # Real arm: the operator confirms resets and ends episodes (operator_node's state).
+        self._operator: dict[str, Any] = {}
+        self._operator_changed = threading.Condition()
+        if self.config.operator_scored_real:
+            self.create_subscription(
+                String, f'{self.config.real_ns}/operator/state', self._on_operator_state,
+                qos.LATCHED, callback_group=self._group)
         self._thread: threading.Thread | None = None
         if self.config.autostart:
             self.start()
@@ -197,33 +205,62 @@ class EvaluatorNode(Node):
         timeout = self.config.service_timeout_s
         services.set_parameters(self, f'{ns}/world', {'episode_spec': spec.to_json()},
                                 timeout, self._service_clients)
-        if world == REAL and self.config.operator_scored_real:
-            self._operator_setup(ns, spec)
         response = services.call(self, Trigger, f'{ns}/{topics.RESET}', timeout_s=timeout,
                                  clients=self._service_clients)
         if not response.success:
             raise InfrastructureError(f'{ns} reset failed: {response.message}')
+        if world == REAL and self.config.operator_scored_real:
+            self._operator_setup(ns, spec)  # the arm is home: the operator sets the scene
+        # The policy's own seed stays as configured: the episode seed reaches it through the
+        # spec, exactly as in core.episode.run_episode.
         services.set_parameters(self, f'{ns}/policy', {
-            'policy': entry.policy, 'policy_args': json.dumps(dict(entry.args)),
-            'seed': spec.seed}, timeout, self._service_clients)
+            'policy': entry.policy, 'policy_args': json.dumps(dict(entry.args))},
+            timeout, self._service_clients)
         response = services.call(self, Trigger, f'{ns}/policy/reset', timeout_s=timeout,
                                  clients=self._service_clients)
         if not response.success:
             raise InfrastructureError(f'{ns} policy reset failed: {response.message}')
 
     def _operator_setup(self, ns: str, spec: EpisodeSpec) -> None:
-        """Tell the operator what to set up and wait for the confirmation service call."""
-        print(f'\n[{spec.pair_id}] set up the real scene for task {spec.task!r} '
-              f'(perturbation {spec.perturbation}):', flush=True)
+        """Tell the operator what to set up and wait until they confirm the reset."""
+        with self._operator_changed:
+            previous = self._operator.get('episode_index', -1)
+        services.set_parameters(self, f'{ns}/operator', {'episode_spec': spec.to_json()},
+                                self.config.service_timeout_s, self._service_clients)
+        lines = [f'[{spec.pair_id}] set up the real scene: task {spec.task!r}, perturbation '
+                 f'{spec.perturbation} (intensity {spec.intensity:g})']
         for key, value in sorted(spec.initial_state.items()):
-            print(f'    {key}: {value}', flush=True)
-        print(f'  then confirm with: ros2 service call {ns}/operator/confirm_reset '
-              'std_srvs/srv/Trigger (or press r in the operator terminal)', flush=True)
-        response = services.call(self, Trigger, f'{ns}/operator/await_reset',
-                                 timeout_s=self.config.episode_timeout_s,
-                                 clients=self._service_clients)
-        if not response.success:
-            raise InfrastructureError(f'operator did not confirm the reset: {response.message}')
+            lines.append(f'    {key}: {value}')
+        lines.append(f'  then confirm: press r in the operator terminal, or ros2 service call '
+                     f'{ns}/operator/confirm_reset std_srvs/srv/Trigger')
+        print('\n'.join(lines), flush=True)
+        self.get_logger().info(f'waiting for the operator to confirm the reset of '
+                               f'{spec.pair_id}')
+
+        def confirmed() -> bool:
+            return (self._operator.get('state') == 'running'
+                    and self._operator.get('episode_index', -1) > previous)
+
+        with self._operator_changed:
+            if not self._operator_changed.wait_for(confirmed, self.config.episode_timeout_s):
+                raise InfrastructureError(
+                    f'the operator did not confirm the reset of {spec.pair_id} within '
+                    f'{self.config.episode_timeout_s:g} s')
+
+    def _on_operator_state(self, msg: String) -> None:
+        try:
+            state = json.loads(msg.data)
+        except json.JSONDecodeError:
+            self.get_logger().error(f'malformed operator state: {msg.data!r}')
+            return
+        with self._operator_changed:
+            self._operator = state
+            self._operator_changed.notify_all()
+        with self._lock:
+            run = self._runs.get(REAL)
+        # The operator ended the episode (judged, ended or aborted): the real run is over.
+        if run is not None and run.started and state.get('state') != 'running':
+            run.finished.set()
 
     def _activate(self, ns: str, active: bool) -> None:
         request = SetBool.Request(data=active)

@@ -223,7 +223,9 @@ class WorldNode(Node):
         if obs.privileged:
             self._privileged_pub.publish(String(data=convert.privileged_to_json(
                 obs.privileged, self.world.time)))
-        self._progress_pub.publish(convert.progress_to_msg(self.progress, self.world.name))
+            # Scored from privileged state. A real arm has none: its progress comes from the
+            # operator (operator_node publishes on the same topic), never from this node.
+            self._progress_pub.publish(convert.progress_to_msg(self.progress, self.world.name))
         msg = convert.joint_state_to_msg(obs.joints)
         msg.header.stamp = stamp
         self._js_pub.publish(msg)

@@ -1,0 +1,146 @@
+"""The paired evaluator end to end: real nodes over DDS, records, resume, operator, bad input."""
+
+import json
+import os
+import subprocess
+import threading
+
+import pytest
+from rostest import BIN, ros_node, run_process, spin_until
+from std_msgs.msg import String
+from std_srvs.srv import Trigger
+
+from realm_ros.ros import qos
+
+pytestmark = [pytest.mark.ros, pytest.mark.slow]
+
+SMALL = ['--tasks', 'push_switch', '--policies', 'scripted:0', 'scripted:3',
+         '--episodes-per-cell', '1', '--max-steps', '80', '--quiet']
+
+
+def _paired_eval(out, *extra, timeout=240):
+    return subprocess.run([str(BIN / 'realm-ros'), 'paired-eval', '--out', str(out), *extra],
+                          capture_output=True, text=True, timeout=timeout,
+                          env=dict(os.environ))
+
+
+def _lines(path):
+    return path.read_text().splitlines()
+
+
+def test_paired_run_writes_records_summary_report_and_resumes(tmp_path):
+    out = tmp_path / 'eval'
+    proc = _paired_eval(out, *SMALL)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    records = [json.loads(line) for line in _lines(out / 'episodes.jsonl')]
+    assert sorted((r['policy'], r['world']) for r in records) == [
+        ('scripted-0', 'real'), ('scripted-0', 'sim'), ('scripted-3', 'real'),
+        ('scripted-3', 'sim')]
+    for r in records:
+        assert r['stages'] == ['REACH', 'TOUCH', 'TOGGLED_ON'] and r['outcome'] != 'infra_failure'
+        assert 0.0 <= r['progression'] <= 1.0 and r['steps'] > 0 and r['scored_by'] == 'privileged'
+    expert = {r['world']: r for r in records if r['policy'] == 'scripted-0'}
+    assert expert['real']['success'] and expert['sim']['success']
+    assert expert['real']['seed'] == expert['sim']['seed']
+
+    summary = json.loads((out / 'summary.json').read_text())
+    assert summary['pairs'] == 2
+    entry = summary['per_policy'][0]
+    for key in ('policy', 'real_progress', 'sim_progress', 'real_success', 'sim_success',
+                'real_progress_ci', 'sim_success_ci'):
+        assert key in entry
+    assert set(summary['agreement']) >= {'pearson_r', 'mmrv', 'mean_abs_gap', 'per_task'}
+    html = (out / 'report.html').read_text()
+    for figure in ('agreement_scatter.png', 'policy_bars.png', 'ranking.png'):
+        assert figure in html and (out / figure).stat().st_size > 5000
+
+    # Re-running the same command runs nothing again.
+    before = _lines(out / 'episodes.jsonl')
+    proc = _paired_eval(out, *SMALL[:-1])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert _lines(out / 'episodes.jsonl') == before
+    assert 'agreement over 2 pairs' in proc.stdout
+
+    # An interrupted run (its last episode's line cut short) re-runs exactly that episode.
+    (out / 'episodes.jsonl').write_text('\n'.join(before[:-1]) + '\n' + before[-1][:25])
+    proc = _paired_eval(out, *SMALL)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    after = _lines(out / 'episodes.jsonl')
+    assert after[:3] == before[:3] and after[3] == before[-1][:25]  # the cut line stays
+    redone = [json.loads(line) for line in after[4:]]
+    assert [(r['pair_id'], r['world']) for r in redone] == [
+        (json.loads(before[-1])['pair_id'], json.loads(before[-1])['world'])]
+
+
+@pytest.mark.parametrize('args, message', [
+    (['--tasks', 'pick_spon'], "unknown task 'pick_spon'"),
+    (['--policies', 'scripted:x'], "bad argument 'x'"),
+    (['--perturbations', 'B-HOBJ', '--tasks', 'push_switch'], 'incompatible'),
+    (['--sim-params', '/no/such.yaml'], 'file not found'),
+    (['--real', 'franka', '--policies', 'scripted:0', 'scripted:1'], 'privileged'),
+])
+def test_bad_specs_fail_before_anything_runs(tmp_path, args, message):
+    proc = _paired_eval(tmp_path / 'eval', *args, timeout=60)
+    assert proc.returncode == 2, proc.stderr
+    assert message in proc.stderr
+    assert not (tmp_path / 'eval' / 'episodes.jsonl').exists()
+
+
+def test_operator_scores_the_real_arm(tmp_path):
+    """A real arm (fake_franka in real time stands in for franka_ros2): the operator confirms
+    the reset and marks stages through operator_node's services; the record says so."""
+    out = tmp_path / 'eval'
+    robot = ['fake_franka', '--ros-args', '-p', 'arm_prefix:=fr3_']
+    evaluation = [str(BIN / 'realm-ros'), 'paired-eval', '--out', str(out), '--real', 'franka',
+                  '--tasks', 'push_switch', '--policies', 'hold', '--episodes-per-cell', '1',
+                  '--max-steps', '30', '--quiet']
+    with run_process(robot, tmp_path / 'robot.log'), ros_node('operator') as (node, executor):
+        states = []
+        node.create_subscription(String, '/real/operator/state',
+                                 lambda m: states.append(json.loads(m.data)), qos.LATCHED)
+        proc = subprocess.Popen(evaluation, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                text=True, env=dict(os.environ))
+        lines = []
+        reader = threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True)
+        reader.start()
+        try:
+            calls = {}
+
+            def call(name):
+                client = calls.setdefault(name, node.create_client(Trigger, name))
+                assert client.wait_for_service(timeout_sec=60), name
+                future = client.call_async(Trigger.Request())
+                assert spin_until(executor, future.done, 30), name
+                return future.result()
+
+            # The evaluator homes the arm, tells the operator what to set up, and waits.
+            assert spin_until(executor, lambda: any('set up the real scene' in line
+                                                    for line in lines), 90), ''.join(lines)
+            assert call('/real/operator/confirm_reset').success
+            assert spin_until(executor, lambda: states and states[-1]['state'] == 'running')
+            assert states[-1]['task'] == 'push_switch'  # the spec the evaluator set
+            assert call('/real/operator/mark_stage').success   # REACH
+            assert call('/real/operator/mark_stage').success   # TOUCH
+            assert call('/real/operator/end_episode').success  # judged: not toggled
+            proc.wait(timeout=120)
+            reader.join(timeout=10)
+            output = ''.join(lines)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    assert proc.returncode == 0, output[-3000:]
+    assert 'set up the real scene' in output
+    records = {json.loads(line)['world']: json.loads(line)
+               for line in _lines(out / 'episodes.jsonl')}
+    real = records['real']
+    assert real['scored_by'] == 'operator'
+    assert real['stages_reached'] == ['REACH', 'TOUCH']
+    assert real['progression'] == pytest.approx(2 / 3) and not real['success']
+    assert records['sim']['scored_by'] == 'privileged'
+
+
+def test_evaluator_node_is_a_console_script():
+    proc = subprocess.run([str(BIN / 'evaluator_node'), '--ros-args', '-p', 'real_ns:=real'],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert 'real_ns must be an absolute namespace' in proc.stderr
