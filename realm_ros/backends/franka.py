@@ -530,7 +530,10 @@ class FrankaBridgeWorld(World):
         need_priv = self.bridge_config.digital_real
 
         def fresh() -> bool:
-            if self._arm is None or self._arm.stamp <= before or self._arm.stamp < at_least:
+            # Stamps travel as integer nanoseconds: compare ``at_least`` (a float from
+            # fake_franka's JSON) with the same 1 ns tolerance as the other stamps.
+            if (self._arm is None or self._arm.stamp <= before
+                    or self._arm.stamp < at_least - 1e-9):
                 return False
             stamp = self._arm.stamp
             if self.gripper is not None and self._grip_stamp < stamp - 1e-9:

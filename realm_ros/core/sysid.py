@@ -446,3 +446,121 @@ def _progress_bar(total: int, enabled: bool, label: str):
     from tqdm import tqdm
     return tqdm(total=total, desc=f'sysid {label}', disable=not enabled, unit='gen',
                 leave=False)
+
+
+# -- actuation latency ---------------------------------------------------------------------
+
+def latency_candidates(physics_hz: float, max_latency_s: float) -> list[float]:
+    """Return the distinct actuation latencies (s) a twin at ``physics_hz`` can replay.
+
+    ``MujocoWorld`` (and ``TwinRollout``) release a target ``round(latency_s * physics_hz) - 1``
+    physics steps into its control period, so 0 and one physics step are the same twin; the
+    candidates are 0 and ``k / physics_hz`` for k = 2 .. round(max_latency_s * physics_hz) + 1.
+    """
+    top = int(round(max_latency_s * physics_hz)) + 1
+    return [0.0] + [k / physics_hz for k in range(2, max(top, 1) + 1)]
+
+
+@dataclasses.dataclass
+class LatencyEstimate:
+    """Outcome of :func:`estimate_latency`: the best candidate and the loss of every one.
+
+    ``losses`` are per window step (rad^2), in the order of ``candidates_s``.
+    """
+
+    latency_s: float
+    candidates_s: list[float]
+    losses: list[float]
+    params: DynamicsParams
+    seconds: float
+
+    @property
+    def delay_steps(self) -> int:
+        """Index of the best candidate (0 = no delay)."""
+        return self.candidates_s.index(self.latency_s)
+
+
+def estimate_latency(
+    make_evaluator: Callable[[float], BatchEvaluator],
+    trajectories: Sequence[Trajectory],
+    params: DynamicsParams,
+    physics_hz: float = 240.0,
+    max_latency_s: float = 0.05,
+    window: int = 15,
+    max_windows: int = 64,
+    seed: int = 0,
+) -> LatencyEstimate:
+    """Estimate the command-to-motion delay: a 1-D search over whole physics steps.
+
+    Every candidate of :func:`latency_candidates` is replayed with the same ``params`` on the
+    same windows (at most ``max_windows`` of ``window`` control steps, drawn with ``seed``,
+    each starting from its recorded state); the candidate with the smallest :func:`loss` wins.
+    A whole-step grid, not CMA-ES: the twin can only delay by whole physics steps, so the loss
+    is a step function of the latency.
+
+    Args:
+        make_evaluator: returns a :class:`BatchEvaluator` that replays a given latency, s.
+    """
+    t0 = time.perf_counter()
+    pool = windows(trajectories, window) if window > 0 else list(trajectories)
+    if not pool:
+        raise DataError(f'no window of {window} steps fits in the trajectories')
+    if len(pool) > max_windows:
+        rng = np.random.default_rng(seed)
+        pool = [pool[i] for i in sorted(rng.choice(len(pool), max_windows, replace=False))]
+    steps = sum(w.steps for w in pool)
+    candidates = latency_candidates(physics_hz, max_latency_s)
+    losses = [float(loss(make_evaluator(lat).simulate([params], pool), pool)[0] / steps)
+              for lat in candidates]
+    best = candidates[int(np.argmin(losses))]
+    return LatencyEstimate(latency_s=best, candidates_s=candidates, losses=losses,
+                           params=params, seconds=time.perf_counter() - t0)
+
+
+@dataclasses.dataclass
+class IdentifyResult:
+    """Outcome of :func:`identify`: the final fit, its latency and every latency search."""
+
+    fit: FitResult
+    latency_s: float
+    searches: list[LatencyEstimate]
+    fits: int
+
+
+def identify(
+    make_evaluator: Callable[[float], BatchEvaluator],
+    trajectories: Sequence[Trajectory],
+    physics_hz: float = 240.0,
+    max_latency_s: float = 0.05,
+    rounds: int = 3,
+    refit_generations: int | None = None,
+    seed: int = 0,
+    **fit_kwargs,
+) -> IdentifyResult:
+    """Estimate the actuation latency and fit friction and armature with it replayed.
+
+    Coordinate descent, because a delay and dry friction both make the arm lag: search the
+    latency at the twin's defaults (:func:`estimate_latency`), fit the 14 parameters with that
+    latency (:func:`fit`), search the latency again at the fitted parameters, and if it moved,
+    refit from the previous estimate (``refit_generations``, default the same as the first
+    fit) with the new latency; at most ``rounds`` searches. The loop ends when a search
+    confirms the latency the last fit used.
+    """
+    searches = [estimate_latency(make_evaluator, trajectories, DynamicsParams(), physics_hz,
+                                 max_latency_s, seed=seed)]
+    latency = searches[-1].latency_s
+    result = fit(make_evaluator(latency), trajectories, seed=seed, **fit_kwargs)
+    fits = 1
+    while len(searches) < rounds:
+        searches.append(estimate_latency(make_evaluator, trajectories, result.params,
+                                         physics_hz, max_latency_s, seed=seed + len(searches)))
+        if searches[-1].latency_s == latency:
+            break
+        latency = searches[-1].latency_s
+        kwargs = dict(fit_kwargs, initial=result.params)
+        if refit_generations is not None:
+            kwargs['generations'] = refit_generations
+        again = fit(make_evaluator(latency), trajectories, seed=seed + fits, **kwargs)
+        again.timing['total'] += result.timing['total']
+        result, fits = again, fits + 1
+    return IdentifyResult(fit=result, latency_s=latency, searches=searches, fits=fits)
