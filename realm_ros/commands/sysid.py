@@ -373,8 +373,9 @@ def fit_command(args: argparse.Namespace) -> int:
                                seed=args.seed, **fit_kwargs)
         result, latency, searches = ident.fit, ident.latency_s, ident.searches
         source = f'estimated ({len(searches)} searches, {ident.fits} fits)'
+        fitted_at = [0.0] + [x.latency_s for x in searches]  # fit k ran at fitted_at[k]
         for k, search in enumerate(searches):
-            print(f'latency search {k + 1} at {"twin defaults" if k == 0 else "the fit"}: '
+            print(f'latency search {k + 1}, at fit {k + 1} ({1e3 * fitted_at[k]:.2f} ms): '
                   f'best {1e3 * search.latency_s:.2f} ms ({search.seconds:.1f} s); loss per '
                   'step by candidate, ms: mrad^2: ' + ', '.join(
                       f'{1e3 * c:.1f}: {1e6 * v:.3g}'
