@@ -91,7 +91,8 @@ def test_recorder_without_out_dir_exits_2():
 
 
 def test_sysid_record_on_the_digital_real_replays_exactly_in_the_twin(tmp_path):
-    """`realm-ros sysid record --backend fake` over DDS: one bag per trajectory, exact replay."""
+    """`sysid record --backend fake`: fake_franka behind the franka bridge, over DDS; one bag
+    per trajectory, exact replay."""
     from realm_ros.backends.mujoco.rollout import TwinRollout
     from realm_ros.core import sysid
     from realm_ros.core.config import DigitalRealDynamics

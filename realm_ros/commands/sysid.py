@@ -372,14 +372,15 @@ def fit_command(args: argparse.Namespace) -> int:
         ident = sysid.identify(make_evaluator, train, max_latency_s=args.max_latency,
                                seed=args.seed, **fit_kwargs)
         result, latency, searches = ident.fit, ident.latency_s, ident.searches
-        source = f'estimated ({len(searches)} searches, {ident.fits} fits)'
-        fitted_at = [0.0] + [x.latency_s for x in searches]  # fit k ran at fitted_at[k]
+        source = f'estimated ({ident.fits} fits)'
+        for latency_k, value in ident.profile.items():
+            print(f'fit at latency {1e3 * latency_k:.2f} ms: loss {1e6 * value:.3g} mrad^2 per '
+                  'step')
         for k, search in enumerate(searches):
-            print(f'latency search {k + 1}, at fit {k + 1} ({1e3 * fitted_at[k]:.2f} ms): '
-                  f'best {1e3 * search.latency_s:.2f} ms ({search.seconds:.1f} s); loss per '
-                  'step by candidate, ms: mrad^2: ' + ', '.join(
-                      f'{1e3 * c:.1f}: {1e6 * v:.3g}'
-                      for c, v in zip(search.candidates_s, search.losses)))
+            print(f'latency search {k + 1} ({search.seconds:.1f} s): best '
+                  f'{1e3 * search.latency_s:.2f} ms; loss per step by candidate, ms: mrad^2: '
+                  + ', '.join(f'{1e3 * c:.1f}: {1e6 * v:.3g}'
+                              for c, v in zip(search.candidates_s, search.losses)))
     fit_s = time.perf_counter() - t0
     evaluator = make_evaluator(latency)
     print(f'actuation latency {1e3 * latency:.2f} ms ({source})')

@@ -519,15 +519,21 @@ def estimate_latency(
 
 @dataclasses.dataclass
 class IdentifyResult:
-    """Outcome of :func:`identify`: the final fit, its latency and every latency search.
+    """Outcome of :func:`identify`.
 
-    ``searches[0]`` is at the latency-free fit, each later one at the fit before it.
+    ``fit`` is the best fit, at ``latency_s``. ``profile`` maps every latency that got a fit
+    (s) to that fit's loss per window step (rad^2) on one fixed set of windows; ``searches``
+    holds the latency search at each fit, in the order the fits ran.
     """
 
     fit: FitResult
     latency_s: float
     searches: list[LatencyEstimate]
-    fits: int
+    profile: dict[float, float]
+
+    @property
+    def fits(self) -> int:
+        return len(self.profile)
 
 
 def identify(
@@ -541,28 +547,39 @@ def identify(
 ) -> IdentifyResult:
     """Estimate the actuation latency and fit friction and armature with it replayed.
 
-    Coordinate descent from below. A delay and dry friction both make the arm lag, so they
-    trade off: searched at the twin's defaults (friction 0) the latency comes out too long,
-    and fits at a too-long latency settle at too little friction, a local optimum that the
-    alternation does not leave (measured on the digital real: 16.7 ms for a true 8 ms). A fit
-    without latency instead explains the lag with extra friction, so the latency searched at
-    that fit errs short, and the search at a well-fitted model is sharp (whole physics steps
-    on either side of the true one cost 10x the loss). So: fit without latency; search the
-    latency at that fit (:func:`estimate_latency`); fit again from scratch (same seed, so
-    only the latency differs) with it replayed; search at the new fit; repeat until a search
-    confirms the latency of the last fit (or ``max_fits`` fits).
+    A delay and dry friction both make the arm lag, so they trade off, and a whole-step search
+    (:func:`estimate_latency`) is only as good as the friction/armature it runs at: at the
+    twin's defaults (no friction) it errs long, at a latency-free fit (which explains the lag
+    with extra friction) it errs short (measured: 20.8 ms and 0 or 8.3 ms for a true 8 ms).
+    Alternating search and fit stalls in that trade-off. So this profiles the loss over the
+    latency with full fits: fit without latency; then fit (from scratch, same seed) at the
+    latency the search at that fit suggests, at least one physics step more than 0, and walk to
+    longer latencies while the fitted loss keeps falling; then try one step shorter than the
+    best if that was skipped; at most ``max_fits`` fits. Every fit is scored by the loss of its
+    parameters at its own latency on the same windows (the search's), so the profile compares
+    like with like; the best fit wins.
     """
-    latency = 0.0
-    result = fit(make_evaluator(latency), trajectories, seed=seed, **fit_kwargs)
-    fits = 1
+    candidates = latency_candidates(physics_hz, max_latency_s)
+    fits: dict[int, tuple[FitResult, float]] = {}
     searches: list[LatencyEstimate] = []
-    while True:
+
+    def run(k: int) -> float:
+        result = fit(make_evaluator(candidates[k]), trajectories, seed=seed, **fit_kwargs)
         searches.append(estimate_latency(make_evaluator, trajectories, result.params,
-                                         physics_hz, max_latency_s, seed=seed + len(searches)))
-        if searches[-1].latency_s == latency or fits >= max_fits:
+                                         physics_hz, max_latency_s, seed=seed))
+        fits[k] = (result, searches[-1].losses[k])
+        return fits[k][1]
+
+    run(0)
+    k = max(searches[0].delay_steps, 1)
+    while k < len(candidates) and len(fits) < max_fits:
+        previous = min(v for _, v in fits.values())
+        if run(k) >= previous:
             break
-        latency = searches[-1].latency_s
-        again = fit(make_evaluator(latency), trajectories, seed=seed, **fit_kwargs)
-        again.timing['total'] += result.timing['total']
-        result, fits = again, fits + 1
-    return IdentifyResult(fit=result, latency_s=latency, searches=searches, fits=fits)
+        k += 1
+    best = min(fits, key=lambda i: fits[i][1])
+    if best - 1 > 0 and best - 1 not in fits and len(fits) < max_fits:
+        run(best - 1)
+        best = min(fits, key=lambda i: fits[i][1])
+    return IdentifyResult(fit=fits[best][0], latency_s=candidates[best], searches=searches,
+                          profile={candidates[i]: v for i, (_, v) in sorted(fits.items())})
