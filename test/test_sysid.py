@@ -232,3 +232,17 @@ def test_params_file_latency_round_trip_drives_the_twin(tmp_path):
     bad.write_text(old_style.read_text() + 'latency_s: -1\n')
     with pytest.raises(ConfigError, match='latency_s must be a number in'):
         MujocoWorld(WorldConfig(cameras=(), camera_rate_hz=0.0, sim_params_file=str(bad)))
+
+
+@pytest.mark.parametrize('seed', [0, 1010])
+def test_excitation_passes_the_bridge_safety_rules(seed):
+    """Every excitation target passes the franka bridge's default SafetyMonitor (limits with
+    margin, velocity, workspace), judged against the previous target as the measured state."""
+    from realm_ros.core.config import SafetyConfig
+    from realm_ros.core.safety import SafetyMonitor
+    monitor = SafetyMonitor(SafetyConfig(), 1 / 15)
+    q = sysid.excitation_trajectory(sysid.ExcitationSpec(duration_s=10.0), seed)
+    previous = robot.RESET_Q.copy()
+    for row in q:
+        monitor.check(row, previous, previous, 0.0)
+        previous = row
