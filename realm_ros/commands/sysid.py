@@ -6,9 +6,15 @@ trajectory, ``BAGDIR/traj_000``, ``traj_001``, ... (rosbag2/MCAP, topics ``<ns>/
 holds exactly one trajectory, so boundaries need no markers.
 
 ``realm-ros sysid fit BAGDIR... --out PARAMS.yaml`` replays the commands in the batched twin
-from each recorded initial state, minimises sum ||q_real - q_sim||^2 and writes ``friction`` and
-``armature`` (N m, kg m^2; loadable by ``DynamicsParams.from_yaml`` and ``sim_params_file``)
-plus a report folder ``PARAMS_report/`` beside it.
+from each recorded initial state, estimates the actuation latency (``sysid.identify``: a
+profile of full fits over whole-physics-step latencies), minimises sum ||q_real - q_sim||^2 and
+writes ``friction``, ``armature`` (N m, kg m^2; loadable by ``DynamicsParams.from_yaml``) and
+``latency_s`` (s; ``MujocoWorld`` replays it when the file is its ``sim_params_file``) plus a
+report folder ``PARAMS_report/`` beside it. ``--latency S`` / ``--no-latency`` skip the
+estimate.
+
+``--backend fake`` records the digital real as the embedded default runs it: ``fake_franka``
+behind ``world_node backend:=franka`` (:func:`digital_real_specs`), in this process.
 """
 
 from __future__ import annotations
