@@ -1,9 +1,11 @@
 """Benchmark a system-identification fit: 20 trajectories of 10 s each, CMA-ES, 2 threads.
 
 Run: ``.venv/bin/python bench/bench_sysid.py`` (data from the digital real, generated in-process
-without ROS), or ``--bags DIR`` to fit recorded bags. Prints the fit's wall time and where it
-goes (batched rollouts, FK precompute, CMA-ES bookkeeping), plus the machine's load, since the
-CPU may be shared.
+without ROS), or ``--bags DIR`` to fit recorded bags. By default the actuation latency is
+estimated as ``realm-ros sysid fit`` does (``sysid.identify``); ``--latency S`` fits at a
+given latency instead (``--latency 0`` = a twin without latency). Prints the wall time and
+where it goes (batched rollouts, FK precompute, CMA-ES bookkeeping), plus the machine's load,
+since the CPU may be shared.
 """
 
 from __future__ import annotations
@@ -59,7 +61,8 @@ def main() -> None:
     parser.add_argument('--minibatch', type=int, default=12)
     parser.add_argument('--window', type=int, default=15, help='control steps per window')
     parser.add_argument('--threads', type=int, default=2)
-    parser.add_argument('--latency', type=float, default=0.0)
+    parser.add_argument('--latency', type=float, default=None,
+                        help='fit at this latency, s (default: estimate it)')
     parser.add_argument('--dynamics', default=DEMO_DYNAMICS)
     args = parser.parse_args()
 
@@ -73,33 +76,49 @@ def main() -> None:
         trajs = digital_real_trajectories(args.trajectories, args.duration, args.dynamics)
     prep_s = time.perf_counter() - t
     import cma  # noqa: F401 - import time (seconds) is not part of the fit
-    evaluator = TwinRollout(nthread=args.threads, latency_s=args.latency)
+    rollouts: dict[float, TwinRollout] = {}
+
+    def make(latency_s: float) -> TwinRollout:
+        return rollouts.setdefault(latency_s, TwinRollout(nthread=args.threads,
+                                                          latency_s=latency_s))
+
+    kwargs = dict(generations=args.generations, popsize=args.popsize,
+                  minibatch=args.minibatch, window=args.window, progress=False)
     t = time.perf_counter()
-    result = sysid.fit(evaluator, trajs, seed=0, generations=args.generations,
-                       popsize=args.popsize, minibatch=args.minibatch, window=args.window,
-                       progress=False)
+    searches: list = []
+    if args.latency is None:
+        ident = sysid.identify(make, trajs, seed=0, **kwargs)
+        result, latency, searches = ident.fit, ident.latency_s, ident.searches
+        fits = ident.fits
+        print('profile (latency ms: fitted loss mrad^2 per step): ' + ', '.join(
+            f'{1e3 * k:.2f}: {1e6 * v:.3g}' for k, v in ident.profile.items()))
+    else:
+        latency, fits = args.latency, 1
+        result = sysid.fit(make(latency), trajs, seed=0, **kwargs)
     wall = time.perf_counter() - t
+    timing = {k: sum(r.timing[k] for r in rollouts.values()) for k in
+              ('rollout', 'fk_precompute', 'models')}
     truth = DigitalRealDynamics.from_yaml(args.dynamics).joint_params()
     err_f = np.abs(np.array(result.params.friction) / truth.friction - 1) * 100
     err_a = np.abs(np.array(result.params.armature) / truth.armature - 1) * 100
     steps = sum(tr.steps for tr in trajs)
-    phys = (len(result.history) * (args.popsize + 1) * args.minibatch * args.window
-            * evaluator.substeps)
-    timing = result.timing
+    substeps = next(iter(rollouts.values())).substeps
+    search_s = sum(x.seconds for x in searches)
     print(f'machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, '
           f'load average {os.getloadavg()[0]:.2f} (shared CPU)')
     print(f'data: {len(trajs)} trajectories, {steps} control steps, prepared in {prep_s:.1f} s')
-    print(f'fit: {wall:.1f} s wall, {len(result.history)} generations x {args.popsize} '
-          f'(+1 mean) candidates x {args.minibatch} windows of {args.window} steps, '
-          f'{args.threads} threads; stop: {result.stop_reason}')
-    print(f'  rollout        {timing["simulate.rollout"]:6.2f} s '
-          f'({phys / max(timing["simulate.rollout"], 1e-9):,.0f} physics steps/s)')
-    print(f'  FK precompute  {timing["simulate.fk_precompute"]:6.2f} s')
-    print(f'  model copies   {timing["simulate.models"]:6.2f} s')
-    other_sim = (timing['simulate'] - timing['simulate.rollout']
-                 - timing['simulate.fk_precompute'] - timing['simulate.models'])
-    print(f'  batch assembly {other_sim:6.2f} s')
-    print(f'  CMA bookkeeping{timing["bookkeeping"]:6.2f} s')
+    print(f'identify: {wall:.1f} s wall, {fits} fit(s), {len(searches)} latency search(es) '
+          f'({search_s:.1f} s); latency {1e3 * latency:.2f} ms (true '
+          f'{1e3 * DigitalRealDynamics.from_yaml(args.dynamics).latency_s:.2f} ms)')
+    print(f'last fit: {len(result.history)} generations x {args.popsize} (+1 mean) candidates '
+          f'x {args.minibatch} windows of {args.window} steps, {args.threads} threads; stop: '
+          f'{result.stop_reason}; {result.timing["total"]:.1f} s for that fit')
+    print(f'  rollout        {timing["rollout"]:6.2f} s (all fits and searches; '
+          f'{substeps} substeps per control step)')
+    print(f'  FK precompute  {timing["fk_precompute"]:6.2f} s')
+    print(f'  model copies   {timing["models"]:6.2f} s')
+    print(f'  other (batch assembly, CMA bookkeeping) '
+          f'{wall - sum(timing.values()):6.2f} s')
     print(f'friction error %: {np.round(err_f, 1).tolist()}')
     print(f'armature error %: {np.round(err_a, 1).tolist()}')
 

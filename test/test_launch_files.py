@@ -18,8 +18,9 @@ import pytest
 import yaml
 
 from realm_ros.core.annotation import OperatorConfig
-from realm_ros.core.config import WorldConfig
+from realm_ros.core.config import FakeFrankaConfig, FrankaBridgeConfig, SafetyConfig, WorldConfig
 from realm_ros.core.monitor import MonitorConfig
+from realm_ros.core.recording import RecorderConfig
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 LAUNCH_FILES = sorted((ROOT / 'launch').glob('*.launch.py'))
@@ -151,7 +152,8 @@ def test_included_launch_files_get_only_declared_arguments(launch_file):
 
 SCHEMAS = {'world.yaml': (WorldConfig, {'episode_spec', 'use_sim_time'}),
            'monitor.yaml': (MonitorConfig, {'episode_spec', 'use_sim_time'}),
-           'operator.yaml': (OperatorConfig, {'episode_spec', 'use_sim_time'})}
+           'operator.yaml': (OperatorConfig, {'episode_spec', 'use_sim_time'}),
+           'fake_franka.yaml': (FakeFrankaConfig, {'episode_spec', 'use_sim_time'})}
 
 
 @pytest.mark.parametrize('name', sorted(SCHEMAS))
@@ -181,3 +183,42 @@ def test_every_config_yaml_is_a_ros_parameter_file():
         assert isinstance(data, dict) and data, path.name
         for node, body in data.items():
             assert _is_parameter_tree(body), f'{path.name}: {node}'
+
+
+def test_recorder_yaml_names_only_recorder_parameters():
+    params = yaml.safe_load((ROOT / 'config' / 'recorder.yaml').read_text())[
+        '/**']['ros__parameters']
+    assert set(params) <= {f.name for f in dataclasses.fields(RecorderConfig)}
+    RecorderConfig(out_dir='bags', **{k: tuple(v) if isinstance(v, list) else v
+                                      for k, v in params.items()})
+
+
+def test_sysid_record_launch_sets_only_real_parameters():
+    """Each node's inline parameters are fields of that executable's schema."""
+    schemas = {
+        'fake_franka': {f.name for f in dataclasses.fields(FakeFrankaConfig)},
+        'recorder_node': {f.name for f in dataclasses.fields(RecorderConfig)},
+        'world_node': ({f.name for f in dataclasses.fields(WorldConfig)}
+                       | {f'franka.{f.name}' for f in dataclasses.fields(FrankaBridgeConfig)}
+                       | {f'safety.{f.name}' for f in dataclasses.fields(SafetyConfig)}),
+    }
+    tree = ast.parse((ROOT / 'launch' / 'sysid_record.launch.py').read_text())
+    dicts = {}  # variable name -> keys of a dict literal assigned to it (``**bridge``)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Dict):
+            dicts[node.targets[0].id] = [_const(k) for k in node.value.keys]
+    seen = set()
+    for call in _calls(tree, 'Node'):
+        executable = _const(_kw(call, 'executable'))
+        if executable not in schemas:
+            continue
+        seen.add(executable)
+        for item in ast.walk(_kw(call, 'parameters')):
+            if not isinstance(item, ast.Dict):
+                continue
+            keys = [_const(k) for k in item.keys if k is not None]
+            keys += [key for k, v in zip(item.keys, item.values) if k is None
+                     for key in dicts.get(getattr(v, 'id', ''), [])]
+            assert set(keys) <= schemas[executable], (executable,
+                                                      sorted(set(keys) - schemas[executable]))
+    assert seen == set(schemas)

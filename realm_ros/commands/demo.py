@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
               '--trajectories', str(args.sysid_trajectories),
               '--duration', str(args.sysid_duration), '--seed', str(args.seed)])
     if not params.exists():
-        _run('3/4 identify the twin (CMA-ES over friction and armature)',
+        _run('3/4 identify the twin (actuation latency, CMA-ES over friction and armature)',
              ['sysid', 'fit', str(bags), '--backend', 'mujoco', '--out', str(params),
               '--seed', str(args.seed)])
     _run('4/4 paired evaluation, twin with identified parameters (real episodes reused)',

@@ -6,9 +6,15 @@ trajectory, ``BAGDIR/traj_000``, ``traj_001``, ... (rosbag2/MCAP, topics ``<ns>/
 holds exactly one trajectory, so boundaries need no markers.
 
 ``realm-ros sysid fit BAGDIR... --out PARAMS.yaml`` replays the commands in the batched twin
-from each recorded initial state, minimises sum ||q_real - q_sim||^2 and writes ``friction`` and
-``armature`` (N m, kg m^2; loadable by ``DynamicsParams.from_yaml`` and ``sim_params_file``)
-plus a report folder ``PARAMS_report/`` beside it.
+from each recorded initial state, estimates the actuation latency (``sysid.identify``: a
+profile of full fits over whole-physics-step latencies), minimises sum ||q_real - q_sim||^2 and
+writes ``friction``, ``armature`` (N m, kg m^2; loadable by ``DynamicsParams.from_yaml``) and
+``latency_s`` (s; ``MujocoWorld`` replays it when the file is its ``sim_params_file``) plus a
+report folder ``PARAMS_report/`` beside it. ``--latency S`` / ``--no-latency`` skip the
+estimate.
+
+``--backend fake`` records the digital real as the embedded default runs it: ``fake_franka``
+behind ``world_node backend:=franka`` (:func:`digital_real_specs`), in this process.
 """
 
 from __future__ import annotations
@@ -24,13 +30,15 @@ import numpy as np
 import yaml
 
 from realm_ros.core import robot, sysid
-from realm_ros.core.config import DigitalRealDynamics, DynamicsParams
+from realm_ros.core.config import DigitalRealDynamics, DynamicsParams, sim_params_latency
 from realm_ros.core.errors import ConfigError, DataError
 
-#: Watchdog of the excitation driver: largest allowed |q_measured - q_next_target|, rad (the
-#: targets move at most 0.1 rad per step at half the velocity limit; the default twin lags by
-#: about 0.02 rad), and the longest silence of ``joint_states``, s.
-TRACKING_LIMIT = 0.25
+#: Watchdog of the excitation driver: largest allowed |q_measured - q_next_target|, rad, and
+#: the longest silence of ``joint_states``, s. The targets move at most 0.1 rad per step at half
+#: the velocity limit; an arm with heavy friction and armature plus latency lags up to 0.27 rad
+#: (config/dynamics/sysid_demo.yaml, 25 trajectories). It stays below the bridge's safety rule
+#: ``safety.max_target_error_rad`` (0.3 rad), so the driver stops before the bridge refuses.
+TRACKING_LIMIT = 0.28
 STATE_TIMEOUT_S = 0.5
 
 
@@ -63,9 +71,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     fit.add_argument('--holdout', type=int, default=-1,
                      help='trajectories held out for validation (-1 = 20 %%, at least 1 if '
                           'there are 2 or more)')
-    fit.add_argument('--latency', type=float, default=0.0,
-                     help='known actuation latency of the recorded arm, s, replayed in the '
-                          'fit (0 = the twin as it runs, which has none; see README)')
+    latency = fit.add_mutually_exclusive_group()
+    latency.add_argument('--latency', type=float, default=None, metavar='S',
+                         help='known actuation latency of the recorded arm, s: replayed in '
+                              'the fit instead of estimating it from the bags')
+    latency.add_argument('--no-latency', action='store_true',
+                         help='fit a twin without actuation latency (latency_s: 0; the '
+                              'behaviour before latency estimation)')
+    fit.add_argument('--max-latency', type=float, default=0.05,
+                     help='largest actuation latency searched, s')
     fit.add_argument('--threads', type=int, default=2, help='rollout threads')
     fit.add_argument('--namespace', default=None, help='world namespace inside the bags')
     fit.add_argument('--truth', default='',
@@ -74,7 +88,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     ev = sub.add_parser('eval', help='per-joint RMSE of the twin with a params file on bags')
     ev.add_argument('bags', nargs='+', help='bag directories, or directories of bags')
     ev.add_argument('--params', default='', help='PARAMS.yaml ("" = the twin defaults)')
-    ev.add_argument('--latency', type=float, default=0.0, help='actuation latency to replay, s')
+    ev.add_argument('--latency', type=float, default=None,
+                    help="actuation latency to replay, s (default: the params file's "
+                         'latency_s, else 0)')
     ev.add_argument('--namespace', default=None, help='world namespace inside the bags')
 
 
@@ -95,44 +111,88 @@ def eval_command(args: argparse.Namespace) -> int:
     trajs = [run_to_trajectory(read_run(b, namespace=args.namespace))
              for b in find_bags(args.bags)]
     params = DynamicsParams.from_yaml(args.params) if args.params else DynamicsParams()
-    sims = TwinRollout(latency_s=args.latency).simulate([params], trajs)
+    latency = args.latency
+    if latency is None:
+        latency = sim_params_latency(args.params) if args.params else 0.0
+    sims = TwinRollout(latency_s=latency).simulate([params], trajs)
     rmse = sysid.joint_rmse(sims, trajs) * 1e3
     print(f'{len(trajs)} trajectories, params {args.params or "twin defaults"}, latency '
-          f'{args.latency} s')
+          f'{latency:.6g} s')
     print('joint RMSE, mrad: ' + ' '.join(f'{v:.3f}' for v in rmse) + f'  mean {rmse.mean():.3f}')
     return 0
 
 
 # -- record ----------------------------------------------------------------------------------
 
-@contextlib.contextmanager
-def digital_real_graph(context: Any, namespace: str, dynamics_file: str) -> Iterator[list]:
-    """Bring up the digital real as ROS nodes in ``context``; yield the nodes to spin.
+#: Namespace of the digital real's franka_ros2-shaped side, below the world's namespace.
+ROBOT_SUBNAMESPACE = 'franka'
 
-    Today: an in-process ``WorldNode`` over ``DigitalRealWorld`` (lockstep, no cameras). When
-    the ``fake_franka`` node and the ``franka`` bridge exist, this is the one function to
-    change: start them instead; the driver and recorder only use the world's topics.
+
+def digital_real_specs(namespace: str, dynamics_file: str) -> list:
+    """Return the digital real as the embedded default runs it: two :class:`NodeSpec`.
+
+    ``fake_franka`` (the franka_ros2-shaped arm, ``<namespace>/franka``, lockstep, hidden
+    dynamics ``dynamics_file``) behind ``world_node backend:=franka`` (``<namespace>``, the
+    shared world interface that is driven and recorded, ``fr3_`` joints, digital-real resets),
+    both with ``/clock`` remapped to ``<namespace>/clock``. The bridge's safety monitor checks
+    every excitation target exactly as it would on the lab's arm.
     """
+    from realm_ros.graph import NodeSpec
+
+    robot_ns = f'{namespace}/{ROBOT_SUBNAMESPACE}'
+    clock = (('/clock', f'{namespace}/clock'),)
+    fake = {'lockstep': True, 'arm_prefix': 'fr3_'}
+    if dynamics_file:
+        fake['dynamics_file'] = str(pathlib.Path(dynamics_file).expanduser().resolve())
+    return [
+        NodeSpec('fake_franka', 'fake_franka', robot_ns, fake, clock),
+        NodeSpec('world_node', 'world', namespace, {
+            'backend': 'franka', 'lockstep': True, 'lockstep_timeout_s': 0.0,
+            'camera_rate_hz': 0.0, 'joint_prefix': 'fr3_', 'franka.namespace': robot_ns,
+            'franka.digital_real': True}, clock),
+    ]
+
+
+@contextlib.contextmanager
+def digital_real_graph(context: Any, namespace: str, dynamics_file: str) -> Iterator[None]:
+    """Bring up :func:`digital_real_specs` in this process (``context``) and spin it.
+
+    Each node spins in its own executor thread, as two processes would: ``world_node``'s
+    constructor and reset service wait inside a callback for fake_franka's joint state and
+    services, so fake_franka must spin independently. The driver and the recorder only use the
+    world's topics and services.
+    """
+    import threading
+
+    from rclpy.executors import SingleThreadedExecutor
     from rclpy.parameter import Parameter
 
-    from realm_ros.backends.fake_franka import DEFAULT_DYNAMICS_FILE, DigitalRealWorld
-    from realm_ros.core.config import WorldConfig
-    from realm_ros.nodes.world_node import WorldNode
-
-    path = dynamics_file or str(DEFAULT_DYNAMICS_FILE)
-    hidden = DigitalRealDynamics.from_yaml(path)
-    config = WorldConfig(backend='fake', lockstep=True, lockstep_timeout_s=0.0, cameras=(),
-                         camera_rate_hz=0.0, dynamics_file=path)
-    world = DigitalRealWorld(config, hidden=hidden)
-    node = WorldNode(world=world, context=context, namespace=namespace, parameter_overrides=[
-        Parameter('backend', value='fake'), Parameter('lockstep', value=True),
-        Parameter('lockstep_timeout_s', value=0.0), Parameter('camera_rate_hz', value=0.0),
-        Parameter('dynamics_file', value=path)])
+    nodes: list = []
+    executors: list = []
+    threads: list = []
     try:
-        yield [node]
+        for spec in digital_real_specs(namespace, dynamics_file):
+            overrides = [Parameter(k, value=v) for k, v in spec.parameters.items()]
+            remaps = [arg for a, b in spec.remappings for arg in ('-r', f'{a}:={b}')]
+            nodes.append(spec.node_class()(
+                context=context, namespace=spec.namespace, parameter_overrides=overrides,
+                cli_args=['--ros-args', *remaps], use_global_arguments=False))
+            executors.append(SingleThreadedExecutor(context=context))
+            executors[-1].add_node(nodes[-1])
+            threads.append(threading.Thread(target=executors[-1].spin, daemon=True,
+                                            name=spec.name))
+            threads[-1].start()
+        yield None
     finally:
-        world.close()
-        node.destroy_node()
+        for executor in executors:
+            executor.shutdown(timeout_sec=2.0)
+        for thread in threads:
+            thread.join(timeout=2.0)
+        for node in reversed(nodes):
+            close = getattr(getattr(node, 'world', None), 'close', None)
+            if close is not None:
+                close()
+            node.destroy_node()
 
 
 def record(args: argparse.Namespace) -> int:
@@ -165,15 +225,15 @@ def record(args: argparse.Namespace) -> int:
     nodes: list = []
     try:
         graph = (digital_real_graph(context, ns, args.dynamics) if lockstep
-                 else contextlib.nullcontext([]))
-        with graph as world_nodes:
+                 else contextlib.nullcontext())
+        with graph:
             recorder = RecorderNode(context=context, parameter_overrides=[
                 Parameter('out_dir', value=str(out)), Parameter('namespace', value=ns or '/'),
                 Parameter('bag_prefix', value='traj')])
             driver = rclpy.create_node('sysid_driver', context=context)
             nodes = [recorder, driver]
             executor = SingleThreadedExecutor(context=context)
-            for node in [*world_nodes, *nodes]:
+            for node in nodes:
                 executor.add_node(node)
             states: list = []
             driver.create_subscription(JointState, f'{ns}/joint_states', states.append,
@@ -293,49 +353,89 @@ def fit_command(args: argparse.Namespace) -> int:
     if holdout >= len(trajs):
         raise ConfigError(f'--holdout {holdout} leaves no trajectory to fit ({len(trajs)} bags)')
     train, held = trajs[:len(trajs) - holdout], trajs[len(trajs) - holdout:]
-    evaluator = TwinRollout(nthread=args.threads, latency_s=args.latency)
     window = int(round(args.window * robot.CONTROL_HZ))
+    if args.latency is not None and not 0.0 <= args.latency <= 0.5:
+        raise ConfigError(f'--latency must be in [0, 0.5] s, got {args.latency}')
+    if not 0.0 < args.max_latency <= 0.5:
+        raise ConfigError(f'--max-latency must be in (0, 0.5] s, got {args.max_latency}')
+    rollouts: dict[float, TwinRollout] = {}
+
+    def make_evaluator(latency_s: float) -> TwinRollout:
+        if latency_s not in rollouts:
+            rollouts[latency_s] = TwinRollout(nthread=args.threads, latency_s=latency_s)
+        return rollouts[latency_s]
+
     print(f'fitting on {len(train)} trajectories ({sum(t.steps for t in train)} steps), '
           f'{len(held)} held out; method {args.method}')
+    fit_kwargs = dict(method=args.method, generations=args.generations, popsize=args.popsize,
+                      minibatch=args.minibatch, window=window, progress=not args.quiet)
     t0 = time.perf_counter()
-    result = sysid.fit(
-        evaluator, train, method=args.method, seed=args.seed, generations=args.generations,
-        popsize=args.popsize, minibatch=args.minibatch, window=window, progress=not args.quiet)
+    searches: list[sysid.LatencyEstimate] = []
+    if args.no_latency or args.latency is not None:
+        latency, source = (0.0, '--no-latency') if args.no_latency else (args.latency, 'given')
+        result = sysid.fit(make_evaluator(latency), train, seed=args.seed, **fit_kwargs)
+    else:
+        ident = sysid.identify(make_evaluator, train, max_latency_s=args.max_latency,
+                               seed=args.seed, **fit_kwargs)
+        result, latency, searches = ident.fit, ident.latency_s, ident.searches
+        source = f'estimated ({ident.fits} fits)'
+        for latency_k, value in ident.profile.items():
+            print(f'fit at latency {1e3 * latency_k:.2f} ms: loss {1e6 * value:.3g} mrad^2 per '
+                  'step')
+        for k, search in enumerate(searches):
+            print(f'latency search {k + 1} ({search.seconds:.1f} s): best '
+                  f'{1e3 * search.latency_s:.2f} ms; loss per step by candidate, ms: mrad^2: '
+                  + ', '.join(f'{1e3 * c:.1f}: {1e6 * v:.3g}'
+                              for c, v in zip(search.candidates_s, search.losses)))
     fit_s = time.perf_counter() - t0
+    evaluator = make_evaluator(latency)
+    print(f'actuation latency {1e3 * latency:.2f} ms ({source})')
     default = DynamicsParams()
     sets = {'train': train, 'holdout': held} if held else {'train': train}
     rmse: dict[str, dict[str, list[float]]] = {}
     sims: dict[str, list[np.ndarray]] = {}
     for label, group in sets.items():
-        sim = evaluator.simulate([default, result.params], group)
+        # "before" is the twin as it ran before sysid: default parameters, no latency.
+        sim = [np.concatenate([b, a]) for b, a in zip(
+            make_evaluator(0.0).simulate([default], group),
+            evaluator.simulate([result.params], group))]
         sims[label] = sim
         rmse[label] = {'before': sysid.joint_rmse(sim, group, 0).tolist(),
                        'after': sysid.joint_rmse(sim, group, 1).tolist()}
-    write_params(out, result.params, bags[:len(train)], args)
+    write_params(out, result.params, latency, source, bags[:len(train)], args)
     report = out.parent / f'{out.stem}_report'
-    truth = DigitalRealDynamics.from_yaml(args.truth).joint_params() if args.truth else None
-    write_report(report, result, rmse, sets, sims, fit_s, truth)
+    hidden = DigitalRealDynamics.from_yaml(args.truth) if args.truth else None
+    truth = hidden.joint_params() if hidden else None
+    write_report(report, result, rmse, sets, sims, fit_s, truth, latency, searches)
     print_table(rmse, result, fit_s, truth)
+    if hidden is not None:
+        print(f'latency: estimated {1e3 * latency:.2f} ms, true {1e3 * hidden.latency_s:.2f} ms '
+              f'(the twin replays whole physics steps: {1e3 / 240:.2f} ms each)')
     print(f'wrote {out} and {report}/')
     return 0
 
 
-def write_params(out: pathlib.Path, params: DynamicsParams, bags: list[pathlib.Path],
-                 args: argparse.Namespace) -> None:
-    """Write the identified parameters (loadable by ``DynamicsParams.from_yaml``)."""
+def write_params(out: pathlib.Path, params: DynamicsParams, latency_s: float, source: str,
+                 bags: list[pathlib.Path], args: argparse.Namespace) -> None:
+    """Write the identified parameters (``DynamicsParams.from_yaml`` and ``sim_params_file``)."""
     out.parent.mkdir(parents=True, exist_ok=True)
     header = (f'# Identified by realm-ros sysid fit ({args.method}, seed {args.seed}, latency '
-              f'{args.latency} s) from {len(bags)} bags (held-out bags excluded).\n'
+              f'{source}) from {len(bags)} bags (held-out bags excluded).\n'
               '# friction: dry joint friction, N m (MuJoCo frictionloss); armature: kg m^2. '
-              'Joint order panda_joint1..7.\n')
+              'Joint order panda_joint1..7.\n'
+              '# latency_s: actuation delay, s, as MujocoWorld replays it (a target acts '
+              'round(latency_s * physics_hz) - 1 physics steps late).\n')
     body = {'friction': [round(v, 6) for v in params.friction],
-            'armature': [round(v, 6) for v in params.armature]}
+            'armature': [round(v, 6) for v in params.armature],
+            'latency_s': round(float(latency_s), 6)}
     out.write_text(header + yaml.safe_dump(body, default_flow_style=None, sort_keys=False))
     DynamicsParams.from_yaml(out)  # what we wrote must load
+    sim_params_latency(out)
 
 
 def write_report(report: pathlib.Path, result: sysid.FitResult, rmse: dict, sets: dict,
-                 sims: dict, fit_s: float, truth: DynamicsParams | None) -> None:
+                 sims: dict, fit_s: float, truth: DynamicsParams | None, latency_s: float = 0.0,
+                 searches: list | None = None) -> None:
     """Write loss per generation (CSV + PNG), RMSE (JSON) and trajectory overlays (PNG)."""
     import matplotlib
     matplotlib.use('Agg')
@@ -359,7 +459,11 @@ def write_report(report: pathlib.Path, result: sysid.FitResult, rmse: dict, sets
     summary: dict[str, Any] = {
         'rmse_rad': rmse, 'fit_seconds': fit_s, 'stop_reason': result.stop_reason,
         'timing_s': result.timing, 'params': {'friction': list(result.params.friction),
-                                              'armature': list(result.params.armature)}}
+                                              'armature': list(result.params.armature),
+                                              'latency_s': latency_s},
+        'latency_searches': [{'candidates_s': s.candidates_s, 'loss_per_step_rad2': s.losses,
+                              'best_s': s.latency_s, 'seconds': s.seconds}
+                             for s in searches or []]}
     if truth is not None:
         summary['relative_error'] = relative_errors(result.params, truth)
     (report / 'rmse.json').write_text(json.dumps(summary, indent=2))

@@ -93,6 +93,22 @@ class DynamicsParams:
         return {k: list(v) for k, v in dataclasses.asdict(self).items()}
 
 
+def sim_params_latency(path: str | pathlib.Path) -> float:
+    """Return the optional ``latency_s`` (actuation delay, s) of a twin parameters file.
+
+    ``realm-ros sysid fit`` writes it next to ``friction`` and ``armature``; the twin replays it
+    (``MujocoWorld``). A file without the key means no delay (0.0).
+
+    Raises:
+        ConfigError: the value is not a number in [0, 0.5] s.
+    """
+    value = load_yaml(path).get('latency_s', 0.0)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) \
+            or not 0.0 <= value <= 0.5:
+        raise ConfigError(f'{path}: latency_s must be a number in [0, 0.5] s, got {value!r}')
+    return float(value)
+
+
 @dataclasses.dataclass(frozen=True)
 class DigitalRealDynamics:
     """Hidden dynamics of the digital real, read from its dynamics YAML file.
@@ -158,7 +174,8 @@ class WorldConfig:
     camera_width: int = field(320, 'rendered image width, px')
     camera_height: int = field(180, 'rendered image height, px')
     camera_rate_hz: float = field(15.0, 'image publishing rate, Hz (0 = no images)')
-    sim_params_file: str = field('', 'YAML with identified friction/armature for the twin')
+    sim_params_file: str = field(
+        '', 'YAML with identified friction/armature (and optional latency_s, s) for the twin')
     dynamics_file: str = field('', 'digital real only: YAML with its hidden dynamics')
     joint_prefix: str = field('panda_', 'joint-name prefix on the robot side of a bridge',
                               choices=robot.KNOWN_PREFIXES)

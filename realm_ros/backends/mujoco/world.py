@@ -15,7 +15,7 @@ import numpy as np
 
 from realm_ros.backends.mujoco import model as mjcf
 from realm_ros.core import control, perturbations, robot
-from realm_ros.core.config import DynamicsParams, WorldConfig
+from realm_ros.core.config import DynamicsParams, WorldConfig, sim_params_latency
 from realm_ros.core.errors import BackendUnavailable, ConfigError
 from realm_ros.core.types import Action, ActionMode, EpisodeSpec, JointState, Observation
 from realm_ros.core.world import World
@@ -84,13 +84,20 @@ class MujocoWorld(World):
         self,
         config: WorldConfig,
         dynamics: DynamicsParams | None = None,
-        latency_s: float = 0.0,
+        latency_s: float | None = None,
         joint_noise_std: float = 0.0,
         object_mass_scale: float = 1.0,
         object_friction_scale: float = 1.0,
     ) -> None:
         self._config = config
         self._substeps = config.substeps
+        if latency_s is None:
+            # The identified actuation delay travels in the same file as friction and armature
+            # (``realm-ros sysid fit`` writes ``latency_s``), so every twin built from the config
+            # (world_node, realm-ros episode, the evaluator's sim world) replays it.
+            latency_s = (sim_params_latency(config.sim_params_file) if config.sim_params_file
+                         else 0.0)
+        self.latency_s = float(latency_s)
         self._latency_steps = int(round(latency_s * config.physics_hz))
         if latency_s < 0 or joint_noise_std < 0:
             raise ConfigError('latency_s and joint_noise_std must be >= 0')
