@@ -28,15 +28,15 @@ os.environ.setdefault('RMW_IMPLEMENTATION', 'rmw_fastrtps_cpp')
 from realm_ros.backends.mujoco.world import MujocoWorld  # noqa: E402
 from realm_ros.core.config import CAMERA_NAMES, WorldConfig  # noqa: E402
 from realm_ros.core.episode import run_episode  # noqa: E402
-from realm_ros.core.policy import ActionChunker, ActionClipper, GripperBinarizer  # noqa: E402
+from realm_ros.core.policy import Policy, standard_chain  # noqa: E402
 from realm_ros.core.types import EpisodeSpec  # noqa: E402
 from realm_ros.policies.scripted import ScriptedPolicy  # noqa: E402
 
 BIN = pathlib.Path(sys.executable).parent
 
 
-def _policy() -> ActionClipper:
-    return ActionClipper(GripperBinarizer(ActionChunker(ScriptedPolicy(skill=0), 8)))
+def _policy() -> Policy:
+    return standard_chain(ScriptedPolicy(skill=0))
 
 
 def no_ros(task: str, episodes: int, cameras: bool) -> tuple[float, list[int]]:

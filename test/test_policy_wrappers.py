@@ -83,3 +83,34 @@ def test_hold_policy_and_factory():
         make_policy('gpt')
     with pytest.raises(ConfigError):
         ActionChunker(HoldPolicy(), execute=0)
+
+
+def test_rate_limiter_bounds_each_step_and_the_distance_to_the_arm():
+    from realm_ros.core.config import SafetyConfig
+    from realm_ros.core.policy import JointRateLimiter
+    from realm_ros.core.safety import SafetyMonitor
+
+    class Jump(Policy):
+        name = 'jump'
+
+        def infer(self, obs):
+            return ActionChunk(np.r_[robot.RESET_Q + 0.8, 1.0][None, :], ActionMode.POSITION)
+
+    policy = JointRateLimiter(Jump())
+    policy.reset(EpisodeSpec())
+    safety = SafetyMonitor(SafetyConfig(), 1 / 15)
+    previous = robot.RESET_Q.copy()
+    for _ in range(3):  # the arm does not move at all: targets stop 0.25 rad ahead of it
+        target = policy.infer(_obs()).values[0, :7]
+        assert np.all(np.abs(target - previous) <= policy.max_step + 1e-12)
+        assert np.all(np.abs(target - robot.RESET_Q) <= 0.25 + 1e-12)
+        safety.check(target, previous, robot.RESET_Q, 0.0)  # the bridge accepts every step
+        previous = target
+
+
+def test_rate_limiter_scales_velocity_commands_uniformly():
+    from realm_ros.core.policy import JointRateLimiter
+    values = JointRateLimiter(CountingPolicy(horizon=1)).infer(_obs()).values
+    arm = values[0, :7]
+    assert np.all(np.abs(0.2 * arm) <= JointRateLimiter(HoldPolicy()).max_step + 1e-12)
+    assert arm[0] != 0 and np.count_nonzero(arm) == 1  # direction kept

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import pathlib
+import shutil
 import subprocess
 import sys
 import time
@@ -56,7 +57,10 @@ def run(args: argparse.Namespace) -> int:
          ['paired-eval', '--out', str(out / 'before'), *common])
     bags = out / 'sysid' / 'bags'
     params = out / 'sysid' / 'params.yaml'
-    if not (bags.exists() and any(bags.iterdir())):
+    if not params.exists() and bags.exists():
+        # Bags without a fit: a recording that was cut short. Recording is cheap: redo it.
+        shutil.rmtree(bags)
+    if not bags.exists():
         _run('2/4 record excitation trajectories on the digital real',
              ['sysid', 'record', '--backend', 'fake', '--out', str(bags),
               '--trajectories', str(args.sysid_trajectories),

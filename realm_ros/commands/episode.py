@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
     """Run the episode; exit 0 whether or not it succeeded (the score is the output)."""
     os.environ.setdefault('MUJOCO_GL', 'egl')
     from realm_ros.core.episode import run_episode
-    from realm_ros.core.policy import ActionClipper, GripperBinarizer, make_policy
+    from realm_ros.core.policy import make_policy, standard_chain
     from realm_ros.core.world import make_world
 
     if args.max_steps <= 0:
@@ -52,8 +52,7 @@ def run(args: argparse.Namespace) -> int:
         sim_params_file=args.sim_params)
     world = make_world(config)
     extra = PolicyNodeConfig(policy=args.policy, policy_args=args.policy_args).extra_kwargs()
-    policy = ActionClipper(GripperBinarizer(make_policy(
-        args.policy, **{'skill': args.skill, 'seed': 0, **extra})))
+    policy = standard_chain(make_policy(args.policy, **{'skill': args.skill, 'seed': 0, **extra}))
     spec = EpisodeSpec(task=args.task, seed=args.seed, policy=args.policy,
                        perturbation=args.perturbation, intensity=args.intensity,
                        max_steps=args.max_steps)

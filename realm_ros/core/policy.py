@@ -137,6 +137,61 @@ class ActionClipper(PolicyWrapper):
         return ActionChunk(values, chunk.mode)
 
 
+class JointRateLimiter(PolicyWrapper):
+    """Keep each command within what the arm can follow in one control period.
+
+    Position targets move at most ``scale * velocity limit * dt`` per joint and step from the
+    previous target (the measured position at the start of an episode) and stay within
+    ``max_error`` rad of the measured position; velocity commands are scaled down uniformly
+    (direction kept) to the same per-step bound. The franka bridge's safety rules refuse
+    commands beyond ``0.9 * velocity limit * dt`` and 0.3 rad: a policy behind this wrapper
+    (default ``scale=0.8``, ``max_error=0.25``) is never refused, and the twin, which has no
+    such rules, sees the same commands as the real arm.
+    """
+
+    def __init__(self, inner: Policy, scale: float = 0.8, max_error: float = 0.25,
+                 control_dt: float = 1.0 / robot.CONTROL_HZ) -> None:
+        super().__init__(inner)
+        if not 0.0 < scale <= 2.0 or max_error <= 0.0:
+            raise ConfigError('JointRateLimiter: scale must be in (0, 2] and max_error > 0')
+        self.max_step = scale * robot.VELOCITY_LIMIT * control_dt
+        self.max_error = max_error
+        self._last: np.ndarray | None = None
+
+    def reset(self, spec: EpisodeSpec) -> None:
+        super().reset(spec)
+        self._last = None
+
+    def infer(self, obs: Observation) -> ActionChunk:
+        chunk = self.inner.infer(obs)
+        values = np.array(chunk.values, dtype=float, copy=True)
+        measured = np.asarray(obs.joints.position, dtype=float)
+        if chunk.mode is ActionMode.VELOCITY:
+            for row in values:
+                # DROID: target = q + 0.2 v (after its own rescaling of max|v| to 1).
+                v = row[:7] / max(1.0, float(np.max(np.abs(row[:7]))))
+                ratio = float(np.max(np.abs(robot.MAX_JOINT_DELTA * v) / self.max_step))
+                row[:7] = v / max(1.0, ratio)
+            return ActionChunk(values, chunk.mode)
+        previous = measured if self._last is None else self._last
+        for row in values:
+            target = np.clip(row[:7], previous - self.max_step, previous + self.max_step)
+            row[:7] = np.clip(target, measured - self.max_error, measured + self.max_error)
+            previous = row[:7]
+        self._last = values[0, :7].copy()  # the row executed now
+        return ActionChunk(values, chunk.mode)
+
+
+def standard_chain(inner: Policy, execute: int = 8) -> Policy:
+    """Return the wrapper chain every runner uses (policy_node, episode, ladder, benchmarks).
+
+    ``JointRateLimiter(ActionClipper(GripperBinarizer(ActionChunker(inner, execute))))``:
+    execute ``execute`` actions of each chunk open loop, binarise the gripper at 0.5, clip to
+    the limits, and keep each step within what the arm can follow.
+    """
+    return JointRateLimiter(ActionClipper(GripperBinarizer(ActionChunker(inner, execute))))
+
+
 class HoldPolicy(Policy):
     """Hold the arm where it is and keep the gripper open: the do-nothing baseline."""
 
@@ -169,4 +224,4 @@ def make_policy(name: str, **kwargs: Any) -> Policy:
 
 
 __all__ = ['POLICIES', 'ActionChunker', 'ActionClipper', 'GripperBinarizer', 'HoldPolicy',
-           'Policy', 'PolicyWrapper', 'make_policy']
+           'JointRateLimiter', 'Policy', 'PolicyWrapper', 'make_policy', 'standard_chain']

@@ -26,7 +26,8 @@ Lockstep (default): each new complete observation is answered with exactly one c
 (stamped with the observation's stamp), so the world advances exactly one control step per
 policy step, as in :func:`realm_ros.core.episode.run_episode`. Otherwise a timer at
 ``control_hz`` answers the latest observation. The policy is wrapped
-``ActionClipper(GripperBinarizer(ActionChunker(policy, execute_horizon)))``.
+``JointRateLimiter(ActionClipper(GripperBinarizer(ActionChunker(policy, execute_horizon))))``
+(:func:`realm_ros.core.policy.standard_chain`).
 """
 
 from __future__ import annotations
@@ -47,13 +48,7 @@ from trajectory_msgs.msg import JointTrajectory
 
 from realm_ros.core.config import PolicyNodeConfig, from_mapping
 from realm_ros.core.errors import ConfigError, RealmError
-from realm_ros.core.policy import (
-    ActionChunker,
-    ActionClipper,
-    GripperBinarizer,
-    Policy,
-    make_policy,
-)
+from realm_ros.core.policy import Policy, make_policy, standard_chain
 from realm_ros.core.types import EpisodeSpec, Observation
 from realm_ros.ros import convert, qos, topics
 from realm_ros.ros.params import declare_config
@@ -65,7 +60,7 @@ def build_policy(config: PolicyNodeConfig) -> Policy:
                               'port': config.port}
     kwargs.update(config.extra_kwargs())
     inner = make_policy(config.policy, **kwargs)
-    return ActionClipper(GripperBinarizer(ActionChunker(inner, execute=config.execute_horizon)))
+    return standard_chain(inner, execute=config.execute_horizon)
 
 
 class PolicyNode(Node):
