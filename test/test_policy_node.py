@@ -101,6 +101,7 @@ def test_policy_node_in_real_time_solves_a_task(tmp_path):
         node.create_subscription(DiagnosticStatus, '/rt/progress',
                                  lambda m: progress.append(convert.progress_from_msg(m)),
                                  qos.STATE)
+        # Real time on a shared machine: allow for a loaded CPU (the push takes ~4 s of motion).
         assert spin_until(executor, lambda: progress and progress[-1].max_progression == 1.0,
-                          40), (tmp_path / 'policy.log').read_text()
+                          90), (tmp_path / 'policy.log').read_text()
     assert 'policy reset for task' in (tmp_path / 'policy.log').read_text()

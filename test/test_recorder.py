@@ -52,7 +52,7 @@ def test_recorder_splits_and_sigint_leaves_readable_bags(tmp_path):
             for k in range(10):
                 _publish_step(js_pub, cmd_pub, k)
                 executor.spin_once(timeout_sec=0.01)
-            time.sleep(0.5)
+            time.sleep(2.0)  # let the recorder drain its queue (reliable QoS)
             future = split.call_async(Trigger.Request())
             assert spin_until(executor, future.done, 10)
             result = json.loads(future.result().message)
@@ -63,7 +63,7 @@ def test_recorder_splits_and_sigint_leaves_readable_bags(tmp_path):
                 _publish_step(js_pub, cmd_pub, k)
                 img_pub.publish(convert.image_to_msg(image, convert.to_time(k / 15.0), 'wrist'))
                 executor.spin_once(timeout_sec=0.01)
-            time.sleep(0.5)
+            time.sleep(2.0)  # let the recorder drain its queue (reliable QoS)
         proc.send_signal(signal.SIGINT)  # mid-recording: the open bag must be finalised
         assert proc.wait(timeout=20) == 0
     finally:
