@@ -38,10 +38,12 @@ from realm_ros.core.policy import (  # noqa: E402
     GripperBinarizer,
     make_policy,
 )
-from realm_ros.core.types import EpisodeSpec  # noqa: E402
+from realm_ros.core.types import EpisodeOutcome, EpisodeSpec  # noqa: E402
 
-DEFAULT_POLICIES = ('expert=scripted:skill=0,horizon=15', 'good=scripted:skill=1,horizon=15',
-                    'sloppy=scripted:skill=2,horizon=15', 'poor=scripted:skill=3,horizon=15')
+#: The open-loop velocity ladder (DROID's action space, chunks of 15, 8 executed).
+DEFAULT_POLICIES = tuple(
+    f'{name}=scripted:skill={level},horizon=15,action_space=joint_velocity'
+    for level, name in enumerate(('expert', 'good', 'sloppy', 'poor')))
 
 
 def _world(kind: str, task: str, args: argparse.Namespace) -> MujocoWorld:
@@ -70,6 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     scores: dict[str, dict[str, list[tuple[bool, float]]]] = {
         k: {e.label: [] for e in entries} for k in kinds}
     per_task: dict[str, dict[str, dict[str, list[float]]]] = {}
+    infra = 0
     start = time.monotonic()
     for task in task_names:
         per_task[task] = {k: {e.label: [] for e in entries} for k in kinds}
@@ -82,6 +85,11 @@ def main(argv: list[str] | None = None) -> int:
                     seed = derive_seed(args.seed, task, 'Default', k)
                     result = run_episode(world, policy, EpisodeSpec(
                         task=task, seed=seed, policy=entry.label, max_steps=args.max_steps))
+                    if result.outcome is EpisodeOutcome.INFRA_FAILURE:
+                        infra += 1  # never scored (the evaluator's rule)
+                        print(f'{kind} {task} {entry.label} seed {seed}: {result.error}',
+                              file=sys.stderr)
+                        continue
                     scores[kind][entry.label].append((result.success, result.progression))
                     per_task[task][kind][entry.label].append(result.progression)
             world.close()
@@ -115,10 +123,12 @@ def main(argv: list[str] | None = None) -> int:
     for task in task_names:
         cells = ', '.join(
             f'{label} ' + '/'.join(
-                f'{sum(per_task[task][k][label]) / args.episodes:.2f}' for k in kinds)
+                f'{sum(per_task[task][k][label]) / max(1, len(per_task[task][k][label])):.2f}'
+                for k in kinds)
             for label in labels)
         print(f'  {task}: {cells}')
-    print(f'\n({time.monotonic() - start:.0f} s)')
+    print(f'\n({time.monotonic() - start:.0f} s; {infra} episodes ended as infrastructure '
+          'failures and are not scored)')
     return 0
 
 

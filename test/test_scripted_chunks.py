@@ -10,7 +10,7 @@ from realm_ros.core.errors import ConfigError
 from realm_ros.core.evaluation import PolicyEntry
 from realm_ros.core.policy import make_policy
 from realm_ros.core.types import ActionMode, EpisodeSpec
-from realm_ros.policies.scripted import ScriptedPolicy
+from realm_ros.policies.scripted import NOMINAL_TRACKING, ScriptedPolicy
 
 SPEC = EpisodeSpec(task='pick_spoon', seed=3, max_steps=300)
 
@@ -82,12 +82,14 @@ def test_gripper_is_scheduled_by_time_not_by_arrival(first_obs):
 
 
 def test_velocity_chunk_integrates_to_the_position_chunk(first_obs):
+    """Velocities are the planned deltas over what the nominal controller covers per step."""
+    assert 0.4 < NOMINAL_TRACKING < 0.6
     pos = _chunks(ScriptedPolicy(skill=0, horizon=15), first_obs, 1)[0]
     vel = _chunks(ScriptedPolicy(skill=0, horizon=15, action_space='joint_velocity'),
                   first_obs, 1)[0]
     assert vel.mode is ActionMode.VELOCITY
     q = np.asarray(first_obs.joints.position) + np.cumsum(
-        vel.values[:, :7] * robot.MAX_JOINT_DELTA, axis=0)
+        vel.values[:, :7] * robot.MAX_JOINT_DELTA * NOMINAL_TRACKING, axis=0)
     np.testing.assert_allclose(q, pos.values[:, :7], atol=1e-12)
     np.testing.assert_array_equal(vel.values[:, 7], pos.values[:, 7])
 

@@ -24,9 +24,13 @@ first step of a chunk sees the measured state; the policy's waypoint state is co
 latency then change where the gripper is when it closes: the outcome depends on the dynamics.
 
 ``action_space``: ``'joint_position'`` (absolute targets, the default) or ``'joint_velocity'``
-(DROID's velocity head: ``v = (q_plan[k] - q_model[k]) / MAX_JOINT_DELTA``; the world applies
-``q_measured + MAX_JOINT_DELTA v``, so within a chunk any tracking shortfall accumulates instead
-of being corrected by an absolute target).
+(DROID's velocity head, what the released pi0 DROID checkpoints output): the world applies
+``q_measured + MAX_JOINT_DELTA v``, so a velocity is a delta from wherever the arm *is*, and
+any tracking shortfall within a chunk accumulates instead of being corrected by an absolute
+target. The internal model expects the arm to cover :data:`NOMINAL_TRACKING` of each commanded
+delta per step (the nominal controller's first-order response, from its public gains only), so
+``v = (q_plan[k] - q_plan[k-1]) / (MAX_JOINT_DELTA * NOMINAL_TRACKING)``; an arm with more
+friction or inertia than that falls behind and closes its gripper short of the object.
 """
 
 from __future__ import annotations
@@ -43,6 +47,12 @@ from realm_ros.core.policy import Policy
 from realm_ros.core.types import ActionChunk, ActionMode, EpisodeSpec, Observation
 
 ACTION_SPACES = ('joint_position', 'joint_velocity')
+#: Fraction of a velocity command's joint delta (``MAX_JOINT_DELTA v``) the policy's internal
+#: model expects the arm to cover in one control step: the first-order response of the nominal
+#: DROID impedance law (stiffness over damping, ``KX / KXD`` = 10.8 1/s, no inertia, no friction)
+#: to a target held for 1 / CONTROL_HZ s. It uses only the public controller gains, never the
+#: arm's friction or armature.
+NOMINAL_TRACKING = 1.0 - math.exp(-robot.KX[0] / robot.KXD[0] / robot.CONTROL_HZ)
 #: Attributes of the waypoint state machine that one planned step changes (saved and restored
 #: around the look-ahead of a chunk).
 _STEP_STATE = ('_q_cmd', '_set_pos', '_set_yaw', '_wp', '_wp_index', '_wp_steps', '_dwell',
@@ -232,7 +242,7 @@ class ScriptedPolicy(Policy):
         for k in range(self.horizon):
             row = self._step(q_model)
             if self.action_space == 'joint_velocity':
-                rows[k, :7] = (row[:7] - q_model) / robot.MAX_JOINT_DELTA
+                rows[k, :7] = (row[:7] - q_model) / (robot.MAX_JOINT_DELTA * NOMINAL_TRACKING)
                 rows[k, 7] = row[7]
             else:
                 rows[k] = row
