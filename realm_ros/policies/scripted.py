@@ -29,7 +29,8 @@ latency then change where the gripper is when it closes: the outcome depends on 
 any tracking shortfall within a chunk accumulates instead of being corrected by an absolute
 target. The internal model expects the arm to cover :data:`NOMINAL_TRACKING` of each commanded
 delta per step (the nominal controller's first-order response, from its public gains only), so
-``v = (q_plan[k] - q_plan[k-1]) / (MAX_JOINT_DELTA * NOMINAL_TRACKING)``; an arm with more
+``v = (q_plan[k] - q_model[k]) / (MAX_JOINT_DELTA * NOMINAL_TRACKING)``, each step's delta
+capped at :data:`MAX_VELOCITY_DELTA` (80 % of the joint velocity limits); an arm with more
 friction or inertia than that falls behind and closes its gripper short of the object.
 """
 
@@ -53,6 +54,9 @@ ACTION_SPACES = ('joint_position', 'joint_velocity')
 #: to a target held for 1 / CONTROL_HZ s. It uses only the public controller gains, never the
 #: arm's friction or armature.
 NOMINAL_TRACKING = 1.0 - math.exp(-robot.KX[0] / robot.KXD[0] / robot.CONTROL_HZ)
+#: Largest joint delta (rad) a velocity action asks for in one step: 80 % of the Panda's joint
+#: velocity limits over one control period, below the franka bridge's safety bound (90 %).
+MAX_VELOCITY_DELTA = 0.8 * robot.VELOCITY_LIMIT / robot.CONTROL_HZ
 #: Attributes of the waypoint state machine that one planned step changes (saved and restored
 #: around the look-ahead of a chunk).
 _STEP_STATE = ('_q_cmd', '_set_pos', '_set_yaw', '_wp', '_wp_index', '_wp_steps', '_dwell',
@@ -153,12 +157,16 @@ class ScriptedPolicy(Policy):
             ActionChunker's / policy_node's ``execute_horizon``, DROID's 8); the look-ahead
             state is committed after ``min(execute, horizon)`` steps. Ignored when H = 1.
         action_space: ``joint_position`` or ``joint_velocity``.
+        max_delta: joint_velocity only: largest joint delta (rad) one step asks for; < 0 (the
+            default) = :data:`MAX_VELOCITY_DELTA` per joint; DROID's own bound is
+            ``MAX_JOINT_DELTA`` = 0.2 rad.
     """
 
     name = 'scripted'
 
     def __init__(self, skill: Any = 0, seed: int = 0, horizon: int = 1, execute: int = 8,
-                 action_space: str = 'joint_position', **kwargs: Any) -> None:
+                 action_space: str = 'joint_position', max_delta: float = -1.0,
+                 **kwargs: Any) -> None:
         del kwargs  # host, port, ... of other policies
         self.level = skill_level(skill)
         self.skill = SKILLS[self.level]
@@ -173,6 +181,8 @@ class ScriptedPolicy(Policy):
         self.horizon = int(horizon)
         self.execute = int(execute)
         self.action_space = action_space
+        self.max_delta = MAX_VELOCITY_DELTA if float(max_delta) < 0 else np.full(
+            robot.NUM_ARM_JOINTS, min(float(max_delta), robot.MAX_JOINT_DELTA))
         self._spec: EpisodeSpec | None = None
         self._plan: Iterator[Waypoint] | None = None
 
@@ -242,11 +252,17 @@ class ScriptedPolicy(Policy):
         for k in range(self.horizon):
             row = self._step(q_model)
             if self.action_space == 'joint_velocity':
-                rows[k, :7] = (row[:7] - q_model) / (robot.MAX_JOINT_DELTA * NOMINAL_TRACKING)
+                # The target change a step may ask for is capped below the arm's velocity
+                # limits (the franka bridge's safety monitor refuses more); what is cut off
+                # stays in the internal model's lag and is asked for in the next steps.
+                delta = np.clip((row[:7] - q_model) / NOMINAL_TRACKING,
+                                -self.max_delta, self.max_delta)
+                rows[k, :7] = delta / robot.MAX_JOINT_DELTA
                 rows[k, 7] = row[7]
+                q_model = q_model + NOMINAL_TRACKING * delta
             else:
                 rows[k] = row
-            q_model = row[:7]
+                q_model = row[:7]
             if k + 1 == min(self.execute, self.horizon):
                 committed = self._save()
         assert committed is not None
