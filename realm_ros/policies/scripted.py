@@ -21,7 +21,9 @@ measured joints of step k+1 are the command of step k, as in the demonstrations 
 from), and returns the (H, 8) chunk, gripper open/close events at their planned step. Only the
 first step of a chunk sees the measured state; the policy's waypoint state is committed after
 ``execute`` steps (the chunker's k), which is where the next query starts. Arm lag, overshoot and
-latency then change where the gripper is when it closes: the outcome depends on the dynamics.
+latency then can change where the gripper is when it closes. With absolute position targets the
+effect is negligible here (the target pulls the arm onto the plan during the grasp dwell); with
+joint velocities it is not (README "Open-loop chunks").
 
 ``action_space``: ``'joint_position'`` (absolute targets, the default) or ``'joint_velocity'``
 (DROID's velocity head, what the released pi0 DROID checkpoints output): the world applies
