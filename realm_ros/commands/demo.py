@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import pathlib
 import shutil
 import subprocess
@@ -33,9 +34,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         default=['pick_spoon', 'put_green_block_in_bowl', 'open_drawer'])
     parser.add_argument('--episodes-per-cell', type=int, default=4)
     parser.add_argument('--max-steps', type=int, default=300)
-    parser.add_argument('--sysid-trajectories', type=int, default=8)
+    parser.add_argument('--sysid-trajectories', type=int, default=5)
     parser.add_argument('--sysid-duration', type=float, default=8.0)
     parser.add_argument('--seed', type=int, default=0)
+    parser.add_argument(
+        '--real-dynamics', default='',
+        help='hidden dynamics YAML of the digital real, used by the evaluation and the sysid '
+             'recording alike (default: config/dynamics/sysid_demo.yaml, whose joint friction '
+             'is strong enough for the open-loop velocity ladder to show the twin gap)')
 
 
 def _run(step: str, argv: list[str]) -> None:
@@ -50,9 +56,21 @@ def _run(step: str, argv: list[str]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the four steps and print the before/after agreement."""
+    from realm_ros.graph import share_path
+
     out = args.out
+    # The demo's whole graph lives on this machine: keep its DDS traffic off a lab's graph
+    # (and off another demo running beside it) unless the user chose a domain.
+    if 'ROS_DOMAIN_ID' not in os.environ:
+        os.environ['ROS_DOMAIN_ID'] = str(1 + os.getpid() % 100)
+    os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
+    print(f'ROS_DOMAIN_ID={os.environ["ROS_DOMAIN_ID"]}, discovery '
+          f'{os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"]}', flush=True)
+    dynamics = str(pathlib.Path(
+        args.real_dynamics or share_path('config/dynamics/sysid_demo.yaml')).resolve())
     common = ['--tasks', *args.tasks, '--episodes-per-cell', str(args.episodes_per_cell),
-              '--max-steps', str(args.max_steps), '--seed', str(args.seed)]
+              '--max-steps', str(args.max_steps), '--seed', str(args.seed),
+              '--real-dynamics', dynamics]
     _run('1/4 paired evaluation, twin with default parameters',
          ['paired-eval', '--out', str(out / 'before'), *common])
     bags = out / 'sysid' / 'bags'
@@ -62,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
         shutil.rmtree(bags)
     if not bags.exists():
         _run('2/4 record excitation trajectories on the digital real',
-             ['sysid', 'record', '--backend', 'fake', '--out', str(bags),
+             ['sysid', 'record', '--backend', 'fake', '--dynamics', dynamics, '--out', str(bags),
               '--trajectories', str(args.sysid_trajectories),
               '--duration', str(args.sysid_duration), '--seed', str(args.seed)])
     if not params.exists():

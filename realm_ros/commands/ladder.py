@@ -26,6 +26,7 @@ def run(args: argparse.Namespace) -> int:
     """Print the ladder table."""
     from realm_ros.core.config import WorldConfig
     from realm_ros.core.episode import run_episode
+    from realm_ros.core.policy import standard_chain
     from realm_ros.core.types import EpisodeSpec
     from realm_ros.core.world import make_world
     from realm_ros.policies.scripted import SKILLS, ScriptedPolicy, skill_level
@@ -43,7 +44,8 @@ def run(args: argparse.Namespace) -> int:
             world = make_world(WorldConfig(task=name, camera_rate_hz=0.0, cameras=()))
             rows[name] = {}
             for level in levels:
-                policy = ScriptedPolicy(skill=level)
+                # Wrapped as every runner wraps policies (policy_node, paired-eval, episode).
+                policy = standard_chain(ScriptedPolicy(skill=level))
                 results = [run_episode(world, policy, EpisodeSpec(
                     task=name, seed=seed, policy=policy.label, max_steps=args.max_steps))
                     for seed in range(args.episodes)]

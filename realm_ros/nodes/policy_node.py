@@ -57,7 +57,10 @@ from realm_ros.ros.params import declare_config
 def build_policy(config: PolicyNodeConfig) -> Policy:
     """Return the configured policy in its wrapper chain (chunking, binarising, clipping)."""
     kwargs: dict[str, Any] = {'skill': config.skill, 'seed': config.seed, 'host': config.host,
-                              'port': config.port}
+                              'port': config.port,
+                              # a chunk-planning policy commits its plan where the chunker
+                              # re-queries (policies that do not plan ignore it)
+                              'execute': config.execute_horizon}
     kwargs.update(config.extra_kwargs())
     inner = make_policy(config.policy, **kwargs)
     return standard_chain(inner, execute=config.execute_horizon)

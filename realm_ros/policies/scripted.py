@@ -10,7 +10,30 @@ the damped least-squares IK of :mod:`realm_ros.core.kinematics`. It never import
 errors real policies make, drawn once per episode from ``(spec.seed, skill)``: imprecise grasp
 offsets and yaw, hesitation pauses, a wrong approach point, early release, short motions
 (lifting, rotating or pulling too little) and stalling. Deterministic per seed and skill.
-Each :meth:`infer` returns a one-action chunk (POSITION mode): the policy re-plans every step.
+
+``horizon`` H picks how the policy acts. H = 1 (the default): each :meth:`infer` returns a
+one-action chunk and the policy re-plans every step from the measured state (closed loop), so
+its outcomes hardly depend on how the arm tracks. H > 1 emulates a chunking VLA such as pi0
+DROID (chunks of 10-15 actions, 8 executed open loop by
+:class:`~realm_ros.core.policy.ActionChunker`): each query rolls the same waypoint logic H steps
+ahead through the policy's *internal model* of the arm, which assumes perfect tracking (the
+measured joints of step k+1 are the command of step k, as in the demonstrations a VLA learns
+from), and returns the (H, 8) chunk, gripper open/close events at their planned step. Only the
+first step of a chunk sees the measured state; the policy's waypoint state is committed after
+``execute`` steps (the chunker's k), which is where the next query starts. Arm lag, overshoot and
+latency then can change where the gripper is when it closes. With absolute position targets the
+effect is negligible here (the target pulls the arm onto the plan during the grasp dwell); with
+joint velocities it is not (README "Open-loop chunks").
+
+``action_space``: ``'joint_position'`` (absolute targets, the default) or ``'joint_velocity'``
+(DROID's velocity head, what the released pi0 DROID checkpoints output): the world applies
+``q_measured + MAX_JOINT_DELTA v``, so a velocity is a delta from wherever the arm *is*, and
+any tracking shortfall within a chunk accumulates instead of being corrected by an absolute
+target. The internal model expects the arm to cover :data:`NOMINAL_TRACKING` of each commanded
+delta per step (the nominal controller's first-order response, from its public gains only), so
+``v = (q_plan[k] - q_model[k]) / (MAX_JOINT_DELTA * NOMINAL_TRACKING)``, each step's delta
+capped at :data:`MAX_VELOCITY_DELTA` (80 % of the joint velocity limits); an arm with more
+friction or inertia than that falls behind and closes its gripper short of the object.
 """
 
 from __future__ import annotations
@@ -25,6 +48,21 @@ from realm_ros.core import kinematics, robot, tasks
 from realm_ros.core.errors import ConfigError, EpisodeError
 from realm_ros.core.policy import Policy
 from realm_ros.core.types import ActionChunk, ActionMode, EpisodeSpec, Observation
+
+ACTION_SPACES = ('joint_position', 'joint_velocity')
+#: Fraction of a velocity command's joint delta (``MAX_JOINT_DELTA v``) the policy's internal
+#: model expects the arm to cover in one control step: the first-order response of the nominal
+#: DROID impedance law (stiffness over damping, ``KX / KXD`` = 10.8 1/s, no inertia, no friction)
+#: to a target held for 1 / CONTROL_HZ s. It uses only the public controller gains, never the
+#: arm's friction or armature.
+NOMINAL_TRACKING = 1.0 - math.exp(-robot.KX[0] / robot.KXD[0] / robot.CONTROL_HZ)
+#: Largest joint delta (rad) a velocity action asks for in one step: 80 % of the Panda's joint
+#: velocity limits over one control period, below the franka bridge's safety bound (90 %).
+MAX_VELOCITY_DELTA = 0.8 * robot.VELOCITY_LIMIT / robot.CONTROL_HZ
+#: Attributes of the waypoint state machine that one planned step changes (saved and restored
+#: around the look-ahead of a chunk).
+_STEP_STATE = ('_q_cmd', '_set_pos', '_set_yaw', '_wp', '_wp_index', '_wp_steps', '_dwell',
+               '_hold', '_done')
 
 OPEN, CLOSED = 0.0, 1.0
 #: TCP yaw (closing-axis direction, rad) at the DROID reset pose; grasp yaws are chosen within
@@ -116,21 +154,46 @@ class ScriptedPolicy(Policy):
     Args:
         skill: 0..3 or ``expert``/``good``/``sloppy``/``poor``.
         seed: extra seed mixed with ``spec.seed`` (default 0).
+        horizon: actions per chunk H >= 1 (1 = closed loop every step; see module docstring).
+        execute: actions of each chunk the caller executes before re-querying (the
+            ActionChunker's / policy_node's ``execute_horizon``, DROID's 8); the look-ahead
+            state is committed after ``min(execute, horizon)`` steps. Ignored when H = 1.
+        action_space: ``joint_position`` or ``joint_velocity``.
+        max_delta: joint_velocity only: largest joint delta (rad) one step asks for; < 0 (the
+            default) = :data:`MAX_VELOCITY_DELTA` per joint; DROID's own bound is
+            ``MAX_JOINT_DELTA`` = 0.2 rad.
     """
 
     name = 'scripted'
 
-    def __init__(self, skill: Any = 0, seed: int = 0, **kwargs: Any) -> None:
+    def __init__(self, skill: Any = 0, seed: int = 0, horizon: int = 1, execute: int = 8,
+                 action_space: str = 'joint_position', max_delta: float = -1.0,
+                 **kwargs: Any) -> None:
         del kwargs  # host, port, ... of other policies
         self.level = skill_level(skill)
         self.skill = SKILLS[self.level]
         self.seed = int(seed)
+        if int(horizon) != horizon or int(horizon) < 1:
+            raise ConfigError(f'scripted policy horizon must be an integer >= 1, got {horizon!r}')
+        if int(execute) != execute or int(execute) < 1:
+            raise ConfigError(f'scripted policy execute must be an integer >= 1, got {execute!r}')
+        if action_space not in ACTION_SPACES:
+            raise ConfigError(f'scripted policy action_space {action_space!r} unknown; use one '
+                              f'of {list(ACTION_SPACES)}')
+        self.horizon = int(horizon)
+        self.execute = int(execute)
+        self.action_space = action_space
+        self.max_delta = MAX_VELOCITY_DELTA if float(max_delta) < 0 else np.full(
+            robot.NUM_ARM_JOINTS, min(float(max_delta), robot.MAX_JOINT_DELTA))
         self._spec: EpisodeSpec | None = None
         self._plan: Iterator[Waypoint] | None = None
 
     @property
     def label(self) -> str:
-        return f'scripted-{self.skill.name}'
+        if self.horizon == 1 and self.action_space == 'joint_position':
+            return f'scripted-{self.skill.name}'
+        space = '-vel' if self.action_space == 'joint_velocity' else ''
+        return f'scripted-{self.skill.name}-h{self.horizon}{space}'
 
     # -- episode set-up ---------------------------------------------------------------------
 
@@ -151,6 +214,7 @@ class ScriptedPolicy(Policy):
         self.short = float(rng.uniform(0.4, 0.7)) if rng.random() < s.p_short else 1.0
         self.stall_at = int(rng.integers(1, 7)) if rng.random() < s.p_stall else -1
         self._plan = None
+        self._planned: list[Waypoint] = []
         self._q_cmd: np.ndarray | None = None
         self._set_pos = np.zeros(3)
         self._set_yaw = RESET_YAW
@@ -180,6 +244,46 @@ class ScriptedPolicy(Policy):
             self._set_yaw = math.atan2(tcp[1, 1], tcp[0, 1])
             self._plan = self._waypoints()
             self._next_waypoint()
+        if self.horizon == 1 and self.action_space == 'joint_position':
+            return ActionChunk(self._step(q_meas)[None, :], ActionMode.POSITION)
+        # Open-loop look-ahead through the internal model (perfect tracking): the "measured"
+        # joints of step k > 0 are the command of step k - 1.
+        rows = np.empty((self.horizon, 8))
+        q_model = q_meas
+        committed: dict[str, Any] | None = None
+        for k in range(self.horizon):
+            row = self._step(q_model)
+            if self.action_space == 'joint_velocity':
+                # The target change a step may ask for is capped below the arm's velocity
+                # limits (the franka bridge's safety monitor refuses more); what is cut off
+                # stays in the internal model's lag and is asked for in the next steps.
+                delta = np.clip((row[:7] - q_model) / NOMINAL_TRACKING,
+                                -self.max_delta, self.max_delta)
+                rows[k, :7] = delta / robot.MAX_JOINT_DELTA
+                rows[k, 7] = row[7]
+                q_model = q_model + NOMINAL_TRACKING * delta
+            else:
+                rows[k] = row
+                q_model = row[:7]
+            if k + 1 == min(self.execute, self.horizon):
+                committed = self._save()
+        assert committed is not None
+        self._restore(committed)
+        mode = ActionMode.VELOCITY if self.action_space == 'joint_velocity' else \
+            ActionMode.POSITION
+        return ActionChunk(rows, mode)
+
+    def _save(self) -> dict[str, Any]:
+        return {name: (getattr(self, name).copy() if isinstance(getattr(self, name), np.ndarray)
+                       else getattr(self, name)) for name in _STEP_STATE}
+
+    def _restore(self, state: Mapping[str, Any]) -> None:
+        for name, value in state.items():
+            setattr(self, name, value)
+
+    def _step(self, q_meas: np.ndarray) -> np.ndarray:
+        """Advance the waypoint state one control step; return ``[q_cmd (7), grip]``."""
+        assert self._spec is not None
         self._advance(q_meas)
         wp = self._wp
         grip = wp.grip if wp is not None else CLOSED
@@ -193,7 +297,7 @@ class ScriptedPolicy(Policy):
         self._q_cmd, _ = kinematics.solve_ik(
             self._set_pos, kinematics.down_rotation(self._set_yaw), self._q_cmd,
             q_rest=self._spec_reset_q(), iterations=8)
-        return ActionChunk(np.r_[self._q_cmd, grip][None, :], ActionMode.POSITION)
+        return np.r_[self._q_cmd, grip]
 
     def _spec_reset_q(self) -> np.ndarray:
         return np.asarray(tasks.RESET_Q.get(self.task.name, robot.RESET_Q), dtype=float)
@@ -225,10 +329,15 @@ class ScriptedPolicy(Policy):
             return
         if self._wp_index == self.pause_at:
             self._hold = self.pause_len
-        try:
-            self._wp = next(self._plan)
-        except StopIteration:
-            self._done = True
+        # Waypoints are drawn from the plan once and kept, so a look-ahead that is rolled back
+        # (chunks) sees the same waypoint again when it re-reaches this index.
+        while len(self._planned) <= self._wp_index:
+            try:
+                self._planned.append(next(self._plan))
+            except StopIteration:
+                self._done = True
+                return
+        self._wp = self._planned[self._wp_index]
 
     # -- planning -----------------------------------------------------------------------------
 
