@@ -271,7 +271,8 @@ def summarize(records: Sequence[Mapping[str, Any]], seed: int = 0) -> dict[str, 
     if not complete:
         raise DataError('no pair has finished in both worlds yet: nothing to summarise')
     rows = [(w[REAL], w[SIM]) for w in complete.values()]
-    policies = sorted({real['policy'] for real, _ in rows})
+    # In the order the plan ran them (the config's order, e.g. best rung first).
+    policies = list(dict.fromkeys(real['policy'] for real, _ in rows))
     tasks = sorted({real['task'] for real, _ in rows})
 
     def per_policy(selected: Sequence[tuple[Mapping[str, Any], Mapping[str, Any]]]):
