@@ -34,6 +34,7 @@ def _nodes(context):
         'config_file': LaunchConfiguration('config_file'),
         'out_dir': LaunchConfiguration('out_dir'),
         'monitor': LaunchConfiguration('monitor'),
+        'record': LaunchConfiguration('record'),
     }
     performed = {n: v.perform(context) for n, v in values.items()}
 
@@ -53,7 +54,8 @@ def _nodes(context):
         policy = {'policy': arg('policy'), 'policy_args': json.dumps(extra)}
     config = EvalConfig.from_yaml(config_file, **overrides)
     graph = paired_eval_graph(config, arg('out_dir'), policy=policy,
-                              monitor=arg('monitor').lower() == 'true')
+                              monitor=arg('monitor').lower() == 'true',
+                              record=arg('record').lower() == 'true')
     return [
         Node(package='realm_ros', executable=spec.executable, name=spec.name,
              namespace=spec.namespace,
@@ -96,5 +98,8 @@ def generate_launch_description():
         DeclareLaunchArgument(
             'monitor', default_value='true', choices=['true', 'false'],
             description='start monitor_node for RViz'),
+        DeclareLaunchArgument(
+            'record', default_value='true', choices=['true', 'false'],
+            description='record both worlds to rosbag2/MCAP, one bag per pair (recorder_node)'),
         OpaqueFunction(function=_nodes),
     ])

@@ -74,7 +74,7 @@ def _clock(namespace: str) -> tuple[tuple[str, str], ...]:
 
 def paired_eval_graph(config: EvalConfig, out_dir: str, lockstep: bool = True,
                       policy: Mapping[str, Any] | None = None,
-                      monitor: bool = False) -> list[NodeSpec]:
+                      monitor: bool = False, record: bool = False) -> list[NodeSpec]:
     """Return the nodes of a paired evaluation.
 
     Args:
@@ -85,6 +85,8 @@ def paired_eval_graph(config: EvalConfig, out_dir: str, lockstep: bool = True,
         policy: policy_node parameters shared by both worlds (policy name, host, port, ...);
             the evaluator switches the policy per episode through the spec otherwise.
         monitor: add monitor_node (markers and divergence for RViz).
+        record: add one recorder_node per world (commands and joint states to rosbag2/MCAP
+            under ``out_dir/bags_<world>``, one bag per pair: the evaluator splits them).
     """
     entries = config.policy_entries()
     scripted = any(e.policy == 'scripted' for e in entries)
@@ -125,15 +127,25 @@ def paired_eval_graph(config: EvalConfig, out_dir: str, lockstep: bool = True,
     for ns, sim_time in ((REAL_NS, real_lockstep), (SIM_NS, lockstep)):
         nodes.append(NodeSpec('policy_node', 'policy', ns, {
             **policy, 'lockstep': sim_time, 'use_sim_time': sim_time}, _clock(ns)))
+    recorders = []
+    if record:
+        for ns in (REAL_NS, SIM_NS):
+            world = ns.strip('/')
+            recorders.append(f'/recorder_{world}')
+            nodes.append(NodeSpec('recorder_node', f'recorder_{world}', '', {
+                'out_dir': f'{out_dir}/bags_{world}', 'namespace': ns, 'bag_prefix': 'pair'}))
     nodes.append(NodeSpec('evaluator_node', 'evaluator', '', {
         'out_dir': out_dir,
         'real_ns': REAL_NS,
         'sim_ns': SIM_NS,
         'operator_scored_real': config.real == 'franka',
+        'recorders': ','.join(recorders),
     }))
     if monitor:
+        # The two lockstep clocks differ (the digital real's keeps growing across resets):
+        # pair real and sim samples by arrival.
         nodes.append(NodeSpec('monitor_node', 'monitor', '', {
-            'real_ns': REAL_NS, 'sim_ns': SIM_NS}))
+            'real_namespace': REAL_NS, 'sim_namespace': SIM_NS, 'match_by': 'arrival'}))
     return nodes
 
 

@@ -21,7 +21,8 @@ def _console_scripts():
 @pytest.mark.parametrize('real', ['fake', 'franka'])
 def test_graph_executables_are_console_scripts_with_node_classes(real):
     policies = ('scripted:3', 'scripted:0') if real == 'fake' else ('pi05=openpi', 'hold')
-    graph = paired_eval_graph(EvalConfig(real=real, policies=policies), 'out', monitor=True)
+    graph = paired_eval_graph(EvalConfig(real=real, policies=policies), 'out', monitor=True,
+                              record=True)
     scripts = _console_scripts()
     for spec in graph:
         assert spec.executable in scripts, spec.executable
@@ -30,6 +31,9 @@ def test_graph_executables_are_console_scripts_with_node_classes(real):
     assert {('/real', 'world'), ('/sim', 'world'), ('/real', 'policy'), ('/sim', 'policy'),
             ('', 'evaluator')} <= names
     assert (('/real/franka', 'fake_franka') in names) == (real == 'fake')
+    assert {('', 'recorder_real'), ('', 'recorder_sim'), ('', 'monitor')} <= names
+    evaluator = next(s for s in graph if s.name == 'evaluator')
+    assert evaluator.parameters['recorders'] == '/recorder_real,/recorder_sim'
     assert (('/real', 'operator') in names) == (real == 'franka')
 
 

@@ -48,6 +48,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help='take the real episodes of the same specs from an earlier run '
                              '(re-evaluating a re-identified twin re-runs only the sim side)')
     parser.add_argument('--monitor', action='store_true', help='also run monitor_node')
+    parser.add_argument('--record', action='store_true',
+                        help='record both worlds (commands, joint states) to one rosbag2/MCAP '
+                             'bag per pair under OUT/bags_real and OUT/bags_sim')
     parser.add_argument('--quiet', action='store_true', help='no progress bar or table')
 
 
@@ -136,7 +139,8 @@ class NodeRunner:
 
 
 def build_nodes(config: EvalConfig, out_dir: pathlib.Path, monitor: bool = False,
-                quiet: bool = False, runner: NodeRunner | None = None) -> list[Any]:
+                quiet: bool = False, runner: NodeRunner | None = None,
+                record: bool = False) -> list[Any]:
     """Instantiate every node of the graph in this process (rclpy must be initialised).
 
     With a ``runner`` each node starts spinning as soon as it exists.
@@ -146,17 +150,18 @@ def build_nodes(config: EvalConfig, out_dir: pathlib.Path, monitor: bool = False
     from realm_ros.graph import evaluator_parameters, paired_eval_graph
 
     nodes = []
-    for spec in paired_eval_graph(config, str(out_dir), monitor=monitor):
+    for spec in paired_eval_graph(config, str(out_dir), monitor=monitor, record=record):
         params = evaluator_parameters(spec, config)
         if spec.executable == 'evaluator_node':
             # In one process the CLI drives the evaluation loop itself (progress bar, Ctrl-C).
             params.update(autostart=False, quiet=quiet)
         overrides = [Parameter(k, value=v) for k, v in params.items()]
-        remaps = [arg for a, b in spec.remappings for arg in ('-r', f'{a}:={b}')]
+        # As launch_ros does with ``name=``: the spec's name replaces the class's default.
+        remaps = ['-r', f'__node:={spec.name}']
+        remaps += [arg for a, b in spec.remappings for arg in ('-r', f'{a}:={b}')]
         cls = spec.node_class()
         node = cls(namespace=spec.namespace, parameter_overrides=overrides,
-                   cli_args=['--ros-args', *remaps] if remaps else None,
-                   use_global_arguments=False)
+                   cli_args=['--ros-args', *remaps], use_global_arguments=False)
         nodes.append(node)
         if runner is not None:
             runner.add(node)
@@ -182,7 +187,7 @@ def run(args: argparse.Namespace) -> int:
     rclpy.init()
     runner = NodeRunner()
     try:
-        nodes = build_nodes(config, out, args.monitor, args.quiet, runner)
+        nodes = build_nodes(config, out, args.monitor, args.quiet, runner, args.record)
         operator = next((n for n in nodes if n.get_name() == 'operator'), None)
         if operator is not None and sys.stdin is not None and sys.stdin.isatty():
             # The operator types in this terminal (one key or command per line, h for help).

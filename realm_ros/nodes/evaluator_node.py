@@ -63,6 +63,9 @@ class EvaluatorConfig:
         600.0, 'wall seconds before a stalled episode is ended as an infrastructure failure')
     service_timeout_s: float = field(30.0, 'wall seconds to wait for a service answer')
     autostart: bool = field(True, 'start evaluating as soon as the graph is up')
+    recorders: str = field(
+        '', 'comma-separated recorder_node names (fully qualified) to split per pair, so each '
+            'pair gets its own bag')
     quiet: bool = field(False, 'no progress bar and no table on stdout')
 
     def __post_init__(self) -> None:
@@ -179,6 +182,7 @@ class EvaluatorNode(Node):
                 runs[world].finished.set()
         with self._lock:
             self._runs = {w: r for w, r in runs.items() if not r.finished.is_set()}
+        self._split_bags(spec)
         for run in self._runs.values():
             run.started = time.monotonic()
             self._activate(run.ns, True)
@@ -261,6 +265,17 @@ class EvaluatorNode(Node):
         # The operator ended the episode (judged, ended or aborted): the real run is over.
         if run is not None and run.started and state.get('state') != 'running':
             run.finished.set()
+
+    def _split_bags(self, spec: EpisodeSpec) -> None:
+        """Start a new bag in every recorder for this pair (the bag name is logged)."""
+        for name in filter(None, (r.strip() for r in self.config.recorders.split(','))):
+            response = services.call(self, Trigger, f'{name}/split',
+                                     timeout_s=self.config.service_timeout_s,
+                                     clients=self._service_clients)
+            if not response.success:
+                raise InfrastructureError(f'{name} could not start a bag: {response.message}')
+            opened = json.loads(response.message).get('opened', '')
+            self.get_logger().info(f'{spec.pair_id}: recording to {opened}')
 
     def _activate(self, ns: str, active: bool) -> None:
         request = SetBool.Request(data=active)
