@@ -25,8 +25,6 @@ from typing import Any
 
 from diagnostic_msgs.msg import DiagnosticStatus
 from rcl_interfaces.msg import ParameterDescriptor
-import rclpy
-from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
@@ -38,6 +36,7 @@ from realm_ros.core.errors import ConfigError, RealmError
 from realm_ros.core.types import EpisodeSpec, Progress
 from realm_ros.ros import convert, markers, qos, topics
 from realm_ros.ros.params import declare_config
+from realm_ros.ros.runner import spin_node
 
 #: A monitor must never refuse a publisher: best effort connects to reliable and best-effort.
 _ANY_PUBLISHER = QoSProfile(depth=50, reliability=ReliabilityPolicy.BEST_EFFORT)
@@ -152,21 +151,7 @@ class MonitorNode(Node):
 
 def main(args: list[str] | None = None) -> int:
     """Run ``monitor_node`` until interrupted; exit 2 on a bad parameter."""
-    rclpy.init(args=args)
-    node = None
-    try:
-        node = MonitorNode()
-        rclpy.spin(node)
-    except ConfigError as err:
-        print(f'monitor_node: invalid parameter: {err}', file=sys.stderr)
-        return 2
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        if node is not None:
-            node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+    return spin_node('monitor_node', MonitorNode, args)
 
 
 if __name__ == '__main__':

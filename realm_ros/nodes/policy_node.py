@@ -38,8 +38,6 @@ from typing import Any
 
 from diagnostic_msgs.msg import DiagnosticStatus
 from rcl_interfaces.msg import SetParametersResult
-import rclpy
-from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from sensor_msgs.msg import Image, JointState
 from std_msgs.msg import String
@@ -52,6 +50,7 @@ from realm_ros.core.policy import Policy, make_policy, standard_chain
 from realm_ros.core.types import EpisodeSpec, Observation
 from realm_ros.ros import convert, qos, topics
 from realm_ros.ros.params import declare_config
+from realm_ros.ros.runner import spin_node
 
 
 def build_policy(config: PolicyNodeConfig) -> Policy:
@@ -263,22 +262,7 @@ class PolicyNode(Node):
 
 def main(args: list[str] | None = None) -> int:
     """Run ``policy_node`` until interrupted; exit 2 on a bad parameter."""
-    rclpy.init(args=args)
-    node = None
-    try:
-        node = PolicyNode()
-        rclpy.spin(node)
-    except ConfigError as err:
-        print(f'policy_node: invalid parameter: {err}', file=sys.stderr)
-        return 2
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        if node is not None:
-            node.policy.close()
-            node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+    return spin_node('policy_node', PolicyNode, args, close=lambda node: node.policy.close())
 
 
 if __name__ == '__main__':

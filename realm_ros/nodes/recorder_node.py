@@ -23,19 +23,18 @@ import sys
 from typing import Any
 
 import numpy as np
-import rclpy
-from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from sensor_msgs.msg import Image, JointState
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
-from realm_ros.core.errors import ConfigError, RealmError
+from realm_ros.core.errors import RealmError
 from realm_ros.core.recording import RecorderConfig
 from realm_ros.io import bags
 from realm_ros.io.bags import IMAGE, JOINT_STATE, TRAJECTORY, BagWriter
 from realm_ros.ros import qos, topics
 from realm_ros.ros.params import declare_config
+from realm_ros.ros.runner import spin_node
 
 
 class RecorderNode(Node):
@@ -148,21 +147,7 @@ def to_rosbags(msg: Any, msgtype: str) -> Any:
 
 def main(args: list[str] | None = None) -> int:
     """Record until interrupted; the bag is closed on SIGINT/SIGTERM; exit 2 on a bad parameter."""
-    rclpy.init(args=args)
-    node = None
-    try:
-        node = RecorderNode()
-        rclpy.spin(node)
-    except ConfigError as err:
-        print(f'recorder_node: invalid parameter: {err}', file=sys.stderr)
-        return 2
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        if node is not None:
-            node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+    return spin_node('recorder_node', RecorderNode, args)
 
 
 if __name__ == '__main__':

@@ -26,7 +26,6 @@ from typing import Any
 
 from diagnostic_msgs.msg import DiagnosticStatus
 from rcl_interfaces.msg import ParameterDescriptor
-import rclpy
 from rclpy.node import Node
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import CameraInfo, Image, JointState
@@ -37,11 +36,12 @@ from trajectory_msgs.msg import JointTrajectory
 from realm_ros.core import tasks
 from realm_ros.core.config import WorldConfig
 from realm_ros.core.episode import make_tracker
-from realm_ros.core.errors import CommandRejected, ConfigError, RealmError
+from realm_ros.core.errors import CommandRejected, RealmError
 from realm_ros.core.types import Action, EpisodeSpec, Observation
 from realm_ros.core.world import World, make_world
 from realm_ros.ros import convert, qos, topics
 from realm_ros.ros.params import declare_config
+from realm_ros.ros.runner import spin_node
 
 
 class WorldNode(Node):
@@ -233,22 +233,7 @@ class WorldNode(Node):
 
 def main(args: list[str] | None = None) -> int:
     """Run ``world_node`` until interrupted; exit 2 on a bad parameter."""
-    rclpy.init(args=args)
-    node = None
-    try:
-        node = WorldNode()
-        rclpy.spin(node)
-    except ConfigError as err:
-        print(f'world_node: invalid parameter: {err}', file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        pass
-    finally:
-        if node is not None:
-            node.world.close()
-            node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+    return spin_node('world_node', WorldNode, args, close=lambda node: node.world.close())
 
 
 if __name__ == '__main__':
