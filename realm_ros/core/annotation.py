@@ -25,20 +25,8 @@ from typing import Any, Mapping, Sequence
 
 from realm_ros.core.config import field
 from realm_ros.core.errors import ConfigError, EpisodeError
+from realm_ros.core.tasks import SKILL_STAGES, TASKS
 from realm_ros.core.types import EpisodeOutcome, EpisodeResult, EpisodeSpec, Progress
-
-#: REALM's stages per skill (reference/realm.md section 1.7), in order.
-SKILL_STAGES: dict[str, tuple[str, ...]] = {
-    'pick': ('REACH', 'GRASP', 'LIFT_LARGE'),
-    'rotate': ('REACH', 'GRASP', 'ROTATED'),
-    'push': ('REACH', 'TOUCH', 'TOGGLED_ON'),
-    'put': ('REACH', 'GRASP', 'LIFT_SLIGHT', 'MOVE_CLOSE', 'PLACE_INTO'),
-    'stack': ('REACH', 'GRASP', 'LIFT_SLIGHT', 'MOVE_CLOSE', 'PLACE_ONTO'),
-    'open_drawer': ('REACH', 'TOUCH_AND_MOVE_JOINT', 'OPEN_JOINT_SMALL', 'OPEN_JOINT_LARGE',
-                    'OPEN_JOINT_FULL'),
-    'close_drawer': ('REACH', 'TOUCH_AND_MOVE_JOINT', 'CLOSE_JOINT_SMALL', 'CLOSE_JOINT_LARGE',
-                     'CLOSE_JOINT_FULL'),
-}
 
 #: Single keys of the terminal prompt -> command names (the same names as the services).
 KEYS: dict[str, str] = {
@@ -84,11 +72,16 @@ class OperatorConfig:
 
 
 def stages_for_task(task: str) -> tuple[str, ...]:
-    """Return REALM's stages for ``task`` from its skill (the task name's leading words).
+    """Return REALM's stages for ``task``: a known task's rubric, else its name's skill prefix.
+
+    The stages are :data:`realm_ros.core.tasks.SKILL_STAGES`, the same list the twin scores
+    with, so operator marks and privileged scoring name the same stages.
 
     Raises:
-        ConfigError: the task's skill is not one of :data:`SKILL_STAGES`.
+        ConfigError: the task is unknown and its name does not start with a skill.
     """
+    if task in TASKS:
+        return TASKS[task].stages
     for skill in sorted(SKILL_STAGES, key=len, reverse=True):
         if task == skill or task.startswith(f'{skill}_'):
             return SKILL_STAGES[skill]
