@@ -181,3 +181,10 @@ def test_digital_real_dynamics_file_and_validation(tmp_path):
     bad.write_text('frictions: [0, 0, 0, 0, 0, 0, 0]\n')
     with pytest.raises(ConfigError, match=r"unknown field\(s\) \['frictions'\]"):
         DigitalRealDynamics.from_yaml(bad)
+
+
+def test_unbuilt_backend_says_so():
+    from realm_ros.core.errors import BackendUnavailable
+    from realm_ros.core.world import make_world
+    with pytest.raises(BackendUnavailable, match='Isaac Sim twin is not built yet'):
+        make_world(WorldConfig(backend='isaac'))

@@ -25,6 +25,15 @@ BACKENDS: dict[str, str] = {
 }
 
 
+#: Backends the interface is designed for but this release does not ship, with the reason.
+NOT_BUILT: dict[str, str] = {
+    'isaac': 'the Isaac Sim twin is not built yet: it needs an RTX GPU with Isaac Sim to be '
+             'developed and tested against, which the project has not had; use the MuJoCo twin '
+             '(backend mujoco, --sim mujoco). The World interface (core/world.py) is what it '
+             'will implement.',
+}
+
+
 class World(abc.ABC):
     """One robot world driven at the control rate.
 
@@ -95,6 +104,8 @@ def make_world(config: WorldConfig, host: Any = None, **kwargs: Any) -> World:
         ConfigError: unknown backend name.
         BackendUnavailable: the backend's dependencies are not installed here.
     """
+    if config.backend in NOT_BUILT:
+        raise BackendUnavailable(f'world backend {config.backend!r}: {NOT_BUILT[config.backend]}')
     target = BACKENDS.get(config.backend)
     if target is None:
         raise ConfigError(
