@@ -117,7 +117,9 @@ def paired_eval_graph(config: EvalConfig, out_dir: str, lockstep: bool = True,
         'camera_rate_hz': camera_rate,
     }, _clock(REAL_NS)))
     if config.real == 'franka':
-        nodes.append(NodeSpec('operator_node', 'operator', REAL_NS, {}, ()))
+        # The operator's timestamped annotations go with the run's records.
+        nodes.append(NodeSpec('operator_node', 'operator', REAL_NS, {
+            'record_file': f'{out_dir}/operator_annotations.jsonl'}, ()))
     nodes.append(NodeSpec('world_node', 'world', SIM_NS, {
         'backend': config.sim,
         'lockstep': lockstep,

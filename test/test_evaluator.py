@@ -137,6 +137,10 @@ def test_operator_scores_the_real_arm(tmp_path):
     assert real['stages_reached'] == ['REACH', 'TOUCH']
     assert real['progression'] == pytest.approx(2 / 3) and not real['success']
     assert records['sim']['scored_by'] == 'privileged'
+    # The operator's timestamped annotations are kept with the run.
+    (annotated,) = [json.loads(line) for line in _lines(out / 'operator_annotations.jsonl')]
+    assert [a['event'] for a in annotated['annotations']][:3] == [
+        'reset_confirmed', 'stage', 'stage']
 
 
 def test_evaluator_node_is_a_console_script():
