@@ -24,7 +24,7 @@ import numpy as np
 from realm_ros.core import metrics, perturbations, tasks
 from realm_ros.core.config import field, from_mapping, load_yaml
 from realm_ros.core.errors import ConfigError, DataError
-from realm_ros.core.types import DEFAULT_MAX_STEPS, EpisodeSpec
+from realm_ros.core.types import DEFAULT_MAX_STEPS, EpisodeSpec, json_default
 
 REAL, SIM = 'real', 'sim'
 WORLDS = (REAL, SIM)
@@ -215,7 +215,7 @@ class EpisodeLog:
 
     def append(self, record: Mapping[str, Any]) -> None:
         """Write one finished episode and make it durable before returning."""
-        line = json.dumps(record, sort_keys=True, default=_json_default)
+        line = json.dumps(record, sort_keys=True, default=json_default)
         # A line cut by a crash has no newline: start on a fresh line so the record is whole.
         cut = self.path.exists() and self.path.stat().st_size > 0 and not _ends_with_newline(
             self.path)
@@ -231,14 +231,6 @@ def _ends_with_newline(path: pathlib.Path) -> bool:
     with open(path, 'rb') as handle:
         handle.seek(-1, os.SEEK_END)
         return handle.read(1) == b'\n'
-
-
-def _json_default(value: Any) -> Any:
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    if isinstance(value, (np.floating, np.integer, np.bool_)):
-        return value.item()
-    raise TypeError(f'cannot serialise {type(value).__name__}')
 
 
 def scored(records: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:

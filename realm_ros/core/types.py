@@ -162,7 +162,7 @@ class EpisodeSpec:
 
     def to_json(self) -> str:
         """Serialise to JSON (numpy arrays in ``initial_state`` become lists)."""
-        return json.dumps(dataclasses.asdict(self), default=_json_default, sort_keys=True)
+        return json.dumps(dataclasses.asdict(self), default=json_default, sort_keys=True)
 
     @classmethod
     def from_json(cls, text: str) -> 'EpisodeSpec':
@@ -229,10 +229,11 @@ class EpisodeResult:
         }
 
 
-def _json_default(value: Any) -> Any:
+def json_default(value: Any) -> Any:
+    """``json.dumps(default=...)`` for records: numpy arrays and scalars, enums."""
     if isinstance(value, np.ndarray):
         return value.tolist()
-    if isinstance(value, (np.floating, np.integer)):
+    if isinstance(value, (np.floating, np.integer, np.bool_)):
         return value.item()
     if isinstance(value, enum.Enum):
         return value.value

@@ -39,8 +39,6 @@ from typing import Any
 
 import numpy as np
 from rcl_interfaces.msg import ParameterDescriptor
-import rclpy
-from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import CameraInfo, Image
@@ -56,6 +54,7 @@ from realm_ros.core.errors import ConfigError, RealmError
 from realm_ros.core.types import Action, EpisodeSpec, JointState
 from realm_ros.ros import convert, qos, topics
 from realm_ros.ros.params import declare_config
+from realm_ros.ros.runner import spin_node
 
 
 class FakeFrankaNode(Node):
@@ -324,27 +323,13 @@ def _split_dynamics_arg(argv: list[str]) -> tuple[list[str], str]:
 def main(args: list[str] | None = None) -> int:
     """Run ``fake_franka [--dynamics FILE] [--ros-args ...]``; exit 2 on a bad parameter."""
     argv = list(sys.argv if args is None else args)
-    node = None
     try:
         argv, dynamics = _split_dynamics_arg(argv)
     except ConfigError as err:
         print(f'fake_franka: {err}', file=sys.stderr)
         return 2
-    rclpy.init(args=argv)
-    try:
-        node = FakeFrankaNode(dynamics_file=dynamics)
-        rclpy.spin(node)
-    except ConfigError as err:
-        print(f'fake_franka: invalid parameter: {err}', file=sys.stderr)
-        return 2
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        if node is not None:
-            node.world.close()
-            node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+    return spin_node('fake_franka', lambda: FakeFrankaNode(dynamics_file=dynamics), argv,
+                     close=lambda node: node.world.close())
 
 
 if __name__ == '__main__':

@@ -15,7 +15,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from realm_ros.core import control, robot
 from realm_ros.core.errors import CommandRejected
-from realm_ros.core.types import Action, ActionMode, JointState, Progress
+from realm_ros.core.types import Action, ActionMode, JointState, Progress, json_default
 
 CONTROL_FRAME = 'base_link'
 
@@ -166,21 +166,13 @@ def camera_info(width: int, height: int, fovy_deg: float, stamp: Time,
 
 def privileged_to_json(state: Mapping[str, Any], stamp: float) -> str:
     """Return the JSON text of a ``privileged_state`` message (numpy arrays become lists)."""
-    return json.dumps({'stamp': stamp, 'state': state}, default=_json_default)
+    return json.dumps({'stamp': stamp, 'state': state}, default=json_default)
 
 
 def privileged_from_json(text: str) -> tuple[float, dict[str, Any]]:
     """Return ``(stamp, state)`` from a ``privileged_state`` message's text."""
     data = json.loads(text)
     return float(data['stamp']), dict(data['state'])
-
-
-def _json_default(value: Any) -> Any:
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    if isinstance(value, (np.floating, np.integer, np.bool_)):
-        return value.item()
-    raise TypeError(f'cannot serialise {type(value).__name__} in privileged state')
 
 
 def progress_to_msg(progress: Progress, world: str = '') -> DiagnosticStatus:
