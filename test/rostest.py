@@ -14,6 +14,9 @@ from typing import Callable, Iterator
 import rclpy
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+from realm_ros.core import robot
 
 BIN = pathlib.Path(sys.executable).parent
 
@@ -35,12 +38,16 @@ def ros_node(name: str) -> Iterator[tuple[Node, SingleThreadedExecutor]]:
 
 
 @contextlib.contextmanager
-def run_process(args: list[str], log_path: pathlib.Path) -> Iterator[subprocess.Popen]:
-    """Start an executable (a console script of this install) and stop it with SIGINT."""
+def run_process(args: list[str], log_path: pathlib.Path,
+                stdin: int | None = None) -> Iterator[subprocess.Popen]:
+    """Start an executable (a console script of this install) and stop it with SIGINT.
+
+    ``stdin=subprocess.PIPE`` gives the test the process's standard input (text mode).
+    """
     exe = BIN / args[0]
     with open(log_path, 'w') as log:
-        proc = subprocess.Popen([str(exe), *args[1:]], stdout=log, stderr=subprocess.STDOUT,
-                                env=dict(os.environ))
+        proc = subprocess.Popen([str(exe), *args[1:]], stdin=stdin, stdout=log,
+                                stderr=subprocess.STDOUT, env=dict(os.environ), text=True)
         try:
             yield proc
         finally:
@@ -51,6 +58,16 @@ def run_process(args: list[str], log_path: pathlib.Path) -> Iterator[subprocess.
                 except subprocess.TimeoutExpired:
                     proc.kill()
                     proc.wait()
+
+
+def trajectory_command(positions, names=robot.JOINT_NAMES, gripper=None) -> JointTrajectory:
+    """Return a one-point position command, optionally with the ``gripper`` pseudo-joint."""
+    msg = JointTrajectory()
+    msg.joint_names = list(names) + ([robot.GRIPPER_JOINT] if gripper is not None else [])
+    point = JointTrajectoryPoint()
+    point.positions = [float(v) for v in positions] + ([gripper] if gripper is not None else [])
+    msg.points.append(point)
+    return msg
 
 
 def spin_until(executor: SingleThreadedExecutor, predicate: Callable[[], bool],

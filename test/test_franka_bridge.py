@@ -12,11 +12,11 @@ import time
 import numpy as np
 import pytest
 from rosgraph_msgs.msg import Clock
-from rostest import BIN, ros_node, run_process, spin_until
+from rostest import BIN, ros_node, run_process, spin_until, trajectory_command
 from sensor_msgs.msg import Image, JointState
 from std_msgs.msg import Float64, String
 from std_srvs.srv import Trigger
-from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+from trajectory_msgs.msg import JointTrajectory
 
 from realm_ros.core import robot
 from realm_ros.core.types import EpisodeSpec
@@ -25,15 +25,6 @@ from realm_ros.ros import qos
 pytestmark = pytest.mark.ros
 
 FR3 = robot.prefixed_joint_names('fr3_')
-
-
-def _command(positions, names=robot.JOINT_NAMES, gripper=None):
-    msg = JointTrajectory()
-    msg.joint_names = list(names) + ([robot.GRIPPER_JOINT] if gripper is not None else [])
-    point = JointTrajectoryPoint()
-    point.positions = [float(v) for v in positions] + ([gripper] if gripper is not None else [])
-    msg.points.append(point)
-    return msg
 
 
 @contextlib.contextmanager
@@ -78,7 +69,7 @@ def test_bridge_maps_names_carries_commands_refuses_unsafe_and_holds_on_watchdog
         # A valid target, re-sent at the control rate: both sides track it; gripper closes.
         a = robot.RESET_Q + np.array([0.1, 0.1, -0.1, 0.1, 0.1, -0.1, 0.1])
         for _ in range(25):
-            cmd.publish(_command(a, gripper=1.0))
+            cmd.publish(trajectory_command(a, gripper=1.0))
             spin_until(executor, lambda: False, 1 / 15)
         np.testing.assert_allclose(arm(), a, atol=0.01)
         np.testing.assert_allclose(robot_side[-1].position, a, atol=0.01)  # fr3_ names, same q
@@ -88,7 +79,7 @@ def test_bridge_maps_names_carries_commands_refuses_unsafe_and_holds_on_watchdog
         # Unsafe: a 0.5 rad jump in one control step (velocity rule).
         jump = a.copy()
         jump[0] += 0.5
-        cmd.publish(_command(jump))
+        cmd.publish(trajectory_command(jump))
         spin_until(executor, lambda: False, 0.3)
         np.testing.assert_allclose(arm(), a, atol=0.01)  # the arm held
 
@@ -97,7 +88,7 @@ def test_bridge_maps_names_carries_commands_refuses_unsafe_and_holds_on_watchdog
         b = a.copy()
         b[0] += 0.12
         n = len(targets)
-        cmd.publish(_command(b))
+        cmd.publish(trajectory_command(b))
         spin_until(executor, lambda: False, 1.5)
         after = [np.array(t.points[0].positions) for t in targets[n:]]
         assert any(np.allclose(t, b) for t in after)  # b was sent ...
@@ -119,7 +110,7 @@ def _episode(node, executor, probe, cmd, targets):
     out = []
     for k, q in enumerate(targets):
         n = len(probe)
-        cmd.publish(_command(q, gripper=1.0 if k >= 3 else 0.0))
+        cmd.publish(trajectory_command(q, gripper=1.0 if k >= 3 else 0.0))
         assert spin_until(executor, lambda n=n: len(probe) > n, 10)
         out.append(list(probe[-1].position))
     return np.array(out)
@@ -170,11 +161,12 @@ def test_fake_franka_rejects_foreign_joint_names_and_reports_width(tmp_path):
         width = node.create_publisher(Float64, '/ff/franka_gripper/width_command', qos.COMMAND)
         assert spin_until(executor, lambda: arm, 30), (tmp_path / 'fake.log').read_text()
         stamp = arm[-1].header.stamp.nanosec
-        traj.publish(_command(robot.RESET_Q))  # panda_ names: not this controller's joints
+        # panda_ names: not this controller's joints
+        traj.publish(trajectory_command(robot.RESET_Q))
         width.publish(Float64(data=0.04))
         for _ in range(10):
             n = len(arm)
-            traj.publish(_command(robot.RESET_Q, names=FR3))
+            traj.publish(trajectory_command(robot.RESET_Q, names=FR3))
             assert spin_until(executor, lambda n=n, s=stamp: len(arm) > n and
                               arm[-1].header.stamp.nanosec != s, 10)
             stamp = arm[-1].header.stamp.nanosec

@@ -4,14 +4,13 @@ import contextlib
 import json
 import os
 import pty
-import signal
 import subprocess
 import time
 
 from diagnostic_msgs.msg import DiagnosticStatus
 import numpy as np
 import pytest
-from rostest import BIN, ros_node, spin_until
+from rostest import BIN, ros_node, run_process, spin_until
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from std_srvs.srv import SetBool, Trigger
@@ -28,23 +27,11 @@ SPEC = EpisodeSpec(task='put_green_block_in_bowl', seed=5, policy='scripted', pa
 @contextlib.contextmanager
 def operator_process(tmp_path, *params):
     """Start operator_node under /real with stdin as a pipe (the terminal UI's input)."""
-    args = [str(BIN / 'operator_node'), '--ros-args', '-r', '__ns:=/real',
+    args = ['operator_node', '--ros-args', '-r', '__ns:=/real',
             '-p', f'record_file:={tmp_path / "ops.jsonl"}', '-p', 'publish_hz:=5.0',
             '-p', f"episode_spec:='{SPEC.to_json()}'", *params]
-    log = open(tmp_path / 'operator.log', 'w')
-    proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT,
-                            env=dict(os.environ), text=True)
-    try:
+    with run_process(args, tmp_path / 'operator.log', stdin=subprocess.PIPE) as proc:
         yield proc
-    finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGINT)
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        log.close()
 
 
 class Client:

@@ -5,25 +5,16 @@ import subprocess
 import numpy as np
 import pytest
 from rclpy.qos import qos_profile_sensor_data  # noqa: F401 - ensures rclpy import works
-from rostest import BIN, ros_node, run_process, spin_until
+from rostest import BIN, ros_node, run_process, spin_until, trajectory_command
 from sensor_msgs.msg import Image, JointState
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
-from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+from trajectory_msgs.msg import JointTrajectory
 
 from realm_ros.core import robot
 from realm_ros.ros import qos
 
 pytestmark = pytest.mark.ros
-
-
-def _command(positions, names=robot.JOINT_NAMES, gripper=None):
-    msg = JointTrajectory()
-    msg.joint_names = list(names) + ([robot.GRIPPER_JOINT] if gripper is not None else [])
-    point = JointTrajectoryPoint()
-    point.positions = [float(v) for v in positions] + ([gripper] if gripper is not None else [])
-    msg.points.append(point)
-    return msg
 
 
 class Probe:
@@ -59,7 +50,7 @@ def test_lockstep_world_executes_commands_and_publishes_images(tmp_path):
         target = robot.RESET_Q + np.array([0.1, -0.1, 0.1, 0.1, -0.1, 0.1, 0.2])
         for _ in range(20):  # one command = one control step in lockstep
             n = len(probe.states)
-            probe.cmd.publish(_command(target, gripper=1.0))
+            probe.cmd.publish(trajectory_command(target, gripper=1.0))
             assert spin_until(executor, lambda n=n: len(probe.states) > n, 10)
         np.testing.assert_allclose(probe.arm(), target, atol=0.01)
         assert probe.states[-1].position[7] > 0.9  # gripper closed
@@ -70,10 +61,10 @@ def test_lockstep_world_executes_commands_and_publishes_images(tmp_path):
 
         # Bad commands: NaN, beyond limits, wrong names; the arm holds the last valid target.
         bad = [
-            _command(np.r_[target[:6], np.nan]),
-            _command(np.r_[target[:3], 0.5, target[4:]]),
-            _command(target, names=robot.prefixed_joint_names('fr3_')),
-            _command(target[:6], names=robot.JOINT_NAMES[:6]),
+            trajectory_command(np.r_[target[:6], np.nan]),
+            trajectory_command(np.r_[target[:3], 0.5, target[4:]]),
+            trajectory_command(target, names=robot.prefixed_joint_names('fr3_')),
+            trajectory_command(target[:6], names=robot.JOINT_NAMES[:6]),
         ]
         for msg in bad:
             probe.cmd.publish(msg)
@@ -94,7 +85,7 @@ def test_real_time_world_publishes_at_control_rate_and_resets(tmp_path):
         stamps = [s.header.stamp.sec + s.header.stamp.nanosec * 1e-9 for s in probe.states[-15:]]
         rate = (len(stamps) - 1) / (stamps[-1] - stamps[0])
         assert 10 < rate < 20, rate
-        probe.cmd.publish(_command(robot.RESET_Q + 0.1))
+        probe.cmd.publish(trajectory_command(robot.RESET_Q + 0.1))
         assert spin_until(executor, lambda: abs(probe.arm()[0] - robot.RESET_Q[0] - 0.1) < 0.01)
 
         client = node.create_client(Trigger, '/real/reset')
