@@ -125,12 +125,13 @@ def test_lockstep_through_the_bridge_is_deterministic_per_seed(tmp_path):
         sub = node.create_subscription(JointState, '/real/joint_states', states.append,
                                        qos.STATE)
         node.create_subscription(Clock, '/clock', clock.append, qos.CLOCK)
-        node.create_subscription(String, '/fr/digital_real/privileged_state', privileged.append,
-                                 qos.STATE)
+        priv = node.create_subscription(String, '/fr/digital_real/privileged_state',
+                                        privileged.append, qos.STATE)
         cmd = node.create_publisher(JointTrajectory, '/real/command', qos.COMMAND)
         # In lockstep nothing is published until a command or a reset: wait for discovery.
         assert spin_until(executor, lambda: cmd.get_subscription_count() and
-                          sub.get_publisher_count(), 40), _logs(tmp_path)
+                          sub.get_publisher_count() and priv.get_publisher_count(),
+                          40), _logs(tmp_path)
         ramp = [robot.RESET_Q + 0.012 * k for k in range(1, 9)]
         first = _episode(node, executor, states, cmd, ramp)
         second = _episode(node, executor, states, cmd, ramp)
