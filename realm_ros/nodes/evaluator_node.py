@@ -46,6 +46,7 @@ from realm_ros.core.evaluation import (
     summarize,
 )
 from realm_ros.core.types import STEPS_AFTER_SUCCESS, EpisodeSpec, Progress
+from realm_ros.core.world import initial_state_sampler
 from realm_ros.ros import convert, qos, services, topics
 from realm_ros.ros.params import declare_config
 
@@ -149,7 +150,7 @@ class EvaluatorNode(Node):
         if log.skipped_lines:
             self.get_logger().warning(
                 f'{log.skipped_lines} unreadable line(s) in episodes.jsonl; those episodes re-run')
-        specs = plan_pairs(self.eval_config, sampler=_sampler())
+        specs = plan_pairs(self.eval_config, sampler=initial_state_sampler())
         todo = [s for s in specs if not (log.done(s.pair_id, REAL) and log.done(s.pair_id, SIM))]
         self.get_logger().info(
             f'{len(specs)} pairs planned, {len(specs) - len(todo)} already done, '
@@ -332,20 +333,6 @@ class EvaluatorNode(Node):
             'scored_by': progress.source if progress else '',
             'error': run.error,
         }
-
-
-def _sampler() -> Callable[[str, int], dict] | None:
-    """Return the twin's initial-state sampler (so real and sim get one explicit state)."""
-    try:
-        from realm_ros.backends.mujoco.world import load_scene
-    except ImportError:
-        return None
-    import numpy as np
-
-    def sample(task: str, seed: int) -> dict:
-        return load_scene(task).sample_initial_state(np.random.default_rng(seed))
-
-    return sample
 
 
 def _progress_bar(total: int, initial: int, quiet: bool) -> Any:
