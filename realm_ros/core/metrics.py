@@ -1,4 +1,4 @@
-"""Real-vs-sim agreement metrics as pure functions over arrays (DESIGN section 7).
+"""Real-vs-sim agreement metrics as pure functions over arrays (docs/evaluation.md).
 
 Conventions:
     * Every function that compares the two worlds takes ``sim`` and ``real`` as *keyword-named*

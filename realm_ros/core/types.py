@@ -18,7 +18,7 @@ from realm_ros.core.errors import CommandRejected, ConfigError
 
 
 class ActionMode(str, enum.Enum):
-    """How the seven arm numbers of an action are read (DESIGN section 4)."""
+    """How the seven arm numbers of an action are read (docs/interface.md)."""
 
     #: Absolute joint targets, rad (REALM, pi0 ``*_jointpos``, GR00T N1.7).
     POSITION = 'position'

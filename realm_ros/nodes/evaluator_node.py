@@ -1,6 +1,6 @@
 """``evaluator_node``: run paired episodes in the real world and the twin, record, summarise.
 
-The evaluator only orchestrates (DESIGN section 3): for each pair it sets the episode spec on
+The evaluator only orchestrates (docs/evaluation.md): for each pair it sets the episode spec on
 both worlds (parameter ``episode_spec`` of ``<ns>/world``), resets them (``<ns>/reset``),
 configures and resets each world's policy node, starts both policies at once, follows each
 world's ``progress`` until the episode ends (max steps, or 15 steps after success, REALM's
