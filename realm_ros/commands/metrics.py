@@ -73,10 +73,10 @@ def read_scores(path: pathlib.Path) -> dict[str, dict[str, tuple[float, ...]]]:
             try:
                 n = int(row['n'])
             except ValueError:
-                raise DataError(f'{path}:{line}: column \'n\' must be a whole number of '
+                raise DataError(f"{path}:{line}: column 'n' must be a whole number of "
                                 f'trials: {row["n"]!r}') from None
             if n < 1:
-                raise DataError(f'{path}:{line}: column \'n\' must be >= 1, got {n}')
+                raise DataError(f"{path}:{line}: column 'n' must be >= 1, got {n}")
             for column, value in zip(('real', 'sim'), values):
                 if not 0.0 <= value <= 1.0:
                     raise DataError(f'{path}:{line}: with an n column, {column!r} is a success '

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from typing import Callable
 
-from realm_ros.core import tasks
+from realm_ros.core import perturbations, tasks
 from realm_ros.core.errors import InfrastructureError
 from realm_ros.core.policy import Policy
 from realm_ros.core.types import (
@@ -28,9 +28,18 @@ from realm_ros.core.world import World
 StepCallback = Callable[[int, Observation, Action, Progress], None]
 
 
-def make_tracker(task: str) -> tasks.ProgressTracker | None:
-    """Return a progress tracker for a REALM task, or None for the empty table."""
-    return None if task in ('', 'empty') else tasks.ProgressTracker(task)
+def make_tracker(task: str, spec: EpisodeSpec | None = None) -> tasks.ProgressTracker | None:
+    """Return a progress tracker for a REALM task, or None for the empty table.
+
+    With ``spec``, the rubric of the task as its perturbation scores it (SB-NOUN retargets the
+    object, SB-VRB the skill: ``perturbations.scored_task``).
+    """
+    if task in ('', 'empty'):
+        return None
+    if spec is None or spec.perturbation == 'Default':
+        return tasks.ProgressTracker(task)
+    return tasks.ProgressTracker(perturbations.scored_task(
+        task, spec.perturbation, spec.intensity, spec.seed))
 
 
 def run_episode(world: World, policy: Policy, spec: EpisodeSpec,
@@ -45,7 +54,7 @@ def run_episode(world: World, policy: Policy, spec: EpisodeSpec,
     so does a world clock that runs backwards (MuJoCo resets its state when the physics becomes
     unstable); any other error propagates.
     """
-    tracker = make_tracker(spec.task)
+    tracker = make_tracker(spec.task, spec)
     start = time.monotonic()
     steps = 0
     progress = tasks.empty_progress(spec.task)
