@@ -28,22 +28,25 @@ from realm_ros.core.world import World
 StepCallback = Callable[[int, Observation, Action, Progress], None]
 
 
-def make_tracker(task: str, spec: EpisodeSpec | None = None) -> tasks.ProgressTracker | None:
+def make_tracker(task: str, spec: EpisodeSpec | None = None,
+                 drawer_rule: str = 'realm_code') -> tasks.ProgressTracker | None:
     """Return a progress tracker for a REALM task, or None for the empty table.
 
     With ``spec``, the rubric of the task as its perturbation scores it (SB-NOUN retargets the
-    object, SB-VRB the skill: ``perturbations.scored_task``).
+    object, SB-VRB the skill: ``perturbations.scored_task``). ``drawer_rule``: see
+    :data:`~realm_ros.core.tasks.DRAWER_RULES`.
     """
     if task in ('', 'empty'):
         return None
     if spec is None or spec.perturbation == 'Default':
-        return tasks.ProgressTracker(task)
+        return tasks.ProgressTracker(task, drawer_rule)
     return tasks.ProgressTracker(perturbations.scored_task(
-        task, spec.perturbation, spec.intensity, spec.seed))
+        task, spec.perturbation, spec.intensity, spec.seed), drawer_rule)
 
 
 def run_episode(world: World, policy: Policy, spec: EpisodeSpec,
-                on_step: StepCallback | None = None) -> EpisodeResult:
+                on_step: StepCallback | None = None,
+                drawer_rule: str = 'realm_code') -> EpisodeResult:
     """Run one episode of ``spec`` with ``policy`` in ``world`` and return its scored result.
 
     Every action of each chunk the policy returns is executed, one per control step (wrap the
@@ -54,7 +57,7 @@ def run_episode(world: World, policy: Policy, spec: EpisodeSpec,
     so does a world clock that runs backwards (MuJoCo resets its state when the physics becomes
     unstable); any other error propagates.
     """
-    tracker = make_tracker(spec.task, spec)
+    tracker = make_tracker(spec.task, spec, drawer_rule)
     start = time.monotonic()
     steps = 0
     progress = tasks.empty_progress(spec.task)
