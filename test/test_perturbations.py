@@ -314,3 +314,20 @@ def test_object_set_ships_procedural_and_pybullet_data_meshes():
         (0.02, 0.175), 'x')
     assert 'size="0.03 0.01 0.02"' in geoms and 'mass="0.075"' in geoms
     assert math.isclose(float(np.prod(s)), 0.75)
+
+
+def test_perturbations_command_writes_an_image_per_code_and_a_sheet(tmp_path):
+    from realm_ros.commands.perturbations import render_all
+    result = render_all('push_switch', tmp_path, seed=1, size=(96, 54), settle=2)
+    assert list(result) == sorted(perturbations.PERTURBATIONS,
+                                  key=lambda c: perturbations.PERTURBATIONS[c].id)
+    skipped = {c for c, e in result.items() if 'skipped' in e}
+    assert skipped == set(perturbations.INCOMPATIBLE['push'])
+    for code, entry in result.items():
+        if code in skipped:
+            assert 'incompatible with push' in entry['skipped']
+        else:
+            assert (tmp_path / entry['image']).stat().st_size > 0
+    assert result['S-AFF']['instruction'] in tasks.TASKS['push_switch'].paraphrases['S-AFF']
+    assert (tmp_path / 'contact_sheet.png').stat().st_size > 10_000
+    assert (tmp_path / 'perturbations.json').exists()

@@ -247,8 +247,9 @@ def sample(task: str, code: str, intensity: float, seed: int) -> dict[str, Any]:
     * ``V-LIGHT``: light_scale (REALM's intensity / 250000), light_rgb (0..1).
     * ``S-*``: instruction.
     * ``B-HOBJ``: mass_scale, mass_cap, effort_scale, stiffness_scale, damping_scale.
-    * ``SB-NOUN``: instruction, scored {obj}, and drawer or add_object.
-    * ``SB-VRB``: instruction, scored {skill, target}, receiver / replace_target.
+    * ``SB-NOUN``: instruction, scored {obj}, and drawer, or add_object and placement_seed.
+    * ``SB-VRB``: instruction, scored {skill, target}, receiver / replace_target,
+      placement_seed.
     * ``VB-POSE``: pose_seed, yaw_std, shift (intensity).
     * ``VB-MOBJ``: scale [s1, s2, s3], box (clip range).
     * ``VSB-NOBJ``: instruction, replace_main (object-set name), max_dim.
@@ -318,11 +319,13 @@ def sample(task: str, code: str, intensity: float, seed: int) -> dict[str, Any]:
                     'scored': {'obj': f'{drawer}_drawer', 'target': f'{drawer}_drawer'}}
         new = _pick(rng, [n for n in items if OBJECTS[n].size <= 0.12])
         return {'instruction': task_def.instruction.replace(task_def.noun, OBJECTS[new].noun),
-                'add_object': new, 'scored': {'obj': 'noun_object'}}
+                'add_object': new, 'scored': {'obj': 'noun_object'},
+                'placement_seed': int(rng.integers(2 ** 31))}
     if code == 'SB-VRB':
         skill = _pick(rng, list(VERB_COMPATIBILITY[task_def.skill]))
         noun = task_def.noun
-        out: dict[str, Any] = {'scored': {'skill': skill, 'target': ''}}
+        out: dict[str, Any] = {'scored': {'skill': skill, 'target': ''},
+                               'placement_seed': int(rng.integers(2 ** 31))}
         if skill in ('put', 'stack'):
             role = 'container' if skill == 'put' else 'platform'
             receiver = _pick(rng, [o.name for o in OBJECTS.values() if o.role == role])
