@@ -240,6 +240,13 @@ class EvaluatorNode(Node):
         lines = [f'[{spec.pair_id}] set up the real scene: task {spec.task!r}, perturbation '
                  f'{spec.perturbation} (intensity {spec.intensity:g})']
         state, changes = perturbation_setup(spec)
+        if spec.perturbation != 'Default':
+            scored = perturbations.scored_task(spec.task, spec.perturbation, spec.intensity,
+                                               spec.seed)
+            params = perturbations.sample(spec.task, spec.perturbation, spec.intensity,
+                                          spec.seed)
+            lines.append(f'    instruction: "{params.get("instruction", scored.instruction)}"; '
+                         f'stages {", ".join(scored.stages)}')
         for key, value in sorted(state.items()):
             lines.append(f'    {key}: {value}')
         if changes:
