@@ -331,3 +331,40 @@ def test_perturbations_command_writes_an_image_per_code_and_a_sheet(tmp_path):
     assert result['S-AFF']['instruction'] in tasks.TASKS['push_switch'].paraphrases['S-AFF']
     assert (tmp_path / 'contact_sheet.png').stat().st_size > 10_000
     assert (tmp_path / 'perturbations.json').exists()
+
+
+@pytest.fixture(scope='module')
+def drawer_world():
+    w = MujocoWorld(WorldConfig(task='close_drawer', cameras=('exterior_1',), camera_width=64,
+                                camera_height=36))
+    yield w
+    w.close()
+
+
+DRAWER_CODES = [c for c in CODES if not perturbations.skip_reason('close_drawer', c)]
+
+
+@pytest.mark.parametrize('code', DRAWER_CODES)
+def test_each_perturbation_on_an_articulated_task_changes_only_what_it_should(drawer_world,
+                                                                             code):
+    task, seed = 'close_drawer', 1
+    base_obs = drawer_world.reset(EpisodeSpec(task=task, seed=seed))
+    base, base_image = _fingerprint(drawer_world, base_obs), base_obs.images['exterior_1']
+    obs = drawer_world.reset(EpisodeSpec(task=task, seed=seed, perturbation=code))
+    after = _fingerprint(drawer_world, obs)
+    changed = {k for k in base if after[k] != base[k]}
+    allowed = dict(EXPECTED, **{'B-HOBJ': {'mass', 'damping'},
+                                'SB-NOUN': {'instruction', 'joints'},
+                                'VSB-NOBJ': {'geometry'}})[code]
+    assert changed <= allowed, f'{code} changed {changed - allowed} too'
+    params = perturbations.sample(task, code, 1.0, seed)
+    must = {'V-VIEW': {'camera'}, 'V-LIGHT': {'light'}, 'B-HOBJ': {'mass', 'damping'},
+            'VB-POSE': {'objects'}, 'V-SC': {'geometry', 'objects'},
+            'SB-NOUN': ({'instruction', 'joints'} if params.get('drawer') == 'middle_drawer'
+                        else set())}.get(code, {'instruction'} if code.startswith('S-')
+                                         else set())
+    assert must <= changed, f'{code} did not change {must - changed}'
+    if code.startswith('V'):
+        assert not np.array_equal(obs.images['exterior_1'], base_image)
+    assert _fingerprint(drawer_world, drawer_world.reset(EpisodeSpec(task=task, seed=seed))) \
+        == base
