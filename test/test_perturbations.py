@@ -56,6 +56,7 @@ def test_sampling_is_deterministic_and_intensity_zero_is_neutral(code):
         assert zero['camera_offset'] == [0.0, 0.0, 0.0] and zero['camera_yaw'] == 0.0
     elif code == 'V-LIGHT':
         assert zero['light_scale'] == 1.0 and zero['light_rgb'] == [1.0, 1.0, 1.0]
+        assert zero['light_rgbs'] == [[1.0, 1.0, 1.0]] * perturbations.LIGHTS
     elif code == 'B-HOBJ':
         assert zero['mass_scale'] == 1.0 and zero['damping_scale'] == 1.0
     elif code == 'VB-MOBJ':
@@ -85,8 +86,10 @@ def test_ranges_equal_realms():
     light = [perturbations.sample(t, 'V-LIGHT', 1.0, s) for s in range(n)]
     level = np.array([v['light_scale'] for v in light]) * 250000
     assert 20000 <= level.min() < 40000 and 730000 < level.max() <= 750000
-    rgb = np.array([v['light_rgb'] for v in light]) * 255
-    assert np.allclose(rgb.mean(axis=0), [255 - 15 * 0.4, 214, 170], atol=4)
+    rgb = np.array([v['light_rgbs'] for v in light]).reshape(-1, 3) * 255
+    assert np.allclose(rgb.mean(axis=0), [255 - 15 * 0.4, 214, 170], atol=3)
+    assert np.allclose(rgb[:, 1:].std(axis=0), 15, atol=1.5)
+    assert len({tuple(c) for c in light[0]['light_rgbs']}) == perturbations.LIGHTS
     hobj = [perturbations.sample(t, 'B-HOBJ', 1.0, s) for s in range(n)]
     mass = [h['mass_scale'] for h in hobj]
     assert 0.25 <= min(mass) < 0.3 and 2.9 < max(mass) <= 3.0

@@ -55,8 +55,10 @@ PERTURBATIONS: dict[str, PerturbationDef] = {p.code: p for p in (
                     '3 distractor objects from the object set (procedural and pybullet_data '
                     'meshes) placed collision-free around the task objects'),
     PerturbationDef(4, 'V-LIGHT', 'illumination', 'V',
-                    'intensity ~ U(20000, 750000), colour ~ N((255, 214, 170), 15) / 255',
-                    'every light and the headlight: diffuse x intensity / 250000 x colour'),
+                    'intensity ~ U(20000, 750000) for all lights, colour per light ~ '
+                    'N((255, 214, 170), 15) clipped / 255',
+                    'every light and the headlight: diffuse and specular x intensity / 250000 '
+                    'x a colour drawn per light'),
     PerturbationDef(5, 'S-PROP', 'refer to the object by its properties', 'S',
                     "one of the task's cached paraphrases", 'the instruction'),
     PerturbationDef(6, 'S-LANG', 'rephrasing and synonyms', 'S',
@@ -194,6 +196,10 @@ TASK_THEMES = {
 }
 
 
+#: Colours V-LIGHT draws (one per light, as REALM does; lights beyond this reuse them).
+LIGHTS = 4
+
+
 def by_id(index: int) -> PerturbationDef:
     """Return the perturbation with REALM's CLI index ``index`` (0..15)."""
     for p in PERTURBATIONS.values():
@@ -244,7 +250,9 @@ def sample(task: str, code: str, intensity: float, seed: int) -> dict[str, Any]:
     * ``V-AUG``: blur_sigma (px of a 1280x720 image), contrast (gain), reference_height (720).
     * ``V-VIEW``: camera_offset [dx, dy, dz], camera_pitch, camera_yaw.
     * ``V-SC``: distractors (object-set names), placement_seed.
-    * ``V-LIGHT``: light_scale (REALM's intensity / 250000), light_rgb (0..1).
+    * ``V-LIGHT``: light_scale (REALM's intensity / 250000), light_rgbs (a colour per light,
+      0..1; light i of the model takes ``light_rgbs[i % LIGHTS]``), light_rgb (the first: the
+      headlight's and the one the operator is told).
     * ``S-*``: instruction.
     * ``B-HOBJ``: mass_scale, mass_cap, effort_scale, stiffness_scale, damping_scale.
     * ``SB-NOUN``: instruction, scored {obj}, and drawer, or add_object and placement_seed.
@@ -277,9 +285,12 @@ def sample(task: str, code: str, intensity: float, seed: int) -> dict[str, Any]:
                 'camera_pitch': float(pitch) * intensity, 'camera_yaw': float(yaw) * intensity}
     if code == 'V-LIGHT':
         level = float(rng.uniform(20000.0, 750000.0))
-        rgb = np.clip(rng.normal([255.0, 214.0, 170.0], 15.0), 0.0, 255.0) / 255.0
+        # REALM sets one intensity for every light and draws each light's colour on its own.
+        rgbs = np.clip(rng.normal([255.0, 214.0, 170.0], 15.0, size=(LIGHTS, 3)), 0.0,
+                       255.0) / 255.0
+        rgbs = [[float(_towards(c, 1.0, intensity)) for c in rgb] for rgb in rgbs]
         return {'light_scale': _towards(level / 250000.0, 1.0, intensity),
-                'light_rgb': [float(_towards(c, 1.0, intensity)) for c in rgb]}
+                'light_rgb': rgbs[0], 'light_rgbs': rgbs}
     if code == 'B-HOBJ':
         s = float(rng.uniform(0.25, 3.0))
         effort, stiffness, damping = np.exp(rng.uniform(-1.0, 1.0, 3) * intensity)

@@ -306,10 +306,12 @@ def apply_model(model: Any, pristine: Mapping[str, np.ndarray], code: str,
     m.cam_pos[:] = p['cam_pos']
     m.cam_quat[:] = p['cam_quat']
     if code == 'V-LIGHT':
-        scale = params['light_scale'] * np.asarray(params['light_rgb'])
-        m.light_diffuse[:] = p['light_diffuse'] * scale
-        m.light_specular[:] = p['light_specular'] * scale
-        m.vis.headlight.diffuse[:] = p['headlight'] * scale
+        rgbs = np.asarray(params.get('light_rgbs', [params['light_rgb']]))
+        for i in range(m.nlight):
+            scale = params['light_scale'] * rgbs[(i + 1) % len(rgbs)]
+            m.light_diffuse[i] = p['light_diffuse'][i] * scale
+            m.light_specular[i] = p['light_specular'][i] * scale
+        m.vis.headlight.diffuse[:] = p['headlight'] * params['light_scale'] * rgbs[0]
     elif code == 'B-HOBJ':
         bodies = main_object_bodies(m, main)
         for b in bodies:
