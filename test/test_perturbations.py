@@ -371,3 +371,9 @@ def test_each_perturbation_on_an_articulated_task_changes_only_what_it_should(dr
         assert not np.array_equal(obs.images['exterior_1'], base_image)
     assert _fingerprint(drawer_world, drawer_world.reset(EpisodeSpec(task=task, seed=seed))) \
         == base
+
+
+def test_task_bound_codes_on_the_empty_table_raise_naming_the_tasks():
+    assert perturbations.sample('', 'V-LIGHT', 1.0, 0)['light_scale'] > 0
+    with pytest.raises(ConfigError, match='needs a REALM task'):
+        perturbations.sample('', 'S-LANG', 1.0, 0)

@@ -307,7 +307,9 @@ def sample(task: str, code: str, intensity: float, seed: int) -> dict[str, Any]:
                 break
         return {'scale': [float(_towards(v, 1.0, intensity)) for v in scale],
                 'box': [0.02, 0.175]}
-    assert task_def is not None  # the remaining codes need a task
+    if task_def is None:
+        raise ConfigError(f'perturbation {code} needs a REALM task, got {task!r}; tasks: '
+                          f'{sorted(tasks.TASKS)}')
     if code in ('S-LANG', 'S-PROP', 'S-MO', 'S-AFF', 'S-INT'):
         options = task_def.paraphrases.get(code, ())
         if not options or intensity == 0.0:
