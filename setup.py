@@ -51,6 +51,9 @@ setup(
         'imageio>=2.30',
         'imageio-ffmpeg>=0.4',
         'rich>=13',
+        # Object meshes of the perturbation object set (pybullet_data, zlib licence), loaded
+        # from the installed package at run time (VSB-NOBJ, V-SC, SB-NOUN, SB-VRB).
+        'pybullet>=3.2.6',
     ],
     extras_require={
         # ROS 2 Kilted from PyPI wheels, for machines without a ROS install. Never install

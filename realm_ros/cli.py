@@ -21,6 +21,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
              'twin, evaluate again, compare'),
     'metrics': ('realm_ros.commands.metrics', 'agreement metrics (Pearson r, MMRV, gap) for a CSV '
                 'of policy, real, sim [, group]'),
+    'perturbations': ('realm_ros.commands.perturbations', 'one image per REALM perturbation of '
+                      'a task and a contact sheet'),
     'serve': ('realm_ros.commands.serve', 'serve a policy to openpi websocket clients'),
     'urdf': ('realm_ros.commands.urdf', 'generate urdf/panda_droid.urdf(.xacro) from core + twin'),
     'gap': ('realm_ros.commands.gap', 'joint tracking gap between the twin and the digital real'),

@@ -25,6 +25,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help='control steps at most (15 Hz)')
     parser.add_argument('--perturbation', default='Default', help='REALM perturbation code')
     parser.add_argument('--intensity', type=float, default=1.0, help='perturbation intensity')
+    parser.add_argument('--drawer-rule', default='realm_code', choices=tasks.DRAWER_RULES,
+                        help="open_drawer's TOUCH_AND_MOVE_JOINT: realm_code (touching, as "
+                             "REALM's code scores it) or strict (also opened by 2.5 %%)")
     parser.add_argument('--video', default='', help='write the exterior_1 camera to this mp4')
     parser.add_argument('--sim-params', default='', help='YAML of identified friction/armature')
     parser.add_argument('--backend', default='mujoco', choices=('mujoco', 'fake'),
@@ -66,7 +69,8 @@ def run(args: argparse.Namespace) -> int:
             frames.append(obs.images[VIDEO_CAMERA])
 
     try:
-        result = run_episode(world, policy, spec, on_step=on_step)
+        result = run_episode(world, policy, spec, on_step=on_step,
+                             drawer_rule=args.drawer_rule)
     finally:
         policy.close()
         world.close()

@@ -34,6 +34,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help='policy[:skill] or label=policy[:key=value,...]')
     parser.add_argument('--perturbations', nargs='+', default=None,
                         help='REALM perturbation codes (Default, V-LIGHT, ...)')
+    parser.add_argument('--intensity', type=float, default=None,
+                        help='perturbation intensity in [0, 1] (1 = REALM ranges); run several '
+                             'for a sweep')
     parser.add_argument('--episodes-per-cell', type=int, default=None,
                         help='episodes per (task, perturbation, policy)')
     parser.add_argument('--max-steps', type=int, default=None, help='control steps per episode')
@@ -64,6 +67,7 @@ def load_config(args: argparse.Namespace) -> EvalConfig:
         'policies': tuple(args.policies) if args.policies else None,
         'perturbations': tuple(args.perturbations) if args.perturbations else None,
         'episodes_per_cell': args.episodes_per_cell, 'max_steps': args.max_steps,
+        'intensity': args.intensity,
         'sim_params_file': _abspath(args.sim_params),
         'real_dynamics_file': _abspath(args.real_dynamics),
         'seed': args.seed, 'cameras': args.cameras,

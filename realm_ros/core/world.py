@@ -31,6 +31,12 @@ SCENE_SAMPLERS: dict[str, str] = {
     'mujoco': 'realm_ros.backends.mujoco.world:sample_initial_state',
 }
 
+#: Backend -> ``perturbed(spec, params) -> initial_state``: the scene state a perturbation
+#: (VB-POSE, added objects) gives ``spec.initial_state``, so the real arm's operator sets it up.
+PERTURBED_STATES: dict[str, str] = {
+    'mujoco': 'realm_ros.backends.mujoco.perturb:perturbed_initial_state',
+}
+
 
 #: Backends the interface is designed for but this release does not ship, with the reason.
 NOT_BUILT: dict[str, str] = {
@@ -129,19 +135,30 @@ def make_world(config: WorldConfig, host: Any = None, **kwargs: Any) -> World:
     return cls(config, **kwargs)
 
 
-def initial_state_sampler(backend: str = 'mujoco') -> Callable[[str, int], dict] | None:
-    """Return ``backend``'s ``sample(task, seed) -> initial_state``, or None if not installed.
-
-    The paired evaluation draws each episode's initial state once, from the twin's scenes, and
-    gives the same explicit state to the real and the simulated world.
-    """
-    target = SCENE_SAMPLERS.get(backend)
+def _scene_function(table: Mapping[str, str], backend: str) -> Callable[..., dict] | None:
+    """Import ``table[backend]`` (``module:function``); None if the backend is not installed."""
+    target = table.get(backend)
     if target is None:
         raise ConfigError(
-            f'no scene sampler for backend {backend!r}; choose one of {sorted(SCENE_SAMPLERS)}')
+            f'no scene function for backend {backend!r}; choose one of {sorted(table)}')
     module_name, function_name = target.split(':')
     try:
         module = importlib.import_module(module_name)
     except ImportError:
         return None
     return getattr(module, function_name)
+
+
+def initial_state_sampler(backend: str = 'mujoco') -> Callable[[str, int], dict] | None:
+    """Return ``backend``'s ``sample(task, seed) -> initial_state``, or None if not installed.
+
+    The paired evaluation draws each episode's initial state once, from the twin's scenes, and
+    gives the same explicit state to the real and the simulated world.
+    """
+    return _scene_function(SCENE_SAMPLERS, backend)
+
+
+def perturbed_state_function(backend: str = 'mujoco') -> Callable[..., dict] | None:
+    """Return ``backend``'s ``perturbed(spec, params) -> initial_state``, or None (see
+    :data:`PERTURBED_STATES`)."""
+    return _scene_function(PERTURBED_STATES, backend)

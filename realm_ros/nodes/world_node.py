@@ -151,7 +151,7 @@ class WorldNode(Node):
         self._obs = self.world.reset(spec)
         self._spec = spec
         self._steps = 0
-        self._tracker = make_tracker(spec.task)
+        self._tracker = make_tracker(spec.task, spec)
         if self._tracker is None:
             self.progress = tasks.empty_progress(spec.task)
         else:
