@@ -28,6 +28,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     'sysid': ('realm_ros.commands.sysid', 'record excitation bags and fit friction/armature'),
     'episode': ('realm_ros.commands.episode', 'run one episode in the twin and print its score'),
     'ladder': ('realm_ros.commands.ladder', 'success rates of the scripted policy ladder'),
+    'usd': ('realm_ros.commands.usd', 'export a task scene to USD authored for PhysX/Isaac Sim'),
 }
 
 

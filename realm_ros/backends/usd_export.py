@@ -577,7 +577,9 @@ def validate_stage(stage: Any) -> list[str]:
                 problems.append(f'{prim.GetPath()}: rigid body inertia {inertia} not positive')
     if rigid == 0:
         problems.append('no rigid bodies')
-    parsed = UsdPhysics.LoadUsdPhysicsFromRange(stage, ['/World'])
+    load = getattr(UsdPhysics, 'UsdPhysicsLoadStageFromPrimRange', None) or \
+        UsdPhysics.LoadUsdPhysicsFromRange
+    parsed = load(stage, ['/World'])
     kinds = {str(k).split('.')[-1]: len(v[0]) for k, v in parsed.items()}
     if not kinds.get('Articulation'):
         problems.append(f'UsdPhysics parser found no articulation (found {kinds})')

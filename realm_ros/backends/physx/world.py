@@ -152,7 +152,8 @@ class PhysxWorld(World):
         stage.GetRootLayer().Export(str(path))
         self.usd_path = path
         _register_schemas()
-        PhysX.set_cpu_mode(True)
+        if not PhysX.get_cpu_mode():
+            PhysX.set_cpu_mode(True)  # process-wide and sticky; set before the first instance
         self._physx = PhysX()
         self._stage = ovstage.Stage(f'realm_{task or "empty"}')
         ovstage.population.open_usd(self._stage, str(path), ordinal=1,
