@@ -60,12 +60,20 @@ RAD2DEG = 180.0 / math.pi
 def import_pxr() -> Any:
     """Import OpenUSD (``usd-core``) with the PhysX schemas registered; raise if missing."""
     try:
-        import physx_usd_schemas  # noqa: F401 - registers PhysxSchema with stock USD
-        from pxr import Usd  # noqa: F401
+        # Stock OpenUSD (usd-core): register the codeless PhysX schemas before the schema
+        # registry is first built. Isaac Sim's USD has them from Kit (and no such package).
+        import physx_usd_schemas  # noqa: F401 - registers PhysxSchema on import
+    except ImportError:
+        pass
+    try:
+        from pxr import Usd
     except ImportError as err:
         raise BackendUnavailable(
             'USD export needs usd-core and physx-usd-schemas (pip install "realm_ros[physx]")'
         ) from err
+    if Usd.SchemaRegistry().FindAppliedAPIPrimDefinition('PhysxSceneAPI') is None:
+        raise BackendUnavailable(
+            'USD export needs the PhysX schemas: pip install physx-usd-schemas')
     import types
 
     from pxr import Gf, Sdf, Usd, UsdGeom, UsdLux, UsdPhysics, UsdShade
@@ -81,12 +89,14 @@ class UsdLayout:
     ``free_bodies``: MuJoCo body name -> rigid body prim path (free-joint bodies).
     ``articulation_bases``: MuJoCo body name -> base link prim path (one per articulation).
     ``rigid_bodies``: MuJoCo body id -> rigid body prim path (every simulated body).
+    ``cameras``: MuJoCo camera name -> ``UsdGeom.Camera`` prim path.
     """
 
     joints: dict[str, str] = dataclasses.field(default_factory=dict)
     free_bodies: dict[str, str] = dataclasses.field(default_factory=dict)
     articulation_bases: dict[str, str] = dataclasses.field(default_factory=dict)
     rigid_bodies: dict[int, str] = dataclasses.field(default_factory=dict)
+    cameras: dict[str, str] = dataclasses.field(default_factory=dict)
 
 
 def _name(model: Any, kind: Any, index: int, fallback: str) -> str:
@@ -496,6 +506,7 @@ class _Exporter:
             cam.CreateVerticalApertureAttr(vertical)
             cam.CreateFocalLengthAttr(vertical / (2.0 * math.tan(fovy / 2.0)))
             cam.CreateClippingRangeAttr(pxr.Gf.Vec2f(0.01, 50.0))
+            self.layout.cameras[m.camera(c).name] = path
 
     def _lights(self) -> None:
         pxr, m = self.pxr, self.m
