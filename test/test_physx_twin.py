@@ -280,3 +280,33 @@ def test_ladder_is_ordered_in_physx(task_worlds):
         means.append(float(np.mean(scores)))
     assert means[0] == 1.0
     assert means[0] - means[1] > 0.4, means
+
+
+def test_batched_physx_rollout_equals_the_world_stepping():
+    """sysid's PhysX evaluator (cloned arms) replays what PhysxWorld does, latency included."""
+    _import_or_skip('ovphysx')
+    from realm_ros.backends.physx.rollout import PhysxRollout
+    from realm_ros.backends.physx.world import PhysxWorld
+    from realm_ros.core.sysid import ExcitationSpec, Trajectory, excitation_trajectory
+    targets = excitation_trajectory(ExcitationSpec(duration_s=2.5), seed=1)
+    params = [DynamicsParams(), DynamicsParams(friction=(0.2,) * 7, armature=(0.3,) * 7)]
+    world = PhysxWorld(WorldConfig(camera_rate_hz=0, cameras=()), latency_s=0.02)
+    expected = []
+    for p in params:
+        world.set_dynamics(p)
+        world.reset(EpisodeSpec())
+        rows = []
+        for q_d in targets:
+            world.apply(Action(q_d, 0.0))
+            rows.append(world.step().joints.position)
+        expected.append(np.array(rows))
+    world.close()
+    traj = Trajectory(name='t', q0=robot.RESET_Q, dq0=np.zeros(7), gripper0=0.0,
+                      targets=targets, gripper=np.zeros(len(targets)), measured=expected[0],
+                      measured_dq=np.zeros_like(expected[0]), dt=1 / 15)
+    rollout = PhysxRollout(latency_s=0.02, envs=3)
+    simulated = rollout.simulate(params, [traj])[0]
+    rollout.close()
+    assert np.abs(expected[0] - expected[1]).max() > 0.01  # the parameters matter
+    for p in range(2):
+        np.testing.assert_allclose(simulated[p], expected[p], atol=1e-4)
