@@ -310,3 +310,18 @@ def test_batched_physx_rollout_equals_the_world_stepping():
     assert np.abs(expected[0] - expected[1]).max() > 0.01  # the parameters matter
     for p in range(2):
         np.testing.assert_allclose(simulated[p], expected[p], atol=1e-4)
+
+
+def test_hidden_object_mass_perturbation_reaches_physx(task_worlds):
+    """B-HOBJ scales object masses in the mirror at reset; PhysX's rigid bodies follow."""
+    world = task_worlds('stack_cubes')
+    world.reset(EpisodeSpec(task='stack_cubes', seed=0))
+    base = {n: float(b.read('mass')[0]) for n, b in world._bodies.items()}
+    world.reset(EpisodeSpec(task='stack_cubes', seed=0, perturbation='B-HOBJ', intensity=1.0))
+    scaled = {n: float(b.read('mass')[0]) for n, b in world._bodies.items()}
+    mirror = {n: world._group_mass(n) for n in base}
+    assert any(abs(scaled[n] / base[n] - 1) > 0.05 for n in base), (base, scaled)
+    for n in base:
+        assert scaled[n] == pytest.approx(mirror[n], rel=1e-4)
+    world.reset(EpisodeSpec(task='stack_cubes', seed=0))
+    assert {n: float(b.read('mass')[0]) for n, b in world._bodies.items()} == pytest.approx(base)

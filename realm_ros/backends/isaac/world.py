@@ -114,7 +114,8 @@ class _ArticulationView:
 
 
 class _RigidView:
-    """An Isaac ``RigidPrim``: pose (x y z qx qy qz qw) and velocity (linear, angular)."""
+    """An Isaac ``RigidPrim``: pose (x y z qx qy qz qw), velocity (linear, angular), mass,
+    inertia (row-major 3x3)."""
 
     dof_names: list[str] = []
 
@@ -129,6 +130,10 @@ class _RigidView:
         if key == 'vel':
             lin, ang = self.body.get_velocities()
             return np.r_[_np(lin)[0], _np(ang)[0]]
+        if key == 'mass':
+            return _np(self.body.get_masses()).reshape(-1)[:1]
+        if key == 'inertia':
+            return _np(self.body.get_inertias()).reshape(-1)[:9]
         raise KeyError(key)
 
     def write(self, key: str, values: np.ndarray, index: Any = None) -> None:
@@ -140,6 +145,10 @@ class _RigidView:
         elif key == 'vel':
             self.body.set_velocities(linear_velocities=values[None, :3],
                                      angular_velocities=values[None, 3:])
+        elif key == 'mass':
+            self.body.set_masses(values.reshape(1))
+        elif key == 'inertia':
+            self.body.set_inertias(values.reshape(1, 9))
         else:
             raise KeyError(key)
 
@@ -241,9 +250,16 @@ class IsaacWorld(PhysxTwin):
 
     def observe(self, render: bool = True):
         import dataclasses
+
+        from realm_ros.core import perturbations
         obs = super().observe(render=False)
         if render and self._config.camera_rate_hz > 0:
-            obs = dataclasses.replace(obs, images=self.render())
+            images = self.render()
+            aug = self._mirror._image_aug  # noqa: SLF001 - V-AUG drawn by the shared reset
+            if aug is not None:
+                images = {name: perturbations.augment_image(
+                    image, aug['blur_sigma'], aug['contrast']) for name, image in images.items()}
+            obs = dataclasses.replace(obs, images=images)
         return obs
 
     def close(self) -> None:

@@ -12,8 +12,10 @@ privileged state, rubric) and the OpenGL cameras, runs the DROID hybrid impedanc
 
 After every control step the engine's state (joint positions, object poses) is written into the
 mirror and the task's scene code reads it, so both engines are scored by the same code as the
-MuJoCo twin. Not mapped yet: B-HOBJ's object mass/damping change and the digital real's hidden
-object mass/friction scales reach the mirror only, not PhysX.
+MuJoCo twin. B-HOBJ's object mass and scene joint damping changes are copied into PhysX at
+reset (free objects' masses and inertias; drawer and switch damping); not mapped yet: the mass of
+articulated fixtures (drawers) and the digital real's hidden object scales (PhysX is not used as
+the digital real).
 """
 
 from __future__ import annotations
@@ -113,6 +115,32 @@ class PhysxTwin(World):
                                      for s in ('left', 'right')])
         self._bodies = {name: self._engine.rigid_body(path)
                         for name, path in self.layout.free_bodies.items()}
+        # Reference masses: perturbations (B-HOBJ) scale the mirror's masses; PhysX follows.
+        self._mass0 = {name: (self._group_mass(name), body.read('mass').copy(),
+                              body.read('inertia').copy())
+                       for name, body in self._bodies.items()}
+
+    def _group_mass(self, name: str) -> float:
+        """Return the mirror's mass of free body ``name`` and the bodies welded to it, kg."""
+        m = self._mirror.model
+        root = m.body(name).id
+        return float(sum(m.body_mass[b] for b in range(m.nbody) if m.body_rootid[b] == root))
+
+    def _apply_object_physics(self) -> None:
+        """Copy the mirror's object masses and scene joint damping (B-HOBJ) into PhysX."""
+        for name, body in self._bodies.items():
+            mass0, physx_mass, physx_inertia = self._mass0[name]
+            ratio = self._group_mass(name) / mass0 if mass0 > 0 else 1.0
+            body.write('mass', physx_mass * ratio)
+            body.write('inertia', physx_inertia * ratio)
+        m = self._mirror.model
+        for base, art in self._arts.items():
+            if base == 'panda_link0':
+                continue  # the arm's damping is set_dynamics'
+            friction = art.read('friction')
+            for i, name in enumerate(art.dof_names):
+                friction[i, 2] = m.dof_damping[m.joint(name).dofadr[0]]
+            art.write('friction', friction)
 
     def _teardown_physx(self) -> None:
         if self._engine is not None:
@@ -156,6 +184,7 @@ class PhysxTwin(World):
         self._rng = np.random.default_rng(spec.seed)
         data = self._mirror.data
         reset_q = data.qpos[self._mirror._arm_qpos].copy()  # noqa: SLF001
+        self._apply_object_physics()
         self._reset_state(reset_q)
         return self.observe()
 

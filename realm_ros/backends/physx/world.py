@@ -66,7 +66,7 @@ class _Bindings:
 
     def read(self, key: str) -> np.ndarray:
         self.views[key].read(self.buffers[key])
-        return self.buffers[key][0].astype(float)
+        return np.atleast_1d(self.buffers[key][0].astype(float))
 
     def write(self, key: str, values: np.ndarray, index: Any = None) -> None:
         buf = self.buffers[key]
@@ -74,7 +74,7 @@ class _Bindings:
             self.views[key].read(buf)
             buf[0, index] = values
         else:
-            buf[0] = values
+            buf[0] = np.reshape(values, buf[0].shape)
         self.views[key].write(buf)
 
     def destroy(self) -> None:
@@ -90,7 +90,8 @@ class KitlessEngine:
     ``articulation(root_joint, prim)`` and ``rigid_body(prim)`` return views with
     ``read(key)`` / ``write(key, values, index=None)`` / ``dof_names`` / ``destroy()`` over the
     keys q, dq, target, force, armature, friction, root (articulations; rad, N m, kg m^2;
-    root pose x y z qx qy qz qw) and pose, vel (rigid bodies, world frame); ``step(dt)``;
+    root pose x y z qx qy qz qw) and pose, vel, mass, inertia (rigid bodies, world frame;
+    kg, kg m^2 row-major 3x3); ``step(dt)``;
     ``close()``.
     """
 
@@ -131,7 +132,9 @@ class KitlessEngine:
 
     def rigid_body(self, prim: str) -> _Bindings:
         view = _Bindings(self._physx, prim, {'pose': TensorType.RIGID_BODY_POSE,
-                                             'vel': TensorType.RIGID_BODY_VELOCITY})
+                                             'vel': TensorType.RIGID_BODY_VELOCITY,
+                                             'mass': TensorType.RIGID_BODY_MASS,
+                                             'inertia': TensorType.RIGID_BODY_INERTIA})
         self._views.append(view)
         return view
 
