@@ -50,16 +50,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--duration', type=float, default=10.0, help='trajectory length, s')
     parser.add_argument('--seed', type=int, default=0, help='excitation seed')
-    parser.add_argument('--threads', type=int, default=2,
-                        help='PhysX CPU worker threads (process-wide, set before the engine)')
+    parser.add_argument('--threads', type=int, default=0,
+                        help='PhysX CPU worker threads (0 = solve on the calling thread)')
     parser.add_argument('--mujoco-params', default='', help='MuJoCo twin sim params YAML')
     parser.add_argument('--physx-params', default='', help='PhysX twin sim params YAML')
     parser.add_argument('--json', default='', help='also write the numbers here')
     args = parser.parse_args()
 
-    import ovphysx
-    from ovphysx.types import GlobalConfigKey
-    ovphysx.set_global_config(GlobalConfigKey.NUM_THREADS, args.threads)
+    os.environ['REALM_ROS_PHYSX_THREADS'] = str(args.threads)
 
     from realm_ros.backends.fake_franka import DEFAULT_DYNAMICS_FILE, DigitalRealWorld
     from realm_ros.backends.mujoco.world import MujocoWorld

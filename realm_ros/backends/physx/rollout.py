@@ -23,7 +23,13 @@ import numpy as np
 from realm_ros.backends import usd_export
 from realm_ros.backends.mujoco import model as mjcf
 from realm_ros.backends.physx.common import HybridImpedance, physx_dof_properties
-from realm_ros.backends.physx.world import PhysX, TensorType, _register_schemas, ovstage
+from realm_ros.backends.physx.world import (
+    PhysX,
+    TensorType,
+    _register_schemas,
+    configure_threads,
+    ovstage,
+)
 from realm_ros.core import robot
 from realm_ros.core.config import DynamicsParams
 from realm_ros.core.sysid import BatchEvaluator, Trajectory
@@ -52,6 +58,7 @@ class PhysxRollout(BatchEvaluator):
         _register_schemas()
         if not PhysX.get_cpu_mode():
             PhysX.set_cpu_mode(True)
+            configure_threads()
         self._physx = PhysX()
         self._stage = ovstage.Stage('realm_sysid')
         ovstage.population.open_usd(self._stage, str(path), ordinal=1,
