@@ -325,3 +325,15 @@ def test_hidden_object_mass_perturbation_reaches_physx(task_worlds):
         assert scaled[n] == pytest.approx(mirror[n], rel=1e-4)
     world.reset(EpisodeSpec(task='stack_cubes', seed=0))
     assert {n: float(b.read('mass')[0]) for n, b in world._bodies.items()} == pytest.approx(base)
+
+
+def test_a_blown_up_scene_is_an_infrastructure_error_not_a_score(task_worlds):
+    from realm_ros.core.errors import InfrastructureError
+    world = task_worlds('stack_cubes')
+    world.reset(EpisodeSpec(task='stack_cubes', seed=0))
+    body = next(iter(world._bodies.values()))
+    body.write('pose', np.r_[1000.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0])
+    with pytest.raises(InfrastructureError, match='left the scene'):
+        world.step()
+    world.reset(EpisodeSpec(task='stack_cubes', seed=0))  # and the world recovers at reset
+    assert np.all(np.abs(body.read('pose')[:3]) < 2.0)

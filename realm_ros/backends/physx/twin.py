@@ -34,7 +34,7 @@ from realm_ros.backends.mujoco.world import MujocoWorld
 from realm_ros.backends.physx.common import HybridImpedance, LatencyQueue, physx_dof_properties
 from realm_ros.core import control, robot
 from realm_ros.core.config import DynamicsParams, WorldConfig, sim_params_latency
-from realm_ros.core.errors import ConfigError
+from realm_ros.core.errors import ConfigError, InfrastructureError
 from realm_ros.core.types import Action, ActionMode, EpisodeSpec, JointState, Observation
 from realm_ros.core.world import World
 
@@ -259,10 +259,18 @@ class PhysxTwin(World):
             self._step_count_physics += 1
 
     def _sync_mirror(self) -> None:
-        """Write the PhysX state into the MuJoCo mirror (for scene code, rubric, cameras)."""
+        """Write the PhysX state into the MuJoCo mirror (for scene code, rubric, cameras).
+
+        Raises:
+            InfrastructureError: PhysX returned a non-finite state (the scene blew up); the
+                episode is recorded as an infrastructure failure, not scored.
+        """
         m, d = self._mirror.model, self._mirror.data
         for art in self._arts.values():
             q, dq = art.read('q'), art.read('dq')
+            if not (np.all(np.isfinite(q)) and np.all(np.isfinite(dq))):
+                raise InfrastructureError(f'PhysX articulation state is not finite at t = '
+                                          f'{self.time:.3f} s: {q.tolist()}')
             for i, name in enumerate(art.dof_names):
                 j = m.joint(name)
                 d.qpos[j.qposadr[0]] = q[i]
@@ -271,6 +279,9 @@ class PhysxTwin(World):
             j = m.body_jntadr[m.body(name).id]
             adr, dadr = m.jnt_qposadr[j], m.jnt_dofadr[j]
             pose = body.read('pose')
+            if not np.all(np.isfinite(pose)) or np.any(np.abs(pose[:3]) > 100.0):
+                raise InfrastructureError(f'PhysX body {name!r} left the scene at t = '
+                                          f'{self.time:.3f} s: pose {pose.tolist()}')
             d.qpos[adr:adr + 7] = np.r_[pose[:3], pose[6], pose[3:6]]
             vel = body.read('vel')  # world frame; MuJoCo's free joint: angular in body frame
             rot = np.zeros(9)
