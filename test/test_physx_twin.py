@@ -337,3 +337,16 @@ def test_a_blown_up_scene_is_an_infrastructure_error_not_a_score(task_worlds):
         world.step()
     world.reset(EpisodeSpec(task='stack_cubes', seed=0))  # and the world recovers at reset
     assert np.all(np.abs(body.read('pose')[:3]) < 2.0)
+
+
+def test_batched_impedance_equals_the_per_arm_law():
+    from realm_ros.backends.physx.common import HybridImpedance, batched_extra_torque
+    rng = np.random.default_rng(0)
+    q = rng.uniform(robot.JOINT_LOWER, robot.JOINT_UPPER, (6, 7))
+    dq = rng.normal(size=(6, 7))
+    q_d = q + rng.normal(0.0, 0.3, (6, 7))  # large errors: the effort clip is active too
+    law = HybridImpedance()
+    expected = np.array([law.extra_torque(q[i], dq[i], q_d[i]) for i in range(6)])
+    np.testing.assert_allclose(batched_extra_torque(q, dq, q_d), expected, atol=1e-9)
+    total = expected + robot.KQ * (q_d - q) - robot.KQD * dq
+    assert np.all(np.abs(total) <= robot.EFFORT_LIMIT + 1e-9)

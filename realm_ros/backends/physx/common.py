@@ -49,6 +49,44 @@ class HybridImpedance:
         return total - drive
 
 
+def batched_flange_jacobian(q: np.ndarray) -> np.ndarray:
+    """Return (N, 6, 7) flange Jacobians for (N, 7) configurations (``robot.flange_jacobian``
+    vectorised over N, from the same modified-DH table)."""
+    q = np.asarray(q, dtype=float)
+    n = q.shape[0]
+    pose = np.broadcast_to(np.eye(4), (n, 4, 4)).copy()
+    origins, axes = [], []
+    for i, (a, d, alpha) in enumerate(robot.DH_MODIFIED):
+        theta = q[:, i] if i < robot.NUM_ARM_JOINTS else np.zeros(n)
+        ca, sa = np.cos(alpha), np.sin(alpha)
+        ct, st = np.cos(theta), np.sin(theta)
+        t = np.zeros((n, 4, 4))
+        t[:, 0, 0], t[:, 0, 1], t[:, 0, 3] = ct, -st, a
+        t[:, 1, 0], t[:, 1, 1], t[:, 1, 2], t[:, 1, 3] = st * ca, ct * ca, -sa, -sa * d
+        t[:, 2, 0], t[:, 2, 1], t[:, 2, 2], t[:, 2, 3] = st * sa, ct * sa, ca, ca * d
+        t[:, 3, 3] = 1.0
+        pose = pose @ t
+        origins.append(pose[:, :3, 3])
+        axes.append(pose[:, :3, 2])
+    tip = origins[-1]
+    jac = np.zeros((n, 6, robot.NUM_ARM_JOINTS))
+    for i in range(robot.NUM_ARM_JOINTS):
+        jac[:, :3, i] = np.cross(axes[i], tip - origins[i])
+        jac[:, 3:, i] = axes[i]
+    return jac
+
+
+def batched_extra_torque(q: np.ndarray, dq: np.ndarray, q_d: np.ndarray) -> np.ndarray:
+    """:meth:`HybridImpedance.extra_torque` for (N, 7) arrays at once, N m."""
+    jac = batched_flange_jacobian(q)
+    e = np.einsum('nij,nj->ni', jac, q_d - q)
+    v = np.einsum('nij,nj->ni', jac, dq)
+    extra = np.einsum('nji,nj->ni', jac, robot.KX * e - robot.KXD * v)
+    drive = robot.KQ * (q_d - q) - robot.KQD * dq
+    total = np.clip(drive + extra, -robot.EFFORT_LIMIT, robot.EFFORT_LIMIT)
+    return total - drive
+
+
 def physx_dof_properties(params: DynamicsParams) -> dict[str, np.ndarray]:
     """Return per-arm-joint PhysX values: armature kg m^2, friction (static, dynamic, viscous).
 

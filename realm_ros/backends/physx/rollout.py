@@ -22,7 +22,7 @@ import numpy as np
 
 from realm_ros.backends import usd_export
 from realm_ros.backends.mujoco import model as mjcf
-from realm_ros.backends.physx.common import HybridImpedance, physx_dof_properties
+from realm_ros.backends.physx.common import batched_extra_torque, physx_dof_properties
 from realm_ros.backends.physx.world import (
     PhysX,
     TensorType,
@@ -46,7 +46,6 @@ class PhysxRollout(BatchEvaluator):
         self.delay_steps = max(int(round(latency_s * physics_hz)) - 1, 0)
         self.dt = 1.0 / physics_hz
         self.envs = int(envs)
-        self._law = HybridImpedance()
         self.timing = {'rollout': 0.0, 'controller': 0.0, 'setup': 0.0}
         t = time.perf_counter()
         model = mujoco.MjModel.from_xml_string(
@@ -156,9 +155,8 @@ class PhysxRollout(BatchEvaluator):
             q, dq = self._read('q'), self._read('dq')
             target[:n, self._arm] = sched_q[:, s]
             target[:n, self._fingers] = (mjcf.FINGER_TRAVEL * (1.0 - sched_g[:, s]))[:, None]
-            for i in range(n):
-                force[i, self._arm] = self._law.extra_torque(
-                    q[i, self._arm], dq[i, self._arm], sched_q[i, s])
+            force[:n, self._arm] = batched_extra_torque(
+                q[:n, self._arm], dq[:n, self._arm], sched_q[:, s])
             self._write('target', target)
             self._write('force', force)
             self.timing['controller'] += time.perf_counter() - t
