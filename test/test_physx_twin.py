@@ -350,3 +350,16 @@ def test_batched_impedance_equals_the_per_arm_law():
     np.testing.assert_allclose(batched_extra_torque(q, dq, q_d), expected, atol=1e-9)
     total = expected + robot.KQ * (q_d - q) - robot.KQD * dq
     assert np.all(np.abs(total) <= robot.EFFORT_LIMIT + 1e-9)
+
+
+def test_gripper_closes_at_the_mujoco_twins_speed(world):
+    """MuJoCo: one 40 N servo for both fingers against 2 x 300 N s/m slews at 0.067 m/s."""
+    from realm_ros.backends.mujoco.world import MujocoWorld
+    twin = MujocoWorld(WorldConfig(camera_rate_hz=0, cameras=()))
+    twin.reset(EpisodeSpec())
+    world.apply(Action(robot.RESET_Q, 1.0))
+    twin.apply(Action(robot.RESET_Q, 1.0))
+    for _ in range(5):
+        physx_g, mujoco_g = world.step().joints.gripper, twin.step().joints.gripper
+    twin.close()
+    assert physx_g == pytest.approx(mujoco_g, rel=0.1)
