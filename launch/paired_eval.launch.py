@@ -72,8 +72,8 @@ def generate_launch_description():
             'real_backend', default_value='fake', choices=['fake', 'franka'],
             description='real world: fake (the digital real) or franka (the arm via franka_ros2)'),
         DeclareLaunchArgument(
-            'sim_backend', default_value='mujoco', choices=['mujoco', 'isaac'],
-            description='simulated twin'),
+            'sim_backend', default_value='mujoco', choices=['mujoco', 'physx', 'isaac'],
+            description='simulated twin: mujoco, physx (kit-less PhysX) or isaac (not run)'),
         DeclareLaunchArgument(
             'policy', default_value='',
             description='policy under test in every episode (scripted, openpi, gr00t, torch); '

@@ -32,6 +32,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     'ladder': ('realm_ros.commands.ladder', 'success rates of the scripted policy ladder'),
     'docs-params': ('realm_ros.commands.docs_params', 'write docs/parameters.md from the config '
                     'schemas (--check: is it current?)'),
+    'usd': ('realm_ros.commands.usd', 'export a task scene to USD authored for PhysX/Isaac Sim'),
 }
 
 

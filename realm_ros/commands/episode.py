@@ -30,8 +30,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "REALM's code scores it) or strict (also opened by 2.5 %%)")
     parser.add_argument('--video', default='', help='write the exterior_1 camera to this mp4')
     parser.add_argument('--sim-params', default='', help='YAML of identified friction/armature')
-    parser.add_argument('--backend', default='mujoco', choices=('mujoco', 'fake'),
-                        help='mujoco = the twin, fake = the digital real physics')
+    parser.add_argument('--backend', default='mujoco',
+                        choices=('mujoco', 'fake', 'physx', 'isaac'),
+                        help='mujoco = the twin, fake = the digital real physics, physx = '
+                             'the twin on kit-less PhysX, isaac = Isaac Sim (not run)')
     parser.add_argument('--json', action='store_true', help='print the result record as JSON')
     parser.add_argument('--record-actions', default='',
                         help='write the executed actions (N, 8) to this .npy (replay policy)')

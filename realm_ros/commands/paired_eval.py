@@ -27,7 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help='evaluation YAML (default: config/paired_eval.yaml)')
     parser.add_argument('--real', choices=('fake', 'franka'), default=None,
                         help='real world: the digital real (fake) or the arm via franka_ros2')
-    parser.add_argument('--sim', choices=('mujoco', 'isaac'), default=None,
+    parser.add_argument('--sim', choices=('mujoco', 'physx', 'isaac'), default=None,
                         help='simulated twin')
     parser.add_argument('--tasks', nargs='+', default=None, help='task names')
     parser.add_argument('--policies', nargs='+', default=None,

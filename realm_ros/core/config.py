@@ -157,7 +157,8 @@ class DigitalRealDynamics:
 class WorldConfig:
     """Parameters of a world (``world_node`` declares each field as a ROS parameter)."""
 
-    backend: str = field('mujoco', 'world backend', choices=('mujoco', 'fake', 'franka', 'isaac'))
+    backend: str = field('mujoco', 'world backend', choices=('mujoco', 'fake', 'franka', 'isaac',
+                                                           'physx'))
     lockstep: bool = field(
         False, 'true: advance one control step per command and publish /clock; '
         'false: run in real time')

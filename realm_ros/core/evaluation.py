@@ -97,7 +97,7 @@ class EvalConfig:
     seed: int = field(0, 'seed of the whole evaluation (initial states derive from it)')
     real: str = field('fake', 'real world: fake (digital real) or franka (the arm)',
                       choices=('fake', 'franka'))
-    sim: str = field('mujoco', 'simulated twin', choices=('mujoco', 'isaac'))
+    sim: str = field('mujoco', 'simulated twin', choices=('mujoco', 'physx', 'isaac'))
     sim_params_file: str = field('', 'identified twin parameters (friction, armature) YAML')
     real_dynamics_file: str = field('', 'digital real: hidden dynamics YAML')
     cameras: bool = field(False, 'render cameras (needed by vision policies; slower)')

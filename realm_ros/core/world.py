@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import abc
 import importlib
+import os
 from typing import Any, Callable, Mapping
 
 from realm_ros.core.config import DynamicsParams, WorldConfig
@@ -20,6 +21,7 @@ from realm_ros.core.types import Action, EpisodeSpec, Observation
 BACKENDS: dict[str, str] = {
     'mujoco': 'realm_ros.backends.mujoco.world:MujocoWorld',
     'fake': 'realm_ros.backends.fake_franka:DigitalRealWorld',
+    'physx': 'realm_ros.backends.physx.world:PhysxWorld',
     'isaac': 'realm_ros.backends.isaac:IsaacWorld',
     'franka': 'realm_ros.backends.franka:FrankaBridgeWorld',
 }
@@ -38,13 +40,20 @@ PERTURBED_STATES: dict[str, str] = {
 }
 
 
-#: Backends the interface is designed for but this release does not ship, with the reason.
+#: Backends this release ships but has never run, with the reason. ``make_world`` refuses them
+#: unless the environment variable :data:`TRY_NOT_RUN` names them (a lab trying it knowingly).
 NOT_BUILT: dict[str, str] = {
-    'isaac': 'the Isaac Sim twin is not built yet: it needs an RTX GPU with Isaac Sim to be '
-             'developed and tested against, which the project has not had; use the MuJoCo twin '
-             '(backend mujoco, --sim mujoco). The World interface (core/world.py) is what it '
-             'will implement.',
+    'isaac': 'the Isaac Sim world (realm_ros/backends/isaac) has NOT been run: Isaac Sim needs '
+             'an RTX GPU, which the project has not had. Its calls are checked against Isaac '
+             "Sim 6.2's published API and it shares scene, controller and parameters with the "
+             'PhysX twin that does run (backend physx). To try it on an RTX machine with Isaac '
+             'Sim 6.x: REALM_ROS_TRY_NOT_RUN=isaac realm-ros episode --backend isaac --task '
+             'stack_cubes (realm-ros doctor checks the install). Otherwise use backend physx '
+             'or mujoco.',
 }
+
+#: Environment variable listing NOT_BUILT backends to build anyway (comma-separated).
+TRY_NOT_RUN = 'REALM_ROS_TRY_NOT_RUN'
 
 
 class World(abc.ABC):
@@ -117,7 +126,8 @@ def make_world(config: WorldConfig, host: Any = None, **kwargs: Any) -> World:
         ConfigError: unknown backend name.
         BackendUnavailable: the backend's dependencies are not installed here.
     """
-    if config.backend in NOT_BUILT:
+    if config.backend in NOT_BUILT and config.backend not in os.environ.get(
+            TRY_NOT_RUN, '').split(','):
         raise BackendUnavailable(f'world backend {config.backend!r}: {NOT_BUILT[config.backend]}')
     target = BACKENDS.get(config.backend)
     if target is None:
