@@ -174,6 +174,9 @@ class WorldConfig:
     camera_width: int = field(320, 'rendered image width, px')
     camera_height: int = field(180, 'rendered image height, px')
     camera_rate_hz: float = field(15.0, 'image publishing rate, Hz (0 = no images)')
+    camera_rig_file: str = field(
+        '', 'simulated worlds: YAML of the camera rig (extrinsics, intrinsics; format in '
+            'config/cameras/droid.yaml); "" = DROID\'s rig')
     sim_params_file: str = field(
         '', 'YAML with identified friction/armature (and optional latency_s, s) for the twin')
     dynamics_file: str = field('', 'digital real only: YAML with its hidden dynamics')
