@@ -71,7 +71,7 @@ class CameraSpec:
 
     def mjcf(self) -> str:
         """Return the ``<camera>`` element."""
-        return (f'<camera name="{self.name}" pos="{_fmt(self.pos)}" fovy="{self.fovy:.6g}" '
+        return (f'<camera name="{self.name}" pos="{_fmt(self.pos)}" fovy="{self.fovy:.9g}" '
                 f'xyaxes="{self.mjcf_xyaxes()}"/>')
 
 

@@ -19,9 +19,8 @@ import concurrent.futures
 import threading
 from typing import Any, Sequence
 
-import numpy as np
-
 import mujoco
+import numpy as np
 
 
 class FrameRenderer:
