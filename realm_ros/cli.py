@@ -28,6 +28,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     'sysid': ('realm_ros.commands.sysid', 'record excitation bags and fit friction/armature'),
     'episode': ('realm_ros.commands.episode', 'run one episode in the twin and print its score'),
     'ladder': ('realm_ros.commands.ladder', 'success rates of the scripted policy ladder'),
+    'cameras': ('realm_ros.commands.cameras', 'contact sheet of every camera of the twin, per '
+                'task (check a camera rig)'),
 }
 
 

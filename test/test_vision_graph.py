@@ -19,6 +19,7 @@ pytestmark = [pytest.mark.ros, pytest.mark.slow]
 
 
 def _lit(summary):
+    # 224x224 padded from 16:9: the picture is the middle 126 rows (56 %), the bands are black.
     return (summary['wrist_mean'] > 40 and summary['wrist_lit'] > 0.5
             and summary['exterior_mean'] > 40 and summary['exterior_lit'] > 0.5)
 
@@ -38,8 +39,9 @@ def test_paired_eval_with_cameras_sends_both_worlds_images(tmp_path):
     records = [json.loads(line) for line in (out / 'episodes.jsonl').read_text().splitlines()]
     assert sorted(r['world'] for r in records) == ['real', 'sim']
     assert all(r['outcome'] != 'infra_failure' for r in records), records
-    # 16 steps, 8 per chunk: two queries per world.
-    assert len(server.requests) == 4
+    # 16 steps, 8 per chunk: two queries per world (and possibly one more for the
+    # observation that ends an episode, answered before the evaluator stops the policy).
+    assert 4 <= len(server.requests) <= 6
     assert all(_lit(s) for s in server.requests), server.requests
 
 

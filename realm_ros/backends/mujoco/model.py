@@ -79,8 +79,8 @@ class CameraSpec:
 #: exterior ZED 2s either side of the robot looking at the workspace, a ZED Mini on the wrist.
 #: ``test/test_cameras.py`` checks that the file and these agree.
 DEFAULT_CAMERAS = (
-    CameraSpec('exterior_1', (0.55, 0.85, 0.50), (0.45, 0.0, 0.2), fovy=68.0),
-    CameraSpec('exterior_2', (0.55, -0.85, 0.50), (0.45, 0.0, 0.2), fovy=68.0),
+    CameraSpec('exterior_1', (0.55, 0.85, 0.50), (0.45, 0.0, 0.26), fovy=68.0),
+    CameraSpec('exterior_2', (0.55, -0.85, 0.50), (0.45, 0.0, 0.26), fovy=68.0),
 )
 #: The wrist ZED Mini in the gripper frame (z = approach, fingers slide along y): beside the
 #: gripper, looking along the approach axis, tilted so the fingertips sit at the frame's bottom.

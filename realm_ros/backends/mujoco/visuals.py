@@ -44,8 +44,9 @@ COUPLING = mjcf.GRIPPER_BASE_LENGTH - HAND_FINGER_Z
 FINGER_STRETCH = 1.35
 
 #: Vertex-clustering cell for the visual meshes, m: the source meshes have ~100k triangles,
-#: which a software renderer (llvmpipe, EGL without a GPU) draws at seconds per frame; merged
-#: on a 1 cm grid (5 mm for the hand) they keep their silhouette at camera resolution with a tenth of the faces.
+#: which a software renderer (llvmpipe: EGL without a GPU) draws at seconds per frame; merged
+#: on a 1 cm grid (5 mm for the hand) they keep their silhouette at camera resolution with a
+#: sixth of the faces.
 CLUSTER = 0.01
 
 #: Floor height (the table top is z = 0), m.
