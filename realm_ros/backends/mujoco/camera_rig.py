@@ -31,7 +31,7 @@ class Rig:
     exterior: tuple[CameraSpec, ...] = DEFAULT_CAMERAS
     wrist: CameraSpec = DEFAULT_WRIST
     source: str = 'built-in DROID rig'
-    #: The key light casts shadows (a software renderer pays about 5x per image for them).
+    #: The key light casts shadows (a software renderer pays about 2x per image for them).
     shadows: bool = True
     #: Multisample anti-aliasing samples (0 = off; with shadows on llvmpipe, 2 costs 3x).
     antialias: int = 0

@@ -340,7 +340,7 @@ def look(with_table: bool = True, shadows: bool = True, antialias: int = 0) -> d
         '    <light name="room" pos="-0.6 1.0 1.6" dir="0.5 -0.4 -0.8" diffuse="0.22 0.22 0.22" '
         'specular="0 0 0" castshadow="false"/>')
     return {
-        'visual': (f'<quality shadowsize="1024" offsamples="{int(antialias)}"/>\n'
+        'visual': (f'<quality shadowsize="512" offsamples="{int(antialias)}"/>\n'
                    '    <map shadowclip="1.5" znear="0.01"/>\n'
                    '    <headlight ambient="0.38 0.38 0.38" diffuse="0.15 0.15 0.15" '
                    'specular="0 0 0"/>'),
