@@ -300,8 +300,8 @@ def look(with_table: bool = True, shadows: bool = True, antialias: int = 0) -> d
     """Return the MJCF fragments :func:`model.build_mjcf` fills in when visuals are on.
 
     ``shadows``: the key light casts shadows; ``antialias``: MSAA samples (0 = off). On a
-    software renderer (EGL on llvmpipe, no GPU) shadows cost about 5x per image and MSAA
-    another 3x on top of them; the rig file's ``render`` section sets both.
+    software renderer (EGL on llvmpipe, no GPU) shadows cost about 2x per image and MSAA
+    3x on top of them; the rig file's ``render`` section sets both.
     """
     meshes = mesh_dir() is not None
     assets = [
