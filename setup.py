@@ -51,8 +51,10 @@ setup(
         'imageio>=2.30',
         'imageio-ffmpeg>=0.4',
         'rich>=13',
-        # Object meshes of the perturbation object set (pybullet_data, zlib licence), loaded
-        # from the installed package at run time (VSB-NOBJ, V-SC, SB-NOUN, SB-VRB).
+        # pybullet_data ships the Panda's visual meshes (franka_ros, Apache-2.0) and the
+        # perturbation object set's meshes (zlib licence), read from the installed package at
+        # run time: the twin's cameras see the real arm (backends/mujoco/visuals.py) and
+        # VSB-NOBJ, V-SC, SB-NOUN, SB-VRB get real objects (backends/mujoco/objects.py).
         'pybullet>=3.2.6',
     ],
     extras_require={

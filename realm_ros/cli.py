@@ -33,6 +33,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     'docs-params': ('realm_ros.commands.docs_params', 'write docs/parameters.md from the config '
                     'schemas (--check: is it current?)'),
     'usd': ('realm_ros.commands.usd', 'export a task scene to USD authored for PhysX/Isaac Sim'),
+    'cameras': ('realm_ros.commands.cameras', 'contact sheet of every camera of the twin, per '
+                'task (check a camera rig)'),
 }
 
 

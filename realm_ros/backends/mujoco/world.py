@@ -13,8 +13,9 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from realm_ros.backends.mujoco import camera_rig, perturb, visuals
 from realm_ros.backends.mujoco import model as mjcf
-from realm_ros.backends.mujoco import perturb
+from realm_ros.backends.mujoco.render import FrameRenderer
 from realm_ros.core import control, perturbations, robot
 from realm_ros.core.config import DynamicsParams, WorldConfig, sim_params_latency
 from realm_ros.core.errors import BackendUnavailable, ConfigError
@@ -113,7 +114,13 @@ class MujocoWorld(World):
         self._dynamics = dynamics
         if dynamics is None and config.sim_params_file:
             self._dynamics = DynamicsParams.from_yaml(config.sim_params_file)
-        self._renderer: Any = None
+        self._renderer: FrameRenderer | None = None
+        # Rendered images of the current physics state, keyed by ``_frame``: every frame is
+        # rendered once however many callers ask (step, observe, a node's publisher).
+        self._frame = 0
+        self._frame_images: tuple[int, dict[str, np.ndarray]] | None = None
+        self._last_render_time = -np.inf
+        self._visuals = config.camera_rate_hz > 0 and bool(config.cameras)
         self._scene: Scene | None = None
         self._task = None
         self._rng = np.random.default_rng(config.seed)
@@ -133,9 +140,12 @@ class MujocoWorld(World):
         scene = perturb.make_variant(load_scene(task), code, params or {})
         self._variant = perturb.variant_key(code, params or {})
         body_xml, asset_xml = scene.mjcf()
+        rig = camera_rig.load_rig(self._config.camera_rig_file)
         xml = mjcf.build_mjcf(
             physics_hz=self._config.physics_hz, scene_xml=body_xml, scene_assets=asset_xml,
-            image_size=(self._config.camera_width, self._config.camera_height))
+            image_size=(self._config.camera_width, self._config.camera_height),
+            cameras=rig.exterior, wrist=rig.wrist, visuals=self._visuals,
+            look_options={'shadows': rig.shadows, 'antialias': rig.antialias})
         self.model = mujoco.MjModel.from_xml_string(xml)
         self.data = mujoco.MjData(self.model)
         self._kin = mujoco.MjData(self.model)  # scratch data for FK of targets
@@ -158,6 +168,8 @@ class MujocoWorld(World):
         if self._renderer is not None:
             self._renderer.close()
             self._renderer = None
+        if self._visuals:
+            visuals.paint_textures(self.model)
         self._reset_sim(scene.reset_q(), {})
 
     def _scale_objects(self) -> None:
@@ -242,6 +254,8 @@ class MujocoWorld(World):
         self._write_target(self._target_q, self._target_g)
         mujoco.mj_forward(self.model, self.data)
         self._step_count = 0
+        self._frame += 1
+        self._last_render_time = -np.inf
 
     def apply(self, action: Action) -> Action:
         q_meas = self.data.qpos[self._arm_qpos].copy()
@@ -254,9 +268,14 @@ class MujocoWorld(World):
         return Action(arm=q_d, gripper=g, mode=ActionMode.POSITION)
 
     def step(self) -> Observation:
+        """Advance one control period; images are rendered when due at ``camera_rate_hz``."""
         self.step_physics(self._substeps)
         self._step_count += 1
-        return self.observe()
+        return self.observe(render=self._image_due())
+
+    def _image_due(self) -> bool:
+        rate = self._config.camera_rate_hz
+        return rate > 0 and self.time - self._last_render_time >= 1.0 / rate - 1e-9
 
     def step_physics(self, n: int) -> None:
         """Advance ``n`` physics steps, releasing latency-delayed targets when they are due."""
@@ -264,6 +283,8 @@ class MujocoWorld(World):
             if self._pending:
                 self._release_pending()
             mujoco.mj_step(self.model, self.data)
+        if n:
+            self._frame += 1
 
     def _release_pending(self) -> None:
         aged = collections.deque()
@@ -320,17 +341,23 @@ class MujocoWorld(World):
             privileged=self.privileged_state())
 
     def render(self) -> dict[str, np.ndarray]:
-        """Return an (H, W, 3) uint8 RGB image per configured camera."""
+        """Return an (H, W, 3) uint8 RGB image per configured camera.
+
+        Each physics state is rendered once: a second call before the next step returns the
+        same images. Rendering runs on this world's own GL thread
+        (:class:`~realm_ros.backends.mujoco.render.FrameRenderer`), so any thread may call it.
+        """
         if not self._config.cameras:
             return {}
+        if self._frame_images is not None and self._frame_images[0] == self._frame:
+            return dict(self._frame_images[1])
         if self._renderer is None:
-            self._renderer = mujoco.Renderer(
-                self.model, self._config.camera_height, self._config.camera_width)
-        images = {}
-        for name in self._config.cameras:
-            self._renderer.update_scene(self.data, camera=name)
-            images[name] = self._renderer.render().copy()
-        return images
+            self._renderer = FrameRenderer(
+                self.model, self._config.camera_width, self._config.camera_height)
+        images = self._renderer.render(self.data, self._config.cameras)
+        self._frame_images = (self._frame, images)
+        self._last_render_time = self.time
+        return dict(images)
 
     def camera_fovy(self, name: str) -> float:
         """Return camera ``name``'s vertical field of view, degrees."""
