@@ -27,7 +27,7 @@ def test_real_arm_and_translucent_twin_ghost():
     robots = {d['Description Topic']['Value']: d for d in _displays('RobotModel')}
     assert set(robots) == {'/real/robot_description', '/sim/robot_description'}
     real, sim = robots['/real/robot_description'], robots['/sim/robot_description']
-    assert real['TF Prefix'] == '' and real['Alpha'] == 1
+    assert real['TF Prefix'] == 'real' and real['Alpha'] == 1
     assert sim['TF Prefix'] == 'sim' and sim['Alpha'] == 0.4
     for d in robots.values():
         # robot_state_publisher latches robot_description: a volatile subscriber never gets it.

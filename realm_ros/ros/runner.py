@@ -11,7 +11,8 @@ without signal handlers and handles SIGINT and SIGTERM itself: the first signal 
 loop to stop, the loop notices within :data:`POLL_S` (after the running callback returns), and
 the node is closed and destroyed while its context is still valid. A second signal, for a
 callback that does not return, raises :class:`KeyboardInterrupt` where it is, so the process
-still ends through the same ``finally``. Either way the exit code is 0: a stop on request is
+still ends through the same ``finally``; once that cleanup has begun, signals are ignored so
+that it completes (a recorder writes its bag's index there). Either way the exit code is 0: a stop on request is
 a clean exit for ``ros2 launch`` ("process has finished cleanly").
 """
 
@@ -43,6 +44,7 @@ class StopRequest:
     def __init__(self) -> None:
         self._event = threading.Event()
         self.signal_name = ''
+        self._cleaning_up = False
         self._previous: dict[int, object] = {}
 
     def __enter__(self) -> 'StopRequest':
@@ -58,11 +60,17 @@ class StopRequest:
 
     def _on_signal(self, signum: int, frame: object) -> None:
         del frame
+        if self._cleaning_up:
+            return  # closing files and the node: let it finish (SIGKILL is the last resort)
         if self._event.is_set():
             # Second signal: the loop did not get back in time (a callback that blocks).
             raise KeyboardInterrupt
         self.signal_name = signal.Signals(signum).name
         self._event.set()
+
+    def cleaning_up(self) -> None:
+        """From now on signals are ignored: the node is being closed (a bag's index written)."""
+        self._cleaning_up = True
 
     def set(self) -> None:
         """Ask the loop to stop (what a signal does)."""
@@ -121,6 +129,7 @@ def spin_node(prog: str, factory: Callable[[], Node], args: Sequence[str] | None
         except ExternalShutdownException:  # another thread shut the context down
             pass
         finally:
+            stop.cleaning_up()
             try:
                 if node is not None:
                     if close is not None:
