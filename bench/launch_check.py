@@ -41,7 +41,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import textwrap
 import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -300,7 +299,7 @@ def check_paired(ctx: dict) -> list[str]:
     if cleanly != started:
         errors.append(f'{started} processes started, {cleanly} finished cleanly')
     if ctx['standins'] and text.count('stand-in: joint_states match the URDF') < 2:
-        errors.append('robot_state_publisher (stand-in) did not see both worlds\' joint_states')
+        errors.append("robot_state_publisher (stand-in) did not see both worlds' joint_states")
     print(f'paired: exit {code} after {took:.1f} s, {started} processes, {cleanly} finished '
           f'cleanly, {len(_records(out))} records')
     return errors
@@ -416,8 +415,7 @@ def main() -> int:
         for error in errors:
             print(f'  FAIL {name}: {error}')
         failed += bool(errors)
-    print(textwrap.dedent(f'''\
-        {len(args.checks) - failed} passed, {failed} failed'''))
+    print(f'{len(args.checks) - failed} passed, {failed} failed')
     return 1 if failed else 0
 
 

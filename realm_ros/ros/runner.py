@@ -12,8 +12,8 @@ loop to stop, the loop notices within :data:`POLL_S` (after the running callback
 the node is closed and destroyed while its context is still valid. A second signal, for a
 callback that does not return, raises :class:`KeyboardInterrupt` where it is, so the process
 still ends through the same ``finally``; once that cleanup has begun, signals are ignored so
-that it completes (a recorder writes its bag's index there). Either way the exit code is 0: a stop on request is
-a clean exit for ``ros2 launch`` ("process has finished cleanly").
+that it completes (a recorder writes its bag's index there). Either way the exit code is 0:
+a stop on request is a clean exit for ``ros2 launch`` ("process has finished cleanly").
 """
 
 from __future__ import annotations
