@@ -28,6 +28,7 @@ SHARE_FOLDERS = ('launch', 'config', 'urdf', 'rviz')
 SOURCES = ('setup.py', 'setup.cfg', 'package.xml', 'pyproject.toml', 'resource', 'realm_ros',
            *SHARE_FOLDERS)
 PY = f'python{sys.version_info.major}.{sys.version_info.minor}'
+BIN = pathlib.Path(sys.executable).parent
 
 
 def _console_scripts() -> set[str]:
@@ -60,9 +61,13 @@ def _colcon_style(src: pathlib.Path, prefix: pathlib.Path) -> None:
 
 
 def _pip(src: pathlib.Path, prefix: pathlib.Path) -> None:
+    # --ignore-installed: without it pip uninstalls the realm_ros of the environment running
+    # the tests (the venv's console scripts vanish) before installing into the prefix.
+    before = sorted(p.name for p in BIN.iterdir())
     subprocess.run([sys.executable, '-m', 'pip', 'install', '--quiet', '--no-deps',
-                    '--no-build-isolation', '--no-compile', '--prefix', str(prefix), str(src)],
-                   check=True, capture_output=True)
+                    '--no-build-isolation', '--no-compile', '--ignore-installed',
+                    '--prefix', str(prefix), str(src)], check=True, capture_output=True)
+    assert sorted(p.name for p in BIN.iterdir()) == before, 'pip changed the test environment'
 
 
 INSTALLS = {'colcon': _colcon_style, 'pip': _pip}
