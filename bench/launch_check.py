@@ -215,7 +215,6 @@ def environment(prefix: pathlib.Path, standin: pathlib.Path, work: pathlib.Path,
     env['AMENT_PREFIX_PATH'] = os.pathsep.join(
         prefixes + [env.get('AMENT_PREFIX_PATH', '')]).rstrip(os.pathsep)
     env['PATH'] = os.pathsep.join([str(pathlib.Path(sys.executable).parent), env['PATH']])
-    env['ROS_LOG_DIR'] = str(work / 'ros_log')
     env.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
     env.setdefault('MUJOCO_GL', 'egl')
     env['RCUTILS_COLORIZED_OUTPUT'] = '0'
@@ -229,6 +228,8 @@ class Launch:
     def __init__(self, env: dict[str, str], prefix: pathlib.Path, name: str, args: list[str],
                  log: pathlib.Path) -> None:
         self.log = log
+        self.ros_log = log.with_suffix('.ros_log')  # this launch's own ROS log folder
+        env = dict(env, ROS_LOG_DIR=str(self.ros_log))
         self._out = open(log, 'w')  # noqa: SIM115 - closed in wait()
         code = ('import sys\nfrom ros2launch.api import launch_a_launch_file\n'
                 'sys.exit(launch_a_launch_file(launch_file_path=sys.argv[1], '
@@ -258,11 +259,19 @@ class Launch:
             self._out.close()
 
 
-def _problems(text: str, log_dir: pathlib.Path) -> list[str]:
+#: The evaluator stopped by Ctrl-C exits 130; launch reports it, and exits 1.
+STOPPED_EVALUATOR = (r'\[evaluator_node-\d+\]: process has died \[pid \d+, exit code 130,',
+                     r'/evaluator exited with code 130 ')
+
+
+def _problems(text: str, log_dir: pathlib.Path, allowed: tuple[str, ...] = ()) -> list[str]:
     found = []
     for source, body in [('launch output', text)] + [
             (str(p), p.read_text(errors='replace')) for p in log_dir.rglob('*') if p.is_file()]:
-        for pattern in ('Traceback', 'context is invalid', 'escalating to', 'NodeFailed',
+        lines = [line for line in body.splitlines()
+                 if not any(re.search(a, line) for a in allowed)]
+        body = '\n'.join(lines)
+        for pattern in ('Traceback', 'context is invalid', 'escalating to', 'exited with code',
                         r'process has died'):
             if re.search(pattern, body):
                 found.append(f'{pattern!r} in {source}')
@@ -287,7 +296,7 @@ def check_paired(ctx: dict) -> list[str]:
     code = launch.wait(timeout=600)
     took = time.monotonic() - launch.start
     text = launch.output()
-    errors = _problems(text, ctx['work'] / 'ros_log')
+    errors = _problems(text, launch.ros_log)
     if code != 0:
         errors.append(f'exit code {code} (expected 0)')
     if not (out / 'summary.json').exists():
@@ -327,9 +336,10 @@ def check_interrupt(ctx: dict) -> list[str]:
     took = time.monotonic() - sent
     after = _records(out)
     text = launch.output()
-    errors += _problems(text, ctx['work'] / 'ros_log')
-    if code is None or took > 6.0:
-        errors.append(f'launch took {took:.1f} s to end after Ctrl-C (code {code})')
+    errors += _problems(text, launch.ros_log, STOPPED_EVALUATOR)
+    if code != 1 or took > 6.0:
+        errors.append(f'launch took {took:.1f} s to end after Ctrl-C, exit code {code} '
+                      '(expected 1: the evaluation is unfinished)')
     if len(after) < before or len(after) % 2:
         errors.append(f'{before} records before Ctrl-C, {len(after)} after')
     print(f'interrupt: Ctrl-C -> exit {code} in {took:.1f} s; {len(after)} records kept '
@@ -354,7 +364,7 @@ def check_sysid(ctx: dict) -> list[str]:
     took = time.monotonic() - sent
     text = launch.output()
     (ctx['work'] / 'sysid_cli.log').write_text(cli.stdout + cli.stderr)
-    errors += _problems(text + cli.stderr, ctx['work'] / 'ros_log')
+    errors += _problems(text + cli.stderr, launch.ros_log)
     if cli.returncode != 0:
         errors.append(f'realm-ros sysid record exited {cli.returncode}: '
                       f'{cli.stderr.strip().splitlines()[-1:]}')
@@ -378,7 +388,7 @@ def check_world(ctx: dict) -> list[str]:
     sent = launch.ctrl_c()
     code = launch.wait(timeout=30)
     took = time.monotonic() - sent
-    errors = _problems(launch.output(), ctx['work'] / 'ros_log')
+    errors = _problems(launch.output(), launch.ros_log)
     if "world 'fake' up" not in launch.output():
         errors.append('world_node did not come up')
     if code != 0 or took > 6.0:
@@ -403,7 +413,8 @@ def main() -> int:
     work = args.work or pathlib.Path(tempfile.mkdtemp(prefix='realm_launch_check_'))
     prefix, standin = work / 'install', work / 'standins'
     shutil.rmtree(prefix, ignore_errors=True)
-    shutil.rmtree(work / 'ros_log', ignore_errors=True)
+    for old in work.glob('*.ros_log'):
+        shutil.rmtree(old, ignore_errors=True)
     install(prefix, work)
     made = standins(standin)
     env = environment(prefix, standin, work, args.launch_src)

@@ -44,12 +44,19 @@ class NodeFailed(RuntimeError):
     """A realm_ros node exited with a non-zero code: launch logs it and exits 1."""
 
 
+#: What realm_ros exit codes mean (realm_ros.ros.runner, evaluator_node.main).
+EXIT_CODES = {1: 'failed', 2: 'invalid parameter or data',
+              130: 'stopped before the end: finished pairs are kept, the same command resumes'}
+
+
 def _check_exit(event, context):
     """Fail the launch on a node's non-zero exit code (-N: killed by signal N)."""
     del context
-    if event.returncode != 0:
+    code = event.returncode
+    if code != 0:
         name = getattr(event.action, 'node_name', event.process_name)
-        raise NodeFailed(f'{name} exited with code {event.returncode}')
+        meaning = EXIT_CODES.get(code, f'killed by signal {-code}' if code < 0 else 'error')
+        raise NodeFailed(f'{name} exited with code {code} ({meaning})')
 
 
 def _evaluator_exit(event, context):
