@@ -397,8 +397,33 @@ def check_world(ctx: dict) -> list[str]:
     return errors
 
 
+def check_monitor(ctx: dict) -> list[str]:
+    launch = Launch(ctx['env'], ctx['prefix'], 'monitor.launch.py', ['rviz:=false'],
+                    ctx['work'] / 'monitor.log')
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not (
+            'monitoring real=' in launch.output()
+            and len(re.findall(r'\[(real|sim)\.robot_state_publisher\]', launch.output())) >= 2):
+        time.sleep(0.2)
+    time.sleep(1.0)
+    sent = launch.ctrl_c()
+    code = launch.wait(timeout=30)
+    took = time.monotonic() - sent
+    text = launch.output()
+    errors = _problems(text, launch.ros_log)
+    for name in ('/monitor', '/real/robot_state_publisher', '/sim/robot_state_publisher',
+                 '/real/mount', '/sim/mount'):
+        node = name.strip('/').replace('/', '.')
+        if f'[{node}]' not in text and ctx['standins']:
+            errors.append(f'{name} did not start')
+    if code != 0 or took > 6.0:
+        errors.append(f'monitor launch: exit {code} {took:.1f} s after Ctrl-C')
+    print(f'monitor: exit {code} {took:.1f} s after Ctrl-C')
+    return errors
+
+
 CHECKS = {'paired': check_paired, 'interrupt': check_interrupt, 'sysid': check_sysid,
-          'world': check_world}
+          'world': check_world, 'monitor': check_monitor}
 
 
 def main() -> int:
