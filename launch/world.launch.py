@@ -39,8 +39,7 @@ def _world(context):
               'sim_params_file': LaunchConfiguration('sim_params_file').perform(context)}
     if backend == 'franka':
         params.update(bridge_parameters(LaunchConfiguration('arm_id').perform(context),
-                                        LaunchConfiguration('gripper').perform(context),
-                                        digital_real=False))
+                                        LaunchConfiguration('gripper').perform(context)))
     return [Node(
         package='realm_ros', executable='world_node', name='world',
         namespace=LaunchConfiguration('namespace'), output='screen', emulate_tty=True,

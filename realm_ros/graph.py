@@ -59,26 +59,20 @@ def _bridge_schema_has(name: str) -> bool:
     return name in {f.name for f in dataclasses.fields(FrankaBridgeConfig)}
 
 
-def bridge_parameters(arm: str, gripper: str, digital_real: bool) -> dict[str, Any]:
+def bridge_parameters(arm: str, gripper: str) -> dict[str, Any]:
     """Return world_node's arm and gripper parameters for the franka bridge.
 
     Args:
         arm: launch argument ``arm_id`` (fr3, fer, panda).
         gripper: launch argument ``gripper`` (franka_hand, robotiq_2f_85).
-        digital_real: the robot side is fake_franka.
     """
     arm, gripper = arm_id(arm), _check_gripper(gripper)
     if _bridge_schema_has('arm_id'):
         return {'franka.arm_id': arm, 'franka.gripper': gripper}
     # TODO(integrator): drop this branch once the bridge branch's franka.arm_id and
-    # franka.gripper parameters have landed (issue 11); it maps them onto the older schema.
-    if digital_real:
-        adapter, width = 'topic', 0.085
-    else:
-        adapter = 'franka_action' if gripper == 'franka_hand' else 'gripper_command'
-        width = 0.08 if gripper == 'franka_hand' else 0.085
-    return {'joint_prefix': f'{arm}_', 'franka.gripper': adapter,
-            'franka.gripper_max_width': width}
+    # franka.gripper parameters have landed (issue 11). The older schema has only the joint
+    # prefix; its gripper adapter stays at its default, as before.
+    return {'joint_prefix': f'{arm}_'}
 
 
 def fake_franka_parameters(arm: str) -> dict[str, Any]:
@@ -175,7 +169,7 @@ def paired_eval_graph(config: EvalConfig, out_dir: str, lockstep: bool = True,
     nodes.append(NodeSpec('world_node', 'world', REAL_NS, {
         'backend': 'franka',
         'lockstep': real_lockstep,
-        **bridge_parameters(arm, gripper, digital_real=config.real == 'fake'),
+        **bridge_parameters(arm, gripper),
         'franka.namespace': ROBOT_NS if config.real == 'fake' else '/',
         'franka.digital_real': config.real == 'fake',
         'camera_rate_hz': camera_rate,
