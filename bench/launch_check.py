@@ -222,6 +222,10 @@ def environment(prefix: pathlib.Path, standin: pathlib.Path, work: pathlib.Path,
     return env
 
 
+#: Launch file -> extra ``name:=value`` arguments from ``--arg`` (those the file declares).
+EXTRA_ARGS: dict[str, list[str]] = {}
+
+
 class Launch:
     """``ros2 launch realm_ros FILE ARGS`` in its own process group, output to a file."""
 
@@ -235,6 +239,7 @@ class Launch:
                 'sys.exit(launch_a_launch_file(launch_file_path=sys.argv[1], '
                 'launch_file_arguments=sys.argv[2:]))')
         path = prefix / 'share/realm_ros/launch' / name
+        args = [*args, *EXTRA_ARGS.get(name, [])]
         self.start = time.monotonic()
         self.proc = subprocess.Popen([sys.executable, '-c', code, str(path), *args], env=env,
                                      stdout=self._out, stderr=subprocess.STDOUT,
@@ -432,6 +437,9 @@ def main() -> int:
                         choices=[*CHECKS, []], help='checks to run (default: paired interrupt)')
     parser.add_argument('--launch-src', type=pathlib.Path, default=None,
                         help='folder holding the launch and launch_ros repositories')
+    parser.add_argument('--arg', action='append', default=[], metavar='NAME:=VALUE',
+                        help='extra launch argument for every launch file that declares it, '
+                             'e.g. --arg arm_id:=panda')
     parser.add_argument('--work', type=pathlib.Path, default=None,
                         help='working folder (default: a new temporary one, kept)')
     args = parser.parse_args()
@@ -441,6 +449,11 @@ def main() -> int:
     for old in work.glob('*.ros_log'):
         shutil.rmtree(old, ignore_errors=True)
     install(prefix, work)
+    for path in (prefix / 'share/realm_ros/launch').glob('*.launch.py'):
+        text = path.read_text()
+        EXTRA_ARGS[path.name] = [a for a in args.arg
+                                 if f"DeclareLaunchArgument(\n            '{a.split(':=')[0]}'"
+                                 in text or f"'{a.split(':=')[0]}', default_value" in text]
     made = standins(standin)
     env = environment(prefix, standin, work, args.launch_src)
     print(f'installed into {prefix}; stand-ins: {made or "none"}; logs in {work}')
