@@ -26,8 +26,9 @@ import pytest
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
 
 BIN = pathlib.Path(sys.executable).parent
-#: Seconds from the signal to the process's exit (launch escalates after 5 s).
-EXIT_WITHIN_S = 2.0
+#: Seconds from the signal to the process's exit: well inside launch's 5 s before it escalates
+#: to SIGTERM, with room for a loaded CI machine (typically 0.1-0.7 s, bench/launch_check.py).
+EXIT_WITHIN_S = 3.0
 UP_WITHIN_S = 60.0
 
 
