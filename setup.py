@@ -126,7 +126,10 @@ setup(
             'ros-rcl-interfaces',
             'ros-builtin-interfaces',
         ],
+        # setuptools >= 70.1 builds wheels itself: test_install.py's pip install runs
+        # without build isolation (no download), so the test environment's setuptools builds.
         'test': ['pytest>=7', 'pytest-timeout>=2', 'ruff>=0.5', 'ros-test-msgs',
+                 'setuptools>=70.1',
                  'openpi-client>=0.1.2',
                  'yourdfpy>=0.0.56', 'xacro>=2.0'],
         # Local TorchScript / state-dict policies (realm_ros.policies.torch_policy).
