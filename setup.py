@@ -45,7 +45,8 @@ class InstallData(_install_data):
     colcon (``setup.py install``, setup.cfg ``install_scripts=$base/lib/realm_ros``) has
     already put the console scripts in ``lib/realm_ros``: nothing is added. A wheel (``pip
     install .``, ``pip install -e .``) carries its console scripts to ``bin/`` only, so each
-    gets an executable ``lib/realm_ros/<name>`` that runs ``bin/<name>``.
+    gets an executable ``lib/realm_ros/<name>`` that runs ``bin/<name>``. (An editable wheel,
+    ``pip install -e .``, carries no data files at all: not an ament install.)
     """
 
     def run(self):
