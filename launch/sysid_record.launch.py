@@ -64,10 +64,10 @@ def generate_launch_description() -> LaunchDescription:
         condition=LaunchConfigurationEquals('robot', 'digital_real'),
         parameters=[
             ParameterFile(LaunchConfiguration('fake_franka_params_file'), allow_substs=True),
-            {'arm_prefix': 'fr3_', 'lockstep': False,
+            {'arm_id': 'fr3', 'lockstep': False,
              'dynamics_file': ParameterValue(LaunchConfiguration('dynamics_file'),
                                              value_type=str)}])
-    bridge = {'backend': 'franka', 'lockstep': False, 'joint_prefix': 'fr3_',
+    bridge = {'backend': 'franka', 'lockstep': False, 'franka.arm_id': 'fr3',
               'camera_rate_hz': 0.0}
     world_digital_real = Node(
         package='realm_ros', executable='world_node', name='world', namespace=namespace,
@@ -75,7 +75,7 @@ def generate_launch_description() -> LaunchDescription:
         condition=LaunchConfigurationEquals('robot', 'digital_real'),
         parameters=[
             ParameterFile(LaunchConfiguration('params_file'), allow_substs=True),
-            {**bridge, 'franka.digital_real': True,
+            {**bridge, 'franka.digital_real': True, 'franka.gripper': 'width_topic',
              'franka.namespace': ParameterValue(robot_namespace, value_type=str)}])
     world_franka = Node(
         package='realm_ros', executable='world_node', name='world', namespace=namespace,

@@ -105,13 +105,15 @@ def paired_eval_graph(config: EvalConfig, out_dir: str, lockstep: bool = True,
         nodes.append(NodeSpec('fake_franka', 'fake_franka', ROBOT_NS, {
             'dynamics_file': config.real_dynamics_file,
             'lockstep': real_lockstep,
-            'arm_prefix': 'fr3_',
+            'arm_id': 'fr3',
             **({'cameras': ['exterior_1', 'exterior_2', 'wrist']} if config.cameras else {}),
         }, _clock(REAL_NS)))
     nodes.append(NodeSpec('world_node', 'world', REAL_NS, {
         'backend': 'franka',
         'lockstep': real_lockstep,
-        'joint_prefix': 'fr3_',
+        'franka.arm_id': 'fr3',
+        # The digital real serves width_command everywhere; franka_msgs only in a lab workspace.
+        **({'franka.gripper': 'width_topic'} if config.real == 'fake' else {}),
         'franka.namespace': ROBOT_NS if config.real == 'fake' else '/',
         'franka.digital_real': config.real == 'fake',
         'camera_rate_hz': camera_rate,

@@ -2,6 +2,8 @@
 
 fake_franka (the digital real) speaks franka_ros2's names (``fr3_jointN``) under /fr; the
 bridge's world_node publishes the shared interface (``panda_jointN`` + ``gripper``) under /real.
+The gripper here is the digital real's ``width_topic`` (no franka_msgs needed); the franka_msgs /
+control_msgs paths are in test_franka_lab.py.
 """
 
 import contextlib
@@ -32,7 +34,8 @@ def _pair(tmp_path, lockstep=False, extra=(), cameras=False):
     mode = f'lockstep:={str(lockstep).lower()}'
     fake = ['fake_franka', '--ros-args', '-r', '__ns:=/fr', '-p', mode]
     world = ['world_node', '--ros-args', '-r', '__ns:=/real', '-p', 'backend:=franka',
-             '-p', 'joint_prefix:=fr3_', '-p', 'franka.namespace:=/fr',
+             '-p', 'franka.arm_id:=fr3', '-p', 'franka.gripper:=width_topic',
+             '-p', 'franka.namespace:=/fr',
              '-p', 'franka.digital_real:=true', '-p', mode, *extra]
     if cameras:  # the digital real renders the wrist camera; the bridge carries it
         fake += ['-p', 'cameras:=[wrist]', '-p', 'camera_width:=64', '-p', 'camera_height:=48']
@@ -71,8 +74,10 @@ def test_bridge_maps_names_carries_commands_refuses_unsafe_and_holds_on_watchdog
         for _ in range(25):
             cmd.publish(trajectory_command(a, gripper=1.0))
             spin_until(executor, lambda: False, 1 / 15)
-        np.testing.assert_allclose(arm(), a, atol=0.01)
-        np.testing.assert_allclose(robot_side[-1].position, a, atol=0.01)  # fr3_ names, same q
+        # Dry friction stalls a joint short of its target by up to friction / Kp (joint 5:
+        # 0.75 N m / 52 N m/rad = 0.014 rad).
+        np.testing.assert_allclose(arm(), a, atol=0.02)
+        np.testing.assert_allclose(robot_side[-1].position, a, atol=0.02)  # fr3_ names, same q
         assert shared[-1].position[7] > 0.9
         assert list(targets[-1].joint_names) == list(FR3)
 
@@ -81,7 +86,7 @@ def test_bridge_maps_names_carries_commands_refuses_unsafe_and_holds_on_watchdog
         jump[0] += 0.5
         cmd.publish(trajectory_command(jump))
         spin_until(executor, lambda: False, 0.3)
-        np.testing.assert_allclose(arm(), a, atol=0.01)  # the arm held
+        np.testing.assert_allclose(arm(), a, atol=0.02)  # the arm held
 
         # Watchdog: one step command towards b, then silence. Within 0.1 s the bridge holds
         # the measured position, short of b.
@@ -172,9 +177,9 @@ def test_fake_franka_rejects_foreign_joint_names_and_reports_width(tmp_path):
                               arm[-1].header.stamp.nanosec != s, 10)
             stamp = arm[-1].header.stamp.nanosec
         assert list(fingers[-1].name) == ['fr3_finger_joint1', 'fr3_finger_joint2']
-        # Each finger at width / 2, closing from 0.085 m towards 0.04 m.
+        # Each finger at width / 2, closing from the Franka Hand's 0.08 m towards 0.04 m.
         assert fingers[-1].position[0] == pytest.approx(fingers[-1].position[1])
-        assert 0.02 <= fingers[-1].position[0] < 0.0425 - 0.002
+        assert 0.02 <= fingers[-1].position[0] < 0.04 - 0.002
     assert "joint_names ['panda_joint1'" in (tmp_path / 'fake.log').read_text()
 
 
@@ -194,17 +199,17 @@ def test_bridge_in_process_refuses_unsafe_and_stale_commands(tmp_path):
     from realm_ros.core.errors import CommandRejected
     from realm_ros.core.types import Action
 
-    args = ['fake_franka', '--ros-args', '-r', '__ns:=/fb', '-p', 'arm_prefix:=fer_']
-    config = WorldConfig(backend='franka', joint_prefix='fer_', cameras=(), camera_rate_hz=0.0)
+    args = ['fake_franka', '--ros-args', '-r', '__ns:=/fb', '-p', 'arm_id:=fer']
+    config = WorldConfig(backend='franka', cameras=(), camera_rate_hz=0.0)
     with run_process(args, tmp_path / 'fake.log') as proc:
         world = FrankaBridgeWorld(config, bridge=FrankaBridgeConfig(
-            namespace='/fb', digital_real=True))
+            arm_id='panda', gripper='width_topic', namespace='/fb', digital_real=True))
         try:
             obs = world.reset(EpisodeSpec(task='empty', seed=3))
             np.testing.assert_allclose(obs.joints.position, robot.RESET_Q, atol=0.01)
             jump = robot.RESET_Q.copy()
             jump[2] += 0.4
-            with pytest.raises(CommandRejected, match='panda_joint3 moves 0.4'):
+            with pytest.raises(CommandRejected, match='fer_joint3 moves 0.4'):
                 world.apply(Action(arm=jump, gripper=0.0))
             target = robot.RESET_Q + 0.05
             executed = world.apply(Action(arm=target, gripper=0.0))

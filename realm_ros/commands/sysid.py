@@ -141,15 +141,15 @@ def digital_real_specs(namespace: str, dynamics_file: str) -> list:
 
     robot_ns = f'{namespace}/{ROBOT_SUBNAMESPACE}'
     clock = (('/clock', f'{namespace}/clock'),)
-    fake = {'lockstep': True, 'arm_prefix': 'fr3_'}
+    fake = {'lockstep': True, 'arm_id': 'fr3'}
     if dynamics_file:
         fake['dynamics_file'] = str(pathlib.Path(dynamics_file).expanduser().resolve())
     return [
         NodeSpec('fake_franka', 'fake_franka', robot_ns, fake, clock),
         NodeSpec('world_node', 'world', namespace, {
             'backend': 'franka', 'lockstep': True, 'lockstep_timeout_s': 0.0,
-            'camera_rate_hz': 0.0, 'joint_prefix': 'fr3_', 'franka.namespace': robot_ns,
-            'franka.digital_real': True}, clock),
+            'camera_rate_hz': 0.0, 'franka.arm_id': 'fr3', 'franka.namespace': robot_ns,
+            'franka.gripper': 'width_topic', 'franka.digital_real': True}, clock),
     ]
 
 
