@@ -74,7 +74,9 @@ def _compile(package: str, deps: tuple[str, ...], work: pathlib.Path,
         includes.append(f'-I{numpy.get_include()}')
     except ImportError:  # pragma: no cover - numpy is a dependency of realm_ros
         pass
-    link = [f'-L{VENV / "lib"}', f'-L{lib}', f'-Wl,-rpath,{VENV / "lib"}', f'-Wl,-rpath,{lib}']
+    # $ORIGIN: the folder is built under a temporary name and renamed when complete.
+    link = [f'-L{VENV / "lib"}', f'-L{lib}', f'-Wl,-rpath,{VENV / "lib"}',
+            '-Wl,-rpath,$ORIGIN', '-Wl,-rpath,$ORIGIN/../../lib']
     dep_c = [f'-l{d}__{s}' for d in deps for s in (
         'rosidl_generator_c', 'rosidl_typesupport_c', 'rosidl_typesupport_introspection_c')]
     dep_fast = [f'-l{d}__rosidl_typesupport_fastrtps_c' for d in deps]
@@ -88,7 +90,8 @@ def _compile(package: str, deps: tuple[str, ...], work: pathlib.Path,
                         *map(str, sources), '-o', str(target), *link, *libs], check=True)
 
     build('gcc', sorted((gen / 'c').rglob('*.c')),
-          lib / f'lib{package}__rosidl_generator_c.so', [*dep_c, '-lrosidl_runtime_c', '-lrcutils'])
+          lib / f'lib{package}__rosidl_generator_c.so',
+          [*dep_c, '-lrosidl_runtime_c', '-lrcutils'])
     build('gcc', sorted((gen / 'introspection_c').rglob('*.c')),
           lib / f'lib{package}__rosidl_typesupport_introspection_c.so',
           [own, *dep_c, '-lrosidl_runtime_c', '-lrosidl_typesupport_introspection_c'])

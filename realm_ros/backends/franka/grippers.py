@@ -76,8 +76,12 @@ class Gripper:
                 f'gripper {self.config.gripper}: server not available yet; command pending',
                 throttle_duration_sec=5.0)
             return
-        width = control.gripper_width(1.0 if self._wanted else 0.0, self.max_width)
-        self.send(self._wanted, min(max(width, 0.0), self.max_width))
+        width = min(max(control.gripper_width(1.0 if self._wanted else 0.0, self.max_width),
+                        0.0), self.max_width)
+        self.node.get_logger().info(
+            f'gripper goal: {"close" if self._wanted else f"open to {width:.3f} m"} '
+            f'({self.config.gripper})')
+        self.send(self._wanted, width)
         self._sent = self._wanted
         self._last_send = now
         self.goals_sent += 1
