@@ -33,10 +33,12 @@ PACKAGES = {
     'controller_manager_msgs': ('builtin_interfaces', 'lifecycle_msgs', 'service_msgs'),
 }
 VENV = pathlib.Path(sys.prefix)
+#: Bump when the build recipe changes (part of the cache key).
+RECIPE = '2'
 
 
 def _key() -> str:
-    digest = hashlib.sha256(sys.version.encode())
+    digest = hashlib.sha256((sys.version + RECIPE).encode())
     for path in sorted(DEFINITIONS.rglob('*')):
         if path.suffix in ('.msg', '.srv', '.action'):
             digest.update(str(path.relative_to(DEFINITIONS)).encode() + path.read_bytes())
@@ -86,6 +88,8 @@ def _compile(package: str, deps: tuple[str, ...], work: pathlib.Path,
     def build(compiler: str, sources: list[pathlib.Path], target: pathlib.Path,
               libs: list[str]) -> None:
         extra = ['-std=c++17'] if compiler == 'g++' else []
+        # A soname lets an in-process preload satisfy rosidl's dlopen by bare library name.
+        extra.append(f'-Wl,-soname,{target.name}')
         subprocess.run([compiler, '-shared', '-fPIC', '-O1', '-w', *extra, *includes,
                         *map(str, sources), '-o', str(target), *link, *libs], check=True)
 
@@ -140,8 +144,20 @@ def build() -> pathlib.Path:
 
 
 def activate() -> pathlib.Path:
-    """Build if needed; make the packages importable here and in child processes."""
+    """Build if needed; make the packages importable here and in child processes.
+
+    Child processes find the type-support libraries through ``LD_LIBRARY_PATH``; this process
+    started before it was set, so they are preloaded (by soname) for rosidl's ``dlopen``.
+    """
+    import ctypes
+
     root = build()
+    for package in PACKAGES:
+        for support in ('rosidl_generator_c', 'rosidl_typesupport_introspection_c',
+                        'rosidl_typesupport_fastrtps_c', 'rosidl_typesupport_c',
+                        'rosidl_generator_py'):
+            ctypes.CDLL(str(root / 'lib' / f'lib{package}__{support}.so'),
+                        mode=ctypes.RTLD_GLOBAL)
     python, lib = str(root / 'python'), str(root / 'lib')
     if python not in sys.path:
         sys.path.insert(0, python)
