@@ -146,3 +146,30 @@ def test_reflex_is_detected_ends_the_episode_and_recovers_only_when_confirmed(tm
             world.close()
     log = (tmp_path / 'fake.log').read_text()
     assert 'reflex (joint_reflex)' in log, log
+
+
+def test_world_node_reports_a_reflex_as_a_world_failure(tmp_path):
+    """world_node backend:=franka (real-arm bridge) publishes ERROR on world/status and holds."""
+    from diagnostic_msgs.msg import DiagnosticStatus
+    from std_srvs.srv import Trigger
+
+    fake = ['fake_franka', '--ros-args', '-r', '__ns:=/lab_w', '-p', 'arm_id:=fer']
+    world = ['world_node', '--ros-args', '-r', '__ns:=/real', '-p', 'backend:=franka',
+             '-p', 'franka.arm_id:=fer', '-p', 'franka.namespace:=/lab_w',
+             '-p', 'camera_rate_hz:=0.0']
+    with run_process(fake, tmp_path / 'fake.log'), run_process(world, tmp_path / 'world.log'), \
+            ros_node('probe') as (node, executor):
+        status, shared = [], []
+        node.create_subscription(DiagnosticStatus, '/real/world/status', status.append,
+                                 qos.STATE)
+        node.create_subscription(JointState, '/real/joint_states', shared.append, qos.STATE)
+        assert spin_until(executor, lambda: len(shared) > 3, 60), (
+            tmp_path / 'world.log').read_text()
+        trigger = node.create_client(Trigger, '/lab_w/digital_real/trigger_reflex')
+        assert trigger.wait_for_service(timeout_sec=10)
+        future = trigger.call_async(Trigger.Request())
+        assert spin_until(executor, future.done, 10)
+        assert spin_until(executor, lambda: status, 10), (tmp_path / 'world.log').read_text()
+        assert status[-1].level == DiagnosticStatus.ERROR
+        assert 'REFLEX' in status[-1].message and 'joint_reflex' in status[-1].message
+    assert 'world failed, holding until the next reset' in (tmp_path / 'world.log').read_text()
