@@ -74,10 +74,8 @@ def test_bridge_maps_names_carries_commands_refuses_unsafe_and_holds_on_watchdog
         for _ in range(25):
             cmd.publish(trajectory_command(a, gripper=1.0))
             spin_until(executor, lambda: False, 1 / 15)
-        # Dry friction stalls a joint short of its target by up to friction / Kp (joint 5:
-        # 0.75 N m / 52 N m/rad = 0.014 rad).
-        np.testing.assert_allclose(arm(), a, atol=0.02)
-        np.testing.assert_allclose(robot_side[-1].position, a, atol=0.02)  # fr3_ names, same q
+        np.testing.assert_allclose(arm(), a, atol=0.01)
+        np.testing.assert_allclose(robot_side[-1].position, a, atol=0.01)  # fr3_ names, same q
         assert shared[-1].position[7] > 0.9
         assert list(targets[-1].joint_names) == list(FR3)
 
@@ -86,7 +84,7 @@ def test_bridge_maps_names_carries_commands_refuses_unsafe_and_holds_on_watchdog
         jump[0] += 0.5
         cmd.publish(trajectory_command(jump))
         spin_until(executor, lambda: False, 0.3)
-        np.testing.assert_allclose(arm(), a, atol=0.02)  # the arm held
+        np.testing.assert_allclose(arm(), a, atol=0.01)  # the arm held
 
         # Watchdog: one step command towards b, then silence. Within 0.1 s the bridge holds
         # the measured position, short of b.

@@ -417,8 +417,7 @@ class FakeFrankaConfig:
         False, 'true: one control step per received joint_trajectory message, /clock '
                'published; false: physics in real time')
     control_hz: float = field(robot.CONTROL_HZ, 'lockstep: one control step lasts 1 / control_hz')
-    physics_hz: float = field(480.0, 'physics rate, Hz; a multiple of control_hz; at least 480 '
-                                     '(DigitalRealWorld.MIN_PHYSICS_HZ: stable contacts)')
+    physics_hz: float = field(240.0, 'physics rate, Hz; a multiple of control_hz')
     dynamics_file: str = field(
         '', 'YAML with the hidden dynamics ("" = realm_ros/data/digital_real_dynamics.yaml)')
     task: str = field('', 'task loaded at start-up ("" = empty table)')
