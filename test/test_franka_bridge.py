@@ -175,9 +175,9 @@ def test_fake_franka_rejects_foreign_joint_names_and_reports_width(tmp_path):
                               arm[-1].header.stamp.nanosec != s, 10)
             stamp = arm[-1].header.stamp.nanosec
         assert list(fingers[-1].name) == ['fr3_finger_joint1', 'fr3_finger_joint2']
-        # Each finger at width / 2, closing from the Franka Hand's 0.08 m towards 0.04 m.
+        # Each finger at width / 2, closing from 0.085 m towards 0.04 m.
         assert fingers[-1].position[0] == pytest.approx(fingers[-1].position[1])
-        assert 0.02 <= fingers[-1].position[0] < 0.04 - 0.002
+        assert 0.02 <= fingers[-1].position[0] < 0.0425 - 0.002
     assert "joint_names ['panda_joint1'" in (tmp_path / 'fake.log').read_text()
 
 

@@ -396,10 +396,11 @@ class FakeFrankaConfig:
         'joint_trajectory_controller', 'name of the imitated JointTrajectoryController; '
                                        'commands on <controller_name>/joint_trajectory')
     gripper: str = field(
-        'franka_hand', 'imitated hand: franka_hand (0.08 m; Move/Grasp/Homing actions under '
-                       'gripper_namespace when franka_msgs is installed) or robotiq_2f_85 '
-                       '(0.085 m; GripperCommand on gripper_command_action when control_msgs '
-                       'is installed). <gripper_namespace>/width_command is always served',
+        'robotiq_2f_85', 'imitated hand: robotiq_2f_85 (0.085 m, as the twin and DROID; '
+                         'GripperCommand on gripper_command_action when control_msgs is '
+                         'installed) or franka_hand (0.08 m; Move/Grasp/Homing actions under '
+                         'gripper_namespace when franka_msgs is installed). '
+                         '<gripper_namespace>/width_command is always served',
         choices=('franka_hand', 'robotiq_2f_85'))
     gripper_namespace: str = field('franka_gripper', 'gripper node name (topic prefix)')
     gripper_command_action: str = field(
