@@ -6,9 +6,10 @@ are the diagonals of DROID's hybrid impedance (Kp = J^T Kx J + Kq, Kd = J^T Kxd 
 reset pose. franka_hardware's effort command is the torque without gravity (libfranka
 compensates it), as in DROID's law. The file is keyed by the controller's name, so
 ``controller_manager``'s spawner loads it into a running franka_ros2 (FR3) or agimus-franka-ros2
-(Panda) graph: ``spawner <name> --param-file <file> --controller-type
-joint_trajectory_controller/JointTrajectoryController`` (docs/lab-arms.md). Parameters removed in
-Kilted (``open_loop_control``, ``gains.*.i_clamp``) are not used.
+(Panda) graph: ``spawner <name> --param-file <file>``; Jazzy's spawner reads the controller type
+from the file, Humble's needs ``--controller-type
+joint_trajectory_controller/JointTrajectoryController`` as well (docs/lab-arms.md).
+Parameters removed in Kilted (``open_loop_control``, ``gains.*.i_clamp``) are not used.
 """
 
 from __future__ import annotations
@@ -24,8 +25,9 @@ HEADER = """\
 # {description}.
 # JointTrajectoryController {controller!r} on the effort interface of {first}1..7.
 # Load and activate it in the running controller_manager (docs/lab-arms.md):
-#   ros2 run controller_manager spawner {controller} --param-file <this file> \\
-#     --controller-type joint_trajectory_controller/JointTrajectoryController
+#   ros2 run controller_manager spawner {controller} --param-file <this file>
+# (Jazzy's spawner takes the type from this file; Humble's also needs
+#  --controller-type joint_trajectory_controller/JointTrajectoryController)
 # The bridge publishes <controller>/joint_trajectory: one point per 15 Hz control step, one
 # period ahead, with the step's mean velocity, so the cubic spline runs through successive
 # targets (no stop-and-go). PD gains = diagonals of DROID's hybrid joint impedance at the reset
@@ -49,6 +51,7 @@ def render(arm_id: str = 'fr3', controller: str = 'joint_trajectory_controller')
     lines = [HEADER.format(arm_id=arm.arm_id, description=arm.description,
                            controller=controller, first=arm.prefix + 'joint').rstrip('\n'),
              f'{controller}:', '  ros__parameters:',
+             '    type: joint_trajectory_controller/JointTrajectoryController',
              f'    joints: [{", ".join(joints)}]',
              '    command_interfaces: [effort]',
              '    state_interfaces: [position, velocity]',
