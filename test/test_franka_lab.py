@@ -99,7 +99,8 @@ def test_reflex_is_detected_ends_the_episode_and_recovers_only_when_confirmed(tm
     from realm_ros.core.errors import CommandRejected, InfrastructureError
     from realm_ros.core.types import Action, EpisodeSpec
 
-    fake = ['fake_franka', '--ros-args', '-r', '__ns:=/lab_reflex', '-p', 'arm_id:=fr3']
+    fake = ['fake_franka', '--ros-args', '-r', '__ns:=/lab_reflex', '-p', 'arm_id:=fr3',
+            '-p', 'gripper:=franka_hand']
     config = WorldConfig(backend='franka', cameras=(), camera_rate_hz=0.0)
     with run_process(fake, tmp_path / 'fake.log'), ros_node('probe') as (node, executor):
         modes = []
@@ -153,7 +154,8 @@ def test_world_node_reports_a_reflex_as_a_world_failure(tmp_path):
     from diagnostic_msgs.msg import DiagnosticStatus
     from std_srvs.srv import Trigger
 
-    fake = ['fake_franka', '--ros-args', '-r', '__ns:=/lab_w', '-p', 'arm_id:=fer']
+    fake = ['fake_franka', '--ros-args', '-r', '__ns:=/lab_w', '-p', 'arm_id:=fer',
+            '-p', 'gripper:=franka_hand']
     world = ['world_node', '--ros-args', '-r', '__ns:=/real', '-p', 'backend:=franka',
              '-p', 'franka.arm_id:=fer', '-p', 'franka.namespace:=/lab_w',
              '-p', 'camera_rate_hz:=0.0']

@@ -261,6 +261,14 @@ class FrankaBridgeWorld(World):
     def reset(self, spec: EpisodeSpec) -> Observation:
         self._check_alive()
         self.wait_for_state()
+        if self.robot_state is not None and not self.robot_state.wait_first(
+                self.bridge_config.step_timeout_s):
+            # Without it a reflex would go unnoticed: refuse to start.
+            raise EpisodeError(
+                f'no franka_msgs/FrankaRobotState on {self.node.get_namespace().rstrip("/")}/'
+                f'{self.bridge_config.robot_state_topic} within '
+                f'{self.bridge_config.step_timeout_s} s: is franka_robot_state_broadcaster '
+                'active? (franka.robot_state_topic:="" runs without reflex detection)')
         if self.gripper is not None and not self.gripper.wait_ready(
                 self.bridge_config.step_timeout_s):
             raise EpisodeError(

@@ -9,6 +9,7 @@ rule that turns them into a fault is :func:`realm_ros.core.safety.robot_fault` (
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 from realm_ros.backends.franka.grippers import import_interfaces
@@ -41,6 +42,17 @@ class RobotStateWatch:
             if fault is not None and self.fault is None:
                 self.fault = fault
                 self._log.error(f'franka reflex/error: {fault}')
+
+    def wait_first(self, timeout_s: float) -> bool:
+        """Wait up to ``timeout_s`` for the first message; return whether one arrived."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            with self._lock:
+                if self.received:
+                    return True
+            time.sleep(0.02)
+        with self._lock:
+            return self.received > 0
 
     def current(self) -> str | None:
         """The fault seen since the last :meth:`clear`, or None."""
