@@ -57,7 +57,7 @@ def _nodes(context):
         parameters=[
             ParameterFile(LaunchConfiguration('params_file'), allow_substs=True),
             {'backend': 'franka', 'lockstep': False, 'camera_rate_hz': 0.0,
-             **bridge_parameters(values['arm_id'], values['gripper']),
+             **bridge_parameters(values['arm_id'], values['gripper'], digital_real),
              'franka.digital_real': digital_real, 'franka.namespace': robot_namespace}]))
     if values['record'] == 'true':
         nodes.append(Node(

@@ -54,34 +54,22 @@ def _check_gripper(gripper: str) -> str:
     return gripper
 
 
-def _bridge_schema_has(name: str) -> bool:
-    from realm_ros.core.config import FrankaBridgeConfig
-    return name in {f.name for f in dataclasses.fields(FrankaBridgeConfig)}
-
-
-def bridge_parameters(arm: str, gripper: str) -> dict[str, Any]:
+def bridge_parameters(arm: str, gripper: str, digital_real: bool = False) -> dict[str, Any]:
     """Return world_node's arm and gripper parameters for the franka bridge.
 
     Args:
         arm: launch argument ``arm_id`` (fr3, fer, panda).
         gripper: launch argument ``gripper`` (franka_hand, robotiq_2f_85).
+        digital_real: the robot side is fake_franka, which serves the gripper's width topic
+            everywhere (franka_msgs' actions exist only in a lab workspace), so it is used.
     """
     arm, gripper = arm_id(arm), _check_gripper(gripper)
-    if _bridge_schema_has('arm_id'):
-        return {'franka.arm_id': arm, 'franka.gripper': gripper}
-    # TODO(integrator): drop this branch once the bridge branch's franka.arm_id and
-    # franka.gripper parameters have landed (issue 11). The older schema has only the joint
-    # prefix; its gripper adapter stays at its default, as before.
-    return {'joint_prefix': f'{arm}_'}
+    return {'franka.arm_id': arm, 'franka.gripper': 'width_topic' if digital_real else gripper}
 
 
 def fake_franka_parameters(arm: str) -> dict[str, Any]:
     """Return fake_franka's arm parameter for launch argument ``arm_id``."""
-    from realm_ros.core.config import FakeFrankaConfig
-    arm = arm_id(arm)
-    if 'arm_id' in {f.name for f in dataclasses.fields(FakeFrankaConfig)}:
-        return {'arm_id': arm}
-    return {'arm_prefix': f'{arm}_'}  # TODO(integrator): as in bridge_parameters
+    return {'arm_id': arm_id(arm)}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -171,7 +159,7 @@ def paired_eval_graph(config: EvalConfig, out_dir: str, lockstep: bool = True,
     nodes.append(NodeSpec('world_node', 'world', REAL_NS, {
         'backend': 'franka',
         'lockstep': real_lockstep,
-        **bridge_parameters(arm, gripper),
+        **bridge_parameters(arm, gripper, digital_real=config.real == 'fake'),
         'franka.namespace': ROBOT_NS if config.real == 'fake' else '/',
         'franka.digital_real': config.real == 'fake',
         'camera_rate_hz': camera_rate,

@@ -57,8 +57,11 @@ def test_bridge_takes_camera_info_from_a_volatile_best_effort_driver(tmp_path):
             robot = ['fake_franka', '--ros-args', '-p', 'lockstep:=false', '-r',
                      f'__ns:={robot_ns}']
             world = ['world_node', '--ros-args', '-r', '__ns:=/camqos', '-p', 'backend:=franka',
-                     '-p', 'joint_prefix:=fr3_', '-p', f'franka.namespace:={robot_ns}',
-                     '-p', 'franka.digital_real:=true', '-p', 'camera_rate_hz:=15.0',
+                     '-p', 'franka.arm_id:=fr3', '-p', 'franka.gripper:=width_topic',
+                     '-p', f'franka.namespace:={robot_ns}',
+                     '-p', 'franka.digital_real:=false', '-p', "franka.robot_state_topic:=''",
+                     '-p', 'camera_rate_hz:=15.0',
+                     '-p', 'lockstep:=false',
                      '-p', 'cameras:=[exterior_1]']
             with run_process(robot, tmp_path / 'robot.log') as fake:
                 assert 'up' in _wait_for(tmp_path / 'robot.log', 'digital real', fake)

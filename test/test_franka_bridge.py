@@ -2,6 +2,8 @@
 
 fake_franka (the digital real) speaks franka_ros2's names (``fr3_jointN``) under /fr; the
 bridge's world_node publishes the shared interface (``panda_jointN`` + ``gripper``) under /real.
+The gripper here is the digital real's ``width_topic`` (no franka_msgs needed); the franka_msgs /
+control_msgs paths are in test_franka_lab.py.
 """
 
 import contextlib
@@ -32,7 +34,8 @@ def _pair(tmp_path, lockstep=False, extra=(), cameras=False):
     mode = f'lockstep:={str(lockstep).lower()}'
     fake = ['fake_franka', '--ros-args', '-r', '__ns:=/fr', '-p', mode]
     world = ['world_node', '--ros-args', '-r', '__ns:=/real', '-p', 'backend:=franka',
-             '-p', 'joint_prefix:=fr3_', '-p', 'franka.namespace:=/fr',
+             '-p', 'franka.arm_id:=fr3', '-p', 'franka.gripper:=width_topic',
+             '-p', 'franka.namespace:=/fr',
              '-p', 'franka.digital_real:=true', '-p', mode, *extra]
     if cameras:  # the digital real renders the wrist camera; the bridge carries it
         fake += ['-p', 'cameras:=[wrist]', '-p', 'camera_width:=64', '-p', 'camera_height:=48']
@@ -194,17 +197,17 @@ def test_bridge_in_process_refuses_unsafe_and_stale_commands(tmp_path):
     from realm_ros.core.errors import CommandRejected
     from realm_ros.core.types import Action
 
-    args = ['fake_franka', '--ros-args', '-r', '__ns:=/fb', '-p', 'arm_prefix:=fer_']
-    config = WorldConfig(backend='franka', joint_prefix='fer_', cameras=(), camera_rate_hz=0.0)
+    args = ['fake_franka', '--ros-args', '-r', '__ns:=/fb', '-p', 'arm_id:=fer']
+    config = WorldConfig(backend='franka', cameras=(), camera_rate_hz=0.0)
     with run_process(args, tmp_path / 'fake.log') as proc:
         world = FrankaBridgeWorld(config, bridge=FrankaBridgeConfig(
-            namespace='/fb', digital_real=True))
+            arm_id='panda', gripper='width_topic', namespace='/fb', digital_real=True))
         try:
             obs = world.reset(EpisodeSpec(task='empty', seed=3))
             np.testing.assert_allclose(obs.joints.position, robot.RESET_Q, atol=0.01)
             jump = robot.RESET_Q.copy()
             jump[2] += 0.4
-            with pytest.raises(CommandRejected, match='panda_joint3 moves 0.4'):
+            with pytest.raises(CommandRejected, match='fer_joint3 moves 0.4'):
                 world.apply(Action(arm=jump, gripper=0.0))
             target = robot.RESET_Q + 0.05
             executed = world.apply(Action(arm=target, gripper=0.0))

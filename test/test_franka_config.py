@@ -24,8 +24,13 @@ def _params(name):
     return yaml.safe_load((CONFIG / name).read_text())['/**']['ros__parameters']
 
 
-def test_controller_yaml_is_the_generated_one():
-    assert (CONFIG / 'franka_controllers.yaml').read_text() == franka_config.render()
+def test_controller_yamls_are_the_generated_ones_and_use_no_kilted_removed_keys():
+    for arm_id in ('fr3', 'fer'):
+        text = (CONFIG / f'franka_controllers_{arm_id}.yaml').read_text()
+        assert text == franka_config.render(arm_id)
+        params = yaml.safe_load(text)['joint_trajectory_controller']['ros__parameters']
+        assert params['joints'] == [f'{arm_id}_joint{i}' for i in range(1, 8)]
+        assert 'open_loop_control' not in text and 'i_clamp' not in text
 
 
 def test_fake_franka_and_bridge_yaml_are_valid_configs():

@@ -132,10 +132,10 @@ def test_node_stops_cleanly(executable, signum, tmp_path):
 @pytest.mark.parametrize('signum', SIGNALS)
 def test_bridged_world_and_busy_policy_stop_cleanly(signum, tmp_path):
     """world_node (franka bridge to fake_franka, real time) and a policy commanding it."""
-    robot = ['fake_franka', *_params(lockstep=False, arm_prefix='fr3_'), '-r',
+    robot = ['fake_franka', *_params(lockstep=False, arm_id='fr3'), '-r',
              '__ns:=/real/franka']
-    world = ['world_node', *_params(**{'backend': 'franka', 'joint_prefix': 'fr3_',
-                                       'camera_rate_hz': 0.0, 'franka.namespace': '/real/franka',
+    world = ['world_node', *_params(**{'backend': 'franka', 'franka.arm_id': 'fr3',
+                                       'franka.gripper': 'width_topic', 'camera_rate_hz': 0.0, 'franka.namespace': '/real/franka',
                                        'franka.digital_real': True}), '-r', '__ns:=/real']
     policy = ['policy_node', *_params(policy='hold', lockstep=False, start_active=True),
               '-r', '__ns:=/real']

@@ -125,3 +125,37 @@ def test_watchdog_holds_once_until_the_next_valid_command(monitor):
 def test_bad_safety_config_names_the_field(kwargs, field):
     with pytest.raises(ConfigError, match=field):
         SafetyConfig(**kwargs)
+
+
+def test_per_arm_limits_come_from_franka_description():
+    fr3, fer = robot.arm_spec('fr3'), robot.arm_spec('panda')
+    assert fer is robot.arm_spec('fer') and fer.joint_names[0] == 'fer_joint1'
+    assert fr3.joint_names[5] == 'fr3_joint6' and fr3.finger_names[0] == 'fr3_finger_joint1'
+    # franka_description 1.0.1 robots/fr3/joint_limits.yaml and robots/fer/joint_limits.yaml
+    assert (fr3.lower[0], fr3.upper[0], fr3.lower[5], fr3.upper[5]) == (
+        -2.7437, 2.7437, 0.5445, 4.5169)
+    assert (fer.lower[5], fer.upper[3], fer.velocity[4]) == (-0.0175, -0.0698, 2.61)
+    np.testing.assert_array_equal(fr3.velocity, [2.62] * 4 + [5.26, 4.18, 5.26])
+    with pytest.raises(ConfigError, match="arm_id 'fr2' unknown"):
+        robot.arm_spec('fr2')
+
+
+def test_an_fr3_target_the_panda_allows_is_rejected_by_the_fr3_rules():
+    q = Q0.copy()
+    q[5] = 0.45  # fine on a Panda (>= -0.0175), beyond an FR3's joint 6 (>= 0.5445)
+    prev = q.copy()
+    config = SafetyConfig(max_target_error_rad=1.0, workspace_min=(-2.0, -2.0, -2.0),
+                          workspace_max=(2.0, 2.0, 2.0))
+    SafetyMonitor(config, DT, robot.arm_spec('fer')).check(q, prev, q, 0.0)
+    with pytest.raises(CommandRejected, match=r'fr3_joint6=0.4500 not in \[0.5645.*fr3 limits'):
+        SafetyMonitor(config, DT, robot.arm_spec('fr3')).check(q, prev, q, 0.0)
+
+
+def test_robot_fault_reads_franka_robot_mode_and_errors():
+    from realm_ros.core.safety import robot_fault
+    assert robot_fault(2, {'joint_reflex': False}) is None  # MOVE, no error
+    assert robot_fault(1, {}) is None  # IDLE
+    assert robot_fault(4, {}) == 'robot_mode REFLEX, current_errors none'
+    assert 'cartesian_reflex' in robot_fault(2, {'cartesian_reflex': True})
+    assert robot_fault(5, {}).startswith('robot_mode USER_STOPPED')
+    assert 'unknown (9)' in robot_fault(9, {})

@@ -16,8 +16,6 @@ from realm_ros.core.config import DigitalRealDynamics, WorldConfig
 #: The hidden dynamics used when no file is given (REALM's identified values as the prior).
 DEFAULT_DYNAMICS_FILE = (pathlib.Path(__file__).resolve().parents[1] / 'data'
                          / 'digital_real_dynamics.yaml')
-
-
 class DigitalRealWorld(MujocoWorld):
     """A :class:`MujocoWorld` built with :class:`DigitalRealDynamics` from a YAML file."""
 

@@ -56,6 +56,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     rec.add_argument('--duration', type=float, default=10.0, help='seconds per trajectory')
     rec.add_argument('--seed', type=int, default=0, help='seed of the excitation')
     rec.add_argument('--namespace', default='/real', help="the world's namespace")
+    rec.add_argument('--arm-id', default='fr3', choices=robot.ARM_IDS,
+                     help='--backend fake: the arm the digital real imitates and the bridge '
+                          'checks limits for (fr3; fer/panda). A real arm: set franka.arm_id '
+                          'on its world_node')
     fit = sub.add_parser('fit', help='fit friction and armature to recorded bags')
     fit.add_argument('bags', nargs='+', help='bag directories, or directories of bags')
     fit.add_argument('--backend', choices=('mujoco', 'physx'), default='mujoco',
@@ -129,7 +133,7 @@ def eval_command(args: argparse.Namespace) -> int:
 ROBOT_SUBNAMESPACE = 'franka'
 
 
-def digital_real_specs(namespace: str, dynamics_file: str) -> list:
+def digital_real_specs(namespace: str, dynamics_file: str, arm_id: str = 'fr3') -> list:
     """Return the digital real as the embedded default runs it: two :class:`NodeSpec`.
 
     ``fake_franka`` (the franka_ros2-shaped arm, ``<namespace>/franka``, lockstep, hidden
@@ -142,20 +146,21 @@ def digital_real_specs(namespace: str, dynamics_file: str) -> list:
 
     robot_ns = f'{namespace}/{ROBOT_SUBNAMESPACE}'
     clock = (('/clock', f'{namespace}/clock'),)
-    fake = {'lockstep': True, 'arm_prefix': 'fr3_'}
+    fake = {'lockstep': True, 'arm_id': arm_id}
     if dynamics_file:
         fake['dynamics_file'] = str(pathlib.Path(dynamics_file).expanduser().resolve())
     return [
         NodeSpec('fake_franka', 'fake_franka', robot_ns, fake, clock),
         NodeSpec('world_node', 'world', namespace, {
             'backend': 'franka', 'lockstep': True, 'lockstep_timeout_s': 0.0,
-            'camera_rate_hz': 0.0, 'joint_prefix': 'fr3_', 'franka.namespace': robot_ns,
-            'franka.digital_real': True}, clock),
+            'camera_rate_hz': 0.0, 'franka.arm_id': arm_id, 'franka.namespace': robot_ns,
+            'franka.gripper': 'width_topic', 'franka.digital_real': True}, clock),
     ]
 
 
 @contextlib.contextmanager
-def digital_real_graph(context: Any, namespace: str, dynamics_file: str) -> Iterator[None]:
+def digital_real_graph(context: Any, namespace: str, dynamics_file: str,
+                       arm_id: str = 'fr3') -> Iterator[None]:
     """Bring up :func:`digital_real_specs` in this process (``context``) and spin it.
 
     Each node spins in its own executor thread, as two processes would: ``world_node``'s
@@ -172,7 +177,7 @@ def digital_real_graph(context: Any, namespace: str, dynamics_file: str) -> Iter
     executors: list = []
     threads: list = []
     try:
-        for spec in digital_real_specs(namespace, dynamics_file):
+        for spec in digital_real_specs(namespace, dynamics_file, arm_id):
             overrides = [Parameter(k, value=v) for k, v in spec.parameters.items()]
             remaps = [arg for a, b in spec.remappings for arg in ('-r', f'{a}:={b}')]
             nodes.append(spec.node_class()(
@@ -225,7 +230,7 @@ def record(args: argparse.Namespace) -> int:
     rclpy.init(context=context)
     nodes: list = []
     try:
-        graph = (digital_real_graph(context, ns, args.dynamics) if lockstep
+        graph = (digital_real_graph(context, ns, args.dynamics, args.arm_id) if lockstep
                  else contextlib.nullcontext())
         with graph:
             recorder = RecorderNode(context=context, parameter_overrides=[

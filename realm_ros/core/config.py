@@ -181,12 +181,9 @@ class WorldConfig:
     sim_params_file: str = field(
         '', 'YAML with identified friction/armature (and optional latency_s, s) for the twin')
     dynamics_file: str = field('', 'digital real only: YAML with its hidden dynamics')
-    joint_prefix: str = field('panda_', 'joint-name prefix on the robot side of a bridge',
-                              choices=robot.KNOWN_PREFIXES)
 
     def __post_init__(self) -> None:
         _check_choice(self, 'backend')
-        _check_choice(self, 'joint_prefix')
         if not 0.0 < self.control_hz <= 1000.0:
             raise ConfigError(
                 f'WorldConfig.control_hz must be in (0, 1000], got {self.control_hz}')
@@ -309,32 +306,54 @@ class SafetyConfig:
                 f'workspace_max {list(self.workspace_max)} on every axis')
 
 
+#: Gripper adapters of the franka bridge: the two hands a lab mounts, plus the digital real's
+#: stand-in for where neither franka_msgs nor control_msgs is installed (pip-only machines).
+GRIPPERS = ('franka_hand', 'robotiq_2f_85', 'width_topic', 'none')
+
+
 @dataclasses.dataclass(frozen=True)
 class FrankaBridgeConfig:
     """The robot side of the ``franka`` bridge (declared by ``world_node`` as ``franka.*``)."""
 
+    arm_id: str = field(
+        'fr3', 'arm: fr3 (franka_ros2, joints fr3_jointN) or fer (Panda via agimus-franka-ros2, '
+               'fer_jointN; "panda" is accepted for fer). Sets joint names and limits',
+        choices=robot.ARM_IDS)
+    gripper: str = field(
+        'franka_hand', 'franka_hand: franka_gripper actions <gripper_namespace>/{homing,move,'
+                       'grasp} (franka_msgs); robotiq_2f_85: control_msgs GripperCommand on '
+                       '<gripper_namespace>/gripper_action; width_topic: std_msgs/Float64 on '
+                       '<gripper_namespace>/width_command (digital real only); none',
+        choices=GRIPPERS)
     namespace: str = field(
         '/', 'ROS namespace of the franka_ros2 graph (or fake_franka), e.g. "/" or "/fr3"')
     joint_states_topic: str = field(
         'joint_states', 'arm joint states topic, relative to namespace (franka_ros2 merges '
                         'arm and gripper on /joint_states; franka/joint_states is the '
                         'controller-rate one)')
+    robot_state_topic: str = field(
+        'franka_robot_state_broadcaster/robot_state',
+        'franka_msgs/FrankaRobotState topic (robot_mode, current_errors), relative to namespace; '
+        '"" = do not watch (digital real, or franka_msgs not installed)')
     controller_name: str = field(
         'joint_trajectory_controller', 'JointTrajectoryController name; commands go to '
                                        '<controller_name>/joint_trajectory')
-    gripper: str = field(
-        'topic', 'gripper adapter: "topic" (std_msgs/Float64 width, m, on '
-                 '<gripper_namespace>/width_command: fake_franka), "franka_action" '
-                 '(franka_msgs Move/Grasp/Homing), "gripper_command" (control_msgs '
-                 'GripperCommand), "none"',
-        choices=('topic', 'franka_action', 'gripper_command', 'none'))
-    gripper_namespace: str = field('franka_gripper', 'gripper node name, relative to namespace')
-    gripper_max_width: float = field(
-        0.085, 'gripper width at g = 0 (open), m: 0.085 Robotiq 2F-85 (DROID, the twin), '
-               '0.08 Franka Hand')
-    gripper_speed: float = field(0.1, 'gripper move/grasp speed, m/s (franka actions)')
-    gripper_force: float = field(20.0, 'grasp force, N (franka Grasp, GripperCommand '
-                                       'max_effort)')
+    gripper_namespace: str = field(
+        'franka_gripper', 'franka_hand: franka_gripper node name, relative to namespace (its '
+                          'actions and joint_states live under it)')
+    gripper_command_action: str = field(
+        'robotiq_gripper_controller/gripper_cmd',
+        'robotiq_2f_85: GripperCommand action name, relative to namespace')
+    gripper_open_position: float = field(
+        0.0, 'robotiq_2f_85: GripperCommand command.position that opens (driver joint units)')
+    gripper_closed_position: float = field(
+        0.8, 'robotiq_2f_85: GripperCommand command.position that closes (driver joint units)')
+    gripper_speed: float = field(0.1, 'gripper move/grasp speed, m/s (franka_hand)')
+    gripper_force: float = field(20.0, 'grasp force, N (franka_hand Grasp, robotiq '
+                                       'GripperCommand max_effort)')
+    gripper_min_interval_s: float = field(
+        0.5, 'at most one gripper goal per this many seconds (goals go out only when the '
+             'binarised command changes)')
     digital_real: bool = field(
         False, 'true only when the robot side is fake_franka: re-publish its '
                "digital_real/privileged_state as this world's privileged state and reset it "
@@ -345,13 +364,17 @@ class FrankaBridgeConfig:
         5.0, "lockstep: wall seconds to wait for the robot side's next joint state")
 
     def __post_init__(self) -> None:
+        _check_choice(self, 'arm_id')
         _check_choice(self, 'gripper')
         if not self.namespace.startswith('/'):
             raise ConfigError(
                 f'FrankaBridgeConfig.namespace must be absolute (start with "/"), '
                 f'got {self.namespace!r}')
-        for name, (low, high) in {'gripper_max_width': (0.01, 0.2), 'gripper_speed': (0.001, 0.5),
-                                  'gripper_force': (0.0, 140.0), 'reset_speed': (0.01, 1.0),
+        for name, (low, high) in {'gripper_speed': (0.001, 0.5), 'gripper_force': (0.0, 140.0),
+                                  'gripper_min_interval_s': (0.0, 10.0),
+                                  'gripper_open_position': (-10.0, 10.0),
+                                  'gripper_closed_position': (-10.0, 10.0),
+                                  'reset_speed': (0.01, 1.0),
                                   'step_timeout_s': (0.01, 600.0)}.items():
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or not low <= value <= high:
@@ -363,17 +386,42 @@ class FrankaBridgeConfig:
             raise ConfigError('FrankaBridgeConfig.controller_name and joint_states_topic must '
                               'not be empty')
 
+    @property
+    def arm(self) -> robot.ArmSpec:
+        """The arm's names and limits."""
+        return robot.arm_spec(self.arm_id)
+
+    @property
+    def gripper_max_width(self) -> float:
+        """Opening at g = 0, m: the hand's real maximum (Franka Hand 0.08, Robotiq 0.085)."""
+        return robot.GRIPPER_WIDTHS.get(self.gripper, robot.GRIPPER_MAX_WIDTH)
+
 
 @dataclasses.dataclass(frozen=True)
 class FakeFrankaConfig:
     """Parameters of ``fake_franka``, the digital real speaking a franka_ros2-shaped interface."""
 
-    arm_prefix: str = field('fr3_', 'joint-name prefix (franka_ros2 >= v1: fr3_)',
-                            choices=robot.KNOWN_PREFIXES)
+    arm_id: str = field(
+        'fr3', 'imitated arm: fr3 (joints fr3_jointN, FR3 limits) or fer (Panda via '
+               'agimus-franka-ros2, fer_jointN; "panda" = fer)', choices=robot.ARM_IDS)
     controller_name: str = field(
         'joint_trajectory_controller', 'name of the imitated JointTrajectoryController; '
                                        'commands on <controller_name>/joint_trajectory')
+    gripper: str = field(
+        'robotiq_2f_85', 'imitated hand: robotiq_2f_85 (0.085 m, as the twin and DROID; '
+                         'GripperCommand on gripper_command_action when control_msgs is '
+                         'installed) or franka_hand (0.08 m; Move/Grasp/Homing actions under '
+                         'gripper_namespace when franka_msgs is installed). '
+                         '<gripper_namespace>/width_command is always served',
+        choices=('franka_hand', 'robotiq_2f_85'))
     gripper_namespace: str = field('franka_gripper', 'gripper node name (topic prefix)')
+    gripper_command_action: str = field(
+        'robotiq_gripper_controller/gripper_cmd', 'robotiq_2f_85: GripperCommand action name')
+    gripper_closed_position: float = field(
+        0.8, 'robotiq_2f_85: GripperCommand position that closes (as the bridge)')
+    robot_state_rate_hz: float = field(
+        100.0, 'real time: franka_robot_state_broadcaster/robot_state rate, Hz (franka_msgs '
+               'installed only)')
     joint_state_rate_hz: float = field(100.0, 'real time: joint_states rate, Hz')
     gripper_state_rate_hz: float = field(30.0, 'real time: gripper joint_states rate, Hz')
     privileged_rate_hz: float = field(
@@ -395,12 +443,14 @@ class FakeFrankaConfig:
     camera_rate_hz: float = field(15.0, 'real time: image rate, Hz (lockstep: every step)')
 
     def __post_init__(self) -> None:
-        _check_choice(self, 'arm_prefix')
+        _check_choice(self, 'arm_id')
+        _check_choice(self, 'gripper')
         object.__setattr__(self, 'cameras', tuple(self.cameras))
         if self.cameras and not 0.0 < self.camera_rate_hz <= 1000.0:
             raise ConfigError(f'FakeFrankaConfig.camera_rate_hz must be in (0, 1000] Hz, '
                               f'got {self.camera_rate_hz}')
-        for name in ('joint_state_rate_hz', 'gripper_state_rate_hz', 'privileged_rate_hz'):
+        for name in ('joint_state_rate_hz', 'gripper_state_rate_hz', 'privileged_rate_hz',
+                     'robot_state_rate_hz'):
             if not 0.0 < getattr(self, name) <= 1000.0:
                 raise ConfigError(f'FakeFrankaConfig.{name} must be in (0, 1000] Hz, '
                                   f'got {getattr(self, name)}')

@@ -13,6 +13,7 @@ for link inertials, and REALM's identified friction/armature.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from typing import Sequence
@@ -34,6 +35,72 @@ JOINT_UPPER = np.array([2.8973, 1.7628, 2.8973, -0.0698, 2.8973, 3.7525, 2.8973]
 VELOCITY_LIMIT = np.array([2.175, 2.175, 2.175, 2.175, 2.61, 2.61, 2.61])  # rad/s
 EFFORT_LIMIT = np.array([87.0, 87.0, 87.0, 87.0, 12.0, 12.0, 12.0])  # N m
 
+
+
+@dataclasses.dataclass(frozen=True)
+class ArmSpec:
+    """One Franka arm as franka_ros2 names and limits it (franka_description joint_limits.yaml).
+
+    ``arm_id`` is franka_description's robot id; joints are ``<arm_id>_joint1..7`` and the
+    gripper's fingers ``<arm_id>_finger_joint1/2`` (franka_ros2 >= v1, agimus-franka-ros2).
+    Arrays are in :data:`JOINT_NAMES` order: rad, rad/s, N m.
+    """
+
+    arm_id: str
+    description: str
+    lower: np.ndarray
+    upper: np.ndarray
+    velocity: np.ndarray
+    effort: np.ndarray
+
+    @property
+    def prefix(self) -> str:
+        """Joint-name prefix on the robot side, e.g. ``'fr3_'``."""
+        return f'{self.arm_id}_'
+
+    @property
+    def joint_names(self) -> tuple[str, ...]:
+        """The seven arm joint names on the robot side."""
+        return prefixed_joint_names(self.prefix)
+
+    @property
+    def finger_names(self) -> tuple[str, ...]:
+        """The two finger joints of the Franka Hand on the robot side."""
+        return (f'{self.prefix}finger_joint1', f'{self.prefix}finger_joint2')
+
+
+#: Per-arm limits, from frankarobotics/franka_description 1.0.1 ``robots/<id>/joint_limits.yaml``
+#: (checked against the file; FR3 and FER differ on every joint).
+ARMS: dict[str, ArmSpec] = {
+    'fr3': ArmSpec(
+        'fr3', 'Franka Research 3 (frankarobotics/franka_ros2)',
+        lower=np.array([-2.7437, -1.7837, -2.9007, -3.0421, -2.8065, 0.5445, -3.0159]),
+        upper=np.array([2.7437, 1.7837, 2.9007, -0.1518, 2.8065, 4.5169, 3.0159]),
+        velocity=np.array([2.62, 2.62, 2.62, 2.62, 5.26, 4.18, 5.26]),
+        effort=np.array([87.0, 87.0, 87.0, 87.0, 12.0, 12.0, 12.0])),
+    'fer': ArmSpec(
+        'fer', 'Franka Emika Robot = Panda (agimus-project/agimus-franka-ros2)',
+        lower=JOINT_LOWER.copy(), upper=JOINT_UPPER.copy(), velocity=VELOCITY_LIMIT.copy(),
+        effort=EFFORT_LIMIT.copy()),
+}
+#: Accepted spellings of an arm id: ``panda`` is franka_description's ``fer``.
+ARM_ALIASES = {'panda': 'fer'}
+#: Values a user may give as ``arm_id``.
+ARM_IDS = ('fr3', 'fer', 'panda')
+
+
+def arm_spec(arm_id: str) -> ArmSpec:
+    """Return the :class:`ArmSpec` of ``arm_id`` (``fr3``, ``fer``; ``panda`` = ``fer``).
+
+    Raises:
+        ConfigError: unknown arm id.
+    """
+    key = ARM_ALIASES.get(arm_id, arm_id)
+    if key not in ARMS:
+        raise ConfigError(f'arm_id {arm_id!r} unknown; use one of {list(ARM_IDS)}')
+    return ARMS[key]
+
+
 #: DROID's reset pose (droid/robot_env.py).
 RESET_Q = np.array([0.0, -math.pi / 5, 0.0, -4 * math.pi / 5, 0.0, 3 * math.pi / 5, 0.0])
 
@@ -50,6 +117,9 @@ MAX_JOINT_DELTA = 0.2  # rad per control step
 
 #: Robotiq 2F-85 maximum opening (DROID's gripper), m. Width = max_width * (1 - g).
 GRIPPER_MAX_WIDTH = 0.085
+#: Maximum opening of each gripper the bridge drives, m (Franka Hand: franka_gripper aborts goals
+#: beyond 0.08 m; Robotiq 2F-85: 85 mm stroke).
+GRIPPER_WIDTHS = {'franka_hand': 0.08, 'robotiq_2f_85': 0.085}
 
 #: REALM's identified per-joint friction and armature (PhysX units; our prior for the real arm).
 REALM_FRICTION = np.array([0.05, 0.10, 0.05, 0.10, 0.75, 0.425, 0.20])

@@ -6,8 +6,10 @@ numbers; the bridge then keeps the previous target (the arm holds). Rules, in th
 
 1. shape and finiteness: seven finite numbers (rad, ``robot.JOINT_NAMES`` order);
 2. stale state: the newest joint state must be younger than ``state_timeout_s``;
-3. joint position limits shrunk by ``position_margin_rad``;
-4. velocity: ``|q_target - q_previous_target| <= velocity_scale * velocity_limit * dt`` per joint;
+3. joint position limits of the arm (:class:`realm_ros.core.robot.ArmSpec`: FR3 and FER/Panda
+   differ, e.g. FR3 joint 6 >= 0.5445 rad) shrunk by ``position_margin_rad``;
+4. velocity: ``|q_target - q_previous_target| <= velocity_scale * velocity_limit * dt`` per joint
+   (the arm's velocity limits);
 5. maximum per-step target change relative to the arm: ``|q_target - q_measured| <=
    max_target_error_rad`` per joint (bounds the impedance torque right after a hold or reset);
 6. workspace: the TCP (``tcp_offset_m`` along the flange z axis, forward kinematics of
@@ -39,14 +41,19 @@ class SafetyMonitor:
     arm, sim time in lockstep (so that lockstep stays deterministic).
     """
 
-    def __init__(self, config: SafetyConfig, control_dt: float) -> None:
+    def __init__(self, config: SafetyConfig, control_dt: float,
+                 arm: robot.ArmSpec | None = None) -> None:
+        """Check targets for ``arm`` (default: the FER/Panda, the twin's arm)."""
         if control_dt <= 0:
             raise ValueError(f'control_dt must be > 0 s, got {control_dt}')
         self.config = config
         self.control_dt = control_dt
-        self._lower = robot.JOINT_LOWER + config.position_margin_rad
-        self._upper = robot.JOINT_UPPER - config.position_margin_rad
-        self._max_step = config.velocity_scale * robot.VELOCITY_LIMIT * control_dt
+        self.arm = arm or robot.ARMS['fer']
+        # Messages name joints as the robot does (fr3_joint6), or canonically without an arm.
+        self._names = self.arm.joint_names if arm is not None else robot.JOINT_NAMES
+        self._lower = self.arm.lower + config.position_margin_rad
+        self._upper = self.arm.upper - config.position_margin_rad
+        self._max_step = config.velocity_scale * self.arm.velocity * control_dt
         self._box_min = np.asarray(config.workspace_min)
         self._box_max = np.asarray(config.workspace_max)
         self._last_valid: float | None = None
@@ -76,23 +83,24 @@ class SafetyMonitor:
                 f'{self.config.state_timeout_s} s); refusing to command')
         bad = np.flatnonzero((q < self._lower) | (q > self._upper))
         if bad.size:
-            detail = ', '.join(f'{robot.JOINT_NAMES[i]}={q[i]:.4f} not in '
+            detail = ', '.join(f'{self._names[i]}={q[i]:.4f} not in '
                                f'[{self._lower[i]:.4f}, {self._upper[i]:.4f}]' for i in bad)
-            raise CommandRejected('safety: target within position_margin_rad '
-                                  f'{self.config.position_margin_rad} of a joint limit: {detail}')
+            raise CommandRejected(f'safety: target within position_margin_rad '
+                                  f'{self.config.position_margin_rad} of a joint limit: {detail}'
+                                  f' ({self.arm.arm_id} limits)')
         step = np.abs(q - np.asarray(q_previous_target, dtype=float))
         bad = np.flatnonzero(step > self._max_step)
         if bad.size:
             raise CommandRejected('safety: target change exceeds velocity_scale * velocity limit '
                                   f'over {self.control_dt:.4f} s: ' + ', '.join(
-                                      f'{robot.JOINT_NAMES[i]} moves {step[i]:.4f} rad > '
+                                      f'{self._names[i]} moves {step[i]:.4f} rad > '
                                       f'{self._max_step[i]:.4f} rad' for i in bad))
         error = np.abs(q - np.asarray(q_measured, dtype=float))
         bad = np.flatnonzero(error > self.config.max_target_error_rad)
         if bad.size:
             raise CommandRejected('safety: target too far from the measured position '
                                   f'(max_target_error_rad {self.config.max_target_error_rad}): '
-                                  + ', '.join(f'{robot.JOINT_NAMES[i]} off by {error[i]:.4f} rad'
+                                  + ', '.join(f'{self._names[i]} off by {error[i]:.4f} rad'
                                               for i in bad))
         tcp = tcp_position(q, self.config.tcp_offset_m)
         if np.any(tcp < self._box_min) or np.any(tcp > self._box_max):
@@ -129,3 +137,26 @@ class SafetyMonitor:
     def holding(self) -> bool:
         """Whether the watchdog has tripped and no valid command has arrived since."""
         return self._holding
+
+
+#: FrankaRobotState robot_mode values (franka_msgs/msg/FrankaRobotState.msg).
+ROBOT_MODES = {0: 'OTHER', 1: 'IDLE', 2: 'MOVE', 3: 'GUIDING', 4: 'REFLEX', 5: 'USER_STOPPED',
+               6: 'AUTOMATIC_ERROR_RECOVERY'}
+#: Modes in which the arm does not follow commands: the episode cannot go on.
+FAULT_MODES = frozenset({'OTHER', 'REFLEX', 'USER_STOPPED', 'AUTOMATIC_ERROR_RECOVERY'})
+
+
+def robot_fault(robot_mode: int, current_errors: dict[str, bool]) -> str | None:
+    """Return why the arm cannot follow commands, or None when it can.
+
+    Args:
+        robot_mode: ``FrankaRobotState.robot_mode`` (libfranka RobotMode).
+        current_errors: ``FrankaRobotState.current_errors`` as {flag name: set}; any set flag
+            (``joint_reflex``, ``cartesian_reflex``, ``joint_position_limits_violation``, ...)
+            means libfranka stopped the motion.
+    """
+    mode = ROBOT_MODES.get(int(robot_mode), f'unknown ({robot_mode})')
+    errors = sorted(name for name, flag in current_errors.items() if flag)
+    if errors or mode in FAULT_MODES or mode.startswith('unknown'):
+        return f'robot_mode {mode}, current_errors {errors or "none"}'
+    return None

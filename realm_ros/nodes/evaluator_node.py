@@ -121,6 +121,10 @@ class EvaluatorNode(Node):
                 DiagnosticStatus, f'{ns}/{topics.POLICY_STATUS}',
                 lambda msg, w=world: self._on_policy_status(w, msg), qos.STATE,
                 callback_group=self._group)
+            self.create_subscription(
+                DiagnosticStatus, f'{ns}/{topics.WORLD_STATUS}',
+                lambda msg, w=world: self._on_policy_status(w, msg), qos.STATE,
+                callback_group=self._group)
         # Real arm: the operator confirms resets and ends episodes (operator_node's state).
         self._operator: dict[str, Any] = {}
         self._operator_changed = threading.Condition()
@@ -344,13 +348,13 @@ class EvaluatorNode(Node):
             run.finished.set()
 
     def _on_policy_status(self, world: str, msg: DiagnosticStatus) -> None:
-        """A policy that fails for infrastructure reasons ends its episode, unscored."""
+        """A policy or world that fails for infrastructure reasons ends its episode, unscored."""
         if msg.level != DiagnosticStatus.ERROR:
             return
         with self._lock:
             run = self._runs.get(world)
         if run is not None and not run.finished.is_set():
-            run.error = f'policy infrastructure failure: {msg.message}'
+            run.error = f'{msg.name or "policy"} infrastructure failure: {msg.message}'
             run.finished.set()
 
     def _record(self, spec: EpisodeSpec, run: _WorldRun) -> dict[str, Any]:

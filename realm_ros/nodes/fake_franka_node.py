@@ -4,24 +4,41 @@ It is NOT hardware: MuJoCo physics (:class:`DigitalRealWorld`) with hidden dynam
 cannot see, behind the topics a lab's franka_ros2 exposes when configured for policy rollouts
 (docs/digital-real.md). Names are relative to the node's namespace (franka_ros2 default: none).
 
+Parameter ``arm_id`` (fr3 | fer; panda = fer) sets the joint names (``<arm_id>_jointN``) and the
+joint limits; ``gripper`` (franka_hand | robotiq_2f_85) the imitated hand.
+
 Topics:
-    joint_states (out)                      sensor_msgs/JointState, ``<prefix>joint1..7``: rad,
+    joint_states (out)                      sensor_msgs/JointState, ``<arm_id>_joint1..7``: rad,
                                             rad/s, N m (actuator torque)
-    <gripper_namespace>/joint_states (out)  sensor_msgs/JointState, ``<prefix>finger_joint1/2``,
+    <gripper_namespace>/joint_states (out)  sensor_msgs/JointState, ``<arm_id>_finger_joint1/2``,
                                             each at width / 2, m (as franka_gripper)
+    franka_robot_state_broadcaster/robot_state (out, franka_msgs installed)
+                                            franka_msgs/FrankaRobotState: robot_mode (MOVE, or
+                                            REFLEX after a target beyond the arm's joint limits
+                                            or digital_real/trigger_reflex), current_errors
     <controller_name>/joint_trajectory (in) trajectory_msgs/JointTrajectory, as a
                                             JointTrajectoryController: each point's positions
                                             become the impedance target at its time_from_start
-    <gripper_namespace>/width_command (in)  std_msgs/Float64, target opening, m (this package's
-                                            stand-in for franka_msgs Move/Grasp, which cannot be
-                                            installed here)
+    <gripper_namespace>/width_command (in)  std_msgs/Float64, target opening, m (the digital
+                                            real's stand-in where franka_msgs/control_msgs are not
+                                            installed; the bridge's ``width_topic`` gripper)
     cameras/<name>/image (out)              sensor_msgs/Image rgb8, for each of ``cameras``
                                             (default none), as a lab's camera drivers; with
     cameras/<name>/camera_info (out)        latched pinhole intrinsics
     digital_real/privileged_state (out)     std_msgs/String JSON: object state for scoring;
                                             digital-real-only, no real arm has it
     /clock (out, lockstep only)             rosgraph_msgs/Clock
+Actions (served when their interface package is importable):
+    <gripper_namespace>/{move,grasp,homing} franka_msgs/action/{Move,Grasp,Homing} (gripper
+                                            franka_hand); Move beyond 0.08 m is aborted
+    <gripper_command_action>                control_msgs/action/GripperCommand (robotiq_2f_85)
+    action_server/error_recovery            franka_msgs/action/ErrorRecovery: clears a reflex; as
+                                            on franka_hardware, commands are ignored after it until
+                                            the hardware and the controller are re-activated
+                                            (controller_manager services, when
+                                            controller_manager_msgs is installed; else at once)
 Services:
+    digital_real/trigger_reflex             std_srvs/Trigger: test hook, a joint reflex now
     reset                                   std_srvs/Trigger: reset to the ``episode_spec``
                                             parameter (JSON EpisodeSpec), like world_node; the
                                             response is JSON: task, seed, time, target_q (rad),
@@ -32,6 +49,7 @@ increasing across resets (a reset never sends /clock backwards).
 
 from __future__ import annotations
 
+import importlib
 import json
 import sys
 import time
@@ -39,6 +57,7 @@ from typing import Any
 
 import numpy as np
 from rcl_interfaces.msg import ParameterDescriptor
+from rclpy.action import ActionServer
 from rclpy.node import Node
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import CameraInfo, Image
@@ -71,9 +90,20 @@ class FakeFrankaNode(Node):
         cfg = self.config
         hidden = DigitalRealDynamics.from_yaml(cfg.dynamics_file) if cfg.dynamics_file else None
         self.world = DigitalRealWorld(cfg.world_config(), hidden=hidden)
-        self._arm_names = robot.prefixed_joint_names(cfg.arm_prefix)
-        self._finger_names = [f'{cfg.arm_prefix}finger_joint{i}' for i in (1, 2)]
+        self.arm = robot.arm_spec(cfg.arm_id)
+        self._arm_names = self.arm.joint_names
+        self._finger_names = list(self.arm.finger_names)
+        # Hard stops: the imitated arm's limits where the twin's (Panda) model allows them.
+        self._lower = np.maximum(self.arm.lower, robot.JOINT_LOWER)
+        self._upper = np.minimum(self.arm.upper, robot.JOINT_UPPER)
+        self._max_width = robot.GRIPPER_WIDTHS[cfg.gripper]
         self._gripper_g = 0.0
+        # franka_hardware-like state: 'active' follows commands; 'reflex' after a limit
+        # violation (errors set, commands ignored); 'recovered' after error recovery until the
+        # hardware component and the controller are active again.
+        self.hardware = 'active'
+        self._errors: set[str] = set()
+        self.gripper_goals: list[tuple[str, float]] = []  # (action, width m) as received
         self._schedule: list[tuple[float, np.ndarray]] = []  # (wall time due, q_d rad)
         self._target_q = robot.RESET_Q.copy()
         self._time_offset = 0.0  # lockstep: sim time of earlier episodes (monotonic stamps)
@@ -95,6 +125,16 @@ class FakeFrankaNode(Node):
         self.create_subscription(Float64, f'{cfg.gripper_namespace}/width_command',
                                  self._on_width, qos.COMMAND)
         self.create_service(Trigger, topics.RESET, self._on_reset)
+        self.create_service(Trigger, 'digital_real/trigger_reflex', self._on_trigger_reflex)
+        self._franka_msgs = _optional('franka_msgs')
+        self._state_pub = None
+        if self._franka_msgs is not None:
+            self._serve_franka_msgs()
+        if cfg.gripper == 'robotiq_2f_85':
+            self._control_msgs = _optional('control_msgs')
+            if self._control_msgs is not None:
+                ActionServer(self, self._control_msgs.action.GripperCommand,
+                             cfg.gripper_command_action, self._on_gripper_command)
 
         self.world.reset(self._spec_from_params())
         self._state = self.world.joint_state()
@@ -107,6 +147,8 @@ class FakeFrankaNode(Node):
             pub.publish(convert.camera_info(cfg.camera_width, cfg.camera_height,
                                             self.world.camera_fovy(name), stamp,
                                             f'{name}_optical_frame'))
+        if self._state_pub is not None and not cfg.lockstep:
+            self.create_timer(1.0 / cfg.robot_state_rate_hz, self._publish_robot_state)
         if cfg.lockstep:
             # Re-publish the unchanged arm state while idle so late subscribers (the bridge)
             # see the arm; the stamp does not change, so nobody mistakes it for a step.
@@ -116,9 +158,10 @@ class FakeFrankaNode(Node):
         self._publish_all()
         self.get_logger().info(
             f'digital real (fake franka_ros2 arm, NOT hardware) up: '
-            f'{"lockstep" if cfg.lockstep else "real time"}, joints {self._arm_names[0]}.., '
-            f'commands on {cfg.controller_name}/joint_trajectory and '
-            f'{cfg.gripper_namespace}/width_command, hidden dynamics '
+            f'{"lockstep" if cfg.lockstep else "real time"}, arm {self.arm.arm_id} (joints '
+            f'{self._arm_names[0]}..), gripper {cfg.gripper}, commands on '
+            f'{cfg.controller_name}/joint_trajectory, franka_msgs '
+            f'{"served" if self._franka_msgs else "not installed"}, hidden dynamics '
             f'{cfg.dynamics_file or "(default file)"}')
 
     # -- commands ---------------------------------------------------------------------------
@@ -129,6 +172,19 @@ class FakeFrankaNode(Node):
         except ConfigError as err:
             self.rejected += 1
             self.get_logger().warning(f'joint_trajectory rejected: {err}')
+            return
+        if self.hardware == 'active':
+            beyond = [q for _, q in points if np.any(q < self.arm.lower) or np.any(
+                q > self.arm.upper)]
+            if beyond:
+                # libfranka stops the arm on a target beyond the joint limits.
+                self._reflex('joint_position_limits_violation')
+        if self.hardware != 'active':
+            self.rejected += 1
+            self.get_logger().warning(f'joint_trajectory ignored: hardware {self.hardware}',
+                                      throttle_duration_sec=2.0)
+            if self.config.lockstep:
+                self._lockstep_step()  # time goes on; the arm holds
             return
         if self.config.lockstep:
             # One control step per message (its first point): the bridge sends one target per
@@ -168,16 +224,137 @@ class FakeFrankaNode(Node):
             self.rejected += 1
             self.get_logger().warning(f'width_command rejected: {width} is not a width >= 0 m')
             return
-        # Widths beyond the opening are clipped (the Robotiq stops at its maximum).
-        self._gripper_g = float(np.clip(1.0 - width / robot.GRIPPER_MAX_WIDTH, 0.0, 1.0))
+        self._set_width('width_command', width)
+
+    def _set_width(self, source: str, width: float) -> None:
+        """Drive the fingers to ``width`` m (clipped to the hand's opening)."""
+        self.gripper_goals.append((source, width))
+        self._gripper_g = float(np.clip(1.0 - width / self._max_width, 0.0, 1.0))
         self.world.apply(Action(arm=self._target_q, gripper=self._gripper_g))
         if self.config.lockstep:
             # Acknowledge at once: the bridge waits for this before its next step, so the width
             # counts from the very next control step (deterministic lockstep).
             self._publish_gripper()
 
+    # -- franka_msgs / control_msgs interfaces ------------------------------------------------
+
+    def _serve_franka_msgs(self) -> None:
+        action, msg = self._franka_msgs.action, self._franka_msgs.msg
+        ns = self.config.gripper_namespace
+        if self.config.gripper == 'franka_hand':
+            ActionServer(self, action.Move, f'{ns}/move', self._on_move)
+            ActionServer(self, action.Grasp, f'{ns}/grasp', self._on_grasp)
+            ActionServer(self, action.Homing, f'{ns}/homing', self._on_homing)
+        ActionServer(self, action.ErrorRecovery, 'action_server/error_recovery',
+                     self._on_error_recovery)
+        self._state_pub = self.create_publisher(
+            msg.FrankaRobotState, 'franka_robot_state_broadcaster/robot_state', qos.STATE)
+        cm = _optional('controller_manager_msgs')
+        if cm is not None:
+            self.create_service(cm.srv.SetHardwareComponentState,
+                                'controller_manager/set_hardware_component_state',
+                                self._on_set_hardware)
+            self.create_service(cm.srv.SwitchController, 'controller_manager/switch_controller',
+                                self._on_switch_controller)
+        self._controller_manager = cm is not None
+
+    def _finish(self, goal_handle: Any, action_type: Any, ok: bool, error: str = '') -> Any:
+        result = action_type.Result()
+        if ok:
+            goal_handle.succeed()
+        else:
+            goal_handle.abort()
+        if hasattr(result, 'success'):
+            result.success, result.error = ok, error
+        return result
+
+    def _on_move(self, goal_handle: Any) -> Any:
+        width = float(goal_handle.request.width)
+        move = self._franka_msgs.action.Move
+        if not 0.0 <= width <= self._max_width + 1e-9:
+            # franka_gripper aborts widths the hand cannot reach.
+            return self._finish(goal_handle, move, False,
+                                f'width {width} m outside [0, {self._max_width}] m')
+        self._set_width('move', width)
+        return self._finish(goal_handle, move, True)
+
+    def _on_grasp(self, goal_handle: Any) -> Any:
+        self._set_width('grasp', float(goal_handle.request.width))
+        return self._finish(goal_handle, self._franka_msgs.action.Grasp, True)
+
+    def _on_homing(self, goal_handle: Any) -> Any:
+        self._set_width('homing', self._max_width)
+        return self._finish(goal_handle, self._franka_msgs.action.Homing, True)
+
+    def _on_gripper_command(self, goal_handle: Any) -> Any:
+        position = float(goal_handle.request.command.position)
+        closed = self.config.gripper_closed_position
+        g = float(np.clip(position / closed, 0.0, 1.0)) if closed else 0.0
+        self._set_width('gripper_command', self._max_width * (1.0 - g))
+        goal_handle.succeed()
+        out = self._control_msgs.action.GripperCommand.Result()
+        out.position, out.reached_goal = position, True
+        return out
+
+    def _reflex(self, error: str) -> None:
+        self._errors.add(error)
+        self.hardware = 'reflex'
+        self._schedule = []
+        self._set_target(self.world.joint_state().position)
+        self.get_logger().error(f'digital real: reflex ({error}); commands ignored until error '
+                                'recovery')
+        self._publish_robot_state()
+
+    def _on_trigger_reflex(self, request: Trigger.Request,
+                           response: Trigger.Response) -> Trigger.Response:
+        del request
+        self._reflex('joint_reflex')
+        response.success, response.message = True, 'reflex'
+        return response
+
+    def _on_error_recovery(self, goal_handle: Any) -> Any:
+        self._errors.clear()
+        if self.hardware == 'reflex':
+            # franka_hardware: recovered, but the hardware component is unconfigured until it
+            # is set active again (without controller_manager_msgs here: at once).
+            self.hardware = 'recovered' if self._controller_manager else 'active'
+        self._publish_robot_state()
+        goal_handle.succeed()
+        return self._franka_msgs.action.ErrorRecovery.Result()
+
+    def _on_set_hardware(self, request: Any, response: Any) -> Any:
+        response.ok = request.target_state.label == 'active' or request.target_state.id == 3
+        if response.ok and self.hardware == 'recovered':
+            self.hardware = 'inactive_controller'
+        return response
+
+    def _on_switch_controller(self, request: Any, response: Any) -> Any:
+        response.ok = self.config.controller_name in list(request.activate_controllers) or \
+            not request.activate_controllers
+        if response.ok and self.hardware == 'inactive_controller':
+            self.hardware = 'active'
+            self._set_target(self.world.joint_state().position)
+        return response
+
+    def _publish_robot_state(self) -> None:
+        if self._state_pub is None:
+            return
+        msg = self._franka_msgs.msg.FrankaRobotState()
+        msg.header.stamp = self._stamp()
+        cls = type(msg)
+        msg.robot_mode = cls.ROBOT_MODE_MOVE if self.hardware == 'active' else (
+            cls.ROBOT_MODE_REFLEX if self.hardware == 'reflex' else cls.ROBOT_MODE_IDLE)
+        for name in self._errors:
+            setattr(msg.current_errors, name, True)
+        state = self._state
+        msg.measured_joint_state.name = list(self._arm_names)
+        msg.measured_joint_state.position = [float(v) for v in state.position]
+        msg.measured_joint_state.velocity = [float(v) for v in state.velocity]
+        msg.measured_joint_state.effort = [float(v) for v in state.effort]
+        self._state_pub.publish(msg)
+
     def _set_target(self, q_d: np.ndarray) -> None:
-        self._target_q = np.clip(q_d, robot.JOINT_LOWER, robot.JOINT_UPPER)  # hard stops
+        self._target_q = np.clip(q_d, self._lower, self._upper)  # hard stops
         self.world.apply(Action(arm=self._target_q, gripper=self._gripper_g))
 
     def _release_due(self, now: float) -> None:
@@ -187,6 +364,11 @@ class FakeFrankaNode(Node):
 
     def _on_reset(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
         del request
+        if self.hardware != 'active':
+            response.success = False
+            response.message = (f'digital real in {self.hardware} state ({sorted(self._errors)})'
+                                '; recover first')
+            return response
         try:
             spec = self._spec_from_params()
             if self.config.lockstep:
@@ -217,12 +399,12 @@ class FakeFrankaNode(Node):
         """Real time: advance physics to the wall clock at the physics rate, then publish."""
         now = time.monotonic()
         self._release_due(now)
-        due = int((now - self._wall_start) * self.config.physics_hz) - int(
-            round((self.world.time - self._sim_start) * self.config.physics_hz))
+        due = int((now - self._wall_start) * self.world.config.physics_hz) - int(
+            round((self.world.time - self._sim_start) * self.world.config.physics_hz))
         if due > 0:
             # Bounded catch-up: after a stall (a loaded machine) the arm does not jump ahead.
-            self.world.step_physics(min(due, int(self.config.physics_hz * 0.1)))
-            if due > self.config.physics_hz * 0.1:
+            self.world.step_physics(min(due, int(self.world.config.physics_hz * 0.1)))
+            if due > self.world.config.physics_hz * 0.1:
                 self._sim_start = self.world.time
                 self._wall_start = now
         self._state = self.world.joint_state()
@@ -255,12 +437,13 @@ class FakeFrankaNode(Node):
         return self.get_clock().now().to_msg()
 
     def _publish_all(self) -> None:
-        """Clock, images, privileged, gripper, then arm: the arm state marks a complete step."""
+        """Clock, images, privileged, gripper, robot state, then arm (which marks a step)."""
         if self._clock_pub is not None:
             self._clock_pub.publish(Clock(clock=self._stamp()))
         self._publish_images()
         self._publish_privileged()
         self._publish_gripper()
+        self._publish_robot_state()
         self._publish_arm()
 
     def _publish_arm(self) -> None:
@@ -274,7 +457,7 @@ class FakeFrankaNode(Node):
         self._js_pub.publish(msg)
 
     def _publish_gripper(self) -> None:
-        width = robot.GRIPPER_MAX_WIDTH * (1.0 - self._state.gripper)
+        width = self._max_width * (1.0 - self._state.gripper)
         msg = JointStateMsg()
         msg.header.stamp = self._stamp()
         msg.name = list(self._finger_names)
@@ -305,6 +488,20 @@ class FakeFrankaNode(Node):
         if text:
             return EpisodeSpec.from_json(text)
         return EpisodeSpec(task=self.config.task or 'empty', seed=self.config.seed)
+
+
+def _optional(package: str) -> Any:
+    """Return ``package`` with its msg/srv/action modules, or None if not installed."""
+    try:
+        module = importlib.import_module(package)
+        for sub in ('msg', 'srv', 'action'):
+            try:
+                setattr(module, sub, importlib.import_module(f'{package}.{sub}'))
+            except ImportError:
+                pass
+        return module
+    except ImportError:
+        return None
 
 
 def _split_dynamics_arg(argv: list[str]) -> tuple[list[str], str]:

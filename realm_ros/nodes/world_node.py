@@ -37,7 +37,7 @@ from trajectory_msgs.msg import JointTrajectory
 from realm_ros.core import tasks
 from realm_ros.core.config import WorldConfig
 from realm_ros.core.episode import make_tracker
-from realm_ros.core.errors import CommandRejected, RealmError
+from realm_ros.core.errors import CommandRejected, InfrastructureError, RealmError
 from realm_ros.core.types import Action, EpisodeSpec, Observation
 from realm_ros.core.world import World, make_world
 from realm_ros.ros import convert, qos, topics
@@ -68,6 +68,9 @@ class WorldNode(Node):
         self._privileged_pub = self.create_publisher(String, topics.PRIVILEGED_STATE, qos.STATE)
         self._progress_pub = self.create_publisher(DiagnosticStatus, topics.PROGRESS, qos.STATE)
         self._episode_pub = self.create_publisher(String, topics.EPISODE, qos.LATCHED)
+        self._status_pub = self.create_publisher(DiagnosticStatus, topics.WORLD_STATUS, qos.STATE)
+        #: Set when the world failed (InfrastructureError); no steps until the next reset.
+        self.fault = ''
         self._spec: EpisodeSpec | None = None
         self._tracker: tasks.ProgressTracker | None = None
         self.progress = tasks.empty_progress('empty')
@@ -150,6 +153,7 @@ class WorldNode(Node):
     def _reset_world(self, spec: EpisodeSpec) -> None:
         """Reset the world and the progress tracker to ``spec``."""
         self._obs = self.world.reset(spec)
+        self.fault = ''
         self._spec = spec
         self._steps = 0
         self._tracker = make_tracker(spec.task, spec)
@@ -160,6 +164,20 @@ class WorldNode(Node):
 
     def _control_step(self) -> None:
         """Apply the next queued action (if any) and advance one control period."""
+        if self.fault:
+            self._queue.clear()
+            return
+        try:
+            self._advance()
+        except InfrastructureError as err:
+            # The episode ends as an infrastructure failure (never scored); the world holds.
+            self.fault = str(err)
+            self._queue.clear()
+            self.get_logger().error(f'world failed, holding until the next reset: {err}')
+            self._status_pub.publish(DiagnosticStatus(
+                level=DiagnosticStatus.ERROR, name='world', message=self.fault))
+
+    def _advance(self) -> None:
         if self._queue:
             action = self._queue.popleft()
             try:

@@ -16,6 +16,10 @@ RESET = 'reset'
 #: diagnostic_msgs/DiagnosticStatus from a world's policy node: level ERROR = the policy failed
 #: for infrastructure reasons (server down, timeout, malformed answer); the episode is not scored.
 POLICY_STATUS = 'policy/status'
+#: diagnostic_msgs/DiagnosticStatus from world_node: level ERROR = the world failed for
+#: infrastructure reasons (a franka reflex, a stalled robot side); the episode is not scored and
+#: the world holds until the next reset.
+WORLD_STATUS = 'world/status'
 #: std_msgs/String (JSON, latched): ``{"spec": EpisodeSpec, "stamp": s, "instruction": str}``,
 #: published by world_node on every reset; policy_node resets its policy when it changes.
 EPISODE = 'episode'

@@ -1,0 +1,10 @@
+"""The ``franka`` backend: bridge to franka_ros2 (FR3, Panda via agimus-franka-ros2).
+
+Modules: :mod:`.bridge` (the world), :mod:`.grippers` (Franka Hand, Robotiq 2F-85 and the
+digital real's width topic), :mod:`.reset_motion` (a real arm's move to the reset pose),
+:mod:`.robot_state` (reflex detection), :mod:`.digital_real` (the fake_franka variant).
+"""
+
+from realm_ros.backends.franka.bridge import FrankaBridgeWorld
+
+__all__ = ['FrankaBridgeWorld']

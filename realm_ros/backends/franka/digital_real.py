@@ -1,0 +1,91 @@
+"""The bridge towards the digital real (fake_franka): the embedded default, never a real arm.
+
+``franka.digital_real:=true`` selects :class:`DigitalRealBridgeWorld`. It differs from the
+robot bridge in four places, all here: it re-publishes fake_franka's
+``digital_real/privileged_state`` as this world's privileged state; it resets through
+fake_franka's ``episode_spec`` parameter and ``reset`` service instead of moving the arm; in
+lockstep each step also waits for that privileged state; and there is no reflex to watch or
+recover from. Everything else (arm command, gripper adapters, safety) is the robot bridge's.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Callable, Mapping
+
+import numpy as np
+from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
+from rcl_interfaces.srv import SetParameters
+from std_msgs.msg import String
+from std_srvs.srv import Trigger
+
+from realm_ros.backends.franka.bridge import FrankaBridgeWorld
+from realm_ros.core.errors import EpisodeError
+from realm_ros.core.types import EpisodeSpec
+from realm_ros.ros import convert, qos, topics
+
+#: Node name of fake_franka, whose ``episode_spec`` parameter the bridge sets before a reset.
+FAKE_FRANKA_NODE = 'fake_franka'
+
+
+class DigitalRealBridgeWorld(FrankaBridgeWorld):
+    """The franka bridge with fake_franka on the robot side."""
+
+    def describe(self) -> str:
+        return 'DIGITAL REAL (fake_franka), not hardware'
+
+    def _make_robot_state_watch(self) -> None:
+        return None  # the digital real has no reflexes
+
+    def _setup(self) -> None:
+        self._priv: tuple[float, dict[str, Any]] = (-1.0, {})
+        self._scene_instruction = ''
+        self.node.create_subscription(String, topics.DIGITAL_REAL_PRIVILEGED_STATE,
+                                      self._on_privileged, qos.STATE)
+
+    def _on_privileged(self, msg: String) -> None:
+        try:
+            stamp, state = convert.privileged_from_json(msg.data)
+        except (ValueError, KeyError, TypeError) as err:
+            self.log.warning(f'ignoring malformed digital-real privileged state: {err}')
+            return
+        with self._cond:
+            self._priv = (stamp, state)
+            self._cond.notify_all()
+
+    def _fresh_extra(self, stamp: float) -> bool:
+        return self._priv[0] >= stamp - 1e-9
+
+    def privileged_state(self) -> Mapping[str, Any]:
+        with self._cond:
+            return dict(self._priv[1])
+
+    def _default_instruction(self) -> str:
+        return self._scene_instruction
+
+    def _reset_robot(self, spec: EpisodeSpec) -> np.ndarray:
+        """Set fake_franka's ``episode_spec`` and call its ``reset``; return its reset target."""
+        params = self._call(SetParameters, f'{FAKE_FRANKA_NODE}/set_parameters',
+                            SetParameters.Request(parameters=[Parameter(
+                                name='episode_spec', value=ParameterValue(
+                                    type=ParameterType.PARAMETER_STRING,
+                                    string_value=spec.to_json()))]))
+        if not params.results or not params.results[0].successful:
+            raise EpisodeError(f'digital real refused the episode spec: {params.results}')
+        with self._cond:
+            before = self._arm_state.stamp if self._arm_state is not None else -1.0
+        answer = self._call(Trigger, topics.RESET, Trigger.Request())
+        if not answer.success:
+            raise EpisodeError(f'digital real reset failed: {answer.message}')
+        info = json.loads(answer.message)
+        # Wait for the state after the reset: stamps only grow, across resets too.
+        self._wait_fresh(before, float(info['time']))
+        self._scene_instruction = str(info.get('instruction', ''))
+        return np.asarray(info['target_q'], dtype=float)
+
+    def recover(self, confirm: Callable[[str], bool] | None = None,
+                timeout_s: float = 10.0) -> bool:
+        """The digital real has no reflexes: hold the measured position and return True."""
+        del confirm, timeout_s
+        self._hold_measured()
+        return True
