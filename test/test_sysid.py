@@ -117,7 +117,7 @@ def test_small_fit_converges(method):
                            armature=tuple(np.array(TRUE.armature) / factors))
     before = sysid.loss(rollout.simulate([start], trajs), trajs)[0]
     result = sysid.fit(rollout, trajs, method=method, seed=1, generations=12, popsize=6,
-                       minibatch=1, window=0, sigma0=0.08, initial=start, progress=False)
+                       minibatch=1, window=0, sigma0=0.08, initial=start)
     after = sysid.loss(rollout.simulate([result.params], trajs), trajs)[0]
     # Annealing (the baseline) is slower per evaluation; it must still clearly improve.
     assert after < {'cmaes': 0.25, 'anneal': 0.5}[method] * before, (before, after)
