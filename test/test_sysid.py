@@ -246,3 +246,98 @@ def test_excitation_passes_the_bridge_safety_rules(seed):
     for row in q:
         monitor.check(row, previous, previous, 0.0)
         previous = row
+
+
+# -- fast paths against the simple ones -------------------------------------------------------
+
+def _delayed_data(latency_s=0.0125, seeds=(2, 3), duration=3.0):
+    trajs = []
+    for seed in seeds:
+        targets = sysid.excitation_trajectory(sysid.ExcitationSpec(duration_s=duration), seed)
+        q, dq = _world_run(TRUE, targets, latency_s=latency_s)
+        trajs.append(_trajectory(targets, q, dq, f's{seed}'))
+    return trajs
+
+
+def test_latency_siblings_share_the_precompute_and_equal_fresh_rollouts():
+    trajs = _delayed_data()
+    base = TwinRollout()
+    sibling = base.with_latency(0.0125)
+    assert base.with_latency(0.0125) is sibling and sibling.delay_steps == 2
+    got = sibling.simulate([TRUE], trajs)
+    fresh = TwinRollout(latency_s=0.0125).simulate([TRUE], trajs)
+    for a, b in zip(got, fresh):
+        np.testing.assert_array_equal(a, b)
+    assert sysid.loss(got, trajs)[0] < 1e-12  # replays the data exactly
+    fk = base.timing['fk_precompute']
+    base.with_latency(0.0).simulate([TRUE], trajs)  # no new FK: rows are shared
+    assert base.timing['fk_precompute'] == fk
+
+
+def test_pending_targets_follow_the_latency_rule():
+    from realm_ros.backends.mujoco.actuation import PendingTargets, delay_steps
+    assert [delay_steps(k / 240, 240.0) for k in range(4)] == [0, 0, 1, 2]
+    pending = PendingTargets(2)
+    pending.push(np.ones(7), 0.0)
+    assert pending.due() is None and pending.due() is None
+    q, g = pending.due()  # acts from the third physics step on
+    assert q[0] == 1.0 and not pending
+
+
+@pytest.mark.slow
+def test_fast_latency_profile_matches_the_full_profile():
+    """The fast profile (scout, one full fit, warm-started neighbours) finds the same latency
+    and the same parameters within tolerance as the simple path (a full fit per latency), with
+    fewer generations."""
+    trajs = _delayed_data(seeds=(2, 3, 4), duration=4.0)
+    base = TwinRollout()
+    options = sysid.FitOptions(seed=0, generations=40, popsize=8, minibatch=6, window=15)
+    full = sysid.identify(base.with_latency, trajs, options,
+                          sysid.ProfileOptions(profile='full', max_latency_s=0.025))
+    fast = sysid.identify(base.with_latency, trajs, options, sysid.ProfileOptions(
+        max_latency_s=0.025, scout_generations=25, main_generations=30, refine_generations=10))
+    assert full.latency_s == fast.latency_s == pytest.approx(0.0125)
+    assert fast.generations < 0.8 * full.generations, (fast.fit_log, full.fit_log)
+    a = np.r_[full.fit.params.friction, full.fit.params.armature]
+    b = np.r_[fast.fit.params.friction, fast.fit.params.armature]
+    truth = np.r_[TRUE.friction, TRUE.armature]
+    assert np.max(np.abs(b / a - 1)) < 0.25, (a, b)
+    assert np.median(np.abs(b / truth - 1)) < 0.15, b / truth
+
+
+def test_parallel_profile_per_latency_equals_the_sequential_fit():
+    """identify_parallel (the GPU path's loop) on the CPU: at each latency exactly the
+    generations of sysid.fit, and the best latency by the profile rule."""
+    from realm_ros.core.sysid.parallel import identify_parallel, simulate_groups
+    trajs = _delayed_data()
+    base = TwinRollout()
+    options = sysid.FitOptions(seed=3, generations=6, popsize=6, minibatch=4, window=15)
+    lats = [0.0, 0.0125]
+    par = identify_parallel(base.with_latency, trajs, options, latencies=lats)
+    for lat in lats:
+        seq = sysid.fit(base.with_latency(lat), trajs, options)
+        if lat == par.latency_s:
+            assert par.fit.params == seq.params
+            assert [r[:5] for r in par.fit.history] == [r[:5] for r in seq.history]
+    pool = sysid.scoring_windows(trajs)
+    sims = simulate_groups(base.with_latency, [(lat, [TRUE]) for lat in lats], pool)
+    assert sysid.loss(sims[1], pool)[0] < 1e-12 < sysid.loss(sims[0], pool)[0]
+    assert set(par.profile) == set(lats)
+
+
+def test_mjx_inputs_split_the_control_rows_as_the_twin_writes_them():
+    """The GPU path's inputs (pure numpy, no JAX needed): control rows split into ctrl and
+    mocap pose equal what MujocoWorld writes for the same target."""
+    import mujoco
+
+    from realm_ros.backends.mujoco.mjx_rollout import _bucket, split_controls
+    cpu = TwinRollout()
+    targets = sysid.excitation_trajectory(sysid.ExcitationSpec(duration_s=3.0), 1)[:5]
+    rows = cpu.control_rows(targets, np.full(5, 0.3))
+    ctrl, pos, quat = split_controls(cpu, rows[None])
+    data = mujoco.MjData(cpu.model)
+    cpu.act.write_target(data, targets[4], 0.3)
+    np.testing.assert_allclose(ctrl[0, 4], data.ctrl)
+    np.testing.assert_allclose(pos[0, 4], data.mocap_pos)
+    np.testing.assert_allclose(quat[0, 4], data.mocap_quat)
+    assert [_bucket(n) for n in (1, 2, 3, 12, 13, 64, 65)] == [1, 2, 4, 16, 16, 64, 128]

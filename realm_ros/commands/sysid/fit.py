@@ -111,11 +111,17 @@ def fit_command(args: argparse.Namespace) -> int:
             result = sysid.fit(make_evaluator(latency), train, options,
                                progress=lambda g: bar('fit', g))
         else:
-            ident = sysid.identify(make_evaluator, train, options, sysid.ProfileOptions(
-                profile=args.profile, max_latency_s=args.max_latency), progress=bar)
+            profile = sysid.ProfileOptions(profile=args.profile, max_latency_s=args.max_latency)
+            if args.device == 'gpu':  # every latency at once: a larger batch costs little
+                from realm_ros.core.sysid.parallel import identify_parallel
+                ident = identify_parallel(make_evaluator, train, options, profile,
+                                          progress=bar)
+                kind = 'parallel profile'
+            else:
+                ident = sysid.identify(make_evaluator, train, options, profile, progress=bar)
+                kind = f'{args.profile} profile'
             result, latency, searches = ident.fit, ident.latency_s, ident.searches
-            source = (f'estimated ({ident.fits} fits, {args.profile} profile, '
-                      f'{ident.generations} generations)')
+            source = f'estimated ({ident.fits} fits, {kind}, {ident.generations} generations)'
             for latency_k, value in ident.profile.items():
                 print(f'fit at latency {1e3 * latency_k:.2f} ms: loss {1e6 * value:.3g} mrad^2 '
                       'per step')

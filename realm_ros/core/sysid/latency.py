@@ -13,9 +13,10 @@ and ``bench/bench_sysid.py`` compare them):
 
 * ``profile='full'`` (the simple path): a full fit from scratch at every latency visited.
 * ``profile='fast'`` (default): a short scout fit without latency only to place the search;
-  one full fit at the searched latency, warm-started from the scout; every neighbour that the
-  walk visits gets a short fit warm-started from the best fit so far (adjacent latencies have
-  nearby optima), scored by the same rule. The walk continues while the loss falls and both
+  a fit at the searched latency, warm-started from the scout, and a search again at that fit
+  (moving the fit while the search disagrees); every neighbour that the walk visits gets a
+  short fit warm-started from the best fit so far (adjacent latencies have nearby optima),
+  scored by the same rule. The walk continues while the loss falls and both
   neighbours of the winner are always fitted, so the winner is a local minimum of the profile.
 """
 
@@ -136,8 +137,8 @@ class ProfileOptions:
     scout_generations: int = 45
     main_generations: int = 45
     main_sigma: float = 0.1
-    refine_generations: int = 15
-    refine_sigma: float = 0.05
+    refine_generations: int = 20
+    refine_sigma: float = 0.1
 
     def __post_init__(self) -> None:
         if self.profile not in ('fast', 'full'):
@@ -228,6 +229,9 @@ def identify(
         fits[k] = (result, value)
         return value
 
+    def best_index() -> int:
+        return min(fits, key=lambda i: fits[i][1])
+
     if profile.profile == 'full':
         def visit(k: int) -> float:
             result = run(k, label=f'fit at {1e3 * candidates[k]:.1f} ms')
@@ -240,10 +244,17 @@ def identify(
         scout = run(0, label='scout at 0 ms', generations=min(profile.scout_generations,
                                                                options.generations))
         start = max(search(scout.params).delay_steps, 1)
-        main = run(start, scout.params, f'fit at {1e3 * candidates[start]:.1f} ms',
-                   generations=min(profile.main_generations, options.generations),
-                   sigma0=profile.main_sigma)
-        scored(start, main)
+        warm = scout.params
+        # Fit, search again at the fit; move while the search disagrees (a poorly converged
+        # scout misplaces the first search; a converged fit places it within a step).
+        while start not in fits and len(fits) < profile.max_fits:
+            main = run(start, warm, f'fit at {1e3 * candidates[start]:.1f} ms',
+                       generations=min(profile.main_generations, options.generations),
+                       sigma0=profile.main_sigma)
+            scored(start, main)
+            warm = main.params
+            start = max(search(main.params).delay_steps, 1)
+        start = best_index()
 
         def visit(k: int) -> float:
             best = fits[min(fits, key=lambda i: fits[i][1])][0]
@@ -251,9 +262,6 @@ def identify(
                          generations=min(profile.refine_generations, options.generations),
                          sigma0=profile.refine_sigma)
             return scored(k, result)
-
-    def best_index() -> int:
-        return min(fits, key=lambda i: fits[i][1])
 
     k = start + (1 if profile.profile == 'fast' else 0)
     while k < len(candidates) and len(fits) < profile.max_fits:
