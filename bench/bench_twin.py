@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
+import sys
 import time
 
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(__file__))
+from benchlib import Recorder  # noqa: E402
 
 from realm_ros.backends.mujoco.world import MujocoWorld
 from realm_ros.core import robot
@@ -55,8 +58,8 @@ def main() -> None:
     parser.add_argument('--steps', type=int, default=450, help='control steps per case')
     parser.add_argument('--physics-hz', type=float, default=240.0)
     args = parser.parse_args()
-    print(f'machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, '
-          f'MUJOCO_GL={os.environ.get("MUJOCO_GL", "egl")}')
+    rec = Recorder('twin')
+    print(f'[twin] MUJOCO_GL={os.environ.get("MUJOCO_GL", "egl")}')
     cases = [
         ('headless', WorldConfig(physics_hz=args.physics_hz, camera_rate_hz=0), args.steps),
         ('3 cameras 320x180', WorldConfig(physics_hz=args.physics_hz), max(30, args.steps // 10)),
@@ -66,6 +69,10 @@ def main() -> None:
         r = bench(config, steps)
         print(f'{label:<20} {r["physics_steps_per_s"]:>16,.0f} '
               f'{r["control_steps_per_s"]:>16,.1f} {r["sim_to_wall"]:>9.2f}')
+        goal = '>= 50x real time (2 cores)' if label == 'headless' else '>= 2x real time'
+        rec.figure(f'twin stepping, {label}, simulated / wall time', r['sim_to_wall'], 'x',
+                   1.0, 'real time', goal, physics_steps_per_s=r['physics_steps_per_s'],
+                   control_steps_per_s=r['control_steps_per_s'], steps=steps)
     print(f'(physics {args.physics_hz:g} Hz, control 15 Hz = '
           f'{int(args.physics_hz / 15)} physics steps per control step)')
 
