@@ -107,8 +107,11 @@ class CmaEs:
 
     def __init__(self, x0: np.ndarray, options: FitOptions) -> None:
         import cma  # here, not at module level: it takes seconds to import and only fit needs it
+        # A private generator (the stream cma's 'seed' would give numpy's global one), so
+        # several CMA-ES in one process (the parallel profile) sample independently.
+        randn = np.random.RandomState(options.seed + 1).randn
         self._es = cma.CMAEvolutionStrategy(x0, options.sigma0, {
-            'bounds': [0.0, 1.0], 'popsize': options.popsize, 'seed': options.seed + 1,
+            'bounds': [0.0, 1.0], 'popsize': options.popsize, 'seed': np.nan, 'randn': randn,
             'verbose': -9, 'CMA_diagonal': options.diagonal, 'tolx': options.tolx,
             'tolfun': 0.0, 'tolflatfitness': 1000, 'maxiter': options.generations})
 

@@ -85,12 +85,17 @@ def identify_parallel(
         points = {i: es[i].ask() for i in active}
         batch = ([pool[j] for j in rng.choice(len(pool), options.minibatch, replace=False)]
                  if options.minibatch < len(pool) else pool)
+        # Latencies that stopped stay in the batch (their estimate repeated, results unused):
+        # a batch of constant shape reuses one compiled function on a GPU.
         groups = [(lats[i], [space.from_unit(x) for x in points[i] + [es[i].estimate]])
-                  for i in active]
+                  if i in points else (lats[i], [space.from_unit(es[i].estimate)]
+                                       * (options.popsize + 1))
+                  for i in range(len(lats))]
         t = time.perf_counter()
         sims = simulate_groups(make_evaluator, groups, batch)
         simulate_s += time.perf_counter() - t
-        for i, sim in zip(active, sims):
+        for i in active:
+            sim = sims[i]
             values = loss(sim, batch) / (len(batch) * steps_per)
             es[i].tell(points[i], values[:-1])
             row = (gen, (gen + 1) * options.popsize, float(values[:-1].min()),
