@@ -8,10 +8,12 @@ physics steps, float32 unless ``jax_enable_x64`` is on. Differences from the CPU
 solver (its own iteration and tolerance handling) and float32; ``bench/bench_sysid_gpu.py``
 measures both against the CPU rollouts.
 
-Two deviations from the CPU model, neither changes the arm's dynamics: the friction cone is
+Deviations from the CPU model, none changes the arm's dynamics: the friction cone is
 pyramidal (elliptic cones crash MJX 3.17 under JAX 0.11; the arm-only model has contacts
-disabled, so no cone is ever used), and the batch is padded to power-of-two sizes so that
-generations reuse one compiled function.
+disabled, so no cone is ever used); the arm's frictionloss is nonzero when the model is put on
+the device (MJX fixes at ``put_model`` which dofs have friction rows; the candidates' values
+replace it); and the batch is padded to power-of-two sizes so that generations reuse one
+compiled function.
 
 Needs ``mujoco-mjx`` (and ``jax`` with a GPU backend); imported only by ``--device gpu``.
 """
@@ -65,6 +67,10 @@ class MjxRollout(BatchEvaluator):
         self.latency_s = float(latency_s)
         model = copy.copy(self.cpu.model)
         model.opt.cone = mujoco.mjtCone.mjCONE_PYRAMIDAL
+        # put_model decides once, from the values it sees, which dofs get frictionloss
+        # constraint rows; the twin's default friction is 0, so mark the arm's dofs (every
+        # candidate has friction > 0: ParamSpace's lower bound is 5e-3 N m).
+        model.dof_frictionloss[self.cpu.act.arm_dof] = 1.0
         self.mx = mjx.put_model(model)
         self._mjx = mjx
         self._fn = jax.jit(self._batched)
