@@ -14,9 +14,14 @@ Run: ``.venv/bin/python bench/bench_sysid.py`` (``--only fast`` skips the simple
 
 from __future__ import annotations
 
+import os
+
+# Single-threaded BLAS: the matrices are tiny (IK, 6x6 solves), and on a shared CPU BLAS
+# threads spin and multiply the cost (measured: 71 ms per 6x6 solve at load 20).
+os.environ.setdefault('OPENBLAS_NUM_THREADS', '1')
+
 import argparse
 import json
-import os
 import pathlib
 import sys
 import time

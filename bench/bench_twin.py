@@ -6,8 +6,13 @@ quotes it with the machine it was measured on.
 
 from __future__ import annotations
 
-import argparse
 import os
+
+# Single-threaded BLAS: the matrices are tiny (IK, 6x6 solves), and on a shared CPU BLAS
+# threads spin and multiply the cost (measured: 71 ms per 6x6 solve at load 20).
+os.environ.setdefault('OPENBLAS_NUM_THREADS', '1')
+
+import argparse
 import sys
 import time
 
@@ -57,6 +62,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--steps', type=int, default=450, help='control steps per case')
     parser.add_argument('--physics-hz', type=float, default=240.0)
+    parser.add_argument('--no-cameras', action='store_true', help='headless only')
     args = parser.parse_args()
     rec = Recorder('twin')
     print(f'[twin] MUJOCO_GL={os.environ.get("MUJOCO_GL", "egl")}')
@@ -65,7 +71,7 @@ def main() -> None:
         ('3 cameras 320x180', WorldConfig(physics_hz=args.physics_hz), max(30, args.steps // 10)),
     ]
     print(f'{"case":<20} {"physics steps/s":>16} {"control steps/s":>16} {"sim/wall":>9}')
-    for label, config, steps in cases:
+    for label, config, steps in cases[:1] if args.no_cameras else cases:
         r = bench(config, steps)
         print(f'{label:<20} {r["physics_steps_per_s"]:>16,.0f} '
               f'{r["control_steps_per_s"]:>16,.1f} {r["sim_to_wall"]:>9.2f}')

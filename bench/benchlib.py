@@ -62,7 +62,7 @@ class Recorder:
         self.bench = bench
         self.path = path or RESULTS
         self.machine = machine()
-        self.commit = _commit()
+        self.commit = os.environ.get('REALM_BENCH_COMMIT') or _commit()
         print(f'[{bench}] machine: {describe(self.machine)}; commit {self.commit or "?"}')
 
     def figure(self, figure: str, value: float, unit: str, baseline: float | None = None,
@@ -79,7 +79,7 @@ class Recorder:
                'ratio': ratio, 'machine': dict(self.machine, load_1min=round(
                    os.getloadavg()[0], 2)),
                'commit': self.commit,
-               'time': datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='s'),
+               'time': datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds'),
                **extra}
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.path, 'a') as f:
