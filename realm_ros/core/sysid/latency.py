@@ -15,9 +15,10 @@ and ``bench/bench_sysid.py`` compare them):
 * ``profile='fast'`` (default): a short scout fit without latency only to place the search;
   a fit at the searched latency, warm-started from the scout, and a search again at that fit
   (moving the fit while the search disagrees); every neighbour that the walk visits gets a
-  short fit warm-started from the best fit so far (adjacent latencies have nearby optima),
-  scored by the same rule. The walk continues while the loss falls and both
-  neighbours of the winner are always fitted, so the winner is a local minimum of the profile.
+  short fit warm-started from the best parameters known at that latency (every fit so far
+  scored there; adjacent latencies have nearby optima), scored by the same rule. The walk
+  continues while the loss falls and both neighbours of the winner are always fitted, so the
+  winner is a local minimum of the profile.
 """
 
 from __future__ import annotations
@@ -256,9 +257,17 @@ def identify(
             start = max(search(main.params).delay_steps, 1)
         start = best_index()
 
+        known = [scout.params]
+
         def visit(k: int) -> float:
-            best = fits[min(fits, key=lambda i: fits[i][1])][0]
-            result = run(k, best.params, f'refine at {1e3 * candidates[k]:.1f} ms',
+            # Start from the best point known at this latency: every fit so far (and the
+            # scout) scored here, on the fixed windows. The fit at an adjacent latency is
+            # usually best; after a fit that slid along the friction/latency trade-off, an
+            # earlier one is.
+            starts = known + [f.params for f, _ in fits.values()]
+            values = score(make_evaluator(candidates[k]), pool, starts)
+            result = run(k, starts[int(np.argmin(values))],
+                         f'refine at {1e3 * candidates[k]:.1f} ms',
                          generations=min(profile.refine_generations, options.generations),
                          sigma0=profile.refine_sigma)
             return scored(k, result)
