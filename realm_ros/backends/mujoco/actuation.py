@@ -17,12 +17,17 @@ from __future__ import annotations
 
 import collections
 
-import mujoco
 import numpy as np
 
 from realm_ros.backends.mujoco import model as mjcf
 from realm_ros.core import robot
 from realm_ros.core.config import DynamicsParams
+from realm_ros.core.errors import BackendUnavailable
+
+try:
+    import mujoco
+except ImportError as err:  # pragma: no cover - exercised only without mujoco
+    raise BackendUnavailable('the MuJoCo twin needs the "mujoco" package') from err
 
 
 def delay_steps(latency_s: float, physics_hz: float) -> int:
