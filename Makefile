@@ -47,10 +47,13 @@ test-fast: setup
 demo: setup
 	$(VENV)/bin/realm-ros demo --out demo_out
 
+# Every figure is printed with its baseline and the machine, and appended to
+# bench/results/bench.jsonl (one JSON object per line). docs/performance.md explains them.
 bench: setup
 	$(PY) bench/bench_twin.py
 	$(PY) bench/bench_sysid.py
 	$(PY) bench/bench_episodes.py
+	@echo 'figures appended to bench/results/bench.jsonl'
 
 lint: setup
 	$(VENV)/bin/ruff check realm_ros test bench

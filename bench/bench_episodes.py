@@ -9,10 +9,14 @@ episode took. Cameras: exterior_1, exterior_2 and wrist at 320x180, one frame pe
 
 from __future__ import annotations
 
-import argparse
 import os
+
+# Single-threaded BLAS: the matrices are tiny (IK, 6x6 solves), and on a shared CPU BLAS
+# threads spin and multiply the cost (measured: 71 ms per 6x6 solve at load 20).
+os.environ.setdefault('OPENBLAS_NUM_THREADS', '1')
+
+import argparse
 import pathlib
-import platform
 import random
 import signal
 import subprocess
@@ -24,6 +28,9 @@ os.environ.setdefault('MUJOCO_GL', 'egl')
 os.environ.setdefault('ROS_DOMAIN_ID', str(random.Random(os.getpid()).randint(101, 200)))
 os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
 os.environ.setdefault('RMW_IMPLEMENTATION', 'rmw_fastrtps_cpp')
+
+sys.path.insert(0, os.path.dirname(__file__))
+from benchlib import Recorder  # noqa: E402
 
 from realm_ros.backends.mujoco.world import MujocoWorld  # noqa: E402
 from realm_ros.core.config import CAMERA_NAMES, WorldConfig  # noqa: E402
@@ -123,20 +130,36 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--task', default='push_switch')
     parser.add_argument('--episodes', type=int, default=3)
+    parser.add_argument('--no-cameras', action='store_true', help='skip the camera cases')
+    parser.add_argument('--no-ros', action='store_true',
+                        help='core alone only (a machine without ROS)')
     args = parser.parse_args()
-    print(f'machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores; '
-          f'task {args.task}, scripted expert, {args.episodes} episodes per case')
+    rec = Recorder('episodes')
+    print(f'[episodes] task {args.task}, scripted expert, {args.episodes} episodes per case')
     print('| case | steps per episode | wall s per episode | episodes per hour |')
     print('|---|---|---|---|')
-    for cameras in (False, True):
+    rows = []
+    for cameras in (False, True) if not args.no_cameras else (False,):
         label = 'cameras (3 x 320x180)' if cameras else 'headless'
         wall, steps = no_ros(args.task, args.episodes, cameras)
         mean_steps = sum(steps) / len(steps)
         print(f'| no ROS, {label} | {mean_steps:.0f} | {wall:.2f} | {3600 / wall:,.0f} |',
               flush=True)
-        wall = through_ros(args.task, steps, cameras)
-        print(f'| ROS lockstep, {label} | {mean_steps:.0f} | {wall:.2f} | {3600 / wall:,.0f} |',
-              flush=True)
+        ros_wall = None if args.no_ros else through_ros(args.task, steps, cameras)
+        if ros_wall is not None:
+            print(f'| ROS lockstep, {label} | {mean_steps:.0f} | {ros_wall:.2f} | '
+                  f'{3600 / ros_wall:,.0f} |', flush=True)
+        rows.append((label, mean_steps, wall, ros_wall))
+    for label, mean_steps, wall, ros_wall in rows:
+        sim_s = mean_steps / 15.0
+        extra = {'task': args.task, 'episodes': args.episodes, 'steps_per_episode': mean_steps}
+        rec.figure(f'episode, core alone, {label}, simulated / wall time', sim_s / wall, 'x',
+                   1.0, 'real time',
+                   '>= 50x (headless, 2 cores)' if label == 'headless' else '>= 2x', **extra)
+        if ros_wall is not None:
+            rec.figure(f'episode wall time through world_node + policy_node (lockstep), '
+                       f'{label}', ros_wall, 's', wall, 'the same episode through core alone',
+                       '<= 1.15 x core alone', **extra)
 
 
 if __name__ == '__main__':

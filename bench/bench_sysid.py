@@ -1,35 +1,51 @@
-"""Benchmark a system-identification fit: 20 trajectories of 10 s each, CMA-ES, 2 threads.
+"""Benchmark sysid fits with latency estimation, fast against simple, side by side.
 
-Run: ``.venv/bin/python bench/bench_sysid.py`` (data from the digital real, generated in-process
-without ROS), or ``--bags DIR`` to fit recorded bags. By default the actuation latency is
-estimated as ``realm-ros sysid fit`` does (``sysid.identify``); ``--latency S`` fits at a
-given latency instead (``--latency 0`` = a twin without latency). Prints the wall time and
-where it goes (batched rollouts, FK precompute, CMA-ES bookkeeping), plus the machine's load,
-since the CPU may be shared.
+20 trajectories x 10 s from the digital real (``config/dynamics/sysid_demo.yaml``: 8 ms latency,
+0.5 mrad encoder noise), generated in-process without ROS, 14 parameters, CMA-ES, 2 rollout
+threads. The simple path is ``sysid.identify(..., profile='full')`` (a full fit from scratch at
+every latency visited, what ``realm-ros sysid fit`` did before); the fast path is the default
+``profile='fast'``. Both on the same data in one run; prints wall time, generations, the
+latency, parameter errors against the truth and between the two paths, and appends every
+figure to ``bench/results/bench.jsonl``.
+
+Run: ``.venv/bin/python bench/bench_sysid.py`` (``--only fast`` skips the simple path;
+``--save-data FILE.npz`` writes the trajectories for ``bench_sysid_gpu.py``).
 """
 
 from __future__ import annotations
 
-import argparse
 import os
-import platform
+
+# Single-threaded BLAS: the matrices are tiny (IK, 6x6 solves), and on a shared CPU BLAS
+# threads spin and multiply the cost (measured: 71 ms per 6x6 solve at load 20).
+os.environ.setdefault('OPENBLAS_NUM_THREADS', '1')
+
+import argparse
+import json
+import pathlib
+import sys
 import time
 
 import numpy as np
 
-from realm_ros.backends.fake_franka import DigitalRealWorld
-from realm_ros.backends.mujoco.rollout import TwinRollout
-from realm_ros.core import sysid
-from realm_ros.core.config import DigitalRealDynamics, WorldConfig
-from realm_ros.core.types import Action, ActionMode, EpisodeSpec
+sys.path.insert(0, os.path.dirname(__file__))
+from benchlib import Recorder  # noqa: E402
+
+from realm_ros.core import sysid  # noqa: E402
+from realm_ros.core.config import DigitalRealDynamics  # noqa: E402
 
 DEMO_DYNAMICS = os.path.join(os.path.dirname(__file__), '..', 'config',
                              'dynamics/sysid_demo.yaml')
+FIELDS = ('q0', 'dq0', 'targets', 'gripper', 'measured', 'measured_dq', 'target0')
 
 
 def digital_real_trajectories(n: int, duration: float, dynamics: str,
                               seed: int = 1) -> list[sysid.Trajectory]:
     """Execute ``n`` excitation trajectories on the digital real (no ROS) and return them."""
+    from realm_ros.backends.fake_franka import DigitalRealWorld
+    from realm_ros.core.config import WorldConfig
+    from realm_ros.core.types import Action, ActionMode, EpisodeSpec
+
     hidden = DigitalRealDynamics.from_yaml(dynamics)
     world = DigitalRealWorld(WorldConfig(backend='fake', cameras=(), camera_rate_hz=0.0),
                              hidden=hidden)
@@ -51,9 +67,38 @@ def digital_real_trajectories(n: int, duration: float, dynamics: str,
     return out
 
 
+def save_trajectories(path: str, trajs: list[sysid.Trajectory]) -> None:
+    arrays = {f'{i}_{k}': np.asarray(getattr(t, k)) for i, t in enumerate(trajs) for k in FIELDS}
+    arrays.update({f'{i}_gripper0': np.asarray(t.gripper0) for i, t in enumerate(trajs)})
+    np.savez(path, n=len(trajs), **arrays)
+
+
+def load_trajectories(path: str) -> list[sysid.Trajectory]:
+    data = np.load(path)
+    return [sysid.Trajectory(f'bench_{i}', gripper0=float(data[f'{i}_gripper0']), dt=1 / 15,
+                             **{k: data[f'{i}_{k}'] for k in FIELDS})
+            for i in range(int(data['n']))]
+
+
+def vector(params) -> np.ndarray:
+    return np.r_[params.friction, params.armature]
+
+
+def run_identify(trajs, profile: str, args) -> tuple[sysid.IdentifyResult, float, dict]:
+    from realm_ros.backends.mujoco.rollout import TwinRollout
+
+    base = TwinRollout(nthread=args.threads)
+    options = sysid.FitOptions(generations=args.generations, popsize=args.popsize,
+                               minibatch=args.minibatch, window=args.window, seed=0)
+    t, cpu = time.perf_counter(), time.process_time()
+    ident = sysid.identify(base.with_latency, trajs, options,
+                           sysid.ProfileOptions(profile=profile))
+    timing = dict(base.timing, cpu_s=time.process_time() - cpu)
+    return ident, time.perf_counter() - t, timing
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument('--bags', default='', help='fit these bags instead')
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--trajectories', type=int, default=20)
     parser.add_argument('--duration', type=float, default=10.0)
     parser.add_argument('--generations', type=int, default=80)
@@ -61,66 +106,71 @@ def main() -> None:
     parser.add_argument('--minibatch', type=int, default=12)
     parser.add_argument('--window', type=int, default=15, help='control steps per window')
     parser.add_argument('--threads', type=int, default=2)
-    parser.add_argument('--latency', type=float, default=None,
-                        help='fit at this latency, s (default: estimate it)')
+    parser.add_argument('--only', choices=('fast', 'full'), default=None)
     parser.add_argument('--dynamics', default=DEMO_DYNAMICS)
+    parser.add_argument('--data', default='', help='read the trajectories (npz) instead')
+    parser.add_argument('--save-data', default='', help='write the trajectories (npz)')
+    parser.add_argument('--save-params', default='',
+                        help='write the parameters of each path (JSON, for bench_sysid_gpu.py)')
     args = parser.parse_args()
 
+    rec = Recorder('sysid')
     t = time.perf_counter()
-    if args.bags:
-        from realm_ros.commands.sysid import find_bags
-        from realm_ros.io.bags import read_run, run_to_trajectory
-        trajs = [run_to_trajectory(read_run(b)) for b in find_bags([args.bags])]
-        trajs = trajs[:args.trajectories]
-    else:
-        trajs = digital_real_trajectories(args.trajectories, args.duration, args.dynamics)
-    prep_s = time.perf_counter() - t
+    trajs = (load_trajectories(args.data) if args.data else
+             digital_real_trajectories(args.trajectories, args.duration, args.dynamics))
+    if args.save_data:
+        save_trajectories(args.save_data, trajs)
+    print(f'[sysid] data: {len(trajs)} trajectories x {args.duration:g} s '
+          f'({sum(tr.steps for tr in trajs)} control steps) from the digital real in '
+          f'{time.perf_counter() - t:.1f} s')
     import cma  # noqa: F401 - import time (seconds) is not part of the fit
-    rollouts: dict[float, TwinRollout] = {}
-
-    def make(latency_s: float) -> TwinRollout:
-        return rollouts.setdefault(latency_s, TwinRollout(nthread=args.threads,
-                                                          latency_s=latency_s))
-
-    kwargs = dict(generations=args.generations, popsize=args.popsize,
-                  minibatch=args.minibatch, window=args.window, progress=False)
-    t = time.perf_counter()
-    searches: list = []
-    if args.latency is None:
-        ident = sysid.identify(make, trajs, seed=0, **kwargs)
-        result, latency, searches = ident.fit, ident.latency_s, ident.searches
-        fits = ident.fits
-        print('profile (latency ms: fitted loss mrad^2 per step): ' + ', '.join(
-            f'{1e3 * k:.2f}: {1e6 * v:.3g}' for k, v in ident.profile.items()))
-    else:
-        latency, fits = args.latency, 1
-        result = sysid.fit(make(latency), trajs, seed=0, **kwargs)
-    wall = time.perf_counter() - t
-    timing = {k: sum(r.timing[k] for r in rollouts.values()) for k in
-              ('rollout', 'fk_precompute', 'models')}
-    truth = DigitalRealDynamics.from_yaml(args.dynamics).joint_params()
-    err_f = np.abs(np.array(result.params.friction) / truth.friction - 1) * 100
-    err_a = np.abs(np.array(result.params.armature) / truth.armature - 1) * 100
-    steps = sum(tr.steps for tr in trajs)
-    substeps = next(iter(rollouts.values())).substeps
-    search_s = sum(x.seconds for x in searches)
-    print(f'machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, '
-          f'load average {os.getloadavg()[0]:.2f} (shared CPU)')
-    print(f'data: {len(trajs)} trajectories, {steps} control steps, prepared in {prep_s:.1f} s')
-    print(f'identify: {wall:.1f} s wall, {fits} fit(s), {len(searches)} latency search(es) '
-          f'({search_s:.1f} s); latency {1e3 * latency:.2f} ms (true '
-          f'{1e3 * DigitalRealDynamics.from_yaml(args.dynamics).latency_s:.2f} ms)')
-    print(f'last fit: {len(result.history)} generations x {args.popsize} (+1 mean) candidates '
-          f'x {args.minibatch} windows of {args.window} steps, {args.threads} threads; stop: '
-          f'{result.stop_reason}; {result.timing["total"]:.1f} s for that fit')
-    print(f'  rollout        {timing["rollout"]:6.2f} s (all fits and searches; '
-          f'{substeps} substeps per control step)')
-    print(f'  FK precompute  {timing["fk_precompute"]:6.2f} s')
-    print(f'  model copies   {timing["models"]:6.2f} s')
-    print(f'  other (batch assembly, CMA bookkeeping) '
-          f'{wall - sum(timing.values()):6.2f} s')
-    print(f'friction error %: {np.round(err_f, 1).tolist()}')
-    print(f'armature error %: {np.round(err_a, 1).tolist()}')
+    hidden = DigitalRealDynamics.from_yaml(args.dynamics)
+    truth = vector(hidden.joint_params())
+    profiles = [args.only] if args.only else ['full', 'fast']
+    results: dict[str, tuple] = {}
+    for profile in profiles:
+        ident, wall, timing = run_identify(trajs, profile, args)
+        results[profile] = (ident, wall)
+        err = np.abs(vector(ident.fit.params) / truth - 1)
+        print(f'[sysid] {profile}: {wall:.1f} s, {ident.generations} generations in '
+              f'{len(ident.fit_log)} fits ' + ', '.join(
+                  f'{1e3 * lat:.1f} ms x {g}{" (warm)" if warm else ""}'
+                  for lat, g, warm, _ in ident.fit_log)
+              + f'; {len(ident.searches)} searches; latency {1e3 * ident.latency_s:.2f} ms '
+              f'(true {1e3 * hidden.latency_s:.2f}); profile, mrad^2 per step: '
+              + ', '.join(f'{1e3 * k:.1f} ms {1e6 * v:.3g}' for k, v in ident.profile.items()))
+        print(f'[sysid] {profile}: process CPU time {timing["cpu_s"]:.1f} s (all threads; on '
+              f'an idle machine wall ~ CPU / threads), rollout {timing["rollout"]:.1f} s wall, '
+              f'FK precompute '
+              f'{timing["fk_precompute"]:.2f} s; max / median parameter error vs truth '
+              f'{100 * err.max():.1f} / {100 * np.median(err):.1f} %')
+        extra = {'cpu_s': timing['cpu_s'], 'generations': ident.generations,
+                 'fits': len(ident.fit_log),
+                 'latency_s': ident.latency_s, 'true_latency_s': hidden.latency_s,
+                 'max_error_vs_truth': float(err.max()),
+                 'median_error_vs_truth': float(np.median(err)),
+                 'params': vector(ident.fit.params).tolist(), 'trajectories': len(trajs),
+                 'duration_s': args.duration, 'popsize': args.popsize,
+                 'minibatch': args.minibatch, 'window': args.window, 'threads': args.threads}
+        if profile == 'fast' and 'full' in results:
+            simple_ident, simple_wall = results['full']
+            diff = np.abs(vector(ident.fit.params) / vector(simple_ident.fit.params) - 1)
+            rec.figure('identify wall time, fast profile', wall, 's', simple_wall,
+                       'full profile (simple path), same data, same run', '< 60 s on 2 cores',
+                       max_param_diff_vs_simple=float(diff.max()),
+                       same_latency=ident.latency_s == simple_ident.latency_s, **extra)
+            same = ident.latency_s == simple_ident.latency_s
+            print(f'[sysid] fast vs simple: same latency {same}, parameter difference max '
+                  f'{100 * diff.max():.1f} %, median '
+                  f'{100 * np.median(diff):.1f} %; generations {ident.generations} vs '
+                  f'{simple_ident.generations}')
+        else:
+            rec.figure(f'identify wall time, {profile} profile', wall, 's', goal=(
+                '< 60 s on 2 cores' if profile == 'fast' else ''), **extra)
+    if args.save_params:
+        pathlib.Path(args.save_params).write_text(json.dumps(
+            {k: {'params': vector(v[0].fit.params).tolist(), 'latency_s': v[0].latency_s,
+                 'wall_s': v[1]} for k, v in results.items()}))
 
 
 if __name__ == '__main__':

@@ -11,12 +11,20 @@ Run it against an older tree (``PYTHONPATH=old/tree``) for a before/after compar
 
 from __future__ import annotations
 
-import argparse
 import os
-import platform
+
+# Single-threaded BLAS: the matrices are tiny (IK, 6x6 solves), and on a shared CPU BLAS
+# threads spin and multiply the cost (measured: 71 ms per 6x6 solve at load 20).
+os.environ.setdefault('OPENBLAS_NUM_THREADS', '1')
+
+import argparse
+import sys
 import time
 
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(__file__))
+from benchlib import Recorder  # noqa: E402
 
 from realm_ros.backends.mujoco.world import MujocoWorld
 from realm_ros.core import robot
@@ -76,9 +84,10 @@ def main() -> None:
     parser.add_argument('--physics-hz', type=float, default=240.0)
     parser.add_argument('--rig', default='',
                         help='camera rig YAML (its render section: shadows, antialias)')
+    parser.add_argument('--no-cameras', action='store_true', help='headless only')
     args = parser.parse_args()
-    print(f'machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, '
-          f'MUJOCO_GL={os.environ.get("MUJOCO_GL", "egl")}')
+    rec = Recorder('twin')
+    print(f'[twin] MUJOCO_GL={os.environ.get("MUJOCO_GL", "egl")}')
     cases = [
         ('headless', WorldConfig(physics_hz=args.physics_hz, camera_rate_hz=0), args.steps),
         ('3 cameras 320x180', WorldConfig(physics_hz=args.physics_hz,
@@ -86,16 +95,19 @@ def main() -> None:
          max(30, args.steps // 10)),
     ]
     print(f'{"case":<20} {"physics steps/s":>16} {"control steps/s":>16} {"sim/wall":>9}')
-    for label, config, steps in cases:
+    for label, config, steps in cases[:1] if args.no_cameras else cases:
         r = bench(config, steps)
         print(f'{label:<20} {r["physics_steps_per_s"]:>16,.0f} '
               f'{r["control_steps_per_s"]:>16,.1f} {r["sim_to_wall"]:>9.2f}')
-    ms = bench_node_step(max(15, args.steps // 30),
-                         **({'camera_rig_file': args.rig} if args.rig else {}))
-    print(f'{"node step 3 cameras":<20} {"":>16} {1000.0 / ms:>16,.1f} {"":>9}  '
-          f'({ms:.0f} ms per world_node lockstep step, pick_spoon)')
-    load = os.getloadavg()[0] if hasattr(os, 'getloadavg') else float('nan')
-    print(f'load average (1 min) at the end: {load:.1f}')
+        goal = '>= 50x real time (2 cores)' if label == 'headless' else '>= 2x real time'
+        rec.figure(f'twin stepping, {label}, simulated / wall time', r['sim_to_wall'], 'x',
+                   1.0, 'real time', goal, physics_steps_per_s=r['physics_steps_per_s'],
+                   control_steps_per_s=r['control_steps_per_s'], steps=steps)
+    if not args.no_cameras:
+        ms = bench_node_step(max(15, args.steps // 30),
+                             **({'camera_rig_file': args.rig} if args.rig else {}))
+        print(f'{"node step 3 cameras":<20} {"":>16} {1000.0 / ms:>16,.1f} {"":>9}  '
+              f'({ms:.0f} ms per world_node lockstep step, pick_spoon)')
     print(f'(physics {args.physics_hz:g} Hz, control 15 Hz = '
           f'{int(args.physics_hz / 15)} physics steps per control step)')
 

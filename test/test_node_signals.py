@@ -135,7 +135,8 @@ def test_bridged_world_and_busy_policy_stop_cleanly(signum, tmp_path):
     robot = ['fake_franka', *_params(lockstep=False, arm_id='fr3'), '-r',
              '__ns:=/real/franka']
     world = ['world_node', *_params(**{'backend': 'franka', 'franka.arm_id': 'fr3',
-                                       'franka.gripper': 'width_topic', 'camera_rate_hz': 0.0, 'franka.namespace': '/real/franka',
+                                       'franka.gripper': 'width_topic', 'camera_rate_hz': 0.0,
+                                       'franka.namespace': '/real/franka',
                                        'franka.digital_real': True}), '-r', '__ns:=/real']
     policy = ['policy_node', *_params(policy='hold', lockstep=False, start_active=True),
               '-r', '__ns:=/real']

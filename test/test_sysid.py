@@ -117,7 +117,7 @@ def test_small_fit_converges(method):
                            armature=tuple(np.array(TRUE.armature) / factors))
     before = sysid.loss(rollout.simulate([start], trajs), trajs)[0]
     result = sysid.fit(rollout, trajs, method=method, seed=1, generations=12, popsize=6,
-                       minibatch=1, window=0, sigma0=0.08, initial=start, progress=False)
+                       minibatch=1, window=0, sigma0=0.08, initial=start)
     after = sysid.loss(rollout.simulate([result.params], trajs), trajs)[0]
     # Annealing (the baseline) is slower per evaluation; it must still clearly improve.
     assert after < {'cmaes': 0.25, 'anneal': 0.5}[method] * before, (before, after)
@@ -246,3 +246,102 @@ def test_excitation_passes_the_bridge_safety_rules(seed):
     for row in q:
         monitor.check(row, previous, previous, 0.0)
         previous = row
+
+
+# -- fast paths against the simple ones -------------------------------------------------------
+
+def _delayed_data(latency_s=0.0125, seeds=(2, 3), duration=3.0):
+    trajs = []
+    for seed in seeds:
+        targets = sysid.excitation_trajectory(sysid.ExcitationSpec(duration_s=duration), seed)
+        q, dq = _world_run(TRUE, targets, latency_s=latency_s)
+        trajs.append(_trajectory(targets, q, dq, f's{seed}'))
+    return trajs
+
+
+def test_latency_siblings_share_the_precompute_and_equal_fresh_rollouts():
+    trajs = _delayed_data()
+    base = TwinRollout()
+    sibling = base.with_latency(0.0125)
+    assert base.with_latency(0.0125) is sibling and sibling.delay_steps == 2
+    got = sibling.simulate([TRUE], trajs)
+    fresh = TwinRollout(latency_s=0.0125).simulate([TRUE], trajs)
+    for a, b in zip(got, fresh):
+        np.testing.assert_array_equal(a, b)
+    assert sysid.loss(got, trajs)[0] < 1e-12  # replays the data exactly
+    fk = base.timing['fk_precompute']
+    base.with_latency(0.0).simulate([TRUE], trajs)  # no new FK: rows are shared
+    assert base.timing['fk_precompute'] == fk
+
+
+def test_pending_targets_follow_the_latency_rule():
+    from realm_ros.backends.mujoco.actuation import PendingTargets, delay_steps
+    assert [delay_steps(k / 240, 240.0) for k in range(4)] == [0, 0, 1, 2]
+    pending = PendingTargets(2)
+    pending.push(np.ones(7), 0.0)
+    assert pending.due() is None and pending.due() is None
+    q, g = pending.due()  # acts from the third physics step on
+    assert q[0] == 1.0 and not pending
+
+
+@pytest.mark.slow
+def test_fast_latency_profile_matches_the_full_profile():
+    """The fast profile (scout, one fit, warm-started neighbours; default ProfileOptions) finds
+    the same latency as the simple path (a full fit from scratch per latency), a fit as good
+    by the profile's own score and the same parameters within tolerance, in fewer
+    generations. A small problem (3 trajectories x 4 s, 40 generations), so the weakly excited
+    parameters are loose for both paths: compared by the median; bench/bench_sysid.py compares
+    every parameter on 20 trajectories x 10 s (docs/performance.md)."""
+    trajs = _delayed_data(seeds=(2, 3, 4), duration=4.0)
+    base = TwinRollout()
+    options = sysid.FitOptions(seed=0, generations=40, popsize=8, minibatch=6, window=15)
+    full = sysid.identify(base.with_latency, trajs, options,
+                          sysid.ProfileOptions(profile='full', max_latency_s=0.025))
+    fast = sysid.identify(base.with_latency, trajs, options,
+                          sysid.ProfileOptions(max_latency_s=0.025))
+    assert full.latency_s == fast.latency_s == pytest.approx(0.0125)
+    assert fast.generations < full.generations, (fast.fit_log, full.fit_log)
+    assert fast.profile[fast.latency_s] < 1.5 * full.profile[full.latency_s]
+    a = np.r_[full.fit.params.friction, full.fit.params.armature]
+    b = np.r_[fast.fit.params.friction, fast.fit.params.armature]
+    assert np.median(np.abs(b / a - 1)) < 0.15, (a, b)
+    truth = np.r_[TRUE.friction, TRUE.armature]
+    assert np.median(np.abs(b / truth - 1)) < 0.15, b / truth
+
+
+def test_parallel_profile_per_latency_equals_the_sequential_fit():
+    """identify_parallel (the GPU path's loop) on the CPU: at each latency exactly the
+    generations of sysid.fit, and the best latency by the profile rule."""
+    from realm_ros.core.sysid.parallel import identify_parallel, simulate_groups
+    trajs = _delayed_data()
+    base = TwinRollout()
+    options = sysid.FitOptions(seed=3, generations=6, popsize=6, minibatch=4, window=15)
+    lats = [0.0, 0.0125]
+    par = identify_parallel(base.with_latency, trajs, options, latencies=lats)
+    for lat in lats:
+        seq = sysid.fit(base.with_latency(lat), trajs, options)
+        if lat == par.latency_s:
+            assert par.fit.params == seq.params
+            assert [r[:5] for r in par.fit.history] == [r[:5] for r in seq.history]
+    pool = sysid.scoring_windows(trajs)
+    sims = simulate_groups(base.with_latency, [(lat, [TRUE]) for lat in lats], pool)
+    assert sysid.loss(sims[1], pool)[0] < 1e-12 < sysid.loss(sims[0], pool)[0]
+    assert set(par.profile) == set(lats)
+
+
+def test_mjx_inputs_split_the_control_rows_as_the_twin_writes_them():
+    """The GPU path's inputs (pure numpy, no JAX needed): control rows split into ctrl and
+    mocap pose equal what MujocoWorld writes for the same target."""
+    import mujoco
+
+    from realm_ros.backends.mujoco.mjx_rollout import _bucket, split_controls
+    cpu = TwinRollout()
+    targets = sysid.excitation_trajectory(sysid.ExcitationSpec(duration_s=3.0), 1)[:5]
+    rows = cpu.control_rows(targets, np.full(5, 0.3))
+    ctrl, pos, quat = split_controls(cpu, rows[None])
+    data = mujoco.MjData(cpu.model)
+    cpu.act.write_target(data, targets[4], 0.3)
+    np.testing.assert_allclose(ctrl[0, 4], data.ctrl)
+    np.testing.assert_allclose(pos[0, 4], data.mocap_pos)
+    np.testing.assert_allclose(quat[0, 4], data.mocap_quat)
+    assert [_bucket(n) for n in (1, 2, 3, 12, 13, 64, 65)] == [1, 2, 4, 16, 16, 64, 128]

@@ -248,7 +248,7 @@ class _Exporter:
             va, vn = m.mesh_vertadr[mid], m.mesh_vertnum[mid]
             fa, fn = m.mesh_faceadr[mid], m.mesh_facenum[mid]
             prim = UsdGeom.Mesh.Define(self.stage, path)
-            prim.CreatePointsAttr([Gf.Vec3f(*v) for v in m.mesh_vert[va:va + vn]])
+            prim.CreatePointsAttr([Gf.Vec3f(*map(float, v)) for v in m.mesh_vert[va:va + vn]])
             prim.CreateFaceVertexCountsAttr([3] * fn)
             prim.CreateFaceVertexIndicesAttr(m.mesh_face[fa:fa + fn].reshape(-1).tolist())
         else:

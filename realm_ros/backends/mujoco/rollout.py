@@ -3,11 +3,10 @@
 Every (candidate, trajectory) pair is one rollout of ``mujoco.rollout.rollout`` with its own
 ``MjModel`` copy (``dof_frictionloss``/``dof_armature`` of the candidate), so the C thread pool
 runs the population without any Python per candidate or per step. The controls per physics
-step are exactly what :class:`MujocoWorld` writes when a target is applied (see
-``MujocoWorld._write_target``): ``ctrl`` of ``act_q1..7`` = q_d, the gripper ctrl, zero for the
-six Cartesian actuators, and the mocap pose of ``target_frame`` = FK(q_d) of site ``ee``; held
-for ``physics_hz / control_hz`` substeps. FK is computed once per control step per trajectory
-and shared by all candidates.
+step are exactly what :class:`MujocoWorld` writes when a target is applied: both go through
+``actuation.py`` (target writing and the latency rule), held for ``physics_hz / control_hz``
+substeps. FK is computed once per control step per trajectory and shared by all candidates and
+all latencies (:meth:`TwinRollout.with_latency` shares the model, threads and caches).
 
 The model is the arm alone (no table, objects or cameras) with contacts disabled. It is
 dynamically identical to the world's model for the arm as long as the arm touches nothing: the
@@ -27,6 +26,7 @@ from mujoco import rollout as mj_rollout
 import numpy as np
 
 from realm_ros.backends.mujoco import model as mjcf
+from realm_ros.backends.mujoco.actuation import ArmActuation, delay_steps
 from realm_ros.core import robot
 from realm_ros.core.config import DynamicsParams
 from realm_ros.core.sysid import BatchEvaluator, Trajectory
@@ -44,63 +44,55 @@ class TwinRollout(BatchEvaluator):
         """Build the arm-only model.
 
         Args:
-            latency_s: actuation delay to replay, s (0 = the twin as it is). Mirrors
-                :class:`MujocoWorld` exactly: a target is released ``round(latency_s *
-                physics_hz) - 1`` physics steps into its control period (at least 0).
+            latency_s: actuation delay to replay, s (0 = the twin as it is), by the twin's
+                latency rule (``actuation.delay_steps``).
         """
+        self.physics_hz = physics_hz
         self.substeps = int(round(physics_hz / control_hz))
-        self.delay_steps = max(int(round(latency_s * physics_hz)) - 1, 0)
+        self.latency_s = float(latency_s)
+        self.delay_steps = delay_steps(latency_s, physics_hz)
         xml = mjcf.build_mjcf(physics_hz=physics_hz, with_table=False, cameras=())
         self.model = mujoco.MjModel.from_xml_string(xml)
         # Nothing on the arm-only model can collide (see the module docstring); skipping
         # collision detection saves about a sixth of each step.
         self.model.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONTACT
-        self.datas = [mujoco.MjData(self.model) for _ in range(max(1, nthread))]
-        self._kin = mujoco.MjData(self.model)
-        m = self.model
-        self._arm_qpos = np.array([m.joint(n).qposadr[0] for n in robot.JOINT_NAMES])
-        self._arm_dof = np.array([m.joint(n).dofadr[0] for n in robot.JOINT_NAMES])
-        self._finger_qpos = np.array([m.joint(f'{s}_finger_joint').qposadr[0]
-                                      for s in ('left', 'right')])
-        self._act_arm = np.array([m.actuator(n).id for n in mjcf.ARM_ACTUATORS])
-        self._act_grip = m.actuator(mjcf.GRIPPER_ACTUATOR).id
-        self._ee_site = m.site('ee').id
-        self.nstate = mujoco.mj_stateSize(m, STATE_SPEC)
-        self.ncontrol = mujoco.mj_stateSize(m, CONTROL_SPEC)
-        # Offsets of qpos in the full-physics state: [time, qpos, qvel, act, ...].
+        self.nthread = max(1, nthread)
+        self.datas = [mujoco.MjData(self.model) for _ in range(self.nthread)]
+        self.act = ArmActuation(self.model)
+        self.nstate = mujoco.mj_stateSize(self.model, STATE_SPEC)
+        self.ncontrol = mujoco.mj_stateSize(self.model, CONTROL_SPEC)
+        # Offset of qpos in the full-physics state: [time, qpos, qvel, act, ...].
         self._qpos_offset = 1
         self._models: list = []
-        self._cache: dict[int, tuple[Trajectory, np.ndarray, np.ndarray]] = {}
+        # Per trajectory (keyed by identity; the entry keeps it alive so the id is not reused):
+        # its initial state and one control row per target, shared by every latency.
+        self._cache: dict[int, tuple[Trajectory, np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._siblings: dict[float, TwinRollout] = {self.latency_s: self}
         self.timing = {'rollout': 0.0, 'fk_precompute': 0.0, 'models': 0.0}
+
+    def with_latency(self, latency_s: float) -> TwinRollout:
+        """Return an evaluator replaying ``latency_s`` that shares this one's model, threads,
+        candidate models, caches and timing (one FK precompute per trajectory for all
+        latencies)."""
+        sibling = self._siblings.get(float(latency_s))
+        if sibling is None:
+            sibling = copy.copy(self)
+            sibling.latency_s = float(latency_s)
+            sibling.delay_steps = delay_steps(latency_s, self.physics_hz)
+            self._siblings[sibling.latency_s] = sibling
+        return sibling
 
     # -- per-trajectory precompute ----------------------------------------------------------
 
-    def controls(self, traj: Trajectory) -> np.ndarray:
-        """Return the (K * substeps, ncontrol) control vectors of ``traj``, per physics step."""
-        per_step = self._control_rows(traj.targets, traj.gripper)
-        out = np.repeat(per_step, self.substeps, axis=0)
-        if self.delay_steps:
-            held = self._control_rows(traj.target0[None], np.array([traj.gripper0]))
-            out = np.concatenate([np.repeat(held, self.delay_steps, axis=0),
-                                  out[:-self.delay_steps]])
-        return out
-
-    def _control_rows(self, targets: np.ndarray, gripper: np.ndarray) -> np.ndarray:
-        """Return one control vector per target row (FK of the target for the mocap)."""
+    def control_rows(self, targets: np.ndarray, gripper: np.ndarray) -> np.ndarray:
+        """Return one control vector (``CONTROL_SPEC``) per target row, as the twin writes it."""
         t = time.perf_counter()
-        m, kin = self.model, self._kin
+        m = self.model
         out = np.zeros((len(targets), self.ncontrol))
         scratch = mujoco.MjData(m)
-        quat = np.empty(4)
         for k in range(len(targets)):
             scratch.ctrl[:] = 0.0
-            scratch.ctrl[self._act_arm] = targets[k]
-            scratch.ctrl[self._act_grip] = mjcf.FINGER_TRAVEL * (1.0 - gripper[k])
-            kin.qpos[self._arm_qpos] = targets[k]
-            mujoco.mj_kinematics(m, kin)
-            mujoco.mju_mat2Quat(quat, kin.site_xmat[self._ee_site])
-            scratch.mocap_pos[0] = kin.site_xpos[self._ee_site]
-            scratch.mocap_quat[0] = quat
+            self.act.write_target(scratch, targets[k], float(gripper[k]))
             mujoco.mj_getState(m, scratch, out[k], CONTROL_SPEC)
         self.timing['fk_precompute'] += time.perf_counter() - t
         return out
@@ -108,23 +100,33 @@ class TwinRollout(BatchEvaluator):
     def initial_state(self, traj: Trajectory) -> np.ndarray:
         """Return the full-physics state at the recorded start of ``traj`` (time 0)."""
         data = mujoco.MjData(self.model)
-        data.qpos[self._arm_qpos] = traj.q0
-        data.qpos[self._finger_qpos] = mjcf.FINGER_TRAVEL * (1.0 - traj.gripper0)
-        data.qvel[self._arm_dof] = traj.dq0
+        self.act.set_arm_state(data, traj.q0, traj.dq0, traj.gripper0)
         state = np.empty(self.nstate)
         mujoco.mj_getState(self.model, data, state, STATE_SPEC)
         return state
 
-    def _prepared(self, traj: Trajectory) -> tuple[np.ndarray, np.ndarray]:
-        # Keyed by identity; the entry keeps the trajectory alive so its id is never reused
-        # by another object while cached.
+    def _prepared(self, traj: Trajectory) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Return (initial state, control rows of the targets, control row of target0)."""
         entry = self._cache.get(id(traj))
         if entry is None or entry[0] is not traj:
             if len(self._cache) > 20000:
                 self._cache.clear()
-            entry = (traj, self.initial_state(traj), self.controls(traj))
+            rows = self.control_rows(np.vstack([traj.target0[None], traj.targets]),
+                                     np.r_[traj.gripper0, traj.gripper])
+            entry = (traj, self.initial_state(traj), rows[1:], rows[0])
             self._cache[id(traj)] = entry
-        return entry[1], entry[2]
+        return entry[1], entry[2], entry[3]
+
+    def controls(self, traj: Trajectory) -> np.ndarray:
+        """Return the (K * substeps, ncontrol) control vectors of ``traj``, per physics step:
+        each target's row held for ``substeps``, the whole sequence ``delay_steps`` late (the
+        target in force before the first step, ``target0``, holds meanwhile)."""
+        _, rows, held = self._prepared(traj)
+        out = np.repeat(rows, self.substeps, axis=0)
+        if self.delay_steps:
+            out = np.concatenate([np.repeat(held[None], self.delay_steps, axis=0),
+                                  out[:-self.delay_steps]])
+        return out
 
     # -- batch simulation -------------------------------------------------------------------
 
@@ -132,10 +134,20 @@ class TwinRollout(BatchEvaluator):
         while len(self._models) < len(params):
             self._models.append(copy.copy(self.model))
         for model, p in zip(self._models, params):
-            model.dof_frictionloss[self._arm_dof] = p.friction
-            model.dof_armature[self._arm_dof] = p.armature
-            model.dof_damping[self._arm_dof] = p.damping
+            self.act.set_dynamics(model, p)
         return self._models[:len(params)]
+
+    def batch_inputs(self, trajectories: Sequence[Trajectory]) -> tuple[np.ndarray, np.ndarray]:
+        """Return the (T, nstate) initial states and (T, K_max * substeps, ncontrol) controls
+        of ``trajectories``; shorter ones are padded by holding their last control."""
+        k_max = max(traj.steps for traj in trajectories)
+        init = np.stack([self._prepared(traj)[0] for traj in trajectories])
+        ctrl = np.empty((len(trajectories), k_max * self.substeps, self.ncontrol))
+        for i, traj in enumerate(trajectories):
+            c = self.controls(traj)
+            ctrl[i, :len(c)] = c
+            ctrl[i, len(c):] = c[-1]
+        return init, ctrl
 
     def simulate(self, params: Sequence[DynamicsParams],
                  trajectories: Sequence[Trajectory]) -> list[np.ndarray]:
@@ -147,14 +159,9 @@ class TwinRollout(BatchEvaluator):
         t = time.perf_counter()
         models = self._candidate_models(params)
         self.timing['models'] += time.perf_counter() - t
-        prepared = [self._prepared(traj) for traj in trajectories]
         n_p, n_t = len(params), len(trajectories)
-        k_max = max(traj.steps for traj in trajectories)
-        init = np.stack([state for state, _ in prepared])  # (T, nstate)
-        ctrl = np.empty((n_t, k_max * self.substeps, self.ncontrol))
-        for i, (_, c) in enumerate(prepared):
-            ctrl[i, :len(c)] = c
-            ctrl[i, len(c):] = c[-1]
+        init, ctrl = self.batch_inputs(trajectories)
+        k_max = ctrl.shape[1] // self.substeps
         # Rollout index = p * T + t: every candidate replays every trajectory.
         control = np.broadcast_to(ctrl[None], (n_p,) + ctrl.shape).reshape(
             n_p * n_t, k_max * self.substeps, self.ncontrol)
@@ -164,8 +171,9 @@ class TwinRollout(BatchEvaluator):
         state, _ = mj_rollout.rollout(
             batch_models, self.datas, np.ascontiguousarray(initial),
             np.ascontiguousarray(control), control_spec=CONTROL_SPEC,
-            initial_warmstart=np.zeros((n_p * n_t, self.model.nv)))
+            initial_warmstart=np.zeros((n_p * n_t, self.model.nv)), persistent_pool=True)
         self.timing['rollout'] += time.perf_counter() - t
-        qpos = state[:, self.substeps - 1::self.substeps, self._qpos_offset + self._arm_qpos]
+        qpos = state[:, self.substeps - 1::self.substeps,
+                     self._qpos_offset + self.act.arm_qpos]
         qpos = qpos.reshape(n_p, n_t, k_max, robot.NUM_ARM_JOINTS)
         return [qpos[:, i, :traj.steps] for i, traj in enumerate(trajectories)]

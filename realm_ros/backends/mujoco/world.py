@@ -8,13 +8,13 @@ seeded from the spec.
 
 from __future__ import annotations
 
-import collections
 from typing import Any, Mapping
 
 import numpy as np
 
 from realm_ros.backends.mujoco import camera_rig, perturb, visuals
 from realm_ros.backends.mujoco import model as mjcf
+from realm_ros.backends.mujoco.actuation import ArmActuation, PendingTargets, delay_steps
 from realm_ros.backends.mujoco.render import FrameRenderer
 from realm_ros.core import control, perturbations, robot
 from realm_ros.core.config import DynamicsParams, WorldConfig, sim_params_latency
@@ -105,7 +105,7 @@ class MujocoWorld(World):
             latency_s = (sim_params_latency(config.sim_params_file) if config.sim_params_file
                          else 0.0)
         self.latency_s = float(latency_s)
-        self._latency_steps = int(round(latency_s * config.physics_hz))
+        self._delay = delay_steps(self.latency_s, config.physics_hz)
         if latency_s < 0 or joint_noise_std < 0:
             raise ConfigError('latency_s and joint_noise_std must be >= 0')
         self._noise_std = joint_noise_std
@@ -148,17 +148,11 @@ class MujocoWorld(World):
             look_options={'shadows': rig.shadows, 'antialias': rig.antialias})
         self.model = mujoco.MjModel.from_xml_string(xml)
         self.data = mujoco.MjData(self.model)
-        self._kin = mujoco.MjData(self.model)  # scratch data for FK of targets
         self._scene = scene
         self._task = task
-        self._arm_qpos = np.array([self.model.joint(n).qposadr[0] for n in robot.JOINT_NAMES])
-        self._arm_dof = np.array([self.model.joint(n).dofadr[0] for n in robot.JOINT_NAMES])
-        self._finger_qpos = np.array([self.model.joint(f'{s}_finger_joint').qposadr[0]
-                                      for s in ('left', 'right')])
-        self._ee_site = self.model.site('ee').id
-        self._mocap = self.model.body('target_frame').mocapid[0]
-        self._act_arm = np.array([self.model.actuator(n).id for n in mjcf.ARM_ACTUATORS])
-        self._act_grip = self.model.actuator(mjcf.GRIPPER_ACTUATOR).id
+        self._act = ArmActuation(self.model)
+        self._arm_qpos, self._arm_dof = self._act.arm_qpos, self._act.arm_dof
+        self._finger_qpos = self._act.finger_qpos
         self._scale_objects()
         # Pristine copies: perturbations are applied from these at every reset, never compounded.
         self._pristine = perturb.snapshot(self.model)
@@ -204,16 +198,11 @@ class MujocoWorld(World):
     def set_dynamics(self, params: DynamicsParams) -> None:
         """Write per-joint friction (N m), armature (kg m^2) and damping into the model."""
         self._dynamics = params
-        self.model.dof_frictionloss[self._arm_dof] = params.friction
-        self.model.dof_armature[self._arm_dof] = params.armature
-        self.model.dof_damping[self._arm_dof] = params.damping
+        self._act.set_dynamics(self.model, params)
 
     def dynamics(self) -> DynamicsParams:
         """Return the per-joint dynamics currently in the model."""
-        return DynamicsParams(
-            friction=tuple(self.model.dof_frictionloss[self._arm_dof]),
-            armature=tuple(self.model.dof_armature[self._arm_dof]),
-            damping=tuple(self.model.dof_damping[self._arm_dof]))
+        return self._act.dynamics(self.model)
 
     def reset(self, spec: EpisodeSpec) -> Observation:
         task = '' if spec.task in ('', 'empty') else spec.task
@@ -244,11 +233,10 @@ class MujocoWorld(World):
 
     def _reset_sim(self, reset_q: np.ndarray, state: Mapping[str, Any]) -> None:
         mujoco.mj_resetData(self.model, self.data)
-        self.data.qpos[self._arm_qpos] = reset_q
-        self.data.qpos[self._finger_qpos] = mjcf.FINGER_TRAVEL
+        self._act.set_arm_state(self.data, reset_q, gripper=0.0)
         if self._scene is not None:
             self._scene.apply_initial_state(self.model, self.data, state)
-        self._pending: collections.deque = collections.deque()
+        self._pending = PendingTargets(self._delay)
         self._target_q = reset_q.copy()
         self._target_g = 0.0
         self._write_target(self._target_q, self._target_g)
@@ -260,8 +248,8 @@ class MujocoWorld(World):
     def apply(self, action: Action) -> Action:
         q_meas = self.data.qpos[self._arm_qpos].copy()
         q_d, g = control.action_to_target(action, q_meas)
-        if self._latency_steps:
-            self._pending.append((self._latency_steps, q_d, g))
+        if self._delay:
+            self._pending.push(q_d, g)
         else:
             self._target_q, self._target_g = q_d, g
             self._write_target(q_d, g)
@@ -281,36 +269,21 @@ class MujocoWorld(World):
         """Advance ``n`` physics steps, releasing latency-delayed targets when they are due."""
         for _ in range(n):
             if self._pending:
-                self._release_pending()
+                due = self._pending.due()
+                if due is not None:
+                    self._target_q, self._target_g = due
+                    self._write_target(*due)
             mujoco.mj_step(self.model, self.data)
         if n:
             self._frame += 1
 
-    def _release_pending(self) -> None:
-        aged = collections.deque()
-        for remaining, q_d, g in self._pending:
-            if remaining <= 1:
-                self._target_q, self._target_g = q_d, g
-                self._write_target(q_d, g)
-            else:
-                aged.append((remaining - 1, q_d, g))
-        self._pending = aged
-
     def _write_target(self, q_d: np.ndarray, g: float) -> None:
         """Set the actuators' joint target and place the Cartesian target frame at FK(q_d)."""
-        self.data.ctrl[self._act_arm] = q_d
-        self.data.ctrl[self._act_grip] = mjcf.FINGER_TRAVEL * (1.0 - g)
-        pos, quat = self.target_pose(q_d)
-        self.data.mocap_pos[self._mocap] = pos
-        self.data.mocap_quat[self._mocap] = quat
+        self._act.write_target(self.data, q_d, g)
 
     def target_pose(self, q_d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Return the flange pose (position m, quaternion wxyz) at joint configuration ``q_d``."""
-        self._kin.qpos[self._arm_qpos] = q_d
-        mujoco.mj_kinematics(self.model, self._kin)
-        quat = np.empty(4)
-        mujoco.mju_mat2Quat(quat, self._kin.site_xmat[self._ee_site])
-        return self._kin.site_xpos[self._ee_site].copy(), quat
+        return self._act.target_pose(q_d)
 
     def joint_state(self) -> JointState:
         """Return the measured arm and gripper state (with the hidden sensor noise, if any)."""

@@ -1,0 +1,117 @@
+"""``realm-ros sysid``: record excitation bags on a world, fit the twin's friction and armature.
+
+``realm-ros sysid record --backend fake|franka --out BAGDIR`` writes one bag per excitation
+trajectory, ``BAGDIR/traj_000``, ``traj_001``, ... (rosbag2/MCAP, topics ``<ns>/command`` and
+``<ns>/joint_states``). Each bag starts with the joint state the first command answers and
+holds exactly one trajectory, so boundaries need no markers.
+
+``realm-ros sysid fit BAGDIR... --out PARAMS.yaml`` replays the commands in the batched twin
+from each recorded initial state, estimates the actuation latency (``sysid.identify``: a
+profile of fits over whole-physics-step latencies), minimises sum ||q_real - q_sim||^2 and
+writes ``friction``, ``armature`` (N m, kg m^2; loadable by ``DynamicsParams.from_yaml``) and
+``latency_s`` (s; ``MujocoWorld`` replays it when the file is its ``sim_params_file``) plus a
+report folder ``PARAMS_report/`` beside it. ``--latency S`` / ``--no-latency`` skip the
+estimate. ``realm-ros sysid eval BAGDIR... --params PARAMS.yaml`` scores a params file.
+
+The parts, one idea each: ``record.py`` (the excitation driver), ``graph.py`` (the digital real
+brought up in this process), ``fit.py`` (fit and eval, the progress bar), ``report.py``
+(PARAMS.yaml, plots, the console table).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from realm_ros.commands.sysid.fit import eval_command, find_bags, fit_command
+from realm_ros.commands.sysid.graph import (
+    ROBOT_SUBNAMESPACE,
+    digital_real_graph,
+    digital_real_specs,
+)
+from realm_ros.commands.sysid.record import STATE_TIMEOUT_S, TRACKING_LIMIT, record
+from realm_ros.commands.sysid.report import (
+    print_table,
+    relative_errors,
+    write_params,
+    write_report,
+)
+from realm_ros.core import robot
+
+__all__ = [
+    'add_arguments', 'digital_real_graph', 'digital_real_specs', 'eval_command', 'find_bags',
+    'fit_command', 'print_table', 'record', 'relative_errors', 'ROBOT_SUBNAMESPACE', 'run',
+    'STATE_TIMEOUT_S', 'TRACKING_LIMIT', 'write_params', 'write_report',
+]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add ``record`` and ``fit``."""
+    sub = parser.add_subparsers(dest='sysid_command', required=True, metavar='ACTION')
+    rec = sub.add_parser('record', help='execute excitation trajectories and record bags')
+    rec.add_argument('--backend', choices=('fake', 'franka'), default='fake',
+                     help='fake = the digital real brought up here (lockstep); franka = a '
+                          'running lab world in real time')
+    rec.add_argument('--out', required=True, help='directory for the bags (must not exist)')
+    rec.add_argument('--dynamics', default='',
+                     help='fake only: hidden dynamics YAML of the digital real')
+    rec.add_argument('--trajectories', type=int, default=20, help='number of trajectories')
+    rec.add_argument('--duration', type=float, default=10.0, help='seconds per trajectory')
+    rec.add_argument('--seed', type=int, default=0, help='seed of the excitation')
+    rec.add_argument('--namespace', default='/real', help="the world's namespace")
+    rec.add_argument('--arm-id', default='fr3', choices=robot.ARM_IDS,
+                     help='--backend fake: the arm the digital real imitates and the bridge '
+                          'checks limits for (fr3; fer/panda). A real arm: set franka.arm_id '
+                          'on its world_node')
+    fit = sub.add_parser('fit', help='fit friction and armature to recorded bags')
+    fit.add_argument('bags', nargs='+', help='bag directories, or directories of bags')
+    fit.add_argument('--backend', choices=('mujoco', 'physx'), default='mujoco',
+                     help='the twin: mujoco, or physx (kit-less PhysX, cloned arms)')
+    fit.add_argument('--out', required=True, help='PARAMS.yaml to write')
+    fit.add_argument('--method', choices=('cmaes', 'anneal'), default='cmaes')
+    fit.add_argument('--seed', type=int, default=0)
+    fit.add_argument('--generations', type=int, default=80)
+    fit.add_argument('--popsize', type=int, default=12)
+    fit.add_argument('--minibatch', type=int, default=12,
+                     help='windows simulated per generation (all candidates share them)')
+    fit.add_argument('--window', type=float, default=1.0,
+                     help='window length, s (0 = whole trajectories)')
+    fit.add_argument('--holdout', type=int, default=-1,
+                     help='trajectories held out for validation (-1 = 20 %%, at least 1 if '
+                          'there are 2 or more)')
+    latency = fit.add_mutually_exclusive_group()
+    latency.add_argument('--latency', type=float, default=None, metavar='S',
+                         help='known actuation latency of the recorded arm, s: replayed in '
+                              'the fit instead of estimating it from the bags')
+    latency.add_argument('--no-latency', action='store_true',
+                         help='fit a twin without actuation latency (latency_s: 0; the '
+                              'behaviour before latency estimation)')
+    fit.add_argument('--max-latency', type=float, default=0.05,
+                     help='largest actuation latency searched, s')
+    fit.add_argument('--profile', choices=('fast', 'full'), default='fast',
+                     help='latency profile: fast = one full fit at the searched latency and '
+                          'short warm-started fits at its neighbours; full = a full fit from '
+                          'scratch at every latency visited (the simple path)')
+    fit.add_argument('--device', choices=('cpu', 'gpu'), default='cpu',
+                     help='cpu = mujoco.rollout threads; gpu = the population and all windows '
+                          'batched through MuJoCo MJX on JAX (needs mujoco-mjx and a GPU)')
+    fit.add_argument('--threads', type=int, default=2, help='rollout threads (cpu)')
+    fit.add_argument('--namespace', default=None, help='world namespace inside the bags')
+    fit.add_argument('--truth', default='',
+                     help='digital real only: its dynamics YAML, to report recovery errors')
+    fit.add_argument('--quiet', action='store_true', help='no progress bar')
+    ev = sub.add_parser('eval', help='per-joint RMSE of the twin with a params file on bags')
+    ev.add_argument('bags', nargs='+', help='bag directories, or directories of bags')
+    ev.add_argument('--params', default='', help='PARAMS.yaml ("" = the twin defaults)')
+    ev.add_argument('--latency', type=float, default=None,
+                    help="actuation latency to replay, s (default: the params file's "
+                         'latency_s, else 0)')
+    ev.add_argument('--namespace', default=None, help='world namespace inside the bags')
+
+
+def run(args: argparse.Namespace) -> int:
+    """Dispatch to record, fit or eval."""
+    if args.sysid_command == 'record':
+        return record(args)
+    if args.sysid_command == 'eval':
+        return eval_command(args)
+    return fit_command(args)

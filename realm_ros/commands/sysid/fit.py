@@ -1,0 +1,190 @@
+"""``realm-ros sysid fit`` and ``realm-ros sysid eval``: the twin replays recorded bags.
+
+``fit`` estimates the actuation latency (``sysid.identify``: the fast latency profile by
+default, ``--profile full`` for the simple one), fits friction and armature with CMA-ES, and
+writes PARAMS.yaml plus a report folder (``report.py``). ``--device gpu`` runs the population
+and all windows batched on a GPU through MuJoCo MJX (``backends/mujoco/mjx_rollout.py``).
+The progress bar (tqdm) lives here, not in core.
+"""
+
+from __future__ import annotations
+
+import argparse
+import pathlib
+import time
+from typing import Any, Callable
+
+import numpy as np
+
+from realm_ros.commands.sysid.report import print_table, write_params, write_report
+from realm_ros.core import robot, sysid
+from realm_ros.core.config import DigitalRealDynamics, DynamicsParams, sim_params_latency
+from realm_ros.core.errors import ConfigError, DataError
+
+
+def find_bags(paths: list[str]) -> list[pathlib.Path]:
+    """Return bag directories: each path is a bag or a directory of bags (sorted)."""
+    bags = []
+    for item in paths:
+        path = pathlib.Path(item)
+        if (path / 'metadata.yaml').exists() or path.suffix == '.mcap':
+            bags.append(path)
+        elif path.is_dir():
+            found = sorted(p.parent for p in path.glob('*/metadata.yaml'))
+            if not found:
+                raise DataError(f'{path} holds no bags (no */metadata.yaml)')
+            bags += found
+        else:
+            raise DataError(f'{path} is not a bag or a directory of bags')
+    return bags
+
+
+def read_trajectories(paths: list[str], namespace: str | None) -> tuple[list, list]:
+    """Return (bag paths, one :class:`sysid.Trajectory` per bag)."""
+    from realm_ros.io.bags import read_run, run_to_trajectory
+
+    bags = find_bags(paths)
+    return bags, [run_to_trajectory(read_run(b, namespace=namespace)) for b in bags]
+
+
+def make_evaluators(device: str, threads: int,
+                    backend: str = 'mujoco') -> Callable[[float], sysid.BatchEvaluator]:
+    """Return ``latency_s -> evaluator`` for the chosen twin and device (one model per
+    latency, shared caches). ``backend`` physx: kit-less PhysX, the arm cloned per candidate."""
+    if backend == 'physx':
+        if device == 'gpu':
+            raise ConfigError('--backend physx runs on the CPU only; drop --device gpu')
+        from realm_ros.backends.physx.rollout import PhysxRollout
+        rollouts: dict[float, sysid.BatchEvaluator] = {}
+
+        def physx(latency_s: float) -> sysid.BatchEvaluator:
+            if latency_s not in rollouts:
+                rollouts[latency_s] = PhysxRollout(latency_s=latency_s)
+            return rollouts[latency_s]
+        return physx
+    if device == 'gpu':
+        from realm_ros.backends.mujoco.mjx_rollout import MjxRollout
+        return MjxRollout().with_latency
+    from realm_ros.backends.mujoco.rollout import TwinRollout
+    return TwinRollout(nthread=threads).with_latency
+
+
+class ProgressBar:
+    """A tqdm bar per fit, fed by ``sysid`` progress callbacks (silent with ``--quiet``)."""
+
+    def __init__(self, enabled: bool, total: int) -> None:
+        self.enabled = enabled
+        self.total = total
+        self._bar: Any = None
+        self._label = ''
+
+    def __call__(self, label: str, gen: sysid.Generation) -> None:
+        if not self.enabled:
+            return
+        if self._bar is None or label != self._label:
+            self.close()
+            from tqdm import tqdm
+            self._bar = tqdm(total=self.total, desc=f'sysid {label}', unit='gen', leave=False)
+            self._label = label
+        self._bar.update(1)
+        self._bar.set_postfix(loss=f'{gen.estimate_loss:.3g}', step=f'{gen.step:.3g}')
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+
+
+def fit_command(args: argparse.Namespace) -> int:
+    """Fit, write PARAMS.yaml and the report."""
+    out = pathlib.Path(args.out)
+    bags, trajs = read_trajectories(args.bags, args.namespace)
+    holdout = args.holdout if args.holdout >= 0 else (
+        max(1, round(0.2 * len(trajs))) if len(trajs) >= 2 else 0)
+    if holdout >= len(trajs):
+        raise ConfigError(f'--holdout {holdout} leaves no trajectory to fit ({len(trajs)} bags)')
+    train, held = trajs[:len(trajs) - holdout], trajs[len(trajs) - holdout:]
+    window = int(round(args.window * robot.CONTROL_HZ))
+    if args.latency is not None and not 0.0 <= args.latency <= 0.5:
+        raise ConfigError(f'--latency must be in [0, 0.5] s, got {args.latency}')
+    if not 0.0 < args.max_latency <= 0.5:
+        raise ConfigError(f'--max-latency must be in (0, 0.5] s, got {args.max_latency}')
+    make_evaluator = make_evaluators(args.device, args.threads, args.backend)
+    print(f'fitting on {len(train)} trajectories ({sum(t.steps for t in train)} steps), '
+          f'{len(held)} held out; method {args.method}, device {args.device}')
+    options = sysid.FitOptions(method=args.method, seed=args.seed, generations=args.generations,
+                               popsize=args.popsize, minibatch=args.minibatch, window=window)
+    bar = ProgressBar(not args.quiet, args.generations)
+    t0 = time.perf_counter()
+    searches: list[sysid.LatencyEstimate] = []
+    try:
+        if args.no_latency or args.latency is not None:
+            latency, source = ((0.0, '--no-latency') if args.no_latency
+                               else (args.latency, 'given'))
+            result = sysid.fit(make_evaluator(latency), train, options,
+                               progress=lambda g: bar('fit', g))
+        else:
+            profile = sysid.ProfileOptions(profile=args.profile, max_latency_s=args.max_latency)
+            if args.device == 'gpu':  # every latency at once: a larger batch costs little
+                from realm_ros.core.sysid.parallel import identify_parallel
+                ident = identify_parallel(make_evaluator, train, options, profile,
+                                          progress=bar)
+                kind = 'parallel profile'
+            else:
+                ident = sysid.identify(make_evaluator, train, options, profile, progress=bar)
+                kind = f'{args.profile} profile'
+            result, latency, searches = ident.fit, ident.latency_s, ident.searches
+            source = f'estimated ({ident.fits} fits, {kind}, {ident.generations} generations)'
+            for latency_k, value in ident.profile.items():
+                print(f'fit at latency {1e3 * latency_k:.2f} ms: loss {1e6 * value:.3g} mrad^2 '
+                      'per step')
+            for k, search in enumerate(searches):
+                print(f'latency search {k + 1} ({search.seconds:.1f} s): best '
+                      f'{1e3 * search.latency_s:.2f} ms; loss per step by candidate, ms: '
+                      'mrad^2: ' + ', '.join(f'{1e3 * c:.1f}: {1e6 * v:.3g}'
+                                             for c, v in zip(search.candidates_s, search.losses)))
+    finally:
+        bar.close()
+    fit_s = time.perf_counter() - t0
+    print(f'actuation latency {1e3 * latency:.2f} ms ({source})')
+    # The report's rollouts run on the CPU whatever the fit's device (a handful of rollouts).
+    cpu = make_evaluators('cpu', args.threads, args.backend)
+    default = DynamicsParams()
+    sets = {'train': train, 'holdout': held} if held else {'train': train}
+    rmse: dict[str, dict[str, list[float]]] = {}
+    sims: dict[str, list[np.ndarray]] = {}
+    for label, group in sets.items():
+        # "before" is the twin as it ran before sysid: default parameters, no latency.
+        sim = [np.concatenate([b, a]) for b, a in zip(
+            cpu(0.0).simulate([default], group), cpu(latency).simulate([result.params], group))]
+        sims[label] = sim
+        rmse[label] = {'before': sysid.joint_rmse(sim, group, 0).tolist(),
+                       'after': sysid.joint_rmse(sim, group, 1).tolist()}
+    write_params(out, result.params, latency, source, bags[:len(train)], args)
+    report = out.parent / f'{out.stem}_report'
+    hidden = DigitalRealDynamics.from_yaml(args.truth) if args.truth else None
+    truth = hidden.joint_params() if hidden else None
+    write_report(report, result, rmse, sets, sims, fit_s, truth, latency, searches)
+    print_table(rmse, result, fit_s, truth)
+    if hidden is not None:
+        print(f'latency: estimated {1e3 * latency:.2f} ms, true {1e3 * hidden.latency_s:.2f} ms '
+              f'(the twin replays whole physics steps: {1e3 / 240:.2f} ms each)')
+    print(f'wrote {out} and {report}/')
+    return 0
+
+
+def eval_command(args: argparse.Namespace) -> int:
+    """Print the per-joint RMSE (mrad) of the twin with ``--params`` replaying the bags."""
+    from realm_ros.backends.mujoco.rollout import TwinRollout
+
+    _, trajs = read_trajectories(args.bags, args.namespace)
+    params = DynamicsParams.from_yaml(args.params) if args.params else DynamicsParams()
+    latency = args.latency
+    if latency is None:
+        latency = sim_params_latency(args.params) if args.params else 0.0
+    sims = TwinRollout(latency_s=latency).simulate([params], trajs)
+    rmse = sysid.joint_rmse(sims, trajs) * 1e3
+    print(f'{len(trajs)} trajectories, params {args.params or "twin defaults"}, latency '
+          f'{latency:.6g} s')
+    print('joint RMSE, mrad: ' + ' '.join(f'{v:.3f}' for v in rmse) + f'  mean {rmse.mean():.3f}')
+    return 0

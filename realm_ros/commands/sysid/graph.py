@@ -1,0 +1,78 @@
+"""The digital real as ``realm-ros sysid record --backend fake`` brings it up, in this process."""
+
+from __future__ import annotations
+
+import contextlib
+import pathlib
+from typing import Any, Iterator
+
+#: Namespace of the digital real's franka_ros2-shaped side, below the world's namespace.
+ROBOT_SUBNAMESPACE = 'franka'
+
+
+def digital_real_specs(namespace: str, dynamics_file: str, arm_id: str = 'fr3') -> list:
+    """Return the digital real as the embedded default runs it: two :class:`NodeSpec`.
+
+    ``fake_franka`` (the franka_ros2-shaped arm, ``<namespace>/franka``, lockstep, hidden
+    dynamics ``dynamics_file``) behind ``world_node backend:=franka`` (``<namespace>``, the
+    shared world interface that is driven and recorded, ``fr3_`` joints, digital-real resets),
+    both with ``/clock`` remapped to ``<namespace>/clock``. The bridge's safety monitor checks
+    every excitation target exactly as it would on the lab's arm.
+    """
+    from realm_ros.graph import NodeSpec
+
+    robot_ns = f'{namespace}/{ROBOT_SUBNAMESPACE}'
+    clock = (('/clock', f'{namespace}/clock'),)
+    fake = {'lockstep': True, 'arm_id': arm_id}
+    if dynamics_file:
+        fake['dynamics_file'] = str(pathlib.Path(dynamics_file).expanduser().resolve())
+    return [
+        NodeSpec('fake_franka', 'fake_franka', robot_ns, fake, clock),
+        NodeSpec('world_node', 'world', namespace, {
+            'backend': 'franka', 'lockstep': True, 'lockstep_timeout_s': 0.0,
+            'camera_rate_hz': 0.0, 'franka.arm_id': arm_id, 'franka.namespace': robot_ns,
+            'franka.gripper': 'width_topic', 'franka.digital_real': True}, clock),
+    ]
+
+
+@contextlib.contextmanager
+def digital_real_graph(context: Any, namespace: str, dynamics_file: str,
+                       arm_id: str = 'fr3') -> Iterator[None]:
+    """Bring up :func:`digital_real_specs` in this process (``context``) and spin it.
+
+    Each node spins in its own executor thread, as two processes would: ``world_node``'s
+    constructor and reset service wait inside a callback for fake_franka's joint state and
+    services, so fake_franka must spin independently. The driver and the recorder only use the
+    world's topics and services.
+    """
+    import threading
+
+    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.parameter import Parameter
+
+    nodes: list = []
+    executors: list = []
+    threads: list = []
+    try:
+        for spec in digital_real_specs(namespace, dynamics_file, arm_id):
+            overrides = [Parameter(k, value=v) for k, v in spec.parameters.items()]
+            remaps = [arg for a, b in spec.remappings for arg in ('-r', f'{a}:={b}')]
+            nodes.append(spec.node_class()(
+                context=context, namespace=spec.namespace, parameter_overrides=overrides,
+                cli_args=['--ros-args', *remaps], use_global_arguments=False))
+            executors.append(SingleThreadedExecutor(context=context))
+            executors[-1].add_node(nodes[-1])
+            threads.append(threading.Thread(target=executors[-1].spin, daemon=True,
+                                            name=spec.name))
+            threads[-1].start()
+        yield None
+    finally:
+        for executor in executors:
+            executor.shutdown(timeout_sec=2.0)
+        for thread in threads:
+            thread.join(timeout=2.0)
+        for node in reversed(nodes):
+            close = getattr(getattr(node, 'world', None), 'close', None)
+            if close is not None:
+                close()
+            node.destroy_node()

@@ -1,0 +1,190 @@
+"""``realm-ros sysid record``: execute excitation trajectories on a world and record one bag each.
+
+The driver (:class:`ExcitationDriver`) talks to the world only through its topics and services
+(``<ns>/command``, ``<ns>/joint_states``, ``<ns>/reset``); a :class:`RecorderNode` in the same
+process writes the bags and splits them between trajectories. ``--backend fake`` brings the
+digital real up here (``graph.py``) and drives it in lockstep; ``--backend franka`` drives a
+running lab world in real time, with a watchdog.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import pathlib
+import time
+from typing import Any, Callable
+
+import numpy as np
+
+from realm_ros.commands.sysid.graph import digital_real_graph
+from realm_ros.core import robot, sysid
+from realm_ros.core.errors import ConfigError, DataError
+
+#: Watchdog of the excitation driver: largest allowed |q_measured - q_next_target|, rad, and
+#: the longest silence of ``joint_states``, s. The targets move at most 0.1 rad per step at half
+#: the velocity limit; an arm with heavy friction and armature plus latency lags up to 0.27 rad
+#: (config/dynamics/sysid_demo.yaml, 25 trajectories). It stays below the bridge's safety rule
+#: ``safety.max_target_error_rad`` (0.3 rad), so the driver stops before the bridge refuses.
+TRACKING_LIMIT = 0.28
+STATE_TIMEOUT_S = 0.5
+
+
+class ExcitationDriver:
+    """Publishes one excitation trajectory at a time to a world and watches its joint states."""
+
+    def __init__(self, context: Any, namespace: str, lockstep: bool, recorder: Any) -> None:
+        import rclpy
+        from rclpy.executors import SingleThreadedExecutor
+        from sensor_msgs.msg import JointState
+        from std_srvs.srv import Trigger
+        from trajectory_msgs.msg import JointTrajectory
+
+        from realm_ros.ros import qos
+
+        self.ns = namespace
+        self.lockstep = lockstep
+        self.recorder = recorder
+        self.node = rclpy.create_node('sysid_driver', context=context)
+        self.executor = SingleThreadedExecutor(context=context)
+        for node in (recorder, self.node):
+            self.executor.add_node(node)
+        self.states: list = []
+        self.node.create_subscription(JointState, f'{namespace}/joint_states',
+                                      self.states.append, qos.STATE)
+        self.commands = self.node.create_publisher(JointTrajectory, f'{namespace}/command',
+                                                   qos.COMMAND)
+        self.reset_client = self.node.create_client(Trigger, f'{namespace}/reset')
+        self.split_client = self.node.create_client(Trigger, '/recorder/split')
+        self.js_topic = f'{namespace}/joint_states'
+        self.cmd_topic = f'{namespace}/command'
+
+    def spin_until(self, pred: Callable[[], bool], timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and not pred():
+            self.executor.spin_once(timeout_sec=0.01)
+        return pred()
+
+    def call(self, client: Any, timeout: float = 20.0) -> Any:
+        """Call a Trigger service and return its response; DataError if it fails."""
+        from std_srvs.srv import Trigger
+
+        if not client.wait_for_service(timeout_sec=timeout):
+            raise DataError(f'service {client.srv_name} is not available')
+        future = client.call_async(Trigger.Request())
+        if not self.spin_until(future.done, timeout) or not future.result().success:
+            msg = future.result().message if future.done() else 'timed out'
+            raise DataError(f'{client.srv_name} failed: {msg}')
+        return future.result()
+
+    def reset(self) -> None:
+        """Reset the world and wait until both the recorder and the driver see its state."""
+        for _ in range(10):  # until the recorder sees the world (DDS discovery)
+            seen = self.recorder.bag.counts.get(self.js_topic, 0)
+            n_states = len(self.states)
+            self.call(self.reset_client)
+            if self.spin_until(lambda s=seen, n=n_states: self.recorder.bag.counts.get(
+                    self.js_topic, 0) > s and len(self.states) > n, 2.0):
+                break
+        else:
+            raise DataError(f'no joint states from {self.ns} after reset')
+        if not self.lockstep:
+            self.spin_until(lambda: False, 3.0)  # let the arm settle at the reset pose
+
+    def check(self, q_d: np.ndarray, watchdog: list) -> None:
+        """The watchdog: stop (the world then holds its last target) if the arm stops
+        reporting or strays from the excitation by more than TRACKING_LIMIT rad."""
+        if len(self.states) and self.states[-1] is not watchdog[0]:
+            watchdog[0], watchdog[1] = self.states[-1], time.monotonic()
+        if time.monotonic() - watchdog[1] > STATE_TIMEOUT_S:
+            raise DataError(f'no joint states for {STATE_TIMEOUT_S} s; stopped')
+        error = np.abs(np.array(self.states[-1].position[:7]) - q_d)
+        if np.max(error) > TRACKING_LIMIT:
+            raise DataError(
+                f'tracking error {np.max(error):.3f} rad on '
+                f'{robot.JOINT_NAMES[int(np.argmax(error))]} exceeds '
+                f'{TRACKING_LIMIT} rad; stopped the excitation')
+
+    def send(self, q_d: np.ndarray) -> None:
+        """Publish one target (one control step); in lockstep, wait for its state."""
+        from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+        msg = JointTrajectory()
+        msg.header.stamp = (self.states[-1].header.stamp if self.lockstep
+                            else self.node.get_clock().now().to_msg())
+        msg.joint_names = list(robot.JOINT_NAMES) + [robot.GRIPPER_JOINT]
+        msg.points = [JointTrajectoryPoint(positions=[float(v) for v in q_d] + [0.0])]
+        n = len(self.states)
+        self.commands.publish(msg)
+        if self.lockstep and not self.spin_until(lambda: len(self.states) > n, 10.0):
+            raise DataError('the world stopped answering commands')
+
+    def execute(self, plan: np.ndarray) -> None:
+        """Reset, then send every row of ``plan`` at the control rate; wait for the recorder."""
+        self.reset()
+        period = 1.0 / robot.CONTROL_HZ
+        next_time = time.monotonic()
+        watchdog: list = [None, time.monotonic()]
+        for q_d in plan:
+            self.check(q_d, watchdog)
+            self.send(q_d)
+            if not self.lockstep:
+                next_time += period
+                self.spin_until(lambda t=next_time: time.monotonic() >= t, period * 2)
+        ok = self.spin_until(
+            lambda: self.recorder.bag.counts.get(self.cmd_topic, 0) >= len(plan), 5.0)
+        self.spin_until(lambda: False, 0.05 if self.lockstep else 0.5)  # trailing states
+        if not ok:
+            raise DataError('recorder missed commands')
+
+
+def record(args: argparse.Namespace) -> int:
+    """Generate excitation trajectories, execute them on the world and record one bag each."""
+    import rclpy
+    from rclpy.parameter import Parameter
+
+    from realm_ros.nodes.recorder_node import RecorderNode
+    from realm_ros.ros import convert
+
+    out = pathlib.Path(args.out)
+    if out.exists() and any(out.iterdir()):
+        raise ConfigError(f'--out {out} exists and is not empty; choose a new directory')
+    if args.trajectories < 1:
+        raise ConfigError('--trajectories must be >= 1')
+    if args.backend == 'franka' and args.dynamics:
+        raise ConfigError('--dynamics applies to --backend fake only')
+    spec = sysid.ExcitationSpec(duration_s=args.duration)
+    plans = [sysid.excitation_trajectory(spec, args.seed * 1000 + i)
+             for i in range(args.trajectories)]
+    ns = args.namespace.rstrip('/')
+    lockstep = args.backend == 'fake'
+
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    nodes: list = []
+    try:
+        graph = (digital_real_graph(context, ns, args.dynamics, args.arm_id) if lockstep
+                 else contextlib.nullcontext())
+        with graph:
+            recorder = RecorderNode(context=context, parameter_overrides=[
+                Parameter('out_dir', value=str(out)), Parameter('namespace', value=ns or '/'),
+                Parameter('bag_prefix', value='traj')])
+            nodes.append(recorder)
+            driver = ExcitationDriver(context, ns, lockstep, recorder)
+            nodes.append(driver.node)
+            for i, plan in enumerate(plans):
+                if i > 0:
+                    driver.call(driver.split_client)
+                try:
+                    driver.execute(plan)
+                except DataError as err:
+                    raise DataError(f'trajectory {i}: {err}') from err
+                print(f'trajectory {i}: {len(plan)} steps -> {recorder.bag.path} '
+                      f'({convert.from_time(driver.states[-1].header.stamp):.2f} s)')
+            recorder.close()
+    finally:
+        for node in nodes:
+            node.destroy_node()
+        rclpy.try_shutdown(context=context)
+    print(f'recorded {len(plans)} bags in {out}')
+    return 0

@@ -1,0 +1,123 @@
+"""What ``realm-ros sysid fit`` writes: PARAMS.yaml, the report folder, the console table."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+from typing import Any
+
+import numpy as np
+import yaml
+
+from realm_ros.core import sysid
+from realm_ros.core.config import DynamicsParams, sim_params_latency
+
+
+def write_params(out: pathlib.Path, params: DynamicsParams, latency_s: float, source: str,
+                 bags: list[pathlib.Path], args: argparse.Namespace) -> None:
+    """Write the identified parameters (``DynamicsParams.from_yaml`` and ``sim_params_file``)."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    header = (f'# Identified by realm-ros sysid fit ({args.method}, seed {args.seed}, latency '
+              f'{source}) from {len(bags)} bags (held-out bags excluded).\n'
+              '# friction: dry joint friction, N m (MuJoCo frictionloss); armature: kg m^2. '
+              'Joint order panda_joint1..7.\n'
+              '# latency_s: actuation delay, s, as MujocoWorld replays it (a target acts '
+              'round(latency_s * physics_hz) - 1 physics steps late).\n')
+    body = {'friction': [round(v, 6) for v in params.friction],
+            'armature': [round(v, 6) for v in params.armature],
+            'latency_s': round(float(latency_s), 6)}
+    out.write_text(header + yaml.safe_dump(body, default_flow_style=None, sort_keys=False))
+    DynamicsParams.from_yaml(out)  # what we wrote must load
+    sim_params_latency(out)
+
+
+def write_report(report: pathlib.Path, result: sysid.FitResult, rmse: dict, sets: dict,
+                 sims: dict, fit_s: float, truth: DynamicsParams | None, latency_s: float = 0.0,
+                 searches: list | None = None) -> None:
+    """Write loss per generation (CSV + PNG), RMSE (JSON) and trajectory overlays (PNG)."""
+    import matplotlib
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+
+    report.mkdir(parents=True, exist_ok=True)
+    hist = np.array(result.history)
+    header = 'generation,evaluations,best_loss,median_loss,estimate_loss,elapsed_s'
+    np.savetxt(report / 'loss.csv', hist, delimiter=',', header=header, comments='',
+               fmt=['%d', '%d', '%.9g', '%.9g', '%.9g', '%.3f'])
+    fig, ax = plt.subplots(figsize=(6, 4))
+    ax.semilogy(hist[:, 0], hist[:, 2], label='best candidate (minibatch)')
+    ax.semilogy(hist[:, 0], hist[:, 3], label='median candidate (minibatch)', alpha=0.5)
+    ax.semilogy(hist[:, 0], hist[:, 4], label='current estimate (minibatch)')
+    ax.set_xlabel('generation')
+    ax.set_ylabel('loss per window step, rad$^2$')
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(report / 'loss.png', dpi=100)
+    plt.close(fig)
+    summary: dict[str, Any] = {
+        'rmse_rad': rmse, 'fit_seconds': fit_s, 'stop_reason': result.stop_reason,
+        'timing_s': result.timing, 'params': {'friction': list(result.params.friction),
+                                              'armature': list(result.params.armature),
+                                              'latency_s': latency_s},
+        'latency_searches': [{'candidates_s': s.candidates_s, 'loss_per_step_rad2': s.losses,
+                              'best_s': s.latency_s, 'seconds': s.seconds}
+                             for s in searches or []]}
+    if truth is not None:
+        summary['relative_error'] = relative_errors(result.params, truth)
+    (report / 'rmse.json').write_text(json.dumps(summary, indent=2))
+    for label, group in sets.items():
+        traj, sim = group[0], sims[label][0]
+        fig, axes = plt.subplots(7, 2, figsize=(12, 12), sharex=True)
+        t = np.arange(1, traj.steps + 1) * traj.dt
+        for j in range(7):
+            ax, err = axes[j]
+            ax.plot(t, traj.measured[:, j], 'k', lw=1.5, label='real (recorded)')
+            ax.plot(t, sim[0][:, j], 'r--', lw=1, label='twin, defaults')
+            ax.plot(t, sim[1][:, j], 'b:', lw=1.5, label='twin, identified')
+            ax.set_ylabel(f'q{j + 1}, rad')
+            # The differences are milliradians: they only show as errors, not as overlays.
+            err.plot(t, 1e3 * (sim[0][:, j] - traj.measured[:, j]), 'r', lw=1,
+                     label='twin defaults - real')
+            err.plot(t, 1e3 * (sim[1][:, j] - traj.measured[:, j]), 'b', lw=1,
+                     label='twin identified - real')
+            err.set_ylabel('error, mrad')
+        axes[0, 0].legend(loc='upper right', fontsize=7)
+        axes[0, 1].legend(loc='upper right', fontsize=7)
+        axes[0, 0].set_title(f'{label}: {traj.name}')
+        axes[-1, 0].set_xlabel('time, s')
+        axes[-1, 1].set_xlabel('time, s')
+        fig.tight_layout()
+        fig.savefig(report / f'overlay_{label}.png', dpi=80)
+        plt.close(fig)
+
+
+def relative_errors(params: DynamicsParams, truth: DynamicsParams) -> dict[str, list[float]]:
+    """Return |identified - true| / true per joint for friction and armature."""
+    return {name: (np.abs(np.array(getattr(params, name)) - getattr(truth, name))
+                   / np.maximum(getattr(truth, name), 1e-9)).tolist()
+            for name in ('friction', 'armature')}
+
+
+def print_table(rmse: dict, result: sysid.FitResult, fit_s: float,
+                truth: DynamicsParams | None) -> None:
+    """Print per-joint RMSE before/after (mrad) and, with a truth file, recovery errors."""
+    print(f'fit: {fit_s:.1f} s, {len(result.history)} generations, stop: {result.stop_reason}')
+    print('timing, s: ' + ', '.join(f'{k} {v:.2f}' for k, v in result.timing.items()))
+    cols = ' '.join(f'{f"q{j + 1}":>7}' for j in range(7))
+    print(f'{"joint RMSE, mrad":<22}{cols} {"mean":>7}')
+    for label, values in rmse.items():
+        for when in ('before', 'after'):
+            row = np.array(values[when]) * 1e3
+            print(f'{label + " " + when:<22}' + ' '.join(f'{v:7.3f}' for v in row)
+                  + f' {row.mean():7.3f}')
+        ratio = np.mean(values['before']) / max(np.mean(values['after']), 1e-12)
+        print(f'{label + " improvement":<22}{ratio:7.1f}x')
+    p = result.params
+    print(f'{"friction, N m":<22}' + ' '.join(f'{v:7.4f}' for v in p.friction))
+    print(f'{"armature, kg m^2":<22}' + ' '.join(f'{v:7.4f}' for v in p.armature))
+    if truth is not None:
+        errors = relative_errors(p, truth)
+        for name in ('friction', 'armature'):
+            print(f'{name + " error, %":<22}'
+                  + ' '.join(f'{100 * v:7.1f}' for v in errors[name]))

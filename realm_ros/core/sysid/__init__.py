@@ -1,0 +1,53 @@
+"""System identification of the twin's per-joint friction and armature, and its latency.
+
+ROS-free and simulator-free; a backend supplies the simulator (:class:`BatchEvaluator`). Read
+the parts in this order:
+
+1. :mod:`.excitation`: the safe multisine trajectories the arm executes.
+2. :mod:`.space`: the 14 searched parameters and their log-scaled unit cube.
+3. :mod:`.data`: recorded runs, the short windows cut from them (multiple shooting), the loss.
+4. :mod:`.optimise`: the fit, CMA-ES or simulated annealing, one loop.
+5. :mod:`.latency`: the whole-step latency search and the latency profile of fits.
+
+Everything is re-exported here: ``from realm_ros.core import sysid; sysid.fit(...)``.
+"""
+
+from realm_ros.core.sysid.data import BatchEvaluator, Trajectory, joint_rmse, loss, windows
+from realm_ros.core.sysid.excitation import (
+    TCP_OFFSET,
+    ExcitationSpec,
+    Workspace,
+    check_trajectory,
+    end_effector_points,
+    excitation_trajectory,
+)
+from realm_ros.core.sysid.latency import (
+    IdentifyResult,
+    LatencyEstimate,
+    ProfileOptions,
+    estimate_latency,
+    identify,
+    latency_candidates,
+    score,
+    scoring_windows,
+)
+from realm_ros.core.sysid.optimise import (
+    METHODS,
+    Anneal,
+    CmaEs,
+    FitOptions,
+    FitResult,
+    Generation,
+    fit,
+    on_plateau,
+)
+from realm_ros.core.sysid.space import ParamSpace
+
+__all__ = [
+    'Anneal', 'BatchEvaluator', 'check_trajectory', 'CmaEs', 'end_effector_points',
+    'estimate_latency', 'excitation_trajectory', 'ExcitationSpec', 'fit', 'FitOptions',
+    'FitResult', 'Generation', 'identify', 'IdentifyResult', 'joint_rmse',
+    'latency_candidates', 'LatencyEstimate', 'loss', 'METHODS', 'on_plateau', 'ParamSpace',
+    'ProfileOptions', 'score', 'scoring_windows', 'TCP_OFFSET', 'Trajectory', 'windows',
+    'Workspace',
+]

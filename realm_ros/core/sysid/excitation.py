@@ -1,0 +1,138 @@
+"""Excitation trajectories: safe joint-space multisines for system identification.
+
+:func:`excitation_trajectory` returns absolute position targets at the control rate (15 Hz),
+starting and ending at the reset pose, inside the joint limits with a margin, under a velocity
+cap, and with the flange and the fingertips inside a safe box (:class:`Workspace`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from realm_ros.core import robot
+from realm_ros.core.errors import ConfigError
+
+#: Flange to fingertip centre along the flange z axis, m (the twin's gripper; model.py).
+TCP_OFFSET = 0.165
+
+
+@dataclasses.dataclass(frozen=True)
+class Workspace:
+    """Axis-aligned box (m, ``base_link``) that the flange and fingertips must stay inside."""
+
+    low: tuple[float, float, float] = (0.15, -0.55, 0.12)
+    high: tuple[float, float, float] = (0.85, 0.55, 1.00)
+
+    def contains(self, point: np.ndarray) -> bool:
+        return bool(np.all(point >= self.low) and np.all(point <= self.high))
+
+
+def end_effector_points(q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Return (flange position, fingertip position), m in ``base_link``, at joint config ``q``."""
+    flange = robot.forward_kinematics(q)[-1]
+    return flange[:3, 3], flange[:3, 3] + TCP_OFFSET * flange[:3, 2]
+
+
+@dataclasses.dataclass(frozen=True)
+class ExcitationSpec:
+    """Shape of an excitation trajectory.
+
+    Attributes:
+        duration_s: length of the trajectory, s (including the ramps).
+        control_hz: rate of the position targets, Hz.
+        amplitude: (7,) peak amplitude per joint before safety scaling, rad.
+        freq_range_hz: the sine frequencies are drawn log-uniformly from this range, Hz.
+        n_sines: sines per joint.
+        ramp_s: raised-cosine fade-in and fade-out, s, so the run starts and ends at rest.
+        limit_margin: distance kept from every joint limit, rad.
+        velocity_fraction: target speed stays below this fraction of the velocity limit.
+    """
+
+    duration_s: float = 10.0
+    control_hz: float = robot.CONTROL_HZ
+    amplitude: tuple[float, ...] = (0.5, 0.35, 0.5, 0.4, 0.6, 0.5, 0.8)
+    freq_range_hz: tuple[float, float] = (0.1, 1.2)
+    n_sines: int = 4
+    ramp_s: float = 1.0
+    limit_margin: float = 0.15
+    velocity_fraction: float = 0.5
+    workspace: Workspace = Workspace()
+
+    def __post_init__(self) -> None:
+        if not 2 * self.ramp_s < self.duration_s <= 600:
+            raise ConfigError(
+                f'ExcitationSpec.duration_s must be in (2 * ramp_s, 600], got {self.duration_s}')
+        if self.freq_range_hz[1] >= self.control_hz / 2:
+            raise ConfigError('ExcitationSpec.freq_range_hz must stay below half the control rate')
+
+
+def excitation_trajectory(spec: ExcitationSpec, seed: int,
+                          start: np.ndarray | None = None) -> np.ndarray:
+    """Return a (K, 7) array of absolute joint targets, rad, one row per control step.
+
+    A multisine per joint (random frequencies, phases and weights drawn from ``seed``) around
+    ``start`` (default: the DROID reset pose), faded in and out so the first and last rows equal
+    ``start``. If the result leaves the joint limits (with margin), the velocity cap or the safe
+    workspace, the amplitude is shrunk by 15 % and checked again.
+
+    Raises:
+        ConfigError: no amplitude down to 5 % of the requested one is safe.
+    """
+    start = robot.RESET_Q.copy() if start is None else np.asarray(start, dtype=float)
+    rng = np.random.default_rng(seed)
+    n = int(round(spec.duration_s * spec.control_hz))
+    t = np.arange(1, n + 1) / spec.control_hz
+    lo, hi = np.log(spec.freq_range_hz[0]), np.log(spec.freq_range_hz[1])
+    shape = np.zeros((n, robot.NUM_ARM_JOINTS))
+    for j in range(robot.NUM_ARM_JOINTS):
+        # One slow sine always (large excursions and velocity reversals for friction), the
+        # rest spread over the band (accelerations near the closed loop's bandwidth, armature).
+        freqs = np.exp(rng.uniform(lo, hi, spec.n_sines))
+        freqs[0] = np.exp(rng.uniform(lo, lo + 0.3 * (hi - lo)))
+        weights = rng.uniform(0.5, 1.0, spec.n_sines)
+        phases = rng.uniform(0, 2 * np.pi, spec.n_sines)
+        wave = np.sum(weights * np.sin(2 * np.pi * freqs * t[:, None] + phases), axis=1)
+        shape[:, j] = wave / np.max(np.abs(wave))
+    ramp_n = int(round(spec.ramp_s * spec.control_hz))
+    envelope = np.ones(n)
+    fade = 0.5 - 0.5 * np.cos(np.linspace(0.0, np.pi, ramp_n))
+    envelope[:ramp_n] = fade
+    envelope[-ramp_n:] = fade[::-1]
+    envelope[-1] = 0.0
+    # Per joint: the largest amplitude that keeps the margin to both limits and the speed cap
+    # (so one fast joint does not shrink the others); then one common factor for the workspace.
+    offsets = np.asarray(spec.amplitude) * shape * envelope[:, None]
+    prev = np.vstack([np.zeros(robot.NUM_ARM_JOINTS), offsets])
+    speed = np.max(np.abs(np.diff(prev, axis=0)), axis=0) * spec.control_hz
+    room_hi = (robot.JOINT_UPPER - spec.limit_margin - start) / np.maximum(offsets.max(0), 1e-9)
+    room_lo = (start - robot.JOINT_LOWER - spec.limit_margin) / np.maximum(-offsets.min(0), 1e-9)
+    cap = spec.velocity_fraction * robot.VELOCITY_LIMIT / np.maximum(speed, 1e-9)
+    per_joint = np.clip(np.minimum.reduce([room_hi, room_lo, cap]) * 0.999, 0.0, 1.0)
+    offsets = offsets * per_joint
+    scale = 1.0
+    while scale >= 0.05:
+        q = start + scale * offsets
+        if check_trajectory(q, spec, start) is None:
+            return q
+        scale *= 0.85
+    raise ConfigError(f'no safe excitation for seed {seed}: {check_trajectory(q, spec, start)}')
+
+
+def check_trajectory(q: np.ndarray, spec: ExcitationSpec,
+                     start: np.ndarray | None = None) -> str | None:
+    """Return why the (K, 7) targets ``q`` are unsafe, or ``None`` if they are safe."""
+    low = robot.JOINT_LOWER + spec.limit_margin
+    high = robot.JOINT_UPPER - spec.limit_margin
+    if np.any(q < low) or np.any(q > high):
+        return 'joint limit (with margin) exceeded'
+    prev = robot.RESET_Q if start is None else start
+    speed = np.abs(np.diff(np.vstack([prev, q]), axis=0)) * spec.control_hz
+    if np.any(speed > spec.velocity_fraction * robot.VELOCITY_LIMIT):
+        return 'target velocity above the cap'
+    for row in q:
+        flange, tip = end_effector_points(row)
+        if not (spec.workspace.contains(flange) and spec.workspace.contains(tip)):
+            return f'end effector leaves the safe box at flange {np.round(flange, 3).tolist()}'
+    return None

@@ -1,0 +1,290 @@
+"""Actuation latency: a whole-physics-step search, and the latency profile of fits.
+
+A delay and dry friction both make the arm lag, so they trade off, and a whole-step search
+(:func:`estimate_latency`) is only as good as the friction/armature it runs at: at the twin's
+defaults (no friction) it errs long, at a latency-free fit (which explains the lag with extra
+friction) it errs short (measured: 20.8 ms and 0 or 8.3 ms for a true 8 ms). Alternating search
+and fit stalls in that trade-off. So :func:`identify` profiles the loss over the latency with
+fits: the best (latency, fit) pair by the loss of each fit at its own latency on one fixed set
+of windows.
+
+Two ways to build that profile, same rule, same answer within tolerance (``test/test_sysid.py``
+and ``bench/bench_sysid.py`` compare them):
+
+* ``profile='full'`` (the simple path): a full fit from scratch at every latency visited.
+* ``profile='fast'`` (default): a short scout fit without latency only to place the search;
+  a fit at the searched latency, warm-started from the scout, and a search again at that fit
+  (moving the fit while the search disagrees); every neighbour that the walk visits gets a
+  short fit warm-started from the best parameters known at that latency (every fit so far
+  scored there; adjacent latencies have nearby optima), scored by the same rule. The walk
+  continues while the loss falls and both neighbours of the winner are always fitted, so the
+  winner is a local minimum of the profile.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Callable, Sequence
+
+import numpy as np
+
+from realm_ros.core.config import DynamicsParams
+from realm_ros.core.errors import ConfigError, DataError
+from realm_ros.core.sysid.data import BatchEvaluator, Trajectory, loss, windows
+from realm_ros.core.sysid.optimise import FitOptions, FitResult, Generation, fit
+
+MakeEvaluator = Callable[[float], BatchEvaluator]
+
+
+def latency_candidates(physics_hz: float, max_latency_s: float) -> list[float]:
+    """Return the distinct actuation latencies (s) a twin at ``physics_hz`` can replay.
+
+    The twin (``backends/mujoco/actuation.py``) releases a target ``round(latency_s *
+    physics_hz) - 1`` physics steps into its control period, so 0 and one physics step are the
+    same twin; the candidates are 0 and ``k / physics_hz`` for k = 2 ..
+    round(max_latency_s * physics_hz) + 1.
+    """
+    top = int(round(max_latency_s * physics_hz)) + 1
+    return [0.0] + [k / physics_hz for k in range(2, max(top, 1) + 1)]
+
+
+@dataclasses.dataclass
+class LatencyEstimate:
+    """Outcome of :func:`estimate_latency`: the best candidate and the loss of every one.
+
+    ``losses`` are per window step (rad^2), in the order of ``candidates_s``.
+    """
+
+    latency_s: float
+    candidates_s: list[float]
+    losses: list[float]
+    params: DynamicsParams
+    seconds: float
+
+    @property
+    def delay_steps(self) -> int:
+        """Index of the best candidate (0 = no delay)."""
+        return self.candidates_s.index(self.latency_s)
+
+
+def scoring_windows(trajectories: Sequence[Trajectory], window: int = 15,
+                    max_windows: int = 64, seed: int = 0) -> list[Trajectory]:
+    """Return the fixed windows every latency is scored on (at most ``max_windows``)."""
+    pool = windows(trajectories, window) if window > 0 else list(trajectories)
+    if not pool:
+        raise DataError(f'no window of {window} steps fits in the trajectories')
+    if len(pool) > max_windows:
+        rng = np.random.default_rng(seed)
+        pool = [pool[i] for i in sorted(rng.choice(len(pool), max_windows, replace=False))]
+    return pool
+
+
+def score(evaluator: BatchEvaluator, pool: Sequence[Trajectory],
+          params: Sequence[DynamicsParams]) -> np.ndarray:
+    """Return the loss per window step (rad^2) of each of ``params`` on ``pool``."""
+    steps = sum(w.steps for w in pool)
+    return loss(evaluator.simulate(list(params), pool), pool) / steps
+
+
+def estimate_latency(
+    make_evaluator: MakeEvaluator,
+    trajectories: Sequence[Trajectory],
+    params: DynamicsParams,
+    physics_hz: float = 240.0,
+    max_latency_s: float = 0.05,
+    window: int = 15,
+    max_windows: int = 64,
+    seed: int = 0,
+) -> LatencyEstimate:
+    """Estimate the command-to-motion delay: a 1-D search over whole physics steps.
+
+    Every candidate of :func:`latency_candidates` is replayed with the same ``params`` on the
+    same windows (:func:`scoring_windows`, drawn with ``seed``, each starting from its recorded
+    state); the candidate with the smallest :func:`loss` wins. A whole-step grid, not CMA-ES:
+    the twin can only delay by whole physics steps, so the loss is a step function of the
+    latency.
+
+    Args:
+        make_evaluator: returns a :class:`BatchEvaluator` that replays a given latency, s.
+    """
+    t0 = time.perf_counter()
+    pool = scoring_windows(trajectories, window, max_windows, seed)
+    candidates = latency_candidates(physics_hz, max_latency_s)
+    losses = [float(score(make_evaluator(lat), pool, [params])[0]) for lat in candidates]
+    best = candidates[int(np.argmin(losses))]
+    return LatencyEstimate(latency_s=best, candidates_s=candidates, losses=losses,
+                           params=params, seconds=time.perf_counter() - t0)
+
+
+@dataclasses.dataclass(frozen=True)
+class ProfileOptions:
+    """How :func:`identify` walks the latency profile.
+
+    Attributes:
+        profile: ``'fast'`` or ``'full'`` (see the module docstring).
+        physics_hz: the twin's physics rate, Hz (latencies are whole physics steps).
+        max_latency_s: largest latency searched, s.
+        max_fits: most fits at distinct latencies (the scout of the fast profile not counted).
+        scout_generations: fast: generations of the latency-free scout fit.
+        refine_generations: fast: generations of a warm-started fit at a neighbour.
+        refine_sigma: fast: initial step size of those fits, unit-cube units.
+    """
+
+    profile: str = 'fast'
+    physics_hz: float = 240.0
+    max_latency_s: float = 0.05
+    max_fits: int = 4
+    scout_generations: int = 45
+    main_generations: int = 45
+    main_sigma: float = 0.1
+    refine_generations: int = 20
+    refine_sigma: float = 0.1
+
+    def __post_init__(self) -> None:
+        if self.profile not in ('fast', 'full'):
+            raise ConfigError(f'ProfileOptions.profile must be fast or full, got '
+                              f'{self.profile!r}')
+        if not 0.0 < self.max_latency_s <= 0.5:
+            raise ConfigError(f'ProfileOptions.max_latency_s must be in (0, 0.5] s, got '
+                              f'{self.max_latency_s}')
+        if self.max_fits < 2:
+            raise ConfigError(f'ProfileOptions.max_fits must be >= 2, got {self.max_fits}')
+
+
+@dataclasses.dataclass
+class IdentifyResult:
+    """Outcome of :func:`identify`.
+
+    ``fit`` is the best fit, at ``latency_s``. ``profile`` maps every latency that got a fit
+    (s) to that fit's loss per window step (rad^2) on one fixed set of windows; ``searches``
+    holds the latency searches in the order they ran; ``fit_log`` one line per fit (latency s,
+    generations, warm-started, seconds); ``seconds`` the whole identification.
+    """
+
+    fit: FitResult
+    latency_s: float
+    searches: list[LatencyEstimate]
+    profile: dict[float, float]
+    fit_log: list[tuple[float, int, bool, float]] = dataclasses.field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def fits(self) -> int:
+        return len(self.profile)
+
+    @property
+    def generations(self) -> int:
+        """Generations run by all fits together (the scout included)."""
+        return sum(row[1] for row in self.fit_log)
+
+
+def identify(
+    make_evaluator: MakeEvaluator,
+    trajectories: Sequence[Trajectory],
+    options: FitOptions | None = None,
+    profile: ProfileOptions | None = None,
+    progress: Callable[[str, Generation], None] | None = None,
+    **option_fields,
+) -> IdentifyResult:
+    """Estimate the actuation latency and fit friction and armature with it replayed.
+
+    The profile rule (both ways): fit near the latency a search suggests (at least one
+    physics step more than 0), walk to longer latencies while the fitted loss keeps falling,
+    then to shorter ones while it falls; at most ``profile.max_fits`` fits. Every fit is
+    scored by the loss of its parameters at its own latency on the same windows
+    (:func:`scoring_windows`), so the profile compares like with like; the best fit wins.
+
+    Args:
+        options: the fits' search (:class:`FitOptions`; ``option_fields`` override fields).
+        profile: the walk (:class:`ProfileOptions`); default the fast profile.
+        progress: called per generation with a label (which fit) and the generation.
+    """
+    t_start = time.perf_counter()
+    options = dataclasses.replace(options or FitOptions(), **option_fields)
+    profile = profile or ProfileOptions()
+    candidates = latency_candidates(profile.physics_hz, profile.max_latency_s)
+    pool = scoring_windows(trajectories, seed=options.seed)
+    fits: dict[int, tuple[FitResult, float]] = {}
+    searches: list[LatencyEstimate] = []
+    log: list[tuple[float, int, bool, float]] = []
+
+    def run(k: int, initial: DynamicsParams | None = None, label: str = '',
+            **override) -> FitResult:
+        t = time.perf_counter()
+        report = None if progress is None else (lambda g, s=label: progress(s, g))
+        result = fit(make_evaluator(candidates[k]), trajectories, options,
+                     initial=initial, progress=report, **override)
+        log.append((candidates[k], len(result.history), initial is not None,
+                    time.perf_counter() - t))
+        return result
+
+    def search(params: DynamicsParams) -> LatencyEstimate:
+        searches.append(estimate_latency(make_evaluator, trajectories, params,
+                                         profile.physics_hz, profile.max_latency_s,
+                                         seed=options.seed))
+        return searches[-1]
+
+    def scored(k: int, result: FitResult) -> float:
+        value = float(score(make_evaluator(candidates[k]), pool, [result.params])[0])
+        fits[k] = (result, value)
+        return value
+
+    def best_index() -> int:
+        return min(fits, key=lambda i: fits[i][1])
+
+    if profile.profile == 'full':
+        def visit(k: int) -> float:
+            result = run(k, label=f'fit at {1e3 * candidates[k]:.1f} ms')
+            est = search(result.params)
+            fits[k] = (result, est.losses[k])
+            return fits[k][1]
+        visit(0)
+        start = max(searches[0].delay_steps, 1)
+    else:
+        scout = run(0, label='scout at 0 ms', generations=min(profile.scout_generations,
+                                                               options.generations))
+        start = max(search(scout.params).delay_steps, 1)
+        warm = scout.params
+        # Fit, search again at the fit; move while the search disagrees (a poorly converged
+        # scout misplaces the first search; a converged fit places it within a step).
+        while start not in fits and len(fits) < profile.max_fits:
+            main = run(start, warm, f'fit at {1e3 * candidates[start]:.1f} ms',
+                       generations=min(profile.main_generations, options.generations),
+                       sigma0=profile.main_sigma)
+            scored(start, main)
+            warm = main.params
+            start = max(search(main.params).delay_steps, 1)
+        start = best_index()
+
+        known = [scout.params]
+
+        def visit(k: int) -> float:
+            # Start from the best point known at this latency: every fit so far (and the
+            # scout) scored here, on the fixed windows. The fit at an adjacent latency is
+            # usually best; after a fit that slid along the friction/latency trade-off, an
+            # earlier one is.
+            starts = known + [f.params for f, _ in fits.values()]
+            values = score(make_evaluator(candidates[k]), pool, starts)
+            result = run(k, starts[int(np.argmin(values))],
+                         f'refine at {1e3 * candidates[k]:.1f} ms',
+                         generations=min(profile.refine_generations, options.generations),
+                         sigma0=profile.refine_sigma)
+            return scored(k, result)
+
+    k = start + (1 if profile.profile == 'fast' else 0)
+    while k < len(candidates) and len(fits) < profile.max_fits:
+        previous = fits[best_index()][1]
+        if visit(k) >= previous:
+            break
+        k += 1
+    k = best_index() - 1
+    while k >= 0 and k not in fits and len(fits) < profile.max_fits:
+        previous = fits[best_index()][1]
+        if visit(k) >= previous:
+            break
+        k -= 1
+    best = best_index()
+    return IdentifyResult(fit=fits[best][0], latency_s=candidates[best], searches=searches,
+                          profile={candidates[i]: v for i, (_, v) in sorted(fits.items())},
+                          fit_log=log, seconds=time.perf_counter() - t_start)

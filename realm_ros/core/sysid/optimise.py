@@ -1,0 +1,265 @@
+"""The fit: CMA-ES (package ``cma``, REALM's choice) or simulated annealing (SIMPLER's baseline).
+
+Both optimisers have the same two verbs, ``ask`` (the candidates of one generation, unit-cube
+coordinates) and ``tell`` (their losses), and one loop, :func:`fit`, drives either: per
+generation it draws one random minibatch of windows, simulates every candidate plus the current
+estimate on it in one :meth:`BatchEvaluator.simulate` call, and tells the optimiser the losses.
+Progress goes to an optional callback (the CLI draws a bar with it); nothing here prints.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from typing import Callable, Sequence
+
+import numpy as np
+
+from realm_ros.core.config import DynamicsParams
+from realm_ros.core.errors import ConfigError, DataError
+from realm_ros.core.sysid.data import BatchEvaluator, Trajectory, loss, windows
+from realm_ros.core.sysid.space import ParamSpace
+
+METHODS = ('cmaes', 'anneal')
+
+
+@dataclasses.dataclass(frozen=True)
+class FitOptions:
+    """How :func:`fit` searches.
+
+    Attributes:
+        method: ``'cmaes'`` or ``'anneal'`` (``popsize`` proposals per iteration around the
+            current point).
+        seed: seeds the minibatches and the optimiser.
+        generations: most generations.
+        popsize: candidates per generation.
+        minibatch: windows simulated per generation (all candidates share them).
+        window: control steps per window (<= 0: whole trajectories).
+        sigma0: initial step size, unit-cube units.
+        diagonal: separable CMA-ES (``CMA_diagonal``): the parameters are nearly separable per
+            joint and the diagonal model learns faster with few generations.
+        tolx: stop when CMA-ES's step size falls below this (unit-cube units; 2e-3 is about
+            1.6 % in parameter value).
+        plateau: stop when the median loss of the estimate over the last ``plateau``
+            generations is less than 1 % below the median of the ``plateau`` before (minibatch
+            noise makes single values useless for this); 0 = off; checked from generation
+            3 * ``plateau`` on.
+    """
+
+    method: str = 'cmaes'
+    seed: int = 0
+    generations: int = 60
+    popsize: int = 12
+    minibatch: int = 12
+    window: int = 15
+    sigma0: float = 0.2
+    diagonal: bool = True
+    tolx: float = 2e-3
+    plateau: int = 10
+
+    def __post_init__(self) -> None:
+        if self.method not in METHODS:
+            raise ConfigError(f'unknown sysid method {self.method!r}; choose cmaes or anneal')
+        for name, low in (('popsize', 2), ('generations', 1), ('minibatch', 1)):
+            if getattr(self, name) < low:
+                raise ConfigError(f'FitOptions.{name} must be >= {low}, got '
+                                  f'{getattr(self, name)}')
+        if not 0.0 < self.sigma0 <= 1.0:
+            raise ConfigError(f'FitOptions.sigma0 must be in (0, 1], got {self.sigma0}')
+
+
+@dataclasses.dataclass(frozen=True)
+class Generation:
+    """One generation, as :func:`fit` reports it to its ``progress`` callback.
+
+    Losses are per window and step (rad^2) on that generation's minibatch.
+    """
+
+    index: int
+    evaluations: int
+    best: float
+    median: float
+    estimate_loss: float
+    elapsed_s: float
+    step: float
+    estimate: DynamicsParams
+
+
+@dataclasses.dataclass
+class FitResult:
+    """Outcome of :func:`fit`.
+
+    ``history`` has one row per generation: (generation, evaluations, best minibatch loss,
+    median minibatch loss, loss of the current estimate on the minibatch, elapsed s). Losses
+    are per window and step (rad^2), so minibatch sizes compare.
+    """
+
+    params: DynamicsParams
+    history: list[tuple[int, int, float, float, float, float]]
+    stop_reason: str
+    timing: dict[str, float]
+
+
+class CmaEs:
+    """CMA-ES in the unit cube; its distribution mean is the estimate (it averages out the
+    minibatch noise)."""
+
+    def __init__(self, x0: np.ndarray, options: FitOptions) -> None:
+        import cma  # here, not at module level: it takes seconds to import and only fit needs it
+        # A private generator (the stream cma's 'seed' would give numpy's global one), so
+        # several CMA-ES in one process (the parallel profile) sample independently.
+        randn = np.random.RandomState(options.seed + 1).randn
+        self._es = cma.CMAEvolutionStrategy(x0, options.sigma0, {
+            'bounds': [0.0, 1.0], 'popsize': options.popsize, 'seed': np.nan, 'randn': randn,
+            'verbose': -9, 'CMA_diagonal': options.diagonal, 'tolx': options.tolx,
+            'tolfun': 0.0, 'tolflatfitness': 1000, 'maxiter': options.generations})
+
+    def ask(self) -> list[np.ndarray]:
+        return list(self._es.ask())
+
+    def tell(self, points: list[np.ndarray], values: np.ndarray) -> None:
+        self._es.tell(points, values.tolist())
+
+    @property
+    def estimate(self) -> np.ndarray:
+        return np.asarray(self._es.mean)
+
+    @property
+    def step(self) -> float:
+        return float(self._es.sigma)
+
+    def stop(self) -> str | None:
+        """Return why CMA-ES stops (its own criteria, not the generation count), or None."""
+        stop = self._es.stop()
+        if stop and 'maxiter' not in stop:
+            return ', '.join(f'{k}={v}' for k, v in stop.items())
+        return None
+
+
+class Anneal:
+    """Simulated annealing (SIMPLER's baseline): ``popsize`` Gaussian proposals around the
+    current point, the best accepted by the Metropolis rule; temperature and step shrink
+    geometrically over ``generations``."""
+
+    def __init__(self, x0: np.ndarray, options: FitOptions, rng: np.random.Generator) -> None:
+        self._options = options
+        self._rng = rng
+        self._current = x0.copy()
+        self._temp0: float | None = None
+        self._step = options.sigma0
+        self._gen = 0
+
+    def ask(self) -> list[np.ndarray]:
+        step, n = self._step, self._options.popsize
+        return [np.clip(self._current + self._rng.normal(0, step, self._current.shape), 0, 1)
+                for _ in range(n)]
+
+    def tell(self, points: list[np.ndarray], values: np.ndarray, current: float) -> None:
+        """``values`` of ``points``; ``current``: the current point's loss, same minibatch."""
+        last = max(self._options.generations - 1, 1)
+        k = int(np.argmin(values))
+        if self._temp0 is None:
+            self._temp0 = max(float(np.std(values)), 1e-12)
+        temp = self._temp0 * (0.02 ** (self._gen / last))
+        delta = values[k] - current
+        if delta < 0 or self._rng.random() < math.exp(-delta / temp):
+            self._current = points[k]
+        self._step = max(self._options.sigma0 * (0.1 ** (self._gen / last)), 1e-3)
+        self._gen += 1
+
+    @property
+    def estimate(self) -> np.ndarray:
+        return self._current
+
+    @property
+    def step(self) -> float:
+        return self._step
+
+    def stop(self) -> str | None:
+        return None
+
+
+def fit(
+    evaluator: BatchEvaluator,
+    trajectories: Sequence[Trajectory],
+    options: FitOptions | None = None,
+    *,
+    space: ParamSpace = ParamSpace(),
+    initial: DynamicsParams | None = None,
+    progress: Callable[[Generation], None] | None = None,
+    **option_fields,
+) -> FitResult:
+    """Minimise :func:`loss` over friction and armature.
+
+    Each generation evaluates the whole population (and the current estimate) on the same
+    random minibatch of ``options.minibatch`` windows, one simulator call per generation.
+    Stops after ``options.generations``, when CMA-ES's own criteria say so (``tolx``), or on a
+    plateau (see :class:`FitOptions`).
+
+    Args:
+        options: the search; ``option_fields`` (e.g. ``generations=20``) override its fields.
+        initial: starting estimate (default: the centre of the log-scaled box, friction
+            0.055 N m and armature 0.087 kg m^2; the twin's default friction 0 sits on the
+            lower bound, a poor start for CMA-ES). A warm start from an earlier fit.
+        progress: called after every generation.
+
+    Raises:
+        ConfigError: unknown method or bad sizes.
+        DataError: no window fits in the trajectories.
+    """
+    options = dataclasses.replace(options or FitOptions(), **option_fields)
+    pool = list(windows(trajectories, options.window)) if options.window > 0 \
+        else list(trajectories)
+    if not pool:
+        raise DataError(f'no window of {options.window} steps fits in the trajectories')
+    steps_per = np.mean([w.steps for w in pool])
+    rng = np.random.default_rng(options.seed)
+    x0 = space.to_unit(initial) if initial is not None else np.full(14, 0.5)
+    optimiser = (CmaEs(x0, options) if options.method == 'cmaes'
+                 else Anneal(x0, options, rng))
+    timing = {'total': 0.0, 'simulate': 0.0}
+    history: list[tuple[int, int, float, float, float, float]] = []
+    t_start = time.perf_counter()
+    stop_reason = f'{options.generations} generations'
+    for gen in range(options.generations):
+        points = optimiser.ask()
+        batch = ([pool[i] for i in rng.choice(len(pool), options.minibatch, replace=False)]
+                 if options.minibatch < len(pool) else pool)
+        t = time.perf_counter()
+        candidates = [space.from_unit(x) for x in points + [optimiser.estimate]]
+        sims = evaluator.simulate(candidates, batch)
+        timing['simulate'] += time.perf_counter() - t
+        values = loss(sims, batch) / (len(batch) * steps_per)
+        if isinstance(optimiser, Anneal):
+            optimiser.tell(points, values[:-1], float(values[-1]))
+        else:
+            optimiser.tell(points, values[:-1])
+        row = (gen, (gen + 1) * options.popsize, float(values[:-1].min()),
+               float(np.median(values[:-1])), float(values[-1]), time.perf_counter() - t_start)
+        history.append(row)
+        if progress is not None:
+            progress(Generation(*row, step=optimiser.step,
+                                estimate=space.from_unit(optimiser.estimate)))
+        reason = optimiser.stop()
+        if reason is None and isinstance(optimiser, CmaEs) and on_plateau(history,
+                                                                          options.plateau):
+            reason = f'plateau (< 1 % better over {options.plateau} generations)'
+        if reason is not None:
+            stop_reason = reason
+            break
+    timing['total'] = time.perf_counter() - t_start
+    timing['bookkeeping'] = timing['total'] - timing['simulate']
+    for key, value in getattr(evaluator, 'timing', {}).items():
+        timing[f'simulate.{key}'] = value
+    return FitResult(params=space.from_unit(optimiser.estimate), history=history,
+                     stop_reason=stop_reason, timing=timing)
+
+
+def on_plateau(history: Sequence[tuple], n: int) -> bool:
+    """Return whether the estimate's loss stopped improving (see :class:`FitOptions`)."""
+    if n <= 0 or len(history) < 3 * n:
+        return False
+    recent = np.median([row[4] for row in history[-n:]])
+    before = np.median([row[4] for row in history[-2 * n:-n]])
+    return bool(recent > 0.99 * before)
