@@ -45,6 +45,7 @@ class RecorderNode(Node):
         self.config = declare_config(self, RecorderConfig)
         self.out_dir = pathlib.Path(self.config.out_dir)
         self.out_dir.mkdir(parents=True, exist_ok=True)
+        self._repair_cut_bags()
         ns = self.config.namespace.rstrip('/')
         self._index = -1
         self.bag: BagWriter | None = None
@@ -56,6 +57,15 @@ class RecorderNode(Node):
             self._subscribe(f'{ns}/{topics.camera_image(name)}', Image, IMAGE, qos.IMAGE)
         self.create_service(Trigger, '~/split', self._on_split)
         self.get_logger().info(f'recording {ns or "/"} to {self.bag.path}')
+
+    def _repair_cut_bags(self) -> None:
+        """Make bags an earlier, killed recorder left cut short readable (issue 15)."""
+        from realm_ros.io.repair import find_cut_bags, repair_bag
+        for path in find_cut_bags(self.out_dir, deep=False):
+            try:
+                self.get_logger().warning(f'repaired a bag cut short: {repair_bag(path)}')
+            except RealmError as err:
+                self.get_logger().error(f'cannot repair {path}: {err}')
 
     def _subscribe(self, topic: str, cls: type, msgtype: str, profile: Any) -> None:
         def callback(msg: Any) -> None:
