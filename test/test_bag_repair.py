@@ -40,7 +40,7 @@ def test_truncated_mcap_at_many_offsets_is_repaired_and_opens(tmp_path):
     assert bag_opens(src) == ''
     total = (src / 'full.mcap').stat().st_size
     rng = np.random.default_rng(1)
-    sizes = sorted({9, 100, *rng.integers(200, total, 25).tolist(), total - 1})
+    sizes = sorted({0, 5, 9, 100, *rng.integers(200, total, 25).tolist(), total - 1})
     recovered = []
     for i, size in enumerate(sizes):
         cut = tmp_path / f'cut{i:02d}'

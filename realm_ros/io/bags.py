@@ -76,6 +76,9 @@ class BagWriter:
             self._writer.open()
         except WriterError as err:
             raise DataError(f'cannot create bag {self.path}: {err}') from None
+        bio = getattr(getattr(self._writer, 'storage', None), 'bio', None)
+        if bio is not None:
+            bio.flush()  # the MCAP header: a bag killed before its first chunk is still MCAP
         self._connections: dict[str, Any] = {}
         self.counts: dict[str, int] = {}
         self.closed = False

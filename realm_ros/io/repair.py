@@ -162,6 +162,8 @@ def _decompress(compression: str, data: bytes, size: int) -> bytes:
 def scan_mcap(path: str | pathlib.Path) -> _Scan:
     """Return every complete schema, channel and message of an MCAP file, cut or not."""
     data = pathlib.Path(path).read_bytes()
+    if len(data) < len(MAGIC) and MAGIC.startswith(data):
+        return _Scan()  # cut before its header was out: an empty bag
     if not data.startswith(MAGIC):
         raise DataError(f'{path} is not an MCAP file (no MCAP magic at its start)')
     buf = _Buf(data)
