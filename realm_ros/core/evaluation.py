@@ -118,10 +118,11 @@ class EvalConfig:
                 raise ConfigError(f'EvalConfig.{name} = {getattr(self, name)!r} is not allowed; '
                                   f'choose one of {list(choices)}')
         for task in self.tasks:
-            tasks.get_task(task)  # unknown name: ConfigError listing the tasks
+            _named('tasks', tasks.get_task, task)  # unknown name: ConfigError listing the tasks
             for code in self.perturbations:
-                perturbations.validate(task, code)  # unknown or incompatible: ConfigError
-        labels = [e.label for e in self.policy_entries()]
+                # unknown or incompatible: ConfigError
+                _named('perturbations', perturbations.validate, task, code)
+        labels = [e.label for e in _named('policies', self.policy_entries)]
         if len(set(labels)) != len(labels):
             raise ConfigError(f'EvalConfig.policies: duplicate labels {labels}')
 
@@ -140,6 +141,14 @@ class EvalConfig:
                 data = dict(body['ros__parameters'] or {})
         data.update({k: v for k, v in overrides.items() if v is not None})
         return from_mapping(cls, data, where=str(path))
+
+
+def _named(name: str, check: Any, *args: Any) -> Any:
+    """Run ``check(*args)``; a ConfigError it raises is prefixed with ``EvalConfig.<name>``."""
+    try:
+        return check(*args)
+    except ConfigError as err:
+        raise ConfigError(f'EvalConfig.{name}: {err}') from None
 
 
 def derive_seed(*parts: Any) -> int:

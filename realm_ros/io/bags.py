@@ -225,6 +225,20 @@ def _arm_index(names: Sequence[str], prefix: str, what: str) -> tuple[list[int],
     return [index[n] for n in robot.JOINT_NAMES], grip
 
 
+#: Joint positions further than this outside the Panda's limits are not a Panda in radians.
+LIMIT_SLACK_RAD = 0.1
+
+
+def _check_limits(q: np.ndarray, where: str) -> None:
+    """Raise DataError if ``q`` (rad, core order) is far outside the joint limits (units?)."""
+    bad = np.flatnonzero((q < robot.JOINT_LOWER - LIMIT_SLACK_RAD)
+                         | (q > robot.JOINT_UPPER + LIMIT_SLACK_RAD))
+    if bad.size:
+        detail = ', '.join(f'{robot.JOINT_NAMES[i]} = {q[i]:.4g}' for i in bad)
+        raise DataError(f'{where}: joint positions outside the joint limits ({detail}); '
+                        "positions must be in rad (degrees?), in the robot's joint order")
+
+
 def read_run(path: str | pathlib.Path, namespace: str | None = None, prefix: str = 'panda_',
              cameras: Iterable[str] = ()) -> RunData:
     """Read a run bag into arrays.
@@ -304,6 +318,7 @@ def read_run(path: str | pathlib.Path, namespace: str | None = None, prefix: str
                     raise DataError(f'{where}: {pos.size} positions for {len(msg.name)} names')
                 if not np.all(np.isfinite(pos)):
                     raise DataError(f'{where}: NaN or inf joint position at t = {stamp:.3f} s')
+                _check_limits(pos[arm], f'{where}, t = {stamp:.3f} s')
                 vel = np.asarray(msg.velocity, dtype=float)
                 eff = np.asarray(msg.effort, dtype=float)
                 st_t.append(stamp)
