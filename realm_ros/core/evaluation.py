@@ -199,10 +199,15 @@ class EpisodeLog:
                     continue
                 if isinstance(record, dict) and 'pair_id' in record and 'world' in record:
                     self.records.append(record)
-        self._done = {(r['pair_id'], r['world']) for r in self.records}
+        self._done = {(r['pair_id'], r['world']) for r in self.records
+                      if r.get('outcome') != 'infra_failure'}
 
     def done(self, pair_id: str, world: str) -> bool:
-        """Whether this episode has already finished (resume skips it)."""
+        """Whether this episode has finished with a score (resume skips it).
+
+        An infrastructure failure is kept in the log (never scored) but is not done: a re-run
+        runs that episode again, so a fault costs a retry, never a pair.
+        """
         return (pair_id, world) in self._done
 
     def import_world(self, other: str | pathlib.Path, world: str,
@@ -233,7 +238,8 @@ class EpisodeLog:
             handle.flush()
             os.fsync(handle.fileno())
         self.records.append(dict(record))
-        self._done.add((record['pair_id'], record['world']))
+        if record.get('outcome') != 'infra_failure':
+            self._done.add((record['pair_id'], record['world']))
 
 
 def _ends_with_newline(path: pathlib.Path) -> bool:
