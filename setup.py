@@ -70,7 +70,7 @@ setup(
             'ros-rcl-interfaces',
             'ros-builtin-interfaces',
         ],
-        'test': ['pytest>=7', 'pytest-timeout>=2', 'ruff>=0.5', 'ros-test-msgs',
+        'test': ['pytest>=7', 'pytest-timeout>=2', 'ruff>=0.5', 'mypy>=1.10', 'ros-test-msgs',
                  'openpi-client>=0.1.2',
                  'yourdfpy>=0.0.56', 'xacro>=2.0'],
         # Local TorchScript / state-dict policies (realm_ros.policies.torch_policy).

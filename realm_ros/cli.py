@@ -28,6 +28,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     'sysid': ('realm_ros.commands.sysid', 'record excitation bags and fit friction/armature'),
     'episode': ('realm_ros.commands.episode', 'run one episode in the twin and print its score'),
     'ladder': ('realm_ros.commands.ladder', 'success rates of the scripted policy ladder'),
+    'docs-params': ('realm_ros.commands.docs_params', 'write docs/parameters.md from the config '
+                    'schemas (--check: is it current?)'),
     'bag': ('realm_ros.commands.bag', 'check and repair rosbag2/MCAP bags cut short by a crash'),
 }
 

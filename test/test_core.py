@@ -15,7 +15,8 @@ def test_limits_and_reset_pose_are_consistent():
     assert len(robot.JOINT_NAMES) == 7 == robot.JOINT_LOWER.size == robot.JOINT_UPPER.size
     assert np.all(robot.JOINT_LOWER < robot.JOINT_UPPER)
     assert np.all((robot.RESET_Q > robot.JOINT_LOWER) & (robot.RESET_Q < robot.JOINT_UPPER))
-    assert robot.KQ.tolist() == [40, 30, 50, 25, 35, 25, 10]
+    for gains, size in ((robot.KQ, 7), (robot.KQD, 7), (robot.KX, 6), (robot.KXD, 6)):
+        assert gains.shape == (size,) and np.all(gains > 0)
 
 
 def test_forward_kinematics_at_zero_matches_published_flange_position():

@@ -25,9 +25,6 @@ from realm_ros.core.recording import RecorderConfig
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 LAUNCH_FILES = sorted((ROOT / 'launch').glob('*.launch.py'))
 SHARE_FOLDERS = ('config', 'launch', 'urdf', 'rviz', 'realm_ros')
-#: Executables started by launch files but written on other branches, awaiting their merge.
-#: Remove an entry once its console script is in setup.py (the test then checks it too).
-PENDING_EXECUTABLES = {'recorder_node': 'sysid branch', 'fake_franka': 'digital branch'}
 
 
 def _console_scripts():
@@ -96,7 +93,7 @@ def test_realm_ros_executables_are_console_scripts(launch_file):
         if exe is None and _uses_graph(tree):
             continue  # executables come from realm_ros.graph: test_graph.py checks them
         assert exe, f'line {call.lineno}: realm_ros Node without a literal executable'
-        assert exe in scripts or exe in PENDING_EXECUTABLES, \
+        assert exe in scripts, \
             f'line {call.lineno}: executable {exe!r} is not a console script in setup.py'
 
 

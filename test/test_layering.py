@@ -1,34 +1,121 @@
-"""``realm_ros.core`` stays free of ROS and simulator imports (DESIGN section 3)."""
+"""The package's layers import only downwards (docs/architecture.md, "Layers").
+
+Order, lowest first: ``core`` <- ``io``, ``policies``, ``backends`` <- ``ros`` (and the ROS-free
+``description``, ``report``) <- ``nodes``, ``graph`` <- ``commands``, ``cli``. A module may import
+its own layer and the layers below it, never one above, and never a private (``_name``) from
+another module. ``core`` also stays free of ROS and simulator SDKs.
+"""
 
 import ast
 import pathlib
 
 import pytest
 
-CORE = pathlib.Path(__file__).resolve().parents[1] / 'realm_ros' / 'core'
+PACKAGE = pathlib.Path(__file__).resolve().parents[1] / 'realm_ros'
+CORE = PACKAGE / 'core'
 FORBIDDEN = ('rclpy', 'mujoco', 'isaacsim', 'omni', 'launch', 'launch_ros', 'torch', 'jax')
 
+#: First component under ``realm_ros`` -> rank; a module imports only ranks <= its own.
+RANKS = {
+    'core': 0,
+    'io': 1, 'policies': 1, 'backends': 1,
+    'ros': 2, 'description': 2, 'report': 2,
+    'nodes': 3, 'graph': 3,
+    'commands': 4, 'cli': 4,
+}
+#: Sibling packages of one rank that must not import each other either.
+SIBLINGS_APART = {'io', 'policies', 'backends'}
+#: Nodes and the graph reach a backend through ``core.world``'s registries (``make_world``,
+#: ``initial_state_sampler``), imported lazily by name, so a node never names a simulator.
+#: The exceptions are nodes that *are* one backend's host.
+BACKEND_HOSTS = {'realm_ros.nodes.fake_franka_node'}
+#: Known edges against the order, each with its reason. Keep this short.
+EXCEPTIONS = {
+    # The franka bridge is a World whose far side is ROS: it owns an rclpy node and uses the
+    # package's ROS conversions and QoS to talk to franka_ros2.
+    ('realm_ros.backends.franka', 'ros'),
+}
 
-def _imports(path: pathlib.Path) -> list[str]:
+
+def _modules() -> list[pathlib.Path]:
+    return sorted(PACKAGE.rglob('*.py'))
+
+
+def _module_name(path: pathlib.Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix('').parts
+    return '.'.join(parts[:-1] if parts[-1] == '__init__' else parts)
+
+
+def _imports(path: pathlib.Path) -> list[tuple[str, list[str]]]:
+    """Return ``(module, imported names)`` for each import, relative imports resolved."""
     tree = ast.parse(path.read_text())
-    names = []
+    package = _module_name(path).split('.')
+    if path.name != '__init__.py':
+        package = package[:-1]
+    out = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            names += [a.name for a in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.append(node.module)
-    return names
+            out += [(a.name, []) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[:len(package) - node.level + 1]
+                module = '.'.join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module or ''
+            names = [a.name for a in node.names]
+            out.append((module, names))
+            if module == 'realm_ros':  # from realm_ros import cli: the names are modules
+                out += [(f'realm_ros.{n}', []) for n in names]
+    return out
+
+
+def _layer(module: str) -> str | None:
+    parts = module.split('.')
+    if parts[0] != 'realm_ros' or len(parts) < 2:
+        return None
+    return parts[1]
+
+
+def test_every_layer_is_ranked():
+    layers = {p.relative_to(PACKAGE).parts[0].removesuffix('.py') for p in _modules()}
+    layers.discard('__init__')
+    assert layers - set(RANKS) == set(), 'rank the new layer in RANKS'
+
+
+@pytest.mark.parametrize('path', _modules(), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_imports_go_down_the_layers(path):
+    me = _module_name(path)
+    mine = _layer(me)
+    if mine is None:  # realm_ros/__init__.py
+        return
+    for module, _ in _imports(path):
+        theirs = _layer(module)
+        if theirs is None or theirs == mine or (me, theirs) in EXCEPTIONS:
+            continue
+        assert RANKS[theirs] <= RANKS[mine], f'{me} ({mine}) imports {module}: upward edge'
+        assert not (RANKS[theirs] == RANKS[mine] and {mine, theirs} <= SIBLINGS_APART), \
+            f'{me} imports its sibling layer {module}'
+        if theirs == 'backends' and mine in ('ros', 'nodes', 'graph'):
+            assert me in BACKEND_HOSTS, \
+                f'{me} imports backend {module}; go through realm_ros.core.world instead'
+
+
+@pytest.mark.parametrize('path', _modules(), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_no_private_names_across_modules(path):
+    me = _module_name(path)
+    for module, names in _imports(path):
+        if module.startswith('realm_ros') and module != me:
+            private = [n for n in names if n.startswith('_') and not n.startswith('__')]
+            assert not private, f'{me} imports private {private} from {module}'
 
 
 @pytest.mark.parametrize('path', sorted(CORE.rglob('*.py')), ids=lambda p: p.name)
 def test_core_imports_no_ros_or_simulator(path):
-    for name in _imports(path):
+    for name, _ in _imports(path):
         top = name.split('.')[0]
         assert top not in FORBIDDEN, f'{path.name} imports {name}'
         assert not top.endswith('_msgs') and not top.endswith('_srvs'), \
             f'{path.name} imports message package {name}'
-        assert not name.startswith(('realm_ros.ros', 'realm_ros.nodes', 'realm_ros.backends')), \
-            f'{path.name} imports outer layer {name}'
 
 
 def test_core_imports_in_clean_interpreter():

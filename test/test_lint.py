@@ -1,4 +1,4 @@
-"""Lint as a test (STYLE habit 15): ruff configured like ament_flake8 (99 columns, quotes)."""
+"""Lint as a test: ruff configured like ament_flake8 (99 columns, quotes)."""
 
 import pathlib
 import shutil

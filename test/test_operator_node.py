@@ -5,7 +5,6 @@ import json
 import os
 import pty
 import subprocess
-import time
 
 from diagnostic_msgs.msg import DiagnosticStatus
 import numpy as np
@@ -15,6 +14,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from std_srvs.srv import SetBool, Trigger
 
+from realm_ros.core import annotation
 from realm_ros.core.types import EpisodeSpec
 from realm_ros.core.types import JointState as JointStateRecord
 from realm_ros.ros import convert, qos
@@ -151,7 +151,9 @@ def test_single_keys_on_a_terminal_act_without_enter(tmp_path):
         with ros_node('operator_tty_watch') as (node, executor):
             c = Client(node, executor)
             assert spin_until(executor, lambda: bool(c.states), 20)
-            time.sleep(0.5)  # let the node switch the terminal to cbreak before typing
+            # The help line is printed once the terminal is in cbreak mode: then type.
+            assert spin_until(executor, lambda: annotation.HELP in (
+                tmp_path / 'operator.log').read_text(), 20)
             os.write(master, b'rss')
             assert spin_until(executor, lambda: c.latest() and sum(c.latest().met) == 2, 10), \
                 (tmp_path / 'operator.log').read_text()

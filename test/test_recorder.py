@@ -4,7 +4,6 @@ import json
 import pathlib
 import signal
 import subprocess
-import time
 
 from mcap_ros2.reader import read_ros2_messages
 import numpy as np
@@ -34,6 +33,20 @@ def _publish_step(js_pub, cmd_pub, k):
     cmd_pub.publish(cmd)
 
 
+def _wait_recorded(executor, status, counts, timeout=20.0):
+    """Poll the recorder's ~/status until the open bag holds ``counts`` messages per topic."""
+    seen = {}
+
+    def done():
+        future = status.call_async(Trigger.Request())
+        if not spin_until(executor, future.done, 10):
+            return False
+        seen.update(json.loads(future.result().message)['counts'])
+        return all(seen.get(topic) == n for topic, n in counts.items())
+
+    assert spin_until(executor, done, timeout), seen
+
+
 def test_recorder_splits_and_sigint_leaves_readable_bags(tmp_path):
     out = tmp_path / 'bags'
     log = open(tmp_path / 'recorder.log', 'w')
@@ -46,13 +59,15 @@ def test_recorder_splits_and_sigint_leaves_readable_bags(tmp_path):
             cmd_pub = node.create_publisher(JointTrajectory, '/real/command', qos.COMMAND)
             img_pub = node.create_publisher(Image, '/real/cameras/wrist/image', qos.IMAGE)
             split = node.create_client(Trigger, '/recorder/split')
+            status = node.create_client(Trigger, '/recorder/status')
             assert split.wait_for_service(timeout_sec=30), (tmp_path / 'recorder.log').read_text()
+            assert status.wait_for_service(timeout_sec=30)
             assert spin_until(executor, lambda: js_pub.get_subscription_count() > 0
                               and cmd_pub.get_subscription_count() > 0, 10)
             for k in range(10):
                 _publish_step(js_pub, cmd_pub, k)
                 executor.spin_once(timeout_sec=0.01)
-            time.sleep(2.0)  # let the recorder drain its queue (reliable QoS)
+            _wait_recorded(executor, status, {'/real/joint_states': 10, '/real/command': 10})
             future = split.call_async(Trigger.Request())
             assert spin_until(executor, future.done, 10)
             result = json.loads(future.result().message)
@@ -63,7 +78,8 @@ def test_recorder_splits_and_sigint_leaves_readable_bags(tmp_path):
                 _publish_step(js_pub, cmd_pub, k)
                 img_pub.publish(convert.image_to_msg(image, convert.to_time(k / 15.0), 'wrist'))
                 executor.spin_once(timeout_sec=0.01)
-            time.sleep(2.0)  # let the recorder drain its queue (reliable QoS)
+            _wait_recorded(executor, status, {'/real/joint_states': 7, '/real/command': 7,
+                                              '/real/cameras/wrist/image': 7})
         proc.send_signal(signal.SIGINT)  # mid-recording: the open bag must be finalised
         assert proc.wait(timeout=20) == 0
     finally:

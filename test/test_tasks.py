@@ -236,6 +236,7 @@ def test_expert_solves_every_task(worlds, task):
         assert result.outcome is EpisodeOutcome.SUCCESS
 
 
+@pytest.mark.slow
 def test_ladder_is_ordered_on_a_fixed_set(worlds):
     means = []
     for skill in range(4):

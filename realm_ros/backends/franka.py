@@ -2,7 +2,7 @@
 
 ``world_node backend:=franka`` runs this bridge; policies see the same ``joint_states`` /
 ``command`` interface as on the twin. Towards the robot it speaks what a lab configures
-franka_ros2 with for policy rollouts (interfaces.md section 1):
+franka_ros2 with for policy rollouts (docs/franka-bridge.md):
 
 * arm state: ``<namespace>/<joint_states_topic>`` (sensor_msgs/JointState, ``<prefix>jointN``);
 * arm command: ``<namespace>/<controller_name>/joint_trajectory`` (trajectory_msgs/
@@ -90,7 +90,7 @@ class TopicGripper:
 class FrankaActionGripper:
     """franka_msgs Grasp (closing), Move (opening, partial widths) and Homing actions.
 
-    Written against interfaces.md section 1.4 (goal fields width m, speed m/s, force N,
+    Written against franka_msgs' action definitions (goal fields width m, speed m/s, force N,
     epsilon inner/outer m); not run here. Goals are sent without waiting: a policy step must
     not block on a grasp.
     """

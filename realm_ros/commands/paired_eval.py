@@ -191,8 +191,8 @@ def run(args: argparse.Namespace) -> int:
         operator = next((n for n in nodes if n.get_name() == 'operator'), None)
         if operator is not None and sys.stdin is not None and sys.stdin.isatty():
             # The operator types in this terminal (one key or command per line, h for help).
-            from realm_ros.nodes.operator_node import _read_terminal
-            threading.Thread(target=_read_terminal, args=(operator, sys.stdin),
+            from realm_ros.nodes.operator_node import read_terminal
+            threading.Thread(target=read_terminal, args=(operator, sys.stdin),
                              daemon=True).start()
         evaluator = next(n for n in nodes if n.get_name() == 'evaluator')
         evaluator.run_all()

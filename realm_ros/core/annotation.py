@@ -209,7 +209,7 @@ class EpisodeAnnotator:
         note = {None: '', True: 'judged success', False: 'judged failure'}[success]
         self._events.append(Annotation(event, time, note=note))
         result = EpisodeResult(
-            spec=self.spec, world=self.world, outcome=outcome,
+            spec=self.spec, role=self.world, outcome=outcome, scored_by='operator',
             progression=self._max_met / len(self.stages), stages=self.stages,
             stages_reached=self.stages[:self._max_met], steps=steps,
             wall_time_s=time - self._start)

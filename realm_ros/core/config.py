@@ -26,7 +26,7 @@ CAMERA_NAMES = ('exterior_1', 'exterior_2', 'wrist')
 
 def field(default: Any, help: str, **kwargs: Any) -> Any:  # noqa: A002 - mirrors argparse
     """Return a dataclass field carrying its description (and ``choices`` if given)."""
-    metadata = {'help': help}
+    metadata: dict[str, Any] = {'help': help}
     if 'choices' in kwargs:
         metadata['choices'] = tuple(kwargs.pop('choices'))
     if isinstance(default, (list, tuple)):
@@ -245,6 +245,15 @@ def from_mapping(cls: type[T], data: Mapping[str, Any], where: str = '') -> T:
         raise ConfigError(f'{where or cls.__name__}: {err}') from None
 
 
+def field_default(f: dataclasses.Field) -> Any:
+    """Return a dataclass field's default value (calling its ``default_factory`` if it has one)."""
+    if f.default is not dataclasses.MISSING:
+        return f.default
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
+    raise ConfigError(f'field {f.name!r} has no default')
+
+
 _SCALARS = {bool: 'true or false', int: 'an integer', float: 'a number', str: 'a string'}
 
 
@@ -278,8 +287,7 @@ def describe(cls: type) -> Sequence[tuple[str, Any, str]]:
     """Return ``(name, default, help)`` for each field of config ``cls`` (README tables)."""
     out = []
     for f in dataclasses.fields(cls):
-        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
-        out.append((f.name, default, f.metadata.get('help', '')))
+        out.append((f.name, field_default(f), f.metadata.get('help', '')))
     return out
 
 

@@ -1,4 +1,4 @@
-"""DROID control conventions and command validation (DESIGN section 4).
+"""DROID control conventions and command validation (docs/interface.md).
 
 Pure functions over numpy arrays. A world turns every accepted :class:`Action` into an absolute
 joint target ``q_d`` (rad) and a gripper command ``g`` in [0, 1] with :func:`action_to_target`;

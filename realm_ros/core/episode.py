@@ -1,8 +1,9 @@
 """The one episode loop: reset, query the policy, step the world, score with REALM's rubric.
 
-The evaluator, the tests, the benchmarks and ``realm-ros episode`` all call
-:func:`run_episode`; the ROS nodes run the same steps through topics (``world_node`` scores
-with the same :class:`~realm_ros.core.tasks.ProgressTracker`).
+The tests, the benchmarks and ``realm-ros episode`` / ``ladder`` call :func:`run_episode`; the
+ROS nodes run the same steps through topics (``world_node`` scores with the same
+:class:`~realm_ros.core.tasks.ProgressTracker`). Both decide when an episode ends and how it
+ended with one :class:`EpisodeReferee`.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from realm_ros.core.errors import InfrastructureError
 from realm_ros.core.policy import Policy
 from realm_ros.core.types import (
     STEPS_AFTER_SUCCESS,
+    SUCCESS_PROGRESSION,
     Action,
     EpisodeOutcome,
     EpisodeResult,
@@ -26,6 +28,44 @@ from realm_ros.core.world import World
 
 #: ``on_step(step, obs, action, progress)`` is called after every control step.
 StepCallback = Callable[[int, Observation, Action, Progress], None]
+
+
+class EpisodeReferee:
+    """Decides when an episode is over and how it ended, from its progress after each step.
+
+    REALM's rollout rule: an episode ends after ``max_steps`` control steps, or
+    :data:`STEPS_AFTER_SUCCESS` steps after its progression first reaches 1.0. Pure: no clock,
+    no I/O; ``run_episode`` feeds it in-process, ``evaluator_node`` from ``progress`` messages.
+    """
+
+    def __init__(self, max_steps: int) -> None:
+        self.max_steps = max_steps
+        self.step = 0
+        self.progression = 0.0
+        self.success_step: int | None = None
+
+    def update(self, step: int, progression: float) -> bool:
+        """Record the (maximum) progression after control step ``step``; return :attr:`over`."""
+        self.step = step
+        self.progression = progression
+        if self.success_step is None and progression >= SUCCESS_PROGRESSION:
+            self.success_step = step
+        return self.over
+
+    @property
+    def over(self) -> bool:
+        """Whether the episode has ended (out of steps, or long enough after success)."""
+        return self.step >= self.max_steps or (
+            self.success_step is not None
+            and self.step - self.success_step >= STEPS_AFTER_SUCCESS)
+
+    def outcome(self, error: str = '') -> EpisodeOutcome:
+        """How the episode ended: an infrastructure ``error`` is never scored."""
+        if error:
+            return EpisodeOutcome.INFRA_FAILURE
+        if self.progression >= SUCCESS_PROGRESSION:
+            return EpisodeOutcome.SUCCESS
+        return EpisodeOutcome.TIMEOUT
 
 
 def make_tracker(task: str) -> tasks.ProgressTracker | None:
@@ -46,6 +86,7 @@ def run_episode(world: World, policy: Policy, spec: EpisodeSpec,
     unstable); any other error propagates.
     """
     tracker = make_tracker(spec.task)
+    referee = EpisodeReferee(spec.max_steps)
     start = time.monotonic()
     steps = 0
     progress = tasks.empty_progress(spec.task)
@@ -54,10 +95,11 @@ def run_episode(world: World, policy: Policy, spec: EpisodeSpec,
     def result(outcome: EpisodeOutcome, error: str = '') -> EpisodeResult:
         reached = tuple(s for s, m in zip(progress.stages, progress.met) if m)
         return EpisodeResult(
-            spec=spec, world=world.name, outcome=outcome,
+            spec=spec, backend=world.name, outcome=outcome,
             progression=progress.max_progression, stages=progress.stages,
             stages_reached=reached, steps=steps, sim_time_s=world.time - sim_start,
-            wall_time_s=time.monotonic() - start, error=error, progress=progress)
+            wall_time_s=time.monotonic() - start, error=error,
+            scored_by=progress.source if tracker is not None else '', progress=progress)
 
     try:
         obs = world.reset(spec)
@@ -65,8 +107,7 @@ def run_episode(world: World, policy: Policy, spec: EpisodeSpec,
         policy.reset(spec)
         if tracker is not None:
             progress = tracker.update(obs.privileged, 0)
-        success_step = None
-        while steps < spec.max_steps:
+        while not referee.over:
             chunk = policy.infer(obs)
             for k in range(len(chunk)):
                 action = world.apply(chunk[k])
@@ -81,15 +122,8 @@ def run_episode(world: World, policy: Policy, spec: EpisodeSpec,
                     progress = tracker.update(obs.privileged, steps)
                 if on_step is not None:
                     on_step(steps, obs, action, progress)
-                if success_step is None and progress.max_progression >= 1.0:
-                    success_step = steps
-                if steps >= spec.max_steps or (
-                        success_step is not None and steps - success_step >= STEPS_AFTER_SUCCESS):
+                if referee.update(steps, progress.max_progression):
                     break
-            if success_step is not None and steps - success_step >= STEPS_AFTER_SUCCESS:
-                break
     except InfrastructureError as err:
         return result(EpisodeOutcome.INFRA_FAILURE, str(err))
-    outcome = (EpisodeOutcome.SUCCESS if progress.max_progression >= 1.0
-               else EpisodeOutcome.TIMEOUT)
-    return result(outcome)
+    return result(referee.outcome())

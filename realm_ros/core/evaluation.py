@@ -24,9 +24,15 @@ import numpy as np
 from realm_ros.core import metrics, perturbations, tasks
 from realm_ros.core.config import field, from_mapping, load_yaml
 from realm_ros.core.errors import ConfigError, DataError
-from realm_ros.core.types import DEFAULT_MAX_STEPS, EpisodeSpec, json_default
+from realm_ros.core.types import (
+    DEFAULT_MAX_STEPS,
+    REAL,
+    SIM,
+    EpisodeSpec,
+    json_default,
+    record_role,
+)
 
-REAL, SIM = 'real', 'sim'
 WORLDS = (REAL, SIM)
 
 
@@ -197,9 +203,9 @@ class EpisodeLog:
                 except json.JSONDecodeError:
                     self.skipped_lines += 1  # a line cut by a crash: that episode re-runs
                     continue
-                if isinstance(record, dict) and 'pair_id' in record and 'world' in record:
+                if isinstance(record, dict) and 'pair_id' in record and record_role(record):
                     self.records.append(record)
-        self._done = {(r['pair_id'], r['world']) for r in self.records
+        self._done = {(r['pair_id'], record_role(r)) for r in self.records
                       if r.get('outcome') != 'infra_failure'}
 
     def done(self, pair_id: str, world: str) -> bool:
@@ -221,7 +227,7 @@ class EpisodeLog:
         source = EpisodeLog(other)
         count = 0
         for record in source.records:
-            if (record['world'] == world and record['pair_id'] in wanted
+            if (record_role(record) == world and record['pair_id'] in wanted
                     and not self.done(record['pair_id'], world)):
                 self.append(record)
                 count += 1
@@ -239,7 +245,7 @@ class EpisodeLog:
             os.fsync(handle.fileno())
         self.records.append(dict(record))
         if record.get('outcome') != 'infra_failure':
-            self._done.add((record['pair_id'], record['world']))
+            self._done.add((record['pair_id'], record_role(record)))
 
 
 def _ends_with_newline(path: pathlib.Path) -> bool:
@@ -273,7 +279,7 @@ def summarize(records: Sequence[Mapping[str, Any]], seed: int = 0) -> dict[str, 
     usable = scored(records)
     by_pair: dict[str, dict[str, Mapping[str, Any]]] = {}
     for r in usable:
-        by_pair.setdefault(r['pair_id'], {})[r['world']] = r
+        by_pair.setdefault(r['pair_id'], {})[record_role(r)] = r
     complete = {p: w for p, w in by_pair.items() if REAL in w and SIM in w}
     if not complete:
         raise DataError('no pair has finished in both worlds yet: nothing to summarise')

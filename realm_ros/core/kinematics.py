@@ -9,9 +9,9 @@ Frames: ``base_link`` (z up). Units: m, rad.
 from __future__ import annotations
 
 import math
-from typing import Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from realm_ros.core import robot
 
@@ -23,12 +23,12 @@ _MOUNT = np.array([[math.cos(-math.pi / 4), -math.sin(-math.pi / 4), 0.0, 0.0],
                    [0.0, 0.0, 0.0, 1.0]])
 
 
-def tcp_pose(q: Sequence[float]) -> np.ndarray:
+def tcp_pose(q: ArrayLike) -> np.ndarray:
     """Return the 4x4 TCP pose in ``base_link`` at joint configuration ``q`` (7,)."""
     return robot.forward_kinematics(q)[-1] @ _MOUNT
 
 
-def tcp_jacobian(q: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+def tcp_jacobian(q: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     """Return (TCP pose 4x4, 6x7 geometric Jacobian: linear rows first, in ``base_link``)."""
     poses = robot.forward_kinematics(q)
     tcp = poses[-1] @ _MOUNT
@@ -64,8 +64,8 @@ def _rotation_error(current: np.ndarray, desired: np.ndarray) -> np.ndarray:
     return angle * axis / (2.0 * math.sin(angle))
 
 
-def solve_ik(position: Sequence[float], rotation: np.ndarray, q_start: Sequence[float],
-             q_rest: Sequence[float] | None = None, iterations: int = 30,
+def solve_ik(position: ArrayLike, rotation: np.ndarray, q_start: ArrayLike,
+             q_rest: ArrayLike | None = None, iterations: int = 30,
              damping: float = 0.02, tolerance: float = 1e-4) -> tuple[np.ndarray, float]:
     """Return joints (7,) putting the TCP at ``position`` with ``rotation``, and the final error.
 
@@ -84,7 +84,7 @@ def solve_ik(position: Sequence[float], rotation: np.ndarray, q_start: Sequence[
         if err_norm < tolerance:
             break
         jjt = jac @ jac.T + damping ** 2 * np.eye(6)
-        dq = jac.T @ np.linalg.solve(jjt, err)
+        dq: np.ndarray = jac.T @ np.linalg.solve(jjt, err)
         null = np.eye(robot.NUM_ARM_JOINTS) - np.linalg.pinv(jac) @ jac
         dq += null @ (0.1 * (rest - q))
         step = float(np.max(np.abs(dq)))

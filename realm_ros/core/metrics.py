@@ -1,4 +1,4 @@
-"""Real-vs-sim agreement metrics as pure functions over arrays (DESIGN section 7).
+"""Real-vs-sim agreement metrics as pure functions over arrays (docs/evaluation.md).
 
 Conventions:
     * Every function that compares the two worlds takes ``sim`` and ``real`` as *keyword-named*
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Callable, Hashable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -155,7 +155,7 @@ class RankedPolicy:
 
 
 def _pairwise_counts(
-    outcomes: Mapping[Hashable, Mapping[str, float]], policies: Sequence[str]
+    outcomes: Mapping[Any, Mapping[str, float]], policies: Sequence[str]
 ) -> tuple[np.ndarray, np.ndarray]:
     """Return (wins, games): wins[i, j] = times i beat j (ties count 0.5 each)."""
     index = {p: k for k, p in enumerate(policies)}
@@ -207,7 +207,7 @@ def _fit_bradley_terry(wins: np.ndarray, games: np.ndarray, prior: float = 0.5,
 
 
 def bradley_terry(
-    outcomes: Mapping[Hashable, Mapping[str, float]],
+    outcomes: Mapping[Any, Mapping[str, float]],
     n_resamples: int = 500,
     confidence: float = 0.95,
     seed: int = 0,
@@ -234,13 +234,13 @@ def bradley_terry(
         raise DataError('no episode spec has scores from two policies: nothing to compare')
     scores = _fit_bradley_terry(wins, games)
     rng = np.random.default_rng(seed)
-    samples = []
+    fits = []
     for _ in range(n_resamples):
         pick = rng.integers(0, len(keys), size=len(keys))
         resampled = {k: outcomes[keys[i]] for k, i in enumerate(pick)}
         w, g = _pairwise_counts(resampled, policies)
-        samples.append(_fit_bradley_terry(w, g, iterations=200))
-    samples = np.array(samples)
+        fits.append(_fit_bradley_terry(w, g, iterations=200))
+    samples = np.array(fits)
     alpha = (1.0 - confidence) / 2.0
     lows = np.quantile(samples, alpha, axis=0)
     highs = np.quantile(samples, 1.0 - alpha, axis=0)

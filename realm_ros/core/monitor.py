@@ -19,7 +19,7 @@ import bisect
 import collections
 import dataclasses
 import re
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence, overload
 
 import numpy as np
 
@@ -209,6 +209,23 @@ def _vector(value: Any, size: int) -> tuple[float, ...] | None:
     return tuple(float(v) for v in arr)
 
 
+_IDENTITY = (1.0, 0.0, 0.0, 0.0)
+
+
+@overload
+def _xyz(v: tuple[float, ...]) -> tuple[float, float, float]: ...
+@overload
+def _xyz(v: None) -> None: ...
+def _xyz(v: tuple[float, ...] | None) -> tuple[float, float, float] | None:
+    """Narrow a 3-vector from :func:`_vector` to its tuple type."""
+    return None if v is None else (v[0], v[1], v[2])
+
+
+def _wxyz(v: tuple[float, ...]) -> tuple[float, float, float, float]:
+    """Narrow a quaternion from :func:`_vector` to its tuple type."""
+    return (v[0], v[1], v[2], v[3])
+
+
 def extract_object_poses(state: Mapping[str, Any], _prefix: str = '') -> list[ObjectPose]:
     """Return every object pose found in ``state`` by the module's convention, sorted by name."""
     found: dict[str, ObjectPose] = {}
@@ -217,9 +234,9 @@ def extract_object_poses(state: Mapping[str, Any], _prefix: str = '') -> list[Ob
         if isinstance(value, Mapping):
             pos = _vector(value.get('pos', value.get('position')), 3)
             if pos is not None:
-                quat = _vector(value.get('quat', value.get('orientation')), 4) or (1, 0, 0, 0)
+                quat = _vector(value.get('quat', value.get('orientation')), 4) or _IDENTITY
                 size = _vector(value.get('size'), 3)
-                found[name] = ObjectPose(name, pos, quat, size)
+                found[name] = ObjectPose(name, _xyz(pos), _wxyz(quat), _xyz(size))
             else:
                 for pose in extract_object_poses(value, f'{name}/'):
                     found.setdefault(pose.name, pose)
@@ -227,8 +244,9 @@ def extract_object_poses(state: Mapping[str, Any], _prefix: str = '') -> list[Ob
             pos = _vector(value, 3)
             if pos is not None:
                 base = name[:-4]
-                quat = _vector(state.get(f'{base}_quat'), 4) or (1.0, 0.0, 0.0, 0.0)
-                found[base] = ObjectPose(base, pos, quat, _vector(state.get(f'{base}_size'), 3))
+                quat = _vector(state.get(f'{base}_quat'), 4) or _IDENTITY
+                size = _vector(state.get(f'{base}_size'), 3)
+                found[base] = ObjectPose(base, _xyz(pos), _wxyz(quat), _xyz(size))
     return [found[k] for k in sorted(found)]
 
 

@@ -1,7 +1,7 @@
 """The ``Policy`` interface, composable wrappers, and the factory that picks a policy by name.
 
 A policy maps an :class:`Observation` to an :class:`ActionChunk` of H >= 1 actions. Wrappers are
-policies that wrap policies (STYLE habit 3): ``ActionClipper(GripperBinarizer(ActionChunker(
+policies that wrap policies: ``ActionClipper(GripperBinarizer(ActionChunker(
 WebsocketPolicy(...), execute=8)))`` rather than flags on one class.
 """
 

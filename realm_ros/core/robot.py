@@ -18,6 +18,7 @@ import re
 from typing import Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from realm_ros.core.errors import ConfigError
 
@@ -125,24 +126,24 @@ def dh_transform(a: float, d: float, alpha: float, theta: float) -> np.ndarray:
     ])
 
 
-def forward_kinematics(q: Sequence[float]) -> list[np.ndarray]:
+def forward_kinematics(q: ArrayLike) -> list[np.ndarray]:
     """Return the poses (4x4, in ``base_link``) of link1..link7 and the flange (link8).
 
     Pure numpy from :data:`DH_MODIFIED`; used to check the MJCF and URDF built from the same table.
     """
-    q = np.asarray(q, dtype=float)
-    if q.shape != (NUM_ARM_JOINTS,):
-        raise ValueError(f'q must have shape (7,), got {q.shape}')
+    joints = np.asarray(q, dtype=float)
+    if joints.shape != (NUM_ARM_JOINTS,):
+        raise ValueError(f'q must have shape (7,), got {joints.shape}')
     pose = np.eye(4)
     poses = []
     for i, (a, d, alpha) in enumerate(DH_MODIFIED):
-        theta = q[i] if i < NUM_ARM_JOINTS else 0.0
+        theta = joints[i] if i < NUM_ARM_JOINTS else 0.0
         pose = pose @ dh_transform(a, d, alpha, theta)
         poses.append(pose)
     return poses
 
 
-def flange_jacobian(q: Sequence[float]) -> np.ndarray:
+def flange_jacobian(q: ArrayLike) -> np.ndarray:
     """Return the 6x7 geometric Jacobian of the flange (``panda_link8``) in ``base_link``.
 
     Rows: linear velocity (m/s) then angular velocity (rad/s) per joint rate (rad/s). Joint i

@@ -1,4 +1,4 @@
-"""System identification of the twin's per-joint friction and armature (DESIGN section 8).
+"""System identification of the twin's per-joint friction and armature (docs/sysid.md).
 
 ROS-free and simulator-free. The pieces:
 

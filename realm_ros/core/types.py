@@ -18,7 +18,7 @@ from realm_ros.core.errors import CommandRejected, ConfigError
 
 
 class ActionMode(str, enum.Enum):
-    """How the seven arm numbers of an action are read (DESIGN section 4)."""
+    """How the seven arm numbers of an action are read (docs/interface.md)."""
 
     #: Absolute joint targets, rad (REALM, pi0 ``*_jointpos``, GR00T N1.7).
     POSITION = 'position'
@@ -131,6 +131,11 @@ class Progress:
 #: REALM's published protocol: 800 steps per rollout, 15 more steps after success.
 DEFAULT_MAX_STEPS = 800
 STEPS_AFTER_SUCCESS = 15
+#: An episode succeeds when its progression reaches 1.0 (every stage met). Progressions are
+#: met / N, so the tolerance only absorbs float rounding.
+SUCCESS_PROGRESSION = 1.0 - 1e-9
+#: Roles of the two worlds of a paired evaluation (``EpisodeResult.role``).
+REAL, SIM = 'real', 'sim'
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -187,30 +192,50 @@ class EpisodeSpec:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class EpisodeResult:
-    """What an episode produced, recorded as one JSONL line by the evaluator."""
+    """What an episode produced: one record schema for every runner.
+
+    ``role`` is the world's part in a paired evaluation (:data:`REAL` or :data:`SIM`; '' outside
+    one) and ``backend`` the World backend that ran it (``mujoco``, ``fake``, ``franka``, ...).
+    """
 
     spec: EpisodeSpec
-    world: str
     outcome: EpisodeOutcome
     progression: float
+    role: str = ''
+    backend: str = ''
     stages: tuple[str, ...] = ()
     stages_reached: tuple[str, ...] = ()
     steps: int = 0
-    sim_time_s: float = 0.0
+    #: World clock time the episode took, s; None where the runner cannot see the world's clock.
+    sim_time_s: float | None = 0.0
     wall_time_s: float = 0.0
     error: str = ''
+    #: Who scored the stages: ``privileged`` (simulator state) or ``operator`` (a person).
+    scored_by: str = ''
     #: Final tiered progression (stage flags); ``progression`` above is its maximum.
     progress: Progress | None = None
 
     @property
+    def world(self) -> str:
+        """The record's legacy ``world`` key: the role if there is one, else the backend."""
+        return self.role or self.backend
+
+    @property
     def success(self) -> bool:
-        """Whether progression reached 1.0 (REALM's binary success)."""
-        return self.progression >= 1.0 - 1e-9
+        """REALM's binary success: progression reached 1.0 (infrastructure failures never)."""
+        return (self.outcome is not EpisodeOutcome.INFRA_FAILURE
+                and self.progression >= SUCCESS_PROGRESSION)
 
     def to_record(self) -> dict[str, Any]:
-        """Return a flat JSON-ready dict (one line of ``episodes.jsonl``)."""
+        """Return a flat JSON-ready dict (one line of ``episodes.jsonl``).
+
+        ``world`` repeats ``role`` (or ``backend`` outside a paired evaluation) for readers of
+        older records; read records through :func:`record_role`.
+        """
         return {
             'pair_id': self.spec.pair_id,
+            'role': self.role,
+            'backend': self.backend,
             'world': self.world,
             'task': self.spec.task,
             'perturbation': self.spec.perturbation,
@@ -225,8 +250,15 @@ class EpisodeResult:
             'steps': self.steps,
             'sim_time_s': self.sim_time_s,
             'wall_time_s': self.wall_time_s,
+            'scored_by': self.scored_by,
             'error': self.error,
         }
+
+
+def record_role(record: Mapping[str, Any]) -> str:
+    """Return a record's role (real/sim); records written before ``role`` existed carry it as
+    ``world``."""
+    return str(record.get('role') or record.get('world', ''))
 
 
 def json_default(value: Any) -> Any:

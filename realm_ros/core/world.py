@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import abc
 import importlib
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from realm_ros.core.config import DynamicsParams, WorldConfig
 from realm_ros.core.errors import BackendUnavailable, ConfigError
@@ -22,6 +22,13 @@ BACKENDS: dict[str, str] = {
     'fake': 'realm_ros.backends.fake_franka:DigitalRealWorld',
     'isaac': 'realm_ros.backends.isaac:IsaacWorld',
     'franka': 'realm_ros.backends.franka:FrankaBridgeWorld',
+}
+
+
+#: Backend name -> ``module:function(task, seed) -> dict`` drawing a task's initial state (object
+#: poses, fixtures, reset pose) from a seed; imported only when asked for, like :data:`BACKENDS`.
+SCENE_SAMPLERS: dict[str, str] = {
+    'mujoco': 'realm_ros.backends.mujoco.world:sample_initial_state',
 }
 
 
@@ -120,3 +127,21 @@ def make_world(config: WorldConfig, host: Any = None, **kwargs: Any) -> World:
     if host is not None and getattr(cls, 'uses_host_node', False):
         kwargs['host'] = host
     return cls(config, **kwargs)
+
+
+def initial_state_sampler(backend: str = 'mujoco') -> Callable[[str, int], dict] | None:
+    """Return ``backend``'s ``sample(task, seed) -> initial_state``, or None if not installed.
+
+    The paired evaluation draws each episode's initial state once, from the twin's scenes, and
+    gives the same explicit state to the real and the simulated world.
+    """
+    target = SCENE_SAMPLERS.get(backend)
+    if target is None:
+        raise ConfigError(
+            f'no scene sampler for backend {backend!r}; choose one of {sorted(SCENE_SAMPLERS)}')
+    module_name, function_name = target.split(':')
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError:
+        return None
+    return getattr(module, function_name)

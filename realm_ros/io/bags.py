@@ -1,4 +1,4 @@
-"""rosbag2 (MCAP) writing and reading without ROS, through ``rosbags`` (DESIGN section 10).
+"""rosbag2 (MCAP) writing and reading without ROS, through ``rosbags`` (docs/sysid.md).
 
 A *run* bag holds one world's ``command`` (trajectory_msgs/JointTrajectory) and
 ``joint_states`` (sensor_msgs/JointState) topics, optionally ``cameras/<name>/image``. Bags are

@@ -1,6 +1,6 @@
 """``evaluator_node``: run paired episodes in the real world and the twin, record, summarise.
 
-The evaluator only orchestrates (DESIGN section 3): for each pair it sets the episode spec on
+The evaluator only orchestrates (docs/evaluation.md): for each pair it sets the episode spec on
 both worlds (parameter ``episode_spec`` of ``<ns>/world``), resets them (``<ns>/reset``),
 configures and resets each world's policy node, starts both policies at once, follows each
 world's ``progress`` until the episode ends (max steps, or 15 steps after success, REALM's
@@ -34,6 +34,7 @@ from std_msgs.msg import String
 from std_srvs.srv import SetBool, Trigger
 
 from realm_ros.core.config import field
+from realm_ros.core.episode import EpisodeReferee
 from realm_ros.core.errors import ConfigError, DataError, InfrastructureError, RealmError
 from realm_ros.core.evaluation import (
     REAL,
@@ -45,7 +46,8 @@ from realm_ros.core.evaluation import (
     plan_pairs,
     summarize,
 )
-from realm_ros.core.types import STEPS_AFTER_SUCCESS, EpisodeSpec, Progress
+from realm_ros.core.types import EpisodeResult, EpisodeSpec, Progress
+from realm_ros.core.world import initial_state_sampler
 from realm_ros.ros import convert, qos, services, topics
 from realm_ros.ros.params import declare_config
 
@@ -84,8 +86,8 @@ class _WorldRun:
 
     world: str
     ns: str
+    referee: EpisodeReferee
     progress: Progress | None = None
-    success_step: int | None = None
     started: float = 0.0
     finished: threading.Event = dataclasses.field(default_factory=threading.Event)
     error: str = ''
@@ -111,6 +113,7 @@ class EvaluatorNode(Node):
         self.summary: dict[str, Any] | None = None
         self._entries = {e.label: e for e in self.eval_config.policy_entries()}
         self._ns = {REAL: self.config.real_ns, SIM: self.config.sim_ns}
+        self._backends = {REAL: self.eval_config.real, SIM: self.eval_config.sim}
         for world, ns in self._ns.items():
             self.create_subscription(
                 DiagnosticStatus, f'{ns}/{topics.PROGRESS}',
@@ -159,7 +162,7 @@ class EvaluatorNode(Node):
         if log.skipped_lines:
             self.get_logger().warning(
                 f'{log.skipped_lines} unreadable line(s) in episodes.jsonl; those episodes re-run')
-        specs = plan_pairs(self.eval_config, sampler=_sampler())
+        specs = plan_pairs(self.eval_config, sampler=initial_state_sampler())
         todo = [s for s in specs if not (log.done(s.pair_id, REAL) and log.done(s.pair_id, SIM))]
         self.get_logger().info(
             f'{len(specs)} pairs planned, {len(specs) - len(todo)} already done, '
@@ -183,7 +186,9 @@ class EvaluatorNode(Node):
     def run_pair(self, spec: EpisodeSpec, log: EpisodeLog) -> None:
         """Run ``spec`` in each world that has not finished it yet, concurrently."""
         worlds = [w for w in (REAL, SIM) if not log.done(spec.pair_id, w)]
-        runs = {w: _WorldRun(world=w, ns=self._ns[w], spec=json.loads(spec.to_json()))
+        runs = {w: _WorldRun(world=w, ns=self._ns[w],
+                             referee=EpisodeReferee(self.eval_config.max_steps),
+                             spec=json.loads(spec.to_json()))
                 for w in worlds}
         for world in worlds:
             try:
@@ -328,12 +333,7 @@ class EvaluatorNode(Node):
         progress = convert.progress_from_msg(msg)
         run.progress = progress
         run.last_progress = time.monotonic()
-        if progress.max_progression >= 1.0 - 1e-9 and run.success_step is None:
-            run.success_step = progress.step
-        max_steps = self.eval_config.max_steps
-        if progress.step >= max_steps or (
-                run.success_step is not None
-                and progress.step >= run.success_step + STEPS_AFTER_SUCCESS):
+        if run.referee.update(progress.step, progress.max_progression):
             run.finished.set()
 
     def _on_episode(self, world: str, msg: String) -> None:
@@ -366,38 +366,13 @@ class EvaluatorNode(Node):
         progress = run.progress
         stages = list(progress.stages) if progress else []
         reached = [s for s, m in zip(progress.stages, progress.met) if m] if progress else []
-        value = progress.max_progression if progress else 0.0
-        if run.error:
-            outcome = 'infra_failure'
-        elif value >= 1.0 - 1e-9:
-            outcome = 'success'
-        else:
-            outcome = 'timeout'
-        return {
-            'pair_id': spec.pair_id, 'world': run.world, 'task': spec.task,
-            'perturbation': spec.perturbation, 'intensity': spec.intensity,
-            'policy': spec.policy, 'seed': spec.seed, 'stages': stages,
-            'stages_reached': reached, 'progression': float(value),
-            'success': outcome == 'success', 'outcome': outcome,
-            'steps': progress.step if progress else 0,
-            'wall_time_s': time.monotonic() - run.started if run.started else 0.0,
-            'scored_by': progress.source if progress else '',
-            'error': run.error,
-        }
-
-
-def _sampler() -> Callable[[str, int], dict] | None:
-    """Return the twin's initial-state sampler (so real and sim get one explicit state)."""
-    try:
-        from realm_ros.backends.mujoco.world import load_scene
-    except ImportError:
-        return None
-    import numpy as np
-
-    def sample(task: str, seed: int) -> dict:
-        return load_scene(task).sample_initial_state(np.random.default_rng(seed))
-
-    return sample
+        return EpisodeResult(
+            spec=spec, role=run.world, backend=self._backends[run.world],
+            outcome=run.referee.outcome(run.error), progression=run.referee.progression,
+            stages=tuple(stages), stages_reached=tuple(reached),
+            steps=progress.step if progress else 0, sim_time_s=None,
+            wall_time_s=time.monotonic() - run.started if run.started else 0.0,
+            error=run.error, scored_by=progress.source if progress else '').to_record()
 
 
 def _progress_bar(total: int, initial: int, quiet: bool) -> Any:

@@ -2,7 +2,7 @@
 
 It is NOT hardware: MuJoCo physics (:class:`DigitalRealWorld`) with hidden dynamics the twin
 cannot see, behind the topics a lab's franka_ros2 exposes when configured for policy rollouts
-(interfaces.md section 1). Names are relative to the node's namespace (franka_ros2 default: none).
+(docs/digital-real.md). Names are relative to the node's namespace (franka_ros2 default: none).
 
 Topics:
     joint_states (out)                      sensor_msgs/JointState, ``<prefix>joint1..7``: rad,

@@ -175,7 +175,7 @@ class OperatorNode(Node):
             'progression': a.progress().progression if a.stages else 0.0})))
 
 
-def _read_terminal(node: OperatorNode, stream: TextIO) -> None:
+def read_terminal(node: OperatorNode, stream: TextIO) -> None:
     """Feed keys from ``stream``: single keys on a terminal, one key or command per line else."""
     print(annotation.HELP, flush=True)
     print(node.annotator.status_line(), flush=True)
@@ -205,7 +205,7 @@ def main(args: list[str] | None = None) -> int:
                 import tty
                 saved_tty = termios.tcgetattr(sys.stdin.fileno())
                 tty.setcbreak(sys.stdin.fileno())  # output processing stays as it was
-            threading.Thread(target=_read_terminal, args=(node, sys.stdin), daemon=True).start()
+            threading.Thread(target=read_terminal, args=(node, sys.stdin), daemon=True).start()
         while rclpy.ok() and not node.quit_requested:
             rclpy.spin_once(node, timeout_sec=0.1)
     except ConfigError as err:

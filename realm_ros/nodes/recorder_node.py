@@ -56,6 +56,7 @@ class RecorderNode(Node):
         for name in self.config.cameras:
             self._subscribe(f'{ns}/{topics.camera_image(name)}', Image, IMAGE, qos.IMAGE)
         self.create_service(Trigger, '~/split', self._on_split)
+        self.create_service(Trigger, '~/status', self._on_status)
         self.get_logger().info(f'recording {ns or "/"} to {self.bag.path}')
 
     def _repair_cut_bags(self) -> None:
@@ -107,6 +108,15 @@ class RecorderNode(Node):
             response.success, response.message = False, str(err)
             return response
         response.success, response.message = True, json.dumps(result)
+        return response
+
+    def _on_status(self, request: Trigger.Request, response: Trigger.Response) -> Any:
+        """Answer ``{bag, counts}`` of the open bag (messages written so far per topic)."""
+        del request
+        bag = self.bag
+        response.success = bag is not None
+        response.message = json.dumps({'bag': str(bag.path) if bag else '',
+                                       'counts': dict(bag.counts) if bag else {}})
         return response
 
     def close(self) -> None:

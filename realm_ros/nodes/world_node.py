@@ -1,4 +1,4 @@
-"""``world_node``: the shared world interface (DESIGN section 3) over any World backend.
+"""``world_node``: the shared world interface (docs/interface.md) over any World backend.
 
 Topics (relative; launched under ``/real`` or ``/sim``):
     joint_states (out)           sensor_msgs/JointState, 7 arm joints + ``gripper``

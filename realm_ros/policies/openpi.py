@@ -246,6 +246,8 @@ class OpenPIPolicy(Policy):
         """Return True if ``GET /healthz`` on the server answers 200."""
         parsed = urllib.parse.urlparse(self.uri)
         cls = http.client.HTTPSConnection if parsed.scheme == 'wss' else http.client.HTTPConnection
+        if parsed.hostname is None:
+            return False
         conn = cls(parsed.hostname, parsed.port, timeout=timeout_s)
         try:
             conn.request('GET', '/healthz')

@@ -283,7 +283,7 @@ class ScriptedPolicy(Policy):
 
     def _step(self, q_meas: np.ndarray) -> np.ndarray:
         """Advance the waypoint state one control step; return ``[q_cmd (7), grip]``."""
-        assert self._spec is not None
+        assert self._spec is not None and self._q_cmd is not None
         self._advance(q_meas)
         wp = self._wp
         grip = wp.grip if wp is not None else CLOSED

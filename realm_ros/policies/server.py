@@ -31,6 +31,7 @@ import asyncio
 import http
 import json
 import logging
+import sys
 import threading
 import time
 import traceback
@@ -42,7 +43,7 @@ import websockets.exceptions
 import websockets.frames
 
 from realm_ros.core import control, robot
-from realm_ros.core.errors import ConfigError
+from realm_ros.core.errors import ConfigError, RealmError
 from realm_ros.core.policy import Policy, make_policy
 from realm_ros.core.types import ActionChunk, ActionMode, EpisodeSpec, JointState, Observation
 from realm_ros.policies import openpi as op
@@ -280,9 +281,23 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Console script ``policy_server`` (same as ``realm-ros serve``)."""
-    from realm_ros import cli
-    return cli.main(['serve', *(argv if argv is not None else __import__('sys').argv[1:])])
+    """Console script ``policy_server`` (same options as ``realm-ros serve``).
+
+    Parses its own arguments rather than going through ``realm_ros.cli``: the policies layer
+    must not import the command layer above it (test/test_layering.py).
+    """
+    parser = argparse.ArgumentParser(
+        prog='policy_server', description='serve a policy to openpi websocket clients')
+    add_arguments(parser)
+    args = parser.parse_args(argv)
+    try:
+        return run(args)
+    except RealmError as err:
+        print(f'policy_server: error: {err}', file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print('policy_server: interrupted', file=sys.stderr)
+        return 130
 
 
 __all__ = ['PolicyServer', 'add_arguments', 'convert_chunk', 'main', 'observation_from_request',

@@ -96,6 +96,7 @@ class TorchPolicy(Policy):
                 raise ConfigError(f"'module_kwargs' is not valid JSON: {err}") from None
         if not isinstance(module_kwargs or {}, dict):
             raise ConfigError("'module_kwargs' must be a mapping of keyword arguments")
+        init_kwargs: dict[str, Any] = module_kwargs if isinstance(module_kwargs, dict) else {}
         try:
             self.device = torch.device(device)
         except RuntimeError as err:
@@ -110,7 +111,7 @@ class TorchPolicy(Policy):
         self.path = path
         self.module = module
         if module:
-            model = _import_class(module)(**(module_kwargs or {}))
+            model = _import_class(module)(**init_kwargs)
             if path:
                 state = torch.load(path, map_location=self.device, weights_only=True)
                 model.load_state_dict(state)

@@ -1,6 +1,6 @@
 """Declare a core config dataclass as ROS parameters, with descriptions, and read it back.
 
-The dataclass in ``realm_ros.core.config`` is the schema (STYLE habit 5): each field becomes a
+The dataclass in ``realm_ros.core.config`` is the schema (docs/parameters.md): each field becomes a
 parameter with its type, default and ``metadata['help']`` as description.
 """
 

@@ -1,6 +1,6 @@
 """The one ``main()`` body of a realm_ros node executable.
 
-Humble/Jazzy idiom (STYLE): ``rclpy.init()`` ... ``try/finally`` with ``rclpy.try_shutdown()``.
+The Humble/Jazzy idiom: ``rclpy.init()`` ... ``try/finally`` with ``rclpy.try_shutdown()``.
 A bad parameter (:class:`ConfigError`) exits 2 with one line naming the field; Ctrl-C and an
 external shutdown end the node cleanly; ``close`` releases what the node holds (a world, a
 policy) before the node is destroyed.

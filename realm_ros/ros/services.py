@@ -1,6 +1,6 @@
 """One generic helper to call a service and wait, from a thread outside the executor.
 
-STYLE 3c: no copy-pasted per-service client methods. The evaluator runs its episode loop in
+No copy-pasted per-service client methods. The evaluator runs its episode loop in
 a worker thread while a (multi-threaded) executor spins the node, so waiting on a future here
 never blocks a callback (the nav2 simple-commander facade works only outside the executor too).
 """

@@ -75,6 +75,11 @@ def load_scene(task: str) -> Scene:
     return scenes.make_scene(task)
 
 
+def sample_initial_state(task: str, seed: int) -> dict[str, Any]:
+    """Return ``task``'s initial state drawn from ``seed`` (``core.world.SCENE_SAMPLERS``)."""
+    return load_scene(task).sample_initial_state(np.random.default_rng(seed))
+
+
 class MujocoWorld(World):
     """The twin. Also the physics of the digital real, which adds hidden dynamics."""
 
