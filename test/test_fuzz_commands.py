@@ -184,6 +184,7 @@ def _unbuffered_logs(monkeypatch):
 
 
 @pytest.mark.ros
+@pytest.mark.slow
 def test_twin_world_node_survives_command_fuzz(tmp_path):
     world = ['world_node', '--ros-args', '-r', '__ns:=/sim', '-p', 'lockstep:=true',
              '-p', 'lockstep_timeout_s:=0.0', '-p', 'camera_rate_hz:=0.0']
@@ -192,6 +193,7 @@ def test_twin_world_node_survives_command_fuzz(tmp_path):
 
 
 @pytest.mark.ros
+@pytest.mark.slow
 def test_digital_real_bridge_survives_command_fuzz(tmp_path):
     # As realm_ros/graph.py wires the digital real: fake_franka under /real/franka (fr3_
     # names) behind world_node backend:=franka under /real, safety monitor on every target.

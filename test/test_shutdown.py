@@ -18,7 +18,7 @@ from rostest import BIN
 
 from realm_ros.io.repair import bag_opens
 
-pytestmark = [pytest.mark.ros]
+pytestmark = [pytest.mark.ros, pytest.mark.slow]
 
 #: Seconds from the signal to the exit that count as a hang. Issue 15 asks for "a second or
 #: two"; speed goals are checked by scripts, not timed tests (this machine's load varies by
