@@ -126,3 +126,30 @@ def test_bag_cli_checks_and_repairs(tmp_path):
                              capture_output=True, text=True, timeout=60)
     assert missing.returncode == 2 and 'is not a directory' in missing.stderr
     assert 'Traceback' not in missing.stderr
+
+
+@pytest.mark.ros
+def test_recorder_repairs_its_own_cut_bags_on_start_and_leaves_others(tmp_path):
+    import rclpy
+    from rclpy.parameter import Parameter
+
+    from realm_ros.nodes.recorder_node import RecorderNode
+
+    src = _write_bag(tmp_path / 'full', steps=60)
+    out = tmp_path / 'bags'
+    out.mkdir()
+    _cut(src, out / 'pair_000', 20_000)  # this recorder's, killed mid-bag
+    _cut(src, out / 'other_000', 20_000)  # another recorder's open bag, same folder
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    try:
+        node = RecorderNode(context=context, parameter_overrides=[
+            Parameter('out_dir', value=str(out)), Parameter('namespace', value='/real'),
+            Parameter('bag_prefix', value='pair')])
+        assert node.bag.path == out / 'pair_001'
+        node.destroy_node()
+    finally:
+        rclpy.try_shutdown(context=context)
+    assert bag_opens(out / 'pair_000') == ''
+    assert (out / 'pair_000' / 'pair_000.mcap.cut').exists()
+    assert not (out / 'other_000' / 'metadata.yaml').exists()  # untouched

@@ -60,9 +60,16 @@ class RecorderNode(Node):
         self.get_logger().info(f'recording {ns or "/"} to {self.bag.path}')
 
     def _repair_cut_bags(self) -> None:
-        """Make bags an earlier, killed recorder left cut short readable (issue 15)."""
+        """Make bags an earlier, killed recorder left cut short readable (issue 15).
+
+        Only this recorder's own bags (``<bag_prefix>_NNN``): another recorder may be writing
+        into the same folder under another prefix, and its open bag has no metadata.yaml yet.
+        """
         from realm_ros.io.repair import find_cut_bags, repair_bag
+        mine = f'{self.config.bag_prefix}_'
         for path in find_cut_bags(self.out_dir, deep=False):
+            if not path.name.startswith(mine) or path == self.out_dir:
+                continue
             try:
                 self.get_logger().warning(f'repaired a bag cut short: {repair_bag(path)}')
             except RealmError as err:
