@@ -154,6 +154,8 @@ def test_bad_bag_directories_are_refused_with_the_reason(tmp_path):
     (['paired-eval', '--out', '{tmp}/o', '--config', '{tmp}/bad.yaml'],
      "field 'max_steps' must be an integer"),
     (['paired-eval', '--out', '{tmp}/o', '--config', '{tmp}/nope.yaml'], 'cannot read'),
+    (['paired-eval', '--out', '{tmp}/o', '--max-steps', '0'], 'max_steps must be >= 1'),
+    (['sysid', 'record', '--out', '{tmp}/r', '--trajectories', '0'], '--trajectories'),
     (['sysid', 'eval', '{tmp}/deg'], 'joint limits'),
     (['sysid', 'fit', '{tmp}/empty', '--out', '{tmp}/p.yaml'], ''),
 ])
