@@ -230,9 +230,10 @@ def repair_bag(path: str | pathlib.Path) -> RepairReport:
             if not name:
                 continue
             if name not in typestore.types:
-                if not text:
+                try:  # a type we do not know: learn it from the schema the bag carries
+                    typestore.register(get_types_from_msg(text, name))
+                except Exception:  # noqa: BLE001 - unparsable schema: that topic is skipped
                     continue
-                typestore.register(get_types_from_msg(text, name))
             connections[cid] = writer.add_connection(topic, name, typestore=typestore)
             counts.setdefault(topic, 0)
         for cid, t_ns, data in sorted(scan.messages, key=lambda m: m[1]):
