@@ -162,7 +162,7 @@ def test_faults_end_their_pair_as_infrastructure_failures_and_rerun_resumes(tmp_
 
         def started(pair):  # the evaluator logs one 'recording to' line per recorder
             graph.wait_log('evaluator', 'recording to', count=2 * pair + 1)
-            time.sleep(1.0)
+            time.sleep(0.3)  # the episode runs (its policy reset came before the split)
 
         started(0)  # pair 0: the policy server dies mid-episode
         graph.kill('server')
@@ -175,10 +175,10 @@ def test_faults_end_their_pair_as_infrastructure_failures_and_rerun_resumes(tmp_
         started(1)  # pair 1: the twin's world node dies mid-episode and is respawned
         graph.kill('sim_world')
         faults += 1
-        graph.start('sim_world')
-        graph.wait_log('sim_world', "world 'mujoco'", count=2)
         _set_drop(node, executor, 0.3)  # pair 2: the relay drops commands
         faults += 1
+        graph.start('sim_world')
+        graph.wait_log('sim_world', "world 'mujoco'", count=2)
         _wait_records(out, 6)
         _set_drop(node, executor, 0.0)
 
