@@ -51,6 +51,11 @@ setup(
         'imageio>=2.30',
         'imageio-ffmpeg>=0.4',
         'rich>=13',
+        # pybullet_data ships the Panda's visual meshes (franka_ros, Apache-2.0) and the
+        # perturbation object set's meshes (zlib licence), read from the installed package at
+        # run time: the twin's cameras see the real arm (backends/mujoco/visuals.py) and
+        # VSB-NOBJ, V-SC, SB-NOUN, SB-VRB get real objects (backends/mujoco/objects.py).
+        'pybullet>=3.2.6',
     ],
     extras_require={
         # ROS 2 Kilted from PyPI wheels, for machines without a ROS install. Never install
@@ -75,6 +80,16 @@ setup(
                  'yourdfpy>=0.0.56', 'xacro>=2.0'],
         # Local TorchScript / state-dict policies (realm_ros.policies.torch_policy).
         'torch': ['torch>=2.1'],
+        # USD export (realm-ros usd) and the kit-less PhysX twin (backend physx). ovphysx
+        # itself (x86_64 Linux, glibc >= 2.35, AVX) is installed by `make setup` with
+        # --no-deps: it declares packaging<24, which pytest >= 9 (packaging>=24) excludes,
+        # while it only calls packaging.version.Version. About 380 MB of downloads.
+        'physx': [
+            'usd-core>=24.11',
+            'physx-usd-schemas>=25.11',
+            "ovstage>=0.3; platform_system == 'Linux' and platform_machine == 'x86_64'",
+            "warp-lang>=1.16,<2; platform_system == 'Linux' and platform_machine == 'x86_64'",
+        ],
     },
     maintainer='realm_ros maintainers',
     maintainer_email='realm-ros@example.org',

@@ -35,6 +35,8 @@ def _nodes(context):
         'out_dir': LaunchConfiguration('out_dir'),
         'monitor': LaunchConfiguration('monitor'),
         'record': LaunchConfiguration('record'),
+        'cameras': LaunchConfiguration('cameras'),
+        'execute_horizon': LaunchConfiguration('execute_horizon'),
     }
     performed = {n: v.perform(context) for n, v in values.items()}
 
@@ -46,12 +48,14 @@ def _nodes(context):
     overrides = {'real': arg('real_backend'), 'sim': arg('sim_backend'),
                  'sim_params_file': arg('sim_params_file'),
                  'real_dynamics_file': arg('real_dynamics_file')}
-    policy = {}
+    if arg('cameras'):
+        overrides['cameras'] = arg('cameras').lower() == 'true'
+    policy = {'execute_horizon': int(arg('execute_horizon'))}
     if arg('policy'):
         extra = {k: v for k, v in (('host', arg('host')), ('port', int(arg('port')))) if v}
         suffix = ':' + ','.join(f'{k}={v}' for k, v in extra.items()) if extra else ''
         overrides['policies'] = (f'{arg("policy")}={arg("policy")}{suffix}',)
-        policy = {'policy': arg('policy'), 'policy_args': json.dumps(extra)}
+        policy.update(policy=arg('policy'), policy_args=json.dumps(extra))
     config = EvalConfig.from_yaml(config_file, **overrides)
     graph = paired_eval_graph(config, arg('out_dir'), policy=policy,
                               monitor=arg('monitor').lower() == 'true',
@@ -72,8 +76,8 @@ def generate_launch_description():
             'real_backend', default_value='fake', choices=['fake', 'franka'],
             description='real world: fake (the digital real) or franka (the arm via franka_ros2)'),
         DeclareLaunchArgument(
-            'sim_backend', default_value='mujoco', choices=['mujoco', 'isaac'],
-            description='simulated twin'),
+            'sim_backend', default_value='mujoco', choices=['mujoco', 'physx', 'isaac'],
+            description='simulated twin: mujoco, physx (kit-less PhysX) or isaac (not run)'),
         DeclareLaunchArgument(
             'policy', default_value='',
             description='policy under test in every episode (scripted, openpi, gr00t, torch); '
@@ -101,5 +105,13 @@ def generate_launch_description():
         DeclareLaunchArgument(
             'record', default_value='true', choices=['true', 'false'],
             description='record both worlds to rosbag2/MCAP, one bag per pair (recorder_node)'),
+        DeclareLaunchArgument(
+            'cameras', default_value='', choices=['', 'true', 'false'],
+            description='render and publish the cameras ("" = the config file; on anyway when '
+                        'a policy under test declares cameras)'),
+        DeclareLaunchArgument(
+            'execute_horizon', default_value='0',
+            description="actions executed open loop per chunk; 0 = each policy's own "
+                        '(openpi DROID 8, GR00T N1.6/N1.7 15)'),
         OpaqueFunction(function=_nodes),
     ])

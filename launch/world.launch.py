@@ -31,9 +31,11 @@ def generate_launch_description() -> LaunchDescription:
     frame_prefix = LaunchConfiguration('frame_prefix')
     arguments = [
         DeclareLaunchArgument(
-            'backend', default_value='mujoco', choices=['mujoco', 'fake', 'franka', 'isaac'],
+            'backend', default_value='mujoco',
+            choices=['mujoco', 'fake', 'franka', 'physx', 'isaac'],
             description='world backend: mujoco (twin), fake (digital real), franka (bridge to '
-                        'a running franka_ros2), isaac (Isaac Sim twin)'),
+                        'a running franka_ros2), physx (twin on kit-less PhysX), isaac (Isaac '
+                        'Sim twin, not run)'),
         DeclareLaunchArgument(
             'namespace', default_value='sim',
             description='namespace of the world interface: real or sim in a paired run'),

@@ -21,6 +21,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
              'twin, evaluate again, compare'),
     'metrics': ('realm_ros.commands.metrics', 'agreement metrics (Pearson r, MMRV, gap) for a CSV '
                 'of policy, real, sim [, group]'),
+    'perturbations': ('realm_ros.commands.perturbations', 'one image per REALM perturbation of '
+                      'a task and a contact sheet'),
     'serve': ('realm_ros.commands.serve', 'serve a policy to openpi websocket clients'),
     'urdf': ('realm_ros.commands.urdf', 'generate urdf/panda_droid.urdf(.xacro) from core + twin'),
     'gap': ('realm_ros.commands.gap', 'joint tracking gap between the twin and the digital real'),
@@ -30,6 +32,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     'ladder': ('realm_ros.commands.ladder', 'success rates of the scripted policy ladder'),
     'docs-params': ('realm_ros.commands.docs_params', 'write docs/parameters.md from the config '
                     'schemas (--check: is it current?)'),
+    'usd': ('realm_ros.commands.usd', 'export a task scene to USD authored for PhysX/Isaac Sim'),
+    'cameras': ('realm_ros.commands.cameras', 'contact sheet of every camera of the twin, per '
+                'task (check a camera rig)'),
     'bag': ('realm_ros.commands.bag', 'check and repair rosbag2/MCAP bags cut short by a crash'),
 }
 

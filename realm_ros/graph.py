@@ -93,12 +93,14 @@ def paired_eval_graph(config: EvalConfig, out_dir: str, lockstep: bool = True,
     if scripted and config.real == 'franka':
         raise ConfigError('scripted policies read privileged object state, which a real arm '
                           'does not have; evaluate them against the digital real (real: fake)')
+    # Cameras are on when asked for or when a policy under test declares it needs images;
+    # policy_node then subscribes to the cameras its policy declares (Policy.needs).
+    cameras = config.cameras or _policies_need_cameras(entries)
     policy = {'policy': entries[0].policy, 'policy_args': json.dumps(dict(entries[0].args)),
               **dict(policy or {}),
-              'use_privileged': scripted, 'start_active': False,
-              'cameras': 'exterior_1,wrist' if config.cameras else ''}
+              'use_privileged': scripted, 'start_active': False}
     real_lockstep = lockstep and config.real == 'fake'
-    camera_rate = 15.0 if config.cameras else 0.0  # 0 = no images rendered or published
+    camera_rate = 15.0 if cameras else 0.0  # 0 = no images rendered or published
     nodes = []
     if config.real == 'fake':
         # The robot side of the bridge lives in its own namespace, as franka_ros2 would.
@@ -106,7 +108,7 @@ def paired_eval_graph(config: EvalConfig, out_dir: str, lockstep: bool = True,
             'dynamics_file': config.real_dynamics_file,
             'lockstep': real_lockstep,
             'arm_prefix': 'fr3_',
-            **({'cameras': ['exterior_1', 'exterior_2', 'wrist']} if config.cameras else {}),
+            **({'cameras': ['exterior_1', 'exterior_2', 'wrist']} if cameras else {}),
         }, _clock(REAL_NS)))
     # Lockstep worlds never step without a command (lockstep_timeout_s 0): a lost command then
     # stalls the episode, which the evaluator ends as an infrastructure failure, instead of
@@ -154,6 +156,21 @@ def paired_eval_graph(config: EvalConfig, out_dir: str, lockstep: bool = True,
         nodes.append(NodeSpec('monitor_node', 'monitor', '', {
             'real_namespace': REAL_NS, 'sim_namespace': SIM_NS, 'match_by': 'arrival'}))
     return nodes
+
+
+def _policies_need_cameras(entries: list) -> bool:
+    """Return True if any policy entry declares cameras (built without connecting)."""
+    from realm_ros.core.errors import RealmError
+    from realm_ros.core.policy import policy_needs
+    for entry in entries:
+        try:
+            if policy_needs(entry.policy, **dict(entry.args)).cameras:
+                return True
+        except (RealmError, OSError):
+            # The policy cannot be built here (a missing file, a missing package):
+            # policy_node reports that when it builds it; it does not decide the cameras.
+            continue
+    return False
 
 
 def evaluator_parameters(spec: NodeSpec, config: EvalConfig) -> dict[str, Any]:

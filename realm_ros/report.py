@@ -181,6 +181,16 @@ def write_report(out_dir: str | pathlib.Path, summary: Mapping[str, Any],
          for e in summary['per_policy']]))
     parts.append('<img src="policy_bars.png" alt="per-policy bars">')
     parts.append('<h2>Bradley-Terry ranking</h2><img src="ranking.png" alt="ranking">')
+    if summary.get('kruskal'):
+        parts.append("<h2>Kruskal-Wallis, sim vs real per policy</h2><p>SimplerEnv's test "
+                     '(scipy.stats.kruskal) on episode outcomes; identical samples give '
+                     'p = 1.</p>')
+        parts.append(_table(
+            ['policy', 'progression H', 'p', 'success H', 'p', 'note'],
+            [[p, k['progression']['statistic'], k['progression']['pvalue'],
+              k['success']['statistic'], k['success']['pvalue'],
+              k['success']['note'] or k['progression']['note']]
+             for p, k in summary['kruskal'].items()]))
     if has_perturbations:
         parts.append('<h2>Perturbations</h2>')
         parts.append(_table(
@@ -191,6 +201,11 @@ def write_report(out_dir: str | pathlib.Path, summary: Mapping[str, Any],
               d.get('sim', {}).get('rmsd', float('nan'))]
              for n, d in summary['perturbations'].items()]))
         parts.append('<img src="perturbations.png" alt="perturbation deltas">')
+    if summary.get('skipped'):
+        parts.append('<h2>Skipped (incompatible in REALM)</h2>')
+        parts.append(_table(['task', 'perturbation', 'reason'],
+                            [[c['task'], c['perturbation'], c['reason']]
+                             for c in summary['skipped']]))
     params = meta.get('sim_params')
     parts.append('<h2>Twin parameters</h2>')
     if params:

@@ -187,5 +187,5 @@ def test_digital_real_dynamics_file_and_validation(tmp_path):
 def test_unbuilt_backend_says_so():
     from realm_ros.core.errors import BackendUnavailable
     from realm_ros.core.world import make_world
-    with pytest.raises(BackendUnavailable, match='Isaac Sim twin is not built yet'):
+    with pytest.raises(BackendUnavailable, match='Isaac Sim world .* has NOT been run'):
         make_world(WorldConfig(backend='isaac'))

@@ -146,3 +146,52 @@ def test_import_world_copies_only_matching_real_records(tmp_path):
     assert after.import_world(before.path, 'real', ['p0', 'p1']) == 1
     assert after.done('p0', 'real') and not after.done('p0', 'sim')
     assert after.import_world(before.path, 'real', ['p0']) == 0  # idempotent
+
+
+def test_kruskal_per_policy_as_simplerenv_reports_it():
+    from scipy.stats import kruskal
+    sim, real = [1, 0, 1, 1, 0, 1], [0, 0, 1, 0, 0, 0]
+    got = metrics.kruskal_sim_real(sim=sim, real=real)
+    ref = kruskal(sim, real)
+    assert got['statistic'] == pytest.approx(ref.statistic)
+    assert got['pvalue'] == pytest.approx(ref.pvalue)
+    # SimplerEnv: identical samples -> "all same, 1.0" (scipy raises when all numbers match).
+    same = metrics.kruskal_sim_real(sim=[1, 1, 1], real=[1, 1, 1])
+    assert same['pvalue'] == 1.0 and same['statistic'] == 0.0 and same['note'] == 'all same'
+    assert metrics.kruskal_sim_real(sim=[0.5, 0.2], real=[0.5, 0.2])['pvalue'] == 1.0
+    lengths = metrics.kruskal_sim_real(sim=[1, 1], real=[1, 1, 1])
+    assert lengths['pvalue'] == 1.0 and lengths['note'] == 'all numbers identical'
+    assert metrics.kruskal_sim_real(sim=[], real=[1])['note'] == 'empty sample'
+    with pytest.raises(DataError, match='NaN'):
+        metrics.kruskal_sim_real(sim=[float('nan')], real=[1])
+    assert metrics.trials_from_rate(0.5, 4).tolist() == [1, 1, 0, 0]
+    records = []
+    for k, (r, s) in enumerate([(1.0, 0.0), (1.0, 0.0), (1.0, 1.0), (0.0, 0.0)]):
+        records += [_record(f't/Default/{k}/p', 'real', 'p', 't', r, seed=k),
+                    _record(f't/Default/{k}/p', 'sim', 'p', 't', s, seed=k)]
+    summary = summarize(records)
+    k = summary['kruskal']['p']['progression']
+    ref = kruskal([0.0, 0.0, 1.0, 0.0], [1.0, 1.0, 1.0, 0.0])
+    assert k['pvalue'] == pytest.approx(ref.pvalue) and k['n_sim'] == 4
+    assert 'Kruskal-Wallis' in format_table(summary)
+
+
+def test_incompatible_cells_are_skipped_with_the_reason_never_run_as_default():
+    from realm_ros.core.evaluation import skipped_cells
+    config = EvalConfig(tasks=('push_switch', 'pick_spoon'), perturbations=('Default', 'V-SC'),
+                        policies=('scripted:0', 'scripted:1'), episodes_per_cell=1)
+    specs = plan_pairs(config)
+    cells = {(s.task, s.perturbation) for s in specs}
+    assert ('push_switch', 'V-SC') not in cells and ('pick_spoon', 'V-SC') in cells
+    skipped = skipped_cells(config)
+    assert [(c['task'], c['perturbation']) for c in skipped] == [('push_switch', 'V-SC')]
+    assert 'incompatible with push' in skipped[0]['reason']
+    with pytest.raises(ConfigError, match='every .task, perturbation. pair is incompatible'):
+        EvalConfig(tasks=('push_switch',), perturbations=('V-SC',))
+    records = []
+    for s in specs:
+        records += [_record(s.pair_id, w, s.policy, s.task, 0.5, perturbation=s.perturbation)
+                    for w in ('real', 'sim')]
+    summary = summarize(records, skipped=skipped)
+    assert summary['skipped'] == skipped
+    assert 'skipped push_switch / V-SC' in format_table(summary)

@@ -93,7 +93,7 @@ def test_operator_scores_the_real_arm(tmp_path):
     robot = ['fake_franka', '--ros-args', '-p', 'arm_prefix:=fr3_']
     evaluation = [str(BIN / 'realm-ros'), 'paired-eval', '--out', str(out), '--real', 'franka',
                   '--tasks', 'push_switch', '--policies', 'hold', '--episodes-per-cell', '1',
-                  '--max-steps', '30', '--quiet']
+                  '--perturbations', 'V-LIGHT', '--max-steps', '30', '--quiet']
     with run_process(robot, tmp_path / 'robot.log'), ros_node('operator') as (node, executor):
         states = []
         node.create_subscription(String, '/real/operator/state',
@@ -130,6 +130,8 @@ def test_operator_scores_the_real_arm(tmp_path):
                 proc.kill()
     assert proc.returncode == 0, output[-3000:]
     assert 'set up the real scene' in output
+    # What to change by hand for the perturbation, and the record that it was confirmed.
+    assert 'change by hand before this episode' in output and 'room light' in output
     records = {json.loads(line)['world']: json.loads(line)
                for line in _lines(out / 'episodes.jsonl')}
     real = records['real']
@@ -137,6 +139,10 @@ def test_operator_scores_the_real_arm(tmp_path):
     assert real['stages_reached'] == ['REACH', 'TOUCH']
     assert real['progression'] == pytest.approx(2 / 3) and not real['success']
     assert records['sim']['scored_by'] == 'privileged'
+    setup = real['operator_setup']
+    assert setup['perturbation'] == 'V-LIGHT' and setup['confirmed'] is True
+    assert any('room light' in change for change in setup['changes'])
+    assert 'operator_setup' not in records['sim']
     # The operator's timestamped annotations are kept with the run.
     (annotated,) = [json.loads(line) for line in _lines(out / 'operator_annotations.jsonl')]
     assert [a['event'] for a in annotated['annotations']][:3] == [

@@ -61,3 +61,18 @@ def test_bad_csv_gives_clear_error(tmp_path, capsys, text, message):
     captured = capsys.readouterr()
     assert message in captured.err, captured.err
     assert captured.out == ''
+
+
+def test_trials_column_adds_kruskal_per_policy(tmp_path):
+    from scipy.stats import kruskal
+    path = tmp_path / 'rates.csv'
+    path.write_text('policy,real,sim,n\na,0.8,0.3,10\nb,0.5,0.5,10\n')
+    out = _run(path)
+    assert out.returncode == 0, out.stderr
+    k = json.loads(out.stdout)['groups']['all']['kruskal']
+    ref = kruskal([1] * 3 + [0] * 7, [1] * 8 + [0] * 2)
+    assert k['a']['pvalue'] == pytest.approx(ref.pvalue)
+    assert k['b']['pvalue'] == 1.0 and k['b']['note'] == 'all same'
+    path.write_text('policy,real,sim,n\na,0.8,0.3,0\nb,0.5,0.5,10\n')
+    bad = _run(path)
+    assert bad.returncode != 0 and "'n' must be >= 1" in bad.stderr

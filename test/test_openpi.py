@@ -93,7 +93,8 @@ def _free_port():
 @pytest.fixture
 def echo_server():
     policy = EchoChunkPolicy(horizon=15)
-    with PolicyServer(policy, host='127.0.0.1', port=0, metadata={'note': 'test'}) as server:
+    with PolicyServer(policy, host='127.0.0.1', port=0, metadata={'note': 'test'},
+                      chunk_size=0) as server:
         yield server, policy
 
 
@@ -194,7 +195,8 @@ def test_healthz_answers_200(echo_server):
 @pytest.mark.parametrize('horizon', [10, 15])
 def test_realm_client_against_realm_server(horizon):
     policy = EchoChunkPolicy(horizon=horizon)
-    with PolicyServer(policy, host='127.0.0.1', port=0) as server:
+    # chunk_size=0: the server passes the policy's H through (the client reads H from it).
+    with PolicyServer(policy, host='127.0.0.1', port=0, chunk_size=0) as server:
         client = make_policy('openpi', host='127.0.0.1', port=server.port, skill='put', seed=3,
                              **FAST)
         client.reset(EpisodeSpec(instruction='from the spec'))
@@ -222,7 +224,8 @@ def test_joint_position_variant_and_action_space_check():
         obs = _observation()
         chunk = client.infer(obs)
         client.close()
-        mismatched = OpenPIPolicy(host='127.0.0.1', port=server.port, **FAST)
+        mismatched = OpenPIPolicy(host='127.0.0.1', port=server.port,
+                                  action_space='joint_velocity', **FAST)
         with pytest.raises(ConfigError, match='joint_position'):
             mismatched.infer(obs)
     assert chunk.mode is ActionMode.POSITION

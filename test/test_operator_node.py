@@ -166,3 +166,34 @@ def test_single_keys_on_a_terminal_act_without_enter(tmp_path):
             proc.wait()
         os.close(master)
         log.close()
+
+
+def test_perturbed_spec_gives_the_perturbed_stages_and_the_changes_by_hand(tmp_path):
+    """SB-VRB: the operator marks the new skill's stages; the prompt says what to add."""
+    from realm_ros.core import perturbations
+    seed = next(s for s in range(50) if perturbations.sample(
+        'pick_spoon', 'SB-VRB', 1.0, s)['scored']['skill'] == 'put')
+    spec = EpisodeSpec(task='pick_spoon', seed=seed, perturbation='SB-VRB', pair_id='p')
+    with operator_process(tmp_path, '-p', f"episode_spec:='{spec.to_json()}'") as proc, \
+            ros_node('operator_watch') as (node, executor):
+        c = Client(node, executor)
+        assert spin_until(executor, lambda: bool(c.states), 20)
+        # The evaluator sets the spec at run time: the operator's log shows the prompt.
+        from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
+        from rcl_interfaces.srv import SetParameters
+        client = node.create_client(SetParameters, '/real/operator/set_parameters')
+        assert spin_until(executor, client.service_is_ready, 20)
+        request = SetParameters.Request(parameters=[Parameter(
+            name='episode_spec', value=ParameterValue(
+                type=ParameterType.PARAMETER_STRING, string_value=spec.to_json()))])
+        future = client.call_async(request)
+        assert spin_until(executor, future.done, 10) and future.result().results[0].successful
+        assert c.call('confirm_reset').success
+        assert spin_until(executor, lambda: c.latest() is not None and len(
+            c.latest().stages) == 5, 10)
+        assert c.latest().stages == ('REACH', 'GRASP', 'LIFT_SLIGHT', 'MOVE_CLOSE', 'PLACE_INTO')
+        proc.stdin.write('q\n')
+        proc.stdin.flush()
+        proc.wait(timeout=10)
+    log = (tmp_path / 'operator.log').read_text()
+    assert 'change by hand: add a' in log and 'as the receiver' in log

@@ -46,8 +46,8 @@ def _state(obj='green_block', target='bowl', pos=(0.5, 0.0, 0.02), finger=(0.3, 
 GRASPED = dict(finger=(0.5, 0.0, 0.03), contacts=(True, True, True), finger_q=(0.02, 0.02))
 
 
-def _score(task, states):
-    tracker = tasks.ProgressTracker(task)
+def _score(task, states, rule='realm_code'):
+    tracker = tasks.ProgressTracker(task, drawer_rule=rule)
     return [tracker.update(s, i) for i, s in enumerate(states)]
 
 
@@ -121,6 +121,57 @@ def test_rotated_threshold():
     assert tasks.rotation_angle(UP, yaw(-1.2)) == pytest.approx(1.2)
 
 
+def test_rotated_counts_only_the_z_component_as_realm_does():
+    """REALM's check_rotated: |rotvec(R_now R_init^-1)[2]| > 1.1 ("Z axis rotation only")."""
+    tipped = [math.cos(math.pi / 4), math.sin(math.pi / 4), 0.0, 0.0]  # 90 deg about x
+    grasp = _state('marker', '', **GRASPED)
+    p = _score('rotate_marker', [grasp, _state('marker', '', quat=tipped, **GRASPED)])
+    assert p[-1].progression == pytest.approx(2 / 3)  # the total angle (1.57) would count
+    assert tasks.rotation_angle(UP, tipped) > tasks.ROTATED_ANGLE
+    yawed = [math.cos(-0.6), 0.0, 0.0, math.sin(-0.6)]  # -1.2 rad about z
+    assert _score('rotate_marker', [grasp, _state('marker', '', quat=yawed)])[-1] \
+        .progression == 1.0
+    # Against scipy's Rotation, which REALM's helper uses (x, y, z, w order there).
+    from scipy.spatial.transform import Rotation
+    for k in range(5):
+        a, b = Rotation.random(random_state=k), Rotation.random(random_state=k + 10)
+        expected = (b * a.inv()).as_rotvec()
+        got = tasks.relative_rotvec(np.roll(a.as_quat(), 1), np.roll(b.as_quat(), 1))
+        assert got == pytest.approx(expected, abs=1e-9)
+
+
+def test_open_drawer_touch_and_move_is_touching_in_realms_code_strict_optional():
+    """REALM: delta = initial - current < 0.025 holds on a closed drawer: touching suffices."""
+    touch = _state('top_drawer', '', finger=(0.5, 0, 0.02), contacts=(False, False, True),
+                   joint=0.0, initial_joint=0.0)
+    assert _score('open_drawer', [touch])[0].progression == pytest.approx(0.4)
+    assert _score('open_drawer', [touch], rule='strict')[0].progression == pytest.approx(0.2)
+    moved = _state('top_drawer', '', finger=(0.5, 0, 0.02), contacts=(False, False, True),
+                   joint=0.01, initial_joint=0.0)  # openness 0.04 > 0.025
+    assert _score('open_drawer', [moved], rule='strict')[0].progression == pytest.approx(0.4)
+    # close_drawer: openness must fall by more than 0.025 in both rules.
+    still = _state('top_drawer', '', finger=(0.5, 0, 0.02), contacts=(False, False, True),
+                   joint=0.25, initial_joint=0.25)
+    assert _score('close_drawer', [still])[0].progression == pytest.approx(0.2)
+    with pytest.raises(ConfigError, match='drawer_rule'):
+        tasks.ProgressTracker('open_drawer', drawer_rule='paper')
+
+
+def test_reset_poses_are_realms_task_yamls_and_the_twin_follows_them():
+    assert tasks.RESET_Q['open_drawer'] == (0.0, -0.628, 0.0, -2.512, -0.75, 1.884, 0.0)
+    assert tasks.RESET_Q['pick_spoon'][0] == pytest.approx(-0.11952213)
+    assert tasks.RESET_Q['pick_water_bottle'] == pytest.approx(
+        (0, -math.pi / 5, 0, -4 * math.pi / 5, 0, 3 * math.pi / 5, 0))
+    assert len({tuple(q) for q in tasks.RESET_Q.values()}) == 9  # the drawers share one
+    world = MujocoWorld(WorldConfig(task='rotate_mug', cameras=()))
+    try:
+        for task in ('rotate_mug', 'open_drawer', 'push_switch'):
+            obs = world.reset(EpisodeSpec(task=task, seed=1))
+            assert obs.joints.position == pytest.approx(tasks.RESET_Q[task], abs=1e-9)
+    finally:
+        world.close()
+
+
 def test_stack_needs_on_top_not_inside():
     kw = dict(obj='green_block', target='yellow_block')
     states = [_state(**kw, **GRASPED), _state(**kw, pos=(0.5, 0.1, 0.08), **GRASPED),
@@ -142,7 +193,7 @@ def test_push_touch_then_toggle():
 
 @pytest.mark.parametrize('task, start, qs, expected', [
     # openness = q / 0.25: thresholds 0.025 moved, 0.125, 0.65, 0.95
-    ('open_drawer', 0.0, [0.005, 0.03, 0.16, 0.235, 0.24], [0.2, 0.4, 0.6, 0.8, 1.0]),
+    ('open_drawer', 0.0, [0.005, 0.03, 0.16, 0.235, 0.24], [0.4, 0.4, 0.6, 0.8, 1.0]),
     ('open_drawer', 0.0, [0.03, 0.2, 0.0], [0.4, 0.8, 0.8]),
     # close: 0.875, 0.35, 0.05
     ('close_drawer', 0.25, [0.245, 0.2, 0.08, 0.01], [0.2, 0.6, 0.8, 1.0]),

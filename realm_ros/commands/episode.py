@@ -1,4 +1,9 @@
-"""``realm-ros episode``: run one episode in the MuJoCo twin (no ROS) and print its score."""
+"""``realm-ros episode``: run one episode in the MuJoCo twin (no ROS) and print its score.
+
+The world renders the cameras the policy declares (:attr:`Policy.needs`: openpi's DROID
+checkpoints exterior_1 and wrist, GR00T N1.5 all three) plus the one ``--video`` records; the
+chunk's open-loop length is ``--execute-horizon`` or the policy's own.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +13,7 @@ import os
 import pathlib
 
 from realm_ros.core import tasks
-from realm_ros.core.config import PolicyNodeConfig, WorldConfig
+from realm_ros.core.config import CAMERA_NAMES, PolicyNodeConfig, WorldConfig
 from realm_ros.core.errors import ConfigError
 from realm_ros.core.types import DEFAULT_MAX_STEPS, EpisodeSpec
 
@@ -25,10 +30,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help='control steps at most (15 Hz)')
     parser.add_argument('--perturbation', default='Default', help='REALM perturbation code')
     parser.add_argument('--intensity', type=float, default=1.0, help='perturbation intensity')
+    parser.add_argument('--drawer-rule', default='realm_code', choices=tasks.DRAWER_RULES,
+                        help="open_drawer's TOUCH_AND_MOVE_JOINT: realm_code (touching, as "
+                             "REALM's code scores it) or strict (also opened by 2.5 %%)")
     parser.add_argument('--video', default='', help='write the exterior_1 camera to this mp4')
+    parser.add_argument('--video-camera', default=VIDEO_CAMERA, choices=CAMERA_NAMES,
+                        help='camera --video records')
+    parser.add_argument('--execute-horizon', type=int, default=0,
+                        help="actions executed open loop per chunk (0 = the policy's own: "
+                             'openpi DROID 8, GR00T N1.6/N1.7 15, scripted 8)')
+    parser.add_argument('--camera-rig', default='',
+                        help='camera rig YAML (config/cameras/droid.yaml format; "" = DROID)')
+    parser.add_argument('--image-size', default='320x180',
+                        help='rendered image size WxH, px (DROID stores 320x180)')
     parser.add_argument('--sim-params', default='', help='YAML of identified friction/armature')
-    parser.add_argument('--backend', default='mujoco', choices=('mujoco', 'fake'),
-                        help='mujoco = the twin, fake = the digital real physics')
+    parser.add_argument('--backend', default='mujoco',
+                        choices=('mujoco', 'fake', 'physx', 'isaac'),
+                        help='mujoco = the twin, fake = the digital real physics, physx = '
+                             'the twin on kit-less PhysX, isaac = Isaac Sim (not run)')
     parser.add_argument('--json', action='store_true', help='print the result record as JSON')
     parser.add_argument('--record-actions', default='',
                         help='write the executed actions (N, 8) to this .npy (replay policy)')
@@ -45,14 +64,29 @@ def run(args: argparse.Namespace) -> int:
 
     if args.max_steps <= 0:
         raise ConfigError(f'--max-steps must be > 0, got {args.max_steps}')
+    if args.execute_horizon < 0:
+        raise ConfigError(f'--execute-horizon must be >= 0, got {args.execute_horizon}')
+    width, height = parse_image_size(args.image_size)
     video = pathlib.Path(args.video) if args.video else None
+    extra = PolicyNodeConfig(policy=args.policy, policy_args=args.policy_args).extra_kwargs()
+    kwargs = {'skill': args.skill, 'seed': 0, **extra}
+    if args.execute_horizon:
+        kwargs.setdefault('execute', args.execute_horizon)
+    inner = make_policy(args.policy, **kwargs)
+    needs = inner.needs
+    cameras = tuple(dict.fromkeys(
+        (*needs.cameras, *((args.video_camera,) if video else ()))))
     config = WorldConfig(
         backend=args.backend, task=args.task, seed=args.seed,
-        cameras=(VIDEO_CAMERA,) if video else (), camera_rate_hz=15.0 if video else 0.0,
+        cameras=cameras, camera_rate_hz=15.0 if cameras else 0.0,
+        camera_width=width, camera_height=height, camera_rig_file=args.camera_rig,
         sim_params_file=args.sim_params)
-    world = make_world(config)
-    extra = PolicyNodeConfig(policy=args.policy, policy_args=args.policy_args).extra_kwargs()
-    policy = standard_chain(make_policy(args.policy, **{'skill': args.skill, 'seed': 0, **extra}))
+    try:
+        world = make_world(config)
+    except BaseException:
+        inner.close()
+        raise
+    policy = standard_chain(inner, execute=args.execute_horizon or needs.horizon)
     spec = EpisodeSpec(task=args.task, seed=args.seed, policy=args.policy,
                        perturbation=args.perturbation, intensity=args.intensity,
                        max_steps=args.max_steps)
@@ -62,11 +96,12 @@ def run(args: argparse.Namespace) -> int:
     def on_step(step, obs, action, progress) -> None:
         del step, progress
         executed.append(action.as_array())
-        if video is not None and VIDEO_CAMERA in obs.images:
-            frames.append(obs.images[VIDEO_CAMERA])
+        if video is not None and args.video_camera in obs.images:
+            frames.append(obs.images[args.video_camera])
 
     try:
-        result = run_episode(world, policy, spec, on_step=on_step)
+        result = run_episode(world, policy, spec, on_step=on_step,
+                             drawer_rule=args.drawer_rule)
     finally:
         policy.close()
         world.close()
@@ -80,7 +115,8 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(result.to_record()))
         return 0
-    print(f'task {args.task}  policy {policy.label}  seed {args.seed}  world {result.world}')
+    print(f'task {args.task}  policy {policy.label}  seed {args.seed}  world {result.world}  '
+          f'cameras {list(cameras) or "none"}')
     for stage in result.stages:
         mark = 'x' if stage in result.stages_reached else ' '
         print(f'  [{mark}] {stage}')
@@ -92,3 +128,12 @@ def run(args: argparse.Namespace) -> int:
     if video is not None:
         print(f'video: {video} ({len(frames)} frames)')
     return 0
+
+
+def parse_image_size(text: str) -> tuple[int, int]:
+    """Return (width, height) from ``WxH``; ConfigError naming the flag otherwise."""
+    try:
+        width, height = (int(v) for v in text.lower().split('x'))
+    except ValueError:
+        raise ConfigError(f'--image-size must be WxH in px (e.g. 320x180), got {text!r}') from None
+    return width, height

@@ -1,7 +1,8 @@
 """``realm-ros ladder``: success rate and mean progression of each scripted rung, per task.
 
-Runs ``--episodes`` seeds (0..N-1) per task and rung in the MuJoCo twin without ROS or cameras
-and prints a Markdown table; the README's ladder table comes from this command.
+Runs ``--episodes`` seeds (0..N-1) per task and rung in the MuJoCo twin without ROS (and without
+cameras unless ``--cameras``) and prints a Markdown table; the README's ladder table comes from
+this command.
 """
 
 from __future__ import annotations
@@ -20,11 +21,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--skills', default='0,1,2,3', help='comma-separated rungs')
     parser.add_argument('--max-steps', type=int, default=400, help='control steps per episode')
     parser.add_argument('--jsonl', default='', help='also write one record per episode here')
+    parser.add_argument('--cameras', action='store_true',
+                        help='render the three DROID cameras every step, as a vision policy '
+                             'would need (the scripted rungs do not look at them)')
+    parser.add_argument('--execute-horizon', type=int, default=0,
+                        help="actions executed open loop per chunk (0 = the policy's own, 8)")
 
 
 def run(args: argparse.Namespace) -> int:
     """Print the ladder table."""
-    from realm_ros.core.config import WorldConfig
+    from realm_ros.core.config import CAMERA_NAMES, WorldConfig
     from realm_ros.core.episode import run_episode
     from realm_ros.core.policy import standard_chain
     from realm_ros.core.types import EpisodeSpec
@@ -33,6 +39,8 @@ def run(args: argparse.Namespace) -> int:
 
     if args.episodes <= 0:
         raise ConfigError(f'--episodes must be > 0, got {args.episodes}')
+    if args.execute_horizon < 0:
+        raise ConfigError(f'--execute-horizon must be >= 0, got {args.execute_horizon}')
     names = [t for t in args.tasks.split(',') if t] or list(tasks.TASKS)
     for name in names:
         tasks.get_task(name)
@@ -41,11 +49,14 @@ def run(args: argparse.Namespace) -> int:
     out = open(args.jsonl, 'w') if args.jsonl else None
     try:
         for name in names:
-            world = make_world(WorldConfig(task=name, camera_rate_hz=0.0, cameras=()))
+            cameras = CAMERA_NAMES if args.cameras else ()
+            world = make_world(WorldConfig(task=name, cameras=cameras,
+                                           camera_rate_hz=15.0 if cameras else 0.0))
             rows[name] = {}
             for level in levels:
                 # Wrapped as every runner wraps policies (policy_node, paired-eval, episode).
-                policy = standard_chain(ScriptedPolicy(skill=level))
+                inner = ScriptedPolicy(skill=level, execute=args.execute_horizon or 8)
+                policy = standard_chain(inner, execute=inner.needs.horizon)
                 results = [run_episode(world, policy, EpisodeSpec(
                     task=name, seed=seed, policy=policy.label, max_steps=args.max_steps))
                     for seed in range(args.episodes)]

@@ -5,6 +5,11 @@ row per policy per group. Prints JSON to stdout:
 ``{"groups": {"<group>": {"pearson_r", "mmrv", "mean_abs_gap", "n_policies"}},
 "mean": {"pearson_r", "mmrv", "mean_abs_gap"}}``; ``mean`` is the unweighted mean over groups;
 without a ``group`` column there is one group named ``all``.
+
+With an ``n`` column (trials per policy; the scores are then success rates), each group also
+gets ``kruskal``: ``{policy: {statistic, pvalue, note, ...}}``, SimplerEnv's Kruskal-Wallis test
+of sim vs real per policy on ``n`` unordered 0/1 trials rebuilt from each rate
+(``construct_unordered_trial_results``); identical samples give p = 1 ('all same').
 """
 
 from __future__ import annotations
@@ -29,8 +34,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                                        '[, group]')
 
 
-def read_scores(path: pathlib.Path) -> dict[str, dict[str, tuple[float, float]]]:
-    """Return ``{group: {policy: (real, sim)}}`` from the CSV, validating every row.
+def read_scores(path: pathlib.Path) -> dict[str, dict[str, tuple[float, ...]]]:
+    """Return ``{group: {policy: (real, sim[, n])}}`` from the CSV, validating every row.
 
     Raises:
         DataError: unreadable file, missing columns, non-numeric or NaN values, a policy twice
@@ -64,11 +69,24 @@ def read_scores(path: pathlib.Path) -> dict[str, dict[str, tuple[float, float]]]
                 raise DataError(f'{path}:{line}: column {column!r} is {row[column]}; '
                                 'scores must be finite')
             values.append(value)
+        if 'n' in header:
+            try:
+                n = int(row['n'])
+            except ValueError:
+                raise DataError(f"{path}:{line}: column 'n' must be a whole number of "
+                                f'trials: {row["n"]!r}') from None
+            if n < 1:
+                raise DataError(f"{path}:{line}: column 'n' must be >= 1, got {n}")
+            for column, value in zip(('real', 'sim'), values):
+                if not 0.0 <= value <= 1.0:
+                    raise DataError(f'{path}:{line}: with an n column, {column!r} is a success '
+                                    f'rate in [0, 1], got {value}')
+            values.append(float(n))
         group = (row.get('group') or 'all') if 'group' in header else 'all'
         scores = groups.setdefault(group, {})
         if policy in scores:
             raise DataError(f'{path}:{line}: policy {policy!r} appears twice in group {group!r}')
-        scores[policy] = (values[0], values[1])
+        scores[policy] = tuple(values)
     if not groups:
         raise DataError(f'{path}: no data rows')
     for group, scores in groups.items():
@@ -78,13 +96,19 @@ def read_scores(path: pathlib.Path) -> dict[str, dict[str, tuple[float, float]]]
     return groups
 
 
-def compute(groups: dict[str, dict[str, tuple[float, float]]]) -> dict[str, Any]:
-    """Return the JSON-ready result for ``{group: {policy: (real, sim)}}``."""
+def compute(groups: dict[str, dict[str, tuple[float, ...]]]) -> dict[str, Any]:
+    """Return the JSON-ready result for ``{group: {policy: (real, sim[, n])}}``."""
     out: dict[str, Any] = {'groups': {}}
     for group, scores in groups.items():
         real = [v[0] for v in scores.values()]
         sim = [v[1] for v in scores.values()]
         out['groups'][group] = metrics.agreement(sim=sim, real=real).as_dict()
+        if all(len(v) == 3 for v in scores.values()):
+            out['groups'][group]['kruskal'] = {
+                policy: metrics.kruskal_sim_real(
+                    sim=metrics.trials_from_rate(v[1], int(v[2])),
+                    real=metrics.trials_from_rate(v[0], int(v[2])))
+                for policy, v in scores.items()}
     keys = ('pearson_r', 'mmrv', 'mean_abs_gap')
     out['mean'] = {k: float(sum(g[k] for g in out['groups'].values()) / len(out['groups']))
                    for k in keys}

@@ -27,13 +27,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help='evaluation YAML (default: config/paired_eval.yaml)')
     parser.add_argument('--real', choices=('fake', 'franka'), default=None,
                         help='real world: the digital real (fake) or the arm via franka_ros2')
-    parser.add_argument('--sim', choices=('mujoco', 'isaac'), default=None,
+    parser.add_argument('--sim', choices=('mujoco', 'physx', 'isaac'), default=None,
                         help='simulated twin')
     parser.add_argument('--tasks', nargs='+', default=None, help='task names')
     parser.add_argument('--policies', nargs='+', default=None,
                         help='policy[:skill] or label=policy[:key=value,...]')
     parser.add_argument('--perturbations', nargs='+', default=None,
                         help='REALM perturbation codes (Default, V-LIGHT, ...)')
+    parser.add_argument('--intensity', type=float, default=None,
+                        help='perturbation intensity in [0, 1] (1 = REALM ranges); run several '
+                             'for a sweep')
     parser.add_argument('--episodes-per-cell', type=int, default=None,
                         help='episodes per (task, perturbation, policy)')
     parser.add_argument('--max-steps', type=int, default=None, help='control steps per episode')
@@ -44,6 +47,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--seed', type=int, default=None, help='seed of the evaluation')
     parser.add_argument('--cameras', action='store_true', default=None,
                         help='render and publish camera images (vision policies)')
+    parser.add_argument('--execute-horizon', type=int, default=None,
+                        help="actions executed open loop per chunk (policy_node "
+                             "execute_horizon; 0 = each policy's own)")
     parser.add_argument('--reuse-real', type=pathlib.Path, default=None, metavar='DIR',
                         help='take the real episodes of the same specs from an earlier run '
                              '(re-evaluating a re-identified twin re-runs only the sim side)')
@@ -64,6 +70,7 @@ def load_config(args: argparse.Namespace) -> EvalConfig:
         'policies': tuple(args.policies) if args.policies else None,
         'perturbations': tuple(args.perturbations) if args.perturbations else None,
         'episodes_per_cell': args.episodes_per_cell, 'max_steps': args.max_steps,
+        'intensity': args.intensity,
         'sim_params_file': _abspath(args.sim_params),
         'real_dynamics_file': _abspath(args.real_dynamics),
         'seed': args.seed, 'cameras': args.cameras,
@@ -140,7 +147,7 @@ class NodeRunner:
 
 def build_nodes(config: EvalConfig, out_dir: pathlib.Path, monitor: bool = False,
                 quiet: bool = False, runner: NodeRunner | None = None,
-                record: bool = False) -> list[Any]:
+                record: bool = False, policy: dict[str, Any] | None = None) -> list[Any]:
     """Instantiate every node of the graph in this process (rclpy must be initialised).
 
     With a ``runner`` each node starts spinning as soon as it exists.
@@ -150,7 +157,8 @@ def build_nodes(config: EvalConfig, out_dir: pathlib.Path, monitor: bool = False
     from realm_ros.graph import evaluator_parameters, paired_eval_graph
 
     nodes = []
-    for spec in paired_eval_graph(config, str(out_dir), monitor=monitor, record=record):
+    for spec in paired_eval_graph(config, str(out_dir), monitor=monitor, record=record,
+                                  policy=policy):
         params = evaluator_parameters(spec, config)
         if spec.executable == 'evaluator_node':
             # In one process the CLI drives the evaluation loop itself (progress bar, Ctrl-C).
@@ -187,7 +195,12 @@ def run(args: argparse.Namespace) -> int:
     rclpy.init()
     runner = NodeRunner()
     try:
-        nodes = build_nodes(config, out, args.monitor, args.quiet, runner, args.record)
+        policy = None
+        if args.execute_horizon is not None:
+            if args.execute_horizon < 0:
+                raise ConfigError(f'--execute-horizon must be >= 0, got {args.execute_horizon}')
+            policy = {'execute_horizon': args.execute_horizon}
+        nodes = build_nodes(config, out, args.monitor, args.quiet, runner, args.record, policy)
         operator = next((n for n in nodes if n.get_name() == 'operator'), None)
         if operator is not None and sys.stdin is not None and sys.stdin.isatty():
             # The operator types in this terminal (one key or command per line, h for help).

@@ -58,7 +58,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     rec.add_argument('--namespace', default='/real', help="the world's namespace")
     fit = sub.add_parser('fit', help='fit friction and armature to recorded bags')
     fit.add_argument('bags', nargs='+', help='bag directories, or directories of bags')
-    fit.add_argument('--backend', choices=('mujoco',), default='mujoco', help='the twin')
+    fit.add_argument('--backend', choices=('mujoco', 'physx'), default='mujoco',
+                     help='the twin: mujoco, or physx (kit-less PhysX, cloned arms)')
     fit.add_argument('--out', required=True, help='PARAMS.yaml to write')
     fit.add_argument('--method', choices=('cmaes', 'anneal'), default='cmaes')
     fit.add_argument('--seed', type=int, default=0)
@@ -362,7 +363,11 @@ def fit_command(args: argparse.Namespace) -> int:
 
     def make_evaluator(latency_s: float) -> TwinRollout:
         if latency_s not in rollouts:
-            rollouts[latency_s] = TwinRollout(nthread=args.threads, latency_s=latency_s)
+            if args.backend == 'physx':
+                from realm_ros.backends.physx.rollout import PhysxRollout
+                rollouts[latency_s] = PhysxRollout(latency_s=latency_s)
+            else:
+                rollouts[latency_s] = TwinRollout(nthread=args.threads, latency_s=latency_s)
         return rollouts[latency_s]
 
     print(f'fitting on {len(train)} trajectories ({sum(t.steps for t in train)} steps), '

@@ -158,7 +158,8 @@ class DigitalRealDynamics:
 class WorldConfig:
     """Parameters of a world (``world_node`` declares each field as a ROS parameter)."""
 
-    backend: str = field('mujoco', 'world backend', choices=('mujoco', 'fake', 'franka', 'isaac'))
+    backend: str = field('mujoco', 'world backend', choices=('mujoco', 'fake', 'franka', 'isaac',
+                                                           'physx'))
     lockstep: bool = field(
         False, 'true: advance one control step per command and publish /clock; '
         'false: run in real time')
@@ -175,6 +176,9 @@ class WorldConfig:
     camera_width: int = field(320, 'rendered image width, px')
     camera_height: int = field(180, 'rendered image height, px')
     camera_rate_hz: float = field(15.0, 'image publishing rate, Hz (0 = no images)')
+    camera_rig_file: str = field(
+        '', 'simulated worlds: YAML of the camera rig (extrinsics, intrinsics; format in '
+            'config/cameras/droid.yaml); "" = DROID\'s rig')
     sim_params_file: str = field(
         '', 'YAML with identified friction/armature (and optional latency_s, s) for the twin')
     dynamics_file: str = field('', 'digital real only: YAML with its hidden dynamics')
@@ -458,15 +462,17 @@ class PolicyNodeConfig:
     host: str = field('localhost', 'policy server host (remote policies)')
     port: int = field(8000, 'policy server port (remote policies)')
     execute_horizon: int = field(
-        8, 'actions executed open loop from each predicted chunk (ActionChunker k)')
+        0, 'actions executed open loop from each predicted chunk (ActionChunker k); 0 = the '
+           "policy's own (openpi DROID 8, GR00T N1.6/N1.7 15, scripted 8)")
     policy_args: str = field('', 'JSON object of extra policy constructor keyword arguments')
     lockstep: bool = field(
         True, 'true: answer each new joint_states with exactly one command point; false: '
               'publish at control_hz from the latest observation')
     control_hz: float = field(robot.CONTROL_HZ, 'command rate when not in lockstep, Hz')
     cameras: str = field(
-        '', 'comma-separated cameras the policy needs; an observation waits for their images '
-            'with the same stamp (exterior_1, exterior_2, wrist; "" = none)')
+        '', 'comma-separated cameras to wait for in addition to those the policy declares '
+            '(Policy.needs); an observation waits for their images with the same stamp '
+            '(exterior_1, exterior_2, wrist; "" = only the policy\'s)')
     use_privileged: bool = field(
         False, 'wait for privileged_state with the same stamp as joint_states (scripted '
                'policies; simulated worlds and the digital real only)')
@@ -477,9 +483,9 @@ class PolicyNodeConfig:
     def __post_init__(self) -> None:
         if not self.policy:
             raise ConfigError('PolicyNodeConfig.policy must name a registered policy')
-        if not 1 <= self.execute_horizon <= 1000:
+        if not 0 <= self.execute_horizon <= 1000:
             raise ConfigError(
-                f'PolicyNodeConfig.execute_horizon must be in [1, 1000], got '
+                f"PolicyNodeConfig.execute_horizon must be in [0, 1000] (0 = the policy's), got "
                 f'{self.execute_horizon}')
         if not 0 < self.port < 65536:
             raise ConfigError(f'PolicyNodeConfig.port must be in 1..65535, got {self.port}')

@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from typing import Callable
 
-from realm_ros.core import tasks
+from realm_ros.core import perturbations, tasks
 from realm_ros.core.errors import InfrastructureError
 from realm_ros.core.policy import Policy
 from realm_ros.core.types import (
@@ -68,13 +68,25 @@ class EpisodeReferee:
         return EpisodeOutcome.TIMEOUT
 
 
-def make_tracker(task: str) -> tasks.ProgressTracker | None:
-    """Return a progress tracker for a REALM task, or None for the empty table."""
-    return None if task in ('', 'empty') else tasks.ProgressTracker(task)
+def make_tracker(task: str, spec: EpisodeSpec | None = None,
+                 drawer_rule: str = 'realm_code') -> tasks.ProgressTracker | None:
+    """Return a progress tracker for a REALM task, or None for the empty table.
+
+    With ``spec``, the rubric of the task as its perturbation scores it (SB-NOUN retargets the
+    object, SB-VRB the skill: ``perturbations.scored_task``). ``drawer_rule``: see
+    :data:`~realm_ros.core.tasks.DRAWER_RULES`.
+    """
+    if task in ('', 'empty'):
+        return None
+    if spec is None or spec.perturbation == 'Default':
+        return tasks.ProgressTracker(task, drawer_rule)
+    return tasks.ProgressTracker(perturbations.scored_task(
+        task, spec.perturbation, spec.intensity, spec.seed), drawer_rule)
 
 
 def run_episode(world: World, policy: Policy, spec: EpisodeSpec,
-                on_step: StepCallback | None = None) -> EpisodeResult:
+                on_step: StepCallback | None = None,
+                drawer_rule: str = 'realm_code') -> EpisodeResult:
     """Run one episode of ``spec`` with ``policy`` in ``world`` and return its scored result.
 
     Every action of each chunk the policy returns is executed, one per control step (wrap the
@@ -85,7 +97,7 @@ def run_episode(world: World, policy: Policy, spec: EpisodeSpec,
     so does a world clock that runs backwards (MuJoCo resets its state when the physics becomes
     unstable); any other error propagates.
     """
-    tracker = make_tracker(spec.task)
+    tracker = make_tracker(spec.task, spec, drawer_rule)
     referee = EpisodeReferee(spec.max_steps)
     start = time.monotonic()
     steps = 0

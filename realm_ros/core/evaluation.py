@@ -97,7 +97,7 @@ class EvalConfig:
     seed: int = field(0, 'seed of the whole evaluation (initial states derive from it)')
     real: str = field('fake', 'real world: fake (digital real) or franka (the arm)',
                       choices=('fake', 'franka'))
-    sim: str = field('mujoco', 'simulated twin', choices=('mujoco', 'isaac'))
+    sim: str = field('mujoco', 'simulated twin', choices=('mujoco', 'physx', 'isaac'))
     sim_params_file: str = field('', 'identified twin parameters (friction, armature) YAML')
     real_dynamics_file: str = field('', 'digital real: hidden dynamics YAML')
     cameras: bool = field(False, 'render cameras (needed by vision policies; slower)')
@@ -123,11 +123,18 @@ class EvalConfig:
             if getattr(self, name) not in choices:
                 raise ConfigError(f'EvalConfig.{name} = {getattr(self, name)!r} is not allowed; '
                                   f'choose one of {list(choices)}')
+        runnable = 0
         for task in self.tasks:
             _named('tasks', tasks.get_task, task)  # unknown name: ConfigError listing the tasks
             for code in self.perturbations:
-                # unknown or incompatible: ConfigError
-                _named('perturbations', perturbations.validate, task, code)
+                # Unknown code: ConfigError. Incompatible pairs are skipped (skipped_cells).
+                runnable += not _named('perturbations', perturbations.skip_reason, task, code)
+        if not runnable:
+            raise ConfigError(
+                'EvalConfig.perturbations: every (task, perturbation) pair is incompatible in '
+                'REALM: '
+                + '; '.join(perturbations.skip_reason(t, c) for t in self.tasks
+                            for c in self.perturbations))
         labels = [e.label for e in _named('policies', self.policy_entries)]
         if len(set(labels)) != len(labels):
             raise ConfigError(f'EvalConfig.policies: duplicate labels {labels}')
@@ -163,6 +170,17 @@ def derive_seed(*parts: Any) -> int:
     return int.from_bytes(digest[:4], 'little') & 0x7FFFFFFF
 
 
+def skipped_cells(config: EvalConfig) -> list[dict[str, str]]:
+    """Return the (task, perturbation) cells REALM cannot run, each with the reason."""
+    out = []
+    for task in config.tasks:
+        for code in config.perturbations:
+            reason = perturbations.skip_reason(task, code)
+            if reason:
+                out.append({'task': task, 'perturbation': code, 'reason': reason})
+    return out
+
+
 def plan_pairs(config: EvalConfig, sampler: Any = None) -> list[EpisodeSpec]:
     """Return the paired episode specs of ``config`` in run order.
 
@@ -174,6 +192,8 @@ def plan_pairs(config: EvalConfig, sampler: Any = None) -> list[EpisodeSpec]:
     specs = []
     for task in config.tasks:
         for perturbation in config.perturbations:
+            if perturbations.skip_reason(task, perturbation):
+                continue  # reported by skipped_cells, never run as Default
             for k in range(config.episodes_per_cell):
                 seed = derive_seed(config.seed, task, perturbation, k)
                 initial = sampler(task, seed) if sampler is not None else {}
@@ -264,14 +284,17 @@ def _ci(values: Sequence[float], seed: int) -> list[float]:
     return [lo, hi]
 
 
-def summarize(records: Sequence[Mapping[str, Any]], seed: int = 0) -> dict[str, Any]:
+def summarize(records: Sequence[Mapping[str, Any]], seed: int = 0,
+              skipped: Sequence[Mapping[str, str]] = ()) -> dict[str, Any]:
     """Return ``summary.json``'s content from episode records.
 
     Per policy: mean progression and success rate in each world with bootstrap 95% CIs over
     episodes. Agreement: Pearson r, MMRV(sim, real) and the mean absolute gap over per-policy
     mean progression, overall and per task. Bradley-Terry rankings per world from pairwise
     comparisons on the same (task, perturbation, seed). Perturbation deltas vs Default and
-    REALM's RMSD per world. Only pairs finished in both worlds are used.
+    REALM's RMSD per world. Kruskal-Wallis of sim vs real per policy, as SimplerEnv reports it,
+    on episode progressions and on binary success. ``skipped`` (from :func:`skipped_cells`) is
+    copied into the summary. Only pairs finished in both worlds are used.
 
     Raises:
         DataError: no complete pair.
@@ -342,6 +365,18 @@ def summarize(records: Sequence[Mapping[str, Any]], seed: int = 0) -> dict[str, 
         except DataError:
             summary['ranking'][world] = []
     summary['perturbations'] = _perturbation_deltas(rows)
+    summary['kruskal'] = {}
+    for policy in policies:
+        mine = [(r, s) for r, s in rows if r['policy'] == policy]
+        summary['kruskal'][policy] = {
+            'progression': metrics.kruskal_sim_real(
+                sim=[float(s['progression']) for _, s in mine],
+                real=[float(r['progression']) for r, _ in mine]),
+            'success': metrics.kruskal_sim_real(
+                sim=[1.0 if s['success'] else 0.0 for _, s in mine],
+                real=[1.0 if r['success'] else 0.0 for r, _ in mine]),
+        }
+    summary['skipped'] = [dict(c) for c in skipped]
     return summary
 
 
@@ -395,6 +430,22 @@ def format_table(summary: Mapping[str, Any]) -> str:
         for task, a in agreement.get('per_task', {}).items():
             lines.append(f'  {task:<28} r = {_fmt(a["pearson_r"])}  MMRV = {_fmt(a["mmrv"])}  '
                          f'gap = {_fmt(a["mean_abs_gap"])}')
+    if summary.get('kruskal'):
+        lines.append('')
+        lines.append('Kruskal-Wallis sim vs real per policy (progression; success):')
+        for policy, k in summary['kruskal'].items():
+            p, q = k['progression'], k['success']
+            lines.append(f'  {policy:<16} H = {_fmt(p["statistic"])} p = {_fmt(p["pvalue"])}; '
+                         f'H = {_fmt(q["statistic"])} p = {_fmt(q["pvalue"])}')
+    if summary.get('perturbations'):
+        lines.append('')
+        lines.append('perturbation deltas vs Default (mean progression change; RMSD):')
+        for code, d in summary['perturbations'].items():
+            parts = [f'{w} {_fmt(d[w]["delta"])} ({_fmt(d[w]["rmsd"])})' for w in WORLDS
+                     if w in d]
+            lines.append(f'  {code:<10} ' + ', '.join(parts))
+    for cell in summary.get('skipped', ()):
+        lines.append(f'skipped {cell["task"]} / {cell["perturbation"]}: {cell["reason"]}')
     if summary.get('infra_failures'):
         lines.append(f'{summary["infra_failures"]} episode(s) ended in infrastructure failures '
                      'and are not scored')

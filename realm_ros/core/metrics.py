@@ -101,6 +101,52 @@ def rmsd_vs_default(perturbed: ArrayLike, default: ArrayLike) -> float:
     return float(np.sqrt(np.mean((p - d) ** 2)))
 
 
+def kruskal_sim_real(*, sim: ArrayLike, real: ArrayLike) -> dict[str, float | int | str]:
+    """Return the Kruskal-Wallis H test of sim vs real trial outcomes of one policy.
+
+    SimplerEnv (``simpler_env/utils/metrics.py``, ``print_all_kruskal_results``) runs
+    ``scipy.stats.kruskal(sim, real)`` per checkpoint on trial-by-trial outcomes and reports
+    p = 1.0 ("all same") when the samples are identical. Edge cases here:
+
+    * ``sim`` and ``real`` equal element by element (SimplerEnv's check): H = 0, p = 1, note
+      'all same'. That includes every outcome being the same value, where scipy raises
+      ``ValueError: All numbers are identical``.
+    * every value identical across both samples but the samples of different lengths: H = 0,
+      p = 1, note 'all numbers identical' (scipy would raise).
+    * fewer than one value in either sample: H and p are NaN, note 'empty sample'.
+
+    The samples need not pair up (an unordered test); non-finite values raise DataError.
+    Returns ``{'statistic', 'pvalue', 'n_sim', 'n_real', 'note'}``.
+    """
+    s = np.asarray(sim, dtype=float).reshape(-1)
+    r = np.asarray(real, dtype=float).reshape(-1)
+    for name, arr in (('sim', s), ('real', r)):
+        if not np.all(np.isfinite(arr)):
+            raise DataError(f'{name} contains NaN or inf: {arr.tolist()}')
+    out: dict[str, float | int | str] = {'n_sim': int(s.size), 'n_real': int(r.size)}
+    if s.size == 0 or r.size == 0:
+        return {**out, 'statistic': math.nan, 'pvalue': math.nan, 'note': 'empty sample'}
+    if s.shape == r.shape and np.array_equal(s, r):
+        return {**out, 'statistic': 0.0, 'pvalue': 1.0, 'note': 'all same'}
+    both = np.concatenate([s, r])
+    if np.all(both == both[0]):
+        return {**out, 'statistic': 0.0, 'pvalue': 1.0, 'note': 'all numbers identical'}
+    from scipy.stats import kruskal
+    result = kruskal(s, r)
+    return {**out, 'statistic': float(result.statistic), 'pvalue': float(result.pvalue),
+            'note': ''}
+
+
+def trials_from_rate(rate: float, n_trials: int) -> np.ndarray:
+    """Return ``n_trials`` 0/1 outcomes with ``round(rate * n)`` ones (SimplerEnv's
+    ``construct_unordered_trial_results``; NaN counts as 0)."""
+    if n_trials < 1:
+        raise DataError(f'n_trials must be >= 1, got {n_trials}')
+    rate = 0.0 if math.isnan(rate) else float(rate)
+    ones = int(np.round(n_trials * rate))
+    return np.array([1.0] * ones + [0.0] * (n_trials - ones))
+
+
 def success_rate(progressions: ArrayLike) -> float:
     """Return the fraction of episodes whose progression reached 1.0."""
     p = _vector(progressions, 'progressions')

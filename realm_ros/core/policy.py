@@ -8,6 +8,7 @@ WebsocketPolicy(...), execute=8)))`` rather than flags on one class.
 from __future__ import annotations
 
 import abc
+import dataclasses
 import importlib
 from typing import Any
 
@@ -29,6 +30,28 @@ POLICIES: dict[str, str] = {
 }
 
 
+@dataclasses.dataclass(frozen=True)
+class PolicyNeeds:
+    """What a policy needs from the world and the runner; runners wire it up from this.
+
+    Attributes:
+        cameras: realm_ros camera names whose images every observation must carry.
+        image_size: (height, width) px the policy sends its model (it resizes with padding
+            from whatever the world renders); None when it takes no images.
+        action_space: ``joint_velocity`` or ``joint_position`` (DROID's names) the chunks are
+            in; '' when the policy's chunks say it themselves (scripted, hold).
+        horizon: actions of each chunk executed open loop before re-querying (the default
+            ``execute_horizon``; openpi's DROID client: 8).
+        privileged: the policy reads simulator-only state (scripted ladder).
+    """
+
+    cameras: tuple[str, ...] = ()
+    image_size: tuple[int, int] | None = None
+    action_space: str = ''
+    horizon: int = 8
+    privileged: bool = False
+
+
 class Policy(abc.ABC):
     """Maps observations to action chunks.
 
@@ -44,8 +67,20 @@ class Policy(abc.ABC):
     #: Registry name of the policy (``scripted``, ``openpi``, ...).
     name: str = ''
 
+    @property
+    def needs(self) -> PolicyNeeds:
+        """What this policy needs: cameras, image size, action space, horizon."""
+        return PolicyNeeds()
+
     def reset(self, spec: EpisodeSpec) -> None:  # noqa: B027 - stateless policies need nothing
         """Prepare for a new episode."""
+
+    def observe(self, obs: Observation) -> None:  # noqa: B027 - most policies keep no history
+        """See the observation of a control step on which :meth:`infer` is not called.
+
+        :class:`ActionChunker` calls it on every step it answers from a stored chunk, so a
+        policy with a frame history (GR00T's ``delta_indices``) sees every control step.
+        """
 
     @abc.abstractmethod
     def infer(self, obs: Observation) -> ActionChunk:
@@ -67,8 +102,15 @@ class PolicyWrapper(Policy):
         self.inner = inner
         self.name = inner.name
 
+    @property
+    def needs(self) -> PolicyNeeds:
+        return self.inner.needs
+
     def reset(self, spec: EpisodeSpec) -> None:
         self.inner.reset(spec)
+
+    def observe(self, obs: Observation) -> None:
+        self.inner.observe(obs)
 
     def infer(self, obs: Observation) -> ActionChunk:
         return self.inner.infer(obs)
@@ -104,6 +146,8 @@ class ActionChunker(PolicyWrapper):
         if self._chunk is None or self._index >= min(self.execute, len(self._chunk)):
             self._chunk = self.inner.infer(obs)
             self._index = 0
+        else:
+            self.inner.observe(obs)
         row = self._chunk.values[self._index:self._index + 1]
         self._index += 1
         return ActionChunk(row.copy(), self._chunk.mode)
@@ -223,5 +267,18 @@ def make_policy(name: str, **kwargs: Any) -> Policy:
     return getattr(module, class_name)(**kwargs)
 
 
+def policy_needs(name: str, **kwargs: Any) -> PolicyNeeds:
+    """Return the needs of the policy registered as ``name`` built with ``kwargs``.
+
+    Builds the policy (constructors connect to nothing) and closes it again.
+    """
+    policy = make_policy(name, **kwargs)
+    try:
+        return policy.needs
+    finally:
+        policy.close()
+
+
 __all__ = ['POLICIES', 'ActionChunker', 'ActionClipper', 'GripperBinarizer', 'HoldPolicy',
-           'JointRateLimiter', 'Policy', 'PolicyWrapper', 'make_policy', 'standard_chain']
+           'JointRateLimiter', 'Policy', 'PolicyNeeds', 'PolicyWrapper', 'make_policy',
+           'policy_needs', 'standard_chain']

@@ -44,7 +44,6 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from realm_ros.core import robot
 from realm_ros.core.errors import ConfigError, DataError
 from realm_ros.core.types import Progress
 
@@ -57,6 +56,10 @@ ROTATED_ANGLE = 1.1
 MOVE_CLOSE_DISTANCE = 0.125
 JOINT_MOVED = 0.025
 OPEN_THRESHOLDS = (0.125, 0.65, 0.95)
+#: TOUCH_AND_MOVE_JOINT on open_drawer: 'realm_code' scores it as REALM's code does (touching
+#: the drawer; ``initial - current < 0.025`` holds from the start), 'strict' also asks the
+#: openness to have grown by more than 0.025 (what the paper's stage name says).
+DRAWER_RULES = ('realm_code', 'strict')
 CLOSE_THRESHOLDS = (0.875, 0.35, 0.05)
 
 SKILL_STAGES: dict[str, tuple[str, ...]] = {
@@ -81,7 +84,10 @@ class TaskDef:
         instruction: REALM's instruction. obj: the object the stages are about.
         target: the receiving object (put, stack) or the articulation (drawers), else ''.
         realm_id: REALM's task index. differs: what the twin does differently from REALM.
-        paraphrases: instruction variants for S-LANG / S-PROP (written for realm_ros).
+        paraphrases: instruction variants per semantic perturbation (S-LANG, S-PROP, S-MO,
+            S-AFF, S-INT), written for realm_ros (REALM caches its own in the task YAMLs).
+        noun / target_noun / verb: the phrases SB-NOUN, SB-VRB and VSB-NOBJ replace (REALM's
+            ``instruction_obj_to_replace``, ``..._target_...``, ``..._verb_...``).
     """
 
     name: str
@@ -92,6 +98,9 @@ class TaskDef:
     realm_id: int = 0
     differs: str = ''
     paraphrases: Mapping[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
+    noun: str = ''
+    target_noun: str = ''
+    verb: str = ''
 
     @property
     def stages(self) -> tuple[str, ...]:
@@ -165,6 +174,161 @@ TASKS: dict[str, TaskDef] = {t.name: t for t in (
 )}
 
 
+# Spatial (S-MO), purpose (S-AFF) and world-knowledge (S-INT) phrasings, written for realm_ros:
+# the spatial ones refer only to what the twin's scene has (table, robot, bowl, cabinet...).
+_MORE_PARAPHRASES: dict[str, dict[str, tuple[str, ...]]] = {
+    'put_green_block_in_bowl': {
+        'S-MO': ('put the block that is closest to the robot in the bowl',
+                 'put the green block next to the bowl into it',
+                 'move the small block on the table into the container beside it',
+                 'put the block that is not the bowl into the bowl'),
+        'S-AFF': ('tidy the green block away into the bowl',
+                  'put the green block where it will not roll off the table',
+                  'store the green toy block in the bowl so it is not lost',
+                  'clear the table by putting the green block in the bowl'),
+        'S-INT': ('put the green cuboid toy into the open-topped dish',
+                  'place the small green building block in the serving bowl',
+                  'put the green wooden cube inside the round kitchen vessel',
+                  'drop the green six-faced block into the bowl used for food')},
+    'put_banana_into_box': {
+        'S-MO': ('put the fruit beside the box into the box',
+                 'put the yellow object nearest the robot into the box',
+                 'move the banana that lies on the table into the open box next to it',
+                 'put the item that is outside the box inside it'),
+        'S-AFF': ('pack the banana into the box for later',
+                  'put the banana away in the box so it is ready to carry',
+                  'store the snack in the box',
+                  'put the banana in the box to keep the table clear'),
+        'S-INT': ('put the tropical fruit from the Musa plant in the box',
+                  'place the potassium-rich fruit into the cardboard container',
+                  'put the curved fruit that monkeys are said to love in the box',
+                  'put the elongated yellow berry into the carton')},
+    'rotate_marker': {
+        'S-MO': ('rotate the marker lying in front of the robot',
+                 'turn the only pen-like object on the table',
+                 'rotate the marker that is closest to the gripper',
+                 'spin the thin object on the table in place'),
+        'S-AFF': ('turn the marker so it is ready to be picked up by its middle',
+                  'rotate the marker so its cap points another way',
+                  'turn the pen so someone can grab it easily',
+                  'rotate the marker to line it up differently on the desk'),
+        'S-INT': ('rotate the felt-tip pen',
+                  'turn the permanent ink writing tool',
+                  'rotate the stationery item used for whiteboards',
+                  'spin the capped writing instrument')},
+    'rotate_mug': {
+        'S-MO': ('rotate the mug standing on the table in front of the robot',
+                 'turn the cup that is closest to the gripper',
+                 'rotate the only mug on the table',
+                 'turn the mug so its handle points away from where it is now'),
+        'S-AFF': ('turn the mug so its handle is easy to grab',
+                  'rotate the cup so someone can drink from it',
+                  'turn the mug around before pouring coffee into it',
+                  'rotate the mug to present its handle'),
+        'S-INT': ('rotate the ceramic vessel for hot drinks',
+                  'turn the handled cup used for coffee or tea',
+                  'rotate the piece of drinkware with an ear-shaped handle',
+                  'spin the stoneware beverage cup')},
+    'pick_spoon': {
+        'S-MO': ('pick up the spoon lying on the table in front of the robot',
+                 'lift the utensil that is closest to the gripper',
+                 'pick up the only piece of cutlery on the table',
+                 'lift the long object on the table'),
+        'S-AFF': ('pick up the spoon so it can be used for soup',
+                  'lift the utensil you would stir tea with',
+                  'take the spoon to set the table',
+                  'pick up the thing you eat cereal with'),
+        'S-INT': ('pick up the concave-headed eating utensil',
+                  'lift the stainless steel tableware',
+                  'pick up the teaspoon',
+                  'lift the cutlery item that is not a fork or a knife')},
+    'pick_water_bottle': {
+        'S-MO': ('pick up the bottle standing on the table in front of the robot',
+                 'lift the tallest object on the table',
+                 'pick up the bottle closest to the gripper',
+                 'lift the only container of water on the table'),
+        'S-AFF': ('pick up the bottle so someone can have a drink',
+                  'lift the water bottle to hand it to a thirsty person',
+                  'pick up the thing you would take on a hike to stay hydrated',
+                  'lift the drink off the table'),
+        'S-INT': ('pick up the PET plastic bottle of H2O',
+                  'lift the bottled mineral water',
+                  'pick up the screw-capped drinking bottle',
+                  'lift the container of still water')},
+    'stack_cubes': {
+        'S-MO': ('put the smaller block on top of the larger block',
+                 'stack the block closest to the robot on the other block',
+                 'place the green block on the block next to it',
+                 'stack the cube on the left on the cube on the right'),
+        'S-AFF': ('build a small tower with the green block on top',
+                  'stack the blocks so they take less space on the table',
+                  'make a two-block tower, green on yellow',
+                  'tidy the blocks by stacking the green one on the yellow one'),
+        'S-INT': ('stack the green toy brick on the yellow toy brick',
+                  'put the green hexahedron on the yellow hexahedron',
+                  'place the green building block on the yellow building block',
+                  'stack the green cube from a toddler set on the yellow one')},
+    'push_switch': {
+        'S-MO': ('push the button on the panel in front of the robot',
+                 'press the switch on the table',
+                 'push the red button on top of the panel',
+                 'press the only button within reach'),
+        'S-AFF': ('turn the light on',
+                  'push the switch so the room is lit',
+                  'press the switch to power the lamp',
+                  'switch on the lights'),
+        'S-INT': ('push the electrical toggle',
+                  'press the mains light switch',
+                  'push the push-button switch that closes the circuit',
+                  'press the wall-plate switch')},
+    'open_drawer': {
+        'S-MO': ('open the drawer above the middle drawer',
+                 'open the drawer of the cabinet in front of the robot',
+                 'open the upper of the two drawers',
+                 'pull out the drawer nearest the cabinet top'),
+        'S-AFF': ('open the top drawer to take something out of it',
+                  'open the top drawer so something can be put inside',
+                  'pull the top drawer open to look inside',
+                  'open the upper drawer to reach its contents'),
+        'S-INT': ('open the top sliding compartment of the chest of drawers',
+                  'pull out the uppermost drawer on its runners',
+                  'open the highest storage tray of the cabinet',
+                  'extend the top drawer of the dresser')},
+    'close_drawer': {
+        'S-MO': ('close the drawer above the middle drawer',
+                 'close the drawer sticking out of the cabinet in front of the robot',
+                 'push in the upper of the two drawers',
+                 'close the drawer nearest the cabinet top'),
+        'S-AFF': ('close the top drawer so nobody bumps into it',
+                  'shut the top drawer to keep dust out',
+                  'close the open drawer to tidy up',
+                  'push the top drawer in so the cabinet is closed'),
+        'S-INT': ('close the top sliding compartment of the chest of drawers',
+                  'push the uppermost drawer back along its runners',
+                  'shut the highest storage tray of the cabinet',
+                  'retract the top drawer of the dresser')},
+}
+
+# REALM's instruction_obj_to_replace / instruction_target_to_replace / instruction_verb_to_replace
+# (close_drawer's is "close drawer" in REALM, which is not in its instruction; here "top drawer").
+_PHRASES: dict[str, tuple[str, str, str]] = {
+    'put_green_block_in_bowl': ('green block', 'bowl', 'put'),
+    'put_banana_into_box': ('banana', 'box', 'put'),
+    'rotate_marker': ('marker', '', 'rotate'),
+    'rotate_mug': ('mug', '', 'rotate'),
+    'pick_spoon': ('spoon', '', 'pick up'),
+    'pick_water_bottle': ('water bottle', '', 'pick up'),
+    'stack_cubes': ('green block', 'yellow block', 'stack'),
+    'push_switch': ('light switch', '', 'push'),
+    'open_drawer': ('top drawer', '', 'open'),
+    'close_drawer': ('top drawer', '', 'close'),
+}
+
+TASKS = {name: dataclasses.replace(
+    t, paraphrases={**t.paraphrases, **_MORE_PARAPHRASES[name]},
+    noun=_PHRASES[name][0], target_noun=_PHRASES[name][1], verb=_PHRASES[name][2])
+    for name, t in TASKS.items()}
+
 def get_task(name: str) -> TaskDef:
     """Return the task ``name``; an unknown name raises :class:`ConfigError` listing the tasks."""
     task = TASKS.get(name)
@@ -182,6 +346,36 @@ def quat_to_matrix(quat: Any) -> np.ndarray:
         [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
         [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
         [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])
+
+
+def _quat_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    aw, ax, ay, az = a
+    bw, bx, by, bz = b
+    return np.array([aw * bw - ax * bx - ay * by - az * bz,
+                     aw * bx + ax * bw + ay * bz - az * by,
+                     aw * by - ax * bz + ay * bw + az * bx,
+                     aw * bz + ax * by - ay * bx + az * bw])
+
+
+def relative_rotvec(q_from: Any, q_to: Any) -> np.ndarray:
+    """Return the rotation vector (rad, world frame) of ``R(q_to) * R(q_from)^-1``.
+
+    REALM's ``compute_rot_diff_magnitude`` (``realm/helpers.py``): scipy's
+    ``(Rotation.from_quat(final) * Rotation.from_quat(initial).inv()).as_rotvec()``; the angle
+    is in [0, pi] (the quaternion is taken with w >= 0, as scipy does). Quaternions (w, x, y, z).
+    """
+    a = np.asarray(q_from, dtype=float)
+    b = np.asarray(q_to, dtype=float)
+    a = a / np.linalg.norm(a)
+    b = b / np.linalg.norm(b)
+    d = _quat_mul(b, np.array([a[0], -a[1], -a[2], -a[3]]))
+    if d[0] < 0:
+        d = -d
+    sin_half = float(np.linalg.norm(d[1:]))
+    if sin_half < 1e-12:
+        return np.zeros(3)
+    angle = 2.0 * math.atan2(sin_half, float(d[0]))
+    return d[1:] / sin_half * angle
 
 
 def rotation_angle(q_from: Any, q_to: Any) -> float:
@@ -203,9 +397,11 @@ def openness(joint: Mapping[str, float]) -> float:
 class _Check:
     """Evaluate REALM's stage predicates for one task on one privileged-state dict."""
 
-    def __init__(self, task: TaskDef, state: Mapping[str, Any]) -> None:
+    def __init__(self, task: TaskDef, state: Mapping[str, Any],
+                 drawer_rule: str = 'realm_code') -> None:
         self.task = task
         self.s = state
+        self.drawer_rule = _drawer_rule(drawer_rule)
 
     def _pos(self, name: str, key: str = 'objects') -> np.ndarray:
         return np.asarray(self.s[key][name]['pos'], dtype=float)
@@ -236,9 +432,11 @@ class _Check:
         return pos[2] - init[2] > up and float(np.linalg.norm(pos - init)) > moved
 
     def rotated(self) -> bool:
+        # REALM's code: |z component| of the relative rotation vector, not its magnitude
+        # ("switched to checking Z axis rotation only"); a tilt about x or y does not count.
         quat = self.s['objects'][self.task.obj]['quat']
         init = self.s['initial'][self.task.obj]['quat']
-        return rotation_angle(init, quat) > ROTATED_ANGLE
+        return abs(float(relative_rotvec(init, quat)[2])) > ROTATED_ANGLE
 
     def move_close(self) -> bool:
         dist = np.linalg.norm(self._pos(self.task.obj) - self._pos(self.task.target))
@@ -273,10 +471,15 @@ class _Check:
         if stage == 'TOGGLED_ON':
             return bool(self.s.get('toggled', {}).get(self.task.obj, False))
         if stage == 'TOUCH_AND_MOVE_JOINT':
-            change = self._openness() - self._openness('initial_joints')
+            # REALM: delta = initial - current openness; close_drawer needs delta > 0.025,
+            # open_drawer delta < 0.025, which a closed drawer meets from the start, so in
+            # REALM's code the open stage is "touching". 'strict' asks 2.5 % of opening.
+            delta = self._openness('initial_joints') - self._openness()
             if self.task.skill == 'close_drawer':
-                change = -change
-            return self.touching() and change > JOINT_MOVED
+                return self.touching() and delta > JOINT_MOVED
+            if self.drawer_rule == 'strict':
+                return self.touching() and -delta > JOINT_MOVED
+            return self.touching() and delta < JOINT_MOVED
         thresholds: dict[str, Callable[[float], bool]] = {
             'OPEN_JOINT_SMALL': lambda o: o > OPEN_THRESHOLDS[0],
             'OPEN_JOINT_LARGE': lambda o: o > OPEN_THRESHOLDS[1],
@@ -290,10 +493,17 @@ class _Check:
         raise ConfigError(f'unknown stage {stage!r}')
 
 
-def stage_predicates(task: str | TaskDef, state: Mapping[str, Any]) -> dict[str, bool]:
+def _drawer_rule(rule: str) -> str:
+    if rule not in DRAWER_RULES:
+        raise ConfigError(f'drawer_rule must be one of {list(DRAWER_RULES)}, got {rule!r}')
+    return rule
+
+
+def stage_predicates(task: str | TaskDef, state: Mapping[str, Any],
+                     drawer_rule: str = 'realm_code') -> dict[str, bool]:
     """Return every stage's predicate on ``state``, independently of order (for debugging)."""
     task = get_task(task) if isinstance(task, str) else task
-    check = _Check(task, state)
+    check = _Check(task, state, drawer_rule)
     return {stage: check.predicate(stage) for stage in task.stages}
 
 
@@ -305,8 +515,9 @@ class ProgressTracker:
     earlier ones have been met.
     """
 
-    def __init__(self, task: str | TaskDef) -> None:
+    def __init__(self, task: str | TaskDef, drawer_rule: str = 'realm_code') -> None:
         self.task = get_task(task) if isinstance(task, str) else task
+        self.drawer_rule = _drawer_rule(drawer_rule)
         self.reset()
 
     def reset(self) -> None:
@@ -321,7 +532,7 @@ class ProgressTracker:
     def update(self, state: Mapping[str, Any], step: int = 0) -> Progress:
         """Score ``state`` (a privileged-state dict) and return the progress so far."""
         if state:
-            check = _Check(self.task, state)
+            check = _Check(self.task, state, self.drawer_rule)
             for i, stage in enumerate(self.task.stages):
                 if self._met[i]:
                     continue
@@ -355,6 +566,29 @@ def empty_progress(task: str, step: int = 0) -> Progress:
                     step=step)
 
 
-#: Arm pose each task resets to, rad (REALM overrides the default per task; DROID's reset pose
-#: with the base joint turned toward the task's objects where that helps the camera view).
-RESET_Q: dict[str, tuple[float, ...]] = {name: tuple(robot.RESET_Q) for name in TASKS}
+#: REALM's fallback reset pose where neither the task YAML nor the scene sets one
+#: (``construct_environment_config``: [0, -pi/5, 0, -4pi/5, 0, 3pi/5, 0]).
+REALM_FALLBACK_RESET_Q = (0.0, -math.pi / 5, 0.0, -4 * math.pi / 5, 0.0, 3 * math.pi / 5, 0.0)
+
+#: Arm pose each task resets to, rad: ``reset_joint_pos`` of REALM's task YAMLs
+#: (``realm/config/tasks/<task>.yaml``). ``pick_water_bottle``'s is commented out there and the
+#: Wainscott_0_int scene sets none, so REALM falls back to :data:`REALM_FALLBACK_RESET_Q`.
+RESET_Q: dict[str, tuple[float, ...]] = {
+    'put_green_block_in_bowl': (0.0055956, -0.46229482, -0.10837201, -2.22445, -0.02223617,
+                                1.6368663, -0.28468588),
+    'put_banana_into_box': (-7.7723307e-03, -6.0262549e-01, -1.6363382e-03, -2.5171406,
+                            -1.3347155e-02, 1.9000646, -2.2239132e-02),
+    'rotate_marker': (-0.01373833, -0.5032997, -0.11150811, -2.2225301, 0.15665062, 1.4554586,
+                      -0.08681711),
+    'rotate_mug': (-0.12872958, -0.3024, -0.1587609, -1.9855824, -0.01000371, 1.4275427,
+                   -0.02166059),
+    'pick_spoon': (-0.11952213, -0.5059374, -0.28497612, -2.4112132, -0.18034634, 1.9153982,
+                   -0.43432593),
+    'pick_water_bottle': REALM_FALLBACK_RESET_Q,
+    'stack_cubes': (-0.03046161, -0.83144855, -0.02833514, -2.5433972, 0.12348143, 2.0132568,
+                    0.11008344),
+    'push_switch': (-0.04819933, -0.51226175, 0.05805873, -2.5092928, -0.21693854, 2.1945348,
+                    0.02541593),
+    'open_drawer': (0.0, -0.628, 0.0, -2.512, -0.75, 1.884, 0.0),
+    'close_drawer': (0.0, -0.628, 0.0, -2.512, -0.75, 1.884, 0.0),
+}

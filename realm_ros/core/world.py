@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import abc
 import importlib
+import os
 from typing import Any, Callable, Mapping
 
 from realm_ros.core.config import DynamicsParams, WorldConfig
@@ -20,6 +21,7 @@ from realm_ros.core.types import Action, EpisodeSpec, Observation
 BACKENDS: dict[str, str] = {
     'mujoco': 'realm_ros.backends.mujoco.world:MujocoWorld',
     'fake': 'realm_ros.backends.fake_franka:DigitalRealWorld',
+    'physx': 'realm_ros.backends.physx.world:PhysxWorld',
     'isaac': 'realm_ros.backends.isaac:IsaacWorld',
     'franka': 'realm_ros.backends.franka:FrankaBridgeWorld',
 }
@@ -31,14 +33,27 @@ SCENE_SAMPLERS: dict[str, str] = {
     'mujoco': 'realm_ros.backends.mujoco.world:sample_initial_state',
 }
 
-
-#: Backends the interface is designed for but this release does not ship, with the reason.
-NOT_BUILT: dict[str, str] = {
-    'isaac': 'the Isaac Sim twin is not built yet: it needs an RTX GPU with Isaac Sim to be '
-             'developed and tested against, which the project has not had; use the MuJoCo twin '
-             '(backend mujoco, --sim mujoco). The World interface (core/world.py) is what it '
-             'will implement.',
+#: Backend -> ``perturbed(spec, params) -> initial_state``: the scene state a perturbation
+#: (VB-POSE, added objects) gives ``spec.initial_state``, so the real arm's operator sets it up.
+PERTURBED_STATES: dict[str, str] = {
+    'mujoco': 'realm_ros.backends.mujoco.perturb:perturbed_initial_state',
 }
+
+
+#: Backends this release ships but has never run, with the reason. ``make_world`` refuses them
+#: unless the environment variable :data:`TRY_NOT_RUN` names them (a lab trying it knowingly).
+NOT_BUILT: dict[str, str] = {
+    'isaac': 'the Isaac Sim world (realm_ros/backends/isaac) has NOT been run: Isaac Sim needs '
+             'an RTX GPU, which the project has not had. Its calls are checked against Isaac '
+             "Sim 6.2's published API and it shares scene, controller and parameters with the "
+             'PhysX twin that does run (backend physx). To try it on an RTX machine with Isaac '
+             'Sim 6.x: REALM_ROS_TRY_NOT_RUN=isaac realm-ros episode --backend isaac --task '
+             'stack_cubes (realm-ros doctor checks the install). Otherwise use backend physx '
+             'or mujoco.',
+}
+
+#: Environment variable listing NOT_BUILT backends to build anyway (comma-separated).
+TRY_NOT_RUN = 'REALM_ROS_TRY_NOT_RUN'
 
 
 class World(abc.ABC):
@@ -111,7 +126,8 @@ def make_world(config: WorldConfig, host: Any = None, **kwargs: Any) -> World:
         ConfigError: unknown backend name.
         BackendUnavailable: the backend's dependencies are not installed here.
     """
-    if config.backend in NOT_BUILT:
+    if config.backend in NOT_BUILT and config.backend not in os.environ.get(
+            TRY_NOT_RUN, '').split(','):
         raise BackendUnavailable(f'world backend {config.backend!r}: {NOT_BUILT[config.backend]}')
     target = BACKENDS.get(config.backend)
     if target is None:
@@ -129,19 +145,30 @@ def make_world(config: WorldConfig, host: Any = None, **kwargs: Any) -> World:
     return cls(config, **kwargs)
 
 
-def initial_state_sampler(backend: str = 'mujoco') -> Callable[[str, int], dict] | None:
-    """Return ``backend``'s ``sample(task, seed) -> initial_state``, or None if not installed.
-
-    The paired evaluation draws each episode's initial state once, from the twin's scenes, and
-    gives the same explicit state to the real and the simulated world.
-    """
-    target = SCENE_SAMPLERS.get(backend)
+def _scene_function(table: Mapping[str, str], backend: str) -> Callable[..., dict] | None:
+    """Import ``table[backend]`` (``module:function``); None if the backend is not installed."""
+    target = table.get(backend)
     if target is None:
         raise ConfigError(
-            f'no scene sampler for backend {backend!r}; choose one of {sorted(SCENE_SAMPLERS)}')
+            f'no scene function for backend {backend!r}; choose one of {sorted(table)}')
     module_name, function_name = target.split(':')
     try:
         module = importlib.import_module(module_name)
     except ImportError:
         return None
     return getattr(module, function_name)
+
+
+def initial_state_sampler(backend: str = 'mujoco') -> Callable[[str, int], dict] | None:
+    """Return ``backend``'s ``sample(task, seed) -> initial_state``, or None if not installed.
+
+    The paired evaluation draws each episode's initial state once, from the twin's scenes, and
+    gives the same explicit state to the real and the simulated world.
+    """
+    return _scene_function(SCENE_SAMPLERS, backend)
+
+
+def perturbed_state_function(backend: str = 'mujoco') -> Callable[..., dict] | None:
+    """Return ``backend``'s ``perturbed(spec, params) -> initial_state``, or None (see
+    :data:`PERTURBED_STATES`)."""
+    return _scene_function(PERTURBED_STATES, backend)

@@ -33,6 +33,7 @@ from rclpy.node import Node
 from std_msgs.msg import String
 from std_srvs.srv import SetBool, Trigger
 
+from realm_ros.core import perturbations
 from realm_ros.core.config import field
 from realm_ros.core.episode import EpisodeReferee
 from realm_ros.core.errors import ConfigError, DataError, InfrastructureError, RealmError
@@ -44,10 +45,11 @@ from realm_ros.core.evaluation import (
     PolicyEntry,
     format_table,
     plan_pairs,
+    skipped_cells,
     summarize,
 )
 from realm_ros.core.types import EpisodeResult, EpisodeSpec, Progress
-from realm_ros.core.world import initial_state_sampler
+from realm_ros.core.world import initial_state_sampler, perturbed_state_function
 from realm_ros.ros import convert, qos, services, topics
 from realm_ros.ros.params import declare_config
 
@@ -131,6 +133,7 @@ class EvaluatorNode(Node):
         # Real arm: the operator confirms resets and ends episodes (operator_node's state).
         self._operator: dict[str, Any] = {}
         self._operator_changed = threading.Condition()
+        self._operator_setups: dict[str, dict[str, Any]] = {}
         if self.config.operator_scored_real:
             self.create_subscription(
                 String, f'{self.config.real_ns}/operator/state', self._on_operator_state,
@@ -163,6 +166,9 @@ class EvaluatorNode(Node):
             self.get_logger().warning(
                 f'{log.skipped_lines} unreadable line(s) in episodes.jsonl; those episodes re-run')
         specs = plan_pairs(self.eval_config, sampler=initial_state_sampler())
+        for cell in skipped_cells(self.eval_config):
+            self.get_logger().warning(f'skipped {cell["task"]} / {cell["perturbation"]}: '
+                                      f'{cell["reason"]}')
         todo = [s for s in specs if not (log.done(s.pair_id, REAL) and log.done(s.pair_id, SIM))]
         self.get_logger().info(
             f'{len(specs)} pairs planned, {len(specs) - len(todo)} already done, '
@@ -173,7 +179,7 @@ class EvaluatorNode(Node):
             bar.update(1)
             bar.set_postfix_str(spec.pair_id)
         bar.close()
-        summary = summarize(log.records)
+        summary = summarize(log.records, skipped=skipped_cells(self.eval_config))
         summary['config'] = dataclasses.asdict(self.eval_config)
         (self.out_dir / 'summary.json').write_text(json.dumps(summary, indent=2))
         from realm_ros.report import write_report
@@ -273,8 +279,19 @@ class EvaluatorNode(Node):
                                 self.config.service_timeout_s, self._service_clients)
         lines = [f'[{spec.pair_id}] set up the real scene: task {spec.task!r}, perturbation '
                  f'{spec.perturbation} (intensity {spec.intensity:g})']
-        for key, value in sorted(spec.initial_state.items()):
+        state, changes = perturbation_setup(spec)
+        if spec.perturbation != 'Default':
+            scored = perturbations.scored_task(spec.task, spec.perturbation, spec.intensity,
+                                               spec.seed)
+            params = perturbations.sample(spec.task, spec.perturbation, spec.intensity,
+                                          spec.seed)
+            lines.append(f'    instruction: "{params.get("instruction", scored.instruction)}"; '
+                         f'stages {", ".join(scored.stages)}')
+        for key, value in sorted(state.items()):
             lines.append(f'    {key}: {value}')
+        if changes:
+            lines.append('  change by hand before this episode:')
+            lines += [f'    - {change}' for change in changes]
         lines.append(f'  then confirm: press r in the operator terminal, or ros2 service call '
                      f'{ns}/operator/confirm_reset std_srvs/srv/Trigger')
         print('\n'.join(lines), flush=True)
@@ -290,6 +307,10 @@ class EvaluatorNode(Node):
                 raise InfrastructureError(
                     f'the operator did not confirm the reset of {spec.pair_id} within '
                     f'{self.config.episode_timeout_s:g} s')
+        # Recorded with the real episode: what was asked, and that the operator confirmed it.
+        self._operator_setups[spec.pair_id] = {
+            'perturbation': spec.perturbation, 'changes': changes, 'confirmed': True,
+            'confirmed_at': time.time()}
 
     def _on_operator_state(self, msg: String) -> None:
         try:
@@ -366,13 +387,29 @@ class EvaluatorNode(Node):
         progress = run.progress
         stages = list(progress.stages) if progress else []
         reached = [s for s, m in zip(progress.stages, progress.met) if m] if progress else []
-        return EpisodeResult(
+        record = EpisodeResult(
             spec=spec, role=run.world, backend=self._backends[run.world],
             outcome=run.referee.outcome(run.error), progression=run.referee.progression,
             stages=tuple(stages), stages_reached=tuple(reached),
             steps=progress.step if progress else 0, sim_time_s=None,
             wall_time_s=time.monotonic() - run.started if run.started else 0.0,
             error=run.error, scored_by=progress.source if progress else '').to_record()
+        if run.world == REAL and spec.pair_id in self._operator_setups:
+            record['operator_setup'] = self._operator_setups[spec.pair_id]
+        return record
+
+
+def perturbation_setup(spec: EpisodeSpec) -> tuple[dict[str, Any], list[str]]:
+    """Return the initial state the real scene must show (perturbed as the twin perturbs it:
+    VB-POSE's poses, added objects' places) and the changes the operator makes by hand."""
+    if spec.perturbation == 'Default':
+        return dict(spec.initial_state), []
+    params = perturbations.sample(spec.task, spec.perturbation, spec.intensity, spec.seed)
+    perturbed = perturbed_state_function()
+    state = dict(spec.initial_state)
+    if perturbed is not None and state:
+        state = perturbed(spec, params)
+    return state, perturbations.operator_instructions(spec.task, spec.perturbation, params)
 
 
 def _progress_bar(total: int, initial: int, quiet: bool) -> Any:

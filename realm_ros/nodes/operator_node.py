@@ -35,7 +35,7 @@ import threading
 from typing import Any, Callable, TextIO
 
 from diagnostic_msgs.msg import DiagnosticStatus
-from rcl_interfaces.msg import ParameterDescriptor
+from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 import rclpy
 from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
@@ -44,7 +44,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from std_srvs.srv import SetBool, Trigger
 
-from realm_ros.core import annotation
+from realm_ros.core import annotation, perturbations, tasks
 from realm_ros.core.errors import ConfigError, RealmError
 from realm_ros.core.types import EpisodeSpec
 from realm_ros.ros import convert, qos, topics
@@ -63,6 +63,7 @@ class OperatorNode(Node):
         self.declare_parameter('episode_spec', '', ParameterDescriptor(
             description='JSON EpisodeSpec of the next episode, read at confirm_reset ("" = '
                         'the task parameter)'))
+        self.add_on_set_parameters_callback(self._on_parameters)
         self.annotator = annotation.EpisodeAnnotator(world=self.config.world)
         self.quit_requested = False
         self._steps = 0
@@ -111,9 +112,28 @@ class OperatorNode(Node):
         text = self.get_parameter('episode_spec').value
         spec = (EpisodeSpec.from_json(text) if text
                 else EpisodeSpec(task=self.config.task or 'empty'))
-        message = self.annotator.confirm_reset(self._now(), spec, self.config.stages)
+        stages = self.config.stages
+        if not stages and spec.perturbation != 'Default' and spec.task in tasks.TASKS:
+            # SB-NOUN / SB-VRB: the operator marks the stages of the task as perturbed.
+            stages = perturbations.scored_task(spec.task, spec.perturbation, spec.intensity,
+                                               spec.seed).stages
+        message = self.annotator.confirm_reset(self._now(), spec, stages)
         self._steps = 0
         return message
+
+    def _on_parameters(self, params: list[Any]) -> SetParametersResult:
+        """Show the operator what to change by hand when the next episode's spec arrives."""
+        for param in params:
+            if param.name != 'episode_spec' or not param.value:
+                continue
+            try:
+                spec = EpisodeSpec.from_json(param.value)
+                lines = perturbation_prompt(spec)
+            except (RealmError, ValueError, KeyError) as err:
+                return SetParametersResult(successful=False, reason=f'episode_spec: {err}')
+            for line in lines:
+                self.get_logger().info(line)
+        return SetParametersResult(successful=True)
 
     def _end(self, success: bool | None, abort: bool = False) -> str:
         record = self.annotator.end(self._now(), success=success, abort=abort,
@@ -173,6 +193,20 @@ class OperatorNode(Node):
             'state': a.state.value, 'episode_index': a.episode_index, 'task': a.spec.task,
             'world': self.config.world, 'steps': self._steps,
             'progression': a.progress().progression if a.stages else 0.0})))
+
+
+def perturbation_prompt(spec: EpisodeSpec) -> list[str]:
+    """Return the lines telling the operator what to set up by hand for ``spec``."""
+    if spec.task not in tasks.TASKS:
+        return []
+    scored = perturbations.scored_task(spec.task, spec.perturbation, spec.intensity, spec.seed)
+    params = perturbations.sample(spec.task, spec.perturbation, spec.intensity, spec.seed)
+    instruction = spec.instruction or params.get('instruction') or scored.instruction
+    lines = [f'next episode: {spec.task}, perturbation {spec.perturbation}; instruction '
+             f'"{instruction}"; stages {", ".join(scored.stages)}']
+    lines += [f'  change by hand: {change}' for change in
+              perturbations.operator_instructions(spec.task, spec.perturbation, params)]
+    return lines
 
 
 def read_terminal(node: OperatorNode, stream: TextIO) -> None:

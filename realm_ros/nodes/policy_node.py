@@ -2,8 +2,11 @@
 
 Topics (relative; launch it in the world's namespace, ``/sim`` or ``/real``):
     joint_states (in)            an observation is complete when joint_states arrives
-    cameras/<name>/image (in)    for each camera in ``cameras``; same stamp as joint_states
-    privileged_state (in)        if ``use_privileged``; same stamp as joint_states
+    cameras/<name>/image (in)    each camera the policy declares (``Policy.needs``: openpi
+                                 DROID exterior_1 and wrist, GR00T N1.5 all three) plus those
+                                 in ``cameras``; same stamp as joint_states
+    privileged_state (in)        if the policy reads it (scripted) or ``use_privileged``; same
+                                 stamp as joint_states
     instruction (in, latched)    the language instruction
     episode (in, latched)        world_node's episode spec; a new one resets the policy
     command (out)                trajectory_msgs/JointTrajectory, one point per control step
@@ -34,6 +37,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from typing import Any
 
 from diagnostic_msgs.msg import DiagnosticStatus
@@ -54,15 +58,20 @@ from realm_ros.ros.runner import spin_node
 
 
 def build_policy(config: PolicyNodeConfig) -> Policy:
-    """Return the configured policy in its wrapper chain (chunking, binarising, clipping)."""
+    """Return the configured policy in its wrapper chain (chunking, binarising, clipping).
+
+    The chunk's open-loop length is ``execute_horizon``, or the policy's declared horizon
+    (:attr:`Policy.needs`) when it is 0.
+    """
     kwargs: dict[str, Any] = {'skill': config.skill, 'seed': config.seed, 'host': config.host,
-                              'port': config.port,
-                              # a chunk-planning policy commits its plan where the chunker
-                              # re-queries (policies that do not plan ignore it)
-                              'execute': config.execute_horizon}
+                              'port': config.port}
+    if config.execute_horizon:
+        # a chunk-planning policy commits its plan where the chunker re-queries (policies
+        # that do not plan ignore it)
+        kwargs['execute'] = config.execute_horizon
     kwargs.update(config.extra_kwargs())
     inner = make_policy(config.policy, **kwargs)
-    return standard_chain(inner, execute=config.execute_horizon)
+    return standard_chain(inner, execute=config.execute_horizon or inner.needs.horizon)
 
 
 class PolicyNode(Node):
@@ -86,17 +95,17 @@ class PolicyNode(Node):
         self._active = self.config.start_active
         self._rebuild = False
         self._fixed_policy = policy is not None
+        self._camera_subs: dict[str, Any] = {}
+        self._privileged_sub: Any = None
+        self.cameras: tuple[str, ...] = ()
+        self.use_privileged = False
+        self._waiting_since: float | None = None
 
         # Subscriptions are created in the order their messages are published per step
         # (episode at reset, images, privileged state, then joint states).
         self.create_subscription(String, topics.EPISODE, self._on_episode, qos.LATCHED)
         self.create_subscription(String, topics.INSTRUCTION, self._on_instruction, qos.LATCHED)
-        for name in self.config.camera_names:
-            self.create_subscription(Image, topics.camera_image(name),
-                                     lambda msg, n=name: self._on_image(n, msg), qos.IMAGE)
-        if self.config.use_privileged:
-            self.create_subscription(String, topics.PRIVILEGED_STATE, self._on_privileged,
-                                     qos.STATE)
+        self._wire()
         self.create_subscription(JointState, topics.JOINT_STATES, self._on_joint_states,
                                  qos.STATE)
         self._cmd_pub = self.create_publisher(JointTrajectory, topics.COMMAND, qos.COMMAND)
@@ -108,7 +117,27 @@ class PolicyNode(Node):
             self.create_timer(1.0 / self.config.control_hz, self._on_tick)
         self.get_logger().info(
             f'policy {self.policy.label!r} up ({"lockstep" if self.config.lockstep else "timer"}'
-            f', chunk k={self.config.execute_horizon}, cameras {list(self.config.camera_names)})')
+            f', chunk k={self.config.execute_horizon or self.policy.needs.horizon}, cameras '
+            f'{list(self.cameras)}{", privileged state" if self.use_privileged else ""})')
+
+    def _wire(self) -> None:
+        """Subscribe to what the policy declares it needs, plus the ``cameras`` parameter.
+
+        Called at start and after the policy is rebuilt; subscriptions are only added (a
+        camera no longer needed is not waited for, its messages are ignored).
+        """
+        needs = self.policy.needs
+        cameras = tuple(dict.fromkeys((*needs.cameras, *self.config.camera_names)))
+        for name in cameras:
+            if name not in self._camera_subs:
+                self._camera_subs[name] = self.create_subscription(
+                    Image, topics.camera_image(name),
+                    lambda msg, n=name: self._on_image(n, msg), qos.IMAGE)
+        self.cameras = cameras
+        self.use_privileged = self.config.use_privileged or needs.privileged
+        if self.use_privileged and self._privileged_sub is None:
+            self._privileged_sub = self.create_subscription(
+                String, topics.PRIVILEGED_STATE, self._on_privileged, qos.STATE)
 
     # -- inputs -------------------------------------------------------------------------------
 
@@ -195,17 +224,20 @@ class PolicyNode(Node):
         # come at their own rate and privileged_state is stamped in sim time, so the latest
         # of each is used.
         images = {}
-        for name in self.config.camera_names:
+        for name in self.cameras:
             got = self._images.get(name)
             if got is None or (lockstep and abs(got[0] - stamp) > 1e-6):
+                self._warn_waiting(f'cameras/{name}/image')
                 return  # wait for this step's image
             images[name] = got[1]
         privileged: dict[str, Any] = {}
-        if self.config.use_privileged:
+        if self.use_privileged:
             if self._privileged is None or (lockstep and abs(self._privileged[0] - stamp) > 1e-6):
+                self._warn_waiting(topics.PRIVILEGED_STATE)
                 return
             privileged = self._privileged[1]
         self._pending = None
+        self._waiting_since = None
         try:
             joints = convert.joint_state_from_msg(msg)
         except RealmError as err:
@@ -220,6 +252,18 @@ class PolicyNode(Node):
             self._last_answered = stamp
             self._answer(self._latest, msg.header.stamp)
 
+    def _warn_waiting(self, topic: str) -> None:
+        """Say (every 5 s) which input a joint state has been waiting for, and why it may be."""
+        now = time.monotonic()
+        if self._waiting_since is None:
+            self._waiting_since = now
+        elif now - self._waiting_since > 5.0:
+            self.get_logger().warning(
+                f'policy {self.policy.label!r} needs {topic} and none matches the latest '
+                'joint_states: is the world rendering that camera (world_node cameras, '
+                'camera_rate_hz > 0; realm-ros paired-eval --cameras)?',
+                throttle_duration_sec=5.0)
+
     def _reset_policy(self) -> None:
         spec = self._spec or EpisodeSpec()
         try:
@@ -227,6 +271,7 @@ class PolicyNode(Node):
                 self.policy.close()
                 self.policy = build_policy(self.config)
                 self._rebuild = False
+                self._wire()
             self.policy.reset(spec)
         except RealmError as err:  # e.g. a policy server that is down
             self._report_failure(err)

@@ -19,6 +19,7 @@ Parameters: every field of :class:`realm_ros.core.config.WorldConfig`, plus ``ep
 from __future__ import annotations
 
 import collections
+import dataclasses
 import json
 import sys
 import time
@@ -151,7 +152,7 @@ class WorldNode(Node):
         self._obs = self.world.reset(spec)
         self._spec = spec
         self._steps = 0
-        self._tracker = make_tracker(spec.task)
+        self._tracker = make_tracker(spec.task, spec)
         if self._tracker is None:
             self.progress = tasks.empty_progress(spec.task)
         else:
@@ -165,9 +166,12 @@ class WorldNode(Node):
                 self.world.apply(action)
             except CommandRejected as err:
                 self._reject(str(err))
-        render = self._image_due()
-        self.world.step()
-        self._obs = self.world.observe(render=render)
+        # One observation per step: the world renders its images inside step() when they are
+        # due (MuJoCo: at camera_rate_hz of sim time), never a second time here.
+        obs = self.world.step()
+        if obs.images and not self._image_due():
+            obs = dataclasses.replace(obs, images={})
+        self._obs = obs
         self._steps += 1
         if self._tracker is not None:
             self.progress = self._tracker.update(self._obs.privileged, self._steps)

@@ -48,7 +48,7 @@ import zmq
 
 from realm_ros.core import robot
 from realm_ros.core.errors import ConfigError, InfrastructureError
-from realm_ros.core.policy import Policy
+from realm_ros.core.policy import Policy, PolicyNeeds
 from realm_ros.core.types import ActionChunk, ActionMode, EpisodeSpec, Observation
 from realm_ros.policies.image_tools import resize_with_pad
 from realm_ros.policies.latency import LatencyRecorder, LatencyStats
@@ -181,6 +181,20 @@ class Gr00tPolicy(Policy):
         return f'gr00t-{self.layout}@{self.endpoint}'
 
     @property
+    def needs(self) -> PolicyNeeds:
+        """DROID cameras at 180x320, joint positions; horizon 15 (N1.6/N1.7) or 8 (N1.5).
+
+        The cameras are the layout's defaults (N1.6/N1.7: exterior 1 and wrist; N1.5: both
+        exteriors and wrist) or, once fetched, those the server's modality config names.
+        """
+        defaults = N16_DEFAULTS if self.layout == 'n1.6' else N15_DEFAULTS
+        keys, _ = _modality(self._modality or {}, 'video', defaults)
+        cameras = tuple(dict.fromkeys(self.cameras[self._role(key)] for key in keys))
+        return PolicyNeeds(cameras=cameras, image_size=self.image_size,
+                           action_space='joint_position',
+                           horizon=15 if self.layout == 'n1.6' else 8)
+
+    @property
     def latency(self) -> LatencyStats:
         """Round-trip time of each ``get_action`` request, ms."""
         return self._latency.stats()
@@ -192,6 +206,15 @@ class Gr00tPolicy(Policy):
         self._spec_prompt = spec.instruction
         self._frames.clear()
         self.modality_config()
+
+    def observe(self, obs: Observation) -> None:
+        """Keep this control step's frames for the video history (``delta_indices`` < 0)."""
+        if self._modality is None:
+            return  # not reset yet: no modality config to say which frames to keep
+        defaults = N16_DEFAULTS if self.layout == 'n1.6' else N15_DEFAULTS
+        keys, deltas = _modality(self._modality, 'video', defaults)
+        if min(deltas) < 0:
+            self._remember(obs, keys, deltas)
 
     def infer(self, obs: Observation) -> ActionChunk:
         """Ask the server for a chunk for ``obs``.
@@ -349,13 +372,25 @@ class Gr00tPolicy(Policy):
         raise ConfigError(f'GR00T state key {key!r} is not one realm_ros can fill; known: '
                           'joint_position, gripper_position, eef_9d, eef_position, eef_rotation')
 
-    def _video_frames(self, obs: Observation, keys: list[str], deltas: list[int]
-                      ) -> dict[str, np.ndarray]:
-        """Return {key: (T, H, W, 3)} using frames seen at earlier queries for negative deltas."""
-        current = {key: self._image(obs, self._role(key)) for key in keys}
-        self._frames.append((obs.step, current))
+    def _remember(self, obs: Observation, keys: list[str], deltas: list[int]) -> None:
+        """Store ``obs``'s frames (once per step) and drop those older than the history."""
+        if not self._frames or self._frames[-1][0] != obs.step:
+            if self._frames and obs.step < self._frames[-1][0]:
+                self._frames.clear()  # a new episode without reset: start the history afresh
+            self._frames.append(
+                (obs.step, {key: self._image(obs, self._role(key)) for key in keys}))
         horizon = max(0, -min(deltas))
         self._frames = [(s, f) for s, f in self._frames if s >= obs.step - horizon]
+
+    def _video_frames(self, obs: Observation, keys: list[str], deltas: list[int]
+                      ) -> dict[str, np.ndarray]:
+        """Return {key: (T, H, W, 3)}; negative deltas come from the frames of earlier steps.
+
+        Every control step's frames are kept (:meth:`observe` sees the steps the
+        ActionChunker answers from a stored chunk), so delta -15 is the frame 15 control
+        steps back, whatever the execute horizon.
+        """
+        self._remember(obs, keys, deltas)
         out = {}
         for key in keys:
             stack = []

@@ -47,9 +47,10 @@ import numpy as np
 import websockets.exceptions
 import websockets.sync.client
 
+from realm_ros.core import robot
 from realm_ros.core.errors import ConfigError, InfrastructureError
-from realm_ros.core.policy import Policy
-from realm_ros.core.types import ActionChunk, EpisodeSpec, Observation
+from realm_ros.core.policy import Policy, PolicyNeeds
+from realm_ros.core.types import ActionChunk, ActionMode, EpisodeSpec, Observation
 from realm_ros.policies.action_space import ACTION_SPACES, parse_action_space
 from realm_ros.policies.image_tools import resize_with_pad
 from realm_ros.policies.latency import LatencyRecorder, LatencyStats
@@ -126,6 +127,30 @@ def parse_actions(response: Any, source: str) -> np.ndarray:
     return values
 
 
+def check_velocities(values: np.ndarray, q: np.ndarray, source: str) -> None:
+    """Refuse a joint-velocity chunk that is plainly absolute joint positions.
+
+    DROID joint velocities live in [-1, 1] (openpi's DROID client clips to it). A chunk whose
+    first arm row lies within 0.3 rad of the measured joints on every joint while some value
+    is beyond 1.2 in magnitude is a joint-position checkpoint's answer (the Panda's fourth
+    joint is always below -0.07 rad, at -2.5 rad in DROID's reset pose): executing it as
+    velocities would drive the arm at full speed. openpi's servers send empty metadata, so
+    this is the only place the mismatch shows.
+
+    Raises:
+        ConfigError: naming ``action_space`` and how to set it.
+    """
+    arm = np.asarray(values[:, :robot.NUM_ARM_JOINTS], dtype=float)
+    near = float(np.max(np.abs(arm[0] - np.asarray(q, dtype=float))))
+    if float(np.max(np.abs(arm))) > 1.2 and near < 0.3:
+        raise ConfigError(
+            f'openpi server {source} answers absolute joint positions (the first action is '
+            f'within {near:.3f} rad of the measured joints, values up to '
+            f'{float(np.max(np.abs(arm))):.2f}) but this client reads joint velocities: it is a '
+            'joint-position checkpoint (*_jointpos); set policy_args '
+            '{"action_space": "joint_position"}')
+
+
 class OpenPIPolicy(Policy):
     """A policy served by an openpi websocket server (``serve_policy.py --env=DROID``).
 
@@ -138,7 +163,7 @@ class OpenPIPolicy(Policy):
     name = 'openpi'
 
     def __init__(self, host: str = 'localhost', port: int | None = 8000,
-                 action_space: str = 'joint_velocity', api_key: str | None = None,
+                 action_space: str = '', api_key: str | None = None,
                  timeout_s: float = 30.0, connect_timeout_s: float = 10.0, retries: int = 3,
                  backoff_s: float = 0.5, max_backoff_s: float = 5.0,
                  exterior_camera: str = 'exterior_1', wrist_camera: str = 'wrist',
@@ -149,7 +174,10 @@ class OpenPIPolicy(Policy):
             host: server host name or address, or a full ``ws://`` / ``wss://`` URI.
             port: server port (openpi's default 8000); None when ``host`` is a URI with one.
             action_space: ``joint_velocity`` (released DROID checkpoints) or ``joint_position``
-                (``*_jointpos`` checkpoints).
+                (``*_jointpos`` checkpoints); '' = what the server's metadata declares, else
+                ``joint_velocity``. openpi's own servers send empty metadata, so a
+                joint-position checkpoint must be declared; a velocity chunk that is plainly
+                absolute joint positions raises :class:`ConfigError` (:func:`check_velocities`).
             api_key: sent as ``Authorization: Api-Key <key>`` (for servers behind a gateway).
             timeout_s: seconds to wait for one answer before giving up (InfrastructureError).
             connect_timeout_s: seconds for the TCP + websocket handshake and the metadata frame.
@@ -162,8 +190,9 @@ class OpenPIPolicy(Policy):
             **kwargs: unrelated settings (``skill``, ``seed``, ...) are ignored.
         """
         del kwargs
-        self.mode = parse_action_space(action_space)
-        self.action_space = action_space
+        self.declared = bool(action_space)
+        self.action_space = action_space or 'joint_velocity'
+        self.mode = parse_action_space(self.action_space)
         if timeout_s <= 0 or connect_timeout_s <= 0:
             raise ConfigError(f'timeout_s and connect_timeout_s must be > 0, got {timeout_s} and '
                               f'{connect_timeout_s}')
@@ -198,6 +227,13 @@ class OpenPIPolicy(Policy):
     def label(self) -> str:
         return f'openpi@{self.uri}'
 
+    @property
+    def needs(self) -> PolicyNeeds:
+        """DROID's two cameras at 224x224, open-loop horizon 8 (openpi's DROID client)."""
+        return PolicyNeeds(cameras=(self.exterior_camera, self.wrist_camera),
+                           image_size=(self.image_size, self.image_size),
+                           action_space=self.action_space, horizon=8)
+
     def reset(self, spec: EpisodeSpec) -> None:
         """Remember the episode's instruction and make sure the server is reachable."""
         self._spec_prompt = spec.instruction
@@ -215,6 +251,8 @@ class OpenPIPolicy(Policy):
                                 self.image_size)
         response = self._round_trip(openpi_packb(request))
         values = parse_actions(response, f'openpi server {self.uri}')
+        if self.mode is ActionMode.VELOCITY:
+            check_velocities(values, obs.joints.position, self.uri)
         timing = response.get('server_timing')
         if isinstance(timing, dict) and isinstance(timing.get('infer_ms'), (int, float)):
             self._server_latency.add(float(timing['infer_ms']))
@@ -294,7 +332,9 @@ class OpenPIPolicy(Policy):
                 f'openpi server {self.uri} sent metadata of type {type(metadata).__name__}, '
                 'expected a map')
         declared = metadata.get('action_space')
-        if isinstance(declared, str) and declared in ACTION_SPACES \
+        if isinstance(declared, str) and declared in ACTION_SPACES and not self.declared:
+            self.action_space, self.mode = declared, parse_action_space(declared)
+        elif isinstance(declared, str) and declared in ACTION_SPACES \
                 and declared != self.action_space:
             conn.close()
             raise ConfigError(
@@ -376,5 +416,5 @@ class OpenPIPolicy(Policy):
             f'{last}') from last
 
 
-__all__ = ['ACTION_SPACES', 'DROID_IMAGE_SIZE', 'OpenPIPolicy', 'droid_request',
-           'parse_actions', 'parse_action_space', 'websocket_uri']
+__all__ = ['ACTION_SPACES', 'DROID_IMAGE_SIZE', 'OpenPIPolicy', 'check_velocities',
+           'droid_request', 'parse_actions', 'parse_action_space', 'websocket_uri']

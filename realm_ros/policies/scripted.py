@@ -46,7 +46,7 @@ import numpy as np
 
 from realm_ros.core import kinematics, robot, tasks
 from realm_ros.core.errors import ConfigError, EpisodeError
-from realm_ros.core.policy import Policy
+from realm_ros.core.policy import Policy, PolicyNeeds
 from realm_ros.core.types import ActionChunk, ActionMode, EpisodeSpec, Observation
 
 ACTION_SPACES = ('joint_position', 'joint_velocity')
@@ -187,6 +187,12 @@ class ScriptedPolicy(Policy):
             robot.NUM_ARM_JOINTS, min(float(max_delta), robot.MAX_JOINT_DELTA))
         self._spec: EpisodeSpec | None = None
         self._plan: Iterator[Waypoint] | None = None
+
+    @property
+    def needs(self) -> PolicyNeeds:
+        """Privileged object state, no cameras; chunks in ``action_space``."""
+        return PolicyNeeds(action_space=self.action_space, horizon=self.execute,
+                           privileged=True)
 
     @property
     def label(self) -> str:

@@ -11,15 +11,21 @@ example client. The wire protocol is openpi's (see :mod:`realm_ros.policies.open
 * each binary request frame is an openpi DROID observation map, rebuilt into an
   :class:`Observation` (images named ``exterior_1`` and ``wrist``; joint velocities and efforts
   are not part of the DROID request and are zero); the answer is ``{'actions': (H, 8) float64,
-  'server_timing': {'infer_ms', ['prev_total_ms']}, 'policy_timing': {'infer_ms'}}``;
-* a request map with ``__ctrl__`` (openpi's episode markers) is acknowledged with ``__ack__``;
-  ``episode_start`` resets the policy;
+  'server_timing': {'infer_ms', ['prev_total_ms']}, 'policy_timing': {'infer_ms'}}`` with
+  H = ``chunk_size`` (default 10: openpi's DROID client asserts a (10, 8) chunk and its
+  ``ActionChunkBroker`` indexes up to its action horizon): shorter chunks are padded with
+  "hold" rows (the last position target, or zero velocity), longer ones cut;
+* a request map with a ``__ctrl__`` key is a realm_ros extension, not part of openpi's protocol
+  (openpi's clients never send one): ``{'__ctrl__': 'episode_start'}`` resets the policy at the
+  next request, and any ``__ctrl__`` request is answered ``{'__ack__': value}``;
 * on any exception the traceback goes back as a text frame and the connection closes with
   INTERNAL_ERROR (1011), as openpi's server does; the server keeps serving new connections;
 * ``GET /healthz`` answers 200 ``OK``.
 
 The policy is reset at the first request of each connection, on ``episode_start`` and whenever
-the prompt changes. Chunks are converted to the declared action space when the policy produces
+the prompt changes. Policies that read privileged simulator state (the scripted ladder) cannot
+be served: an openpi request carries no object poses; :class:`PolicyServer` refuses them.
+Chunks are converted to the declared action space when the policy produces
 the other one: positions p_i become DROID velocities (p_i - p_{i-1}) / 0.2 with p_{-1} the
 measured q, and velocities become positions by accumulating q + 0.2 v (DROID rescaling applied).
 """
@@ -83,6 +89,23 @@ def observation_from_request(request: Any, step: int = 0, exterior_camera: str =
                        step=step)
 
 
+def fit_chunk(chunk: ActionChunk, size: int) -> ActionChunk:
+    """Return ``chunk`` with exactly ``size`` rows (0 = unchanged).
+
+    Missing rows hold: the last position target again, or zero joint velocity; the gripper
+    keeps its last command.
+    """
+    values = np.asarray(chunk.values, dtype=float)
+    if size <= 0 or len(values) == size:
+        return chunk
+    if len(values) > size:
+        return ActionChunk(values[:size].copy(), chunk.mode)
+    pad = np.repeat(values[-1:], size - len(values), axis=0)
+    if chunk.mode is ActionMode.VELOCITY:
+        pad[:, :robot.NUM_ARM_JOINTS] = 0.0
+    return ActionChunk(np.concatenate([values, pad]), chunk.mode)
+
+
 def convert_chunk(chunk: ActionChunk, q: np.ndarray, mode: ActionMode) -> np.ndarray:
     """Return ``chunk``'s (H, 8) values expressed in ``mode``, starting from measured ``q``."""
     values = np.array(chunk.values, dtype=float, copy=True)
@@ -110,7 +133,16 @@ class PolicyServer:
 
     def __init__(self, policy: Policy, host: str = '127.0.0.1', port: int = 8000,
                  action_space: str = 'joint_velocity', metadata: dict[str, Any] | None = None,
-                 task: str = 'empty') -> None:
+                 task: str = 'empty', chunk_size: int = 10) -> None:
+        if policy.needs.privileged:
+            raise ConfigError(
+                f'policy {policy.label!r} reads privileged simulator state (object poses), '
+                'which an openpi request does not carry: it cannot be served. Serve hold, '
+                'replay or torch, or run the scripted ladder in the twin (realm-ros episode)')
+        if chunk_size < 0:
+            raise ConfigError(f'chunk_size must be >= 0 (0 = as the policy answers), got '
+                              f'{chunk_size}')
+        self.chunk_size = int(chunk_size)
         self.policy = policy
         self.host = host
         self.port = int(port)
@@ -208,7 +240,8 @@ class PolicyServer:
                     infer_start = time.monotonic()
                     chunk = await loop.run_in_executor(None, self.policy.infer, obs)
                     infer_ms = (time.monotonic() - infer_start) * 1000.0
-                values = convert_chunk(chunk, obs.joints.position, self.mode)
+                values = convert_chunk(fit_chunk(chunk, self.chunk_size), obs.joints.position,
+                                       self.mode)
                 timing = {'infer_ms': (time.monotonic() - start) * 1000.0}
                 if prev_total_ms is not None:
                     timing['prev_total_ms'] = prev_total_ms
@@ -256,6 +289,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         choices=sorted(op.ACTION_SPACES),
                         help='what the 7 arm numbers of the answer mean (DROID convention)')
     parser.add_argument('--task', default='empty', help='task name given to policy.reset')
+    parser.add_argument('--chunk-size', type=int, default=10,
+                        help='rows of every answer (openpi DROID client: 10; 0 = as the policy '
+                             'answers); short chunks are padded with hold rows')
     parser.add_argument('--max-seconds', type=float, default=0.0,
                         help='stop after this many seconds (0 = serve until interrupted)')
 
@@ -269,8 +305,13 @@ def run(args: argparse.Namespace) -> int:
     if not isinstance(policy_args, dict):
         raise ConfigError('--policy-args must be a JSON object of keyword arguments')
     policy = make_policy(args.policy, **policy_args)
-    server = PolicyServer(policy, host=args.host, port=args.port,
-                          action_space=args.action_space, task=args.task)
+    try:
+        server = PolicyServer(policy, host=args.host, port=args.port,
+                              action_space=args.action_space, task=args.task,
+                              chunk_size=args.chunk_size)
+    except ConfigError:
+        policy.close()
+        raise
     print(f'serving policy {policy.label!r} on ws://{args.host}:{args.port} '
           f'({args.action_space}); GET /healthz for liveness', flush=True)
     try:
@@ -300,5 +341,5 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
-__all__ = ['PolicyServer', 'add_arguments', 'convert_chunk', 'main', 'observation_from_request',
-           'run']
+__all__ = ['PolicyServer', 'add_arguments', 'convert_chunk', 'fit_chunk', 'main',
+           'observation_from_request', 'run']

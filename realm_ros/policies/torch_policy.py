@@ -32,8 +32,8 @@ import warnings
 import numpy as np
 
 from realm_ros.core.errors import BackendUnavailable, ConfigError, InfrastructureError
-from realm_ros.core.policy import Policy
-from realm_ros.core.types import ActionChunk, Observation
+from realm_ros.core.policy import Policy, PolicyNeeds
+from realm_ros.core.types import ActionChunk, ActionMode, Observation
 from realm_ros.policies.action_space import parse_action_space
 from realm_ros.policies.image_tools import resize_with_pad
 from realm_ros.policies.latency import LatencyRecorder, LatencyStats
@@ -128,6 +128,14 @@ class TorchPolicy(Policy):
         self.model = model if path.endswith('.pt2') and not module \
             else model.to(self.device).eval()
         self._latency = LatencyRecorder()
+
+    @property
+    def needs(self) -> PolicyNeeds:
+        """The configured cameras at ``image_size``, in the configured action space."""
+        space = 'joint_velocity' if self.mode is ActionMode.VELOCITY else 'joint_position'
+        return PolicyNeeds(cameras=self.cameras,
+                           image_size=self.image_size if self.cameras else None,
+                           action_space=space)
 
     @property
     def label(self) -> str:

@@ -47,20 +47,45 @@ GRIPPER_ACTUATOR = 'act_gripper'
 
 @dataclasses.dataclass(frozen=True)
 class CameraSpec:
-    """A fixed (``parent='world'``) or body-attached camera, looking from ``pos`` at ``target``."""
+    """A camera fixed to ``parent`` (``world`` = ``base_link``, or ``gripper``) at ``pos`` (m).
+
+    It looks from ``pos`` at ``target`` with image "up" toward ``up`` (both in the parent
+    frame); ``fovy`` is the vertical field of view, degrees. A rig file
+    (:mod:`realm_ros.backends.mujoco.camera_rig`) may give the orientation as ``xyaxes``
+    (MuJoCo's camera x and y axes in the parent frame) instead, which then wins.
+    """
 
     name: str
     pos: tuple[float, float, float]
     target: tuple[float, float, float]
     fovy: float = 60.0
     parent: str = 'world'
+    up: tuple[float, float, float] = (0.0, 0.0, 1.0)
+    xyaxes: tuple[float, ...] | None = None
+
+    def mjcf_xyaxes(self) -> str:
+        """Return the MJCF ``xyaxes`` attribute of this camera."""
+        if self.xyaxes is not None:
+            return _fmt(self.xyaxes)
+        return lookat_xyaxes(self.pos, self.target, self.up)
+
+    def mjcf(self) -> str:
+        """Return the ``<camera>`` element."""
+        return (f'<camera name="{self.name}" pos="{_fmt(self.pos)}" fovy="{self.fovy:.9g}" '
+                f'xyaxes="{self.mjcf_xyaxes()}"/>')
 
 
-#: DROID-like cameras: two exterior ZED 2s either side of the workspace, a wrist ZED Mini.
+#: DROID's rig (the numbers of ``config/cameras/droid.yaml``, where they are explained): two
+#: exterior ZED 2s either side of the robot looking at the workspace, a ZED Mini on the wrist.
+#: ``test/test_cameras.py`` checks that the file and these agree.
 DEFAULT_CAMERAS = (
-    CameraSpec('exterior_1', (0.35, 0.75, 0.45), (0.55, 0.0, 0.05), fovy=65.0),
-    CameraSpec('exterior_2', (0.35, -0.75, 0.45), (0.55, 0.0, 0.05), fovy=65.0),
+    CameraSpec('exterior_1', (0.55, 0.85, 0.50), (0.45, 0.0, 0.26), fovy=68.0),
+    CameraSpec('exterior_2', (0.55, -0.85, 0.50), (0.45, 0.0, 0.26), fovy=68.0),
 )
+#: The wrist ZED Mini in the gripper frame (z = approach, fingers slide along y): beside the
+#: gripper, looking along the approach axis, tilted so the fingertips sit at the frame's bottom.
+DEFAULT_WRIST = CameraSpec('wrist', (0.1, 0.0, 0.03), (0.0, 0.0, 0.28), fovy=60.0,
+                           parent='gripper', up=(1.0, 0.0, 0.0))
 
 
 def _quat_from_matrix(m: np.ndarray) -> np.ndarray:
@@ -86,11 +111,12 @@ def _fmt(values: Sequence[float]) -> str:
     return ' '.join(f'{v:.9g}' for v in values)
 
 
-def lookat_xyaxes(pos: Sequence[float], target: Sequence[float]) -> str:
-    """Return MJCF ``xyaxes`` for a camera at ``pos`` looking at ``target`` with z up."""
+def lookat_xyaxes(pos: Sequence[float], target: Sequence[float],
+                  up: Sequence[float] = (0.0, 0.0, 1.0)) -> str:
+    """Return MJCF ``xyaxes`` for a camera at ``pos`` looking at ``target``, image up ~ ``up``."""
     forward = np.asarray(target, float) - np.asarray(pos, float)
     forward /= np.linalg.norm(forward)
-    right = np.cross(forward, [0.0, 0.0, 1.0])
+    right = np.cross(forward, np.asarray(up, float))
     right /= np.linalg.norm(right)
     up = np.cross(right, forward)
     return _fmt(np.concatenate([right, up]))
@@ -105,7 +131,7 @@ def _link_body_frames() -> list[tuple[np.ndarray, np.ndarray]]:
     return frames
 
 
-def _link_geoms(index: int, child_pos: np.ndarray) -> str:
+def _link_geoms(index: int, child_pos: np.ndarray, visual: str = '') -> str:
     """Return primitive geoms for link ``index`` (1-based): a capsule toward the next joint."""
     radius = 0.06 if index <= 4 else 0.045
     parts = [f'<geom class="arm" type="cylinder" size="{radius} {radius * 0.9:.4f}" '
@@ -115,15 +141,25 @@ def _link_geoms(index: int, child_pos: np.ndarray) -> str:
         parts.append(
             f'<geom class="arm" type="capsule" size="{radius * 0.85:.4f}" '
             f'fromto="0 0 0 {_fmt(child_pos)}" name="link{index}_capsule"/>')
+    parts.append(visual)
     return '\n'.join(parts)
 
 
-def robot_xml(include_wrist_camera: bool = True) -> str:
-    """Return the MJCF ``<body>`` tree of the arm and gripper, rooted at ``panda_link0``."""
+def robot_xml(include_wrist_camera: bool = True, wrist: CameraSpec = DEFAULT_WRIST,
+              visuals: bool = False) -> str:
+    """Return the MJCF ``<body>`` tree of the arm and gripper, rooted at ``panda_link0``.
+
+    With ``visuals`` every body also gets the Panda's visual meshes
+    (:mod:`realm_ros.backends.mujoco.visuals`): geoms that neither collide nor weigh anything
+    (the bodies' inertials are explicit), so the dynamics are the same with or without them.
+    """
+    from realm_ros.backends.mujoco import visuals as vis
+    link_visual = vis.link_visual if visuals else (lambda index: '')
     frames = _link_body_frames()
     close = []
     xml = ['<body name="panda_link0" pos="0 0 0">',
-           '<geom class="arm" type="cylinder" size="0.09 0.05" pos="0 0 0.05" name="link0"/>']
+           '<geom class="arm" type="cylinder" size="0.09 0.05" pos="0 0 0.05" name="link0"/>',
+           link_visual(0)]
     for i in range(robot.NUM_ARM_JOINTS):
         pos, quat = frames[i]
         mass, com, inertia = robot.LINK_INERTIALS[i]
@@ -136,7 +172,7 @@ def robot_xml(include_wrist_camera: bool = True) -> str:
             f'<joint name="{joint}" class="arm_joint" range="{robot.JOINT_LOWER[i]} '
             f'{robot.JOINT_UPPER[i]}" actuatorfrcrange="{-robot.EFFORT_LIMIT[i]} '
             f'{robot.EFFORT_LIMIT[i]}"/>'
-            + _link_geoms(i + 1, child_pos))
+            + _link_geoms(i + 1, child_pos, link_visual(i + 1)))
         close.append('</body>')
     pos, quat = frames[robot.NUM_ARM_JOINTS]
     # Flange (panda_link8); the gripper is mounted rotated -pi/4 about z as on the Franka hand.
@@ -147,8 +183,7 @@ def robot_xml(include_wrist_camera: bool = True) -> str:
     wrist_cam = ''
     if include_wrist_camera:
         # ZED Mini on the gripper, looking along the approach axis past the fingers.
-        wrist_cam = ('<camera name="wrist" pos="0.07 0 0.02" fovy="80" '
-                     'xyaxes="0 -1 0 0.966 0 0.259"/>')
+        wrist_cam = wrist.mjcf()
     xml.append(
         f'<body name="panda_link8" pos="{_fmt(pos)}" quat="{_fmt(quat)}">'
         '<site name="ee" size="0.01" rgba="1 0 0 0.3" group="5"/>'
@@ -159,17 +194,22 @@ def robot_xml(include_wrist_camera: bool = True) -> str:
         'name="gripper_palm"/>'
         f'<site name="tcp" pos="0 0 {TCP_OFFSET}" size="0.008" rgba="0 1 0 0.5" group="5"/>'
         + wrist_cam
-        + _finger_xml('left_finger', 1.0)
-        + _finger_xml('right_finger', -1.0)
+        + (vis.gripper_visual() if visuals else '')
+        + _finger_xml('left_finger', 1.0, visuals)
+        + _finger_xml('right_finger', -1.0, visuals)
         + '</body></body>')
     xml.extend(reversed(close))
     xml.append('</body>')
     return '\n'.join(xml)
 
 
-def _finger_xml(name: str, side: float) -> str:
+def _finger_xml(name: str, side: float, visuals: bool = False) -> str:
     """Return a sliding finger; ``side`` +1 moves along +y when opening."""
     joint = f'{name}_joint'
+    visual = ''
+    if visuals:
+        from realm_ros.backends.mujoco import visuals as vis
+        visual = vis.finger_visual(side)
     return (
         f'<body name="{name}" pos="0 0 {GRIPPER_BASE_LENGTH}" gravcomp="1">'
         '<inertial pos="0 0 0.03" mass="0.05" diaginertia="2e-5 2e-5 1e-5"/>'
@@ -179,7 +219,7 @@ def _finger_xml(name: str, side: float) -> str:
         f'name="{name}_body"/>'
         f'<geom class="pad" type="box" size="0.011 0.003 0.018" pos="0 {-side * 0.001:g} 0.057" '
         f'name="{name}_pad"/>'
-        '</body>')
+        + visual + '</body>')
 
 
 def actuators_xml() -> str:
@@ -207,6 +247,22 @@ def actuators_xml() -> str:
     return '\n'.join(lines)
 
 
+#: The twin without visuals: primitive geometry, a checker floor, two unshadowed lights.
+_PLAIN_LOOK = {
+    'visual': ('<quality shadowsize="1024"/>\n    <headlight ambient="0.35 0.35 0.35" '
+               'diffuse="0.5 0.5 0.5" specular="0.1 0.1 0.1"/>'),
+    'robot_group': 1,
+    'assets': ('<texture name="grid" type="2d" builtin="checker" rgb1="0.3 0.32 0.35" '
+               'rgb2="0.25 0.27 0.3" width="256" height="256"/>\n'
+               '    <material name="floor" texture="grid" texrepeat="6 6" reflectance="0.05"/>\n'
+               '    <material name="table" rgba="0.62 0.5 0.38 1"/>'),
+    'lights': ('<light name="key" pos="0.4 0.3 1.8" dir="0 -0.2 -1" diffuse="0.7 0.7 0.7" '
+               'castshadow="false"/>\n    <light name="fill" pos="-0.6 -0.5 1.5" '
+               'dir="0.5 0.3 -1" diffuse="0.3 0.3 0.3" castshadow="false"/>'),
+    'room': '',
+}
+
+
 def build_mjcf(
     physics_hz: float = 240.0,
     scene_xml: str = '',
@@ -214,6 +270,9 @@ def build_mjcf(
     cameras: Sequence[CameraSpec] = DEFAULT_CAMERAS,
     image_size: tuple[int, int] = (320, 180),
     with_table: bool = True,
+    wrist: CameraSpec = DEFAULT_WRIST,
+    visuals: bool = False,
+    look_options: dict | None = None,
 ) -> str:
     """Return the complete MJCF of the twin.
 
@@ -224,11 +283,18 @@ def build_mjcf(
         cameras: fixed cameras; the wrist camera is always attached to the gripper.
         image_size: (width, height) of the largest image to render, px.
         with_table: add the table and floor (off for the arm-only sysid model).
+        wrist: the wrist camera, in the gripper frame.
+        visuals: dress the twin for cameras (:mod:`realm_ros.backends.mujoco.visuals`): the
+            Panda's meshes, a lab room, textures, shadows. Visual geoms only: the physics is
+            the same with or without them (``test/test_cameras.py`` checks it).
+        look_options: keyword arguments of :func:`visuals.look` (``shadows``, ``antialias``).
     """
     width, height = image_size
-    camera_xml = '\n'.join(
-        f'<camera name="{c.name}" pos="{_fmt(c.pos)}" fovy="{c.fovy}" '
-        f'xyaxes="{lookat_xyaxes(c.pos, c.target)}"/>' for c in cameras)
+    camera_xml = '\n'.join(c.mjcf() for c in cameras)
+    look = _PLAIN_LOOK
+    if visuals:
+        from realm_ros.backends.mujoco import visuals as vis
+        look = vis.look(with_table, **(look_options or {}))
     table = ''
     if with_table:
         table = (
@@ -248,22 +314,26 @@ def build_mjcf(
   <size memory="20M"/>
   <visual>
     <global offwidth="{max(width, 640)}" offheight="{max(height, 480)}"/>
-    <quality shadowsize="1024"/>
-    <headlight ambient="0.35 0.35 0.35" diffuse="0.5 0.5 0.5" specular="0.1 0.1 0.1"/>
+    {look['visual']}
   </visual>
   <default>
     <default class="arm_joint">
       <joint type="hinge" axis="0 0 1" armature="0.1" damping="0" frictionloss="0"/>
     </default>
     <default class="arm">
-      <geom contype="2" conaffinity="1" rgba="0.92 0.92 0.95 1" group="1"/>
+      <geom contype="2" conaffinity="1" rgba="0.92 0.92 0.95 1" group="{look['robot_group']}"/>
     </default>
     <default class="grip">
-      <geom contype="2" conaffinity="1" rgba="0.2 0.2 0.22 1" group="1" friction="1 0.01 0.001"/>
+      <geom contype="2" conaffinity="1" rgba="0.2 0.2 0.22 1" group="{look['robot_group']}"
+            friction="1 0.01 0.001"/>
     </default>
     <default class="pad">
-      <geom contype="2" conaffinity="1" rgba="0.1 0.1 0.1 1" group="1" friction="1.5 0.02 0.002"
-            solref="0.02 1" solimp="0.9 0.95 0.001" condim="4" priority="1"/>
+      <geom contype="2" conaffinity="1" rgba="0.1 0.1 0.1 1" group="{look['robot_group']}"
+            friction="1.5 0.02 0.002" solref="0.02 1" solimp="0.9 0.95 0.001" condim="4"
+            priority="1"/>
+    </default>
+    <default class="visual">
+      <geom contype="0" conaffinity="0" group="2" mass="0" density="0"/>
     </default>
     <default class="scene">
       <geom contype="1" conaffinity="3" rgba="0.55 0.42 0.3 1" group="0"/>
@@ -274,22 +344,18 @@ def build_mjcf(
     </default>
   </default>
   <asset>
-    <texture name="grid" type="2d" builtin="checker" rgb1="0.3 0.32 0.35" rgb2="0.25 0.27 0.3"
-             width="256" height="256"/>
-    <material name="floor" texture="grid" texrepeat="6 6" reflectance="0.05"/>
-    <material name="table" rgba="0.62 0.5 0.38 1"/>
+    {look['assets']}
     {scene_assets}
   </asset>
   <worldbody>
-    <light name="key" pos="0.4 0.3 1.8" dir="0 -0.2 -1" diffuse="0.7 0.7 0.7" castshadow="false"/>
-    <light name="fill" pos="-0.6 -0.5 1.5" dir="0.5 0.3 -1" diffuse="0.3 0.3 0.3"
-           castshadow="false"/>
+    {look['lights']}
     {table}
+    {look['room']}
     {camera_xml}
     <body name="target_frame" mocap="true">
       <site name="target" size="0.012" rgba="0 0.6 1 0.3" group="5"/>
     </body>
-    {robot_xml()}
+    {robot_xml(wrist=wrist, visuals=visuals)}
     {scene_xml}
   </worldbody>
   <equality>

@@ -263,27 +263,9 @@ class TaskScene(Scene):
 
     def perturb_state(self, state: Mapping[str, Any], code: str,
                       params: Mapping[str, Any]) -> Mapping[str, Any]:
-        """VB-POSE: re-sample object placement collision-free, add yaw noise to the main object,
-        move the switch along x (+-0.075 m) or turn the cabinet (N(0.25, 0.12) rad in [0, 0.57]);
-        every displacement is scaled by ``shift`` (the intensity)."""
-        if code != 'VB-POSE' or not params.get('shift'):
-            return state
-        rng = np.random.default_rng(params['pose_seed'])
-        new = self.sample_initial_state(rng)
-        out = dict(state)
-        out['objects'] = new['objects']
-        main = out['objects'].get(self.task.obj)
-        if main is not None:
-            yaw = 2.0 * math.atan2(main[6], main[3]) + rng.normal(0.0, params['yaw_std'])
-            out['objects'] = dict(out['objects'], **{self.task.obj: main[:3] + _yaw_quat(yaw)})
-        fixtures = {k: list(v) for k, v in state.get('fixtures', {}).items()}
-        shift = float(params['shift'])
-        if 'light_switch' in fixtures:
-            fixtures['light_switch'][0] += shift * rng.uniform(-0.075, 0.075)
-        if 'cabinet' in fixtures:
-            fixtures['cabinet'][2] = shift * float(np.clip(rng.normal(0.25, 0.12), 0.0, 0.57))
-        out['fixtures'] = fixtures
-        return out
+        """Return the initial state changed by perturbation ``code`` (``perturb.py``)."""
+        from realm_ros.backends.mujoco import perturb
+        return perturb.perturb_state(self, state, code, params)
 
     def apply_initial_state(self, model: Any, data: Any, state: Mapping[str, Any]) -> None:
         state = state or self._layout

@@ -13,7 +13,9 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from realm_ros.backends.mujoco import camera_rig, perturb, visuals
 from realm_ros.backends.mujoco import model as mjcf
+from realm_ros.backends.mujoco.render import FrameRenderer
 from realm_ros.core import control, perturbations, robot
 from realm_ros.core.config import DynamicsParams, WorldConfig, sim_params_latency
 from realm_ros.core.errors import BackendUnavailable, ConfigError
@@ -112,23 +114,38 @@ class MujocoWorld(World):
         self._dynamics = dynamics
         if dynamics is None and config.sim_params_file:
             self._dynamics = DynamicsParams.from_yaml(config.sim_params_file)
-        self._renderer: Any = None
+        self._renderer: FrameRenderer | None = None
+        # Rendered images of the current physics state, keyed by ``_frame``: every frame is
+        # rendered once however many callers ask (step, observe, a node's publisher).
+        self._frame = 0
+        self._frame_images: tuple[int, dict[str, np.ndarray]] | None = None
+        self._last_render_time = -np.inf
+        self._visuals = config.camera_rate_hz > 0 and bool(config.cameras)
         self._scene: Scene | None = None
         self._task = None
         self._rng = np.random.default_rng(config.seed)
         self._step_count = 0
         self._instruction = ''
+        self._variant = ''
+        #: The perturbation applied at the last reset: code, intensity, seed, parameters.
+        self.perturbation: dict[str, Any] = {}
         self._build(config.task)
 
     # -- construction -----------------------------------------------------------------------
 
-    def _build(self, task: str) -> None:
-        """(Re)build model and data for ``task``; called at start and when the task changes."""
-        scene = load_scene(task)
+    def _build(self, task: str, code: str = 'Default',
+               params: Mapping[str, Any] | None = None) -> None:
+        """(Re)build model and data for ``task``; called at start, when the task changes and
+        when a perturbation changes the scene's geometry (``perturb.make_variant``)."""
+        scene = perturb.make_variant(load_scene(task), code, params or {})
+        self._variant = perturb.variant_key(code, params or {})
         body_xml, asset_xml = scene.mjcf()
+        rig = camera_rig.load_rig(self._config.camera_rig_file)
         xml = mjcf.build_mjcf(
             physics_hz=self._config.physics_hz, scene_xml=body_xml, scene_assets=asset_xml,
-            image_size=(self._config.camera_width, self._config.camera_height))
+            image_size=(self._config.camera_width, self._config.camera_height),
+            cameras=rig.exterior, wrist=rig.wrist, visuals=self._visuals,
+            look_options={'shadows': rig.shadows, 'antialias': rig.antialias})
         self.model = mujoco.MjModel.from_xml_string(xml)
         self.data = mujoco.MjData(self.model)
         self._kin = mujoco.MjData(self.model)  # scratch data for FK of targets
@@ -144,20 +161,15 @@ class MujocoWorld(World):
         self._act_grip = self.model.actuator(mjcf.GRIPPER_ACTUATOR).id
         self._scale_objects()
         # Pristine copies: perturbations are applied from these at every reset, never compounded.
-        self._pristine = {
-            'body_mass': self.model.body_mass.copy(),
-            'body_inertia': self.model.body_inertia.copy(),
-            'light_diffuse': self.model.light_diffuse.copy(),
-            'light_specular': self.model.light_specular.copy(),
-            'headlight': self.model.vis.headlight.diffuse.copy(),
-            'dof_damping': self.model.dof_damping.copy(),
-        }
+        self._pristine = perturb.snapshot(self.model)
         self._image_aug: Mapping[str, Any] | None = None
         if self._dynamics is not None:
             self.set_dynamics(self._dynamics)
         if self._renderer is not None:
             self._renderer.close()
             self._renderer = None
+        if self._visuals:
+            visuals.paint_textures(self.model)
         self._reset_sim(scene.reset_q(), {})
 
     def _scale_objects(self) -> None:
@@ -205,17 +217,19 @@ class MujocoWorld(World):
 
     def reset(self, spec: EpisodeSpec) -> Observation:
         task = '' if spec.task in ('', 'empty') else spec.task
-        if task != self._task:
-            self._build(task)
-        assert self._scene is not None
         params: Mapping[str, Any] = {}
         if spec.perturbation != 'Default':
             params = perturbations.sample(task, spec.perturbation, spec.intensity, spec.seed)
+        if task != self._task or perturb.variant_key(spec.perturbation, params) != self._variant:
+            self._build(task, spec.perturbation, params)
+        assert self._scene is not None
         self._rng = np.random.default_rng(spec.seed)
         state = dict(spec.initial_state) or self._scene.sample_initial_state(
             np.random.default_rng(spec.seed))
         state = self._scene.perturb_state(state, spec.perturbation, params)
         self._perturb_model(spec.perturbation, params)
+        self.perturbation = {'code': spec.perturbation, 'intensity': spec.intensity,
+                             'seed': spec.seed, 'params': dict(params)}
         reset_q = np.asarray(state.get('reset_q', self._scene.reset_q()), dtype=float)
         self._reset_sim(reset_q, state)
         self._instruction = (spec.instruction or params.get('instruction', '')
@@ -224,37 +238,9 @@ class MujocoWorld(World):
         return self.observe()
 
     def _perturb_model(self, code: str, params: Mapping[str, Any]) -> None:
-        """Restore the pristine model, then apply V-LIGHT or B-HOBJ (REALM's ranges)."""
-        m, p = self.model, self._pristine
-        m.body_mass[:] = p['body_mass']
-        m.body_inertia[:] = p['body_inertia']
-        m.light_diffuse[:] = p['light_diffuse']
-        m.light_specular[:] = p['light_specular']
-        m.vis.headlight.diffuse[:] = p['headlight']
-        scene_dofs = np.setdiff1d(np.arange(m.nv), self._arm_dof)  # arm: set_dynamics owns it
-        m.dof_damping[scene_dofs] = p['dof_damping'][scene_dofs]
-        if code == 'V-LIGHT':
-            scale = params['light_scale'] * np.asarray(params['light_rgb'])
-            m.light_diffuse[:] = p['light_diffuse'] * scale
-            m.light_specular[:] = p['light_specular'] * scale
-            m.vis.headlight.diffuse[:] = p['headlight'] * scale
-        elif code == 'B-HOBJ':
-            for b in self._object_bodies():
-                # REALM caps a perturbed link at 2 kg (and, unlike its release code, scales once).
-                base = p['body_mass'][b]
-                mass = base * params['mass_scale']
-                if params['mass_scale'] > 1.0:
-                    mass = min(mass, max(2.0, base))
-                m.body_mass[b] = mass
-                m.body_inertia[b] = p['body_inertia'][b] * (mass / base if base > 0 else 1.0)
-            m.dof_damping[scene_dofs] = p['dof_damping'][scene_dofs] * \
-                params['joint_damping_scale']
-
-    def _object_bodies(self) -> list[int]:
-        """Return the scene's object bodies (the same rule as the hidden object scaling)."""
-        fixed = {self.model.body(n).id for n in ('world', 'table', 'target_frame')}
-        return [b for b in range(self.model.nbody) if b not in fixed and not
-                self.model.body(b).name.startswith(('panda_', 'gripper', 'left_', 'right_'))]
+        """Restore the pristine model, then apply V-LIGHT, B-HOBJ or V-VIEW (``perturb.py``)."""
+        main = getattr(getattr(self._scene, 'task', None), 'obj', '')
+        perturb.apply_model(self.model, self._pristine, code, params, main, self._arm_dof)
 
     def _reset_sim(self, reset_q: np.ndarray, state: Mapping[str, Any]) -> None:
         mujoco.mj_resetData(self.model, self.data)
@@ -268,6 +254,8 @@ class MujocoWorld(World):
         self._write_target(self._target_q, self._target_g)
         mujoco.mj_forward(self.model, self.data)
         self._step_count = 0
+        self._frame += 1
+        self._last_render_time = -np.inf
 
     def apply(self, action: Action) -> Action:
         q_meas = self.data.qpos[self._arm_qpos].copy()
@@ -280,9 +268,14 @@ class MujocoWorld(World):
         return Action(arm=q_d, gripper=g, mode=ActionMode.POSITION)
 
     def step(self) -> Observation:
+        """Advance one control period; images are rendered when due at ``camera_rate_hz``."""
         self.step_physics(self._substeps)
         self._step_count += 1
-        return self.observe()
+        return self.observe(render=self._image_due())
+
+    def _image_due(self) -> bool:
+        rate = self._config.camera_rate_hz
+        return rate > 0 and self.time - self._last_render_time >= 1.0 / rate - 1e-9
 
     def step_physics(self, n: int) -> None:
         """Advance ``n`` physics steps, releasing latency-delayed targets when they are due."""
@@ -290,6 +283,8 @@ class MujocoWorld(World):
             if self._pending:
                 self._release_pending()
             mujoco.mj_step(self.model, self.data)
+        if n:
+            self._frame += 1
 
     def _release_pending(self) -> None:
         aged = collections.deque()
@@ -335,7 +330,8 @@ class MujocoWorld(World):
         images = self.render() if render and self._config.camera_rate_hz > 0 else {}
         if images and self._image_aug is not None:
             images = {name: perturbations.augment_image(
-                image, self._image_aug['blur_sigma'], self._image_aug['contrast'])
+                image, self._image_aug['blur_sigma'], self._image_aug['contrast'],
+                self._image_aug.get('reference_height', 720))
                 for name, image in images.items()}
         return Observation(
             joints=self.joint_state(),
@@ -345,17 +341,23 @@ class MujocoWorld(World):
             privileged=self.privileged_state())
 
     def render(self) -> dict[str, np.ndarray]:
-        """Return an (H, W, 3) uint8 RGB image per configured camera."""
+        """Return an (H, W, 3) uint8 RGB image per configured camera.
+
+        Each physics state is rendered once: a second call before the next step returns the
+        same images. Rendering runs on this world's own GL thread
+        (:class:`~realm_ros.backends.mujoco.render.FrameRenderer`), so any thread may call it.
+        """
         if not self._config.cameras:
             return {}
+        if self._frame_images is not None and self._frame_images[0] == self._frame:
+            return dict(self._frame_images[1])
         if self._renderer is None:
-            self._renderer = mujoco.Renderer(
-                self.model, self._config.camera_height, self._config.camera_width)
-        images = {}
-        for name in self._config.cameras:
-            self._renderer.update_scene(self.data, camera=name)
-            images[name] = self._renderer.render().copy()
-        return images
+            self._renderer = FrameRenderer(
+                self.model, self._config.camera_width, self._config.camera_height)
+        images = self._renderer.render(self.data, self._config.cameras)
+        self._frame_images = (self._frame, images)
+        self._last_render_time = self.time
+        return dict(images)
 
     def camera_fovy(self, name: str) -> float:
         """Return camera ``name``'s vertical field of view, degrees."""

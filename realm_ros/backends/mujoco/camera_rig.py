@@ -1,0 +1,143 @@
+"""The twin's camera rig, read from a file a lab fills with its own calibration.
+
+``config/cameras/droid.yaml`` documents the format and holds DROID's rig (the default); a lab
+copies it, enters its cameras' extrinsics and intrinsics, and sets ``camera_rig_file``. Only
+the three DROID camera names exist (``exterior_1``, ``exterior_2``, ``wrist``); the wrist
+camera is fixed to the gripper, the others to ``base_link``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+import pathlib
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import yaml
+
+from realm_ros.backends.mujoco.model import DEFAULT_CAMERAS, DEFAULT_WRIST, CameraSpec
+from realm_ros.core.errors import ConfigError
+
+#: The default rig file, relative to the package root.
+DEFAULT_RIG = 'config/cameras/droid.yaml'
+
+
+@dataclasses.dataclass(frozen=True)
+class Rig:
+    """The exterior cameras (in ``base_link``) and the wrist camera (in the gripper frame)."""
+
+    exterior: tuple[CameraSpec, ...] = DEFAULT_CAMERAS
+    wrist: CameraSpec = DEFAULT_WRIST
+    source: str = 'built-in DROID rig'
+    #: The key light casts shadows (a software renderer pays about 2x per image for them).
+    shadows: bool = True
+    #: Multisample anti-aliasing samples (0 = off; with shadows on llvmpipe, 2 costs 3x).
+    antialias: int = 0
+
+
+def _vector(entry: Mapping[str, Any], key: str, n: int, where: str) -> tuple[float, ...]:
+    value = entry.get(key)
+    try:
+        out = tuple(float(v) for v in value)
+    except (TypeError, ValueError):
+        raise ConfigError(f'{where}.{key} must be a list of {n} numbers, got {value!r}') from None
+    if len(out) != n or not all(math.isfinite(v) for v in out):
+        raise ConfigError(f'{where}.{key} must be a list of {n} finite numbers, got {value!r}')
+    return out
+
+
+def _xyaxes_from_optical(quat_xyzw: Sequence[float]) -> tuple[float, ...]:
+    """Return MuJoCo camera ``xyaxes`` from an optical-frame quaternion (x, y, z, w)."""
+    x, y, z, w = np.asarray(quat_xyzw, float) / np.linalg.norm(quat_xyzw)
+    rot = np.array([
+        [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+        [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+        [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
+    # Optical (x right, y down, z forward) -> MuJoCo camera (x right, y up, looking along -z).
+    mujoco_rot = rot @ np.diag([1.0, -1.0, -1.0])
+    return tuple(np.concatenate([mujoco_rot[:, 0], mujoco_rot[:, 1]]))
+
+
+def camera_from_entry(name: str, entry: Mapping[str, Any], where: str) -> CameraSpec:
+    """Return the :class:`CameraSpec` of one rig-file entry (see the file's header)."""
+    if not isinstance(entry, Mapping):
+        raise ConfigError(f'{where} must be a map, got {type(entry).__name__}')
+    parent = str(entry.get('parent', 'gripper' if name == 'wrist' else 'world'))
+    expected = 'gripper' if name == 'wrist' else 'world'
+    if parent != expected:
+        raise ConfigError(f'{where}.parent must be {expected!r} for camera {name!r}, got '
+                          f'{parent!r}')
+    pos = _vector(entry, 'position', 3, where)
+    up = _vector(entry, 'up', 3, where) if 'up' in entry else (0.0, 0.0, 1.0)
+    xyaxes = None
+    if 'quaternion_xyzw' in entry:
+        xyaxes = _xyaxes_from_optical(_vector(entry, 'quaternion_xyzw', 4, where))
+        target = pos
+    elif 'look_at' in entry:
+        target = _vector(entry, 'look_at', 3, where)
+        forward = np.subtract(target, pos)
+        if np.linalg.norm(forward) < 1e-6 or \
+                np.linalg.norm(np.cross(forward, up)) < 1e-6 * np.linalg.norm(forward):
+            raise ConfigError(f'{where}: look_at must differ from position and not be along up')
+    else:
+        raise ConfigError(f'{where} needs look_at or quaternion_xyzw')
+    if 'fovy_deg' in entry:
+        fovy = float(entry['fovy_deg'])
+    elif 'fy_px' in entry and 'height_px' in entry:
+        fovy = math.degrees(2.0 * math.atan(0.5 * float(entry['height_px']) /
+                                            float(entry['fy_px'])))
+    else:
+        raise ConfigError(f'{where} needs fovy_deg, or fy_px and height_px')
+    if not 5.0 <= fovy <= 170.0:
+        raise ConfigError(f'{where}: vertical field of view must be in [5, 170] deg, got {fovy}')
+    return CameraSpec(name, pos, tuple(target), fovy=fovy, parent=parent, up=up, xyaxes=xyaxes)
+
+
+@functools.lru_cache(maxsize=16)
+def _load(path: str) -> Rig:
+    file = pathlib.Path(path)
+    try:
+        data = yaml.safe_load(file.read_text())
+    except OSError as err:
+        raise ConfigError(f'camera_rig_file: cannot read {path}: {err}') from None
+    except yaml.YAMLError as err:
+        raise ConfigError(f'camera_rig_file: {path} is not valid YAML: {err}') from None
+    cameras = (data or {}).get('cameras') if isinstance(data, dict) else None
+    if not isinstance(cameras, dict):
+        raise ConfigError(f'camera_rig_file: {path} needs a `cameras` map')
+    unknown = sorted(set(cameras) - {'exterior_1', 'exterior_2', 'wrist'})
+    if unknown:
+        raise ConfigError(f'camera_rig_file: {path}: unknown camera(s) {unknown}; the rig has '
+                          'exterior_1, exterior_2 and wrist')
+    defaults = {c.name: c for c in DEFAULT_CAMERAS}
+    exterior = tuple(
+        camera_from_entry(name, cameras[name], f'{path}: cameras.{name}') if name in cameras
+        else defaults[name] for name in ('exterior_1', 'exterior_2'))
+    wrist = (camera_from_entry('wrist', cameras['wrist'], f'{path}: cameras.wrist')
+             if 'wrist' in cameras else DEFAULT_WRIST)
+    render = data.get('render') or {}
+    if not isinstance(render, dict) or set(render) - {'shadows', 'antialias'}:
+        raise ConfigError(f'camera_rig_file: {path}: `render` may set shadows (true/false) and '
+                          f'antialias (0, 2, 4, 8), got {render!r}')
+    shadows = render.get('shadows', True)
+    antialias = render.get('antialias', 0)
+    if not isinstance(shadows, bool) or antialias not in (0, 2, 4, 8):
+        raise ConfigError(f'camera_rig_file: {path}: render.shadows must be true or false and '
+                          f'render.antialias one of 0, 2, 4, 8; got {shadows!r}, {antialias!r}')
+    return Rig(exterior, wrist, str(file), shadows, int(antialias))
+
+
+def load_rig(path: str = '') -> Rig:
+    """Return the rig in ``path`` ('' = DROID's, as built in; missing cameras keep DROID's).
+
+    Raises:
+        ConfigError: unreadable file, unknown camera, or a malformed entry (named).
+    """
+    if not path:
+        return Rig()
+    return _load(str(pathlib.Path(path).expanduser().resolve()))
+
+
+__all__ = ['DEFAULT_RIG', 'Rig', 'camera_from_entry', 'load_rig']

@@ -1,0 +1,85 @@
+"""Offscreen rendering for the twin: one OpenGL context per world, on a thread of its own.
+
+An OpenGL context (EGL, OSMesa or GLFW) can be current on one thread at a time. MuJoCo's
+``Renderer`` makes its context current on the thread that created it and on every thread that
+calls ``render``, and never releases it; a second thread that renders the same world then fails
+with ``EGL_BAD_ACCESS`` (a paired evaluation in one process renders the digital real on one
+node's thread and the twin on another's, and builds both on the main thread). So every
+:class:`FrameRenderer` owns a thread that creates its context, renders, and frees it; callers on
+any thread hand it the scene and wait for the pixels. Any number of worlds render in one process,
+each on its own context and thread.
+
+A context uploads the model's textures once, when it is made: the world paints its procedural
+textures (:func:`realm_ros.backends.mujoco.visuals.paint_textures`) before the first render.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import threading
+from typing import Any, Sequence
+
+import mujoco
+import numpy as np
+
+
+class FrameRenderer:
+    """Render named cameras of a model on a dedicated thread that owns the GL context.
+
+    Args:
+        model: the compiled model (its ``vis.global_.offwidth/offheight`` bound the size).
+        width, height: image size, px.
+    """
+
+    _count = 0
+    _count_lock = threading.Lock()
+
+    def __init__(self, model: Any, width: int, height: int) -> None:
+        with FrameRenderer._count_lock:
+            FrameRenderer._count += 1
+            index = FrameRenderer._count
+        self.model = model
+        self.width = int(width)
+        self.height = int(height)
+        self._pool = concurrent.futures.ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix=f'realm_ros-render-{index}')
+        self._renderer: Any = None
+        self._pool.submit(self._open).result()
+
+    def _open(self) -> None:
+        self._renderer = mujoco.Renderer(self.model, self.height, self.width)
+
+    def _render(self, data: Any, cameras: Sequence[str]) -> dict[str, np.ndarray]:
+        images = {}
+        for name in cameras:
+            self._renderer.update_scene(data, camera=name)
+            images[name] = self._renderer.render().copy()
+        return images
+
+    def render(self, data: Any, cameras: Sequence[str]) -> dict[str, np.ndarray]:
+        """Return an (H, W, 3) uint8 RGB image per camera of ``data``'s current state.
+
+        The caller must not step ``data`` until this returns (it blocks until then).
+        """
+        if self._renderer is None:
+            raise RuntimeError('FrameRenderer is closed')
+        return self._pool.submit(self._render, data, tuple(cameras)).result()
+
+    def close(self) -> None:
+        """Free the context (on its own thread) and stop the thread."""
+        if self._renderer is not None:
+            renderer, self._renderer = self._renderer, None
+            self._pool.submit(renderer.close).result()
+        self._pool.shutdown(wait=True)
+
+    def __del__(self) -> None:
+        # A world dropped without close(): free the context on its own thread, not on
+        # whichever thread the garbage collector runs (that would be EGL_BAD_ACCESS).
+        if getattr(self, '_renderer', None) is not None:
+            try:
+                self.close()
+            except RuntimeError:  # the interpreter is shutting down: no new work accepted
+                pass
+
+
+__all__ = ['FrameRenderer']
