@@ -1,11 +1,67 @@
-"""ament_python package setup; also installable anywhere with ``pip install -e .``."""
+"""ament_python package setup: ``colcon build`` in a ROS 2 workspace, or ``pip install .``.
+
+Both install what ``ros2 run`` and ``ros2 launch`` look for under the install prefix: the
+ament index marker ``share/ament_index/resource_index/packages/realm_ros``,
+``share/realm_ros/{package.xml,launch,config,urdf,rviz}`` and every executable in
+``lib/realm_ros/``. colcon puts the console scripts there itself (setup.cfg ``[install]``);
+pip puts them in ``bin/``, so :class:`InstallData` adds a two-line ``lib/realm_ros/<name>``
+that runs ``bin/<name>`` (docs/install-and-launch.md).
+"""
 
 import glob
 import os
+import re
 
 from setuptools import find_packages, setup
+from setuptools.dist import Distribution
 
 PACKAGE = 'realm_ros'
+
+CONSOLE_SCRIPTS = [
+    'world_node = realm_ros.nodes.world_node:main',
+    'evaluator_node = realm_ros.nodes.evaluator_node:main',
+    'fake_franka = realm_ros.nodes.fake_franka_node:main',
+    'policy_node = realm_ros.nodes.policy_node:main',
+    'realm-ros = realm_ros.cli:main',
+    'policy_server = realm_ros.policies.server:main',
+    'monitor_node = realm_ros.nodes.monitor_node:main',
+    'operator_node = realm_ros.nodes.operator_node:main',
+    'recorder_node = realm_ros.nodes.recorder_node:main',
+]
+
+#: ``lib/realm_ros/<name>`` of a pip install: ament looks there, pip wrote ``bin/<name>``.
+AMENT_ENTRY = """#!/bin/sh
+# realm_ros: ros2 run / ros2 launch look for executables in <prefix>/lib/realm_ros; pip
+# installed the console script in <prefix>/bin.
+exec "$(dirname "$0")/../../bin/{name}" "$@"
+"""
+
+_install_data = Distribution().get_command_class('install_data')
+
+
+class InstallData(_install_data):
+    """Install data files, then an ament entry for each console script that has none.
+
+    colcon (``setup.py install``, setup.cfg ``install_scripts=$base/lib/realm_ros``) has
+    already put the console scripts in ``lib/realm_ros``: nothing is added. A wheel (``pip
+    install .``, ``pip install -e .``) carries its console scripts to ``bin/`` only, so each
+    gets an executable ``lib/realm_ros/<name>`` that runs ``bin/<name>``. (An editable wheel,
+    ``pip install -e .``, carries no data files at all: not an ament install.)
+    """
+
+    def run(self):
+        super().run()
+        lib = os.path.join(self.install_dir, 'lib', PACKAGE)
+        for entry in CONSOLE_SCRIPTS:
+            name = re.match(r'\s*([\w\-]+)\s*=', entry).group(1)
+            path = os.path.join(lib, name)
+            if os.path.exists(path):
+                continue
+            os.makedirs(lib, exist_ok=True)
+            with open(path, 'w') as f:
+                f.write(AMENT_ENTRY.format(name=name))
+            os.chmod(path, 0o755)
+            self.outfiles.append(path)
 
 
 def data_files():
@@ -15,7 +71,8 @@ def data_files():
         (f'share/{PACKAGE}', ['package.xml']),
     ]
     for folder in ('launch', 'config', 'urdf', 'rviz'):
-        paths = [p for p in glob.glob(f'{folder}/**/*', recursive=True) if os.path.isfile(p)]
+        paths = [p for p in glob.glob(f'{folder}/**/*', recursive=True)
+                 if os.path.isfile(p) and '__pycache__' not in p]
         for directory in sorted({os.path.dirname(p) for p in paths}):
             files.append((f'share/{PACKAGE}/{directory}',
                           [p for p in paths if os.path.dirname(p) == directory]))
@@ -75,7 +132,10 @@ setup(
             'ros-rcl-interfaces',
             'ros-builtin-interfaces',
         ],
+        # setuptools >= 70.1 builds wheels itself: test_install.py's pip install runs
+        # without build isolation (no download), so the test environment's setuptools builds.
         'test': ['pytest>=7', 'pytest-timeout>=2', 'ruff>=0.5', 'mypy>=1.10', 'ros-test-msgs',
+                 'setuptools>=70.1',
                  'openpi-client>=0.1.2',
                  'yourdfpy>=0.0.56', 'xacro>=2.0'],
         # Local TorchScript / state-dict policies (realm_ros.policies.torch_policy).
@@ -95,17 +155,6 @@ setup(
     maintainer_email='realm-ros@example.org',
     description='Paired real and simulated rollouts of manipulation policies on a Franka Panda.',
     license='Apache-2.0',
-    entry_points={
-        'console_scripts': [
-            'world_node = realm_ros.nodes.world_node:main',
-            'evaluator_node = realm_ros.nodes.evaluator_node:main',
-            'fake_franka = realm_ros.nodes.fake_franka_node:main',
-            'policy_node = realm_ros.nodes.policy_node:main',
-            'realm-ros = realm_ros.cli:main',
-            'policy_server = realm_ros.policies.server:main',
-            'monitor_node = realm_ros.nodes.monitor_node:main',
-            'operator_node = realm_ros.nodes.operator_node:main',
-            'recorder_node = realm_ros.nodes.recorder_node:main',
-        ],
-    },
+    entry_points={'console_scripts': CONSOLE_SCRIPTS},
+    cmdclass={'install_data': InstallData},
 )

@@ -2,10 +2,21 @@
 
 The node list and every parameter come from ``realm_ros.graph.paired_eval_graph``, the same
 definition ``realm-ros paired-eval`` runs in one process; this file only maps launch arguments
-onto that definition (test/test_graph.py checks the two agree).
+onto that definition (test/test_graph.py checks the two agree), and adds what only a lab
+machine has: a ``robot_state_publisher`` per world (TF prefixes ``real/`` and ``sim/``, see
+``description.launch.py``) and optionally RViz with ``rviz/realm.rviz``.
 
-    ros2 launch realm_ros paired_eval.launch.py real_backend:=franka policy:=openpi \
-        host:=gpu-box port:=8000 sim_params_file:=/path/params.yaml out_dir:=/data/eval1
+    ros2 launch realm_ros paired_eval.launch.py real_backend:=franka arm_id:=fr3 \
+        gripper:=franka_hand policy:=openpi host:=gpu-box port:=8000 \
+        sim_params_file:=/path/params.yaml out_dir:=/data/eval1
+
+Ending: when ``evaluator_node`` exits the whole graph is shut down. The launch exits 0 when the
+evaluation finished (exit code 0); any other exit code of the evaluator, or a realm_ros node
+that dies with a non-zero code, ends the launch with code 1 (``ros2 launch`` can report no
+other non-zero code) after one error line naming the node and its code. Ctrl-C stops every
+node within about a second; finished pairs stay in ``out_dir/episodes.jsonl`` and the same
+command resumes. With ``real_backend:=franka`` the operator runs ``operator_node`` in a second
+terminal (docs/install-and-launch.md): launch cannot host an interactive node.
 """
 
 import json
@@ -13,9 +24,45 @@ import os
 
 from ament_index_python.packages import get_package_share_directory
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, OpaqueFunction
-from launch.substitutions import LaunchConfiguration
+from launch.actions import (
+    DeclareLaunchArgument,
+    GroupAction,
+    IncludeLaunchDescription,
+    OpaqueFunction,
+    RegisterEventHandler,
+    Shutdown,
+)
+from launch.conditions import IfCondition
+from launch.event_handlers import OnProcessExit
+from launch.launch_description_sources import PythonLaunchDescriptionSource
+from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
 from launch_ros.actions import Node
+from launch_ros.substitutions import FindPackageShare
+
+
+class NodeFailed(RuntimeError):
+    """A realm_ros node exited with a non-zero code: launch logs it and exits 1."""
+
+
+#: What realm_ros exit codes mean (realm_ros.ros.runner, evaluator_node.main).
+EXIT_CODES = {1: 'failed', 2: 'invalid parameter or data',
+              130: 'stopped before the end: finished pairs are kept, the same command resumes'}
+
+
+def _check_exit(event, context):
+    """Fail the launch on a node's non-zero exit code (-N: killed by signal N)."""
+    del context
+    code = event.returncode
+    if code != 0:
+        name = getattr(event.action, 'node_name', event.process_name)
+        meaning = EXIT_CODES.get(code, f'killed by signal {-code}' if code < 0 else 'error')
+        raise NodeFailed(f'{name} exited with code {code} ({meaning})')
+
+
+def _evaluator_exit(event, context):
+    """The evaluation is over: shut the graph down, failing the launch on a non-zero code."""
+    _check_exit(event, context)
+    return [Shutdown(reason='evaluator_node finished')]
 
 
 def _nodes(context):
@@ -26,6 +73,8 @@ def _nodes(context):
     values = {
         'real_backend': LaunchConfiguration('real_backend'),
         'sim_backend': LaunchConfiguration('sim_backend'),
+        'arm_id': LaunchConfiguration('arm_id'),
+        'gripper': LaunchConfiguration('gripper'),
         'policy': LaunchConfiguration('policy'),
         'host': LaunchConfiguration('host'),
         'port': LaunchConfiguration('port'),
@@ -59,18 +108,37 @@ def _nodes(context):
     config = EvalConfig.from_yaml(config_file, **overrides)
     graph = paired_eval_graph(config, arg('out_dir'), policy=policy,
                               monitor=arg('monitor').lower() == 'true',
-                              record=arg('record').lower() == 'true')
-    return [
-        Node(package='realm_ros', executable=spec.executable, name=spec.name,
-             namespace=spec.namespace,
-             parameters=[evaluator_parameters(spec, config)],
-             remappings=list(spec.remappings), output='screen', emulate_tty=True)
-        for spec in graph
-    ]
+                              record=arg('record').lower() == 'true', operator=False,
+                              arm=arg('arm_id'), gripper=arg('gripper'))
+    actions = []
+    for spec in graph:
+        node = Node(package='realm_ros', executable=spec.executable, name=spec.name,
+                    namespace=spec.namespace,
+                    parameters=[evaluator_parameters(spec, config)],
+                    remappings=list(spec.remappings), output='screen', emulate_tty=True)
+        on_exit = _evaluator_exit if spec.executable == 'evaluator_node' else _check_exit
+        actions += [node, RegisterEventHandler(OnProcessExit(target_action=node,
+                                                             on_exit=on_exit))]
+    return actions
+
+
+def _description(world):
+    """robot_state_publisher for one world, its TF frames prefixed ``<world>/``."""
+    return GroupAction(scoped=True, actions=[IncludeLaunchDescription(
+        PythonLaunchDescriptionSource(
+            PathJoinSubstitution([FindPackageShare('realm_ros'), 'launch',
+                                  'description.launch.py'])),
+        launch_arguments={'namespace': world, 'frame_prefix': f'{world}/',
+                          'arm_id': LaunchConfiguration('arm_id')}.items())])
 
 
 def generate_launch_description():
     """Declare the arguments; the nodes are built from realm_ros.graph at launch time."""
+    share = FindPackageShare('realm_ros')
+    rviz = Node(
+        package='rviz2', executable='rviz2', name='rviz2', output='screen',
+        arguments=['-d', PathJoinSubstitution([share, 'rviz', 'realm.rviz'])],
+        condition=IfCondition(LaunchConfiguration('rviz')))
     return LaunchDescription([
         DeclareLaunchArgument(
             'real_backend', default_value='fake', choices=['fake', 'franka'],
@@ -78,6 +146,15 @@ def generate_launch_description():
         DeclareLaunchArgument(
             'sim_backend', default_value='mujoco', choices=['mujoco', 'physx', 'isaac'],
             description='simulated twin: mujoco, physx (kit-less PhysX) or isaac (not run)'),
+        DeclareLaunchArgument(
+            'arm_id', default_value='fr3', choices=['fr3', 'fer', 'panda'],
+            description='arm: fr3 (franka_ros2, fr3_jointN) or fer / panda (the Panda through '
+                        'the agimus franka_ros2 fork, fer_jointN); sets joint names and limits '
+                        'of the bridge and the digital real'),
+        DeclareLaunchArgument(
+            'gripper', default_value='franka_hand', choices=['franka_hand', 'robotiq_2f_85'],
+            description='gripper on the arm: franka_hand (franka_ros2 gripper actions, 0.08 m) '
+                        'or robotiq_2f_85 (control_msgs GripperCommand, 0.085 m)'),
         DeclareLaunchArgument(
             'policy', default_value='',
             description='policy under test in every episode (scripted, openpi, gr00t, torch); '
@@ -101,7 +178,7 @@ def generate_launch_description():
             description='output folder of the evaluator (episodes.jsonl, summary, report)'),
         DeclareLaunchArgument(
             'monitor', default_value='true', choices=['true', 'false'],
-            description='start monitor_node for RViz'),
+            description='start monitor_node (divergence and markers for RViz)'),
         DeclareLaunchArgument(
             'record', default_value='true', choices=['true', 'false'],
             description='record both worlds to rosbag2/MCAP, one bag per pair (recorder_node)'),
@@ -113,5 +190,11 @@ def generate_launch_description():
             'execute_horizon', default_value='0',
             description="actions executed open loop per chunk; 0 = each policy's own "
                         '(openpi DROID 8, GR00T N1.6/N1.7 15)'),
+        DeclareLaunchArgument(
+            'rviz', default_value='false', choices=['true', 'false'],
+            description='start RViz with rviz/realm.rviz (both arms, cameras, markers)'),
+        _description('real'),
+        _description('sim'),
+        rviz,
         OpaqueFunction(function=_nodes),
     ])

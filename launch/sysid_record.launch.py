@@ -1,34 +1,78 @@
-"""Record system-identification data: one world (digital real or real arm) and the recorder.
+"""Bring up one world for system-identification recordings: the digital real or the real arm.
 
-    ros2 launch realm_ros sysid_record.launch.py robot:=digital_real out_dir:=bags
-    ros2 launch realm_ros sysid_record.launch.py robot:=franka out_dir:=bags \
+    ros2 launch realm_ros sysid_record.launch.py robot:=digital_real
+    ros2 launch realm_ros sysid_record.launch.py robot:=franka arm_id:=fr3 \
         franka_namespace:=/   # franka_ros2 already running there
+    realm-ros sysid record --backend franka --namespace /real --out bags   # second terminal
 
 ``robot:=digital_real`` starts ``fake_franka`` (the franka_ros2-shaped digital real) in
 ``/<namespace>/franka`` and reaches it through the same ``franka`` bridge (``world_node
-backend:=franka``, ``fr3_`` joints, ``franka.digital_real``) a lab uses for the real arm, as
-``realm-ros sysid record --backend fake`` does in one process; ``robot:=franka`` bridges to the
-lab's franka_ros2 (``ros2 launch franka_bringup franka.launch.py``) at ``franka_namespace``.
-Both run in real time. ``recorder_node`` logs the commanded and measured joint trajectories of
-``/<namespace>`` to rosbag2/MCAP in ``out_dir``; drive the world with
-``realm-ros sysid record --backend franka --namespace /<namespace>`` or any command source.
+backend:=franka``, joints ``<arm_id>_jointN``, ``franka.digital_real``) a lab uses for the real
+arm, as ``realm-ros sysid record --backend fake`` does in one process; ``robot:=franka`` bridges
+to the lab's franka_ros2 (``ros2 launch franka_bringup franka.launch.py``) at
+``franka_namespace``. Both run in real time. ``realm-ros sysid record`` drives the world and
+records each excitation to its own bag (its node ``/recorder``); ``record:=true`` adds a
+``recorder_node`` named ``recorder_<namespace>`` that logs ``/<namespace>`` to ``out_dir`` for
+any other command source (teleoperation, a replay).
 """
 
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument
-from launch.conditions import LaunchConfigurationEquals
+from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
 from launch_ros.actions import Node
-from launch_ros.parameter_descriptions import ParameterFile, ParameterValue
+from launch_ros.parameter_descriptions import ParameterFile
 from launch_ros.substitutions import FindPackageShare
 
 
+def _nodes(context):
+    from realm_ros.graph import bridge_parameters, fake_franka_parameters
+
+    # Literal names so test/test_launch_files.py can check each is declared.
+    configurations = {
+        'robot': LaunchConfiguration('robot'),
+        'namespace': LaunchConfiguration('namespace'),
+        'franka_namespace': LaunchConfiguration('franka_namespace'),
+        'out_dir': LaunchConfiguration('out_dir'),
+        'dynamics_file': LaunchConfiguration('dynamics_file'),
+        'arm_id': LaunchConfiguration('arm_id'),
+        'gripper': LaunchConfiguration('gripper'),
+        'record': LaunchConfiguration('record'),
+    }
+    values = {name: value.perform(context) for name, value in configurations.items()}
+    namespace = values['namespace'].strip('/')
+    digital_real = values['robot'] == 'digital_real'
+    robot_namespace = f'/{namespace}/franka' if digital_real else values['franka_namespace']
+    nodes = []
+    if digital_real:
+        nodes.append(Node(
+            package='realm_ros', executable='fake_franka', name='fake_franka',
+            namespace=robot_namespace, output='screen', emulate_tty=True,
+            parameters=[
+                ParameterFile(LaunchConfiguration('fake_franka_params_file'), allow_substs=True),
+                {**fake_franka_parameters(values['arm_id']), 'lockstep': False,
+                 'dynamics_file': values['dynamics_file']}]))
+    nodes.append(Node(
+        package='realm_ros', executable='world_node', name='world', namespace=namespace,
+        output='screen', emulate_tty=True,
+        parameters=[
+            ParameterFile(LaunchConfiguration('params_file'), allow_substs=True),
+            {'backend': 'franka', 'lockstep': False, 'camera_rate_hz': 0.0,
+             **bridge_parameters(values['arm_id'], values['gripper']),
+             'franka.digital_real': digital_real, 'franka.namespace': robot_namespace}]))
+    if values['record'] == 'true':
+        nodes.append(Node(
+            package='realm_ros', executable='recorder_node', name=f'recorder_{namespace}',
+            output='screen', emulate_tty=True,
+            parameters=[
+                ParameterFile(LaunchConfiguration('recorder_params_file'), allow_substs=True),
+                {'out_dir': values['out_dir'], 'namespace': f'/{namespace}'}]))
+    return nodes
+
+
 def generate_launch_description() -> LaunchDescription:
-    """Declare the arguments, the robot side, the bridge world and the recorder."""
+    """Declare the arguments; the robot side, the bridge world and the recorder."""
     share = FindPackageShare('realm_ros')
-    namespace = LaunchConfiguration('namespace')
-    robot_namespace = ['/', namespace, '/franka']  # the digital real's franka_ros2 side
-    arguments = [
+    return LaunchDescription([
         DeclareLaunchArgument(
             'robot', default_value='digital_real', choices=['digital_real', 'franka'],
             description='digital_real: start fake_franka (MuJoCo with hidden dynamics); '
@@ -40,8 +84,20 @@ def generate_launch_description() -> LaunchDescription:
             'franka_namespace', default_value='/',
             description='robot:=franka only: absolute namespace of the franka_ros2 graph'),
         DeclareLaunchArgument(
+            'arm_id', default_value='fr3', choices=['fr3', 'fer', 'panda'],
+            description='arm: fr3 (fr3_jointN) or fer / panda (the Panda, fer_jointN); the '
+                        'digital real speaks the same names'),
+        DeclareLaunchArgument(
+            'gripper', default_value='franka_hand', choices=['franka_hand', 'robotiq_2f_85'],
+            description='robot:=franka: franka_hand (franka_ros2 gripper actions) or '
+                        'robotiq_2f_85 (control_msgs GripperCommand)'),
+        DeclareLaunchArgument(
+            'record', default_value='false', choices=['true', 'false'],
+            description='also run recorder_node (recorder_<namespace>); realm-ros sysid '
+                        'record records by itself'),
+        DeclareLaunchArgument(
             'out_dir', default_value='bags',
-            description='directory that receives the bags (one per run)'),
+            description='record:=true: directory that receives the bags (one per run)'),
         DeclareLaunchArgument(
             'params_file', default_value=PathJoinSubstitution([share, 'config', 'world.yaml']),
             description='world_node parameter YAML (the bridge, safety.* limits included)'),
@@ -57,41 +113,5 @@ def generate_launch_description() -> LaunchDescription:
             'dynamics_file', default_value='',
             description='robot:=digital_real only: hidden-dynamics YAML ("" = the packaged '
                         'realm_ros/data/digital_real_dynamics.yaml)'),
-    ]
-    digital_real = Node(
-        package='realm_ros', executable='fake_franka', name='fake_franka',
-        namespace=robot_namespace, output='screen', emulate_tty=True,
-        condition=LaunchConfigurationEquals('robot', 'digital_real'),
-        parameters=[
-            ParameterFile(LaunchConfiguration('fake_franka_params_file'), allow_substs=True),
-            {'arm_prefix': 'fr3_', 'lockstep': False,
-             'dynamics_file': ParameterValue(LaunchConfiguration('dynamics_file'),
-                                             value_type=str)}])
-    bridge = {'backend': 'franka', 'lockstep': False, 'joint_prefix': 'fr3_',
-              'camera_rate_hz': 0.0}
-    world_digital_real = Node(
-        package='realm_ros', executable='world_node', name='world', namespace=namespace,
-        output='screen', emulate_tty=True,
-        condition=LaunchConfigurationEquals('robot', 'digital_real'),
-        parameters=[
-            ParameterFile(LaunchConfiguration('params_file'), allow_substs=True),
-            {**bridge, 'franka.digital_real': True,
-             'franka.namespace': ParameterValue(robot_namespace, value_type=str)}])
-    world_franka = Node(
-        package='realm_ros', executable='world_node', name='world', namespace=namespace,
-        output='screen', emulate_tty=True,
-        condition=LaunchConfigurationEquals('robot', 'franka'),
-        parameters=[
-            ParameterFile(LaunchConfiguration('params_file'), allow_substs=True),
-            {**bridge, 'franka.digital_real': False,
-             'franka.namespace': ParameterValue(LaunchConfiguration('franka_namespace'),
-                                                value_type=str)}])
-    recorder = Node(
-        package='realm_ros', executable='recorder_node', name='recorder', output='screen',
-        emulate_tty=True,
-        parameters=[
-            ParameterFile(LaunchConfiguration('recorder_params_file'), allow_substs=True),
-            {'out_dir': ParameterValue(LaunchConfiguration('out_dir'), value_type=str),
-             'namespace': ParameterValue(['/', namespace], value_type=str)}])
-    return LaunchDescription([*arguments, digital_real, world_digital_real, world_franka,
-                              recorder])
+        OpaqueFunction(function=_nodes),
+    ])

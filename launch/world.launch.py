@@ -1,34 +1,55 @@
-"""Start one world: ``world_node`` and ``robot_state_publisher`` in one namespace.
+"""Start one world: ``world_node`` and its ``robot_state_publisher`` in one namespace.
 
-    ros2 launch realm_ros world.launch.py backend:=franka namespace:=real
+    ros2 launch realm_ros world.launch.py backend:=franka namespace:=real arm_id:=fr3 \
+        params_file:=$(ros2 pkg prefix realm_ros)/share/realm_ros/config/franka_bridge.yaml
     ros2 launch realm_ros world.launch.py backend:=mujoco namespace:=sim frame_prefix:=sim/
 
-robot_state_publisher turns the world's ``joint_states`` (``panda_joint1..7`` + ``gripper``) into
-TF with ``urdf/panda_droid.urdf.xacro``. Two robots share one TF tree, so the second one (the
-twin in a pair) gets a ``frame_prefix`` and a static identity transform ``base_link`` ->
-``<prefix>base_link``: both stand on the same mount, so RViz draws the twin over the real arm.
+robot_state_publisher (``description.launch.py``) turns the world's ``joint_states``
+(``panda_joint1..7`` + ``gripper``, whatever the arm's own joint names) into TF with
+``urdf/panda_droid.urdf.xacro``. Two robots share one TF tree, so give each a ``frame_prefix``
+(a pair: ``real/`` and ``sim/``); a prefixed robot is mounted on ``base_link`` by a static
+identity transform, so RViz draws the two over each other.
+
+``backend:=franka``: ``arm_id`` (fr3 | fer | panda) names the arm's joints (``fr3_jointN``,
+``fer_jointN``) and picks its limits; ``gripper`` (franka_hand | robotiq_2f_85) picks the
+gripper interface (franka_ros2 gripper actions, or control_msgs GripperCommand).
 """
 
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument
-from launch.conditions import IfCondition
-from launch.substitutions import (
-    Command,
-    LaunchConfiguration,
-    PathJoinSubstitution,
-    PythonExpression,
+from launch.actions import (
+    DeclareLaunchArgument,
+    GroupAction,
+    IncludeLaunchDescription,
+    OpaqueFunction,
 )
+from launch.conditions import IfCondition
+from launch.launch_description_sources import PythonLaunchDescriptionSource
+from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
 from launch_ros.actions import Node
-from launch_ros.parameter_descriptions import ParameterFile, ParameterValue
+from launch_ros.parameter_descriptions import ParameterFile
 from launch_ros.substitutions import FindPackageShare
 
 
+def _world(context):
+    from realm_ros.graph import bridge_parameters
+
+    backend = LaunchConfiguration('backend').perform(context)
+    lockstep = LaunchConfiguration('lockstep').perform(context) == 'true'
+    params = {'backend': backend, 'lockstep': lockstep,
+              'sim_params_file': LaunchConfiguration('sim_params_file').perform(context)}
+    if backend == 'franka':
+        params.update(bridge_parameters(LaunchConfiguration('arm_id').perform(context),
+                                        LaunchConfiguration('gripper').perform(context)))
+    return [Node(
+        package='realm_ros', executable='world_node', name='world',
+        namespace=LaunchConfiguration('namespace'), output='screen', emulate_tty=True,
+        parameters=[ParameterFile(LaunchConfiguration('params_file'), allow_substs=True),
+                    params])]
+
+
 def generate_launch_description() -> LaunchDescription:
-    """Declare the arguments and the two nodes."""
+    """Declare the arguments, world_node and the robot description."""
     share = FindPackageShare('realm_ros')
-    namespace = LaunchConfiguration('namespace')
-    lockstep = LaunchConfiguration('lockstep')
-    frame_prefix = LaunchConfiguration('frame_prefix')
     arguments = [
         DeclareLaunchArgument(
             'backend', default_value='mujoco',
@@ -41,7 +62,16 @@ def generate_launch_description() -> LaunchDescription:
             description='namespace of the world interface: real or sim in a paired run'),
         DeclareLaunchArgument(
             'params_file', default_value=PathJoinSubstitution([share, 'config', 'world.yaml']),
-            description='world_node parameter YAML (schema: realm_ros.core.config.WorldConfig)'),
+            description='world_node parameter YAML (schema: realm_ros.core.config.WorldConfig; '
+                        'config/franka_bridge.yaml for backend:=franka)'),
+        DeclareLaunchArgument(
+            'arm_id', default_value='fr3', choices=['fr3', 'fer', 'panda'],
+            description='backend:=franka: fr3 (franka_ros2, fr3_jointN) or fer / panda (the '
+                        'Panda through the agimus franka_ros2 fork, fer_jointN)'),
+        DeclareLaunchArgument(
+            'gripper', default_value='franka_hand', choices=['franka_hand', 'robotiq_2f_85'],
+            description='backend:=franka: franka_hand (franka_ros2 gripper actions) or '
+                        'robotiq_2f_85 (control_msgs GripperCommand)'),
         DeclareLaunchArgument(
             'lockstep', default_value='false', choices=['true', 'false'],
             description='true: one control step per command, world publishes /clock and '
@@ -63,28 +93,15 @@ def generate_launch_description() -> LaunchDescription:
             description='start robot_state_publisher for this world (false if another one '
                         'already publishes the same frames)'),
     ]
-    description = ParameterValue(Command([
-        'xacro ', PathJoinSubstitution([share, 'urdf', 'panda_droid.urdf.xacro']),
-        ' franka_meshes:=', LaunchConfiguration('franka_meshes')]), value_type=str)
-    world = Node(
-        package='realm_ros', executable='world_node', name='world', namespace=namespace,
-        output='screen', emulate_tty=True,
-        parameters=[
-            ParameterFile(LaunchConfiguration('params_file'), allow_substs=True),
-            {'backend': ParameterValue(LaunchConfiguration('backend'), value_type=str),
-             'lockstep': ParameterValue(lockstep, value_type=bool),
-             'sim_params_file': ParameterValue(LaunchConfiguration('sim_params_file'),
-                                               value_type=str)}])
-    state_publisher = Node(
-        package='robot_state_publisher', executable='robot_state_publisher',
-        namespace=namespace, output='screen',
-        condition=IfCondition(LaunchConfiguration('use_robot_state_publisher')),
-        parameters=[{'robot_description': description,
-                     'frame_prefix': ParameterValue(frame_prefix, value_type=str),
-                     'use_sim_time': ParameterValue(lockstep, value_type=bool)}])
-    mount = Node(
-        package='tf2_ros', executable='static_transform_publisher', namespace=namespace,
-        name='mount', output='screen',
-        condition=IfCondition(PythonExpression(["'", frame_prefix, "' != ''"])),
-        arguments=['--frame-id', 'base_link', '--child-frame-id', [frame_prefix, 'base_link']])
-    return LaunchDescription([*arguments, world, state_publisher, mount])
+    description = GroupAction(
+        scoped=True, condition=IfCondition(LaunchConfiguration('use_robot_state_publisher')),
+        actions=[IncludeLaunchDescription(
+            PythonLaunchDescriptionSource(
+                PathJoinSubstitution([share, 'launch', 'description.launch.py'])),
+            launch_arguments={
+                'namespace': LaunchConfiguration('namespace'),
+                'frame_prefix': LaunchConfiguration('frame_prefix'),
+                'arm_id': LaunchConfiguration('arm_id'),
+                'franka_meshes': LaunchConfiguration('franka_meshes'),
+                'use_sim_time': LaunchConfiguration('lockstep')}.items())])
+    return LaunchDescription([*arguments, OpaqueFunction(function=_world), description])

@@ -33,6 +33,56 @@ REAL_NS, SIM_NS = '/real', '/sim'
 #: Where the digital real's franka_ros2-shaped interface lives (the bridge's robot side).
 ROBOT_NS = '/real/franka'
 
+#: ``arm_id`` launch argument -> franka_ros2 arm id (joint names ``<arm_id>_jointN``).
+#: ``panda`` is the Panda under the agimus fork of franka_ros2, whose arm id is ``fer``.
+ARM_IDS = {'fr3': 'fr3', 'fer': 'fer', 'panda': 'fer'}
+#: ``gripper`` launch argument: the Franka Hand (franka_ros2 gripper actions) or a Robotiq
+#: 2F-85 (control_msgs GripperCommand, as DROID labs mount it).
+GRIPPERS = ('franka_hand', 'robotiq_2f_85')
+
+
+def arm_id(name: str) -> str:
+    """Return the franka_ros2 arm id for launch argument ``arm_id`` (``panda`` -> ``fer``)."""
+    if name not in ARM_IDS:
+        raise ConfigError(f'arm_id must be one of {sorted(ARM_IDS)}, got {name!r}')
+    return ARM_IDS[name]
+
+
+def _check_gripper(gripper: str) -> str:
+    if gripper not in GRIPPERS:
+        raise ConfigError(f'gripper must be one of {list(GRIPPERS)}, got {gripper!r}')
+    return gripper
+
+
+def _bridge_schema_has(name: str) -> bool:
+    from realm_ros.core.config import FrankaBridgeConfig
+    return name in {f.name for f in dataclasses.fields(FrankaBridgeConfig)}
+
+
+def bridge_parameters(arm: str, gripper: str) -> dict[str, Any]:
+    """Return world_node's arm and gripper parameters for the franka bridge.
+
+    Args:
+        arm: launch argument ``arm_id`` (fr3, fer, panda).
+        gripper: launch argument ``gripper`` (franka_hand, robotiq_2f_85).
+    """
+    arm, gripper = arm_id(arm), _check_gripper(gripper)
+    if _bridge_schema_has('arm_id'):
+        return {'franka.arm_id': arm, 'franka.gripper': gripper}
+    # TODO(integrator): drop this branch once the bridge branch's franka.arm_id and
+    # franka.gripper parameters have landed (issue 11). The older schema has only the joint
+    # prefix; its gripper adapter stays at its default, as before.
+    return {'joint_prefix': f'{arm}_'}
+
+
+def fake_franka_parameters(arm: str) -> dict[str, Any]:
+    """Return fake_franka's arm parameter for launch argument ``arm_id``."""
+    from realm_ros.core.config import FakeFrankaConfig
+    arm = arm_id(arm)
+    if 'arm_id' in {f.name for f in dataclasses.fields(FakeFrankaConfig)}:
+        return {'arm_id': arm}
+    return {'arm_prefix': f'{arm}_'}  # TODO(integrator): as in bridge_parameters
+
 
 @dataclasses.dataclass(frozen=True)
 class NodeSpec:
@@ -74,7 +124,8 @@ def _clock(namespace: str) -> tuple[tuple[str, str], ...]:
 
 def paired_eval_graph(config: EvalConfig, out_dir: str, lockstep: bool = True,
                       policy: Mapping[str, Any] | None = None,
-                      monitor: bool = False, record: bool = False) -> list[NodeSpec]:
+                      monitor: bool = False, record: bool = False, operator: bool = True,
+                      arm: str = 'fr3', gripper: str = 'franka_hand') -> list[NodeSpec]:
     """Return the nodes of a paired evaluation.
 
     Args:
@@ -87,6 +138,13 @@ def paired_eval_graph(config: EvalConfig, out_dir: str, lockstep: bool = True,
         monitor: add monitor_node (markers and divergence for RViz).
         record: add one recorder_node per world (commands and joint states to rosbag2/MCAP
             under ``out_dir/bags_<world>``, one bag per pair: the evaluator splits them).
+        operator: add operator_node for a real arm. ``realm-ros paired-eval`` hosts it and
+            reads its keys in its own terminal; ``paired_eval.launch.py`` leaves it out (an
+            interactive node cannot read keys inside launch): the operator runs it in a second
+            terminal (docs/install-and-launch.md).
+        arm: ``arm_id`` of the arm (fr3, fer, panda): joint names on the robot side of the
+            bridge, the digital real's too.
+        gripper: the gripper on the arm (franka_hand, robotiq_2f_85).
     """
     entries = config.policy_entries()
     scripted = any(e.policy == 'scripted' for e in entries)
@@ -107,7 +165,7 @@ def paired_eval_graph(config: EvalConfig, out_dir: str, lockstep: bool = True,
         nodes.append(NodeSpec('fake_franka', 'fake_franka', ROBOT_NS, {
             'dynamics_file': config.real_dynamics_file,
             'lockstep': real_lockstep,
-            'arm_prefix': 'fr3_',
+            **fake_franka_parameters(arm),
             **({'cameras': ['exterior_1', 'exterior_2', 'wrist']} if cameras else {}),
         }, _clock(REAL_NS)))
     # Lockstep worlds never step without a command (lockstep_timeout_s 0): a lost command then
@@ -117,12 +175,12 @@ def paired_eval_graph(config: EvalConfig, out_dir: str, lockstep: bool = True,
         'backend': 'franka',
         'lockstep': real_lockstep,
         **({'lockstep_timeout_s': 0.0} if real_lockstep else {}),
-        'joint_prefix': 'fr3_',
+        **bridge_parameters(arm, gripper),
         'franka.namespace': ROBOT_NS if config.real == 'fake' else '/',
         'franka.digital_real': config.real == 'fake',
         'camera_rate_hz': camera_rate,
     }, _clock(REAL_NS)))
-    if config.real == 'franka':
+    if config.real == 'franka' and operator:
         # The operator's timestamped annotations go with the run's records.
         nodes.append(NodeSpec('operator_node', 'operator', REAL_NS, {
             'record_file': f'{out_dir}/operator_annotations.jsonl'}, ()))

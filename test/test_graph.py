@@ -13,6 +13,11 @@ from realm_ros.graph import NODE_CLASSES, evaluator_parameters, paired_eval_grap
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
+def _package(call):
+    value = next((k.value for k in call.keywords if k.arg == 'package'), None)
+    return value.value if isinstance(value, ast.Constant) else None
+
+
 def _console_scripts():
     return set(re.findall(r"'([\w\-]+)\s*=\s*realm_ros[\w.]*:\w+'",
                           (ROOT / 'setup.py').read_text()))
@@ -56,9 +61,11 @@ def test_launch_file_and_cli_build_nodes_from_the_same_definition():
         imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
                     and n.module == 'realm_ros.graph' for a in n.names}
         assert {'paired_eval_graph', 'evaluator_parameters'} <= imported
-        # Neither adds a node of its own.
+        # Neither adds a realm_ros node of its own (launch adds rviz2 and, included,
+        # robot_state_publisher: processes the in-process CLI cannot host).
         creates = [n for n in ast.walk(tree) if isinstance(n, ast.Call)
-                   and getattr(n.func, 'id', getattr(n.func, 'attr', '')) == 'Node']
+                   and getattr(n.func, 'id', getattr(n.func, 'attr', '')) == 'Node'
+                   and _package(n) in (None, 'realm_ros')]
         assert len(creates) <= 1
 
 
@@ -73,3 +80,134 @@ def test_evaluator_gets_the_whole_config_and_no_empty_lists():
 def test_default_config_file_is_found_and_valid():
     config = EvalConfig.from_yaml(share_path('config/paired_eval.yaml'))
     assert len(config.policies) >= 4 and len(config.tasks) >= 3
+
+
+# -- parameter consistency: launch arguments -> graph -> node schemas ---------------------------
+
+def _declared_parameters() -> dict[str, set[str]]:
+    """Every parameter each executable declares (its schemas, as ros/params.declare_config)."""
+    import dataclasses
+
+    from realm_ros.core.annotation import OperatorConfig
+    from realm_ros.core.config import (
+        FakeFrankaConfig,
+        FrankaBridgeConfig,
+        PolicyNodeConfig,
+        SafetyConfig,
+        WorldConfig,
+    )
+    from realm_ros.core.monitor import MonitorConfig
+    from realm_ros.core.recording import RecorderConfig
+    from realm_ros.nodes.evaluator_node import EvaluatorConfig
+
+    def names(cls, prefix=''):
+        return {prefix + f.name for f in dataclasses.fields(cls)}
+
+    common = {'use_sim_time'}
+    return {
+        'world_node': names(WorldConfig) | names(FrankaBridgeConfig, 'franka.')
+        | names(SafetyConfig, 'safety.') | {'episode_spec'} | common,
+        'fake_franka': names(FakeFrankaConfig) | {'episode_spec'} | common,
+        'policy_node': names(PolicyNodeConfig) | common,
+        'evaluator_node': names(EvalConfig) | names(EvaluatorConfig) | common,
+        'recorder_node': names(RecorderConfig) | common,
+        'monitor_node': names(MonitorConfig) | common,
+        'operator_node': names(OperatorConfig) | {'episode_spec'} | common,
+    }
+
+
+def _graphs():
+    from realm_ros.graph import ARM_IDS, GRIPPERS
+    for real, policies in (('fake', ('scripted:1',)), ('franka', ('pi05=openpi',))):
+        for arm in ARM_IDS:
+            for gripper in GRIPPERS:
+                config = EvalConfig(real=real, policies=policies)
+                yield (real, arm, gripper), config, paired_eval_graph(
+                    config, 'out', monitor=True, record=True, arm=arm, gripper=gripper)
+
+
+def test_every_graph_parameter_is_declared_by_its_node_and_valid():
+    from realm_ros.core.config import FakeFrankaConfig, FrankaBridgeConfig, WorldConfig
+
+    declared = _declared_parameters()
+    for case, config, graph in _graphs():
+        for spec in graph:
+            params = evaluator_parameters(spec, config)
+            unknown = set(params) - declared[spec.executable]
+            assert not unknown, (case, spec.executable, sorted(unknown))
+            if spec.executable == 'world_node' and params.get('backend') == 'franka':
+                # The values pass the node's own validation (choices, ranges).
+                FrankaBridgeConfig(**{k.split('.', 1)[1]: v for k, v in params.items()
+                                      if k.startswith('franka.')})
+                WorldConfig(**{k: v for k, v in params.items()
+                               if '.' not in k and k != 'use_sim_time'})
+            if spec.executable == 'fake_franka':
+                FakeFrankaConfig(**{k: v for k, v in params.items() if k != 'use_sim_time'})
+
+
+def test_arm_id_gives_the_bridge_and_the_digital_real_the_same_joint_names():
+    from realm_ros.graph import arm_id
+    for (real, arm, _), _, graph in _graphs():
+        by_exe = {s.executable: s.parameters for s in graph if s.namespace != '/sim'}
+        world = by_exe['world_node']
+        names = {v for k, v in world.items() if k in ('franka.arm_id', 'joint_prefix')}
+        assert names and {n.rstrip('_') for n in names} == {arm_id(arm)}, (arm, world)
+        if real == 'fake':
+            fake = by_exe['fake_franka']
+            fake_names = {v for k, v in fake.items() if k in ('arm_id', 'arm_prefix')}
+            assert {n.rstrip('_') for n in fake_names} == {arm_id(arm)}, (arm, fake)
+    assert arm_id('panda') == 'fer'
+    with pytest.raises(ConfigError, match='arm_id'):
+        arm_id('ur5')
+
+
+def test_node_names_are_unique_and_no_interactive_node_in_launch():
+    for case, _, graph in _graphs():
+        names = [(s.namespace, s.name) for s in graph]
+        assert len(names) == len(set(names)), case
+    launched = paired_eval_graph(EvalConfig(real='franka', policies=('pi05=openpi',)), 'out',
+                                 operator=False)
+    assert 'operator_node' not in {s.executable for s in launched}
+    launch = (ROOT / 'launch' / 'paired_eval.launch.py').read_text()
+    assert 'operator=False' in launch
+
+
+def _launch_arguments(path):
+    tree = ast.parse(path.read_text())
+    found = {}
+    for call in ast.walk(tree):
+        if isinstance(call, ast.Call) and getattr(call.func, 'id', '') == 'DeclareLaunchArgument':
+            kw = {k.arg: k.value for k in call.keywords}
+            choices = kw.get('choices')
+            found[call.args[0].value] = (
+                kw['default_value'].value if isinstance(kw.get('default_value'), ast.Constant)
+                else None,
+                [e.value for e in choices.elts] if isinstance(choices, ast.List) else None)
+    return found
+
+
+def test_arm_and_gripper_launch_arguments_match_the_graph():
+    import inspect
+
+    from realm_ros.graph import ARM_IDS, GRIPPERS
+    defaults = inspect.signature(paired_eval_graph).parameters
+    for path in sorted((ROOT / 'launch').glob('*.launch.py')):
+        args = _launch_arguments(path)
+        if 'arm_id' in args:
+            assert args['arm_id'] == (defaults['arm'].default, list(ARM_IDS)), path.name
+        if 'gripper' in args:
+            assert args['gripper'] == (defaults['gripper'].default, list(GRIPPERS)), path.name
+    for name in ('paired_eval', 'world', 'sysid_record'):
+        args = _launch_arguments(ROOT / 'launch' / f'{name}.launch.py')
+        assert {'arm_id', 'gripper'} <= set(args), name
+
+
+def test_paired_launch_shuts_the_graph_down_when_the_evaluator_exits():
+    tree = ast.parse((ROOT / 'launch' / 'paired_eval.launch.py').read_text())
+    called = {getattr(n.func, 'id', getattr(n.func, 'attr', '')) for n in ast.walk(tree)
+              if isinstance(n, ast.Call)}
+    assert {'RegisterEventHandler', 'OnProcessExit', 'Shutdown'} <= called
+    # One robot_state_publisher per world, TF prefixes real/ and sim/ (RViz's TF Prefix).
+    text = (ROOT / 'launch' / 'paired_eval.launch.py').read_text()
+    assert "_description('real')" in text and "_description('sim')" in text
+    assert "'frame_prefix': f'{world}/'" in text

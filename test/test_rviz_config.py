@@ -27,7 +27,7 @@ def test_real_arm_and_translucent_twin_ghost():
     robots = {d['Description Topic']['Value']: d for d in _displays('RobotModel')}
     assert set(robots) == {'/real/robot_description', '/sim/robot_description'}
     real, sim = robots['/real/robot_description'], robots['/sim/robot_description']
-    assert real['TF Prefix'] == '' and real['Alpha'] == 1
+    assert real['TF Prefix'] == 'real' and real['Alpha'] == 1
     assert sim['TF Prefix'] == 'sim' and sim['Alpha'] == 0.4
     for d in robots.values():
         # robot_state_publisher latches robot_description: a volatile subscriber never gets it.
@@ -45,3 +45,12 @@ def test_three_camera_images_of_the_real_world_enabled():
 def test_monitor_markers_display():
     (markers,) = _displays('MarkerArray')
     assert markers['Topic']['Value'] == '/monitor/markers' and markers['Enabled'] is True
+
+
+def test_each_robot_reads_the_frames_its_robot_state_publisher_writes():
+    """RViz prepends '<TF Prefix>/' to link names; description.launch.py gives robot_state_
+    publisher frame_prefix '<world>/' for the world whose robot_description it publishes."""
+    for display in _displays('RobotModel'):
+        world = display['Description Topic']['Value'].split('/')[1]
+        assert display['TF Prefix'] + '/' == f'{world}/'
+    assert "'frame_prefix': f'{world}/'" in (ROOT / 'launch' / 'monitor.launch.py').read_text()

@@ -217,7 +217,7 @@ class FrankaBridgeWorld(World):
         self.node.create_subscription(JointStateMsg, f'{cfg.gripper_namespace}/joint_states',
                                       self._on_gripper, qos.STATE)
         # Cameras: the lab's camera drivers (or fake_franka's renderer) publish rgb8/bgr8 images
-        # on <namespace>/cameras/<name>/image with a latched camera_info.
+        # on <namespace>/cameras/<name>/image and camera_info with every image (volatile).
         self._cameras = tuple(config.cameras) if config.camera_rate_hz > 0 else ()
         self._images: dict[str, Image] = {}
         self._infos: dict[str, CameraInfo] = {}
@@ -227,7 +227,7 @@ class FrankaBridgeWorld(World):
                 lambda msg, name=name: self._on_image(name, msg), qos.IMAGE)
             self.node.create_subscription(
                 CameraInfo, topics.camera_info(name),
-                lambda msg, name=name: self._on_info(name, msg), qos.LATCHED)
+                lambda msg, name=name: self._on_info(name, msg), qos.DRIVER_IN)
         if cfg.digital_real:
             self.node.create_subscription(String, topics.DIGITAL_REAL_PRIVILEGED_STATE,
                                           self._on_privileged, qos.STATE)

@@ -26,7 +26,6 @@ import time
 from typing import Any, Callable
 
 from diagnostic_msgs.msg import DiagnosticStatus
-import rclpy
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
@@ -36,7 +35,7 @@ from std_srvs.srv import SetBool, Trigger
 from realm_ros.core import perturbations
 from realm_ros.core.config import field
 from realm_ros.core.episode import EpisodeReferee
-from realm_ros.core.errors import ConfigError, DataError, InfrastructureError, RealmError
+from realm_ros.core.errors import ConfigError, DataError, InfrastructureError
 from realm_ros.core.evaluation import (
     REAL,
     SIM,
@@ -52,6 +51,7 @@ from realm_ros.core.types import EpisodeResult, EpisodeSpec, Progress
 from realm_ros.core.world import initial_state_sampler, perturbed_state_function
 from realm_ros.ros import convert, qos, services, topics
 from realm_ros.ros.params import declare_config
+from realm_ros.ros.runner import spin_node
 
 
 @dataclasses.dataclass(frozen=True)
@@ -111,6 +111,7 @@ class EvaluatorNode(Node):
         self._runs: dict[str, _WorldRun] = {}
         self._lock = threading.Lock()
         self.finished = threading.Event()
+        self._stopping = threading.Event()
         self.error: BaseException | None = None
         self.summary: dict[str, Any] | None = None
         self._entries = {e.label: e for e in self.eval_config.policy_entries()}
@@ -149,10 +150,27 @@ class EvaluatorNode(Node):
         self._thread = threading.Thread(target=self._main, name='evaluator', daemon=True)
         self._thread.start()
 
+    def stop(self) -> None:
+        """End the evaluation early: the running pair is dropped, finished pairs are kept."""
+        self._stopping.set()
+        with self._lock:
+            for run in self._runs.values():
+                run.finished.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            # Between two service calls the worker ends at once; inside one (waiting up to
+            # service_timeout_s) it ends when the node is destroyed under it, quietly.
+            self._thread.join(timeout=0.5)
+        if not self.finished.is_set():
+            self.get_logger().warning(
+                f'stopped before the end: finished pairs are kept in '
+                f'{self.out_dir / "episodes.jsonl"}; run again with the same out_dir to resume')
+
     def _main(self) -> None:
         try:
             self.summary = self.run_all()
         except BaseException as err:  # noqa: BLE001 - reported to the caller, then re-raised
+            if self._stopping.is_set():
+                return  # stopped while waiting on a service: not an evaluation failure
             self.error = err
             self.get_logger().error(f'evaluation stopped: {err}')
         finally:
@@ -175,6 +193,8 @@ class EvaluatorNode(Node):
             f'{len(todo)} to run; writing {self.out_dir}')
         bar = _progress_bar(len(specs), len(specs) - len(todo), self.config.quiet)
         for spec in todo:
+            if self._stopping.is_set():
+                raise KeyboardInterrupt
             self.run_pair(spec, log)
             bar.update(1)
             bar.set_postfix_str(spec.pair_id)
@@ -219,6 +239,8 @@ class EvaluatorNode(Node):
                 run.error = str(err)
                 run.finished.set()
         self._wait_for_end(runs)
+        if self._stopping.is_set():
+            raise KeyboardInterrupt  # an unfinished pair is not recorded; it re-runs on resume
         for run in list(self._runs.values()):
             try:
                 self._activate(run.ns, False)
@@ -435,32 +457,23 @@ def _report_meta(config: EvalConfig) -> dict[str, Any]:
 
 
 def main(args: list[str] | None = None) -> int:
-    """Run ``evaluator_node``; exit 2 on bad parameters, 1 if the evaluation failed."""
-    rclpy.init(args=args)
-    node = None
-    executor = MultiThreadedExecutor(num_threads=4)
-    try:
-        node = EvaluatorNode()
-        executor.add_node(node)
-        while rclpy.ok() and not node.finished.is_set():
-            executor.spin_once(timeout_sec=0.1)
-        if node.error is not None:
-            raise node.error
-    except (ConfigError, DataError) as err:
-        print(f'evaluator_node: {err}', file=sys.stderr)
-        return 2
-    except RealmError as err:
-        print(f'evaluator_node: evaluation failed: {err}', file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        pass
-    finally:
-        executor.shutdown()
-        if node is not None:
-            node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+    """Run ``evaluator_node``: 0 when every pair is done, 2 on bad parameters or data, 1 if
+    the evaluation failed, 130 when stopped (SIGINT/SIGTERM) before the end."""
+    return spin_node('evaluator_node', EvaluatorNode, args, close=lambda node: node.stop(),
+                     until=lambda node: node.finished.is_set(),
+                     executor=lambda: MultiThreadedExecutor(num_threads=4),
+                     result=_exit_code, stopped=130)
 
+
+def _exit_code(node: EvaluatorNode) -> int:
+    """Map the worker's outcome onto the exit code (one line on stderr for a failure)."""
+    if node.error is None:
+        return 0
+    if isinstance(node.error, (ConfigError, DataError)):
+        print(f'evaluator_node: {node.error}', file=sys.stderr)
+        return 2
+    print(f'evaluator_node: evaluation failed: {node.error}', file=sys.stderr)
+    return 1
 
 if __name__ == '__main__':
     sys.exit(main())

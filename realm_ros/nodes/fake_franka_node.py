@@ -287,9 +287,14 @@ class FakeFrankaNode(Node):
         if not self._image_pubs:
             return
         stamp = self._stamp()
+        cfg = self.config
         for name, image in self.world.render().items():
             self._image_pubs[name].publish(
                 convert.image_to_msg(image, stamp, f'{name}_optical_frame'))
+            # As camera drivers do: camera_info with every image, same stamp.
+            self._info_pubs[name].publish(convert.camera_info(
+                cfg.camera_width, cfg.camera_height, self.world.camera_fovy(name), stamp,
+                f'{name}_optical_frame'))
 
     def _publish_privileged(self) -> None:
         self._priv_pub.publish(String(data=convert.privileged_to_json(

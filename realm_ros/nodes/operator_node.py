@@ -36,8 +36,6 @@ from typing import Any, Callable, TextIO
 
 from diagnostic_msgs.msg import DiagnosticStatus
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
-import rclpy
-from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
@@ -45,10 +43,11 @@ from std_msgs.msg import String
 from std_srvs.srv import SetBool, Trigger
 
 from realm_ros.core import annotation, perturbations, tasks
-from realm_ros.core.errors import ConfigError, RealmError
+from realm_ros.core.errors import RealmError
 from realm_ros.core.types import EpisodeSpec
 from realm_ros.ros import convert, qos, topics
 from realm_ros.ros.params import declare_config
+from realm_ros.ros.runner import spin_node
 
 #: Best effort connects to reliable and best-effort publishers alike; counting steps is all.
 _ANY_PUBLISHER = QoSProfile(depth=50, reliability=ReliabilityPolicy.BEST_EFFORT)
@@ -228,10 +227,10 @@ def read_terminal(node: OperatorNode, stream: TextIO) -> None:
 
 def main(args: list[str] | None = None) -> int:
     """Run ``operator_node`` until interrupted or ``q``; exit 2 on a bad parameter."""
-    rclpy.init(args=args)
-    node = None
     saved_tty = None
-    try:
+
+    def make() -> OperatorNode:
+        nonlocal saved_tty
         node = OperatorNode()
         if node.config.terminal_ui and sys.stdin is not None:
             if sys.stdin.isatty():
@@ -240,21 +239,16 @@ def main(args: list[str] | None = None) -> int:
                 saved_tty = termios.tcgetattr(sys.stdin.fileno())
                 tty.setcbreak(sys.stdin.fileno())  # output processing stays as it was
             threading.Thread(target=read_terminal, args=(node, sys.stdin), daemon=True).start()
-        while rclpy.ok() and not node.quit_requested:
-            rclpy.spin_once(node, timeout_sec=0.1)
-    except ConfigError as err:
-        print(f'operator_node: invalid parameter: {err}', file=sys.stderr)
-        return 2
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
+        return node
+
+    def close(node: OperatorNode) -> None:
+        del node
         if saved_tty is not None:
             import termios
             termios.tcsetattr(sys.stdin.fileno(), termios.TCSADRAIN, saved_tty)
-        if node is not None:
-            node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+
+    return spin_node('operator_node', make, args, close=close,
+                     until=lambda node: node.quit_requested)
 
 
 if __name__ == '__main__':

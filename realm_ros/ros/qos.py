@@ -13,6 +13,12 @@ IMAGE = QoSProfile(depth=3, reliability=ReliabilityPolicy.RELIABLE,
 #: Latched facts (instruction, camera_info, episode spec): late joiners get the last value.
 LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
                      history=HistoryPolicy.KEEP_LAST, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+#: Subscribing to what a lab's drivers publish (camera_info of realsense2_camera, zed_wrapper,
+#: usb_cam: volatile, with every image; some best effort, as rclcpp's SensorDataQoS). Best
+#: effort + volatile is compatible with every publisher, reliable or not, latched or not; a
+#: transient-local subscription would match no volatile publisher and never receive.
+DRIVER_IN = QoSProfile(depth=5, reliability=ReliabilityPolicy.BEST_EFFORT,
+                       history=HistoryPolicy.KEEP_LAST, durability=DurabilityPolicy.VOLATILE)
 #: /clock as rosgraph expects it.
 CLOCK = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE,
                    history=HistoryPolicy.KEEP_LAST, durability=DurabilityPolicy.VOLATILE)
