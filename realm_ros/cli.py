@@ -35,6 +35,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     'usd': ('realm_ros.commands.usd', 'export a task scene to USD authored for PhysX/Isaac Sim'),
     'cameras': ('realm_ros.commands.cameras', 'contact sheet of every camera of the twin, per '
                 'task (check a camera rig)'),
+    'bag': ('realm_ros.commands.bag', 'check and repair rosbag2/MCAP bags cut short by a crash'),
 }
 
 

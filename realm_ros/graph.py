@@ -156,9 +156,13 @@ def paired_eval_graph(config: EvalConfig, out_dir: str, lockstep: bool = True,
             **fake_franka_parameters(arm),
             **({'cameras': ['exterior_1', 'exterior_2', 'wrist']} if cameras else {}),
         }, _clock(REAL_NS)))
+    # Lockstep worlds never step without a command (lockstep_timeout_s 0): a lost command then
+    # stalls the episode, which the evaluator ends as an infrastructure failure, instead of
+    # silently holding the arm for a step and scoring the policy for it (issue 15).
     nodes.append(NodeSpec('world_node', 'world', REAL_NS, {
         'backend': 'franka',
         'lockstep': real_lockstep,
+        **({'lockstep_timeout_s': 0.0} if real_lockstep else {}),
         **bridge_parameters(arm, gripper, digital_real=config.real == 'fake'),
         'franka.namespace': ROBOT_NS if config.real == 'fake' else '/',
         'franka.digital_real': config.real == 'fake',
@@ -171,6 +175,7 @@ def paired_eval_graph(config: EvalConfig, out_dir: str, lockstep: bool = True,
     nodes.append(NodeSpec('world_node', 'world', SIM_NS, {
         'backend': config.sim,
         'lockstep': lockstep,
+        **({'lockstep_timeout_s': 0.0} if lockstep else {}),
         'sim_params_file': config.sim_params_file,
         'camera_rate_hz': camera_rate,
     }, _clock(SIM_NS)))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import pathlib
+import typing
 from typing import Any, Mapping, Sequence, TypeVar
 
 import numpy as np
@@ -188,7 +189,8 @@ class WorldConfig:
             raise ConfigError(
                 f'WorldConfig.control_hz must be in (0, 1000], got {self.control_hz}')
         ratio = self.physics_hz / self.control_hz
-        if self.physics_hz <= 0 or abs(ratio - round(ratio)) > 1e-6 or round(ratio) < 1:
+        if not math.isfinite(ratio) or self.physics_hz <= 0 or abs(ratio - round(ratio)) > 1e-6 \
+                or round(ratio) < 1:
             raise ConfigError(
                 f'WorldConfig.physics_hz must be a positive multiple of control_hz '
                 f'({self.control_hz}), got {self.physics_hz}')
@@ -235,9 +237,12 @@ def from_mapping(cls: type[T], data: Mapping[str, Any], where: str = '') -> T:
     if unknown:
         raise ConfigError(
             f'{where or cls.__name__}: unknown field(s) {unknown}; valid fields: {sorted(names)}')
+    hints = typing.get_type_hints(cls)
+    data = {k: _coerce(v, hints.get(k), f'{where or cls.__name__}: field {k!r}')
+            for k, v in data.items()}
     try:
         return cls(**data)
-    except TypeError as err:
+    except (TypeError, ValueError, ArithmeticError) as err:
         raise ConfigError(f'{where or cls.__name__}: {err}') from None
 
 
@@ -248,6 +253,35 @@ def field_default(f: dataclasses.Field) -> Any:
     if f.default_factory is not dataclasses.MISSING:
         return f.default_factory()
     raise ConfigError(f'field {f.name!r} has no default')
+
+
+_SCALARS = {bool: 'true or false', int: 'an integer', float: 'a number', str: 'a string'}
+
+
+def _coerce(value: Any, hint: Any, where: str) -> Any:
+    """Return ``value`` as type ``hint`` (int -> float, list -> tuple), or raise ConfigError.
+
+    YAML and ROS parameters give bool, int, float, str and lists of them; anything else, or a
+    value of the wrong kind, is refused here, naming the field and the expected type, so that
+    no mistyped value reaches a node (``seed: abc`` would otherwise fail deep inside a run).
+    """
+    if hint in _SCALARS:
+        ok = isinstance(value, hint) and not (hint is not bool and isinstance(value, bool))
+        if hint is float and isinstance(value, int) and not isinstance(value, bool):
+            return float(value)
+        if hint is float and ok and math.isnan(value):
+            raise ConfigError(f'{where} must be a number, got NaN')
+        if not ok:
+            raise ConfigError(f'{where} must be {_SCALARS[hint]}, got {value!r}')
+        return value
+    if typing.get_origin(hint) is tuple:
+        if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
+            raise ConfigError(f'{where} must be a list, got {value!r}')
+        (item, *_rest) = typing.get_args(hint) or (Any,)
+        if item in _SCALARS:
+            return tuple(_coerce(v, item, f'{where}[{i}]') for i, v in enumerate(value))
+        return tuple(value)
+    return value
 
 
 def describe(cls: type) -> Sequence[tuple[str, Any, str]]:

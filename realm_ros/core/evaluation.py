@@ -125,16 +125,17 @@ class EvalConfig:
                                   f'choose one of {list(choices)}')
         runnable = 0
         for task in self.tasks:
-            tasks.get_task(task)  # unknown name: ConfigError listing the tasks
+            _named('tasks', tasks.get_task, task)  # unknown name: ConfigError listing the tasks
             for code in self.perturbations:
                 # Unknown code: ConfigError. Incompatible pairs are skipped (skipped_cells).
-                runnable += not perturbations.skip_reason(task, code)
+                runnable += not _named('perturbations', perturbations.skip_reason, task, code)
         if not runnable:
             raise ConfigError(
-                'EvalConfig: every (task, perturbation) pair is incompatible in REALM: '
+                'EvalConfig.perturbations: every (task, perturbation) pair is incompatible in '
+                'REALM: '
                 + '; '.join(perturbations.skip_reason(t, c) for t in self.tasks
                             for c in self.perturbations))
-        labels = [e.label for e in self.policy_entries()]
+        labels = [e.label for e in _named('policies', self.policy_entries)]
         if len(set(labels)) != len(labels):
             raise ConfigError(f'EvalConfig.policies: duplicate labels {labels}')
 
@@ -153,6 +154,14 @@ class EvalConfig:
                 data = dict(body['ros__parameters'] or {})
         data.update({k: v for k, v in overrides.items() if v is not None})
         return from_mapping(cls, data, where=str(path))
+
+
+def _named(name: str, check: Any, *args: Any) -> Any:
+    """Run ``check(*args)``; a ConfigError it raises is prefixed with ``EvalConfig.<name>``."""
+    try:
+        return check(*args)
+    except ConfigError as err:
+        raise ConfigError(f'EvalConfig.{name}: {err}') from None
 
 
 def derive_seed(*parts: Any) -> int:
@@ -216,10 +225,15 @@ class EpisodeLog:
                     continue
                 if isinstance(record, dict) and 'pair_id' in record and record_role(record):
                     self.records.append(record)
-        self._done = {(r['pair_id'], record_role(r)) for r in self.records}
+        self._done = {(r['pair_id'], record_role(r)) for r in self.records
+                      if r.get('outcome') != 'infra_failure'}
 
     def done(self, pair_id: str, world: str) -> bool:
-        """Whether this episode has already finished (resume skips it)."""
+        """Whether this episode has finished with a score (resume skips it).
+
+        An infrastructure failure is kept in the log (never scored) but is not done: a re-run
+        runs that episode again, so a fault costs a retry, never a pair.
+        """
         return (pair_id, world) in self._done
 
     def import_world(self, other: str | pathlib.Path, world: str,
@@ -250,7 +264,8 @@ class EpisodeLog:
             handle.flush()
             os.fsync(handle.fileno())
         self.records.append(dict(record))
-        self._done.add((record['pair_id'], record_role(record)))
+        if record.get('outcome') != 'infra_failure':
+            self._done.add((record['pair_id'], record_role(record)))
 
 
 def _ends_with_newline(path: pathlib.Path) -> bool:

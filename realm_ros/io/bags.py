@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import pathlib
+import time
 from typing import Any, Iterable, Sequence
 
 import numpy as np
@@ -57,10 +58,17 @@ class BagWriter:
     Topics are registered on first use. ``path`` must not exist yet (rosbags refuses to
     overwrite). :meth:`close` is idempotent; a bag closed early still holds every message
     written before.
+
+    Crash safety: rosbags keeps an MCAP chunk in memory until it reaches 1 MiB, so a killed
+    recorder would lose everything since the last chunk. Every ``flush_s`` seconds of wall time
+    the pending chunk is written and flushed to the OS, so a ``kill -9`` loses at most that
+    much; ``realm-ros bag repair`` (:mod:`realm_ros.io.repair`) then makes the cut bag readable.
     """
 
-    def __init__(self, path: str | pathlib.Path) -> None:
+    def __init__(self, path: str | pathlib.Path, flush_s: float = 1.0) -> None:
         self.path = pathlib.Path(path)
+        self.flush_s = flush_s
+        self._flushed = time.monotonic()
         if self.path.exists():
             raise DataError(f'{self.path} exists already; choose a new bag directory')
         self._writer = Writer(self.path, version=9, storage_plugin=StoragePlugin.MCAP)
@@ -68,6 +76,9 @@ class BagWriter:
             self._writer.open()
         except WriterError as err:
             raise DataError(f'cannot create bag {self.path}: {err}') from None
+        bio = getattr(getattr(self._writer, 'storage', None), 'bio', None)
+        if bio is not None:
+            bio.flush()  # the MCAP header: a bag killed before its first chunk is still MCAP
         self._connections: dict[str, Any] = {}
         self.counts: dict[str, int] = {}
         self.closed = False
@@ -94,6 +105,22 @@ class BagWriter:
             raise DataError(f'bag {self.path} is closed')
         self._writer.write(self._connection(topic, msgtype), int(t_ns), bytes(data))
         self.counts[topic] += 1
+        if time.monotonic() - self._flushed >= self.flush_s:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write the pending MCAP chunk and hand the file's buffer to the OS.
+
+        Uses rosbags' MCAP writer (``close_chunk``, ``bio``; checked by
+        ``test/test_crash_safety.py``); with another storage writer this only does nothing.
+        """
+        self._flushed = time.monotonic()
+        storage = getattr(self._writer, 'storage', None)
+        chunk = getattr(storage, 'chunk', None)
+        if chunk is None or not hasattr(storage, 'close_chunk') or not chunk.bio.tell():
+            return
+        storage.close_chunk()
+        storage.bio.flush()
 
     def write(self, topic: str, msg: Any, t_ns: int | None = None) -> None:
         """Write a rosbags message object; ``t_ns`` defaults to its header stamp."""
@@ -198,6 +225,20 @@ def _arm_index(names: Sequence[str], prefix: str, what: str) -> tuple[list[int],
     return [index[n] for n in robot.JOINT_NAMES], grip
 
 
+#: Joint positions further than this outside the Panda's limits are not a Panda in radians.
+LIMIT_SLACK_RAD = 0.1
+
+
+def _check_limits(q: np.ndarray, where: str) -> None:
+    """Raise DataError if ``q`` (rad, core order) is far outside the joint limits (units?)."""
+    bad = np.flatnonzero((q < robot.JOINT_LOWER - LIMIT_SLACK_RAD)
+                         | (q > robot.JOINT_UPPER + LIMIT_SLACK_RAD))
+    if bad.size:
+        detail = ', '.join(f'{robot.JOINT_NAMES[i]} = {q[i]:.4g}' for i in bad)
+        raise DataError(f'{where}: joint positions outside the joint limits ({detail}); '
+                        "positions must be in rad (degrees?), in the robot's joint order")
+
+
 def read_run(path: str | pathlib.Path, namespace: str | None = None, prefix: str = 'panda_',
              cameras: Iterable[str] = ()) -> RunData:
     """Read a run bag into arrays.
@@ -277,6 +318,7 @@ def read_run(path: str | pathlib.Path, namespace: str | None = None, prefix: str
                     raise DataError(f'{where}: {pos.size} positions for {len(msg.name)} names')
                 if not np.all(np.isfinite(pos)):
                     raise DataError(f'{where}: NaN or inf joint position at t = {stamp:.3f} s')
+                _check_limits(pos[arm], f'{where}, t = {stamp:.3f} s')
                 vel = np.asarray(msg.velocity, dtype=float)
                 eff = np.asarray(msg.effort, dtype=float)
                 st_t.append(stamp)

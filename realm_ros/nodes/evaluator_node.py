@@ -66,6 +66,9 @@ class EvaluatorConfig:
     episode_timeout_s: float = field(
         600.0, 'wall seconds before a stalled episode is ended as an infrastructure failure')
     service_timeout_s: float = field(30.0, 'wall seconds to wait for a service answer')
+    stall_timeout_s: float = field(
+        60.0, 'wall seconds without a progress message from a running world before its episode '
+              'is ended as an infrastructure failure (world or policy down, messages lost)')
     autostart: bool = field(True, 'start evaluating as soon as the graph is up')
     recorders: str = field(
         '', 'comma-separated recorder_node names (fully qualified) to split per pair, so each '
@@ -91,6 +94,8 @@ class _WorldRun:
     finished: threading.Event = dataclasses.field(default_factory=threading.Event)
     error: str = ''
     stamp: float = 0.0
+    last_progress: float = 0.0  # monotonic time of the last progress message
+    spec: dict[str, Any] = dataclasses.field(default_factory=dict)  # the episode it runs
 
 
 class EvaluatorNode(Node):
@@ -117,6 +122,11 @@ class EvaluatorNode(Node):
                 DiagnosticStatus, f'{ns}/{topics.PROGRESS}',
                 lambda msg, w=world: self._on_progress(w, msg), qos.STATE,
                 callback_group=self._group)
+            # A world that publishes another episode mid-run was restarted (a respawned node)
+            # or reset by someone else: its episode no longer is the pair's.
+            self.create_subscription(
+                String, f'{ns}/{topics.EPISODE}', lambda msg, w=world: self._on_episode(w, msg),
+                qos.LATCHED, callback_group=self._group)
             self.create_subscription(
                 DiagnosticStatus, f'{ns}/{topics.POLICY_STATUS}',
                 lambda msg, w=world: self._on_policy_status(w, msg), qos.STATE,
@@ -207,7 +217,8 @@ class EvaluatorNode(Node):
         """Run ``spec`` in each world that has not finished it yet, concurrently."""
         worlds = [w for w in (REAL, SIM) if not log.done(spec.pair_id, w)]
         runs = {w: _WorldRun(world=w, ns=self._ns[w],
-                             referee=EpisodeReferee(self.eval_config.max_steps))
+                             referee=EpisodeReferee(self.eval_config.max_steps),
+                             spec=json.loads(spec.to_json()))
                 for w in worlds}
         for world in worlds:
             try:
@@ -215,17 +226,23 @@ class EvaluatorNode(Node):
             except InfrastructureError as err:
                 runs[world].error = str(err)
                 runs[world].finished.set()
+        try:
+            self._split_bags(spec)
+        except InfrastructureError as err:
+            # No bag for this pair: it is not run, and a re-run retries it (issue 15).
+            for run in runs.values():
+                run.error = run.error or f'recording: {err}'
+                run.finished.set()
         with self._lock:
             self._runs = {w: r for w, r in runs.items() if not r.finished.is_set()}
-        self._split_bags(spec)
         for run in self._runs.values():
-            run.started = time.monotonic()
-            self._activate(run.ns, True)
-        deadline = time.monotonic() + self.config.episode_timeout_s
-        for run in runs.values():
-            if not run.finished.wait(max(0.0, deadline - time.monotonic())):
-                run.error = (f'episode stalled: no end after {self.config.episode_timeout_s:g} '
-                             f's (last step {run.progress.step if run.progress else None})')
+            run.started = run.last_progress = time.monotonic()
+            try:
+                self._activate(run.ns, True)
+            except InfrastructureError as err:
+                run.error = str(err)
+                run.finished.set()
+        self._wait_for_end(runs)
         if self._stopping.is_set():
             raise KeyboardInterrupt  # an unfinished pair is not recorded; it re-runs on resume
         for run in list(self._runs.values()):
@@ -237,6 +254,24 @@ class EvaluatorNode(Node):
             self._runs = {}
         for world in worlds:
             log.append(self._record(spec, runs[world]))
+
+    def _wait_for_end(self, runs: dict[str, _WorldRun]) -> None:
+        """Wait until every run ends; a stalled or silent world ends as infrastructure failure."""
+        deadline = time.monotonic() + self.config.episode_timeout_s
+        for run in runs.values():
+            while not run.finished.wait(0.2):
+                now = time.monotonic()
+                step = run.progress.step if run.progress else None
+                if now >= deadline:
+                    run.error = (f'episode stalled: no end after '
+                                 f'{self.config.episode_timeout_s:g} s (last step {step})')
+                elif now - run.last_progress > self.config.stall_timeout_s:
+                    run.error = (f'no progress from {run.ns} for {now - run.last_progress:.1f} '
+                                 f's (last step {step}): world or policy down, or messages lost')
+                else:
+                    continue
+                self.get_logger().error(f'{run.world}: {run.error}')
+                run.finished.set()
 
     # -- per world ----------------------------------------------------------------------------
 
@@ -344,7 +379,24 @@ class EvaluatorNode(Node):
             return
         progress = convert.progress_from_msg(msg)
         run.progress = progress
+        run.last_progress = time.monotonic()
         if run.referee.update(progress.step, progress.max_progression):
+            run.finished.set()
+
+    def _on_episode(self, world: str, msg: String) -> None:
+        with self._lock:
+            run = self._runs.get(world)
+        if run is None or not run.started or run.finished.is_set():
+            return
+        try:
+            spec = json.loads(msg.data).get('spec')
+        except (json.JSONDecodeError, AttributeError):
+            spec = None
+        if spec != run.spec:
+            task = spec.get('task') if isinstance(spec, dict) else spec
+            run.error = (f'{run.ns} started another episode (task {task!r}) mid-episode: the '
+                         'world restarted or was reset')
+            self.get_logger().error(f'{world}: {run.error}')
             run.finished.set()
 
     def _on_policy_status(self, world: str, msg: DiagnosticStatus) -> None:

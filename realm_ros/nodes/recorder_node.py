@@ -45,6 +45,7 @@ class RecorderNode(Node):
         self.config = declare_config(self, RecorderConfig)
         self.out_dir = pathlib.Path(self.config.out_dir)
         self.out_dir.mkdir(parents=True, exist_ok=True)
+        self._repair_cut_bags()
         ns = self.config.namespace.rstrip('/')
         self._index = -1
         self.bag: BagWriter | None = None
@@ -57,6 +58,22 @@ class RecorderNode(Node):
         self.create_service(Trigger, '~/split', self._on_split)
         self.create_service(Trigger, '~/status', self._on_status)
         self.get_logger().info(f'recording {ns or "/"} to {self.bag.path}')
+
+    def _repair_cut_bags(self) -> None:
+        """Make bags an earlier, killed recorder left cut short readable (issue 15).
+
+        Only this recorder's own bags (``<bag_prefix>_NNN``): another recorder may be writing
+        into the same folder under another prefix, and its open bag has no metadata.yaml yet.
+        """
+        from realm_ros.io.repair import find_cut_bags, repair_bag
+        mine = f'{self.config.bag_prefix}_'
+        for path in find_cut_bags(self.out_dir, deep=False):
+            if not path.name.startswith(mine) or path == self.out_dir:
+                continue
+            try:
+                self.get_logger().warning(f'repaired a bag cut short: {repair_bag(path)}')
+            except RealmError as err:
+                self.get_logger().error(f'cannot repair {path}: {err}')
 
     def _subscribe(self, topic: str, cls: type, msgtype: str, profile: Any) -> None:
         def callback(msg: Any) -> None:

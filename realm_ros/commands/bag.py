@@ -1,0 +1,44 @@
+"""``realm-ros bag``: check and repair rosbag2/MCAP bags (a recorder killed mid-bag).
+
+``realm-ros bag check DIR...`` lists the bags under each DIR (a bag, or a folder of bags) that
+``rosbags`` cannot open and exits 1 if there is one. ``realm-ros bag repair DIR...`` rewrites
+each such bag from its complete records (see :mod:`realm_ros.io.repair`); bags that open are
+left alone. Neither needs ROS.
+"""
+
+from __future__ import annotations
+
+import argparse
+import pathlib
+
+from realm_ros.core.errors import DataError
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add ``check`` and ``repair``."""
+    sub = parser.add_subparsers(dest='bag_command', required=True, metavar='ACTION')
+    for name, text in (('check', 'list bags that rosbags cannot open (exit 1 if any)'),
+                       ('repair', 'make bags cut short by a crash readable again')):
+        child = sub.add_parser(name, help=text, description=text)
+        child.add_argument('paths', nargs='+', type=pathlib.Path,
+                           help='bag directories, or directories of bags')
+
+
+def run(args: argparse.Namespace) -> int:
+    """Check or repair every bag under ``args.paths``."""
+    from realm_ros.io.repair import bag_opens, find_cut_bags, repair_bag
+
+    cut = []
+    for root in args.paths:
+        if not root.is_dir():
+            raise DataError(f'{root} is not a directory (give a bag or a folder of bags)')
+        cut += find_cut_bags(root)
+    if args.bag_command == 'check':
+        for path in cut:
+            print(f'{path}: cannot be opened: {bag_opens(path)}')
+        print(f'{len(cut)} bag(s) need repair' if cut else 'every bag opens')
+        return 1 if cut else 0
+    for path in cut:
+        print(repair_bag(path))
+    print(f'repaired {len(cut)} bag(s)' if cut else 'every bag opens; nothing to repair')
+    return 0
