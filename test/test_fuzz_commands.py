@@ -155,7 +155,10 @@ def _sentinel(mark):
     return msg
 
 
-def _check(sent, kinds, states, elapsed, alive, log, world):
+def _check(sent, kinds, states, elapsed, alive, log, world, lower=None, upper=None):
+    """``lower``/``upper``: the arm's joint limits, rad (default: the twin's, the Panda's)."""
+    lower = robot.JOINT_LOWER if lower is None else lower
+    upper = robot.JOINT_UPPER if upper is None else upper
     assert alive, log[-3000:]
     assert 'Traceback' not in log, log[-3000:]
     rejections = [line for line in log.splitlines() if 'command rejected' in line]
@@ -168,8 +171,8 @@ def _check(sent, kinds, states, elapsed, alive, log, world):
     q = np.array([s.position[:7] for s in states])
     assert len(q) > 100
     assert np.all(np.isfinite(q))
-    low = (q < robot.JOINT_LOWER - LIMIT_SLACK_RAD).any(axis=1)
-    high = (q > robot.JOINT_UPPER + LIMIT_SLACK_RAD).any(axis=1)
+    low = (q < lower - LIMIT_SLACK_RAD).any(axis=1)
+    high = (q > upper + LIMIT_SLACK_RAD).any(axis=1)
     assert not np.any(low | high), q[low | high][:3]
     print(f'\n{world}: {sent} fuzz commands in {elapsed:.1f} s ({kinds}); '
           f'{len(fuzz_rejections)} rejections logged with a reason, {len(stale)} stale dropped, '
@@ -195,17 +198,20 @@ def test_twin_world_node_survives_command_fuzz(tmp_path):
 @pytest.mark.ros
 @pytest.mark.slow
 def test_digital_real_bridge_survives_command_fuzz(tmp_path):
-    # As realm_ros/graph.py wires the digital real: fake_franka under /real/franka (fr3_
-    # names) behind world_node backend:=franka under /real, safety monitor on every target.
-    from realm_ros.graph import ROBOT_NS
+    # As realm_ros/graph.py wires the digital real: fake_franka under /real/franka (an FR3,
+    # fr3_ names) behind world_node backend:=franka under /real, safety monitor on every target.
+    from realm_ros.graph import ROBOT_NS, bridge_parameters, fake_franka_parameters
     fake = ['fake_franka', '--ros-args', '-r', f'__ns:={ROBOT_NS}', '-p', 'lockstep:=true',
-            '-p', 'arm_prefix:=fr3_']
+            *[a for k, v in fake_franka_parameters('fr3').items() for a in ('-p', f'{k}:={v}')]]
+    bridge = bridge_parameters('fr3', 'franka_hand', digital_real=True)
     world = ['world_node', '--ros-args', '-r', '__ns:=/real', '-p', 'backend:=franka',
-             '-p', 'lockstep:=true', '-p', 'lockstep_timeout_s:=0.0', '-p', 'joint_prefix:=fr3_',
+             '-p', 'lockstep:=true', '-p', 'lockstep_timeout_s:=0.0',
+             *[arg for k, v in bridge.items() for arg in ('-p', f'{k}:={v}')],
              '-p', f'franka.namespace:={ROBOT_NS}', '-p', 'franka.digital_real:=true',
              '-p', 'camera_rate_hz:=0.0']
     result = _fuzz_world(tmp_path, '/real', [('fake', fake), ('world', world)], N_PER_WORLD,
                          seed=4)
-    _check(*result, 'digital real (fake_franka + franka bridge, lockstep)')
+    fr3 = robot.arm_spec('fr3')
+    _check(*result, 'digital real (fake_franka + franka bridge, lockstep)', fr3.lower, fr3.upper)
     log = result[-1]
     assert 'safety: ' in log  # random jumps reach the bridge's safety monitor and are refused
