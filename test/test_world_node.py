@@ -8,7 +8,7 @@ from rclpy.qos import qos_profile_sensor_data  # noqa: F401 - ensures rclpy impo
 from rostest import BIN, ros_node, run_process, spin_until, trajectory_command
 from sensor_msgs.msg import Image, JointState
 from std_msgs.msg import String
-from std_srvs.srv import Trigger
+from std_srvs.srv import SetBool, Trigger
 from trajectory_msgs.msg import JointTrajectory
 
 from realm_ros.core import robot
@@ -94,6 +94,14 @@ def test_real_time_world_publishes_at_control_rate_and_resets(tmp_path):
         assert spin_until(executor, future.done, 10)
         assert future.result().success, future.result().message
         assert spin_until(executor, lambda: np.allclose(probe.arm(), robot.RESET_Q, atol=0.02))
+
+        # The twin has no reflexes: the operator's recover call is refused, saying why.
+        recover = node.create_client(SetBool, '/real/recover')
+        assert recover.wait_for_service(timeout_sec=10)
+        future = recover.call_async(SetBool.Request(data=True))
+        assert spin_until(executor, future.done, 10)
+        assert not future.result().success
+        assert 'no reflexes' in future.result().message
 
 
 @pytest.mark.parametrize('param, expected', [

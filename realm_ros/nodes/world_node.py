@@ -31,7 +31,7 @@ from rclpy.node import Node
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import CameraInfo, Image, JointState
 from std_msgs.msg import String
-from std_srvs.srv import Trigger
+from std_srvs.srv import SetBool, Trigger
 from trajectory_msgs.msg import JointTrajectory
 
 from realm_ros.core import tasks
@@ -85,6 +85,9 @@ class WorldNode(Node):
                            if self.config.lockstep else None)
         self.create_subscription(JointTrajectory, 'command', self._on_command, qos.COMMAND)
         self.create_service(Trigger, 'reset', self._on_reset)
+        # A reflex on a real arm stops it until error recovery; calling this service with
+        # data=true is the operator's confirmation that the arm may be re-activated.
+        self.create_service(SetBool, 'recover', self._on_recover)
 
         self._reset_world(self._spec_from_params())
         self._publish_static()
@@ -146,6 +149,32 @@ class WorldNode(Node):
         response.message = json.dumps({
             'task': spec.task, 'seed': spec.seed, 'time': self.world.time,
             'instruction': self._obs.instruction})
+        return response
+
+    def _on_recover(self, request: SetBool.Request,
+                    response: SetBool.Response) -> SetBool.Response:
+        """Clear a reflex (``World.recover`` where the backend has one) if ``data`` confirms."""
+        recover = getattr(self.world, 'recover', None)
+        if recover is None:
+            response.success = False
+            response.message = f'world {self.config.backend!r} has no reflexes to recover from'
+            return response
+
+        def confirm(question: str) -> bool:
+            self.get_logger().warning(f'recovery: {question} operator says '
+                                      f'{"yes" if request.data else "no"}')
+            return bool(request.data)
+        try:
+            response.success = bool(recover(confirm=confirm))
+        except RealmError as err:
+            self.get_logger().error(f'recovery failed: {err}')
+            response.success, response.message = False, str(err)
+            return response
+        response.message = (
+            'recovered: the arm holds its position; reset before the next episode'
+            if response.success else 'not confirmed: the arm stays stopped')
+        if response.success:
+            self.fault = ''
         return response
 
     # -- helpers ----------------------------------------------------------------------------
