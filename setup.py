@@ -73,8 +73,9 @@ setup(
         'test': ['pytest>=7', 'pytest-timeout>=2', 'ruff>=0.5', 'ros-test-msgs',
                  'openpi-client>=0.1.2',
                  'yourdfpy>=0.0.56', 'xacro>=2.0'],
-        # Local TorchScript / state-dict policies (realm_ros.policies.torch_policy).
-        'torch': ['torch>=2.1'],
+        # Local TorchScript / state-dict policies (realm_ros.policies.torch_policy), the learned
+        # policy (realm_ros.policies.learned) and its LeRobot datasets (parquet via pyarrow).
+        'torch': ['torch>=2.1', 'pyarrow>=14'],
     },
     maintainer='realm_ros maintainers',
     maintainer_email='realm-ros@example.org',

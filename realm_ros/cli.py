@@ -28,6 +28,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     'sysid': ('realm_ros.commands.sysid', 'record excitation bags and fit friction/armature'),
     'episode': ('realm_ros.commands.episode', 'run one episode in the twin and print its score'),
     'ladder': ('realm_ros.commands.ladder', 'success rates of the scripted policy ladder'),
+    'dataset': ('realm_ros.commands.dataset', 'demonstrations of the scripted expert in the twin '
+                'with cameras, written as a LeRobot v2.1 dataset'),
+    'train': ('realm_ros.commands.train', 'train the learned visuomotor policy (images + '
+              'instruction + joints -> action chunks) on a LeRobot dataset'),
     'cameras': ('realm_ros.commands.cameras', 'contact sheet of every camera of the twin, per '
                 'task (check a camera rig)'),
 }
