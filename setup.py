@@ -51,6 +51,9 @@ setup(
         'imageio>=2.30',
         'imageio-ffmpeg>=0.4',
         'rich>=13',
+        # pybullet_data ships the Panda's visual meshes (franka_ros, Apache-2.0) offline: the
+        # twin's cameras see the real arm (realm_ros/backends/mujoco/visuals.py).
+        'pybullet>=3.2',
     ],
     extras_require={
         # ROS 2 Kilted from PyPI wheels, for machines without a ROS install. Never install

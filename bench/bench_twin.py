@@ -2,6 +2,11 @@
 
 Run: ``make bench`` (or ``.venv/bin/python bench/bench_twin.py``). Prints a table; the README
 quotes it with the machine it was measured on.
+
+The ``node step`` case is what ``world_node`` and ``fake_franka`` do per lockstep step with
+three cameras: ``step()`` and then ``observe()`` / ``render()`` for the publishers. A twin that
+renders every frame once costs one render per step there; one that renders in both calls, two.
+Run it against an older tree (``PYTHONPATH=old/tree``) for a before/after comparison.
 """
 
 from __future__ import annotations
@@ -50,22 +55,47 @@ def bench(config: WorldConfig, steps: int, task: str = '') -> dict[str, float]:
     }
 
 
+def bench_node_step(steps: int, task: str = 'pick_spoon', **config: object) -> float:
+    """Return ms per lockstep world_node step with three 320x180 cameras (step + observe)."""
+    world = MujocoWorld(WorldConfig(task=task, **config))
+    world.reset(EpisodeSpec(task=task))
+    world.observe()  # warm up the renderer
+    start = time.perf_counter()
+    for k in range(steps):
+        world.apply(_trajectory(k))
+        world.step()
+        world.observe(render=True)
+    wall = time.perf_counter() - start
+    world.close()
+    return wall / steps * 1000.0
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--steps', type=int, default=450, help='control steps per case')
     parser.add_argument('--physics-hz', type=float, default=240.0)
+    parser.add_argument('--rig', default='',
+                        help='camera rig YAML (its render section: shadows, antialias)')
     args = parser.parse_args()
     print(f'machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, '
           f'MUJOCO_GL={os.environ.get("MUJOCO_GL", "egl")}')
     cases = [
         ('headless', WorldConfig(physics_hz=args.physics_hz, camera_rate_hz=0), args.steps),
-        ('3 cameras 320x180', WorldConfig(physics_hz=args.physics_hz), max(30, args.steps // 10)),
+        ('3 cameras 320x180', WorldConfig(physics_hz=args.physics_hz,
+                                          **({'camera_rig_file': args.rig} if args.rig else {})),
+         max(30, args.steps // 10)),
     ]
     print(f'{"case":<20} {"physics steps/s":>16} {"control steps/s":>16} {"sim/wall":>9}')
     for label, config, steps in cases:
         r = bench(config, steps)
         print(f'{label:<20} {r["physics_steps_per_s"]:>16,.0f} '
               f'{r["control_steps_per_s"]:>16,.1f} {r["sim_to_wall"]:>9.2f}')
+    ms = bench_node_step(max(15, args.steps // 30),
+                         **({'camera_rig_file': args.rig} if args.rig else {}))
+    print(f'{"node step 3 cameras":<20} {"":>16} {1000.0 / ms:>16,.1f} {"":>9}  '
+          f'({ms:.0f} ms per world_node lockstep step, pick_spoon)')
+    load = os.getloadavg()[0] if hasattr(os, 'getloadavg') else float('nan')
+    print(f'load average (1 min) at the end: {load:.1f}')
     print(f'(physics {args.physics_hz:g} Hz, control 15 Hz = '
           f'{int(args.physics_hz / 15)} physics steps per control step)')
 

@@ -47,6 +47,7 @@ def test_rig_file_is_the_built_in_droid_rig():
         np.testing.assert_allclose(got.target, want.target)
         np.testing.assert_allclose(got.up, want.up)
         assert got.fovy == pytest.approx(want.fovy)
+    assert (rig.shadows, rig.antialias) == (camera_rig.Rig().shadows, camera_rig.Rig().antialias)
 
 
 def test_lab_rig_file_moves_the_cameras(tmp_path):
@@ -84,6 +85,8 @@ def test_lab_rig_file_moves_the_cameras(tmp_path):
     ('cameras: {exterior_1: {position: [0, 0, 1], look_at: [1, 0, 0]}}', 'fovy_deg'),
     ('cameras: {wrist: {parent: world, position: [0, 0, 1], look_at: [1, 0, 0], '
      'fovy_deg: 60}}', "parent must be 'gripper'"),
+    ('cameras: {}\nrender: {antialias: 3}', 'antialias'),
+    ('cameras: {}\nrender: {fog: true}', 'render'),
 ])
 def test_bad_rig_file_names_the_field(tmp_path, text, message):
     path = tmp_path / 'rig.yaml'

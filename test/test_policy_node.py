@@ -79,7 +79,7 @@ def test_ros_lockstep_episode_matches_run_episode(tmp_path):
 
 
 def test_policy_node_rejects_bad_parameters():
-    for param, expected in [('execute_horizon:=0', 'execute_horizon must be in'),
+    for param, expected in [('execute_horizon:=-1', 'execute_horizon must be in'),
                             ("policy_args:='[1]'", 'policy_args must be a JSON object'),
                             ('policy:=nonsense', "unknown policy 'nonsense'")]:
         proc = subprocess.run([str(BIN / 'policy_node'), '--ros-args', '-p', param],

@@ -31,6 +31,10 @@ class Rig:
     exterior: tuple[CameraSpec, ...] = DEFAULT_CAMERAS
     wrist: CameraSpec = DEFAULT_WRIST
     source: str = 'built-in DROID rig'
+    #: The key light casts shadows (a software renderer pays about 2x per image for them).
+    shadows: bool = True
+    #: Multisample anti-aliasing samples (0 = off; with shadows on llvmpipe, 2 costs 3x).
+    antialias: int = 0
 
 
 def _vector(entry: Mapping[str, Any], key: str, n: int, where: str) -> tuple[float, ...]:
@@ -113,7 +117,16 @@ def _load(path: str) -> Rig:
         else defaults[name] for name in ('exterior_1', 'exterior_2'))
     wrist = (camera_from_entry('wrist', cameras['wrist'], f'{path}: cameras.wrist')
              if 'wrist' in cameras else DEFAULT_WRIST)
-    return Rig(exterior, wrist, str(file))
+    render = data.get('render') or {}
+    if not isinstance(render, dict) or set(render) - {'shadows', 'antialias'}:
+        raise ConfigError(f'camera_rig_file: {path}: `render` may set shadows (true/false) and '
+                          f'antialias (0, 2, 4, 8), got {render!r}')
+    shadows = render.get('shadows', True)
+    antialias = render.get('antialias', 0)
+    if not isinstance(shadows, bool) or antialias not in (0, 2, 4, 8):
+        raise ConfigError(f'camera_rig_file: {path}: render.shadows must be true or false and '
+                          f'render.antialias one of 0, 2, 4, 8; got {shadows!r}, {antialias!r}')
+    return Rig(exterior, wrist, str(file), shadows, int(antialias))
 
 
 def load_rig(path: str = '') -> Rig:

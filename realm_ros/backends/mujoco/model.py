@@ -272,6 +272,7 @@ def build_mjcf(
     with_table: bool = True,
     wrist: CameraSpec = DEFAULT_WRIST,
     visuals: bool = False,
+    look_options: dict | None = None,
 ) -> str:
     """Return the complete MJCF of the twin.
 
@@ -286,13 +287,14 @@ def build_mjcf(
         visuals: dress the twin for cameras (:mod:`realm_ros.backends.mujoco.visuals`): the
             Panda's meshes, a lab room, textures, shadows. Visual geoms only: the physics is
             the same with or without them (``test/test_cameras.py`` checks it).
+        look_options: keyword arguments of :func:`visuals.look` (``shadows``, ``antialias``).
     """
     width, height = image_size
     camera_xml = '\n'.join(c.mjcf() for c in cameras)
     look = _PLAIN_LOOK
     if visuals:
         from realm_ros.backends.mujoco import visuals as vis
-        look = vis.look(with_table)
+        look = vis.look(with_table, **(look_options or {}))
     table = ''
     if with_table:
         table = (

@@ -72,5 +72,14 @@ class FrameRenderer:
             self._pool.submit(renderer.close).result()
         self._pool.shutdown(wait=True)
 
+    def __del__(self) -> None:
+        # A world dropped without close(): free the context on its own thread, not on
+        # whichever thread the garbage collector runs (that would be EGL_BAD_ACCESS).
+        if getattr(self, '_renderer', None) is not None:
+            try:
+                self.close()
+            except RuntimeError:  # the interpreter is shutting down: no new work accepted
+                pass
+
 
 __all__ = ['FrameRenderer']

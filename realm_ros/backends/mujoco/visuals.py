@@ -289,15 +289,50 @@ def _room() -> str:
         'material="metal"/>',
         f'<geom {v} type="box" size="0.2 0.15 0.12" pos="2.1 0.7 {z0 + 0.86}" '
         'rgba="0.2 0.2 0.22 1"/>',
-        # The robot's pedestal under the table edge and a ceiling.
+        # Pin boards with papers on both side walls (what the exterior cameras look across at).
+        *(_pin_board(side) for side in (1.0, -1.0)),
+        # Behind the robot: a door, a coat rack's coats (boxes), a poster.
+        f'<geom {v} type="box" size="0.01 0.45 1.02" pos="-1.17 -1.1 {z0 + 1.02}" '
+        'material="desk"/>',
+        f'<geom {v} type="box" size="0.012 0.02 0.02" pos="-1.16 -0.75 {z0 + 1.0}" '
+        'material="metal"/>',
+        f'<geom {v} type="box" size="0.01 0.35 0.5" pos="-1.17 0.6 {z0 + 1.5}" '
+        'material="board"/>',
+        f'<geom {v} type="box" size="0.1 0.18 0.45" pos="-1.08 1.5 {z0 + 1.2}" '
+        'rgba="0.2 0.25 0.35 1"/>',
+        f'<geom {v} type="box" size="0.15 0.3 0.5" pos="-1.0 -0.2 {z0 + 0.5}" '
+        'material="shelf"/>',
+        # A ceiling.
         f'<geom {v} type="plane" size="2.2 2.4 0.1" pos="0.8 0 {z0 + wall_h}" quat="0 1 0 0" '
         'material="ceiling"/>',
     ]
     return '\n'.join(parts)
 
 
-def look(with_table: bool = True) -> dict[str, Any]:
-    """Return the MJCF fragments :func:`model.build_mjcf` fills in when visuals are on."""
+def _pin_board(side: float) -> str:
+    """Return a cork board with a few sheets of paper on the side wall at y = side * 2.2."""
+    z0 = FLOOR_Z
+    y = side * 2.17
+    v = 'class="visual"'
+    parts = [f'<geom {v} type="box" size="0.55 0.01 0.4" pos="0.2 {y:.3f} {z0 + 1.45}" '
+             'material="cork"/>']
+    papers = ((-0.15, 0.1, '0.95 0.95 0.92'), (0.12, 0.15, '0.98 0.9 0.5'),
+              (0.38, 0.05, '0.9 0.93 0.98'), (0.0, -0.2, '0.95 0.95 0.95'),
+              (0.3, -0.2, '0.95 0.75 0.7'))
+    for dx, dz, rgb in papers:
+        parts.append(f'<geom {v} type="box" size="0.1 0.005 0.13" '
+                     f'pos="{0.2 + dx:.3f} {y - side * 0.012:.3f} {z0 + 1.45 + dz:.3f}" '
+                     f'rgba="{rgb} 1"/>')
+    return '\n'.join(parts)
+
+
+def look(with_table: bool = True, shadows: bool = True, antialias: int = 0) -> dict[str, Any]:
+    """Return the MJCF fragments :func:`model.build_mjcf` fills in when visuals are on.
+
+    ``shadows``: the key light casts shadows; ``antialias``: MSAA samples (0 = off). On a
+    software renderer (EGL on llvmpipe, no GPU) shadows cost about 2x per image and MSAA
+    3x on top of them; the rig file's ``render`` section sets both.
+    """
     meshes = mesh_dir() is not None
     assets = [
         f'<texture name="realm_wood" type="2d" builtin="flat" rgb1="0.7 0.55 0.4" '
@@ -320,6 +355,7 @@ def look(with_table: bool = True) -> dict[str, Any]:
         '<material name="frame" rgba="0.8 0.8 0.8 1" specular="0.3"/>',
         '<material name="board" texture="realm_board" specular="0.4" shininess="0.6"/>',
         '<material name="shelf" rgba="0.55 0.45 0.35 1"/>',
+        '<material name="cork" rgba="0.62 0.47 0.32 1" specular="0"/>',
         '<material name="desk" rgba="0.85 0.85 0.82 1" specular="0.2"/>',
         '<material name="metal" rgba="0.6 0.62 0.65 1" specular="0.6" shininess="0.7"/>',
     ]
@@ -329,13 +365,13 @@ def look(with_table: bool = True) -> dict[str, Any]:
         # Ceiling panel above the workspace (casts the shadows), two softer room lights.
         '<light name="key" pos="0.45 0.25 1.8" dir="0 -0.1 -1" directional="false" '
         'cutoff="70" exponent="2" diffuse="0.55 0.55 0.52" specular="0.25 0.25 0.25" '
-        'castshadow="true" attenuation="1 0 0"/>\n'
+        f'castshadow="{str(shadows).lower()}" attenuation="1 0 0"/>\n'
         '    <light name="fill" pos="1.6 -1.0 1.7" dir="-0.6 0.5 -0.8" diffuse="0.3 0.3 0.32" '
         'specular="0.05 0.05 0.05" castshadow="false"/>\n'
         '    <light name="room" pos="-0.6 1.0 1.6" dir="0.5 -0.4 -0.8" diffuse="0.22 0.22 0.22" '
         'specular="0 0 0" castshadow="false"/>')
     return {
-        'visual': ('<quality shadowsize="1024" offsamples="2"/>\n'
+        'visual': (f'<quality shadowsize="512" offsamples="{int(antialias)}"/>\n'
                    '    <map shadowclip="1.5" znear="0.01"/>\n'
                    '    <headlight ambient="0.38 0.38 0.38" diffuse="0.15 0.15 0.15" '
                    'specular="0 0 0"/>'),

@@ -133,7 +133,8 @@ class MujocoWorld(World):
         xml = mjcf.build_mjcf(
             physics_hz=self._config.physics_hz, scene_xml=body_xml, scene_assets=asset_xml,
             image_size=(self._config.camera_width, self._config.camera_height),
-            cameras=rig.exterior, wrist=rig.wrist, visuals=self._visuals)
+            cameras=rig.exterior, wrist=rig.wrist, visuals=self._visuals,
+            look_options={'shadows': rig.shadows, 'antialias': rig.antialias})
         self.model = mujoco.MjModel.from_xml_string(xml)
         self.data = mujoco.MjData(self.model)
         self._kin = mujoco.MjData(self.model)  # scratch data for FK of targets
