@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import pathlib
 import time
 
@@ -62,6 +63,11 @@ class NoisyRecorder(PolicyWrapper):
             self._offset = 0.85 * self._offset + self.rng.normal(0.0, self.noise * 0.5, 7)
             values[:, :7] += self._offset
         return ActionChunk(values, chunk.mode)
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    del signum, frame
+    raise KeyboardInterrupt
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -113,6 +119,9 @@ def run(args: argparse.Namespace) -> int:
     if unknown or not cameras:
         raise ConfigError(f'--cameras: unknown or none {unknown}; choose from {CAMERA_NAMES}')
     width, height = parse_image_size(args.image_size)
+    # SIGTERM (and SIGINT, which a background job ignores) ends the run like Ctrl-C: the
+    # finished episodes stay in the dataset (its meta/ is rewritten after every episode).
+    signal.signal(signal.SIGTERM, _interrupt)
     writer = LeRobotWriter(args.out, fps=15, cameras=cameras)
     kept = attempted = 0
     start = time.monotonic()

@@ -140,10 +140,11 @@ class LeRobotWriter:
         self.episodes.append({'episode_index': index, 'tasks': [episode.instruction],
                               'length': n, **episode.extra, '_stats': stats})
         self.frames += n
+        self.close()  # meta/ always describes every finished episode: a killed run loses none
         return index
 
     def close(self) -> pathlib.Path:
-        """Write meta/ (info, tasks, episodes, episodes_stats); return the dataset folder."""
+        """(Re)write meta/ (info, tasks, episodes, episodes_stats); return the dataset folder."""
         meta = self.root / 'meta'
         n_eps = len(self.episodes)
         features: dict[str, Any] = {}
