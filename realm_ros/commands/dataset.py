@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import pathlib
+import signal
 import time
 
 import numpy as np
