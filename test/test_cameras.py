@@ -241,6 +241,7 @@ def test_policies_declare_what_they_need():
 
 # ---- end to end with a server that checks DROID's contract --------------------------------------
 
+@pytest.mark.slow
 def test_episode_sends_droid_images_to_an_openpi_server(capsys):
     with DroidOpenpiServer() as server:
         code = cli.main(['episode', '--task', 'pick_spoon', '--policy', 'openpi',
@@ -258,6 +259,7 @@ def test_episode_sends_droid_images_to_an_openpi_server(capsys):
     assert "cameras ['exterior_1', 'wrist']" in out
 
 
+@pytest.mark.slow
 def test_joint_position_checkpoint_is_not_run_as_velocities(capsys):
     # openpi's servers send empty metadata: a *_jointpos checkpoint is detected by its answer.
     with DroidOpenpiServer(action_space='joint_position') as server:
@@ -278,6 +280,7 @@ def test_joint_position_checkpoint_is_not_run_as_velocities(capsys):
         assert record['outcome'] != 'infra_failure'
 
 
+@pytest.mark.slow
 def test_episode_sends_gr00t_its_droid_video(capsys):
     seen = []
 
