@@ -19,7 +19,9 @@ from realm_ros.policies.learned import LearnedPolicy, load_checkpoint, tokenize
 from realm_ros.policies.openpi import OpenPIPolicy
 from realm_ros.policies.server import PolicyServer, convert_chunk
 
-pytestmark = pytest.mark.filterwarnings('ignore:connect\\(\\) must be used:DeprecationWarning')
+# Renders a twin episode and trains on CPU: about 1-2 minutes on a loaded 2-core machine.
+pytestmark = [pytest.mark.slow,
+              pytest.mark.filterwarnings('ignore:connect\\(\\) must be used:DeprecationWarning')]
 STEPS = 12
 
 
@@ -112,6 +114,11 @@ def test_served_over_openpi_protocol_end_to_end(trained):
         c: resize_with_pad(im, 224, 224) for c, im in obs.images.items()})
     expected = convert_chunk(direct.infer(padded), obs.joints.position, ActionMode.VELOCITY)
     np.testing.assert_allclose(chunk.values, expected, atol=1e-5)
+
+
+@pytest.mark.parametrize('stages', ['early', 'a=0', 'a=1,a=2'])
+def test_bad_stages_named(stages):
+    assert cli.main(['train', '--data', '.', '--out', '.', '--stages', stages]) == 2
 
 
 def test_bad_inputs_named():
