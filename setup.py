@@ -138,8 +138,9 @@ setup(
                  'setuptools>=70.1',
                  'openpi-client>=0.1.2',
                  'yourdfpy>=0.0.56', 'xacro>=2.0'],
-        # Local TorchScript / state-dict policies (realm_ros.policies.torch_policy).
-        'torch': ['torch>=2.1'],
+        # Local TorchScript / state-dict policies (realm_ros.policies.torch_policy), the learned
+        # policy (realm_ros.policies.learned) and its LeRobot datasets (parquet via pyarrow).
+        'torch': ['torch>=2.1', 'pyarrow>=14'],
         # USD export (realm-ros usd) and the kit-less PhysX twin (backend physx). ovphysx
         # itself (x86_64 Linux, glibc >= 2.35, AVX) is installed by `make setup` with
         # --no-deps: it declares packaging<24, which pytest >= 9 (packaging>=24) excludes,

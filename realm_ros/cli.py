@@ -33,6 +33,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     'docs-params': ('realm_ros.commands.docs_params', 'write docs/parameters.md from the config '
                     'schemas (--check: is it current?)'),
     'usd': ('realm_ros.commands.usd', 'export a task scene to USD authored for PhysX/Isaac Sim'),
+    'dataset': ('realm_ros.commands.dataset', 'demonstrations of the scripted expert in the twin '
+                'with cameras, written as a LeRobot v2.1 dataset'),
+    'train': ('realm_ros.commands.train', 'train the learned visuomotor policy (images + '
+              'instruction + joints -> action chunks) on a LeRobot dataset'),
     'cameras': ('realm_ros.commands.cameras', 'contact sheet of every camera of the twin, per '
                 'task (check a camera rig)'),
     'bag': ('realm_ros.commands.bag', 'check and repair rosbag2/MCAP bags cut short by a crash'),

@@ -27,6 +27,7 @@ POLICIES: dict[str, str] = {
     'openpi': 'realm_ros.policies.openpi:OpenPIPolicy',
     'gr00t': 'realm_ros.policies.gr00t:Gr00tPolicy',
     'torch': 'realm_ros.policies.torch_policy:TorchPolicy',
+    'learned': 'realm_ros.policies.learned:LearnedPolicy',
 }
 
 

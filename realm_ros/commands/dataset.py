@@ -1,0 +1,165 @@
+"""``realm-ros dataset``: demonstrations of the scripted expert in the twin, as a LeRobot dataset.
+
+Each episode: a task, a seed (the task sampler draws the initial object poses and arm pose from
+it; seeds start at ``--seed-offset`` so they never coincide with the evaluation's seeds 0..N),
+the expert rung of the scripted ladder closed loop (one action per step), and the DROID cameras
+rendered every step. For coverage of states the expert never visits on its own (DART-style
+noise injection), the executed joint targets get temporally correlated Gaussian noise of
+``--noise`` rad (a per-episode scale drawn uniformly in [0, noise]) while the dataset records
+the expert's *clean* action at every step: the learner sees how the expert recovers. Failed
+episodes are dropped unless ``--keep-failures``. The layout is LeRobot v2.1
+(:mod:`realm_ros.io.lerobot`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import pathlib
+import signal
+import time
+
+import numpy as np
+
+from realm_ros.core import tasks
+from realm_ros.core.errors import ConfigError
+from realm_ros.core.policy import PolicyWrapper
+from realm_ros.core.types import ActionChunk, EpisodeSpec, Observation
+
+DEFAULT_CAMERAS = ('exterior_1', 'wrist')
+
+
+class NoisyRecorder(PolicyWrapper):
+    """Record (observation, clean expert action) each step; execute the action plus noise."""
+
+    def __init__(self, inner, noise: float, rng: np.random.Generator,
+                 cameras: tuple[str, ...]) -> None:
+        super().__init__(inner)
+        self.noise = float(noise)
+        self.rng = rng
+        self.cameras = cameras
+        self.states: list[np.ndarray] = []
+        self.actions: list[np.ndarray] = []
+        self.images: dict[str, list[np.ndarray]] = {c: [] for c in cameras}
+        self._offset = np.zeros(7)
+
+    def reset(self, spec: EpisodeSpec) -> None:
+        super().reset(spec)
+        self.states, self.actions = [], []
+        self.images = {c: [] for c in self.cameras}
+        self._offset = np.zeros(7)
+
+    def infer(self, obs: Observation) -> ActionChunk:
+        chunk = self.inner.infer(obs)
+        values = np.array(chunk.values, dtype=float, copy=True)
+        for camera in self.cameras:
+            if camera not in obs.images:
+                raise ConfigError(f'the world rendered {sorted(obs.images)}, not {camera!r}')
+            self.images[camera].append(np.asarray(obs.images[camera], dtype=np.uint8))
+        self.states.append(np.r_[obs.joints.position, obs.joints.gripper].astype(np.float32))
+        self.actions.append(values[0].astype(np.float32))
+        if self.noise > 0:
+            # Ornstein-Uhlenbeck-like offset: smooth excursions rather than per-step jitter.
+            self._offset = 0.85 * self._offset + self.rng.normal(0.0, self.noise * 0.5, 7)
+            values[:, :7] += self._offset
+        return ActionChunk(values, chunk.mode)
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    del signum, frame
+    raise KeyboardInterrupt
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Output folder, tasks, episodes, noise, cameras, image size."""
+    parser.add_argument('--out', required=True, type=pathlib.Path,
+                        help='new dataset folder (LeRobot v2.1 layout)')
+    parser.add_argument('--tasks', default='push_switch',
+                        help='comma-separated REALM tasks')
+    parser.add_argument('--episodes', type=int, default=40,
+                        help='episodes attempted per task')
+    parser.add_argument('--seed-offset', type=int, default=1000,
+                        help='first seed (evaluation seeds are 0..N; keep these apart)')
+    parser.add_argument('--noise', type=float, default=0.03,
+                        help='largest std of the noise on executed joint targets, rad')
+    parser.add_argument('--max-steps', type=int, default=200, help='control steps per episode')
+    parser.add_argument('--cameras', default=','.join(DEFAULT_CAMERAS),
+                        help='comma-separated cameras to record')
+    parser.add_argument('--image-size', default='320x180',
+                        help='rendered image size WxH, px (DROID stores 320x180)')
+    parser.add_argument('--keep-failures', action='store_true',
+                        help='also keep episodes the expert failed (noise can make it fail)')
+    parser.add_argument('--quiet', action='store_true', help='no progress bar')
+
+
+def run(args: argparse.Namespace) -> int:
+    """Roll out the expert and write the dataset; print a one-line summary."""
+    os.environ.setdefault('MUJOCO_GL', 'egl')
+    from tqdm import tqdm
+
+    from realm_ros.commands.episode import parse_image_size
+    from realm_ros.core.config import CAMERA_NAMES, WorldConfig
+    from realm_ros.core.episode import run_episode
+    from realm_ros.core.policy import standard_chain
+    from realm_ros.core.world import make_world
+    from realm_ros.io.lerobot import Episode, LeRobotWriter
+    from realm_ros.policies.scripted import ScriptedPolicy
+
+    if args.episodes <= 0:
+        raise ConfigError(f'--episodes must be > 0, got {args.episodes}')
+    if args.noise < 0:
+        raise ConfigError(f'--noise must be >= 0 rad, got {args.noise}')
+    names = [t for t in args.tasks.split(',') if t]
+    if not names:
+        raise ConfigError('--tasks names no task')
+    for name in names:
+        tasks.get_task(name)
+    cameras = tuple(c for c in args.cameras.split(',') if c)
+    unknown = [c for c in cameras if c not in CAMERA_NAMES]
+    if unknown or not cameras:
+        raise ConfigError(f'--cameras: unknown or none {unknown}; choose from {CAMERA_NAMES}')
+    width, height = parse_image_size(args.image_size)
+    # SIGTERM (and SIGINT, which a background job ignores) ends the run like Ctrl-C: the
+    # finished episodes stay in the dataset (its meta/ is rewritten after every episode).
+    signal.signal(signal.SIGTERM, _interrupt)
+    writer = LeRobotWriter(args.out, fps=15, cameras=cameras)
+    kept = attempted = 0
+    start = time.monotonic()
+    bar = tqdm(total=args.episodes * len(names), unit='ep', disable=args.quiet,
+               desc='dataset')
+    try:
+        for name in names:
+            task = tasks.get_task(name)
+            world = make_world(WorldConfig(task=name, cameras=cameras, camera_rate_hz=15.0,
+                                           camera_width=width, camera_height=height))
+            try:
+                for i in range(args.episodes):
+                    seed = args.seed_offset + i
+                    rng = np.random.default_rng([seed, 7])
+                    noise = float(rng.uniform(0.0, args.noise))
+                    recorder = NoisyRecorder(ScriptedPolicy(skill=0, horizon=1), noise, rng,
+                                             cameras)
+                    policy = standard_chain(recorder, execute=1)
+                    spec = EpisodeSpec(task=name, seed=seed, policy='scripted:expert+noise',
+                                       max_steps=args.max_steps, instruction=task.instruction)
+                    result = run_episode(world, policy, spec)
+                    attempted += 1
+                    if (result.success or args.keep_failures) and recorder.states:
+                        writer.add(Episode(
+                            instruction=task.instruction, states=np.stack(recorder.states),
+                            actions=np.stack(recorder.actions),
+                            images={c: np.stack(v) for c, v in recorder.images.items()},
+                            extra={'task': name, 'seed': seed, 'noise': round(noise, 4),
+                                   'success': bool(result.success),
+                                   'progression': float(result.progression)}))
+                        kept += 1
+                    bar.update(1)
+                    bar.set_postfix(kept=kept, task=name)
+            finally:
+                world.close()
+    finally:
+        bar.close()
+        writer.close()
+    print(f'dataset {args.out}: {kept} of {attempted} episodes kept, {writer.frames} frames, '
+          f'cameras {list(cameras)} at {width}x{height}, {time.monotonic() - start:.0f} s')
+    return 0
