@@ -4,6 +4,7 @@ import json
 import pathlib
 import signal
 import subprocess
+import time
 
 from mcap_ros2.reader import read_ros2_messages
 import numpy as np
@@ -142,3 +143,44 @@ def test_sysid_record_watchdog_stops_an_arm_that_cannot_follow(tmp_path):
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert 'exceeds 0.28 rad; stopped the excitation' in proc.stderr
     assert bags.read_run(tmp_path / 'bags' / 'traj_000').state_q.shape[0] > 1  # kept, readable
+
+
+def test_real_time_watchdog_allows_the_pipeline_lag_and_stops_a_stuck_arm():
+    """Real time: a state shows a target some steps old (REAL_TIME_LAG_STEPS); a stuck arm
+    still trips the tracking limit, and lockstep keeps comparing with the next target."""
+    import collections
+    import importlib
+    from types import SimpleNamespace
+
+    from realm_ros.core.errors import DataError
+
+    # The package re-exports the function record(); the module is what holds the driver.
+    record = importlib.import_module('realm_ros.commands.sysid.record')
+
+    def driver(lockstep):
+        d = object.__new__(record.ExcitationDriver)
+        d.lockstep = lockstep
+        d.states = []
+        d.recent = collections.deque(maxlen=record.REAL_TIME_LAG_STEPS + 1)
+        return d
+
+    step = np.full(7, 0.08)  # rad per control step, a fast excitation
+    targets = [robot.RESET_Q + k * step for k in range(12)]
+    lagging, stuck = driver(False), driver(False)
+    for k, q_d in enumerate(targets):
+        watchdog = [None, time.monotonic()]
+        lag = max(0, k - record.REAL_TIME_LAG_STEPS)
+        lagging.states.append(SimpleNamespace(position=list(targets[lag]) + [0.0]))
+        lagging.check(q_d, watchdog)  # four steps behind: accepted
+        stuck.states.append(SimpleNamespace(position=list(robot.RESET_Q) + [0.0]))
+        if k * 0.08 - record.REAL_TIME_LAG_STEPS * 0.08 > record.TRACKING_LIMIT:
+            with pytest.raises(DataError, match='tracking error'):
+                stuck.check(q_d, watchdog)
+            break
+        stuck.check(q_d, watchdog)
+    else:
+        raise AssertionError('the stuck arm never tripped the watchdog')
+    strict = driver(True)
+    strict.states.append(SimpleNamespace(position=list(targets[0]) + [0.0]))
+    with pytest.raises(DataError, match='tracking error'):
+        strict.check(targets[4], [None, time.monotonic()])  # lockstep: no lag allowed
