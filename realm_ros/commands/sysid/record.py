@@ -188,15 +188,19 @@ def record(args: argparse.Namespace) -> int:
             driver = ExcitationDriver(context, ns, lockstep, recorder)
             nodes.append(driver.node)
             for i, plan in enumerate(plans):
-                if i > 0:
-                    driver.call(driver.split_client)
                 try:
                     driver.execute(plan)
                 except DataError as err:
                     raise DataError(f'trajectory {i}: {err}') from err
-                print(f'trajectory {i}: {len(plan)} steps -> {recorder.bag.path} '
+                # Close the trajectory's bag before saying it is done: a kill after this line
+                # leaves it complete (the next bag opens with the split).
+                path = recorder.bag.path
+                if i < len(plans) - 1:
+                    driver.call(driver.split_client)
+                else:
+                    recorder.close()
+                print(f'trajectory {i}: {len(plan)} steps -> {path} '
                       f'({convert.from_time(driver.states[-1].header.stamp):.2f} s)')
-            recorder.close()
     finally:
         for node in nodes:
             node.destroy_node()
