@@ -93,6 +93,19 @@ def windows(trajectories: Sequence[Trajectory], length: int) -> list[Trajectory]
     return out
 
 
+def window_pool(trajectories: Sequence[Trajectory], length: int) -> list[Trajectory]:
+    """Return what a fit simulates: :func:`windows` of ``length`` steps, or the whole
+    trajectories when ``length`` is 0.
+
+    Raises:
+        DataError: no window of ``length`` steps fits in the trajectories.
+    """
+    pool = windows(trajectories, length) if length > 0 else list(trajectories)
+    if not pool:
+        raise DataError(f'no window of {length} steps fits in the trajectories')
+    return pool
+
+
 class BatchEvaluator(abc.ABC):
     """Simulates many (parameters, trajectory) pairs at once; implemented by a backend."""
 

@@ -30,8 +30,8 @@ from typing import Callable, Sequence
 import numpy as np
 
 from realm_ros.core.config import DynamicsParams
-from realm_ros.core.errors import ConfigError, DataError
-from realm_ros.core.sysid.data import BatchEvaluator, Trajectory, loss, windows
+from realm_ros.core.errors import ConfigError
+from realm_ros.core.sysid.data import BatchEvaluator, Trajectory, loss, window_pool
 from realm_ros.core.sysid.optimise import FitOptions, FitResult, Generation, fit
 
 MakeEvaluator = Callable[[float], BatchEvaluator]
@@ -71,9 +71,7 @@ class LatencyEstimate:
 def scoring_windows(trajectories: Sequence[Trajectory], window: int = 15,
                     max_windows: int = 64, seed: int = 0) -> list[Trajectory]:
     """Return the fixed windows every latency is scored on (at most ``max_windows``)."""
-    pool = windows(trajectories, window) if window > 0 else list(trajectories)
-    if not pool:
-        raise DataError(f'no window of {window} steps fits in the trajectories')
+    pool = window_pool(trajectories, window)
     if len(pool) > max_windows:
         rng = np.random.default_rng(seed)
         pool = [pool[i] for i in sorted(rng.choice(len(pool), max_windows, replace=False))]

@@ -17,8 +17,8 @@ from typing import Callable, Sequence
 import numpy as np
 
 from realm_ros.core.config import DynamicsParams
-from realm_ros.core.errors import ConfigError, DataError
-from realm_ros.core.sysid.data import BatchEvaluator, Trajectory, loss, windows
+from realm_ros.core.errors import ConfigError
+from realm_ros.core.sysid.data import BatchEvaluator, Trajectory, loss, window_pool
 from realm_ros.core.sysid.space import ParamSpace
 
 METHODS = ('cmaes', 'anneal')
@@ -209,10 +209,7 @@ def fit(
         DataError: no window fits in the trajectories.
     """
     options = dataclasses.replace(options or FitOptions(), **option_fields)
-    pool = list(windows(trajectories, options.window)) if options.window > 0 \
-        else list(trajectories)
-    if not pool:
-        raise DataError(f'no window of {options.window} steps fits in the trajectories')
+    pool = window_pool(trajectories, options.window)
     steps_per = np.mean([w.steps for w in pool])
     rng = np.random.default_rng(options.seed)
     x0 = space.to_unit(initial) if initial is not None else np.full(14, 0.5)

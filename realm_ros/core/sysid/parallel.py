@@ -20,7 +20,7 @@ import numpy as np
 
 from realm_ros.core.config import DynamicsParams
 from realm_ros.core.errors import DataError
-from realm_ros.core.sysid.data import Trajectory, loss, windows
+from realm_ros.core.sysid.data import Trajectory, loss, window_pool
 from realm_ros.core.sysid.latency import (
     IdentifyResult,
     MakeEvaluator,
@@ -68,10 +68,7 @@ def identify_parallel(
         raise DataError('the parallel latency profile runs CMA-ES only')
     lats = list(latencies) if latencies is not None else latency_candidates(
         profile.physics_hz, profile.max_latency_s)
-    pool = list(windows(trajectories, options.window)) if options.window > 0 \
-        else list(trajectories)
-    if not pool:
-        raise DataError(f'no window of {options.window} steps fits in the trajectories')
+    pool = window_pool(trajectories, options.window)
     steps_per = np.mean([w.steps for w in pool])
     rng = np.random.default_rng(options.seed)
     es = [CmaEs(np.full(14, 0.5), options) for _ in lats]
