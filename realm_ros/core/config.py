@@ -110,6 +110,13 @@ def sim_params_latency(path: str | pathlib.Path) -> float:
     return float(value)
 
 
+def configured_latency(sim_params_file: str) -> float:
+    """Return the actuation delay a twin built from config replays, s: ``latency_s`` of its
+    ``sim_params_file`` (the identified delay travels with friction and armature), or 0.0
+    without one. Every twin (world_node, realm-ros episode, the evaluator's sim world) uses it."""
+    return sim_params_latency(sim_params_file) if sim_params_file else 0.0
+
+
 @dataclasses.dataclass(frozen=True)
 class DigitalRealDynamics:
     """Hidden dynamics of the digital real, read from its dynamics YAML file.

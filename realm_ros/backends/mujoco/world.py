@@ -17,7 +17,7 @@ from realm_ros.backends.mujoco import model as mjcf
 from realm_ros.backends.mujoco.actuation import ArmActuation, PendingTargets, delay_steps
 from realm_ros.backends.mujoco.render import FrameRenderer
 from realm_ros.core import control, perturbations, robot
-from realm_ros.core.config import DynamicsParams, WorldConfig, sim_params_latency
+from realm_ros.core.config import DynamicsParams, WorldConfig, configured_latency
 from realm_ros.core.errors import BackendUnavailable, ConfigError
 from realm_ros.core.types import Action, ActionMode, EpisodeSpec, JointState, Observation
 from realm_ros.core.world import World
@@ -99,11 +99,7 @@ class MujocoWorld(World):
         self._config = config
         self._substeps = config.substeps
         if latency_s is None:
-            # The identified actuation delay travels in the same file as friction and armature
-            # (``realm-ros sysid fit`` writes ``latency_s``), so every twin built from the config
-            # (world_node, realm-ros episode, the evaluator's sim world) replays it.
-            latency_s = (sim_params_latency(config.sim_params_file) if config.sim_params_file
-                         else 0.0)
+            latency_s = configured_latency(config.sim_params_file)
         self.latency_s = float(latency_s)
         self._delay = delay_steps(self.latency_s, config.physics_hz)
         if latency_s < 0 or joint_noise_std < 0:

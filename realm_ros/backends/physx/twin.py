@@ -33,7 +33,7 @@ from realm_ros.backends.mujoco import model as mjcf
 from realm_ros.backends.mujoco.world import MujocoWorld
 from realm_ros.backends.physx.common import HybridImpedance, LatencyQueue, physx_dof_properties
 from realm_ros.core import control, robot
-from realm_ros.core.config import DynamicsParams, WorldConfig, sim_params_latency
+from realm_ros.core.config import DynamicsParams, WorldConfig, configured_latency
 from realm_ros.core.errors import ConfigError, InfrastructureError
 from realm_ros.core.types import Action, ActionMode, EpisodeSpec, JointState, Observation
 from realm_ros.core.world import World
@@ -53,8 +53,7 @@ class PhysxTwin(World):
     ) -> None:
         self._config = config
         if latency_s is None:
-            latency_s = (sim_params_latency(config.sim_params_file) if config.sim_params_file
-                         else 0.0)
+            latency_s = configured_latency(config.sim_params_file)
         if latency_s < 0 or joint_noise_std < 0:
             raise ConfigError('latency_s and joint_noise_std must be >= 0')
         self.latency_s = float(latency_s)
