@@ -45,6 +45,15 @@ def gripper_width(g: float, max_width: float = robot.GRIPPER_MAX_WIDTH) -> float
     return max_width * (1.0 - float(np.clip(g, 0.0, 1.0)))
 
 
+def gripper_closure(width: float, max_width: float = robot.GRIPPER_MAX_WIDTH) -> float:
+    """Return gripper value g in [0, 1] (1 = closed) for a finger opening ``width`` in m.
+
+    The inverse of :func:`gripper_width`, clipped to [0, 1] (a hand may report slightly beyond
+    its nominal stroke).
+    """
+    return float(np.clip(1.0 - float(width) / max_width, 0.0, 1.0))
+
+
 def validate_action(action: Action) -> None:
     """Raise :class:`CommandRejected` unless ``action`` is finite, well-shaped and in range.
 

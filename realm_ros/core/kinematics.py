@@ -16,7 +16,7 @@ from numpy.typing import ArrayLike
 from realm_ros.core import robot
 
 #: Flange to TCP along the flange z axis, m (the twin's ``tcp`` site).
-TCP_OFFSET = 0.165
+TCP_OFFSET = robot.TCP_OFFSET
 _MOUNT = np.array([[math.cos(-math.pi / 4), -math.sin(-math.pi / 4), 0.0, 0.0],
                    [math.sin(-math.pi / 4), math.cos(-math.pi / 4), 0.0, 0.0],
                    [0.0, 0.0, 1.0, TCP_OFFSET],

@@ -114,12 +114,19 @@ KXD = np.array([37.0, 37.0, 37.0, 2.0, 2.0, 2.0])  # Cartesian damping, N s/m | 
 CONTROL_HZ = 15.0
 #: DROID joint-velocity convention: target = q_measured + MAX_JOINT_DELTA * v, v in [-1, 1].
 MAX_JOINT_DELTA = 0.2  # rad per control step
+#: Default physics rate of every simulated world (MuJoCo, PhysX, Isaac), Hz; a multiple of
+#: :data:`CONTROL_HZ`.
+PHYSICS_HZ = 240.0
+#: Flange to tool centre point (between the fingertips) along the flange z axis, m: the Robotiq
+#: 2F-85 on DROID's adapter.
+TCP_OFFSET = 0.165
 
 #: Robotiq 2F-85 maximum opening (DROID's gripper), m. Width = max_width * (1 - g).
 GRIPPER_MAX_WIDTH = 0.085
 #: Maximum opening of each gripper the bridge drives, m (Franka Hand: franka_gripper aborts goals
 #: beyond 0.08 m; Robotiq 2F-85: 85 mm stroke).
 GRIPPER_WIDTHS = {'franka_hand': 0.08, 'robotiq_2f_85': 0.085}
+
 
 #: REALM's identified per-joint friction and armature (PhysX units; our prior for the real arm).
 REALM_FRICTION = np.array([0.05, 0.10, 0.05, 0.10, 0.75, 0.425, 0.20])

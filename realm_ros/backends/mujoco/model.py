@@ -31,7 +31,7 @@ from realm_ros.core import robot
 # Gripper geometry (Robotiq 2F-85-like parallel jaw; DROID's gripper), m.
 FINGER_TRAVEL = robot.GRIPPER_MAX_WIDTH / 2.0
 GRIPPER_BASE_LENGTH = 0.10
-TCP_OFFSET = 0.165  # flange to fingertip centre along the flange z axis
+TCP_OFFSET = robot.TCP_OFFSET  # flange to fingertip centre along the flange z axis
 #: Finger joint damping, N s/m: with the 40 N force limit the fingers close at about
 #: 40 / 300 = 0.13 m/s, a Robotiq 2F-85's speed. Lightly damped fingers would slam shut at
 #: metres per second and tunnel through thin objects (a spoon handle) in one physics step.

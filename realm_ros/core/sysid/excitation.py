@@ -15,7 +15,7 @@ from realm_ros.core import robot
 from realm_ros.core.errors import ConfigError
 
 #: Flange to fingertip centre along the flange z axis, m (the twin's gripper; model.py).
-TCP_OFFSET = 0.165
+TCP_OFFSET = robot.TCP_OFFSET
 
 
 @dataclasses.dataclass(frozen=True)
