@@ -233,13 +233,9 @@ class _Exporter:
             prim = UsdGeom.Sphere.Define(self.stage, path)
             prim.CreateRadiusAttr(1.0)
             scale = size
-        elif gtype == _CAPSULE:
-            prim = UsdGeom.Capsule.Define(self.stage, path)
-            prim.CreateRadiusAttr(float(size[0]))
-            prim.CreateHeightAttr(2.0 * float(size[1]))
-            prim.CreateAxisAttr('Z')
-        elif gtype == _CYLINDER:
-            prim = UsdGeom.Cylinder.Define(self.stage, path)
+        elif gtype in (_CAPSULE, _CYLINDER):  # MuJoCo's size: radius, half-length along z
+            shape = UsdGeom.Capsule if gtype == _CAPSULE else UsdGeom.Cylinder
+            prim = shape.Define(self.stage, path)
             prim.CreateRadiusAttr(float(size[0]))
             prim.CreateHeightAttr(2.0 * float(size[1]))
             prim.CreateAxisAttr('Z')
