@@ -12,7 +12,7 @@ import importlib
 import os
 from typing import Any, Callable, Mapping
 
-from realm_ros.core.config import DynamicsParams, WorldConfig
+from realm_ros.core.config import DynamicsParams, WorldConfig, configured_latency
 from realm_ros.core.errors import BackendUnavailable, ConfigError
 from realm_ros.core.types import Action, EpisodeSpec, Observation
 
@@ -116,6 +116,26 @@ class World(abc.ABC):
         """Release resources (renderers, connections); the world is unusable afterwards."""
 
 
+def twin_arguments(config: WorldConfig, dynamics: DynamicsParams | None,
+                   latency_s: float | None,
+                   joint_noise_std: float) -> tuple[DynamicsParams | None, float]:
+    """Resolve a simulated twin's (MuJoCo, PhysX) constructor arguments against ``config``.
+
+    Returns ``(dynamics, latency_s)``: ``dynamics`` as given, else ``config.sim_params_file``'s
+    (None without one); ``latency_s`` as given, else :func:`configured_latency`, as a float.
+
+    Raises:
+        ConfigError: a negative ``latency_s`` or ``joint_noise_std``.
+    """
+    if latency_s is None:
+        latency_s = configured_latency(config.sim_params_file)
+    if latency_s < 0 or joint_noise_std < 0:
+        raise ConfigError('latency_s and joint_noise_std must be >= 0')
+    if dynamics is None and config.sim_params_file:
+        dynamics = DynamicsParams.from_yaml(config.sim_params_file)
+    return dynamics, float(latency_s)
+
+
 def make_world(config: WorldConfig, host: Any = None, **kwargs: Any) -> World:
     """Build the world named by ``config.backend``, importing its module only now.
 
@@ -133,13 +153,11 @@ def make_world(config: WorldConfig, host: Any = None, **kwargs: Any) -> World:
     if target is None:
         raise ConfigError(
             f'unknown world backend {config.backend!r}; choose one of {sorted(BACKENDS)}')
-    module_name, class_name = target.split(':')
     try:
-        module = importlib.import_module(module_name)
+        cls = _import_target(target)
     except ImportError as err:
         raise BackendUnavailable(
             f'world backend {config.backend!r} cannot be loaded here: {err}') from err
-    cls = getattr(module, class_name)
     if host is not None and getattr(cls, 'uses_host_node', False):
         kwargs['host'] = host
     return cls(config, **kwargs)
@@ -151,12 +169,17 @@ def _scene_function(table: Mapping[str, str], backend: str) -> Callable[..., dic
     if target is None:
         raise ConfigError(
             f'no scene function for backend {backend!r}; choose one of {sorted(table)}')
-    module_name, function_name = target.split(':')
     try:
-        module = importlib.import_module(module_name)
+        return _import_target(target)
     except ImportError:
         return None
-    return getattr(module, function_name)
+
+
+def _import_target(target: str) -> Any:
+    """Import ``target`` (``module:attribute``) and return the attribute; ImportError if the
+    module cannot be loaded here (its optional dependencies are missing)."""
+    module_name, attribute = target.split(':')
+    return getattr(importlib.import_module(module_name), attribute)
 
 
 def initial_state_sampler(backend: str = 'mujoco') -> Callable[[str, int], dict] | None:

@@ -17,10 +17,10 @@ from realm_ros.backends.mujoco import model as mjcf
 from realm_ros.backends.mujoco.actuation import ArmActuation, PendingTargets, delay_steps
 from realm_ros.backends.mujoco.render import FrameRenderer
 from realm_ros.core import control, perturbations, robot
-from realm_ros.core.config import DynamicsParams, WorldConfig, configured_latency
+from realm_ros.core.config import DynamicsParams, WorldConfig
 from realm_ros.core.errors import BackendUnavailable, ConfigError
 from realm_ros.core.types import Action, ActionMode, EpisodeSpec, JointState, Observation
-from realm_ros.core.world import World
+from realm_ros.core.world import World, twin_arguments
 
 try:
     import mujoco
@@ -98,18 +98,12 @@ class MujocoWorld(World):
     ) -> None:
         self._config = config
         self._substeps = config.substeps
-        if latency_s is None:
-            latency_s = configured_latency(config.sim_params_file)
-        self.latency_s = float(latency_s)
+        self._dynamics, self.latency_s = twin_arguments(config, dynamics, latency_s,
+                                                        joint_noise_std)
         self._delay = delay_steps(self.latency_s, config.physics_hz)
-        if latency_s < 0 or joint_noise_std < 0:
-            raise ConfigError('latency_s and joint_noise_std must be >= 0')
         self._noise_std = joint_noise_std
         self._mass_scale = object_mass_scale
         self._friction_scale = object_friction_scale
-        self._dynamics = dynamics
-        if dynamics is None and config.sim_params_file:
-            self._dynamics = DynamicsParams.from_yaml(config.sim_params_file)
         self._renderer: FrameRenderer | None = None
         # Rendered images of the current physics state, keyed by ``_frame``: every frame is
         # rendered once however many callers ask (step, observe, a node's publisher).

@@ -33,10 +33,10 @@ from realm_ros.backends.mujoco import model as mjcf
 from realm_ros.backends.mujoco.world import MujocoWorld
 from realm_ros.backends.physx.common import HybridImpedance, LatencyQueue, physx_dof_properties
 from realm_ros.core import control, robot
-from realm_ros.core.config import DynamicsParams, WorldConfig, configured_latency
-from realm_ros.core.errors import ConfigError, InfrastructureError
+from realm_ros.core.config import DynamicsParams, WorldConfig
+from realm_ros.core.errors import InfrastructureError
 from realm_ros.core.types import Action, ActionMode, EpisodeSpec, JointState, Observation
-from realm_ros.core.world import World
+from realm_ros.core.world import World, twin_arguments
 
 
 class PhysxTwin(World):
@@ -52,16 +52,10 @@ class PhysxTwin(World):
         joint_noise_std: float = 0.0,
     ) -> None:
         self._config = config
-        if latency_s is None:
-            latency_s = configured_latency(config.sim_params_file)
-        if latency_s < 0 or joint_noise_std < 0:
-            raise ConfigError('latency_s and joint_noise_std must be >= 0')
-        self.latency_s = float(latency_s)
-        self._latency = LatencyQueue(int(round(latency_s * config.physics_hz)))
+        self._dynamics, self.latency_s = twin_arguments(config, dynamics, latency_s,
+                                                        joint_noise_std)
+        self._latency = LatencyQueue(int(round(self.latency_s * config.physics_hz)))
         self._noise_std = joint_noise_std
-        self._dynamics = dynamics
-        if dynamics is None and config.sim_params_file:
-            self._dynamics = DynamicsParams.from_yaml(config.sim_params_file)
         self._dt = 1.0 / config.physics_hz
         self._substeps = config.substeps
         self._law = HybridImpedance()
