@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import threading
 import traceback
 from typing import Any
 
@@ -33,6 +32,7 @@ from openpi_client import msgpack_numpy
 import websockets.asyncio.server as ws_server
 import websockets.exceptions
 import websockets.frames
+from ws_loopback import LoopbackWebsocketServer
 
 DROID_KEYS = {'observation/exterior_image_1_left', 'observation/wrist_image_left',
               'observation/joint_position', 'observation/gripper_position', 'prompt'}
@@ -68,20 +68,18 @@ def check_droid_request(request: Any) -> dict[str, Any]:
     return summary
 
 
-class DroidOpenpiServer:
+class DroidOpenpiServer(LoopbackWebsocketServer):
     """Serve on 127.0.0.1 from a background thread; ``requests`` holds each summary."""
 
     def __init__(self, port: int = 0, action_space: str = 'joint_velocity',
                  metadata: dict[str, Any] | None = None, log_path: str = '') -> None:
-        self.port = port
+        super().__init__(self._handler, port=port, lifetime_s=600.0, start_timeout_s=10.0,
+                         label='DROID openpi test server')
         self.action_space = action_space
         self.metadata = metadata or {}
         self.log_path = log_path
         self.requests: list[dict[str, Any]] = []
         self.errors: list[str] = []
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._stop: asyncio.Event | None = None
-        self._thread: threading.Thread | None = None
 
     def answer(self, request: dict[str, Any]) -> np.ndarray:
         """Return the (10, 8) chunk for a checked request."""
@@ -115,34 +113,6 @@ class DroidOpenpiServer:
                 except websockets.exceptions.ConnectionClosed:
                     pass
                 return
-
-    async def _run(self, ready: threading.Event | None) -> None:
-        self._loop = asyncio.get_running_loop()
-        self._stop = asyncio.Event()
-        async with ws_server.serve(self._handler, '127.0.0.1', self.port, compression=None,
-                                   max_size=None) as server:
-            self.port = next(iter(server.sockets)).getsockname()[1]
-            if ready is not None:
-                ready.set()
-            # Bounded: a test server never outlives ten minutes.
-            try:
-                await asyncio.wait_for(self._stop.wait(), timeout=600.0)
-            except asyncio.TimeoutError:
-                pass
-
-    def __enter__(self) -> DroidOpenpiServer:
-        ready = threading.Event()
-        self._thread = threading.Thread(target=lambda: asyncio.run(self._run(ready)),
-                                        daemon=True)
-        self._thread.start()
-        assert ready.wait(10.0), 'DROID openpi test server did not start'
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._loop is not None and self._stop is not None:
-            self._loop.call_soon_threadsafe(self._stop.set)
-        if self._thread is not None:
-            self._thread.join(timeout=10.0)
 
 
 def main() -> None:
