@@ -1,36 +1,26 @@
-"""The scene as USD for PhysX, and the PhysX twin (kit-less ovphysx) checked like MuJoCo's.
+"""The scene as USD for PhysX, and the PhysX twin's own checks (kit-less ovphysx).
 
-USD tests need ``usd-core`` + ``physx-usd-schemas``; PhysX tests need ``ovphysx`` (the
+The checks every twin passes (hold, step response, friction, armature, rejected commands,
+gripper, determinism, latency) run on PhysX too, from ``test_twin.py`` (parametrised over the
+backend). USD tests need ``usd-core`` + ``physx-usd-schemas``; PhysX tests need ``ovphysx`` (the
 ``physx`` extra, installed by ``make setup``). Each group skips with the import error if its
 packages are missing, so a machine without AVX or glibc 2.35 still runs the rest.
 """
 
-import mujoco
 import numpy as np
 import pytest
-import scipy.linalg
+from twin_helpers import import_or_skip, world_per_task
 
 from realm_ros.core import robot, tasks
 from realm_ros.core.config import DynamicsParams, WorldConfig
-from realm_ros.core.errors import CommandRejected
 from realm_ros.core.types import Action, EpisodeSpec
-
-
-def _import_or_skip(name):
-    try:
-        return pytest.importorskip(name)
-    except pytest.skip.Exception:
-        raise
-    except Exception as err:  # noqa: BLE001 - a broken binary install is a skip with reason
-        pytest.skip(f'{name} cannot be imported here: {err}')
-
 
 # -- USD export -----------------------------------------------------------------------------
 
 @pytest.fixture(scope='module')
 def usd():
-    _import_or_skip('pxr')
-    _import_or_skip('physx_usd_schemas')
+    import_or_skip('pxr')
+    import_or_skip('physx_usd_schemas')
     from realm_ros.backends import usd_export
     return usd_export
 
@@ -97,7 +87,7 @@ def test_realm_ros_usd_writes_cameras_lights_and_no_mocap(usd, tmp_path):
 
 @pytest.fixture(scope='module')
 def physx_world():
-    _import_or_skip('ovphysx')
+    import_or_skip('ovphysx')
     from realm_ros.backends.physx.world import PhysxWorld
     w = PhysxWorld(WorldConfig(camera_rate_hz=0, cameras=()))
     yield w
@@ -116,37 +106,6 @@ def test_dof_order_and_limits_match_core(world):
     np.testing.assert_allclose(world.arm.read('q')[:7], robot.RESET_Q, atol=1e-6)
 
 
-def test_arm_holds_reset_pose_under_gravity(world):
-    for _ in range(15):
-        obs = world.step()
-    np.testing.assert_allclose(obs.joints.position, robot.RESET_Q, atol=1e-5)
-
-
-def test_step_response_tracks_linearised_impedance_prediction(world):
-    """A 0.02 rad step follows M ddq + Kd dq + Kp (q - q_d) = 0, M from the twin's model."""
-    m = world.model
-    d = mujoco.MjData(m)
-    d.qpos[:7] = robot.RESET_Q
-    mujoco.mj_forward(m, d)
-    mass = np.zeros((m.nv, m.nv))
-    mujoco.mj_fullM(m, d, mass)
-    j = robot.flange_jacobian(robot.RESET_Q)
-    kp = j.T @ np.diag(robot.KX) @ j + np.diag(robot.KQ)
-    kd = j.T @ np.diag(robot.KXD) @ j + np.diag(robot.KQD)
-    minv = np.linalg.inv(mass[:7, :7])
-    system = np.block([[np.zeros((7, 7)), np.eye(7)], [-minv @ kp, -minv @ kd]])
-    step = np.full(7, 0.02)
-    world.apply(Action(robot.RESET_Q + step, 0.0))
-    simulated, predicted = [], []
-    for k in range(1, 16):
-        simulated.append(world.step().joints.position - robot.RESET_Q)
-        x = scipy.linalg.expm(system * k * world.control_dt) @ np.r_[-step, np.zeros(7)]
-        predicted.append(x[:7] + step)
-    gap = np.max(np.abs(np.array(simulated) - np.array(predicted)))
-    assert gap < 0.1 * 0.02, gap
-    np.testing.assert_allclose(simulated[-1], step, atol=0.002)
-
-
 def test_tracks_the_mujoco_twin_on_an_excitation_trajectory(world):
     from realm_ros.backends.mujoco.world import MujocoWorld
     from realm_ros.core.sysid import ExcitationSpec, excitation_trajectory
@@ -163,76 +122,8 @@ def test_tracks_the_mujoco_twin_on_an_excitation_trajectory(world):
     assert np.all(rms < 0.01), rms  # rad; measured ~1e-3 (docs/isaac-and-physx.md)
 
 
-def test_friction_is_settable_and_leaves_a_steady_state_error(world):
-    target = robot.RESET_Q + np.r_[0, 0, 0, 0, 0.01, 0, 0]
-    world.set_dynamics(DynamicsParams(friction=(0, 0, 0, 0, 0.3, 0, 0)))
-    world.apply(Action(target, 0.0))
-    for _ in range(30):
-        obs = world.step()
-    error = target[4] - obs.joints.position[4]
-    assert 0.002 < error < 0.01, error
-    assert world.dynamics().friction[4] == pytest.approx(0.3)
-
-
-def test_armature_slows_the_response(world):
-    target = robot.RESET_Q + 0.05
-
-    def rise(armature):
-        world.set_dynamics(DynamicsParams(armature=(armature,) * 7))
-        world.reset(EpisodeSpec())
-        world.apply(Action(target, 0.0))
-        return world.step().joints.position[6] - robot.RESET_Q[6]
-
-    assert rise(0.5) < 0.5 * rise(0.05)
-    assert world.dynamics().armature[6] == pytest.approx(0.05)
-
-
-def test_rejected_command_keeps_previous_target(world):
-    good = robot.RESET_Q + 0.03
-    world.apply(Action(good, 0.0))
-    with pytest.raises(CommandRejected):
-        world.apply(Action(np.full(7, np.nan), 0.0))
-    np.testing.assert_allclose(world.target[0], good)
-
-
-def test_gripper_closes_and_opens(world):
-    world.apply(Action(robot.RESET_Q, 1.0))
-    for _ in range(15):
-        obs = world.step()
-    assert obs.joints.gripper > 0.95
-    world.apply(Action(robot.RESET_Q, 0.0))
-    for _ in range(15):
-        obs = world.step()
-    assert obs.joints.gripper < 0.05
-
-
-def test_same_seed_same_trajectory(world):
-    def run():
-        world.reset(EpisodeSpec(seed=7))
-        out = []
-        for k in range(12):
-            world.apply(Action(robot.RESET_Q + 0.1 * np.sin(k / 5.0), float(k > 6)))
-            out.append(world.step().joints.position)
-        return np.array(out)
-
-    np.testing.assert_array_equal(run(), run())
-
-
-def test_latency_delays_the_response():
-    _import_or_skip('ovphysx')
-    from realm_ros.backends.physx.world import PhysxWorld
-    w = PhysxWorld(WorldConfig(camera_rate_hz=0, cameras=()), latency_s=0.05)
-    w.reset(EpisodeSpec())
-    w.apply(Action(robot.RESET_Q + 0.05, 0.0))
-    w.step_physics(10)  # 10 / 240 s < 50 ms: nothing commanded yet
-    np.testing.assert_allclose(w.joint_state().position, robot.RESET_Q, atol=1e-6)
-    w.step()
-    assert np.all(w.target[0] == pytest.approx(robot.RESET_Q + 0.05))
-    w.close()
-
-
 def test_make_world_builds_the_physx_backend():
-    _import_or_skip('ovphysx')
+    import_or_skip('ovphysx')
     from realm_ros.core.world import make_world
     w = make_world(WorldConfig(backend='physx', task='push_switch', camera_rate_hz=0,
                                cameras=()))
@@ -244,18 +135,10 @@ def test_make_world_builds_the_physx_backend():
 
 @pytest.fixture(scope='module')
 def task_worlds():
-    _import_or_skip('ovphysx')
+    import_or_skip('ovphysx')
     from realm_ros.backends.physx.world import PhysxWorld
-    cache = {}
-
-    def get(task):
-        if task not in cache:
-            cache[task] = PhysxWorld(WorldConfig(task=task, camera_rate_hz=0, cameras=()))
-        return cache[task]
-
-    yield get
-    for w in cache.values():
-        w.close()
+    yield from world_per_task(
+        lambda task: PhysxWorld(WorldConfig(task=task, camera_rate_hz=0, cameras=())))
 
 
 @pytest.mark.slow
@@ -284,7 +167,7 @@ def test_ladder_is_ordered_in_physx(task_worlds):
 
 def test_batched_physx_rollout_equals_the_world_stepping():
     """sysid's PhysX evaluator (cloned arms) replays what PhysxWorld does, latency included."""
-    _import_or_skip('ovphysx')
+    import_or_skip('ovphysx')
     from realm_ros.backends.physx.rollout import PhysxRollout
     from realm_ros.backends.physx.world import PhysxWorld
     from realm_ros.core.sysid import ExcitationSpec, Trajectory, excitation_trajectory

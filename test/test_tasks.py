@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pytest
+from twin_helpers import world_per_task
 
 from realm_ros.backends.mujoco.world import MujocoWorld
 from realm_ros.core import tasks
@@ -227,15 +228,8 @@ def test_unknown_task_names_valid_ones():
 
 @pytest.fixture(scope='module')
 def worlds():
-    cache = {}
-
-    def get(task):
-        if task not in cache:
-            cache[task] = MujocoWorld(WorldConfig(task=task, camera_rate_hz=0, cameras=()))
-        return cache[task]
-    yield get
-    for w in cache.values():
-        w.close()
+    yield from world_per_task(
+        lambda task: MujocoWorld(WorldConfig(task=task, camera_rate_hz=0, cameras=())))
 
 
 @pytest.mark.parametrize('task', sorted(tasks.TASKS))
