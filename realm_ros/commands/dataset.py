@@ -21,6 +21,7 @@ import time
 
 import numpy as np
 
+from realm_ros.commands import require_non_negative, require_positive
 from realm_ros.core import tasks
 from realm_ros.core.errors import ConfigError
 from realm_ros.core.policy import PolicyWrapper
@@ -105,10 +106,8 @@ def run(args: argparse.Namespace) -> int:
     from realm_ros.io.lerobot import Episode, LeRobotWriter
     from realm_ros.policies.scripted import ScriptedPolicy
 
-    if args.episodes <= 0:
-        raise ConfigError(f'--episodes must be > 0, got {args.episodes}')
-    if args.noise < 0:
-        raise ConfigError(f'--noise must be >= 0 rad, got {args.noise}')
+    require_positive('--episodes', args.episodes)
+    require_non_negative('--noise', args.noise, 'rad')
     names = [t for t in args.tasks.split(',') if t]
     if not names:
         raise ConfigError('--tasks names no task')

@@ -12,6 +12,7 @@ import json
 import os
 import pathlib
 
+from realm_ros.commands import require_non_negative, require_positive
 from realm_ros.core import tasks
 from realm_ros.core.config import CAMERA_NAMES, PolicyNodeConfig, WorldConfig
 from realm_ros.core.errors import ConfigError
@@ -62,10 +63,8 @@ def run(args: argparse.Namespace) -> int:
     from realm_ros.core.policy import make_policy, standard_chain
     from realm_ros.core.world import make_world
 
-    if args.max_steps <= 0:
-        raise ConfigError(f'--max-steps must be > 0, got {args.max_steps}')
-    if args.execute_horizon < 0:
-        raise ConfigError(f'--execute-horizon must be >= 0, got {args.execute_horizon}')
+    require_positive('--max-steps', args.max_steps)
+    require_non_negative('--execute-horizon', args.execute_horizon)
     width, height = parse_image_size(args.image_size)
     video = pathlib.Path(args.video) if args.video else None
     extra = PolicyNodeConfig(policy=args.policy, policy_args=args.policy_args).extra_kwargs()

@@ -10,8 +10,8 @@ from __future__ import annotations
 import argparse
 import json
 
+from realm_ros.commands import require_non_negative, require_positive
 from realm_ros.core import tasks
-from realm_ros.core.errors import ConfigError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -37,10 +37,8 @@ def run(args: argparse.Namespace) -> int:
     from realm_ros.core.world import make_world
     from realm_ros.policies.scripted import SKILLS, ScriptedPolicy, skill_level
 
-    if args.episodes <= 0:
-        raise ConfigError(f'--episodes must be > 0, got {args.episodes}')
-    if args.execute_horizon < 0:
-        raise ConfigError(f'--execute-horizon must be >= 0, got {args.execute_horizon}')
+    require_positive('--episodes', args.episodes)
+    require_non_negative('--execute-horizon', args.execute_horizon)
     names = [t for t in args.tasks.split(',') if t] or list(tasks.TASKS)
     for name in names:
         tasks.get_task(name)
