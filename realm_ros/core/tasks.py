@@ -348,7 +348,8 @@ def quat_to_matrix(quat: Any) -> np.ndarray:
         [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])
 
 
-def _quat_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def quat_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Return the Hamilton product ``a * b`` of two (w, x, y, z) quaternions."""
     aw, ax, ay, az = a
     bw, bx, by, bz = b
     return np.array([aw * bw - ax * bx - ay * by - az * bz,
@@ -368,7 +369,7 @@ def relative_rotvec(q_from: Any, q_to: Any) -> np.ndarray:
     b = np.asarray(q_to, dtype=float)
     a = a / np.linalg.norm(a)
     b = b / np.linalg.norm(b)
-    d = _quat_mul(b, np.array([a[0], -a[1], -a[2], -a[3]]))
+    d = quat_mul(b, np.array([a[0], -a[1], -a[2], -a[3]]))
     if d[0] < 0:
         d = -d
     sin_half = float(np.linalg.norm(d[1:]))

@@ -276,13 +276,6 @@ def main_object_bodies(model: Any, name: str) -> list[int]:
     return out
 
 
-def _quat_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    aw, ax, ay, az = a
-    bw, bx, by, bz = b
-    return np.array([aw * bw - ax * bx - ay * by - az * bz, aw * bx + ax * bw + ay * bz - az * by,
-                     aw * by - ax * bz + ay * bw + az * bx, aw * bz + ax * by - ay * bx + az * bw])
-
-
 def apply_model(model: Any, pristine: Mapping[str, np.ndarray], code: str,
                 params: Mapping[str, Any], main: str, arm_dofs: np.ndarray) -> None:
     """Restore the pristine model, then apply V-LIGHT, B-HOBJ or V-VIEW (REALM's ranges).
@@ -335,7 +328,8 @@ def apply_model(model: Any, pristine: Mapping[str, np.ndarray], code: str,
                 continue  # body-attached (the wrist camera): REALM moves exterior cameras only
             m.cam_pos[c] = p['cam_pos'][c] + offset
             # yaw about world z (pre-multiplied), pitch about the camera's own x axis (post).
-            m.cam_quat[c] = _quat_mul(_quat_mul(np.asarray(yaw), p['cam_quat'][c]), pitch)
+            yawed = tasks.quat_mul(np.asarray(yaw), p['cam_quat'][c])
+            m.cam_quat[c] = tasks.quat_mul(yawed, pitch)
 
 
 def perturbed_initial_state(spec: Any, params: Mapping[str, Any]) -> dict[str, Any]:
