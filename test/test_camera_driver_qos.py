@@ -4,7 +4,7 @@ realsense2_camera, zed_wrapper and usb_cam publish ``camera_info`` volatile, nex
 image, many of them best effort (rclcpp's SensorDataQoS). A transient-local subscription
 matches no volatile publisher, so with cameras on no camera_info arrived and ``world_node``
 exited 2. Here a driver-shaped publisher (best effort, volatile, 15 Hz) serves one camera to a
-``world_node`` bridged to a running fake_franka; the world must come up with that camera.
+``world_node`` bridged to a running digital_real; the world must come up with that camera.
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ def test_bridge_takes_camera_info_from_a_volatile_best_effort_driver(tmp_path):
         thread = threading.Thread(target=drive, daemon=True)
         thread.start()
         try:
-            robot = ['fake_franka', '--ros-args', '-p', 'lockstep:=false', '-r',
+            robot = ['digital_real', '--ros-args', '-p', 'lockstep:=false', '-r',
                      f'__ns:={robot_ns}']
             world = ['world_node', '--ros-args', '-r', '__ns:=/camqos', '-p', 'backend:=franka',
                      '-p', 'franka.arm_id:=fr3', '-p', 'franka.gripper:=width_topic',
