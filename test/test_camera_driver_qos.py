@@ -63,8 +63,8 @@ def test_bridge_takes_camera_info_from_a_volatile_best_effort_driver(tmp_path):
                      '-p', 'camera_rate_hz:=15.0',
                      '-p', 'lockstep:=false',
                      '-p', 'cameras:=[exterior_1]']
-            with run_process(robot, tmp_path / 'robot.log') as fake:
-                assert 'up' in _wait_for(tmp_path / 'robot.log', 'digital real', fake)
+            with run_process(robot, tmp_path / 'robot.log') as robot_proc:
+                assert 'up' in _wait_for(tmp_path / 'robot.log', 'digital real', robot_proc)
                 with run_process(world, tmp_path / 'world.log') as proc:
                     text = _wait_for(tmp_path / 'world.log', "world 'franka' up", proc)
                     assert "cameras ['exterior_1']" in text, text

@@ -140,9 +140,9 @@ def test_bridged_world_and_busy_policy_stop_cleanly(signum, tmp_path):
                                        'franka.digital_real': True}), '-r', '__ns:=/real']
     policy = ['policy_node', *_params(policy='hold', lockstep=False, start_active=True),
               '-r', '__ns:=/real']
-    with started(robot, tmp_path / 'robot.log') as fake, \
+    with started(robot, tmp_path / 'robot.log') as robot_proc, \
             started(world, tmp_path / 'world.log') as bridge:
-        fake.wait_for(r'digital real .* up')
+        robot_proc.wait_for(r'digital real .* up')
         bridge.wait_for(r"world 'franka' up")
         with started(policy, tmp_path / 'policy.log') as pol:
             pol.wait_for(r"policy '.*' up")
@@ -150,4 +150,4 @@ def test_bridged_world_and_busy_policy_stop_cleanly(signum, tmp_path):
             _check_exit(pol, signum)
         time.sleep(0.3)
         _check_exit(bridge, signum)
-        _check_exit(fake, signum)
+        _check_exit(robot_proc, signum)
