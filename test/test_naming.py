@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import subprocess
 import sys
@@ -131,3 +132,36 @@ def test_launch_files_accept_the_old_values():
                    and n.args and getattr(n.args[0], 'value', None) == arg]
         choices = next(ast.literal_eval(k.value) for k in call.keywords if k.arg == 'choices')
         assert {'digital_real', 'fake'} <= set(choices), (name, choices)
+
+
+def test_digital_real_dynamics_extends_the_twins_parameters():
+    """Declared once: the per-joint fields are DynamicsParams', checked and named the same."""
+    hidden = cfg.DigitalRealDynamics(friction=(0.1,) * 7, latency_s=0.008)
+    assert isinstance(hidden, cfg.DynamicsParams)
+    assert hidden.joint_params() == cfg.DynamicsParams(friction=(0.1,) * 7)
+    assert hidden.to_dict()['latency_s'] == 0.008 and hidden.to_dict()['friction'] == [0.1] * 7
+    with pytest.raises(cfg.ConfigError, match=r'^DigitalRealDynamics\.armature must have 7'):
+        cfg.DigitalRealDynamics(armature=(0.1,) * 6)
+    with pytest.raises(cfg.ConfigError, match=r'DigitalRealDynamics\.latency_s must be a number '
+                                              r'in \[0.0, 0.5\], got 0.6'):
+        cfg.DigitalRealDynamics(latency_s=0.6)
+
+
+def test_world_and_digital_real_share_their_physics_fields():
+    shared = {f.name for f in dataclasses.fields(cfg.SimulationConfig)}
+    for schema in (cfg.WorldConfig, cfg.DigitalRealConfig):
+        assert shared <= {f.name for f in dataclasses.fields(schema)}
+    assert cfg.WorldConfig().cameras == cfg.CAMERA_NAMES and cfg.DigitalRealConfig().cameras == ()
+    world = cfg.DigitalRealConfig(control_hz=10.0, physics_hz=200.0, task='stack_cubes',
+                                  cameras=('wrist',)).world_config()
+    assert (world.backend, world.control_hz, world.physics_hz, world.task, world.cameras) == (
+        'digital_real', 10.0, 200.0, 'stack_cubes', ('wrist',))
+    assert cfg.DigitalRealConfig().world_config().camera_rate_hz == 0.0  # no cameras, no images
+    for schema in (cfg.WorldConfig, cfg.DigitalRealConfig):
+        with pytest.raises(cfg.ConfigError, match=rf'{schema.__name__}\.physics_hz must be a '):
+            schema(physics_hz=100.0)
+        with pytest.raises(cfg.ConfigError, match=rf'{schema.__name__}\.control_hz must be a '
+                                                  r'number in \(0.0, 1000.0\]'):
+            schema(control_hz=0.0)
+    with pytest.raises(cfg.ConfigError, match=r'DigitalRealConfig\.camera_rate_hz .* Hz'):
+        cfg.DigitalRealConfig(cameras=('wrist',), camera_rate_hz=0.0)

@@ -148,9 +148,10 @@ class DynamicsParams:
             raise ConfigError(f'{path}: expected keys "friction" and "armature" (7 floats each)')
         return cls(**{k: v for k, v in data.items() if k in keys})
 
-    def to_dict(self) -> dict[str, list[float]]:
-        """Return a YAML-ready dict."""
-        return {k: list(v) for k, v in dataclasses.asdict(self).items()}
+    def to_dict(self) -> dict[str, Any]:
+        """Return a YAML-ready dict (vectors as lists; a subclass's scalars as they are)."""
+        return {k: list(v) if isinstance(v, tuple) else v
+                for k, v in dataclasses.asdict(self).items()}
 
 
 def sim_params_latency(path: str | pathlib.Path) -> float:
