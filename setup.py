@@ -20,7 +20,9 @@ PACKAGE = 'realm_ros'
 CONSOLE_SCRIPTS = [
     'world_node = realm_ros.nodes.world_node:main',
     'evaluator_node = realm_ros.nodes.evaluator_node:main',
-    'fake_franka = realm_ros.nodes.fake_franka_node:main',
+    'digital_real = realm_ros.nodes.digital_real_node:main',
+    # The digital real's old executable name: a deprecation line, then the same node.
+    'fake_franka = realm_ros.nodes.digital_real_node:main_fake_franka',
     'policy_node = realm_ros.nodes.policy_node:main',
     'realm-ros = realm_ros.cli:main',
     'policy_server = realm_ros.policies.server:main',

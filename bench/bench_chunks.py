@@ -26,7 +26,7 @@ import time
 
 os.environ.setdefault('MUJOCO_GL', 'egl')
 
-from realm_ros.backends.fake_franka import DigitalRealWorld  # noqa: E402
+from realm_ros.backends.digital_real import DigitalRealWorld  # noqa: E402
 from realm_ros.backends.mujoco.world import MujocoWorld  # noqa: E402
 from realm_ros.core import metrics  # noqa: E402
 from realm_ros.core.config import WorldConfig  # noqa: E402
@@ -43,7 +43,7 @@ DEFAULT_POLICIES = tuple(
 
 def _world(kind: str, task: str, args: argparse.Namespace) -> MujocoWorld:
     if kind == 'real':
-        return DigitalRealWorld(WorldConfig(backend='fake', task=task, camera_rate_hz=0.0,
+        return DigitalRealWorld(WorldConfig(backend='digital_real', task=task, camera_rate_hz=0.0,
                                             cameras=(), dynamics_file=args.real_dynamics))
     params = args.sim_params if kind == 'identified' else ''
     return MujocoWorld(WorldConfig(task=task, camera_rate_hz=0.0, cameras=(),

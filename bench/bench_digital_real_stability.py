@@ -1,10 +1,10 @@
 """Count physics blow-ups of the digital real over scripted-ladder episodes (no ROS).
 
 Run: ``python bench/bench_digital_real_stability.py [--tasks a,b] [--skills 0,1,2,3]
-[--episodes 8] [--world fake|mujoco]``.
+[--episodes 8] [--world digital_real|mujoco]``.
 
 Each episode is :func:`realm_ros.core.episode.run_episode` in :class:`DigitalRealWorld` (the
-physics behind ``fake_franka``) with the scripted ladder policy, as ``realm-ros ladder`` runs the
+physics behind ``digital_real``) with the scripted ladder policy, as ``realm-ros ladder`` runs the
 twin. A blow-up is any episode in which MuJoCo raised its ``Nan, Inf or huge value in QACC``
 warning or its QVEL/QPOS twins (``mjWARN_BADQACC``/``BADQVEL``/``BADQPOS``: it then resets the
 simulation) or the episode ended as an
@@ -19,7 +19,7 @@ import time
 
 import mujoco
 
-from realm_ros.backends.fake_franka import DigitalRealWorld
+from realm_ros.backends.digital_real import DigitalRealWorld
 from realm_ros.backends.mujoco.world import MujocoWorld
 from realm_ros.core import tasks
 from realm_ros.core.config import WorldConfig
@@ -40,12 +40,12 @@ def main() -> int:
     parser.add_argument('--episodes', type=int, default=8, help='seeds per task and rung')
     parser.add_argument('--first-seed', type=int, default=0)
     parser.add_argument('--max-steps', type=int, default=400)
-    parser.add_argument('--world', choices=('fake', 'mujoco'), default='fake',
-                        help='fake = the digital real (default), mujoco = the twin')
+    parser.add_argument('--world', choices=('digital_real', 'mujoco'), default='digital_real',
+                        help='digital_real = the digital real (default), mujoco = the twin')
     args = parser.parse_args()
     names = [t for t in args.tasks.split(',') if t] or list(tasks.TASKS)
     levels = [skill_level(s) for s in args.skills.split(',')]
-    cls = DigitalRealWorld if args.world == 'fake' else MujocoWorld
+    cls = DigitalRealWorld if args.world == 'digital_real' else MujocoWorld
     total = blowups = 0
     start = time.perf_counter()
     for name in names:

@@ -59,7 +59,7 @@ def main() -> None:
 
     os.environ['REALM_ROS_PHYSX_THREADS'] = str(args.threads)
 
-    from realm_ros.backends.fake_franka import DEFAULT_DYNAMICS_FILE, DigitalRealWorld
+    from realm_ros.backends.digital_real import DEFAULT_DYNAMICS_FILE, DigitalRealWorld
     from realm_ros.backends.mujoco.world import MujocoWorld
     from realm_ros.backends.physx.world import PhysxWorld
 
@@ -73,7 +73,8 @@ def main() -> None:
                                  sim_params_file=args.mujoco_params))
     rows['mujoco_twin'], timing['mujoco'] = run(mj, targets)
     mj.close()
-    real = DigitalRealWorld(WorldConfig(backend='fake', camera_rate_hz=0, cameras=()), hidden)
+    real = DigitalRealWorld(WorldConfig(backend='digital_real', camera_rate_hz=0, cameras=()),
+                            hidden)
     rows['digital_real'], _ = run(real, targets)
     real.close()
     px = PhysxWorld(WorldConfig(camera_rate_hz=0, cameras=(), sim_params_file=args.physx_params))

@@ -28,7 +28,7 @@ from bench_sysid import digital_real_trajectories
 import numpy as np
 import yaml
 
-from realm_ros.backends.fake_franka import DEFAULT_DYNAMICS_FILE
+from realm_ros.backends.digital_real import DEFAULT_DYNAMICS_FILE
 from realm_ros.backends.mujoco.rollout import TwinRollout
 from realm_ros.backends.physx.rollout import PhysxRollout
 from realm_ros.core import sysid

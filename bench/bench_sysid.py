@@ -42,12 +42,12 @@ FIELDS = ('q0', 'dq0', 'targets', 'gripper', 'measured', 'measured_dq', 'target0
 def digital_real_trajectories(n: int, duration: float, dynamics: str,
                               seed: int = 1) -> list[sysid.Trajectory]:
     """Execute ``n`` excitation trajectories on the digital real (no ROS) and return them."""
-    from realm_ros.backends.fake_franka import DigitalRealWorld
+    from realm_ros.backends.digital_real import DigitalRealWorld
     from realm_ros.core.config import WorldConfig
     from realm_ros.core.types import Action, ActionMode, EpisodeSpec
 
     hidden = DigitalRealDynamics.from_yaml(dynamics)
-    world = DigitalRealWorld(WorldConfig(backend='fake', cameras=(), camera_rate_hz=0.0),
+    world = DigitalRealWorld(WorldConfig(backend='digital_real', cameras=(), camera_rate_hz=0.0),
                              hidden=hidden)
     spec = sysid.ExcitationSpec(duration_s=duration)
     out = []

@@ -3,7 +3,7 @@
 Run: ``make bench`` (or ``.venv/bin/python bench/bench_twin.py``). Prints a table; the README
 quotes it with the machine it was measured on.
 
-The ``node step`` case is what ``world_node`` and ``fake_franka`` do per lockstep step with
+The ``node step`` case is what ``world_node`` and ``digital_real`` do per lockstep step with
 three cameras: ``step()`` and then ``observe()`` / ``render()`` for the publishers. A twin that
 renders every frame once costs one render per step there; one that renders in both calls, two.
 Run it against an older tree (``PYTHONPATH=old/tree``) for a before/after comparison.

@@ -18,7 +18,7 @@ own process group:
   print no traceback.
 - ``sysid``: ``sysid_record.launch.py`` (digital real) and ``realm-ros sysid record --backend
   franka --namespace /real`` next to it (2 short excitations), then Ctrl-C.
-- ``world``: ``world.launch.py backend:=fake`` comes up and stops on Ctrl-C.
+- ``world``: ``world.launch.py backend:=digital_real`` comes up and stops on Ctrl-C.
 
 ``--launch-src DIR``: a folder with the ``launch`` and ``launch_ros`` repositories (github
 ros2/launch and ros2/launch_ros, jazzy or rolling) for a machine without them; their
@@ -55,7 +55,7 @@ SHORT_EVAL = """\
     episodes_per_cell: {episodes}
     max_steps: {max_steps}
     seed: 0
-    real: fake
+    real: digital_real
     sim: mujoco
     cameras: false
     concurrent: true
@@ -384,17 +384,17 @@ def check_sysid(ctx: dict) -> list[str]:
 
 def check_world(ctx: dict) -> list[str]:
     launch = Launch(ctx['env'], ctx['prefix'], 'world.launch.py',
-                    ['backend:=fake', 'namespace:=real', 'frame_prefix:=real/'],
+                    ['backend:=digital_real', 'namespace:=real', 'frame_prefix:=real/'],
                     ctx['work'] / 'world.log')
     deadline = time.monotonic() + 120
-    while "world 'fake' up" not in launch.output() and time.monotonic() < deadline:
+    while "world 'digital_real' up" not in launch.output() and time.monotonic() < deadline:
         time.sleep(0.2)
     time.sleep(1.0)
     sent = launch.ctrl_c()
     code = launch.wait(timeout=30)
     took = time.monotonic() - sent
     errors = _problems(launch.output(), launch.ros_log)
-    if "world 'fake' up" not in launch.output():
+    if "world 'digital_real' up" not in launch.output():
         errors.append('world_node did not come up')
     if code != 0 or took > 6.0:
         errors.append(f'world launch: exit {code} {took:.1f} s after Ctrl-C')

@@ -39,7 +39,7 @@ from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import Float64MultiArray  # noqa: E402
 from visualization_msgs.msg import Marker, MarkerArray  # noqa: E402
 
-from realm_ros.backends.fake_franka import DigitalRealWorld  # noqa: E402
+from realm_ros.backends.digital_real import DigitalRealWorld  # noqa: E402
 from realm_ros.backends.mujoco import model as mjcf  # noqa: E402
 from realm_ros.backends.mujoco.world import MujocoWorld  # noqa: E402
 from realm_ros.core import annotation, robot  # noqa: E402

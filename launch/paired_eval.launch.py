@@ -66,6 +66,7 @@ def _evaluator_exit(event, context):
 
 
 def _nodes(context):
+    from realm_ros.core.config import renamed
     from realm_ros.core.evaluation import EvalConfig
     from realm_ros.graph import evaluator_parameters, paired_eval_graph
 
@@ -94,7 +95,7 @@ def _nodes(context):
 
     config_file = arg('config_file') or os.path.join(
         get_package_share_directory('realm_ros'), 'config', 'paired_eval.yaml')
-    overrides = {'real': arg('real_backend'), 'sim': arg('sim_backend'),
+    overrides = {'real': renamed(arg('real_backend'), 'real_backend'), 'sim': arg('sim_backend'),
                  'sim_params_file': arg('sim_params_file'),
                  'real_dynamics_file': arg('real_dynamics_file')}
     if arg('cameras'):
@@ -141,8 +142,10 @@ def generate_launch_description():
         condition=IfCondition(LaunchConfiguration('rviz')))
     return LaunchDescription([
         DeclareLaunchArgument(
-            'real_backend', default_value='fake', choices=['fake', 'franka'],
-            description='real world: fake (the digital real) or franka (the arm via franka_ros2)'),
+            'real_backend', default_value='digital_real',
+            choices=['digital_real', 'franka', 'fake'],
+            description='real world: digital_real (the simulated stand-in) or franka (the arm via '
+                        'franka_ros2); fake: old name of digital_real, deprecated'),
         DeclareLaunchArgument(
             'sim_backend', default_value='mujoco', choices=['mujoco', 'physx', 'isaac'],
             description='simulated twin: mujoco, physx (kit-less PhysX) or isaac (not run)'),
@@ -169,7 +172,7 @@ def generate_launch_description():
             description='identified twin parameters YAML from realm-ros sysid fit'),
         DeclareLaunchArgument(
             'real_dynamics_file', default_value='',
-            description='digital real hidden dynamics YAML (real_backend:=fake only)'),
+            description='digital real hidden dynamics YAML (real_backend:=digital_real only)'),
         DeclareLaunchArgument(
             'config_file', default_value='',
             description='evaluation YAML (default: the package config/paired_eval.yaml)'),

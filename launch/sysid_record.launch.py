@@ -5,10 +5,11 @@
         franka_namespace:=/   # franka_ros2 already running there
     realm-ros sysid record --backend franka --namespace /real --out bags   # second terminal
 
-``robot:=digital_real`` starts ``fake_franka`` (the franka_ros2-shaped digital real) in
+``robot:=digital_real`` starts ``digital_real`` (the franka_ros2-shaped digital real) in
 ``/<namespace>/franka`` and reaches it through the same ``franka`` bridge (``world_node
 backend:=franka``, joints ``<arm_id>_jointN``, ``franka.digital_real``) a lab uses for the real
-arm, as ``realm-ros sysid record --backend fake`` does in one process; ``robot:=franka`` bridges
+arm, as ``realm-ros sysid record --backend digital_real`` does in one
+process; ``robot:=franka`` bridges
 to the lab's franka_ros2 (``ros2 launch franka_bringup franka.launch.py``) at
 ``franka_namespace``. Both run in real time. ``realm-ros sysid record`` drives the world and
 records each excitation to its own bag (its node ``/recorder``); ``record:=true`` adds a
@@ -25,7 +26,11 @@ from launch_ros.substitutions import FindPackageShare
 
 
 def _nodes(context):
-    from realm_ros.graph import bridge_parameters, fake_franka_parameters
+    from realm_ros.graph import (
+        bridge_parameters,
+        digital_real_parameters,
+        digital_real_params_file,
+    )
 
     # Literal names so test/test_launch_files.py can check each is declared.
     configurations = {
@@ -37,6 +42,8 @@ def _nodes(context):
         'arm_id': LaunchConfiguration('arm_id'),
         'gripper': LaunchConfiguration('gripper'),
         'record': LaunchConfiguration('record'),
+        'digital_real_params_file': LaunchConfiguration('digital_real_params_file'),
+        'fake_franka_params_file': LaunchConfiguration('fake_franka_params_file'),
     }
     values = {name: value.perform(context) for name, value in configurations.items()}
     namespace = values['namespace'].strip('/')
@@ -45,11 +52,13 @@ def _nodes(context):
     nodes = []
     if digital_real:
         nodes.append(Node(
-            package='realm_ros', executable='fake_franka', name='fake_franka',
+            package='realm_ros', executable='digital_real', name='digital_real',
             namespace=robot_namespace, output='screen', emulate_tty=True,
             parameters=[
-                ParameterFile(LaunchConfiguration('fake_franka_params_file'), allow_substs=True),
-                {**fake_franka_parameters(values['arm_id']), 'lockstep': False,
+                ParameterFile(digital_real_params_file(values['digital_real_params_file'],
+                                                       values['fake_franka_params_file']),
+                              allow_substs=True),
+                {**digital_real_parameters(values['arm_id']), 'lockstep': False,
                  'dynamics_file': values['dynamics_file']}]))
     nodes.append(Node(
         package='realm_ros', executable='world_node', name='world', namespace=namespace,
@@ -75,7 +84,7 @@ def generate_launch_description() -> LaunchDescription:
     return LaunchDescription([
         DeclareLaunchArgument(
             'robot', default_value='digital_real', choices=['digital_real', 'franka'],
-            description='digital_real: start fake_franka (MuJoCo with hidden dynamics); '
+            description='digital_real: start the digital real (MuJoCo with hidden dynamics); '
                         'franka: the real arm through an already running franka_ros2'),
         DeclareLaunchArgument(
             'namespace', default_value='real',
@@ -106,9 +115,12 @@ def generate_launch_description() -> LaunchDescription:
             default_value=PathJoinSubstitution([share, 'config', 'recorder.yaml']),
             description='recorder_node parameter YAML (bag prefix, cameras, stamps)'),
         DeclareLaunchArgument(
-            'fake_franka_params_file',
-            default_value=PathJoinSubstitution([share, 'config', 'fake_franka.yaml']),
-            description='fake_franka parameter YAML (robot:=digital_real only)'),
+            'digital_real_params_file',
+            default_value=PathJoinSubstitution([share, 'config', 'digital_real.yaml']),
+            description='digital_real parameter YAML (robot:=digital_real only)'),
+        DeclareLaunchArgument(
+            'fake_franka_params_file', default_value='',
+            description='old name of digital_real_params_file, deprecated ("" = unused)'),
         DeclareLaunchArgument(
             'dynamics_file', default_value='',
             description='robot:=digital_real only: hidden-dynamics YAML ("" = the packaged '

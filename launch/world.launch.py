@@ -31,9 +31,10 @@ from launch_ros.substitutions import FindPackageShare
 
 
 def _world(context):
+    from realm_ros.core.config import renamed
     from realm_ros.graph import bridge_parameters
 
-    backend = LaunchConfiguration('backend').perform(context)
+    backend = renamed(LaunchConfiguration('backend').perform(context), 'backend')
     lockstep = LaunchConfiguration('lockstep').perform(context) == 'true'
     params = {'backend': backend, 'lockstep': lockstep,
               'sim_params_file': LaunchConfiguration('sim_params_file').perform(context)}
@@ -53,10 +54,11 @@ def generate_launch_description() -> LaunchDescription:
     arguments = [
         DeclareLaunchArgument(
             'backend', default_value='mujoco',
-            choices=['mujoco', 'fake', 'franka', 'physx', 'isaac'],
-            description='world backend: mujoco (twin), fake (digital real), franka (bridge to '
-                        'a running franka_ros2), physx (twin on kit-less PhysX), isaac (Isaac '
-                        'Sim twin, not run)'),
+            choices=['mujoco', 'digital_real', 'franka', 'physx', 'isaac', 'fake'],
+            description="world backend: mujoco (twin), digital_real (the digital real's "
+                        'physics), franka (bridge to a running franka_ros2), physx (twin on '
+                        'kit-less PhysX), isaac (Isaac Sim twin, not run); fake: old name of '
+                        'digital_real, deprecated'),
         DeclareLaunchArgument(
             'namespace', default_value='sim',
             description='namespace of the world interface: real or sim in a paired run'),

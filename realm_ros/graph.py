@@ -15,6 +15,7 @@ import pathlib
 import sys
 from typing import Any, Mapping
 
+from realm_ros.core.config import renamed, renamed_file
 from realm_ros.core.errors import ConfigError
 from realm_ros.core.evaluation import EvalConfig
 
@@ -22,7 +23,7 @@ from realm_ros.core.evaluation import EvalConfig
 NODE_CLASSES: dict[str, str] = {
     'world_node': 'realm_ros.nodes.world_node:WorldNode',
     'policy_node': 'realm_ros.nodes.policy_node:PolicyNode',
-    'fake_franka': 'realm_ros.nodes.fake_franka_node:FakeFrankaNode',
+    'digital_real': 'realm_ros.nodes.digital_real_node:DigitalRealNode',
     'evaluator_node': 'realm_ros.nodes.evaluator_node:EvaluatorNode',
     'operator_node': 'realm_ros.nodes.operator_node:OperatorNode',
     'monitor_node': 'realm_ros.nodes.monitor_node:MonitorNode',
@@ -60,16 +61,27 @@ def bridge_parameters(arm: str, gripper: str, digital_real: bool = False) -> dic
     Args:
         arm: launch argument ``arm_id`` (fr3, fer, panda).
         gripper: launch argument ``gripper`` (franka_hand, robotiq_2f_85).
-        digital_real: the robot side is fake_franka, which serves the gripper's width topic
+        digital_real: the robot side is the digital real, which serves the gripper's width topic
             everywhere (franka_msgs' actions exist only in a lab workspace), so it is used.
     """
     arm, gripper = arm_id(arm), _check_gripper(gripper)
     return {'franka.arm_id': arm, 'franka.gripper': 'width_topic' if digital_real else gripper}
 
 
-def fake_franka_parameters(arm: str) -> dict[str, Any]:
-    """Return fake_franka's arm parameter for launch argument ``arm_id``."""
+def digital_real_parameters(arm: str) -> dict[str, Any]:
+    """Return the digital real's arm parameter for launch argument ``arm_id``."""
     return {'arm_id': arm_id(arm)}
+
+
+def digital_real_params_file(path: str, old_path: str = '') -> str:
+    """Return the digital real's parameter YAML for launch arguments
+    ``digital_real_params_file`` and its old name ``fake_franka_params_file`` (``old_path``,
+    used with a deprecation line when given); a path to the renamed ``config/fake_franka.yaml``
+    becomes ``config/digital_real.yaml`` beside it."""
+    if old_path:
+        renamed('fake_franka_params_file', 'launch argument')
+        path = old_path
+    return renamed_file(path, 'digital_real_params_file')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -117,8 +129,8 @@ def paired_eval_graph(config: EvalConfig, out_dir: str, lockstep: bool = True,
     """Return the nodes of a paired evaluation.
 
     Args:
-        config: the evaluation; ``config.real`` picks the digital real (``fake``: fake_franka
-            behind the franka bridge, exactly as a lab's arm) or the real arm (``franka``).
+        config: the evaluation; ``config.real`` picks the digital real (``digital_real``,
+            behind the franka bridge exactly as a lab's arm) or the real arm (``franka``).
         out_dir: where the evaluator writes episodes.jsonl, summary.json, report.html.
         lockstep: simulated worlds step per command (ignored for a real arm).
         policy: policy_node parameters shared by both worlds (policy name, host, port, ...);
@@ -138,22 +150,23 @@ def paired_eval_graph(config: EvalConfig, out_dir: str, lockstep: bool = True,
     scripted = any(e.policy == 'scripted' for e in entries)
     if scripted and config.real == 'franka':
         raise ConfigError('scripted policies read privileged object state, which a real arm '
-                          'does not have; evaluate them against the digital real (real: fake)')
+                          'does not have; evaluate them against the digital real '
+                          '(real: digital_real)')
     # Cameras are on when asked for or when a policy under test declares it needs images;
     # policy_node then subscribes to the cameras its policy declares (Policy.needs).
     cameras = config.cameras or _policies_need_cameras(entries)
     policy = {'policy': entries[0].policy, 'policy_args': json.dumps(dict(entries[0].args)),
               **dict(policy or {}),
               'use_privileged': scripted, 'start_active': False}
-    real_lockstep = lockstep and config.real == 'fake'
+    real_lockstep = lockstep and config.real == 'digital_real'
     camera_rate = 15.0 if cameras else 0.0  # 0 = no images rendered or published
     nodes = []
-    if config.real == 'fake':
+    if config.real == 'digital_real':
         # The robot side of the bridge lives in its own namespace, as franka_ros2 would.
-        nodes.append(NodeSpec('fake_franka', 'fake_franka', ROBOT_NS, {
+        nodes.append(NodeSpec('digital_real', 'digital_real', ROBOT_NS, {
             'dynamics_file': config.real_dynamics_file,
             'lockstep': real_lockstep,
-            **fake_franka_parameters(arm),
+            **digital_real_parameters(arm),
             **({'cameras': ['exterior_1', 'exterior_2', 'wrist']} if cameras else {}),
         }, _clock(REAL_NS)))
     # Lockstep worlds never step without a command (lockstep_timeout_s 0): a lost command then
@@ -163,9 +176,9 @@ def paired_eval_graph(config: EvalConfig, out_dir: str, lockstep: bool = True,
         'backend': 'franka',
         'lockstep': real_lockstep,
         **({'lockstep_timeout_s': 0.0} if real_lockstep else {}),
-        **bridge_parameters(arm, gripper, digital_real=config.real == 'fake'),
-        'franka.namespace': ROBOT_NS if config.real == 'fake' else '/',
-        'franka.digital_real': config.real == 'fake',
+        **bridge_parameters(arm, gripper, digital_real=config.real == 'digital_real'),
+        'franka.namespace': ROBOT_NS if config.real == 'digital_real' else '/',
+        'franka.digital_real': config.real == 'digital_real',
         'camera_rate_hz': camera_rate,
     }, _clock(REAL_NS)))
     if config.real == 'franka' and operator:

@@ -4,7 +4,7 @@ realsense2_camera, zed_wrapper and usb_cam publish ``camera_info`` volatile, nex
 image, many of them best effort (rclcpp's SensorDataQoS). A transient-local subscription
 matches no volatile publisher, so with cameras on no camera_info arrived and ``world_node``
 exited 2. Here a driver-shaped publisher (best effort, volatile, 15 Hz) serves one camera to a
-``world_node`` bridged to a running fake_franka; the world must come up with that camera.
+``world_node`` bridged to a running digital_real; the world must come up with that camera.
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ def test_bridge_takes_camera_info_from_a_volatile_best_effort_driver(tmp_path):
         thread = threading.Thread(target=drive, daemon=True)
         thread.start()
         try:
-            robot = ['fake_franka', '--ros-args', '-p', 'lockstep:=false', '-r',
+            robot = ['digital_real', '--ros-args', '-p', 'lockstep:=false', '-r',
                      f'__ns:={robot_ns}']
             world = ['world_node', '--ros-args', '-r', '__ns:=/camqos', '-p', 'backend:=franka',
                      '-p', 'franka.arm_id:=fr3', '-p', 'franka.gripper:=width_topic',
@@ -63,8 +63,8 @@ def test_bridge_takes_camera_info_from_a_volatile_best_effort_driver(tmp_path):
                      '-p', 'camera_rate_hz:=15.0',
                      '-p', 'lockstep:=false',
                      '-p', 'cameras:=[exterior_1]']
-            with run_process(robot, tmp_path / 'robot.log') as fake:
-                assert 'up' in _wait_for(tmp_path / 'robot.log', 'digital real', fake)
+            with run_process(robot, tmp_path / 'robot.log') as robot_proc:
+                assert 'up' in _wait_for(tmp_path / 'robot.log', 'digital real', robot_proc)
                 with run_process(world, tmp_path / 'world.log') as proc:
                     text = _wait_for(tmp_path / 'world.log', "world 'franka' up", proc)
                     assert "cameras ['exterior_1']" in text, text

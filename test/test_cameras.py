@@ -173,7 +173,7 @@ def test_each_frame_is_rendered_once(monkeypatch):
         calls.clear()
         for _ in range(3):
             obs = world.step()             # renders (the images are due every step at 15 Hz)
-            again = world.observe()        # world_node and fake_franka used to render again
+            again = world.observe()        # world_node and digital_real used to render again
             world.render()
             for name in CAMERA_NAMES:
                 np.testing.assert_array_equal(obs.images[name], again.images[name])

@@ -28,7 +28,7 @@ from realm_ros.core.monitor import MonitorConfig
 from realm_ros.core.recording import RecorderConfig
 from realm_ros.io.bags import BagWriter, read_run
 
-SCHEMAS = [cfg.WorldConfig, cfg.SafetyConfig, cfg.FrankaBridgeConfig, cfg.FakeFrankaConfig,
+SCHEMAS = [cfg.WorldConfig, cfg.SafetyConfig, cfg.FrankaBridgeConfig, cfg.DigitalRealConfig,
            cfg.PolicyNodeConfig, cfg.DynamicsParams, cfg.DigitalRealDynamics, EvalConfig,
            RecorderConfig, MonitorConfig, OperatorConfig]
 REQUIRED = {RecorderConfig: {'out_dir': '/tmp/x'}}

@@ -170,7 +170,7 @@ def test_action_chunk_indexing():
 
 
 def test_digital_real_dynamics_file_and_validation(tmp_path):
-    from realm_ros.backends.fake_franka import DEFAULT_DYNAMICS_FILE
+    from realm_ros.backends.digital_real import DEFAULT_DYNAMICS_FILE
     from realm_ros.core.config import DigitalRealDynamics
     hidden = DigitalRealDynamics.from_yaml(DEFAULT_DYNAMICS_FILE)
     assert hidden.friction[4] == 0.75 and hidden.latency_s > 0

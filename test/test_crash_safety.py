@@ -118,7 +118,7 @@ def test_kill_9_of_sysid_record_keeps_every_finished_trajectory(tmp_path):
         out = tmp_path / f'bags{attempt}'
         log_path = tmp_path / f'record{attempt}.log'
         with open(log_path, 'w') as log:
-            proc = _start(['sysid', 'record', '--backend', 'fake', '--out', str(out),
+            proc = _start(['sysid', 'record', '--backend', 'digital_real', '--out', str(out),
                            '--trajectories', '6', '--duration', '4', '--seed', str(attempt)],
                           log)
             killed = _kill_after(proc, log_path, 'trajectory 0:', float(rng.uniform(0.5, 2.0)))

@@ -87,15 +87,15 @@ def test_bad_specs_fail_before_anything_runs(tmp_path, args, message):
 
 
 def test_operator_scores_the_real_arm(tmp_path):
-    """A real arm (fake_franka in real time stands in for franka_ros2): the operator confirms
+    """A real arm (digital_real in real time stands in for franka_ros2): the operator confirms
     the reset and marks stages through operator_node's services; the record says so."""
     import shutil
     if not (shutil.which('gcc') and shutil.which('g++')):
         pytest.skip('needs gcc/g++ to build franka_msgs for the Franka Hand actions')
     import ros_interfaces
-    ros_interfaces.activate()  # franka_msgs: fake_franka serves franka_gripper's actions
+    ros_interfaces.activate()  # franka_msgs: digital_real serves franka_gripper's actions
     out = tmp_path / 'eval'
-    robot = ['fake_franka', '--ros-args', '-p', 'arm_id:=fr3', '-p', 'gripper:=franka_hand']
+    robot = ['digital_real', '--ros-args', '-p', 'arm_id:=fr3', '-p', 'gripper:=franka_hand']
     evaluation = [str(BIN / 'realm-ros'), 'paired-eval', '--out', str(out), '--real', 'franka',
                   '--tasks', 'push_switch', '--policies', 'hold', '--episodes-per-cell', '1',
                   '--perturbations', 'V-LIGHT', '--max-steps', '30', '--quiet']

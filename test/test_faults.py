@@ -61,7 +61,7 @@ class Graph:
         self.tmp, self.procs, self.argv = tmp, {}, {}
         for spec in paired_eval_graph(config, str(out), record=True):
             params = evaluator_parameters(spec, config)
-            if spec.executable in ('world_node', 'fake_franka'):
+            if spec.executable in ('world_node', 'digital_real'):
                 params.update(camera_width=64, camera_height=48)  # small renders: fast
             if spec.executable == 'evaluator_node':
                 params.update(quiet=True, stall_timeout_s=6.0, service_timeout_s=15.0,

@@ -1,6 +1,6 @@
-"""world_node backend:=franka + fake_franka as real processes over DDS.
+"""world_node backend:=franka + digital_real as real processes over DDS.
 
-fake_franka (the digital real) speaks franka_ros2's names (``fr3_jointN``) under /fr; the
+digital_real (the digital real) speaks franka_ros2's names (``fr3_jointN``) under /fr; the
 bridge's world_node publishes the shared interface (``panda_jointN`` + ``gripper``) under /real.
 The gripper here is the digital real's ``width_topic`` (no franka_msgs needed); the franka_msgs /
 control_msgs paths are in test_franka_lab.py.
@@ -32,23 +32,24 @@ FR3 = robot.prefixed_joint_names('fr3_')
 @contextlib.contextmanager
 def _pair(tmp_path, lockstep=False, extra=(), cameras=False):
     mode = f'lockstep:={str(lockstep).lower()}'
-    fake = ['fake_franka', '--ros-args', '-r', '__ns:=/fr', '-p', mode]
+    digital_real = ['digital_real', '--ros-args', '-r', '__ns:=/fr', '-p', mode]
     world = ['world_node', '--ros-args', '-r', '__ns:=/real', '-p', 'backend:=franka',
              '-p', 'franka.arm_id:=fr3', '-p', 'franka.gripper:=width_topic',
              '-p', 'franka.namespace:=/fr',
              '-p', 'franka.digital_real:=true', '-p', mode, *extra]
     if cameras:  # the digital real renders the wrist camera; the bridge carries it
-        fake += ['-p', 'cameras:=[wrist]', '-p', 'camera_width:=64', '-p', 'camera_height:=48']
+        digital_real += ['-p', 'cameras:=[wrist]', '-p', 'camera_width:=64',
+                         '-p', 'camera_height:=48']
         world += ['-p', 'cameras:=[wrist]']
     else:
         world += ['-p', 'camera_rate_hz:=0.0']
-    with run_process(fake, tmp_path / 'fake.log'), \
+    with run_process(digital_real, tmp_path / 'digital_real.log'), \
             run_process(world, tmp_path / 'world.log'), ros_node('probe') as (node, executor):
         yield node, executor
 
 
 def _logs(tmp_path):
-    return (tmp_path / 'fake.log').read_text() + (tmp_path / 'world.log').read_text()
+    return (tmp_path / 'digital_real.log').read_text() + (tmp_path / 'world.log').read_text()
 
 
 def test_bridge_maps_names_carries_commands_refuses_unsafe_and_holds_on_watchdog(tmp_path):
@@ -152,9 +153,9 @@ def test_lockstep_through_the_bridge_is_deterministic_per_seed(tmp_path):
         assert json.loads(privileged[-1].data)['stamp'] > 0
 
 
-def test_fake_franka_rejects_foreign_joint_names_and_reports_width(tmp_path):
-    args = ['fake_franka', '--ros-args', '-r', '__ns:=/ff', '-p', 'lockstep:=true']
-    with run_process(args, tmp_path / 'fake.log'), ros_node('probe') as (node, executor):
+def test_digital_real_rejects_foreign_joint_names_and_reports_width(tmp_path):
+    args = ['digital_real', '--ros-args', '-r', '__ns:=/ff', '-p', 'lockstep:=true']
+    with run_process(args, tmp_path / 'digital_real.log'), ros_node('probe') as (node, executor):
         arm, fingers = [], []
         node.create_subscription(JointState, '/ff/joint_states', arm.append, qos.STATE)
         node.create_subscription(JointState, '/ff/franka_gripper/joint_states', fingers.append,
@@ -163,7 +164,7 @@ def test_fake_franka_rejects_foreign_joint_names_and_reports_width(tmp_path):
                                      '/ff/joint_trajectory_controller/joint_trajectory',
                                      qos.COMMAND)
         width = node.create_publisher(Float64, '/ff/franka_gripper/width_command', qos.COMMAND)
-        assert spin_until(executor, lambda: arm, 30), (tmp_path / 'fake.log').read_text()
+        assert spin_until(executor, lambda: arm, 30), (tmp_path / 'digital_real.log').read_text()
         stamp = arm[-1].header.stamp.nanosec
         # panda_ names: not this controller's joints
         traj.publish(trajectory_command(robot.RESET_Q))
@@ -178,28 +179,28 @@ def test_fake_franka_rejects_foreign_joint_names_and_reports_width(tmp_path):
         # Each finger at width / 2, closing from 0.085 m towards 0.04 m.
         assert fingers[-1].position[0] == pytest.approx(fingers[-1].position[1])
         assert 0.02 <= fingers[-1].position[0] < 0.0425 - 0.002
-    assert "joint_names ['panda_joint1'" in (tmp_path / 'fake.log').read_text()
+    assert "joint_names ['panda_joint1'" in (tmp_path / 'digital_real.log').read_text()
 
 
-def test_fake_franka_bad_dynamics_file_exits_2(tmp_path):
+def test_digital_real_bad_dynamics_file_exits_2(tmp_path):
     bad = tmp_path / 'dyn.yaml'
     bad.write_text('friction: [0.1, 0.2]\n')
-    proc = subprocess.run([str(BIN / 'fake_franka'), '--dynamics', str(bad)],
+    proc = subprocess.run([str(BIN / 'digital_real'), '--dynamics', str(bad)],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2
     assert 'friction must have 7 values' in proc.stderr, proc.stderr
 
 
 def test_bridge_in_process_refuses_unsafe_and_stale_commands(tmp_path):
-    """The bridge without world_node (own context), against a real-time fake_franka process."""
+    """The bridge without world_node (own context), against a real-time digital_real process."""
     from realm_ros.backends.franka import FrankaBridgeWorld
     from realm_ros.core.config import FrankaBridgeConfig, WorldConfig
     from realm_ros.core.errors import CommandRejected
     from realm_ros.core.types import Action
 
-    args = ['fake_franka', '--ros-args', '-r', '__ns:=/fb', '-p', 'arm_id:=fer']
+    args = ['digital_real', '--ros-args', '-r', '__ns:=/fb', '-p', 'arm_id:=fer']
     config = WorldConfig(backend='franka', cameras=(), camera_rate_hz=0.0)
-    with run_process(args, tmp_path / 'fake.log') as proc:
+    with run_process(args, tmp_path / 'digital_real.log') as proc:
         world = FrankaBridgeWorld(config, bridge=FrankaBridgeConfig(
             arm_id='panda', gripper='width_topic', namespace='/fb', digital_real=True))
         try:

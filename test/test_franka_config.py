@@ -10,7 +10,7 @@ from realm_ros.backends.mujoco import model as mjcf
 from realm_ros.commands import franka_config
 from realm_ros.core import control, robot
 from realm_ros.core.config import (
-    FakeFrankaConfig,
+    DigitalRealConfig,
     FrankaBridgeConfig,
     SafetyConfig,
     WorldConfig,
@@ -33,10 +33,10 @@ def test_controller_yamls_are_the_generated_ones_and_use_no_kilted_removed_keys(
         assert 'open_loop_control' not in text and 'i_clamp' not in text
 
 
-def test_fake_franka_and_bridge_yaml_are_valid_configs():
-    fake = _params('fake_franka.yaml')
-    fake.pop('episode_spec')
-    assert from_mapping(FakeFrankaConfig, fake) == FakeFrankaConfig()
+def test_digital_real_and_bridge_yaml_are_valid_configs():
+    robot = _params('digital_real.yaml')
+    robot.pop('episode_spec')
+    assert from_mapping(DigitalRealConfig, robot) == DigitalRealConfig()
     bridge = _params('franka_bridge.yaml')
     from_mapping(FrankaBridgeConfig, bridge.pop('franka'))
     from_mapping(SafetyConfig, bridge.pop('safety'))

@@ -1,7 +1,7 @@
 """The franka bridge against a franka_ros2-shaped robot with the real franka_msgs/control_msgs.
 
 franka_msgs, control_msgs and controller_manager_msgs are generated from their upstream
-definitions with rosidl and compiled here (``test/ros_interfaces.py``; cached). fake_franka then
+definitions with rosidl and compiled here (``test/ros_interfaces.py``; cached). digital_real then
 serves franka_ros2's interfaces with those very types: the gripper actions, FrankaRobotState and
 the error-recovery action, as franka_gripper and franka_hardware do; world_node ``backend:=franka``
 talks to it over DDS with ``fr3_`` names (FR3, franka_ros2) and ``fer_`` names (Panda,
@@ -45,7 +45,7 @@ def test_world_node_drives_arm_and_gripper_of_a_franka_ros2_shaped_robot(tmp_pat
                                                                          gripper):
     from action_msgs.msg import GoalStatus
     ns = f'/lab_{arm_id}'
-    fake = ['fake_franka', '--ros-args', '-r', f'__ns:={ns}', '-p', f'arm_id:={arm_id}',
+    digital_real = ['digital_real', '--ros-args', '-r', f'__ns:={ns}', '-p', f'arm_id:={arm_id}',
             '-p', f'gripper:={gripper}']
     world = ['world_node', '--ros-args', '-r', '__ns:=/real', '-p', 'backend:=franka',
              '-p', f'franka.arm_id:={arm_id}', '-p', f'franka.gripper:={gripper}',
@@ -53,8 +53,8 @@ def test_world_node_drives_arm_and_gripper_of_a_franka_ros2_shaped_robot(tmp_pat
              '-p', 'camera_rate_hz:=0.0', '-p', 'franka.gripper_min_interval_s:=0.2']
     action = (f'{ns}/franka_gripper/grasp' if gripper == 'franka_hand'
               else f'{ns}/robotiq_gripper_controller/gripper_cmd')
-    with run_process(fake, tmp_path / 'fake.log'), run_process(world, tmp_path / 'world.log'), \
-            ros_node('probe') as (node, executor):
+    with run_process(digital_real, tmp_path / 'digital_real.log'), \
+            run_process(world, tmp_path / 'world.log'), ros_node('probe') as (node, executor):
         shared, targets, statuses, fingers = [], [], [], []
         node.create_subscription(JointState, '/real/joint_states', shared.append, qos.STATE)
         node.create_subscription(
@@ -64,7 +64,7 @@ def test_world_node_drives_arm_and_gripper_of_a_franka_ros2_shaped_robot(tmp_pat
                                  fingers.append, qos.STATE)
         _goal_statuses(node, f'{action}/_action/status', statuses)
         cmd = node.create_publisher(JointTrajectory, '/real/command', qos.COMMAND)
-        logs = lambda: (tmp_path / 'fake.log').read_text() + (  # noqa: E731
+        logs = lambda: (tmp_path / 'digital_real.log').read_text() + (  # noqa: E731
             tmp_path / 'world.log').read_text()
         assert spin_until(executor, lambda: len(shared) > 3, 60), logs()
         a = robot.RESET_Q + np.array([0.05, 0.05, -0.05, 0.05, 0.05, -0.05, 0.05])
@@ -90,7 +90,7 @@ def test_world_node_drives_arm_and_gripper_of_a_franka_ros2_shaped_robot(tmp_pat
 
 
 def test_reflex_is_detected_ends_the_episode_and_recovers_only_when_confirmed(tmp_path):
-    """A real-arm bridge (no digital-real shortcuts) against fake_franka's robot state."""
+    """A real-arm bridge (no digital-real shortcuts) against the digital real's robot state."""
     from franka_msgs.msg import FrankaRobotState
     from std_srvs.srv import Trigger
 
@@ -99,10 +99,11 @@ def test_reflex_is_detected_ends_the_episode_and_recovers_only_when_confirmed(tm
     from realm_ros.core.errors import CommandRejected, InfrastructureError
     from realm_ros.core.types import Action, EpisodeSpec
 
-    fake = ['fake_franka', '--ros-args', '-r', '__ns:=/lab_reflex', '-p', 'arm_id:=fr3',
+    digital_real = ['digital_real', '--ros-args', '-r', '__ns:=/lab_reflex', '-p', 'arm_id:=fr3',
             '-p', 'gripper:=franka_hand']
     config = WorldConfig(backend='franka', cameras=(), camera_rate_hz=0.0)
-    with run_process(fake, tmp_path / 'fake.log'), ros_node('probe') as (node, executor):
+    with run_process(digital_real, tmp_path / 'digital_real.log'), \
+            ros_node('probe') as (node, executor):
         modes = []
         node.create_subscription(FrankaRobotState,
                                  '/lab_reflex/franka_robot_state_broadcaster/robot_state',
@@ -145,7 +146,7 @@ def test_reflex_is_detected_ends_the_episode_and_recovers_only_when_confirmed(tm
             np.testing.assert_allclose(obs.joints.position[0], target[0], atol=0.01)
         finally:
             world.close()
-    log = (tmp_path / 'fake.log').read_text()
+    log = (tmp_path / 'digital_real.log').read_text()
     assert 'reflex (joint_reflex)' in log, log
 
 
@@ -154,13 +155,13 @@ def test_world_node_reports_a_reflex_as_a_world_failure(tmp_path):
     from diagnostic_msgs.msg import DiagnosticStatus
     from std_srvs.srv import Trigger
 
-    fake = ['fake_franka', '--ros-args', '-r', '__ns:=/lab_w', '-p', 'arm_id:=fer',
+    digital_real = ['digital_real', '--ros-args', '-r', '__ns:=/lab_w', '-p', 'arm_id:=fer',
             '-p', 'gripper:=franka_hand']
     world = ['world_node', '--ros-args', '-r', '__ns:=/real', '-p', 'backend:=franka',
              '-p', 'franka.arm_id:=fer', '-p', 'franka.namespace:=/lab_w',
              '-p', 'camera_rate_hz:=0.0']
-    with run_process(fake, tmp_path / 'fake.log'), run_process(world, tmp_path / 'world.log'), \
-            ros_node('probe') as (node, executor):
+    with run_process(digital_real, tmp_path / 'digital_real.log'), \
+            run_process(world, tmp_path / 'world.log'), ros_node('probe') as (node, executor):
         status, shared = [], []
         node.create_subscription(DiagnosticStatus, '/real/world/status', status.append,
                                  qos.STATE)

@@ -3,7 +3,7 @@
 Two layers. Pure: ``ros.convert.trajectory_to_actions`` and ``core.safety.SafetyMonitor`` take
 hundreds of thousands of generated inputs, and every outcome is either a refusal with a reason
 or a target that satisfies every safety rule. Over DDS: ``world_node`` on the twin (mujoco) and
-on the digital real (fake_franka behind ``world_node backend:=franka``, wired as
+on the digital real (digital_real behind ``world_node backend:=franka``, wired as
 ``realm_ros/graph.py`` wires them) each take thousands of commands as fast as they can be
 published; the joint states never leave the joint limits, no process dies and every refusal is
 logged with its reason. Counts and outcomes are printed (``pytest -s``).
@@ -198,20 +198,21 @@ def test_twin_world_node_survives_command_fuzz(tmp_path):
 @pytest.mark.ros
 @pytest.mark.slow
 def test_digital_real_bridge_survives_command_fuzz(tmp_path):
-    # As realm_ros/graph.py wires the digital real: fake_franka under /real/franka (an FR3,
+    # As realm_ros/graph.py wires the digital real: digital_real under /real/franka (an FR3,
     # fr3_ names) behind world_node backend:=franka under /real, safety monitor on every target.
-    from realm_ros.graph import ROBOT_NS, bridge_parameters, fake_franka_parameters
-    fake = ['fake_franka', '--ros-args', '-r', f'__ns:={ROBOT_NS}', '-p', 'lockstep:=true',
-            *[a for k, v in fake_franka_parameters('fr3').items() for a in ('-p', f'{k}:={v}')]]
+    from realm_ros.graph import ROBOT_NS, bridge_parameters, digital_real_parameters
+    digital_real = [
+        'digital_real', '--ros-args', '-r', f'__ns:={ROBOT_NS}', '-p', 'lockstep:=true',
+        *[a for k, v in digital_real_parameters('fr3').items() for a in ('-p', f'{k}:={v}')]]
     bridge = bridge_parameters('fr3', 'franka_hand', digital_real=True)
     world = ['world_node', '--ros-args', '-r', '__ns:=/real', '-p', 'backend:=franka',
              '-p', 'lockstep:=true', '-p', 'lockstep_timeout_s:=0.0',
              *[arg for k, v in bridge.items() for arg in ('-p', f'{k}:={v}')],
              '-p', f'franka.namespace:={ROBOT_NS}', '-p', 'franka.digital_real:=true',
              '-p', 'camera_rate_hz:=0.0']
-    result = _fuzz_world(tmp_path, '/real', [('fake', fake), ('world', world)], N_PER_WORLD,
-                         seed=4)
+    result = _fuzz_world(tmp_path, '/real', [('digital_real', digital_real), ('world', world)],
+                         N_PER_WORLD, seed=4)
     fr3 = robot.arm_spec('fr3')
-    _check(*result, 'digital real (fake_franka + franka bridge, lockstep)', fr3.lower, fr3.upper)
+    _check(*result, 'digital real (digital_real + franka bridge, lockstep)', fr3.lower, fr3.upper)
     log = result[-1]
     assert 'safety: ' in log  # random jumps reach the bridge's safety monitor and are refused

@@ -23,9 +23,9 @@ def _console_scripts():
                           (ROOT / 'setup.py').read_text()))
 
 
-@pytest.mark.parametrize('real', ['fake', 'franka'])
+@pytest.mark.parametrize('real', ['digital_real', 'franka'])
 def test_graph_executables_are_console_scripts_with_node_classes(real):
-    policies = ('scripted:3', 'scripted:0') if real == 'fake' else ('pi05=openpi', 'hold')
+    policies = ('scripted:3', 'scripted:0') if real == 'digital_real' else ('pi05=openpi', 'hold')
     graph = paired_eval_graph(EvalConfig(real=real, policies=policies), 'out', monitor=True,
                               record=True)
     scripts = _console_scripts()
@@ -35,7 +35,7 @@ def test_graph_executables_are_console_scripts_with_node_classes(real):
     names = {(s.namespace, s.name) for s in graph}
     assert {('/real', 'world'), ('/sim', 'world'), ('/real', 'policy'), ('/sim', 'policy'),
             ('', 'evaluator')} <= names
-    assert (('/real/franka', 'fake_franka') in names) == (real == 'fake')
+    assert (('/real/franka', 'digital_real') in names) == (real == 'digital_real')
     assert {('', 'recorder_real'), ('', 'recorder_sim'), ('', 'monitor')} <= names
     evaluator = next(s for s in graph if s.name == 'evaluator')
     assert evaluator.parameters['recorders'] == '/recorder_real,/recorder_sim'
@@ -90,7 +90,7 @@ def _declared_parameters() -> dict[str, set[str]]:
 
     from realm_ros.core.annotation import OperatorConfig
     from realm_ros.core.config import (
-        FakeFrankaConfig,
+        DigitalRealConfig,
         FrankaBridgeConfig,
         PolicyNodeConfig,
         SafetyConfig,
@@ -107,7 +107,7 @@ def _declared_parameters() -> dict[str, set[str]]:
     return {
         'world_node': names(WorldConfig) | names(FrankaBridgeConfig, 'franka.')
         | names(SafetyConfig, 'safety.') | {'episode_spec'} | common,
-        'fake_franka': names(FakeFrankaConfig) | {'episode_spec'} | common,
+        'digital_real': names(DigitalRealConfig) | {'episode_spec'} | common,
         'policy_node': names(PolicyNodeConfig) | common,
         'evaluator_node': names(EvalConfig) | names(EvaluatorConfig) | common,
         'recorder_node': names(RecorderConfig) | common,
@@ -118,7 +118,7 @@ def _declared_parameters() -> dict[str, set[str]]:
 
 def _graphs():
     from realm_ros.graph import ARM_IDS, GRIPPERS
-    for real, policies in (('fake', ('scripted:1',)), ('franka', ('pi05=openpi',))):
+    for real, policies in (('digital_real', ('scripted:1',)), ('franka', ('pi05=openpi',))):
         for arm in ARM_IDS:
             for gripper in GRIPPERS:
                 config = EvalConfig(real=real, policies=policies)
@@ -127,7 +127,7 @@ def _graphs():
 
 
 def test_every_graph_parameter_is_declared_by_its_node_and_valid():
-    from realm_ros.core.config import FakeFrankaConfig, FrankaBridgeConfig, WorldConfig
+    from realm_ros.core.config import DigitalRealConfig, FrankaBridgeConfig, WorldConfig
 
     declared = _declared_parameters()
     for case, config, graph in _graphs():
@@ -141,8 +141,8 @@ def test_every_graph_parameter_is_declared_by_its_node_and_valid():
                                       if k.startswith('franka.')})
                 WorldConfig(**{k: v for k, v in params.items()
                                if '.' not in k and k != 'use_sim_time'})
-            if spec.executable == 'fake_franka':
-                FakeFrankaConfig(**{k: v for k, v in params.items() if k != 'use_sim_time'})
+            if spec.executable == 'digital_real':
+                DigitalRealConfig(**{k: v for k, v in params.items() if k != 'use_sim_time'})
 
 
 def test_arm_id_gives_the_bridge_and_the_digital_real_the_same_joint_names():
@@ -152,10 +152,10 @@ def test_arm_id_gives_the_bridge_and_the_digital_real_the_same_joint_names():
         world = by_exe['world_node']
         names = {v for k, v in world.items() if k in ('franka.arm_id', 'joint_prefix')}
         assert names and {n.rstrip('_') for n in names} == {arm_id(arm)}, (arm, world)
-        if real == 'fake':
-            fake = by_exe['fake_franka']
-            fake_names = {v for k, v in fake.items() if k in ('arm_id', 'arm_prefix')}
-            assert {n.rstrip('_') for n in fake_names} == {arm_id(arm)}, (arm, fake)
+        if real == 'digital_real':
+            robot = by_exe['digital_real']
+            robot_names = {v for k, v in robot.items() if k in ('arm_id', 'arm_prefix')}
+            assert {n.rstrip('_') for n in robot_names} == {arm_id(arm)}, (arm, robot)
     assert arm_id('panda') == 'fer'
     with pytest.raises(ConfigError, match='arm_id'):
         arm_id('ur5')

@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from realm_ros.core.annotation import OperatorConfig
-from realm_ros.core.config import FakeFrankaConfig, FrankaBridgeConfig, SafetyConfig, WorldConfig
+from realm_ros.core.config import DigitalRealConfig, FrankaBridgeConfig, SafetyConfig, WorldConfig
 from realm_ros.core.monitor import MonitorConfig
 from realm_ros.core.recording import RecorderConfig
 
@@ -150,7 +150,7 @@ def test_included_launch_files_get_only_declared_arguments(launch_file):
 SCHEMAS = {'world.yaml': (WorldConfig, {'episode_spec', 'use_sim_time'}),
            'monitor.yaml': (MonitorConfig, {'episode_spec', 'use_sim_time'}),
            'operator.yaml': (OperatorConfig, {'episode_spec', 'use_sim_time'}),
-           'fake_franka.yaml': (FakeFrankaConfig, {'episode_spec', 'use_sim_time'})}
+           'digital_real.yaml': (DigitalRealConfig, {'episode_spec', 'use_sim_time'})}
 
 
 @pytest.mark.parametrize('name', sorted(SCHEMAS))
@@ -193,7 +193,7 @@ def test_recorder_yaml_names_only_recorder_parameters():
 def test_sysid_record_launch_sets_only_real_parameters():
     """Each node's inline parameters are fields of that executable's schema."""
     schemas = {
-        'fake_franka': {f.name for f in dataclasses.fields(FakeFrankaConfig)},
+        'digital_real': {f.name for f in dataclasses.fields(DigitalRealConfig)},
         'recorder_node': {f.name for f in dataclasses.fields(RecorderConfig)},
         'world_node': ({f.name for f in dataclasses.fields(WorldConfig)}
                        | {f'franka.{f.name}' for f in dataclasses.fields(FrankaBridgeConfig)}

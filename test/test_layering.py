@@ -28,7 +28,7 @@ SIBLINGS_APART = {'io', 'policies', 'backends'}
 #: Nodes and the graph reach a backend through ``core.world``'s registries (``make_world``,
 #: ``initial_state_sampler``), imported lazily by name, so a node never names a simulator.
 #: The exceptions are nodes that *are* one backend's host.
-BACKEND_HOSTS = {'realm_ros.nodes.fake_franka_node'}
+BACKEND_HOSTS = {'realm_ros.nodes.digital_real_node'}
 #: Known edges against the order, each with its reason. Keep this short.
 EXCEPTIONS = {
     # The franka bridge is a World whose far side is ROS: it owns an rclpy node and uses the

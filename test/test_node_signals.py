@@ -5,7 +5,7 @@ after that; a terminal's Ctrl-C sends SIGINT. Each executable here is started th
 starts it (console script, ``--ros-args``), given time to come up, signalled once, and must
 exit within :data:`EXIT_WITHIN_S` with its documented code and no traceback on its output.
 Two situations that failed in a lab are covered on purpose: ``world_node`` bridging to a
-running fake_franka (it ignored SIGTERM), and a policy_node answering a stream of
+running digital_real (it ignored SIGTERM), and a policy_node answering a stream of
 observations while it is stopped (``take_message`` / "publisher's context is invalid").
 """
 
@@ -109,7 +109,7 @@ STANDALONE = {
     'policy_node': (dict(policy='hold'), r"policy '.*' up"),
     'monitor_node': ({}, r'monitoring real='),
     'recorder_node': ({'out_dir': '{tmp}/bags'}, r'recording /'),
-    'fake_franka': (dict(lockstep=False), r'digital real .* up'),
+    'digital_real': (dict(lockstep=False), r'digital real .* up'),
     'operator_node': (dict(terminal_ui=False), r'operator for world'),
     # Waits for /real/world services that never come: stopped inside a service wait.
     'evaluator_node': ({'out_dir': '{tmp}/eval', 'tasks': '[pick_spoon]', 'quiet': True,
@@ -131,8 +131,8 @@ def test_node_stops_cleanly(executable, signum, tmp_path):
 
 @pytest.mark.parametrize('signum', SIGNALS)
 def test_bridged_world_and_busy_policy_stop_cleanly(signum, tmp_path):
-    """world_node (franka bridge to fake_franka, real time) and a policy commanding it."""
-    robot = ['fake_franka', *_params(lockstep=False, arm_id='fr3'), '-r',
+    """world_node (franka bridge to digital_real, real time) and a policy commanding it."""
+    robot = ['digital_real', *_params(lockstep=False, arm_id='fr3'), '-r',
              '__ns:=/real/franka']
     world = ['world_node', *_params(**{'backend': 'franka', 'franka.arm_id': 'fr3',
                                        'franka.gripper': 'width_topic', 'camera_rate_hz': 0.0,
@@ -140,9 +140,9 @@ def test_bridged_world_and_busy_policy_stop_cleanly(signum, tmp_path):
                                        'franka.digital_real': True}), '-r', '__ns:=/real']
     policy = ['policy_node', *_params(policy='hold', lockstep=False, start_active=True),
               '-r', '__ns:=/real']
-    with started(robot, tmp_path / 'robot.log') as fake, \
+    with started(robot, tmp_path / 'robot.log') as robot_proc, \
             started(world, tmp_path / 'world.log') as bridge:
-        fake.wait_for(r'digital real .* up')
+        robot_proc.wait_for(r'digital real .* up')
         bridge.wait_for(r"world 'franka' up")
         with started(policy, tmp_path / 'policy.log') as pol:
             pol.wait_for(r"policy '.*' up")
@@ -150,4 +150,4 @@ def test_bridged_world_and_busy_policy_stop_cleanly(signum, tmp_path):
             _check_exit(pol, signum)
         time.sleep(0.3)
         _check_exit(bridge, signum)
-        _check_exit(fake, signum)
+        _check_exit(robot_proc, signum)

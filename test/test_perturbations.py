@@ -7,7 +7,7 @@ import cv2
 import numpy as np
 import pytest
 
-from realm_ros.backends.fake_franka import DigitalRealWorld
+from realm_ros.backends.digital_real import DigitalRealWorld
 from realm_ros.backends.mujoco.world import MujocoWorld
 from realm_ros.core import perturbations, tasks
 from realm_ros.core.config import WorldConfig

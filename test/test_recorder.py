@@ -108,8 +108,8 @@ def test_recorder_without_out_dir_exits_2():
 
 
 def test_sysid_record_on_the_digital_real_replays_exactly_in_the_twin(tmp_path):
-    """`sysid record --backend fake`: fake_franka behind the franka bridge, over DDS; one bag
-    per trajectory, exact replay."""
+    """`sysid record --backend digital_real`: the digital real behind the franka bridge, over DDS;
+    one bag per trajectory, exact replay."""
     from realm_ros.backends.mujoco.rollout import TwinRollout
     from realm_ros.core import sysid
     from realm_ros.core.config import DigitalRealDynamics
@@ -117,7 +117,7 @@ def test_sysid_record_on_the_digital_real_replays_exactly_in_the_twin(tmp_path):
     dynamics = (pathlib.Path(__file__).resolve().parents[1] / 'config'
                 / 'dynamics/sysid_demo_ideal.yaml')
     proc = subprocess.run(
-        [str(BIN / 'realm-ros'), 'sysid', 'record', '--backend', 'fake', '--out',
+        [str(BIN / 'realm-ros'), 'sysid', 'record', '--backend', 'digital_real', '--out',
          str(tmp_path / 'bags'), '--dynamics', str(dynamics), '--trajectories', '2',
          '--duration', '3', '--seed', '4'], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -137,7 +137,7 @@ def test_sysid_record_watchdog_stops_an_arm_that_cannot_follow(tmp_path):
     stuck.write_text('friction: [80, 80, 80, 80, 80, 80, 80]\narmature: [0.1, 0.1, 0.1, 0.1, '
                      '0.1, 0.1, 0.1]\n')
     proc = subprocess.run(
-        [str(BIN / 'realm-ros'), 'sysid', 'record', '--backend', 'fake', '--out',
+        [str(BIN / 'realm-ros'), 'sysid', 'record', '--backend', 'digital_real', '--out',
          str(tmp_path / 'bags'), '--dynamics', str(stuck), '--trajectories', '1',
          '--duration', '6'], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2, proc.stdout + proc.stderr

@@ -25,7 +25,7 @@ pytestmark = [pytest.mark.ros, pytest.mark.slow]
 #: 10x), so the test fails on a hang and prints each time; docs/reliability.md lists them.
 HANG_S = 10.0
 
-EXECUTABLES = ('world_node', 'policy_node', 'fake_franka', 'evaluator_node', 'operator_node',
+EXECUTABLES = ('world_node', 'policy_node', 'digital_real', 'evaluator_node', 'operator_node',
                'monitor_node', 'recorder_node', 'policy_server')
 
 
@@ -49,7 +49,7 @@ def _cases(tmp_path):
         'world_node': (ros('world_node', '/sd_w', 'camera_rate_hz:=0.0'), "world 'mujoco' up",
                        None),
         'policy_node': (ros('policy_node', '/sd_p'), 'policy ', None),
-        'fake_franka': (ros('fake_franka', '/sd_f'), 'up', None),
+        'digital_real': (ros('digital_real', '/sd_f'), 'up', None),
         'evaluator_node': (ros('evaluator_node', '/sd_e', f'out_dir:={tmp_path / "eval"}',
                                'real_ns:=/sd_none_real', 'sim_ns:=/sd_none_sim',
                                'tasks:=[push_switch]', 'policies:=[hold]'),

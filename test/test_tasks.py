@@ -259,9 +259,9 @@ def test_scene_loads_samples_deterministically_and_reports_state(worlds, task):
 
 
 def test_digital_real_scales_scene_object_masses():
-    from realm_ros.backends.fake_franka import DigitalRealWorld
+    from realm_ros.backends.digital_real import DigitalRealWorld
     from realm_ros.core.config import DigitalRealDynamics
-    config = WorldConfig(backend='fake', task='stack_cubes', camera_rate_hz=0, cameras=())
+    config = WorldConfig(backend='digital_real', task='stack_cubes', camera_rate_hz=0, cameras=())
     real = DigitalRealWorld(config, hidden=DigitalRealDynamics(object_mass_scale=2.0))
     twin = MujocoWorld(config)
     body = twin.model.body('green_block').id

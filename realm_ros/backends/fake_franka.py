@@ -1,35 +1,7 @@
-"""Physics of the digital real: the MuJoCo twin with hidden dynamics the twin cannot see.
+"""Deprecated module name of the digital real's physics: :mod:`realm_ros.backends.digital_real`."""
 
-The digital real stands in for the physical arm on machines without one. Its dynamics differ
-from the twin's defaults: per-joint friction and armature (what system identification fits),
-plus actuation latency, joint-sensor noise and object mass/friction scales (which it cannot fit).
-Every output names it as the digital real; it is never presented as hardware.
-"""
+from realm_ros.backends.digital_real import DEFAULT_DYNAMICS_FILE, DigitalRealWorld
+from realm_ros.core.config import renamed
 
-from __future__ import annotations
-
-import pathlib
-
-from realm_ros.backends.mujoco.world import MujocoWorld
-from realm_ros.core.config import DigitalRealDynamics, WorldConfig
-
-#: The hidden dynamics used when no file is given (REALM's identified values as the prior).
-DEFAULT_DYNAMICS_FILE = (pathlib.Path(__file__).resolve().parents[1] / 'data'
-                         / 'digital_real_dynamics.yaml')
-class DigitalRealWorld(MujocoWorld):
-    """A :class:`MujocoWorld` built with :class:`DigitalRealDynamics` from a YAML file."""
-
-    name = 'fake'
-
-    def __init__(self, config: WorldConfig, hidden: DigitalRealDynamics | None = None) -> None:
-        if hidden is None:
-            path = config.dynamics_file or DEFAULT_DYNAMICS_FILE
-            hidden = DigitalRealDynamics.from_yaml(path)
-        self.hidden = hidden
-        super().__init__(
-            config,
-            dynamics=hidden.joint_params(),
-            latency_s=hidden.latency_s,
-            joint_noise_std=hidden.joint_noise_std,
-            object_mass_scale=hidden.object_mass_scale,
-            object_friction_scale=hidden.object_friction_scale)
+renamed(__name__, 'module')
+__all__ = ['DEFAULT_DYNAMICS_FILE', 'DigitalRealWorld']

@@ -80,8 +80,8 @@ def run(args: argparse.Namespace) -> int:
         shutil.rmtree(bags)
     if not bags.exists():
         _run('2/4 record excitation trajectories on the digital real',
-             ['sysid', 'record', '--backend', 'fake', '--dynamics', dynamics, '--out', str(bags),
-              '--trajectories', str(args.sysid_trajectories),
+             ['sysid', 'record', '--backend', 'digital_real', '--dynamics', dynamics,
+              '--out', str(bags), '--trajectories', str(args.sysid_trajectories),
               '--duration', str(args.sysid_duration), '--seed', str(args.seed)])
     if not params.exists():
         _run('3/4 identify the twin (actuation latency, CMA-ES over friction and armature)',

@@ -49,9 +49,9 @@ SECTIONS: tuple[Section, ...] = (
              Schema('realm_ros.core.config:FrankaBridgeConfig', 'franka.', 'backend franka'),
              Schema('realm_ros.core.config:SafetyConfig', 'safety.', 'backend franka')),
             (EPISODE_SPEC,)),
-    Section('fake_franka', 'The digital real behind a franka_ros2-shaped interface '
-            '([digital-real.md](digital-real.md)). Example: `config/fake_franka.yaml`.',
-            (Schema('realm_ros.core.config:FakeFrankaConfig'),), (EPISODE_SPEC,)),
+    Section('digital_real', 'The digital real behind a franka_ros2-shaped interface '
+            '([digital-real.md](digital-real.md)). Example: `config/digital_real.yaml`.',
+            (Schema('realm_ros.core.config:DigitalRealConfig'),), (EPISODE_SPEC,)),
     Section('policy_node', 'Hosts one policy for one world ([policies.md](policies.md)).',
             (Schema('realm_ros.core.config:PolicyNodeConfig'),)),
     Section('evaluator_node', 'Drives paired episodes over ROS ([evaluation.md](evaluation.md)).'
@@ -68,7 +68,7 @@ SECTIONS: tuple[Section, ...] = (
     Section('operator_node', 'Stage annotation of real episodes by a person '
             '([lab.md](lab.md)). Example: `config/operator.yaml`.',
             (Schema('realm_ros.core.annotation:OperatorConfig'),), (EPISODE_SPEC,)),
-    Section('Digital-real dynamics file', 'Keys of `fake_franka --dynamics FILE` / '
+    Section('Digital-real dynamics file', 'Keys of `digital_real --dynamics FILE` / '
             '`dynamics_file` (default `realm_ros/data/digital_real_dynamics.yaml`; '
             '[digital-real.md](digital-real.md)). Unknown keys are an error.',
             (Schema('realm_ros.core.config:DigitalRealDynamics'),)),

@@ -14,7 +14,7 @@ import pathlib
 
 from realm_ros.commands import require_non_negative, require_positive
 from realm_ros.core import tasks
-from realm_ros.core.config import CAMERA_NAMES, PolicyNodeConfig, WorldConfig
+from realm_ros.core.config import CAMERA_NAMES, PolicyNodeConfig, WorldConfig, renamed
 from realm_ros.core.errors import ConfigError
 from realm_ros.core.types import DEFAULT_MAX_STEPS, EpisodeSpec
 
@@ -46,8 +46,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help='rendered image size WxH, px (DROID stores 320x180)')
     parser.add_argument('--sim-params', default='', help='YAML of identified friction/armature')
     parser.add_argument('--backend', default='mujoco',
-                        choices=('mujoco', 'fake', 'physx', 'isaac'),
-                        help='mujoco = the twin, fake = the digital real physics, physx = '
+                        choices=('mujoco', 'digital_real', 'physx', 'isaac'),
+                        type=lambda name: renamed(name, '--backend'),
+                        help='mujoco = the twin, digital_real = the digital real physics, physx = '
                              'the twin on kit-less PhysX, isaac = Isaac Sim (not run)')
     parser.add_argument('--json', action='store_true', help='print the result record as JSON')
     parser.add_argument('--record-actions', default='',

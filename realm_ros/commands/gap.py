@@ -80,7 +80,7 @@ def rollout(world, targets: np.ndarray, seed: int) -> np.ndarray:
 def measure(dynamics_file: str = '', sim_params_file: str = '', duration_s: float = 10.0,
             seed: int = 0) -> dict:
     """Run the three worlds and return per-joint RMS differences (rad) and tracking errors."""
-    from realm_ros.backends.fake_franka import DEFAULT_DYNAMICS_FILE, DigitalRealWorld
+    from realm_ros.backends.digital_real import DEFAULT_DYNAMICS_FILE, DigitalRealWorld
     from realm_ros.backends.mujoco.world import MujocoWorld
 
     hidden = DigitalRealDynamics.from_yaml(dynamics_file or DEFAULT_DYNAMICS_FILE)

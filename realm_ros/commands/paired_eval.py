@@ -14,6 +14,7 @@ import sys
 import threading
 from typing import Any
 
+from realm_ros.core.config import renamed
 from realm_ros.core.errors import ConfigError, InfrastructureError
 from realm_ros.core.evaluation import EvalConfig
 
@@ -25,8 +26,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              'an existing one is resumed')
     parser.add_argument('--config', type=pathlib.Path, default=None,
                         help='evaluation YAML (default: config/paired_eval.yaml)')
-    parser.add_argument('--real', choices=('fake', 'franka'), default=None,
-                        help='real world: the digital real (fake) or the arm via franka_ros2')
+    parser.add_argument('--real', choices=('digital_real', 'franka'), default=None,
+                        type=lambda name: renamed(name, '--real'),
+                        help='real world: the digital real or the arm via franka_ros2')
     parser.add_argument('--sim', choices=('mujoco', 'physx', 'isaac'), default=None,
                         help='simulated twin')
     parser.add_argument('--tasks', nargs='+', default=None, help='task names')
@@ -100,7 +102,7 @@ def reuse_real(config: EvalConfig, out: pathlib.Path, source: pathlib.Path) -> i
 class NodeRunner:
     """Each node on its own single-threaded executor and thread, as if in its own process.
 
-    Nodes call each other's services from inside callbacks (the bridge resets fake_franka
+    Nodes call each other's services from inside callbacks (the bridge resets the digital real
     from within world_node's reset service), which would deadlock on one shared
     single-threaded executor; one executor per node reproduces the launch file's process
     boundaries. A node is spinning as soon as it is added, because a later node may wait in

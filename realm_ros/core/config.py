@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import pathlib
+import sys
 import typing
 from typing import Any, Mapping, Sequence, TypeVar
 
@@ -59,6 +60,64 @@ def _check_vector(obj: Any, name: str, size: int, low: float = -math.inf,
             f'got {arr.tolist()}')
 
 
+def _check_ranges(obj: Any, limits: Mapping[str, tuple[float, float]], *,
+                  low_open: bool = False, unit: str = '') -> None:
+    """Check that each named field is a finite number in its range; store it as a float.
+
+    ``limits`` maps a field to ``(low, high)``, both included (``low`` excluded when
+    ``low_open``). The error names the class, the field, the range and the value given.
+    """
+    for name, (low, high) in limits.items():
+        value = getattr(obj, name)
+        ok = isinstance(value, (int, float)) and math.isfinite(value) and value <= high \
+            and (low < value if low_open else low <= value)
+        if not ok:
+            allowed = (f'a finite number >= {low}' if high == math.inf else
+                       f'a number in {"(" if low_open else "["}{low}, {high}]{unit}')
+            raise ConfigError(f'{type(obj).__name__}.{name} must be {allowed}, got {value!r}')
+        object.__setattr__(obj, name, float(value))
+
+
+#: Names users typed before issue 14 gave each concept one name -> the name now. They are still
+#: accepted (backend and ``real`` values, executable, launch arguments, file names) with one
+#: deprecation line naming the new spelling (:func:`renamed`).
+RENAMED = {'fake': 'digital_real', 'fake_franka': 'digital_real',
+           'fake_franka.yaml': 'digital_real.yaml',
+           'fake_franka_params_file': 'digital_real_params_file',
+           'FakeFrankaConfig': 'DigitalRealConfig',
+           'realm_ros.backends.fake_franka': 'realm_ros.backends.digital_real'}
+_WARNED: set[tuple[str, str]] = set()
+
+
+def renamed(value: Any, where: str) -> Any:
+    """Return the current spelling of ``value`` (``fake`` -> ``digital_real``), else ``value``.
+
+    The first use of an old spelling in ``where`` (``--backend``, ``WorldConfig.backend`` ...)
+    prints one line on stderr naming the new one; any other value is returned unchanged.
+    """
+    new = RENAMED.get(value) if isinstance(value, str) else None
+    if new is None:
+        return value
+    if (where, value) not in _WARNED:
+        _WARNED.add((where, value))
+        print(f'realm_ros: {where} {value!r} is deprecated; use {new!r}', file=sys.stderr)
+    return new
+
+
+def renamed_file(path: str, where: str) -> str:
+    """Return ``path``, or the renamed file beside it when only that exists.
+
+    ``.../config/fake_franka.yaml`` (gone) -> ``.../config/digital_real.yaml``, with one
+    deprecation line; any other path, existing or not, is returned unchanged.
+    """
+    old = pathlib.Path(path)
+    new = RENAMED.get(old.name)
+    if not path or new is None or old.exists() or not (old.parent / new).exists():
+        return path
+    renamed(old.name, where)
+    return str(old.parent / new)
+
+
 @dataclasses.dataclass(frozen=True)
 class DynamicsParams:
     """Per-joint dynamics the twin exposes for system identification (MuJoCo units).
@@ -89,9 +148,10 @@ class DynamicsParams:
             raise ConfigError(f'{path}: expected keys "friction" and "armature" (7 floats each)')
         return cls(**{k: v for k, v in data.items() if k in keys})
 
-    def to_dict(self) -> dict[str, list[float]]:
-        """Return a YAML-ready dict."""
-        return {k: list(v) for k, v in dataclasses.asdict(self).items()}
+    def to_dict(self) -> dict[str, Any]:
+        """Return a YAML-ready dict (vectors as lists; a subclass's scalars as they are)."""
+        return {k: list(v) if isinstance(v, tuple) else v
+                for k, v in dataclasses.asdict(self).items()}
 
 
 def sim_params_latency(path: str | pathlib.Path) -> float:
@@ -118,42 +178,28 @@ def configured_latency(sim_params_file: str) -> float:
 
 
 @dataclasses.dataclass(frozen=True)
-class DigitalRealDynamics:
+class DigitalRealDynamics(DynamicsParams):
     """Hidden dynamics of the digital real, read from its dynamics YAML file.
 
-    ``friction``/``armature``/``damping`` are in the twin's units (see :class:`DynamicsParams`);
-    the rest is what the twin does not model at all.
+    ``friction``/``armature``/``damping`` are the twin's own (:class:`DynamicsParams`, same
+    units); the rest is what the twin does not model at all.
     """
 
-    friction: tuple[float, ...] = field((0.0,) * 7, 'per-joint dry friction, N m (7 values)')
-    armature: tuple[float, ...] = field((0.1,) * 7, 'per-joint armature, kg m^2 (7 values)')
-    damping: tuple[float, ...] = field((0.0,) * 7, 'per-joint viscous damping, N m s/rad')
     latency_s: float = field(0.0, 'actuation latency, s')
     joint_noise_std: float = field(0.0, 'joint position sensor noise (1 sigma), rad')
     object_mass_scale: float = field(1.0, 'multiplier on every object mass')
     object_friction_scale: float = field(1.0, 'multiplier on every object sliding friction')
 
     def __post_init__(self) -> None:
-        self.joint_params()  # validates the per-joint vectors
-        for name in ('friction', 'armature', 'damping'):
-            object.__setattr__(self, name, tuple(float(v) for v in getattr(self, name)))
-        limits = {'latency_s': (0.0, 0.5), 'joint_noise_std': (0.0, 0.1),
-                  'object_mass_scale': (0.05, 20.0), 'object_friction_scale': (0.05, 20.0)}
-        for name, (low, high) in limits.items():
-            value = getattr(self, name)
-            if not isinstance(value, (int, float)) or not low <= value <= high:
-                raise ConfigError(
-                    f'DigitalRealDynamics.{name} must be a number in [{low}, {high}], '
-                    f'got {value!r}')
-            object.__setattr__(self, name, float(value))
+        super().__post_init__()
+        _check_ranges(self, {'latency_s': (0.0, 0.5), 'joint_noise_std': (0.0, 0.1),
+                             'object_mass_scale': (0.05, 20.0),
+                             'object_friction_scale': (0.05, 20.0)})
 
     def joint_params(self) -> DynamicsParams:
         """Return the per-joint part, the parameters system identification can recover."""
-        try:
-            return DynamicsParams(friction=self.friction, armature=self.armature,
-                                  damping=self.damping)
-        except ConfigError as err:
-            raise ConfigError(str(err).replace('DynamicsParams', 'DigitalRealDynamics')) from None
+        return DynamicsParams(friction=self.friction, armature=self.armature,
+                              damping=self.damping)
 
     @classmethod
     def from_yaml(cls, path: str | pathlib.Path) -> 'DigitalRealDynamics':
@@ -162,61 +208,76 @@ class DigitalRealDynamics:
 
 
 @dataclasses.dataclass(frozen=True)
-class WorldConfig:
-    """Parameters of a world (``world_node`` declares each field as a ROS parameter)."""
+class SimulationConfig:
+    """Fields of every physics simulated here, declared once: ``world_node``'s
+    (:class:`WorldConfig`) and the digital real's (:class:`DigitalRealConfig`)."""
 
-    backend: str = field('mujoco', 'world backend', choices=('mujoco', 'fake', 'franka', 'isaac',
-                                                           'physx'))
     lockstep: bool = field(
-        False, 'true: advance one control step per command and publish /clock; '
-        'false: run in real time')
-    lockstep_timeout_s: float = field(
-        2.0, 'lockstep: wall seconds to wait for a command before stepping with the held target')
-    control_hz: float = field(robot.CONTROL_HZ, 'control (policy) rate, Hz')
-    physics_hz: float = field(240.0, 'physics rate of simulated worlds, Hz; a multiple of '
-                                     'control_hz')
+        False, 'true: advance one control step per command (the digital real: per received '
+               'joint_trajectory message) and publish /clock; false: run in real time')
+    control_hz: float = field(
+        robot.CONTROL_HZ, 'control (policy) rate, Hz; in lockstep a control step lasts '
+                          '1 / control_hz of sim time')
+    physics_hz: float = field(robot.PHYSICS_HZ, 'physics rate of simulated worlds, Hz; a '
+                                                'multiple of control_hz')
     task: str = field('', 'task loaded at start-up ("" = empty table; the episode spec can '
-                                 'change it)')
+                          'change it)')
     seed: int = field(0, 'seed of the initial episode')
     cameras: tuple[str, ...] = field(CAMERA_NAMES, 'cameras to render (subset of '
                                                    'exterior_1, exterior_2, wrist)')
     camera_width: int = field(320, 'rendered image width, px')
     camera_height: int = field(180, 'rendered image height, px')
-    camera_rate_hz: float = field(15.0, 'image publishing rate, Hz (0 = no images)')
-    camera_rig_file: str = field(
-        '', 'simulated worlds: YAML of the camera rig (extrinsics, intrinsics; format in '
-            'config/cameras/droid.yaml); "" = DROID\'s rig')
-    sim_params_file: str = field(
-        '', 'YAML with identified friction/armature (and optional latency_s, s) for the twin')
-    dynamics_file: str = field('', 'digital real only: YAML with its hidden dynamics')
+    camera_rate_hz: float = field(
+        15.0, 'image publishing rate, Hz (0 = no images; the digital real: real time only, '
+              'in lockstep every step)')
+    dynamics_file: str = field(
+        '', 'digital real only: YAML with its hidden dynamics ("" = '
+            'realm_ros/data/digital_real_dynamics.yaml)')
 
     def __post_init__(self) -> None:
-        _check_choice(self, 'backend')
-        if not 0.0 < self.control_hz <= 1000.0:
-            raise ConfigError(
-                f'WorldConfig.control_hz must be in (0, 1000], got {self.control_hz}')
+        name = type(self).__name__
+        _check_ranges(self, {'control_hz': (0.0, 1000.0)}, low_open=True)
         ratio = self.physics_hz / self.control_hz
         if not math.isfinite(ratio) or self.physics_hz <= 0 or abs(ratio - round(ratio)) > 1e-6 \
                 or round(ratio) < 1:
             raise ConfigError(
-                f'WorldConfig.physics_hz must be a positive multiple of control_hz '
+                f'{name}.physics_hz must be a positive multiple of control_hz '
                 f'({self.control_hz}), got {self.physics_hz}')
         unknown = [c for c in self.cameras if c not in CAMERA_NAMES]
         if unknown:
             raise ConfigError(
-                f'WorldConfig.cameras: unknown camera(s) {unknown}; choose from {CAMERA_NAMES}')
+                f'{name}.cameras: unknown camera(s) {unknown}; choose from {CAMERA_NAMES}')
         object.__setattr__(self, 'cameras', tuple(self.cameras))
-        for name in ('camera_width', 'camera_height'):
-            if not 16 <= getattr(self, name) <= 4096:
-                raise ConfigError(f'WorldConfig.{name} must be in [16, 4096] px')
-        for name in ('camera_rate_hz', 'lockstep_timeout_s'):
-            if getattr(self, name) < 0 or not math.isfinite(getattr(self, name)):
-                raise ConfigError(f'WorldConfig.{name} must be finite and >= 0')
+        for size in ('camera_width', 'camera_height'):
+            if not 16 <= getattr(self, size) <= 4096:
+                raise ConfigError(f'{name}.{size} must be in [16, 4096] px')
+        _check_ranges(self, {'camera_rate_hz': (0.0, math.inf)})
 
     @property
     def substeps(self) -> int:
         """Physics steps per control step."""
         return int(round(self.physics_hz / self.control_hz))
+
+
+@dataclasses.dataclass(frozen=True)
+class WorldConfig(SimulationConfig):
+    """Parameters of a world (``world_node`` declares each field as a ROS parameter)."""
+
+    backend: str = field('mujoco', 'world backend', choices=(
+        'mujoco', 'digital_real', 'franka', 'isaac', 'physx'))
+    lockstep_timeout_s: float = field(
+        2.0, 'lockstep: wall seconds to wait for a command before stepping with the held target')
+    camera_rig_file: str = field(
+        '', 'simulated worlds: YAML of the camera rig (extrinsics, intrinsics; format in '
+            'config/cameras/droid.yaml); "" = DROID\'s rig')
+    sim_params_file: str = field(
+        '', 'YAML with identified friction/armature (and optional latency_s, s) for the twin')
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, 'backend', renamed(self.backend, 'backend'))
+        _check_choice(self, 'backend')
+        super().__post_init__()
+        _check_ranges(self, {'lockstep_timeout_s': (0.0, math.inf)})
 
 
 def load_yaml(path: str | pathlib.Path) -> dict[str, Any]:
@@ -321,23 +382,17 @@ class SafetyConfig:
     workspace_max: tuple[float, ...] = field(
         (1.0, 0.8, 1.2), 'workspace box upper corner (x, y, z) of the TCP in base_link, m')
     tcp_offset_m: float = field(
-        0.165, 'TCP distance from the flange along its z axis, m (0.165 = Robotiq 2F-85 '
-               'fingertips, 0.1034 = Franka Hand)')
+        robot.TCP_OFFSET, 'TCP distance from the flange along its z axis, m (0.165 = Robotiq '
+                          '2F-85 fingertips, 0.1034 = Franka Hand)')
     watchdog_s: float = field(
         0.5, 'hold the measured position if no valid command arrives for this long, s')
     state_timeout_s: float = field(
         0.25, 'refuse to command when the newest joint state is older than this, s')
 
     def __post_init__(self) -> None:
-        limits = {'position_margin_rad': (0.0, 0.5), 'velocity_scale': (0.01, 3.0),
-                  'max_target_error_rad': (0.001, 1.0), 'tcp_offset_m': (0.0, 0.5),
-                  'watchdog_s': (0.01, 60.0), 'state_timeout_s': (0.001, 60.0)}
-        for name, (low, high) in limits.items():
-            value = getattr(self, name)
-            if not isinstance(value, (int, float)) or not low <= value <= high:
-                raise ConfigError(
-                    f'SafetyConfig.{name} must be a number in [{low}, {high}], got {value!r}')
-            object.__setattr__(self, name, float(value))
+        _check_ranges(self, {'position_margin_rad': (0.0, 0.5), 'velocity_scale': (0.01, 3.0),
+                             'max_target_error_rad': (0.001, 1.0), 'tcp_offset_m': (0.0, 0.5),
+                             'watchdog_s': (0.01, 60.0), 'state_timeout_s': (0.001, 60.0)})
         for name in ('workspace_min', 'workspace_max'):
             _check_vector(self, name, 3, -3.0, 3.0)
             object.__setattr__(self, name, tuple(float(v) for v in getattr(self, name)))
@@ -367,7 +422,8 @@ class FrankaBridgeConfig:
                        '<gripper_namespace>/width_command (digital real only); none',
         choices=GRIPPERS)
     namespace: str = field(
-        '/', 'ROS namespace of the franka_ros2 graph (or fake_franka), e.g. "/" or "/fr3"')
+        '/', 'ROS namespace of the franka_ros2 graph (or the digital real), e.g. "/" or '
+             '"/fr3"')
     joint_states_topic: str = field(
         'joint_states', 'arm joint states topic, relative to namespace (franka_ros2 merges '
                         'arm and gripper on /joint_states; franka/joint_states is the '
@@ -396,7 +452,7 @@ class FrankaBridgeConfig:
         0.5, 'at most one gripper goal per this many seconds (goals go out only when the '
              'binarised command changes)')
     digital_real: bool = field(
-        False, 'true only when the robot side is fake_franka: re-publish its '
+        False, 'true only when the robot side is the digital real: re-publish its '
                "digital_real/privileged_state as this world's privileged state and reset it "
                'through its reset service. Never set on a real arm')
     reset_speed: float = field(
@@ -411,18 +467,11 @@ class FrankaBridgeConfig:
             raise ConfigError(
                 f'FrankaBridgeConfig.namespace must be absolute (start with "/"), '
                 f'got {self.namespace!r}')
-        for name, (low, high) in {'gripper_speed': (0.001, 0.5), 'gripper_force': (0.0, 140.0),
-                                  'gripper_min_interval_s': (0.0, 10.0),
-                                  'gripper_open_position': (-10.0, 10.0),
-                                  'gripper_closed_position': (-10.0, 10.0),
-                                  'reset_speed': (0.01, 1.0),
-                                  'step_timeout_s': (0.01, 600.0)}.items():
-            value = getattr(self, name)
-            if not isinstance(value, (int, float)) or not low <= value <= high:
-                raise ConfigError(
-                    f'FrankaBridgeConfig.{name} must be a number in [{low}, {high}], '
-                    f'got {value!r}')
-            object.__setattr__(self, name, float(value))
+        _check_ranges(self, {'gripper_speed': (0.001, 0.5), 'gripper_force': (0.0, 140.0),
+                             'gripper_min_interval_s': (0.0, 10.0),
+                             'gripper_open_position': (-10.0, 10.0),
+                             'gripper_closed_position': (-10.0, 10.0),
+                             'reset_speed': (0.01, 1.0), 'step_timeout_s': (0.01, 600.0)})
         if not self.controller_name or not self.joint_states_topic:
             raise ConfigError('FrankaBridgeConfig.controller_name and joint_states_topic must '
                               'not be empty')
@@ -439,9 +488,17 @@ class FrankaBridgeConfig:
 
 
 @dataclasses.dataclass(frozen=True)
-class FakeFrankaConfig:
-    """Parameters of ``fake_franka``, the digital real speaking a franka_ros2-shaped interface."""
+class DigitalRealConfig(SimulationConfig):
+    """Parameters of ``digital_real``, the simulated arm serving a franka_ros2-shaped interface.
 
+    Its physics fields (rates, scene, cameras, ``dynamics_file``) are :class:`SimulationConfig`'s,
+    as ``world_node``'s; the rest is the franka_ros2 interface it imitates.
+    """
+
+    # Redeclared for its default only: the digital real renders no camera unless asked.
+    cameras: tuple[str, ...] = field(
+        (), "cameras to render and publish on cameras/<name>/image, as a lab's camera drivers "
+            'would (subset of exterior_1, exterior_2, wrist; empty = none)')
     arm_id: str = field(
         'fr3', 'imitated arm: fr3 (joints fr3_jointN, FR3 limits) or fer (Panda via '
                'agimus-franka-ros2, fer_jointN; "panda" = fer)', choices=robot.ARM_IDS)
@@ -467,46 +524,31 @@ class FakeFrankaConfig:
     gripper_state_rate_hz: float = field(30.0, 'real time: gripper joint_states rate, Hz')
     privileged_rate_hz: float = field(
         15.0, 'real time: digital_real/privileged_state rate, Hz')
-    lockstep: bool = field(
-        False, 'true: one control step per received joint_trajectory message, /clock '
-               'published; false: physics in real time')
-    control_hz: float = field(robot.CONTROL_HZ, 'lockstep: one control step lasts 1 / control_hz')
-    physics_hz: float = field(240.0, 'physics rate, Hz; a multiple of control_hz')
-    dynamics_file: str = field(
-        '', 'YAML with the hidden dynamics ("" = realm_ros/data/digital_real_dynamics.yaml)')
-    task: str = field('', 'task loaded at start-up ("" = empty table)')
-    seed: int = field(0, 'seed of the initial episode')
-    cameras: tuple[str, ...] = field(
-        (), "cameras to render and publish on cameras/<name>/image, as a lab's camera drivers "
-            'would (subset of exterior_1, exterior_2, wrist; empty = none)')
-    camera_width: int = field(320, 'rendered image width, px')
-    camera_height: int = field(180, 'rendered image height, px')
-    camera_rate_hz: float = field(15.0, 'real time: image rate, Hz (lockstep: every step)')
 
     def __post_init__(self) -> None:
         _check_choice(self, 'arm_id')
         _check_choice(self, 'gripper')
-        object.__setattr__(self, 'cameras', tuple(self.cameras))
-        if self.cameras and not 0.0 < self.camera_rate_hz <= 1000.0:
-            raise ConfigError(f'FakeFrankaConfig.camera_rate_hz must be in (0, 1000] Hz, '
-                              f'got {self.camera_rate_hz}')
-        for name in ('joint_state_rate_hz', 'gripper_state_rate_hz', 'privileged_rate_hz',
-                     'robot_state_rate_hz'):
-            if not 0.0 < getattr(self, name) <= 1000.0:
-                raise ConfigError(f'FakeFrankaConfig.{name} must be in (0, 1000] Hz, '
-                                  f'got {getattr(self, name)}')
+        super().__post_init__()
+        rates = ['joint_state_rate_hz', 'gripper_state_rate_hz', 'privileged_rate_hz',
+                 'robot_state_rate_hz'] + (['camera_rate_hz'] if self.cameras else [])
+        _check_ranges(self, {name: (0.0, 1000.0) for name in rates}, low_open=True, unit=' Hz')
         if not self.controller_name or not self.gripper_namespace:
-            raise ConfigError('FakeFrankaConfig.controller_name and gripper_namespace must not '
+            raise ConfigError('DigitalRealConfig.controller_name and gripper_namespace must not '
                               'be empty')
 
     def world_config(self) -> WorldConfig:
         """Return the :class:`WorldConfig` of the digital real's physics."""
-        return WorldConfig(backend='fake', lockstep=self.lockstep, control_hz=self.control_hz,
-                           physics_hz=self.physics_hz, task=self.task, seed=self.seed,
-                           cameras=self.cameras, camera_width=self.camera_width,
-                           camera_height=self.camera_height,
-                           camera_rate_hz=self.camera_rate_hz if self.cameras else 0.0,
-                           dynamics_file=self.dynamics_file)
+        shared = {f.name: getattr(self, f.name) for f in dataclasses.fields(SimulationConfig)}
+        shared['camera_rate_hz'] = self.camera_rate_hz if self.cameras else 0.0
+        return WorldConfig(backend='digital_real', **shared)
+
+
+def __getattr__(name: str) -> Any:
+    """Old class names, still importable with one deprecation line (``FakeFrankaConfig``)."""
+    if name == 'FakeFrankaConfig':
+        renamed(name, 'realm_ros.core.config')
+        return DigitalRealConfig
+    raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
 
 
 @dataclasses.dataclass(frozen=True)

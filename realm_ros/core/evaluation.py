@@ -22,7 +22,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from realm_ros.core import metrics, perturbations, tasks
-from realm_ros.core.config import field, from_mapping, load_yaml
+from realm_ros.core.config import field, from_mapping, load_yaml, renamed
 from realm_ros.core.errors import ConfigError, DataError
 from realm_ros.core.types import (
     DEFAULT_MAX_STEPS,
@@ -95,8 +95,8 @@ class EvalConfig:
     episodes_per_cell: int = field(5, 'episodes per (task, perturbation, policy) cell')
     max_steps: int = field(DEFAULT_MAX_STEPS, 'control steps per episode (REALM: 800)')
     seed: int = field(0, 'seed of the whole evaluation (initial states derive from it)')
-    real: str = field('fake', 'real world: fake (digital real) or franka (the arm)',
-                      choices=('fake', 'franka'))
+    real: str = field('digital_real', 'real world: digital_real (the simulated stand-in) or '
+                      'franka (the arm)', choices=('digital_real', 'franka'))
     sim: str = field('mujoco', 'simulated twin', choices=('mujoco', 'physx', 'isaac'))
     sim_params_file: str = field('', 'identified twin parameters (friction, armature) YAML')
     real_dynamics_file: str = field('', 'digital real: hidden dynamics YAML')
@@ -117,6 +117,7 @@ class EvalConfig:
             raise ConfigError('EvalConfig.max_steps must be >= 1')
         if not 0.0 <= self.intensity <= 1.0:
             raise ConfigError('EvalConfig.intensity must be in [0, 1]')
+        object.__setattr__(self, 'real', renamed(self.real, 'real'))
         for name in ('real', 'sim'):
             choices = next(f for f in dataclasses.fields(self) if f.name == name).metadata[
                 'choices']

@@ -195,7 +195,8 @@ class EpisodeResult:
     """What an episode produced: one record schema for every runner.
 
     ``role`` is the world's part in a paired evaluation (:data:`REAL` or :data:`SIM`; '' outside
-    one) and ``backend`` the World backend that ran it (``mujoco``, ``fake``, ``franka``, ...).
+    one) and ``backend`` the World backend that ran it (``mujoco``, ``digital_real``, ``franka``,
+    ...).
     """
 
     spec: EpisodeSpec

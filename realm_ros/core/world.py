@@ -20,7 +20,7 @@ from realm_ros.core.types import Action, EpisodeSpec, Observation
 #: needs Isaac Sim and the lab install never needs MuJoCo's renderer.
 BACKENDS: dict[str, str] = {
     'mujoco': 'realm_ros.backends.mujoco.world:MujocoWorld',
-    'fake': 'realm_ros.backends.fake_franka:DigitalRealWorld',
+    'digital_real': 'realm_ros.backends.digital_real:DigitalRealWorld',
     'physx': 'realm_ros.backends.physx.world:PhysxWorld',
     'isaac': 'realm_ros.backends.isaac:IsaacWorld',
     'franka': 'realm_ros.backends.franka:FrankaBridgeWorld',

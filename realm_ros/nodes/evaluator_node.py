@@ -446,8 +446,8 @@ def _progress_bar(total: int, initial: int, quiet: bool) -> Any:
 
 def _report_meta(config: EvalConfig) -> dict[str, Any]:
     meta: dict[str, Any] = {
-        'real': 'digital real (fake_franka: MuJoCo with hidden dynamics, via the franka '
-                'bridge)' if config.real == 'fake' else 'Franka arm via franka_ros2',
+        'real': 'digital real (MuJoCo with hidden dynamics, via the franka '
+                'bridge)' if config.real == 'digital_real' else 'Franka arm via franka_ros2',
         'sim': f'{config.sim} twin, '
                + (f'identified parameters {config.sim_params_file}' if config.sim_params_file
                   else 'default parameters'),

@@ -9,8 +9,8 @@ PROGRESS = 'progress'
 #: for scoring and scripted policies. Published by simulated worlds and, re-published by the
 #: bridge, by the digital real; never by a real arm.
 PRIVILEGED_STATE = 'privileged_state'
-#: What the digital real (``fake_franka``) publishes its privileged state on: a digital-real-only
-#: facility, named so that nobody mistakes it for something a real robot offers.
+#: What the digital real (node ``digital_real``) publishes its privileged state on: a
+#: digital-real-only facility, named so that nobody mistakes it for something a real robot offers.
 DIGITAL_REAL_PRIVILEGED_STATE = 'digital_real/privileged_state'
 RESET = 'reset'
 #: diagnostic_msgs/DiagnosticStatus from a world's policy node: level ERROR = the policy failed

@@ -2,7 +2,8 @@
 
 Modules: :mod:`.bridge` (the world), :mod:`.grippers` (Franka Hand, Robotiq 2F-85 and the
 digital real's width topic), :mod:`.reset_motion` (a real arm's move to the reset pose),
-:mod:`.robot_state` (reflex detection), :mod:`.digital_real` (the fake_franka variant).
+:mod:`.robot_state` (reflex detection), :mod:`.digital_real` (the variant for the
+digital real).
 """
 
 from realm_ros.backends.franka.bridge import FrankaBridgeWorld

@@ -126,7 +126,7 @@ class FrankaBridgeWorld(World):
                                       qos.STATE)
         self.node.create_subscription(JointStateMsg, f'{cfg.gripper_namespace}/joint_states',
                                       self._on_gripper, qos.STATE)
-        # Cameras: the lab's camera drivers (or fake_franka's renderer) publish images on
+        # Cameras: the lab's camera drivers (or the digital real's renderer) publish images on
         # <namespace>/cameras/<name>/image and camera_info with every image (volatile).
         self._cameras = tuple(config.cameras) if config.camera_rate_hz > 0 else ()
         self._images: dict[str, Image] = {}
@@ -256,7 +256,7 @@ class FrankaBridgeWorld(World):
                     raise EpisodeError(
                         f'no joint state from the robot on '
                         f'{self.node.get_namespace()}/{self.bridge_config.joint_states_topic} '
-                        f'within {timeout_s} s; is franka_ros2 (or fake_franka) running with '
+                        f'within {timeout_s} s; is franka_ros2 (or digital_real) running with '
                         f'arm_id {self.arm.arm_id!r} (joints {self._arm_names[0]}..)?')
                 self._cond.wait(left)
             return self._arm_state
@@ -360,7 +360,7 @@ class FrankaBridgeWorld(World):
                 raise ConfigError(
                     f'WorldConfig.cameras: no camera_info on '
                     f'{self.bridge_config.namespace.rstrip("/")}/{topics.camera_info(name)}; '
-                    'start the camera drivers there (fake_franka: -p cameras:=[...]) or set '
+                    'start the camera drivers there (digital_real: -p cameras:=[...]) or set '
                     'camera_rate_hz:=0.0')
             info = self._infos[name]
         return math.degrees(2.0 * math.atan(0.5 * info.height / info.k[4]))

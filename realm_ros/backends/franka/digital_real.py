@@ -1,9 +1,10 @@
-"""The bridge towards the digital real (fake_franka): the embedded default, never a real arm.
+"""The bridge towards the digital real (node ``digital_real``): the embedded default, never a
+real arm.
 
 ``franka.digital_real:=true`` selects :class:`DigitalRealBridgeWorld`. It differs from the
-robot bridge in four places, all here: it re-publishes fake_franka's
+robot bridge in four places, all here: it re-publishes the digital real's
 ``digital_real/privileged_state`` as this world's privileged state; it resets through
-fake_franka's ``episode_spec`` parameter and ``reset`` service instead of moving the arm; in
+the digital real's ``episode_spec`` parameter and ``reset`` service instead of moving the arm; in
 lockstep each step also waits for that privileged state; and there is no reflex to watch or
 recover from. Everything else (arm command, gripper adapters, safety) is the robot bridge's.
 """
@@ -24,15 +25,15 @@ from realm_ros.core.errors import EpisodeError
 from realm_ros.core.types import EpisodeSpec
 from realm_ros.ros import convert, qos, topics
 
-#: Node name of fake_franka, whose ``episode_spec`` parameter the bridge sets before a reset.
-FAKE_FRANKA_NODE = 'fake_franka'
+#: Node name of the digital real, whose ``episode_spec`` parameter the bridge sets before a reset.
+DIGITAL_REAL_NODE = 'digital_real'
 
 
 class DigitalRealBridgeWorld(FrankaBridgeWorld):
-    """The franka bridge with fake_franka on the robot side."""
+    """The franka bridge with the digital real on the robot side."""
 
     def describe(self) -> str:
-        return 'DIGITAL REAL (fake_franka), not hardware'
+        return 'DIGITAL REAL (simulated, node digital_real), not hardware'
 
     def _make_robot_state_watch(self) -> None:
         return None  # the digital real has no reflexes
@@ -64,8 +65,8 @@ class DigitalRealBridgeWorld(FrankaBridgeWorld):
         return self._scene_instruction
 
     def _reset_robot(self, spec: EpisodeSpec) -> np.ndarray:
-        """Set fake_franka's ``episode_spec`` and call its ``reset``; return its reset target."""
-        params = self._call(SetParameters, f'{FAKE_FRANKA_NODE}/set_parameters',
+        """Set the digital real's ``episode_spec``, call its ``reset``; return its reset target."""
+        params = self._call(SetParameters, f'{DIGITAL_REAL_NODE}/set_parameters',
                             SetParameters.Request(parameters=[Parameter(
                                 name='episode_spec', value=ParameterValue(
                                     type=ParameterType.PARAMETER_STRING,

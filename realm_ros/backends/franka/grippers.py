@@ -13,7 +13,7 @@ and DROID do) into goals for one real interface:
   ``gripper_closed_position`` (that driver: knuckle joint, 0.0 open .. 0.8 rad closed),
   ``command.max_effort`` N; stroke 0.085 m.
 * ``width_topic``: std_msgs/Float64 opening (m) on ``<ns>/width_command``: only the digital real
-  (fake_franka) serves it, for machines without franka_msgs/control_msgs (pip installs).
+  (node digital_real) serves it, for machines without franka_msgs/control_msgs (pip installs).
 
 Rules shared by all: a goal goes out only when the binarised command changes, at most one per
 ``gripper_min_interval_s`` (a change inside the interval is sent when it ends), only while the

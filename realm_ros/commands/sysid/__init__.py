@@ -1,6 +1,6 @@
 """``realm-ros sysid``: record excitation bags on a world, fit the twin's friction and armature.
 
-``realm-ros sysid record --backend fake|franka --out BAGDIR`` writes one bag per excitation
+``realm-ros sysid record --backend digital_real|franka --out BAGDIR`` writes one bag per excitation
 trajectory, ``BAGDIR/traj_000``, ``traj_001``, ... (rosbag2/MCAP, topics ``<ns>/command`` and
 ``<ns>/joint_states``). Each bag starts with the joint state the first command answers and
 holds exactly one trajectory, so boundaries need no markers.
@@ -36,6 +36,7 @@ from realm_ros.commands.sysid.report import (
     write_report,
 )
 from realm_ros.core import robot
+from realm_ros.core.config import renamed
 
 __all__ = [
     'add_arguments', 'digital_real_graph', 'digital_real_specs', 'eval_command', 'find_bags',
@@ -48,20 +49,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add ``record`` and ``fit``."""
     sub = parser.add_subparsers(dest='sysid_command', required=True, metavar='ACTION')
     rec = sub.add_parser('record', help='execute excitation trajectories and record bags')
-    rec.add_argument('--backend', choices=('fake', 'franka'), default='fake',
-                     help='fake = the digital real brought up here (lockstep); franka = a '
-                          'running lab world in real time')
+    rec.add_argument('--backend', choices=('digital_real', 'franka'), default='digital_real',
+                     type=lambda name: renamed(name, '--backend'),
+                     help='digital_real = the digital real brought up here (lockstep); franka = '
+                          'a running lab world in real time')
     rec.add_argument('--out', required=True, help='directory for the bags (must not exist)')
     rec.add_argument('--dynamics', default='',
-                     help='fake only: hidden dynamics YAML of the digital real')
+                     help='digital_real only: hidden dynamics YAML of the digital real')
     rec.add_argument('--trajectories', type=int, default=20, help='number of trajectories')
     rec.add_argument('--duration', type=float, default=10.0, help='seconds per trajectory')
     rec.add_argument('--seed', type=int, default=0, help='seed of the excitation')
     rec.add_argument('--namespace', default='/real', help="the world's namespace")
     rec.add_argument('--arm-id', default='fr3', choices=robot.ARM_IDS,
-                     help='--backend fake: the arm the digital real imitates and the bridge '
-                          'checks limits for (fr3; fer/panda). A real arm: set franka.arm_id '
-                          'on its world_node')
+                     help='--backend digital_real: the arm the digital real imitates and the '
+                          'bridge checks limits for (fr3; fer/panda). A real arm: set '
+                          'franka.arm_id on its world_node')
     fit = sub.add_parser('fit', help='fit friction and armature to recorded bags')
     fit.add_argument('bags', nargs='+', help='bag directories, or directories of bags')
     fit.add_argument('--backend', choices=('mujoco', 'physx'), default='mujoco',

@@ -1,4 +1,5 @@
-"""The digital real as ``realm-ros sysid record --backend fake`` brings it up, in this process."""
+"""The digital real as ``realm-ros sysid record --backend digital_real`` brings it up, in this
+process."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ ROBOT_SUBNAMESPACE = 'franka'
 def digital_real_specs(namespace: str, dynamics_file: str, arm_id: str = 'fr3') -> list:
     """Return the digital real as the embedded default runs it: two :class:`NodeSpec`.
 
-    ``fake_franka`` (the franka_ros2-shaped arm, ``<namespace>/franka``, lockstep, hidden
+    ``digital_real`` (the franka_ros2-shaped arm, ``<namespace>/franka``, lockstep, hidden
     dynamics ``dynamics_file``) behind ``world_node backend:=franka`` (``<namespace>``, the
     shared world interface that is driven and recorded, ``fr3_`` joints, digital-real resets),
     both with ``/clock`` remapped to ``<namespace>/clock``. The bridge's safety monitor checks
@@ -23,11 +24,11 @@ def digital_real_specs(namespace: str, dynamics_file: str, arm_id: str = 'fr3') 
 
     robot_ns = f'{namespace}/{ROBOT_SUBNAMESPACE}'
     clock = (('/clock', f'{namespace}/clock'),)
-    fake = {'lockstep': True, 'arm_id': arm_id}
+    robot = {'lockstep': True, 'arm_id': arm_id}
     if dynamics_file:
-        fake['dynamics_file'] = str(pathlib.Path(dynamics_file).expanduser().resolve())
+        robot['dynamics_file'] = str(pathlib.Path(dynamics_file).expanduser().resolve())
     return [
-        NodeSpec('fake_franka', 'fake_franka', robot_ns, fake, clock),
+        NodeSpec('digital_real', 'digital_real', robot_ns, robot, clock),
         NodeSpec('world_node', 'world', namespace, {
             'backend': 'franka', 'lockstep': True, 'lockstep_timeout_s': 0.0,
             'camera_rate_hz': 0.0, 'franka.arm_id': arm_id, 'franka.namespace': robot_ns,
@@ -41,8 +42,8 @@ def digital_real_graph(context: Any, namespace: str, dynamics_file: str,
     """Bring up :func:`digital_real_specs` in this process (``context``) and spin it.
 
     Each node spins in its own executor thread, as two processes would: ``world_node``'s
-    constructor and reset service wait inside a callback for fake_franka's joint state and
-    services, so fake_franka must spin independently. The driver and the recorder only use the
+    constructor and reset service wait inside a callback for the digital real's joint state
+    and services, so it must spin independently. The driver and the recorder only use the
     world's topics and services.
     """
     import threading

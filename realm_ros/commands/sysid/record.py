@@ -2,7 +2,7 @@
 
 The driver (:class:`ExcitationDriver`) talks to the world only through its topics and services
 (``<ns>/command``, ``<ns>/joint_states``, ``<ns>/reset``); a :class:`RecorderNode` in the same
-process writes the bags and splits them between trajectories. ``--backend fake`` brings the
+process writes the bags and splits them between trajectories. ``--backend digital_real`` brings the
 digital real up here (``graph.py``) and drives it in lockstep; ``--backend franka`` drives a
 running lab world in real time, with a watchdog.
 """
@@ -30,9 +30,9 @@ from realm_ros.core.errors import ConfigError, DataError
 TRACKING_LIMIT = 0.28
 #: Real time only: control steps between a target and the joint state that shows it (the world's
 #: 15 Hz tick, a JointTrajectoryController reaching each point one period later, the state's
-#: way back; measured about 4 through franka_ros2-shaped fake_franka + the bridge). The tracking
-#: error there is the distance to the nearest of the last REAL_TIME_LAG_STEPS + 1 targets; in
-#: lockstep the state answers its own step, so it is the distance to the next target.
+#: way back; measured about 4 through the franka_ros2-shaped digital real + the bridge). The
+#: tracking error there is the distance to the nearest of the last REAL_TIME_LAG_STEPS + 1
+#: targets; in lockstep the state answers its own step, so it is the distance to the next target.
 REAL_TIME_LAG_STEPS = 4
 STATE_TIMEOUT_S = 0.5
 
@@ -167,12 +167,12 @@ def record(args: argparse.Namespace) -> int:
     if args.trajectories < 1:
         raise ConfigError('--trajectories must be >= 1')
     if args.backend == 'franka' and args.dynamics:
-        raise ConfigError('--dynamics applies to --backend fake only')
+        raise ConfigError('--dynamics applies to --backend digital_real only')
     spec = sysid.ExcitationSpec(duration_s=args.duration)
     plans = [sysid.excitation_trajectory(spec, args.seed * 1000 + i)
              for i in range(args.trajectories)]
     ns = args.namespace.rstrip('/')
-    lockstep = args.backend == 'fake'
+    lockstep = args.backend == 'digital_real'
 
     context = rclpy.Context()
     rclpy.init(context=context)

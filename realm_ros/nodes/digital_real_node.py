@@ -1,6 +1,7 @@
-"""``fake_franka``: the digital real, a fake arm that speaks a franka_ros2-shaped interface.
+"""``digital_real``: the digital real, a simulated arm that serves franka_ros2's interface.
 
-It is NOT hardware: MuJoCo physics (:class:`DigitalRealWorld`) with hidden dynamics the twin
+It is NOT hardware (the executable was called ``fake_franka`` before; that name still runs it,
+with a deprecation line): MuJoCo physics (:class:`DigitalRealWorld`) with hidden dynamics the twin
 cannot see, behind the topics a lab's franka_ros2 exposes when configured for policy rollouts
 (docs/digital-real.md). Names are relative to the node's namespace (franka_ros2 default: none).
 
@@ -66,9 +67,15 @@ from std_msgs.msg import Float64, String
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
-from realm_ros.backends.fake_franka import DigitalRealWorld
+from realm_ros.backends.digital_real import DigitalRealWorld
 from realm_ros.core import robot
-from realm_ros.core.config import DigitalRealDynamics, FakeFrankaConfig
+from realm_ros.core.config import (
+    DigitalRealConfig,
+    DigitalRealDynamics,
+    renamed,
+    renamed_file,
+)
+from realm_ros.core.control import gripper_closure, gripper_width
 from realm_ros.core.errors import ConfigError, RealmError
 from realm_ros.core.types import Action, EpisodeSpec, JointState
 from realm_ros.ros import convert, qos, topics
@@ -76,13 +83,13 @@ from realm_ros.ros.params import declare_config
 from realm_ros.ros.runner import spin_node
 
 
-class FakeFrankaNode(Node):
+class DigitalRealNode(Node):
     """Run the digital real's physics and translate franka_ros2-shaped messages."""
 
     def __init__(self, dynamics_file: str = '', **kwargs: Any) -> None:
-        super().__init__('fake_franka', **kwargs)
+        super().__init__('digital_real', **kwargs)
         overrides = {'dynamics_file': dynamics_file} if dynamics_file else None
-        self.config = declare_config(self, FakeFrankaConfig, overrides=overrides)
+        self.config = declare_config(self, DigitalRealConfig, overrides=overrides)
         self.declare_parameter(
             'episode_spec', '', ParameterDescriptor(
                 description='JSON EpisodeSpec used by the reset service ("" = task and seed '
@@ -157,7 +164,7 @@ class FakeFrankaNode(Node):
             self.create_timer(1.0 / cfg.joint_state_rate_hz, self._on_tick)
         self._publish_all()
         self.get_logger().info(
-            f'digital real (fake franka_ros2 arm, NOT hardware) up: '
+            f'digital real (simulated franka_ros2 arm, NOT hardware) up: '
             f'{"lockstep" if cfg.lockstep else "real time"}, arm {self.arm.arm_id} (joints '
             f'{self._arm_names[0]}..), gripper {cfg.gripper}, commands on '
             f'{cfg.controller_name}/joint_trajectory, franka_msgs '
@@ -229,7 +236,7 @@ class FakeFrankaNode(Node):
     def _set_width(self, source: str, width: float) -> None:
         """Drive the fingers to ``width`` m (clipped to the hand's opening)."""
         self.gripper_goals.append((source, width))
-        self._gripper_g = float(np.clip(1.0 - width / self._max_width, 0.0, 1.0))
+        self._gripper_g = gripper_closure(width, self._max_width)
         self.world.apply(Action(arm=self._target_q, gripper=self._gripper_g))
         if self.config.lockstep:
             # Acknowledge at once: the bridge waits for this before its next step, so the width
@@ -290,7 +297,7 @@ class FakeFrankaNode(Node):
         position = float(goal_handle.request.command.position)
         closed = self.config.gripper_closed_position
         g = float(np.clip(position / closed, 0.0, 1.0)) if closed else 0.0
-        self._set_width('gripper_command', self._max_width * (1.0 - g))
+        self._set_width('gripper_command', gripper_width(g, self._max_width))
         goal_handle.succeed()
         out = self._control_msgs.action.GripperCommand.Result()
         out.position, out.reached_goal = position, True
@@ -457,7 +464,7 @@ class FakeFrankaNode(Node):
         self._js_pub.publish(msg)
 
     def _publish_gripper(self) -> None:
-        width = self._max_width * (1.0 - self._state.gripper)
+        width = gripper_width(self._state.gripper, self._max_width)
         msg = JointStateMsg()
         msg.header.stamp = self._stamp()
         msg.name = list(self._finger_names)
@@ -504,6 +511,12 @@ def _optional(package: str) -> Any:
         return None
 
 
+def _renamed_params_files(argv: list[str]) -> list[str]:
+    """Point ``--params-file .../fake_franka.yaml`` (renamed) at ``digital_real.yaml``."""
+    return [renamed_file(arg, '--params-file') if k and argv[k - 1] == '--params-file' else arg
+            for k, arg in enumerate(argv)]
+
+
 def _split_dynamics_arg(argv: list[str]) -> tuple[list[str], str]:
     """Remove ``--dynamics FILE`` from ``argv``; return the rest and FILE ('' if absent)."""
     out, path, k = [], '', 0
@@ -523,15 +536,21 @@ def _split_dynamics_arg(argv: list[str]) -> tuple[list[str], str]:
 
 
 def main(args: list[str] | None = None) -> int:
-    """Run ``fake_franka [--dynamics FILE] [--ros-args ...]``; exit 2 on a bad parameter."""
-    argv = list(sys.argv if args is None else args)
+    """Run ``digital_real [--dynamics FILE] [--ros-args ...]``; exit 2 on a bad parameter."""
+    argv = _renamed_params_files(list(sys.argv if args is None else args))
     try:
         argv, dynamics = _split_dynamics_arg(argv)
     except ConfigError as err:
-        print(f'fake_franka: {err}', file=sys.stderr)
+        print(f'digital_real: {err}', file=sys.stderr)
         return 2
-    return spin_node('fake_franka', lambda: FakeFrankaNode(dynamics_file=dynamics), argv,
+    return spin_node('digital_real', lambda: DigitalRealNode(dynamics_file=dynamics), argv,
                      close=lambda node: node.world.close())
+
+
+def main_fake_franka(args: list[str] | None = None) -> int:
+    """The executable's old name, ``fake_franka``: one deprecation line, then :func:`main`."""
+    renamed('fake_franka', 'executable')
+    return main(args)
 
 
 if __name__ == '__main__':
