@@ -227,7 +227,7 @@ class PolicyNode(Node):
         for name in self.cameras:
             got = self._images.get(name)
             if got is None or (lockstep and abs(got[0] - stamp) > 1e-6):
-                self._warn_waiting(f'cameras/{name}/image')
+                self._warn_waiting(topics.camera_image(name))
                 return  # wait for this step's image
             images[name] = got[1]
         privileged: dict[str, Any] = {}
@@ -291,7 +291,7 @@ class PolicyNode(Node):
             # records the episode as an infrastructure failure (never as a policy failure).
             self._report_failure(err)
             return
-        msg = convert.actions_to_trajectory([chunk[0]], 1.0 / 15.0, stamp)
+        msg = convert.actions_to_trajectory([chunk[0]], 1.0 / self.config.control_hz, stamp)
         self._cmd_pub.publish(msg)
         self._step += 1
         self.commands += 1

@@ -62,8 +62,8 @@ class WorldNode(Node):
         self.rejected = 0
         self.last_rejection = ''
 
-        self._js_pub = self.create_publisher(JointState, 'joint_states', qos.STATE)
-        self._instr_pub = self.create_publisher(String, 'instruction', qos.LATCHED)
+        self._js_pub = self.create_publisher(JointState, topics.JOINT_STATES, qos.STATE)
+        self._instr_pub = self.create_publisher(String, topics.INSTRUCTION, qos.LATCHED)
         # Simulator-only state for scoring and scripted policies (JSON); never on a real arm.
         self._privileged_pub = self.create_publisher(String, topics.PRIVILEGED_STATE, qos.STATE)
         self._progress_pub = self.create_publisher(DiagnosticStatus, topics.PROGRESS, qos.STATE)
@@ -78,16 +78,16 @@ class WorldNode(Node):
         self._info_pubs = {}
         for name in self.config.cameras if self.config.camera_rate_hz > 0 else ():
             self._image_pubs[name] = self.create_publisher(
-                Image, f'cameras/{name}/image', qos.IMAGE)
+                Image, topics.camera_image(name), qos.IMAGE)
             self._info_pubs[name] = self.create_publisher(
-                CameraInfo, f'cameras/{name}/camera_info', qos.LATCHED)
-        self._clock_pub = (self.create_publisher(Clock, '/clock', qos.CLOCK)
+                CameraInfo, topics.camera_info(name), qos.LATCHED)
+        self._clock_pub = (self.create_publisher(Clock, topics.CLOCK, qos.CLOCK)
                            if self.config.lockstep else None)
-        self.create_subscription(JointTrajectory, 'command', self._on_command, qos.COMMAND)
-        self.create_service(Trigger, 'reset', self._on_reset)
+        self.create_subscription(JointTrajectory, topics.COMMAND, self._on_command, qos.COMMAND)
+        self.create_service(Trigger, topics.RESET, self._on_reset)
         # A reflex on a real arm stops it until error recovery; calling this service with
         # data=true is the operator's confirmation that the arm may be re-activated.
-        self.create_service(SetBool, 'recover', self._on_recover)
+        self.create_service(SetBool, topics.RECOVER, self._on_recover)
 
         self._reset_world(self._spec_from_params())
         self._publish_static()

@@ -39,7 +39,6 @@ Polymetis' end-effector frame, which may add a tool offset: check it against you
 from __future__ import annotations
 
 import logging
-import math
 import time
 from typing import Any, Mapping
 
@@ -49,6 +48,7 @@ import zmq
 from realm_ros.core import robot
 from realm_ros.core.errors import ConfigError, InfrastructureError
 from realm_ros.core.policy import Policy, PolicyNeeds
+from realm_ros.core.rotations import rpy_from_matrix
 from realm_ros.core.types import ActionChunk, ActionMode, EpisodeSpec, Observation
 from realm_ros.policies.image_tools import resize_with_pad
 from realm_ros.policies.latency import LatencyRecorder, LatencyStats
@@ -96,19 +96,6 @@ def eef_9d(q: np.ndarray) -> np.ndarray:
     xyz, rotation = flange_pose(q)
     rot = rotation @ DROID_EEF_ROTATION_CORRECT
     return np.concatenate([xyz, rot[:2, :].reshape(6)]).astype(np.float32)
-
-
-def euler_xyz(rotation: np.ndarray) -> np.ndarray:
-    """Return extrinsic x-y-z Euler angles (rad) of a rotation matrix (DROID's convention)."""
-    r = np.asarray(rotation, dtype=float)
-    pitch = math.asin(-max(-1.0, min(1.0, r[2, 0])))
-    if abs(math.cos(pitch)) > 1e-9:
-        roll = math.atan2(r[2, 1], r[2, 2])
-        yaw = math.atan2(r[1, 0], r[0, 0])
-    else:  # gimbal lock: put everything in yaw
-        roll = 0.0
-        yaw = math.atan2(-r[0, 1], r[1, 1])
-    return np.array([roll, pitch, yaw])
 
 
 def _modality(config: Mapping[str, Any], name: str, defaults: Mapping[str, Any]
@@ -368,7 +355,7 @@ class Gr00tPolicy(Policy):
         if name == 'eef_position':
             return flange_pose(q)[0].astype(np.float32)
         if name == 'eef_rotation':
-            return euler_xyz(flange_pose(q)[1]).astype(np.float32)
+            return np.array(rpy_from_matrix(flange_pose(q)[1]), dtype=np.float32)
         raise ConfigError(f'GR00T state key {key!r} is not one realm_ros can fill; known: '
                           'joint_position, gripper_position, eef_9d, eef_position, eef_rotation')
 
@@ -476,4 +463,4 @@ class Gr00tPolicy(Policy):
                               f'(keys {sorted(response)})')
 
 
-__all__ = ['DROID_RESOLUTION', 'Gr00tPolicy', 'LAYOUTS', 'eef_9d', 'euler_xyz', 'flange_pose']
+__all__ = ['DROID_RESOLUTION', 'Gr00tPolicy', 'LAYOUTS', 'eef_9d', 'flange_pose']

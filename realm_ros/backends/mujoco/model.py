@@ -264,7 +264,7 @@ _PLAIN_LOOK = {
 
 
 def build_mjcf(
-    physics_hz: float = 240.0,
+    physics_hz: float = robot.PHYSICS_HZ,
     scene_xml: str = '',
     scene_assets: str = '',
     cameras: Sequence[CameraSpec] = DEFAULT_CAMERAS,

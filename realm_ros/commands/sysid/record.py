@@ -47,7 +47,7 @@ class ExcitationDriver:
         from std_srvs.srv import Trigger
         from trajectory_msgs.msg import JointTrajectory
 
-        from realm_ros.ros import qos
+        from realm_ros.ros import qos, topics
 
         self.ns = namespace
         self.lockstep = lockstep
@@ -60,14 +60,12 @@ class ExcitationDriver:
         #: The last targets (real time: the state may show any of them, see
         #: REAL_TIME_LAG_STEPS).
         self.recent: collections.deque = collections.deque(maxlen=REAL_TIME_LAG_STEPS + 1)
-        self.node.create_subscription(JointState, f'{namespace}/joint_states',
-                                      self.states.append, qos.STATE)
-        self.commands = self.node.create_publisher(JointTrajectory, f'{namespace}/command',
-                                                   qos.COMMAND)
-        self.reset_client = self.node.create_client(Trigger, f'{namespace}/reset')
+        self.js_topic = f'{namespace}/{topics.JOINT_STATES}'
+        self.cmd_topic = f'{namespace}/{topics.COMMAND}'
+        self.node.create_subscription(JointState, self.js_topic, self.states.append, qos.STATE)
+        self.commands = self.node.create_publisher(JointTrajectory, self.cmd_topic, qos.COMMAND)
+        self.reset_client = self.node.create_client(Trigger, f'{namespace}/{topics.RESET}')
         self.split_client = self.node.create_client(Trigger, '/recorder/split')
-        self.js_topic = f'{namespace}/joint_states'
-        self.cmd_topic = f'{namespace}/command'
 
     def spin_until(self, pred: Callable[[], bool], timeout: float) -> bool:
         deadline = time.monotonic() + timeout
