@@ -43,8 +43,8 @@ def test_encoding_matches_gr00t_wire_format():
 
 def test_n16_request_layout_and_joint_position_chunk():
     with Gr00tLoopbackServer(_n16_action, layout='n1.6', api_token='s3cret') as server:
-        policy = make_policy('gr00t', host='127.0.0.1', port=server.port, layout='n1.7',
-                             api_token='s3cret', skill='stack', seed=1, **FAST)
+        policy = make_policy('gr00t', common={'skill': 'stack', 'seed': 1}, host='127.0.0.1',
+                             port=server.port, layout='n1.7', api_token='s3cret', **FAST)
         assert policy.ping()
         policy.reset(EpisodeSpec(instruction='from spec'))
         obs = _observation()

@@ -69,10 +69,10 @@ def run(args: argparse.Namespace) -> int:
     width, height = parse_image_size(args.image_size)
     video = pathlib.Path(args.video) if args.video else None
     extra = PolicyNodeConfig(policy=args.policy, policy_args=args.policy_args).extra_kwargs()
-    kwargs = {'skill': args.skill, 'seed': 0, **extra}
+    common = {'skill': args.skill, 'seed': 0}
     if args.execute_horizon:
-        kwargs.setdefault('execute', args.execute_horizon)
-    inner = make_policy(args.policy, **kwargs)
+        common['execute'] = args.execute_horizon
+    inner = make_policy(args.policy, common=common, **extra)
     needs = inner.needs
     cameras = tuple(dict.fromkeys(
         (*needs.cameras, *((args.video_camera,) if video else ()))))

@@ -63,14 +63,15 @@ def build_policy(config: PolicyNodeConfig) -> Policy:
     The chunk's open-loop length is ``execute_horizon``, or the policy's declared horizon
     (:attr:`Policy.needs`) when it is 0.
     """
-    kwargs: dict[str, Any] = {'skill': config.skill, 'seed': config.seed, 'host': config.host,
+    common: dict[str, Any] = {'skill': config.skill, 'seed': config.seed, 'host': config.host,
                               'port': config.port}
     if config.execute_horizon:
-        # a chunk-planning policy commits its plan where the chunker re-queries (policies
-        # that do not plan ignore it)
-        kwargs['execute'] = config.execute_horizon
-    kwargs.update(config.extra_kwargs())
-    inner = make_policy(config.policy, **kwargs)
+        # a chunk-planning policy commits its plan where the chunker re-queries (a policy that
+        # does not declare ``execute`` does not plan and is not given it)
+        common['execute'] = config.execute_horizon
+    # Each policy gets the common settings it declares; a policy_args key it does not declare
+    # is a ConfigError naming it (the node exits 2).
+    inner = make_policy(config.policy, common=common, **config.extra_kwargs())
     return standard_chain(inner, execute=config.execute_horizon or inner.needs.horizon)
 
 

@@ -26,7 +26,6 @@ import time
 from typing import Any
 
 from diagnostic_msgs.msg import DiagnosticStatus
-from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.node import Node
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import CameraInfo, Image, JointState
@@ -41,7 +40,7 @@ from realm_ros.core.errors import CommandRejected, InfrastructureError, RealmErr
 from realm_ros.core.types import Action, EpisodeSpec, Observation
 from realm_ros.core.world import World, make_world
 from realm_ros.ros import convert, qos, topics
-from realm_ros.ros.params import declare_config
+from realm_ros.ros.params import declare_config, declare_episode_spec, episode_spec_text
 from realm_ros.ros.runner import spin_node
 
 
@@ -51,10 +50,7 @@ class WorldNode(Node):
     def __init__(self, world: World | None = None, **kwargs: Any) -> None:
         super().__init__('world', **kwargs)
         self.config = declare_config(self, WorldConfig)
-        self.declare_parameter(
-            'episode_spec', '', ParameterDescriptor(
-                description='JSON EpisodeSpec used by the reset service ("" = task and seed '
-                            'parameters)'))
+        declare_episode_spec(self, 'used by the reset service ("" = task and seed parameters)')
         self.world = world if world is not None else make_world(self.config, host=self)
         self._queue: collections.deque[Action] = collections.deque()
         self._last_step_wall = time.monotonic()
@@ -238,7 +234,7 @@ class WorldNode(Node):
         self.get_logger().warning(f'command rejected, holding the last valid target: {reason}')
 
     def _spec_from_params(self) -> EpisodeSpec:
-        text = self.get_parameter('episode_spec').value
+        text = episode_spec_text(self)
         if text:
             return EpisodeSpec.from_json(text)
         return EpisodeSpec(task=self.config.task or 'empty', seed=self.config.seed)

@@ -47,7 +47,7 @@ import zmq
 
 from realm_ros.core import robot
 from realm_ros.core.errors import ConfigError, InfrastructureError
-from realm_ros.core.policy import Policy, PolicyNeeds
+from realm_ros.core.policy import Policy, PolicyNeeds, Prompt
 from realm_ros.core.rotations import rpy_from_matrix
 from realm_ros.core.types import ActionChunk, ActionMode, EpisodeSpec, Observation
 from realm_ros.policies.image_tools import resize_with_pad
@@ -118,7 +118,7 @@ class Gr00tPolicy(Policy):
                  backoff_s: float = 0.5, exterior_camera: str = 'exterior_1',
                  exterior_camera_2: str = 'exterior_2', wrist_camera: str = 'wrist',
                  image_height: int = DROID_RESOLUTION[0], image_width: int = DROID_RESOLUTION[1],
-                 prompt: str = '', **kwargs: Any) -> None:
+                 prompt: str = '') -> None:
         """Configure the client; nothing is sent until the first :meth:`reset` or :meth:`infer`.
 
         Args:
@@ -133,9 +133,7 @@ class Gr00tPolicy(Policy):
                 DROID's exterior 1, exterior 2 and wrist images.
             image_height, image_width: size the images are padded/resized to, px.
             prompt: instruction used when neither the observation nor the spec has one.
-            **kwargs: unrelated settings (``skill``, ``seed``, ...) are ignored.
         """
-        del kwargs
         layout = str(layout).lower()
         if layout not in LAYOUTS:
             raise ConfigError(f'layout must be one of {list(LAYOUTS)}, got {layout!r}')
@@ -154,8 +152,7 @@ class Gr00tPolicy(Policy):
         self.cameras = {'exterior_1': exterior_camera, 'exterior_2': exterior_camera_2,
                         'wrist': wrist_camera}
         self.image_size = (int(image_height), int(image_width))
-        self.default_prompt = prompt
-        self._spec_prompt = ''
+        self.prompt = Prompt(prompt)
         self._context = zmq.Context()
         self._socket: zmq.Socket | None = None
         self._modality: dict[str, Any] | None = None
@@ -190,7 +187,7 @@ class Gr00tPolicy(Policy):
 
     def reset(self, spec: EpisodeSpec) -> None:
         """Remember the instruction, drop the video history, fetch the modality config once."""
-        self._spec_prompt = spec.instruction
+        self.prompt.reset(spec)
         self._frames.clear()
         self.modality_config()
 
@@ -210,7 +207,7 @@ class Gr00tPolicy(Policy):
             InfrastructureError: server down, timeout, server error, malformed answer.
             ConfigError: a needed camera is missing, or the answer holds Cartesian deltas.
         """
-        prompt = obs.instruction or self._spec_prompt or self.default_prompt
+        prompt = self.prompt.for_observation(obs)
         config = self.modality_config()
         if self.layout == 'n1.6':
             data = {'observation': self._nested_observation(obs, prompt, config), 'options': None}

@@ -19,6 +19,9 @@ LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
 #: transient-local subscription would match no volatile publisher and never receive.
 DRIVER_IN = QoSProfile(depth=5, reliability=ReliabilityPolicy.BEST_EFFORT,
                        history=HistoryPolicy.KEEP_LAST, durability=DurabilityPolicy.VOLATILE)
+#: Watching a topic whoever publishes it (monitor, operator): best effort connects to reliable and
+#: best-effort publishers alike; a deep queue, since only counting or plotting happens.
+ANY_PUBLISHER = QoSProfile(depth=50, reliability=ReliabilityPolicy.BEST_EFFORT)
 #: /clock as rosgraph expects it.
 CLOCK = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE,
                    history=HistoryPolicy.KEEP_LAST, durability=DurabilityPolicy.VOLATILE)
