@@ -151,6 +151,14 @@ class ExcitationDriver:
             raise DataError('recorder missed commands')
 
 
+def excitation_plans(args: argparse.Namespace) -> list[np.ndarray]:
+    """Return the (K, 7) target arrays ``record`` executes: ``--trajectories`` excitations of
+    ``--duration`` s from ``--seed``, within the joint limits of ``--arm-id``."""
+    spec = sysid.ExcitationSpec(duration_s=args.duration, arm_id=args.arm_id)
+    return [sysid.excitation_trajectory(spec, args.seed * 1000 + i)
+            for i in range(args.trajectories)]
+
+
 def record(args: argparse.Namespace) -> int:
     """Generate excitation trajectories, execute them on the world and record one bag each."""
     import rclpy
@@ -166,9 +174,7 @@ def record(args: argparse.Namespace) -> int:
         raise ConfigError('--trajectories must be >= 1')
     if args.backend == 'franka' and args.dynamics:
         raise ConfigError('--dynamics applies to --backend fake only')
-    spec = sysid.ExcitationSpec(duration_s=args.duration)
-    plans = [sysid.excitation_trajectory(spec, args.seed * 1000 + i)
-             for i in range(args.trajectories)]
+    plans = excitation_plans(args)
     ns = args.namespace.rstrip('/')
     lockstep = args.backend == 'fake'
 
