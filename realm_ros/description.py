@@ -29,7 +29,7 @@ import numpy as np
 
 from realm_ros.backends.mujoco import model as mjcf
 from realm_ros.core import robot
-from realm_ros.core.rotations import rpy_from_matrix
+from realm_ros.core.rotations import matrix_from_quat, rpy_from_matrix
 
 #: Links of the generated description, root first.
 ARM_LINKS = tuple(f'panda_link{i}' for i in range(9))
@@ -53,15 +53,6 @@ MUJOCO_TO_OPTICAL = np.diag([1.0, -1.0, -1.0])
 
 _ARM_RGBA = '0.92 0.92 0.95 1'
 _GRIP_RGBA = '0.2 0.2 0.22 1'
-
-
-def matrix_from_quat(quat: Sequence[float]) -> np.ndarray:
-    """Return the 3x3 rotation of a (w, x, y, z) quaternion."""
-    w, x, y, z = np.asarray(quat, float) / np.linalg.norm(quat)
-    return np.array([
-        [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
-        [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
-        [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
 
 
 def matrix_from_xyaxes(xyaxes: Sequence[float]) -> np.ndarray:

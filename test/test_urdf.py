@@ -125,7 +125,7 @@ def test_camera_optical_frames_look_at_the_workspace(urdf):
 def test_rpy_round_trip():
     rng = np.random.default_rng(3)
     for _ in range(50):
-        rot = description.matrix_from_quat(rng.normal(size=4))
+        rot = rotations.matrix_from_quat(rng.normal(size=4))
         back = rotations.matrix_from_rpy(rotations.rpy_from_matrix(rot))
         np.testing.assert_allclose(back, rot, atol=1e-12)
 

@@ -1,8 +1,9 @@
-"""Rotation conventions shared by the URDF writer and the policies (ROS-free).
+"""Rotation conventions shared by the URDF writer, the policies, the scenes and the task rules.
 
-Roll, pitch, yaw are the URDF ``rpy`` convention, which is also DROID's and GR00T's ``eef``
-Euler convention: extrinsic (fixed-axes) x, y, z, i.e. ``R = Rz(yaw) @ Ry(pitch) @ Rx(roll)``,
-the same as SciPy's ``Rotation.from_euler('xyz', ...)``. Angles in rad.
+Quaternions are (w, x, y, z), MuJoCo's order. Roll, pitch, yaw are the URDF ``rpy`` convention,
+which is also DROID's and GR00T's ``eef`` Euler convention: extrinsic (fixed-axes) x, y, z, i.e.
+``R = Rz(yaw) @ Ry(pitch) @ Rx(roll)``, SciPy's ``Rotation.from_euler('xyz', ...)``. Angles in
+rad.
 """
 
 from __future__ import annotations
@@ -38,3 +39,27 @@ def matrix_from_rpy(rpy: Sequence[float]) -> np.ndarray:
     ry = np.array([[math.cos(p), 0, math.sin(p)], [0, 1, 0], [-math.sin(p), 0, math.cos(p)]])
     rz = np.array([[math.cos(y), -math.sin(y), 0], [math.sin(y), math.cos(y), 0], [0, 0, 1]])
     return rz @ ry @ rx
+
+
+def matrix_from_quat(quat: Sequence[float]) -> np.ndarray:
+    """Return the 3x3 rotation of a (w, x, y, z) quaternion (normalised first)."""
+    w, x, y, z = np.asarray(quat, float) / np.linalg.norm(quat)
+    return np.array([
+        [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+        [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+        [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
+
+
+def quat_mul(a: ArrayLike, b: ArrayLike) -> np.ndarray:
+    """Return the Hamilton product ``a * b`` of two (w, x, y, z) quaternions."""
+    aw, ax, ay, az = np.asarray(a, dtype=float)
+    bw, bx, by, bz = np.asarray(b, dtype=float)
+    return np.array([aw * bw - ax * bx - ay * by - az * bz,
+                     aw * bx + ax * bw + ay * bz - az * by,
+                     aw * by - ax * bz + ay * bw + az * bx,
+                     aw * bz + ax * by - ay * bx + az * bw])
+
+
+def yaw_quat(yaw: float) -> list[float]:
+    """Return the (w, x, y, z) quaternion of a rotation by ``yaw`` rad about z."""
+    return [math.cos(yaw / 2.0), 0.0, 0.0, math.sin(yaw / 2.0)]
