@@ -12,7 +12,7 @@ import json
 import os
 import pathlib
 
-from realm_ros.core import tasks
+from realm_ros.core import robot, tasks
 from realm_ros.core.config import CAMERA_NAMES, PolicyNodeConfig, WorldConfig
 from realm_ros.core.errors import ConfigError
 from realm_ros.core.types import DEFAULT_MAX_STEPS, EpisodeSpec
@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
         (*needs.cameras, *((args.video_camera,) if video else ()))))
     config = WorldConfig(
         backend=args.backend, task=args.task, seed=args.seed,
-        cameras=cameras, camera_rate_hz=15.0 if cameras else 0.0,
+        cameras=cameras, camera_rate_hz=robot.CONTROL_HZ if cameras else 0.0,
         camera_width=width, camera_height=height, camera_rig_file=args.camera_rig,
         sim_params_file=args.sim_params)
     try:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from realm_ros.core import tasks
+from realm_ros.core import robot, tasks
 from realm_ros.core.errors import ConfigError
 
 
@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
         for name in names:
             cameras = CAMERA_NAMES if args.cameras else ()
             world = make_world(WorldConfig(task=name, cameras=cameras,
-                                           camera_rate_hz=15.0 if cameras else 0.0))
+                                           camera_rate_hz=robot.CONTROL_HZ if cameras else 0.0))
             rows[name] = {}
             for level in levels:
                 # Wrapped as every runner wraps policies (policy_node, paired-eval, episode).

@@ -39,7 +39,7 @@ FINGER_DAMPING = 300.0
 #: Table top height in the world frame; the robot base sits on it at the origin.
 TABLE_TOP_Z = 0.0
 
-ARM_ACTUATORS = tuple(f'act_q{i}' for i in range(1, 8))
+ARM_ACTUATORS = tuple(f'act_q{i}' for i in range(1, robot.NUM_ARM_JOINTS + 1))
 CART_ACTUATORS = ('act_x', 'act_y', 'act_z', 'act_rx', 'act_ry', 'act_rz')
 GRIPPER_ACTUATOR = 'act_gripper'
 
