@@ -52,6 +52,7 @@ def test_excitation_keeps_to_the_limits_of_the_arm_the_cli_names(arm_id):
         assert np.all(q <= arm.upper - spec.limit_margin)
         speed = np.abs(np.diff(q, axis=0)) * spec.control_hz
         assert np.all(speed <= spec.velocity_fraction * arm.velocity + 1e-9)
+        assert np.all(speed <= np.asarray(spec.tracking_speed) + 1e-9)
     # A target inside the Panda's range but below FR3's joint 6 limit.
     low_wrist = robot.RESET_Q.copy()
     low_wrist[5] = 0.3

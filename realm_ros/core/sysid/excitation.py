@@ -45,7 +45,11 @@ class ExcitationSpec:
         n_sines: sines per joint.
         ramp_s: raised-cosine fade-in and fade-out, s, so the run starts and ends at rest.
         limit_margin: distance kept from every joint limit, rad.
-        velocity_fraction: target speed stays below this fraction of the velocity limit.
+        velocity_fraction: target speed stays below this fraction of the arm's velocity limit.
+        tracking_speed: (7,) and below this, rad/s: what the arm follows under DROID's
+            impedance gains within the driver's 0.28 rad tracking watchdog. It does not grow
+            with a faster arm's rated limits (FR3's wrist is rated twice the Panda's, and the
+            digital real's joint 7 then lags 0.29 rad), so it is half the Panda's limits.
         workspace: the box the flange and fingertips stay inside.
         arm_id: whose joint position and velocity limits apply (:func:`robot.arm_spec`:
             ``fr3``; ``fer`` = ``panda``, the default), as the arm's safety monitor checks them.
@@ -59,6 +63,7 @@ class ExcitationSpec:
     ramp_s: float = 1.0
     limit_margin: float = 0.15
     velocity_fraction: float = 0.5
+    tracking_speed: tuple[float, ...] = tuple(0.5 * robot.VELOCITY_LIMIT)
     workspace: Workspace = Workspace()
     arm_id: str = 'fer'
 
@@ -112,7 +117,7 @@ def excitation_trajectory(spec: ExcitationSpec, seed: int,
     arm = robot.arm_spec(spec.arm_id)
     room_hi = (arm.upper - spec.limit_margin - start) / np.maximum(offsets.max(0), 1e-9)
     room_lo = (start - arm.lower - spec.limit_margin) / np.maximum(-offsets.min(0), 1e-9)
-    cap = spec.velocity_fraction * arm.velocity / np.maximum(speed, 1e-9)
+    cap = speed_cap(spec) / np.maximum(speed, 1e-9)
     per_joint = np.clip(np.minimum.reduce([room_hi, room_lo, cap]) * 0.999, 0.0, 1.0)
     offsets = offsets * per_joint
     scale = 1.0
@@ -122,6 +127,13 @@ def excitation_trajectory(spec: ExcitationSpec, seed: int,
             return q
         scale *= 0.85
     raise ConfigError(f'no safe excitation for seed {seed}: {check_trajectory(q, spec, start)}')
+
+
+def speed_cap(spec: ExcitationSpec) -> np.ndarray:
+    """Return the (7,) largest target speed per joint, rad/s: ``velocity_fraction`` of the arm's
+    velocity limit, and no more than ``tracking_speed``."""
+    return np.minimum(spec.velocity_fraction * robot.arm_spec(spec.arm_id).velocity,
+                      np.asarray(spec.tracking_speed, dtype=float))
 
 
 def check_trajectory(q: np.ndarray, spec: ExcitationSpec,
@@ -134,7 +146,7 @@ def check_trajectory(q: np.ndarray, spec: ExcitationSpec,
         return 'joint limit (with margin) exceeded'
     prev = robot.RESET_Q if start is None else start
     speed = np.abs(np.diff(np.vstack([prev, q]), axis=0)) * spec.control_hz
-    if np.any(speed > spec.velocity_fraction * arm.velocity):
+    if np.any(speed > speed_cap(spec)):
         return 'target velocity above the cap'
     for row in q:
         flange, tip = end_effector_points(row)
