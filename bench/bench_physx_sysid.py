@@ -31,7 +31,7 @@ import yaml
 from realm_ros.backends.digital_real import DEFAULT_DYNAMICS_FILE
 from realm_ros.backends.mujoco.rollout import TwinRollout
 from realm_ros.backends.physx.rollout import PhysxRollout
-from realm_ros.core import sysid
+from realm_ros.core import robot, sysid
 from realm_ros.core.config import DigitalRealDynamics, DynamicsParams
 
 
@@ -48,7 +48,7 @@ def main() -> None:
     args = parser.parse_args()
 
     hidden = DigitalRealDynamics.from_yaml(DEFAULT_DYNAMICS_FILE)
-    latency = round(hidden.latency_s * 240.0) / 240.0
+    latency = round(hidden.latency_s * robot.PHYSICS_HZ) / robot.PHYSICS_HZ
     trajs = digital_real_trajectories(args.fit + args.eval, args.duration, DEFAULT_DYNAMICS_FILE)
     train, held = trajs[:args.fit], trajs[args.fit:]
     engines = {'mujoco': lambda lat: TwinRollout(nthread=2, latency_s=lat),

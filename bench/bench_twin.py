@@ -81,7 +81,7 @@ def bench_node_step(steps: int, task: str = 'pick_spoon', **config: object) -> f
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--steps', type=int, default=450, help='control steps per case')
-    parser.add_argument('--physics-hz', type=float, default=240.0)
+    parser.add_argument('--physics-hz', type=float, default=robot.PHYSICS_HZ)
     parser.add_argument('--rig', default='',
                         help='camera rig YAML (its render section: shadows, antialias)')
     parser.add_argument('--no-cameras', action='store_true', help='headless only')

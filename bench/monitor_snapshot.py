@@ -40,7 +40,6 @@ from std_msgs.msg import Float64MultiArray  # noqa: E402
 from visualization_msgs.msg import Marker, MarkerArray  # noqa: E402
 
 from realm_ros.backends.digital_real import DigitalRealWorld  # noqa: E402
-from realm_ros.backends.mujoco import model as mjcf  # noqa: E402
 from realm_ros.backends.mujoco.world import MujocoWorld  # noqa: E402
 from realm_ros.core import annotation, robot  # noqa: E402
 from realm_ros.core.config import WorldConfig  # noqa: E402
@@ -68,7 +67,7 @@ def _target(k: int) -> np.ndarray:
 def _arm_points(q: np.ndarray) -> np.ndarray:
     poses = robot.forward_kinematics(q)
     points = [np.zeros(3)] + [p[:3, 3] for p in poses]
-    points.append((poses[-1] @ np.array([0.0, 0.0, mjcf.TCP_OFFSET, 1.0]))[:3])
+    points.append((poses[-1] @ np.array([0.0, 0.0, robot.TCP_OFFSET, 1.0]))[:3])
     return np.array(points)
 
 

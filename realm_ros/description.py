@@ -21,7 +21,6 @@ twin's actuator law.
 
 from __future__ import annotations
 
-import math
 import pathlib
 from typing import Sequence
 import xml.etree.ElementTree as ET
@@ -30,6 +29,7 @@ import numpy as np
 
 from realm_ros.backends.mujoco import model as mjcf
 from realm_ros.core import robot
+from realm_ros.core.rotations import matrix_from_quat, rpy_from_matrix
 
 #: Links of the generated description, root first.
 ARM_LINKS = tuple(f'panda_link{i}' for i in range(9))
@@ -53,36 +53,6 @@ MUJOCO_TO_OPTICAL = np.diag([1.0, -1.0, -1.0])
 
 _ARM_RGBA = '0.92 0.92 0.95 1'
 _GRIP_RGBA = '0.2 0.2 0.22 1'
-
-
-def rpy_from_matrix(m: np.ndarray) -> tuple[float, float, float]:
-    """Return URDF roll, pitch, yaw (fixed axes x, y, z; R = Rz(yaw) Ry(pitch) Rx(roll))."""
-    pitch = math.atan2(-m[2, 0], math.hypot(m[0, 0], m[1, 0]))
-    if abs(math.cos(pitch)) > 1e-9:
-        roll = math.atan2(m[2, 1], m[2, 2])
-        yaw = math.atan2(m[1, 0], m[0, 0])
-    else:  # gimbal lock: put everything into yaw
-        roll = 0.0
-        yaw = math.atan2(-m[0, 1], m[1, 1])
-    return roll, pitch, yaw
-
-
-def matrix_from_rpy(rpy: Sequence[float]) -> np.ndarray:
-    """Return the 3x3 rotation of URDF ``rpy`` (inverse of :func:`rpy_from_matrix`)."""
-    r, p, y = rpy
-    rx = np.array([[1, 0, 0], [0, math.cos(r), -math.sin(r)], [0, math.sin(r), math.cos(r)]])
-    ry = np.array([[math.cos(p), 0, math.sin(p)], [0, 1, 0], [-math.sin(p), 0, math.cos(p)]])
-    rz = np.array([[math.cos(y), -math.sin(y), 0], [math.sin(y), math.cos(y), 0], [0, 0, 1]])
-    return rz @ ry @ rx
-
-
-def matrix_from_quat(quat: Sequence[float]) -> np.ndarray:
-    """Return the 3x3 rotation of a (w, x, y, z) quaternion."""
-    w, x, y, z = np.asarray(quat, float) / np.linalg.norm(quat)
-    return np.array([
-        [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
-        [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
-        [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
 
 
 def matrix_from_xyaxes(xyaxes: Sequence[float]) -> np.ndarray:

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from realm_ros.core import control, robot
+from realm_ros.core import control, robot, rotations
 from realm_ros.core.config import DynamicsParams, WorldConfig, describe, from_mapping
 from realm_ros.core.errors import CommandRejected, ConfigError
 from realm_ros.core.types import Action, ActionChunk, ActionMode, EpisodeSpec
@@ -189,3 +189,36 @@ def test_unbuilt_backend_says_so():
     from realm_ros.core.world import make_world
     with pytest.raises(BackendUnavailable, match='Isaac Sim world .* has NOT been run'):
         make_world(WorldConfig(backend='isaac'))
+
+
+def test_rotation_conventions_agree_with_scipy():
+    from scipy.spatial.transform import Rotation
+    rng = np.random.default_rng(5)
+    for _ in range(20):
+        quat = rng.normal(size=4)
+        unit = quat / np.linalg.norm(quat)
+        scipy_rot = Rotation.from_quat(unit[[1, 2, 3, 0]])  # SciPy is (x, y, z, w)
+        matrix = rotations.matrix_from_quat(quat)
+        np.testing.assert_allclose(matrix, scipy_rot.as_matrix(), atol=1e-12)
+        np.testing.assert_allclose(rotations.rpy_from_matrix(matrix),
+                                   scipy_rot.as_euler('xyz'), atol=1e-9)
+        other = rng.normal(size=4)
+        np.testing.assert_allclose(
+            rotations.matrix_from_quat(rotations.quat_mul(quat, other)),
+            matrix @ rotations.matrix_from_quat(other), atol=1e-12)
+    yaw = 0.7
+    np.testing.assert_allclose(rotations.matrix_from_quat(rotations.yaw_quat(yaw)),
+                               rotations.matrix_from_rpy((0.0, 0.0, yaw)), atol=1e-15)
+    # Gimbal lock: pitch +-pi/2 puts the whole rotation about z into yaw.
+    locked = rotations.matrix_from_rpy((0.0, math.pi / 2, 0.4))
+    np.testing.assert_allclose(rotations.matrix_from_rpy(rotations.rpy_from_matrix(locked)),
+                               locked, atol=1e-9)
+
+
+def test_gripper_closure_inverts_gripper_width():
+    for max_width in robot.GRIPPER_WIDTHS.values():
+        for g in (0.0, 0.25, 1.0):
+            width = control.gripper_width(g, max_width)
+            assert control.gripper_closure(width, max_width) == pytest.approx(g, abs=1e-12)
+        assert control.gripper_closure(max_width + 0.002, max_width) == 0.0  # beyond the stroke
+        assert control.gripper_closure(-0.001, max_width) == 1.0

@@ -9,8 +9,9 @@ from scipy.spatial.transform import Rotation
 from realm_ros.core import robot
 from realm_ros.core.errors import ConfigError, InfrastructureError
 from realm_ros.core.policy import make_policy
+from realm_ros.core.rotations import rpy_from_matrix
 from realm_ros.core.types import ActionMode, EpisodeSpec, JointState, Observation
-from realm_ros.policies.gr00t import Gr00tPolicy, eef_9d, euler_xyz, flange_pose
+from realm_ros.policies.gr00t import Gr00tPolicy, eef_9d, flange_pose
 from realm_ros.policies.msgpack_numpy import gr00t_packb, gr00t_unpackb
 
 FAST = {'timeout_s': 0.3, 'retries': 1, 'backoff_s': 0.01}
@@ -42,8 +43,8 @@ def test_encoding_matches_gr00t_wire_format():
 
 def test_n16_request_layout_and_joint_position_chunk():
     with Gr00tLoopbackServer(_n16_action, layout='n1.6', api_token='s3cret') as server:
-        policy = make_policy('gr00t', host='127.0.0.1', port=server.port, layout='n1.7',
-                             api_token='s3cret', skill='stack', seed=1, **FAST)
+        policy = make_policy('gr00t', common={'skill': 'stack', 'seed': 1}, host='127.0.0.1',
+                             port=server.port, layout='n1.7', api_token='s3cret', **FAST)
         assert policy.ping()
         policy.reset(EpisodeSpec(instruction='from spec'))
         obs = _observation()
@@ -188,7 +189,7 @@ def test_malformed_action_shapes_are_refused():
 def test_end_effector_state_conventions():
     q = robot.RESET_Q + 0.1
     xyz, rotation = flange_pose(q)
-    angles = euler_xyz(rotation)
+    angles = rpy_from_matrix(rotation)
     np.testing.assert_allclose(Rotation.from_euler('xyz', angles).as_matrix(), rotation,
                                atol=1e-9)
     nine = eef_9d(q)

@@ -197,8 +197,8 @@ def test_realm_client_against_realm_server(horizon):
     policy = EchoChunkPolicy(horizon=horizon)
     # chunk_size=0: the server passes the policy's H through (the client reads H from it).
     with PolicyServer(policy, host='127.0.0.1', port=0, chunk_size=0) as server:
-        client = make_policy('openpi', host='127.0.0.1', port=server.port, skill='put', seed=3,
-                             **FAST)
+        client = make_policy('openpi', common={'skill': 'put', 'seed': 3}, host='127.0.0.1',
+                             port=server.port, **FAST)
         client.reset(EpisodeSpec(instruction='from the spec'))
         obs = _observation(instruction='')
         chunk = client.infer(obs)

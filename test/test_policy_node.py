@@ -79,10 +79,15 @@ def test_ros_lockstep_episode_matches_run_episode(tmp_path):
 
 
 def test_policy_node_rejects_bad_parameters():
-    for param, expected in [('execute_horizon:=-1', 'execute_horizon must be in'),
-                            ("policy_args:='[1]'", 'policy_args must be a JSON object'),
-                            ('policy:=nonsense', "unknown policy 'nonsense'")]:
-        proc = subprocess.run([str(BIN / 'policy_node'), '--ros-args', '-p', param],
+    for params, expected in [(['execute_horizon:=-1'], 'execute_horizon must be in'),
+                             (["policy_args:='[1]'"], 'policy_args must be a JSON object'),
+                             (['policy:=nonsense'], "unknown policy 'nonsense'"),
+                             # a typo in policy_args names the key and what the policy accepts
+                             (['policy:=scripted', 'policy_args:=\'{"horizonn": 3}\''],
+                              "policy 'scripted' has no setting 'horizonn'; it accepts: skill, "
+                              'seed, horizon, execute')]:
+        args = [arg for param in params for arg in ('-p', param)]
+        proc = subprocess.run([str(BIN / 'policy_node'), '--ros-args', *args],
                               capture_output=True, text=True, timeout=60)
         assert proc.returncode == 2, proc.stderr
         assert expected in proc.stderr, proc.stderr

@@ -6,12 +6,16 @@ import pytest
 from realm_ros.core import robot
 from realm_ros.core.errors import ConfigError
 from realm_ros.core.policy import (
+    COMMON_SETTINGS,
+    POLICIES,
     ActionChunker,
     ActionClipper,
     GripperBinarizer,
     HoldPolicy,
     Policy,
     make_policy,
+    policy_class,
+    policy_settings,
 )
 from realm_ros.core.types import ActionChunk, ActionMode, EpisodeSpec, JointState, Observation
 
@@ -83,6 +87,38 @@ def test_hold_policy_and_factory():
         make_policy('gpt')
     with pytest.raises(ConfigError):
         ActionChunker(HoldPolicy(), execute=0)
+
+
+@pytest.mark.parametrize('name', sorted(POLICIES))
+def test_every_policy_refuses_an_unknown_setting_naming_it(name):
+    accepted = policy_settings(policy_class(name))
+    with pytest.raises(ConfigError) as err:
+        make_policy(name, horizonn=3)  # a typo in policy_args
+    message = str(err.value)
+    assert "'horizonn'" in message and repr(name) in message
+    assert message.endswith('it accepts: ' + (', '.join(accepted) or 'none'))
+
+
+def test_common_settings_reach_only_the_policies_that_declare_them():
+    common = {'skill': 2, 'seed': 7, 'host': 'nowhere', 'port': 1, 'execute': 4}
+    assert isinstance(make_policy('hold', common=common), HoldPolicy)
+    scripted = make_policy('scripted', common=common)
+    assert (scripted.level, scripted.seed) == (2, 7)
+    openpi = make_policy('openpi', common=common, port=9)  # its own settings win
+    assert openpi.uri.endswith('nowhere:9')
+    assert policy_settings(policy_class('hold')) == ()
+    assert set(COMMON_SETTINGS) >= {'skill', 'seed', 'host', 'port', 'execute'}
+
+
+@pytest.mark.parametrize('command', [
+    ['episode', '--policy', 'scripted', '--task', 'push_switch'],
+    ['serve', '--policy', 'hold', '--port', '0', '--max-seconds', '0.1'],
+])
+def test_cli_policy_args_typo_exits_2_naming_the_key(command, capsys):
+    from realm_ros import cli
+    assert cli.main([*command, '--policy-args', '{"horizonn": 3}']) == 2
+    err = capsys.readouterr().err
+    assert "has no setting 'horizonn'; it accepts:" in err, err
 
 
 def test_rate_limiter_bounds_each_step_and_the_distance_to_the_arm():

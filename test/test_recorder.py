@@ -126,7 +126,8 @@ def test_sysid_record_on_the_digital_real_replays_exactly_in_the_twin(tmp_path):
     trajs = [bags.run_to_trajectory(bags.read_run(tmp_path / 'bags' / n)) for n in names]
     assert [t.steps for t in trajs] == [45, 45]
     np.testing.assert_allclose(trajs[0].targets,
-                               sysid.excitation_trajectory(sysid.ExcitationSpec(3.0), 4000))
+                               sysid.excitation_trajectory(
+                                   sysid.ExcitationSpec(3.0, arm_id='fr3'), 4000))
     truth = DigitalRealDynamics.from_yaml(dynamics).joint_params()
     sims = TwinRollout().simulate([truth], trajs)
     assert sysid.joint_rmse(sims, trajs).max() < 1e-6  # the bag holds the whole run, aligned

@@ -35,6 +35,33 @@ def test_excitation_is_safe_and_excites_every_joint(seed):
     assert 'joint limit' in sysid.check_trajectory(far, spec)
 
 
+@pytest.mark.parametrize('arm_id', ['fr3', 'panda'])
+def test_excitation_keeps_to_the_limits_of_the_arm_the_cli_names(arm_id):
+    """``sysid record --arm-id`` reaches the excitation: FR3 and Panda limits differ on every
+    joint (FR3's joint 6 cannot go below 0.5445 rad, the Panda's to -0.0175)."""
+    from realm_ros import cli
+    from realm_ros.commands.sysid.record import excitation_plans
+
+    args = cli.build_parser().parse_args(['sysid', 'record', '--out', 'unused', '--arm-id',
+                                          arm_id, '--trajectories', '2', '--duration', '8'])
+    arm = robot.arm_spec(arm_id)
+    spec = sysid.ExcitationSpec(duration_s=8.0, arm_id=arm_id)
+    for i, q in enumerate(excitation_plans(args)):
+        np.testing.assert_array_equal(q, sysid.excitation_trajectory(spec, i))
+        assert np.all(q >= arm.lower + spec.limit_margin)
+        assert np.all(q <= arm.upper - spec.limit_margin)
+        speed = np.abs(np.diff(q, axis=0)) * spec.control_hz
+        assert np.all(speed <= spec.velocity_fraction * arm.velocity + 1e-9)
+        assert np.all(speed <= np.asarray(spec.tracking_speed) + 1e-9)
+    # A target inside the Panda's range but below FR3's joint 6 limit.
+    low_wrist = robot.RESET_Q.copy()
+    low_wrist[5] = 0.3
+    verdict = sysid.check_trajectory(low_wrist[None], spec, low_wrist)
+    assert (verdict is not None and 'joint limit' in verdict) == (arm_id == 'fr3')
+    with pytest.raises(ConfigError, match="arm_id 'ur5'"):
+        sysid.ExcitationSpec(arm_id='ur5')
+
+
 def test_excitation_refuses_an_impossible_workspace():
     spec = sysid.ExcitationSpec(workspace=sysid.Workspace(low=(0.0, 0.0, 0.0),
                                                           high=(0.1, 0.1, 0.1)))

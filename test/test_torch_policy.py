@@ -26,7 +26,8 @@ def test_torchscript_file_runs_batch_free(tmp_path):
         net.offset.copy_(torch.arange(32, dtype=torch.float32).reshape(4, 8) * 0.01)
     path = tmp_path / 'policy.pt'
     torch.jit.script(net).save(str(path))
-    policy = make_policy('torch', path=str(path), device='cpu', host='ignored', seed=3)
+    policy = make_policy('torch', common={'host': 'ignored', 'seed': 3}, path=str(path),
+                         device='cpu')
     chunk = policy.infer(_observation())
     assert chunk.mode is ActionMode.POSITION and chunk.values.shape == (4, 8)
     expected = np.r_[robot.RESET_Q, 0.5][None] + np.arange(32).reshape(4, 8) * 0.01

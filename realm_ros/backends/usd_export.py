@@ -43,6 +43,7 @@ from typing import Any
 
 import numpy as np
 
+from realm_ros.core import robot
 from realm_ros.core.errors import BackendUnavailable, ConfigError
 
 try:
@@ -546,7 +547,7 @@ class _Exporter:
         dome.CreateColorAttr(pxr.Gf.Vec3f(*map(float, m.vis.headlight.ambient)))
 
 
-def export_model(model: Any, physics_hz: float = 240.0,
+def export_model(model: Any, physics_hz: float = robot.PHYSICS_HZ,
                  image_size: tuple[int, int] = (320, 180)) -> tuple[Any, UsdLayout]:
     """Return ``(Usd.Stage, UsdLayout)`` for a compiled ``MjModel`` (in memory)."""
     pxr = import_pxr()
@@ -555,7 +556,7 @@ def export_model(model: Any, physics_hz: float = 240.0,
     return stage, exporter.layout
 
 
-def twin_model(task: str = '', physics_hz: float = 240.0) -> Any:
+def twin_model(task: str = '', physics_hz: float = robot.PHYSICS_HZ) -> Any:
     """Return the compiled twin ``MjModel`` for ``task`` ('' = empty table), as MuJoCo runs it."""
     from realm_ros.backends.mujoco.world import MujocoWorld
     from realm_ros.core.config import WorldConfig
@@ -567,7 +568,7 @@ def twin_model(task: str = '', physics_hz: float = 240.0) -> Any:
         world.close()
 
 
-def export_task(task: str, out: str | pathlib.Path, physics_hz: float = 240.0,
+def export_task(task: str, out: str | pathlib.Path, physics_hz: float = robot.PHYSICS_HZ,
                 image_size: tuple[int, int] = (320, 180)) -> UsdLayout:
     """Write the twin's scene for ``task`` to ``out`` (.usda or .usd) and return its layout."""
     stage, layout = export_model(twin_model(task, physics_hz), physics_hz, image_size)

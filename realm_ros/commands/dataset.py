@@ -22,7 +22,7 @@ import time
 import numpy as np
 
 from realm_ros.commands import require_non_negative, require_positive
-from realm_ros.core import tasks
+from realm_ros.core import robot, tasks
 from realm_ros.core.errors import ConfigError
 from realm_ros.core.policy import PolicyWrapper
 from realm_ros.core.types import ActionChunk, EpisodeSpec, Observation
@@ -129,7 +129,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         for name in names:
             task = tasks.get_task(name)
-            world = make_world(WorldConfig(task=name, cameras=cameras, camera_rate_hz=15.0,
+            world = make_world(WorldConfig(task=name, cameras=cameras,
+                                           camera_rate_hz=robot.CONTROL_HZ,
                                            camera_width=width, camera_height=height))
             try:
                 for i in range(args.episodes):

@@ -13,7 +13,7 @@ import os
 import pathlib
 
 from realm_ros.commands import require_non_negative, require_positive
-from realm_ros.core import tasks
+from realm_ros.core import robot, tasks
 from realm_ros.core.config import CAMERA_NAMES, PolicyNodeConfig, WorldConfig, renamed
 from realm_ros.core.errors import ConfigError
 from realm_ros.core.types import DEFAULT_MAX_STEPS, EpisodeSpec
@@ -69,16 +69,16 @@ def run(args: argparse.Namespace) -> int:
     width, height = parse_image_size(args.image_size)
     video = pathlib.Path(args.video) if args.video else None
     extra = PolicyNodeConfig(policy=args.policy, policy_args=args.policy_args).extra_kwargs()
-    kwargs = {'skill': args.skill, 'seed': 0, **extra}
+    common = {'skill': args.skill, 'seed': 0}
     if args.execute_horizon:
-        kwargs.setdefault('execute', args.execute_horizon)
-    inner = make_policy(args.policy, **kwargs)
+        common['execute'] = args.execute_horizon
+    inner = make_policy(args.policy, common=common, **extra)
     needs = inner.needs
     cameras = tuple(dict.fromkeys(
         (*needs.cameras, *((args.video_camera,) if video else ()))))
     config = WorldConfig(
         backend=args.backend, task=args.task, seed=args.seed,
-        cameras=cameras, camera_rate_hz=15.0 if cameras else 0.0,
+        cameras=cameras, camera_rate_hz=robot.CONTROL_HZ if cameras else 0.0,
         camera_width=width, camera_height=height, camera_rig_file=args.camera_rig,
         sim_params_file=args.sim_params)
     try:

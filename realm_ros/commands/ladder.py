@@ -11,7 +11,7 @@ import argparse
 import json
 
 from realm_ros.commands import require_non_negative, require_positive
-from realm_ros.core import tasks
+from realm_ros.core import robot, tasks
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
         for name in names:
             cameras = CAMERA_NAMES if args.cameras else ()
             world = make_world(WorldConfig(task=name, cameras=cameras,
-                                           camera_rate_hz=15.0 if cameras else 0.0))
+                                           camera_rate_hz=robot.CONTROL_HZ if cameras else 0.0))
             rows[name] = {}
             for level in levels:
                 # Wrapped as every runner wraps policies (policy_node, paired-eval, episode).

@@ -12,11 +12,14 @@ import os
 import pathlib
 import sys
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from realm_ros.core.config import renamed
 from realm_ros.core.errors import ConfigError, InfrastructureError
 from realm_ros.core.evaluation import EvalConfig
+
+if TYPE_CHECKING:
+    from realm_ros.ros.runner import NodeRunner
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -99,63 +102,13 @@ def reuse_real(config: EvalConfig, out: pathlib.Path, source: pathlib.Path) -> i
     return log.import_world(path, REAL, [s.pair_id for s in plan_pairs(config)])
 
 
-class NodeRunner:
-    """Each node on its own single-threaded executor and thread, as if in its own process.
+def build_nodes(config: EvalConfig, out_dir: pathlib.Path, runner: NodeRunner,
+                monitor: bool = False, quiet: bool = False, record: bool = False,
+                policy: dict[str, Any] | None = None) -> list[Any]:
+    """Start every node of the graph in this process on ``runner`` (rclpy initialised).
 
-    Nodes call each other's services from inside callbacks (the bridge resets the digital real
-    from within world_node's reset service), which would deadlock on one shared
-    single-threaded executor; one executor per node reproduces the launch file's process
-    boundaries. A node is spinning as soon as it is added, because a later node may wait in
-    its constructor for an earlier one's messages (the bridge waits for the arm's state).
+    Each node spins as soon as it exists (a later node may wait for an earlier one).
     """
-
-    def __init__(self) -> None:
-        self.nodes: list[Any] = []
-        self._executors: list[Any] = []
-        self._threads: list[threading.Thread] = []
-
-    def add(self, node: Any) -> None:
-        """Start spinning ``node`` in its own thread."""
-        from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
-
-        executor = SingleThreadedExecutor()
-        executor.add_node(node)
-
-        def spin() -> None:
-            try:
-                executor.spin()
-            except ExternalShutdownException:
-                pass
-
-        thread = threading.Thread(target=spin, name=node.get_name(), daemon=True)
-        thread.start()
-        self.nodes.append(node)
-        self._executors.append(executor)
-        self._threads.append(thread)
-
-    def shutdown(self) -> None:
-        """Stop every executor, close worlds and policies, destroy the nodes."""
-        for executor in self._executors:
-            executor.shutdown(timeout_sec=2.0)
-        for thread in self._threads:
-            thread.join(timeout=5.0)  # a thread left inside rcl at exit aborts the process
-        for node in reversed(self.nodes):
-            for owner in ('world', 'policy'):
-                close = getattr(getattr(node, owner, None), 'close', None)
-                if close is not None:
-                    close()
-            node.destroy_node()
-
-
-def build_nodes(config: EvalConfig, out_dir: pathlib.Path, monitor: bool = False,
-                quiet: bool = False, runner: NodeRunner | None = None,
-                record: bool = False, policy: dict[str, Any] | None = None) -> list[Any]:
-    """Instantiate every node of the graph in this process (rclpy must be initialised).
-
-    With a ``runner`` each node starts spinning as soon as it exists.
-    """
-    from rclpy.parameter import Parameter
-
     from realm_ros.graph import evaluator_parameters, paired_eval_graph
 
     nodes = []
@@ -165,16 +118,8 @@ def build_nodes(config: EvalConfig, out_dir: pathlib.Path, monitor: bool = False
         if spec.executable == 'evaluator_node':
             # In one process the CLI drives the evaluation loop itself (progress bar, Ctrl-C).
             params.update(autostart=False, quiet=quiet)
-        overrides = [Parameter(k, value=v) for k, v in params.items()]
-        # As launch_ros does with ``name=``: the spec's name replaces the class's default.
-        remaps = ['-r', f'__node:={spec.name}']
-        remaps += [arg for a, b in spec.remappings for arg in ('-r', f'{a}:={b}')]
-        cls = spec.node_class()
-        node = cls(namespace=spec.namespace, parameter_overrides=overrides,
-                   cli_args=['--ros-args', *remaps], use_global_arguments=False)
-        nodes.append(node)
-        if runner is not None:
-            runner.add(node)
+        nodes.append(runner.start(spec.node_class(), spec.name, spec.namespace, params,
+                                  spec.remappings))
     return nodes
 
 
@@ -195,6 +140,8 @@ def run(args: argparse.Namespace) -> int:
               f'{" with " + config.sim_params_file if config.sim_params_file else ""}; '
               f'ROS_DOMAIN_ID={os.environ.get("ROS_DOMAIN_ID", "0")}', flush=True)
     rclpy.init()
+    from realm_ros.ros.runner import NodeRunner
+
     runner = NodeRunner()
     try:
         policy = None
@@ -202,7 +149,7 @@ def run(args: argparse.Namespace) -> int:
             if args.execute_horizon < 0:
                 raise ConfigError(f'--execute-horizon must be >= 0, got {args.execute_horizon}')
             policy = {'execute_horizon': args.execute_horizon}
-        nodes = build_nodes(config, out, args.monitor, args.quiet, runner, args.record, policy)
+        nodes = build_nodes(config, out, runner, args.monitor, args.quiet, args.record, policy)
         operator = next((n for n in nodes if n.get_name() == 'operator'), None)
         if operator is not None and sys.stdin is not None and sys.stdin.isatty():
             # The operator types in this terminal (one key or command per line, h for help).

@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import argparse
 
+from realm_ros.core import robot
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Task, output file, physics rate."""
     parser.add_argument('--task', default='', help='REALM task (default: the empty table)')
     parser.add_argument('--out', required=True, help='output file, .usda (text) or .usd')
-    parser.add_argument('--physics-hz', type=float, default=240.0,
-                        help='PhysX scene steps per second (default 240, as the twin)')
+    parser.add_argument('--physics-hz', type=float, default=robot.PHYSICS_HZ,
+                        help='PhysX scene steps per second (default %(default)g, as the twin)')
 
 
 def run(args: argparse.Namespace) -> int:

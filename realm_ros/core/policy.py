@@ -10,7 +10,8 @@ from __future__ import annotations
 import abc
 import dataclasses
 import importlib
-from typing import Any
+import inspect
+from typing import Any, Mapping
 
 import numpy as np
 
@@ -242,16 +243,37 @@ class HoldPolicy(Policy):
 
     name = 'hold'
 
-    def __init__(self, **kwargs: Any) -> None:
-        del kwargs
-
     def infer(self, obs: Observation) -> ActionChunk:
         values = np.r_[obs.joints.position, 0.0][None, :]
         return ActionChunk(values, ActionMode.POSITION)
 
 
-def make_policy(name: str, **kwargs: Any) -> Policy:
-    """Build the policy registered as ``name`` with keyword arguments ``kwargs``.
+class Prompt:
+    """The instruction a language-conditioned client sends (openpi, GR00T): the observation's,
+    else the episode's (remembered at :meth:`reset`), else the configured ``default``."""
+
+    def __init__(self, default: str = '') -> None:
+        self.default = default
+        self.episode = ''
+
+    def reset(self, spec: EpisodeSpec) -> None:
+        """Remember the episode's instruction."""
+        self.episode = spec.instruction
+
+    def for_observation(self, obs: Observation) -> str:
+        """Return the instruction to send with ``obs``."""
+        return obs.instruction or self.episode or self.default
+
+
+#: Settings a runner offers every policy (policy_node's ``skill``, ``seed``, ``host``, ``port``,
+#: ``execute_horizon``; the CLIs' flags). Each policy receives those its constructor declares and
+#: no other: ``hold`` gets none of them, ``openpi`` ``host`` and ``port``, ``scripted`` ``skill``,
+#: ``seed`` and ``execute``.
+COMMON_SETTINGS = ('skill', 'seed', 'host', 'port', 'execute')
+
+
+def policy_class(name: str) -> type[Policy]:
+    """Import and return the class registered as ``name`` in :data:`POLICIES`.
 
     Raises:
         ConfigError: unknown name (the message lists the valid ones).
@@ -265,7 +287,44 @@ def make_policy(name: str, **kwargs: Any) -> Policy:
         module = importlib.import_module(module_name)
     except ImportError as err:
         raise BackendUnavailable(f'policy {name!r} cannot be loaded here: {err}') from err
-    return getattr(module, class_name)(**kwargs)
+    cls: type[Policy] = getattr(module, class_name)
+    return cls
+
+
+def policy_settings(cls: type[Policy]) -> tuple[str, ...]:
+    """Return the keyword arguments ``cls``'s constructor declares, in order (``**`` not counted:
+    a catch-all accepts nothing in particular)."""
+    parameters = inspect.signature(cls.__init__).parameters.values()
+    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return tuple(p.name for p in parameters if p.kind in kinds and p.name != 'self')
+
+
+def make_policy(name: str, /, common: Mapping[str, Any] | None = None,
+                **kwargs: Any) -> Policy:
+    """Build the policy registered as ``name``.
+
+    Args:
+        name: a key of :data:`POLICIES`.
+        common: settings offered to every policy (:data:`COMMON_SETTINGS`); the policy receives
+            those its constructor declares, the rest are dropped.
+        **kwargs: the policy's own settings (``policy_args``, ``--policy-args``); they override
+            ``common``, and each must be one the constructor declares.
+
+    Raises:
+        ConfigError: unknown name, or a key in ``kwargs`` the policy does not declare (the
+            message names it and lists the accepted ones).
+        BackendUnavailable: the policy's dependencies are missing here.
+    """
+    cls = policy_class(name)
+    accepted = policy_settings(cls)
+    unknown = [key for key in kwargs if key not in accepted]
+    if unknown:
+        listed = ', '.join(accepted) if accepted else 'none'
+        raise ConfigError(f'policy {name!r} has no setting {", ".join(map(repr, unknown))}; '
+                          f'it accepts: {listed}')
+    given = {key: value for key, value in (common or {}).items() if key in accepted}
+    given.update(kwargs)
+    return cls(**given)
 
 
 def policy_needs(name: str, **kwargs: Any) -> PolicyNeeds:
@@ -280,6 +339,6 @@ def policy_needs(name: str, **kwargs: Any) -> PolicyNeeds:
         policy.close()
 
 
-__all__ = ['POLICIES', 'ActionChunker', 'ActionClipper', 'GripperBinarizer', 'HoldPolicy',
-           'JointRateLimiter', 'Policy', 'PolicyNeeds', 'PolicyWrapper', 'make_policy',
-           'policy_needs', 'standard_chain']
+__all__ = ['COMMON_SETTINGS', 'POLICIES', 'ActionChunker', 'ActionClipper', 'GripperBinarizer',
+           'HoldPolicy', 'JointRateLimiter', 'Policy', 'PolicyNeeds', 'PolicyWrapper', 'Prompt',
+           'make_policy', 'policy_class', 'policy_needs', 'policy_settings', 'standard_chain']

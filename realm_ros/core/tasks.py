@@ -45,6 +45,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from realm_ros.core.errors import ConfigError, DataError
+from realm_ros.core.rotations import quat_mul
 from realm_ros.core.types import Progress
 
 # REALM's thresholds (realm.md 1.7), m and rad.
@@ -338,25 +339,6 @@ def get_task(name: str) -> TaskDef:
 
 
 # -- geometry helpers -------------------------------------------------------------------------
-
-def quat_to_matrix(quat: Any) -> np.ndarray:
-    """Return the rotation matrix of a (w, x, y, z) quaternion."""
-    w, x, y, z = np.asarray(quat, dtype=float) / np.linalg.norm(quat)
-    return np.array([
-        [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-        [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-        [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])
-
-
-def quat_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Return the Hamilton product ``a * b`` of two (w, x, y, z) quaternions."""
-    aw, ax, ay, az = a
-    bw, bx, by, bz = b
-    return np.array([aw * bw - ax * bx - ay * by - az * bz,
-                     aw * bx + ax * bw + ay * bz - az * by,
-                     aw * by - ax * bz + ay * bw + az * bx,
-                     aw * bz + ax * by - ay * bx + az * bw])
-
 
 def relative_rotvec(q_from: Any, q_to: Any) -> np.ndarray:
     """Return the rotation vector (rad, world frame) of ``R(q_to) * R(q_from)^-1``.

@@ -29,6 +29,7 @@ from rosbags.rosbag2 import Reader, ReaderError, StoragePlugin, Writer, WriterEr
 from rosbags.typesys import Stores, get_typestore
 
 from realm_ros.core import robot
+from realm_ros.core import topics as names
 from realm_ros.core.errors import ConfigError, DataError
 from realm_ros.core.sysid import Trajectory
 
@@ -264,10 +265,10 @@ def read_run(path: str | pathlib.Path, namespace: str | None = None, prefix: str
         topics = {c.topic: c.msgtype for c in reader.connections}
         if reader.message_count == 0:
             raise DataError(f'bag {path} is empty (no messages)')
-        cmd_topic = _pick_topic(topics, 'command', TRAJECTORY, namespace, path)
-        js_topic = _pick_topic(topics, 'joint_states', JOINT_STATE, namespace, path)
-        ns = js_topic[:-len('joint_states')]
-        image_topics = {f'{ns}cameras/{c}/image': c for c in cameras}
+        cmd_topic = _pick_topic(topics, names.COMMAND, TRAJECTORY, namespace, path)
+        js_topic = _pick_topic(topics, names.JOINT_STATES, JOINT_STATE, namespace, path)
+        ns = js_topic[:-len(names.JOINT_STATES)]
+        image_topics = {ns + names.camera_image(c): c for c in cameras}
         for topic in image_topics:
             if topics.get(topic) != IMAGE:
                 raise DataError(f'bag {path}: no {IMAGE} topic {topic}')
@@ -345,12 +346,12 @@ def write_run(path: str | pathlib.Path, run: RunData, namespace: str = '/real') 
     ns = namespace.rstrip('/')
     with BagWriter(path) as bag:
         for t, q, dq, g in zip(run.state_t, run.state_q, run.state_dq, run.state_gripper):
-            bag.write_joint_state(f'{ns}/joint_states', t, q, dq, g)
+            bag.write_joint_state(f'{ns}/{names.JOINT_STATES}', t, q, dq, g)
         for t, q, g in zip(run.command_t, run.command_q, run.command_gripper):
-            bag.write_command(f'{ns}/command', t, q, g)
+            bag.write_command(f'{ns}/{names.COMMAND}', t, q, g)
         for name, (stamps, frames) in run.images.items():
             for t, image in zip(stamps, frames):
-                bag.write_image(f'{ns}/cameras/{name}/image', t, image)
+                bag.write_image(f'{ns}/{names.camera_image(name)}', t, image)
 
 
 def run_to_trajectory(run: RunData, dt: float = 1.0 / robot.CONTROL_HZ,

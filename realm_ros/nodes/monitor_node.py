@@ -24,9 +24,7 @@ import sys
 from typing import Any
 
 from diagnostic_msgs.msg import DiagnosticStatus
-from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.node import Node
-from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64, Float64MultiArray, String
 from visualization_msgs.msg import MarkerArray
@@ -35,11 +33,9 @@ from realm_ros.core import monitor
 from realm_ros.core.errors import ConfigError, RealmError
 from realm_ros.core.types import EpisodeSpec, Progress
 from realm_ros.ros import convert, markers, qos, topics
-from realm_ros.ros.params import declare_config
+from realm_ros.ros.params import declare_config, declare_episode_spec, episode_spec_text
 from realm_ros.ros.runner import spin_node
 
-#: A monitor must never refuse a publisher: best effort connects to reliable and best-effort.
-_ANY_PUBLISHER = QoSProfile(depth=50, reliability=ReliabilityPolicy.BEST_EFFORT)
 WORLDS = ('real', 'sim')
 
 
@@ -49,9 +45,8 @@ class MonitorNode(Node):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__('monitor', **kwargs)
         self.config = declare_config(self, monitor.MonitorConfig)
-        self.declare_parameter('episode_spec', '', ParameterDescriptor(
-            description='JSON EpisodeSpec of the running pair; its initial_state object poses '
-                        'are drawn as translucent targets'))
+        declare_episode_spec(self, 'of the running pair; its initial_state object poses are '
+                             'drawn as translucent targets')
         self.tracker = monitor.DivergenceTracker(self.config.max_gap_s, self.config.history_s)
         self.progress: dict[str, Progress | None] = {w: None for w in WORLDS}
         self.objects: dict[str, list[monitor.ObjectPose]] = {w: [] for w in WORLDS}
@@ -64,13 +59,13 @@ class MonitorNode(Node):
             base = ns.rstrip('/')
             self.create_subscription(
                 JointState, f'{base}/{topics.JOINT_STATES}',
-                lambda m, w=world: self._on_joint_state(w, m), _ANY_PUBLISHER)
+                lambda m, w=world: self._on_joint_state(w, m), qos.ANY_PUBLISHER)
             self.create_subscription(
                 DiagnosticStatus, f'{base}/{topics.PROGRESS}',
-                lambda m, w=world: self._on_progress(w, m), _ANY_PUBLISHER)
+                lambda m, w=world: self._on_progress(w, m), qos.ANY_PUBLISHER)
             self.create_subscription(
                 String, f'{base}/{topics.PRIVILEGED_STATE}',
-                lambda m, w=world: self._on_privileged(w, m), _ANY_PUBLISHER)
+                lambda m, w=world: self._on_privileged(w, m), qos.ANY_PUBLISHER)
             self.create_subscription(
                 String, f'{base}/{topics.INSTRUCTION}',
                 lambda m, w=world: self.instruction.__setitem__(w, m.data), qos.LATCHED)
@@ -113,7 +108,7 @@ class MonitorNode(Node):
     # -- output -----------------------------------------------------------------------------
 
     def _read_spec(self) -> None:
-        text = self.get_parameter('episode_spec').value
+        text = episode_spec_text(self)
         if text == self._spec_text:
             return
         self._spec_text = text

@@ -35,9 +35,8 @@ import threading
 from typing import Any, Callable, TextIO
 
 from diagnostic_msgs.msg import DiagnosticStatus
-from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
+from rcl_interfaces.msg import SetParametersResult
 from rclpy.node import Node
-from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from std_srvs.srv import SetBool, Trigger
@@ -46,11 +45,13 @@ from realm_ros.core import annotation, perturbations, tasks
 from realm_ros.core.errors import RealmError
 from realm_ros.core.types import EpisodeSpec
 from realm_ros.ros import convert, qos, topics
-from realm_ros.ros.params import declare_config
+from realm_ros.ros.params import (
+    EPISODE_SPEC,
+    declare_config,
+    declare_episode_spec,
+    episode_spec_text,
+)
 from realm_ros.ros.runner import spin_node
-
-#: Best effort connects to reliable and best-effort publishers alike; counting steps is all.
-_ANY_PUBLISHER = QoSProfile(depth=50, reliability=ReliabilityPolicy.BEST_EFFORT)
 
 
 class OperatorNode(Node):
@@ -59,9 +60,8 @@ class OperatorNode(Node):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__('operator', **kwargs)
         self.config = declare_config(self, annotation.OperatorConfig)
-        self.declare_parameter('episode_spec', '', ParameterDescriptor(
-            description='JSON EpisodeSpec of the next episode, read at confirm_reset ("" = '
-                        'the task parameter)'))
+        declare_episode_spec(self, 'of the next episode, read at confirm_reset ("" = the task '
+                             'parameter)')
         self.add_on_set_parameters_callback(self._on_parameters)
         self.annotator = annotation.EpisodeAnnotator(world=self.config.world)
         self.quit_requested = False
@@ -70,7 +70,7 @@ class OperatorNode(Node):
         self._progress_pub = self.create_publisher(DiagnosticStatus, topics.PROGRESS, qos.LATCHED)
         self._state_pub = self.create_publisher(String, 'operator/state', qos.LATCHED)
         self.create_subscription(JointState, topics.JOINT_STATES, self._on_joint_state,
-                                 _ANY_PUBLISHER)
+                                 qos.ANY_PUBLISHER)
         commands: dict[str, Callable[[], str]] = {
             'confirm_reset': self._confirm_reset,
             'mark_stage': lambda: self.annotator.mark_stage(self._now()),
@@ -108,7 +108,7 @@ class OperatorNode(Node):
         return True, message
 
     def _confirm_reset(self) -> str:
-        text = self.get_parameter('episode_spec').value
+        text = episode_spec_text(self)
         spec = (EpisodeSpec.from_json(text) if text
                 else EpisodeSpec(task=self.config.task or 'empty'))
         stages = self.config.stages
@@ -123,7 +123,7 @@ class OperatorNode(Node):
     def _on_parameters(self, params: list[Any]) -> SetParametersResult:
         """Show the operator what to change by hand when the next episode's spec arrives."""
         for param in params:
-            if param.name != 'episode_spec' or not param.value:
+            if param.name != EPISODE_SPEC or not param.value:
                 continue
             try:
                 spec = EpisodeSpec.from_json(param.value)

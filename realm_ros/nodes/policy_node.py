@@ -63,14 +63,15 @@ def build_policy(config: PolicyNodeConfig) -> Policy:
     The chunk's open-loop length is ``execute_horizon``, or the policy's declared horizon
     (:attr:`Policy.needs`) when it is 0.
     """
-    kwargs: dict[str, Any] = {'skill': config.skill, 'seed': config.seed, 'host': config.host,
+    common: dict[str, Any] = {'skill': config.skill, 'seed': config.seed, 'host': config.host,
                               'port': config.port}
     if config.execute_horizon:
-        # a chunk-planning policy commits its plan where the chunker re-queries (policies
-        # that do not plan ignore it)
-        kwargs['execute'] = config.execute_horizon
-    kwargs.update(config.extra_kwargs())
-    inner = make_policy(config.policy, **kwargs)
+        # a chunk-planning policy commits its plan where the chunker re-queries (a policy that
+        # does not declare ``execute`` does not plan and is not given it)
+        common['execute'] = config.execute_horizon
+    # Each policy gets the common settings it declares; a policy_args key it does not declare
+    # is a ConfigError naming it (the node exits 2).
+    inner = make_policy(config.policy, common=common, **config.extra_kwargs())
     return standard_chain(inner, execute=config.execute_horizon or inner.needs.horizon)
 
 
@@ -227,7 +228,7 @@ class PolicyNode(Node):
         for name in self.cameras:
             got = self._images.get(name)
             if got is None or (lockstep and abs(got[0] - stamp) > 1e-6):
-                self._warn_waiting(f'cameras/{name}/image')
+                self._warn_waiting(topics.camera_image(name))
                 return  # wait for this step's image
             images[name] = got[1]
         privileged: dict[str, Any] = {}
@@ -291,7 +292,7 @@ class PolicyNode(Node):
             # records the episode as an infrastructure failure (never as a policy failure).
             self._report_failure(err)
             return
-        msg = convert.actions_to_trajectory([chunk[0]], 1.0 / 15.0, stamp)
+        msg = convert.actions_to_trajectory([chunk[0]], 1.0 / self.config.control_hz, stamp)
         self._cmd_pub.publish(msg)
         self._step += 1
         self.commands += 1

@@ -26,7 +26,6 @@ import time
 from typing import Any
 
 from diagnostic_msgs.msg import DiagnosticStatus
-from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.node import Node
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import CameraInfo, Image, JointState
@@ -41,7 +40,7 @@ from realm_ros.core.errors import CommandRejected, InfrastructureError, RealmErr
 from realm_ros.core.types import Action, EpisodeSpec, Observation
 from realm_ros.core.world import World, make_world
 from realm_ros.ros import convert, qos, topics
-from realm_ros.ros.params import declare_config
+from realm_ros.ros.params import declare_config, declare_episode_spec, episode_spec_text
 from realm_ros.ros.runner import spin_node
 
 
@@ -51,10 +50,7 @@ class WorldNode(Node):
     def __init__(self, world: World | None = None, **kwargs: Any) -> None:
         super().__init__('world', **kwargs)
         self.config = declare_config(self, WorldConfig)
-        self.declare_parameter(
-            'episode_spec', '', ParameterDescriptor(
-                description='JSON EpisodeSpec used by the reset service ("" = task and seed '
-                            'parameters)'))
+        declare_episode_spec(self, 'used by the reset service ("" = task and seed parameters)')
         self.world = world if world is not None else make_world(self.config, host=self)
         self._queue: collections.deque[Action] = collections.deque()
         self._last_step_wall = time.monotonic()
@@ -62,8 +58,8 @@ class WorldNode(Node):
         self.rejected = 0
         self.last_rejection = ''
 
-        self._js_pub = self.create_publisher(JointState, 'joint_states', qos.STATE)
-        self._instr_pub = self.create_publisher(String, 'instruction', qos.LATCHED)
+        self._js_pub = self.create_publisher(JointState, topics.JOINT_STATES, qos.STATE)
+        self._instr_pub = self.create_publisher(String, topics.INSTRUCTION, qos.LATCHED)
         # Simulator-only state for scoring and scripted policies (JSON); never on a real arm.
         self._privileged_pub = self.create_publisher(String, topics.PRIVILEGED_STATE, qos.STATE)
         self._progress_pub = self.create_publisher(DiagnosticStatus, topics.PROGRESS, qos.STATE)
@@ -78,16 +74,16 @@ class WorldNode(Node):
         self._info_pubs = {}
         for name in self.config.cameras if self.config.camera_rate_hz > 0 else ():
             self._image_pubs[name] = self.create_publisher(
-                Image, f'cameras/{name}/image', qos.IMAGE)
+                Image, topics.camera_image(name), qos.IMAGE)
             self._info_pubs[name] = self.create_publisher(
-                CameraInfo, f'cameras/{name}/camera_info', qos.LATCHED)
-        self._clock_pub = (self.create_publisher(Clock, '/clock', qos.CLOCK)
+                CameraInfo, topics.camera_info(name), qos.LATCHED)
+        self._clock_pub = (self.create_publisher(Clock, topics.CLOCK, qos.CLOCK)
                            if self.config.lockstep else None)
-        self.create_subscription(JointTrajectory, 'command', self._on_command, qos.COMMAND)
-        self.create_service(Trigger, 'reset', self._on_reset)
+        self.create_subscription(JointTrajectory, topics.COMMAND, self._on_command, qos.COMMAND)
+        self.create_service(Trigger, topics.RESET, self._on_reset)
         # A reflex on a real arm stops it until error recovery; calling this service with
         # data=true is the operator's confirmation that the arm may be re-activated.
-        self.create_service(SetBool, 'recover', self._on_recover)
+        self.create_service(SetBool, topics.RECOVER, self._on_recover)
 
         self._reset_world(self._spec_from_params())
         self._publish_static()
@@ -238,7 +234,7 @@ class WorldNode(Node):
         self.get_logger().warning(f'command rejected, holding the last valid target: {reason}')
 
     def _spec_from_params(self) -> EpisodeSpec:
-        text = self.get_parameter('episode_spec').value
+        text = episode_spec_text(self)
         if text:
             return EpisodeSpec.from_json(text)
         return EpisodeSpec(task=self.config.task or 'empty', seed=self.config.seed)

@@ -39,7 +39,6 @@ Polymetis' end-effector frame, which may add a tool offset: check it against you
 from __future__ import annotations
 
 import logging
-import math
 import time
 from typing import Any, Mapping
 
@@ -48,7 +47,8 @@ import zmq
 
 from realm_ros.core import robot
 from realm_ros.core.errors import ConfigError, InfrastructureError
-from realm_ros.core.policy import Policy, PolicyNeeds
+from realm_ros.core.policy import Policy, PolicyNeeds, Prompt
+from realm_ros.core.rotations import rpy_from_matrix
 from realm_ros.core.types import ActionChunk, ActionMode, EpisodeSpec, Observation
 from realm_ros.policies.image_tools import resize_with_pad
 from realm_ros.policies.latency import LatencyRecorder, LatencyStats
@@ -98,19 +98,6 @@ def eef_9d(q: np.ndarray) -> np.ndarray:
     return np.concatenate([xyz, rot[:2, :].reshape(6)]).astype(np.float32)
 
 
-def euler_xyz(rotation: np.ndarray) -> np.ndarray:
-    """Return extrinsic x-y-z Euler angles (rad) of a rotation matrix (DROID's convention)."""
-    r = np.asarray(rotation, dtype=float)
-    pitch = math.asin(-max(-1.0, min(1.0, r[2, 0])))
-    if abs(math.cos(pitch)) > 1e-9:
-        roll = math.atan2(r[2, 1], r[2, 2])
-        yaw = math.atan2(r[1, 0], r[0, 0])
-    else:  # gimbal lock: put everything in yaw
-        roll = 0.0
-        yaw = math.atan2(-r[0, 1], r[1, 1])
-    return np.array([roll, pitch, yaw])
-
-
 def _modality(config: Mapping[str, Any], name: str, defaults: Mapping[str, Any]
               ) -> tuple[list[str], list[int]]:
     entry = config.get(name) if isinstance(config, Mapping) else None
@@ -131,7 +118,7 @@ class Gr00tPolicy(Policy):
                  backoff_s: float = 0.5, exterior_camera: str = 'exterior_1',
                  exterior_camera_2: str = 'exterior_2', wrist_camera: str = 'wrist',
                  image_height: int = DROID_RESOLUTION[0], image_width: int = DROID_RESOLUTION[1],
-                 prompt: str = '', **kwargs: Any) -> None:
+                 prompt: str = '') -> None:
         """Configure the client; nothing is sent until the first :meth:`reset` or :meth:`infer`.
 
         Args:
@@ -146,9 +133,7 @@ class Gr00tPolicy(Policy):
                 DROID's exterior 1, exterior 2 and wrist images.
             image_height, image_width: size the images are padded/resized to, px.
             prompt: instruction used when neither the observation nor the spec has one.
-            **kwargs: unrelated settings (``skill``, ``seed``, ...) are ignored.
         """
-        del kwargs
         layout = str(layout).lower()
         if layout not in LAYOUTS:
             raise ConfigError(f'layout must be one of {list(LAYOUTS)}, got {layout!r}')
@@ -167,8 +152,7 @@ class Gr00tPolicy(Policy):
         self.cameras = {'exterior_1': exterior_camera, 'exterior_2': exterior_camera_2,
                         'wrist': wrist_camera}
         self.image_size = (int(image_height), int(image_width))
-        self.default_prompt = prompt
-        self._spec_prompt = ''
+        self.prompt = Prompt(prompt)
         self._context = zmq.Context()
         self._socket: zmq.Socket | None = None
         self._modality: dict[str, Any] | None = None
@@ -203,7 +187,7 @@ class Gr00tPolicy(Policy):
 
     def reset(self, spec: EpisodeSpec) -> None:
         """Remember the instruction, drop the video history, fetch the modality config once."""
-        self._spec_prompt = spec.instruction
+        self.prompt.reset(spec)
         self._frames.clear()
         self.modality_config()
 
@@ -223,7 +207,7 @@ class Gr00tPolicy(Policy):
             InfrastructureError: server down, timeout, server error, malformed answer.
             ConfigError: a needed camera is missing, or the answer holds Cartesian deltas.
         """
-        prompt = obs.instruction or self._spec_prompt or self.default_prompt
+        prompt = self.prompt.for_observation(obs)
         config = self.modality_config()
         if self.layout == 'n1.6':
             data = {'observation': self._nested_observation(obs, prompt, config), 'options': None}
@@ -368,7 +352,7 @@ class Gr00tPolicy(Policy):
         if name == 'eef_position':
             return flange_pose(q)[0].astype(np.float32)
         if name == 'eef_rotation':
-            return euler_xyz(flange_pose(q)[1]).astype(np.float32)
+            return np.array(rpy_from_matrix(flange_pose(q)[1]), dtype=np.float32)
         raise ConfigError(f'GR00T state key {key!r} is not one realm_ros can fill; known: '
                           'joint_position, gripper_position, eef_9d, eef_position, eef_rotation')
 
@@ -476,4 +460,4 @@ class Gr00tPolicy(Policy):
                               f'(keys {sorted(response)})')
 
 
-__all__ = ['DROID_RESOLUTION', 'Gr00tPolicy', 'LAYOUTS', 'eef_9d', 'euler_xyz', 'flange_pose']
+__all__ = ['DROID_RESOLUTION', 'Gr00tPolicy', 'LAYOUTS', 'eef_9d', 'flange_pose']

@@ -188,7 +188,7 @@ class LearnedPolicy(Policy):
     name = 'learned'
 
     def __init__(self, path: str = '', device: str = 'cpu', horizon: int = 8,
-                 prompt: str = '', **kwargs: Any) -> None:
+                 prompt: str = '') -> None:
         """Load the checkpoint.
 
         Args:
@@ -196,9 +196,7 @@ class LearnedPolicy(Policy):
             device: torch device string (``cpu``, ``cuda``).
             horizon: actions executed open loop per chunk (default 8, as openpi's DROID client).
             prompt: instruction to use when the observation carries none ('' = the task's).
-            **kwargs: unrelated settings (``seed``, ``skill``, ...) are ignored.
         """
-        del kwargs
         if not path:
             raise ConfigError("the learned policy needs 'path' (a checkpoint from realm-ros "
                               'train)')

@@ -49,7 +49,7 @@ import websockets.sync.client
 
 from realm_ros.core import robot
 from realm_ros.core.errors import ConfigError, InfrastructureError
-from realm_ros.core.policy import Policy, PolicyNeeds
+from realm_ros.core.policy import Policy, PolicyNeeds, Prompt
 from realm_ros.core.types import ActionChunk, ActionMode, EpisodeSpec, Observation
 from realm_ros.policies.action_space import ACTION_SPACES, parse_action_space
 from realm_ros.policies.image_tools import resize_with_pad
@@ -167,7 +167,7 @@ class OpenPIPolicy(Policy):
                  timeout_s: float = 30.0, connect_timeout_s: float = 10.0, retries: int = 3,
                  backoff_s: float = 0.5, max_backoff_s: float = 5.0,
                  exterior_camera: str = 'exterior_1', wrist_camera: str = 'wrist',
-                 image_size: int = DROID_IMAGE_SIZE, prompt: str = '', **kwargs: Any) -> None:
+                 image_size: int = DROID_IMAGE_SIZE, prompt: str = '') -> None:
         """Configure the client; nothing is connected yet.
 
         Args:
@@ -187,9 +187,7 @@ class OpenPIPolicy(Policy):
                 wrist images.
             image_size: side of the square images sent, px (openpi DROID: 224).
             prompt: instruction used when neither the observation nor the spec has one.
-            **kwargs: unrelated settings (``skill``, ``seed``, ...) are ignored.
         """
-        del kwargs
         self.declared = bool(action_space)
         self.action_space = action_space or 'joint_velocity'
         self.mode = parse_action_space(self.action_space)
@@ -213,8 +211,7 @@ class OpenPIPolicy(Policy):
         self.exterior_camera = exterior_camera
         self.wrist_camera = wrist_camera
         self.image_size = int(image_size)
-        self.default_prompt = prompt
-        self._spec_prompt = ''
+        self.prompt = Prompt(prompt)
         self._conn: Any = None
         self._metadata: dict[str, Any] | None = None
         self._latency = LatencyRecorder()
@@ -236,7 +233,7 @@ class OpenPIPolicy(Policy):
 
     def reset(self, spec: EpisodeSpec) -> None:
         """Remember the episode's instruction and make sure the server is reachable."""
-        self._spec_prompt = spec.instruction
+        self.prompt.reset(spec)
         self._ensure_connected()
 
     def infer(self, obs: Observation) -> ActionChunk:
@@ -246,7 +243,7 @@ class OpenPIPolicy(Policy):
             InfrastructureError: server down, timeout, server-side error, malformed answer.
             ConfigError: a needed camera is missing from ``obs``.
         """
-        prompt = obs.instruction or self._spec_prompt or self.default_prompt
+        prompt = self.prompt.for_observation(obs)
         request = droid_request(obs, prompt, self.exterior_camera, self.wrist_camera,
                                 self.image_size)
         response = self._round_trip(openpi_packb(request))

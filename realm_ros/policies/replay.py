@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import pathlib
-from typing import Any
 
 import numpy as np
 
@@ -61,8 +60,7 @@ class ReplayPolicy(Policy):
 
     name = 'replay'
 
-    def __init__(self, path: str = '', **kwargs: Any) -> None:
-        del kwargs
+    def __init__(self, path: str = '') -> None:
         if not path:
             raise ConfigError('replay policy needs "path" (policy_args {"path": "FILE"})')
         self.actions, self.mode = load_actions(path)

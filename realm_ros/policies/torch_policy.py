@@ -64,7 +64,7 @@ class TorchPolicy(Policy):
     def __init__(self, path: str = '', module: str = '',
                  module_kwargs: dict[str, Any] | str | None = None, device: str = 'cpu',
                  action_space: str = 'joint_position', cameras: Sequence[str] = (),
-                 image_size: Sequence[int] = (224, 224), **kwargs: Any) -> None:
+                 image_size: Sequence[int] = (224, 224)) -> None:
         """Load the model.
 
         Args:
@@ -76,13 +76,11 @@ class TorchPolicy(Policy):
             action_space: ``joint_position`` or ``joint_velocity``.
             cameras: realm_ros camera names fed to the model, in order (empty = state only).
             image_size: (H, W) the images are resized to with padding, px.
-            **kwargs: unrelated settings (``host``, ``port``, ``seed``, ...) are ignored.
 
         Raises:
             ConfigError: missing file, bad module path, unknown action space.
             BackendUnavailable: the requested device is not available here.
         """
-        del kwargs
         self.mode = parse_action_space(action_space)
         if not path and not module:
             raise ConfigError("the torch policy needs 'path' (TorchScript file) or 'module' "

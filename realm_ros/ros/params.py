@@ -71,3 +71,19 @@ def declare_config(node: Node, cls: type[T], prefix: str = '',
             value = tuple(value) if value is not None else ()
         values[f.name] = value
     return from_mapping(cls, values, where=f'parameters of node {node.get_name()!r}')
+
+
+#: The string parameter through which the evaluator hands a node the pair's EpisodeSpec (JSON;
+#: ``''`` = none given). world_node, digital_real, monitor_node and operator_node declare it.
+EPISODE_SPEC = 'episode_spec'
+
+
+def declare_episode_spec(node: Node, use: str) -> None:
+    """Declare :data:`EPISODE_SPEC` on ``node``; ``use`` says what the node does with it."""
+    node.declare_parameter(EPISODE_SPEC, '', ParameterDescriptor(
+        description=f'JSON EpisodeSpec {use}'))
+
+
+def episode_spec_text(node: Node) -> str:
+    """Return the node's :data:`EPISODE_SPEC` parameter (``''`` when none was set)."""
+    return str(node.get_parameter(EPISODE_SPEC).value or '')

@@ -22,5 +22,8 @@ LATCHED = _keep_last(1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 #: effort + volatile is compatible with every publisher, reliable or not, latched or not; a
 #: transient-local subscription would match no volatile publisher and never receive.
 DRIVER_IN = _keep_last(5, reliability=ReliabilityPolicy.BEST_EFFORT)
+#: Watching a topic whoever publishes it (monitor, operator): best effort connects to reliable and
+#: best-effort publishers alike; a deep queue, since only counting or plotting happens.
+ANY_PUBLISHER = _keep_last(50, reliability=ReliabilityPolicy.BEST_EFFORT)
 #: /clock as rosgraph expects it.
 CLOCK = _keep_last(10)

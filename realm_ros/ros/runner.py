@@ -15,6 +15,10 @@ still ends through the same ``finally``; once that cleanup has begun, signals ar
 that it completes (a recorder writes its bag's index there). Either way the exit code is 0:
 a stop on request is a clean exit for ``ros2 launch`` ("process has finished cleanly"). After
 a signal the process ends right after that cleanup (:func:`_exit_now`).
+
+:class:`NodeRunner` is the in-process counterpart for a whole graph (``realm-ros paired-eval``,
+``realm-ros sysid record``): every node on its own executor thread, as launch would run each in
+its own process.
 """
 
 from __future__ import annotations
@@ -23,11 +27,12 @@ import os
 import signal
 import sys
 import threading
-from typing import Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import rclpy
 from rclpy.executors import Executor, ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
+from rclpy.parameter import Parameter
 from rclpy.signals import SignalHandlerOptions
 
 from realm_ros.core.errors import ConfigError
@@ -85,6 +90,82 @@ class StopRequest:
     def requested(self) -> bool:
         """Whether a stop was asked for."""
         return self._event.is_set()
+
+
+class NodeRunner:
+    """Each node on its own single-threaded executor and thread, as if in its own process.
+
+    Nodes call each other's services from inside callbacks (the bridge resets the digital real
+    from within world_node's reset service), which would deadlock on one shared
+    single-threaded executor; one executor per node reproduces the launch file's process
+    boundaries. A node is spinning as soon as it is added, because a later node may wait in
+    its constructor for an earlier one's messages (the bridge waits for the arm's state).
+    ``context``: the rclpy context of every node and executor (``None``: the default one).
+    Use :meth:`shutdown` (or the runner as a context manager) to stop and destroy them.
+    """
+
+    #: Attributes of a node that own something to close before the node is destroyed.
+    OWNED = ('world', 'policy')
+
+    def __init__(self, context: Any = None) -> None:
+        self.context = context
+        self.nodes: list[Node] = []
+        self._executors: list[Executor] = []
+        self._threads: list[threading.Thread] = []
+
+    def __enter__(self) -> 'NodeRunner':
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.shutdown()
+
+    def start(self, node_class: Callable[..., Node], name: str, namespace: str = '',
+              parameters: Mapping[str, Any] | None = None,
+              remappings: Sequence[tuple[str, str]] = ()) -> Node:
+        """Build a node as ``launch_ros.actions.Node`` would (name, namespace, parameters,
+        remappings; no global arguments) and start spinning it; return it."""
+        overrides = [Parameter(k, value=v) for k, v in (parameters or {}).items()]
+        # As launch_ros does with ``name=``: the given name replaces the class's default.
+        remaps = ['-r', f'__node:={name}']
+        remaps += [arg for a, b in remappings for arg in ('-r', f'{a}:={b}')]
+        node = node_class(context=self.context, namespace=namespace,
+                          parameter_overrides=overrides, cli_args=['--ros-args', *remaps],
+                          use_global_arguments=False)
+        self.add(node)
+        return node
+
+    def add(self, node: Node) -> None:
+        """Start spinning ``node`` in its own thread."""
+        executor = SingleThreadedExecutor(context=self.context)
+        executor.add_node(node)
+
+        def spin() -> None:
+            try:
+                executor.spin()
+            except ExternalShutdownException:
+                pass
+
+        thread = threading.Thread(target=spin, name=node.get_name(), daemon=True)
+        thread.start()
+        self.nodes.append(node)
+        self._executors.append(executor)
+        self._threads.append(thread)
+
+    def shutdown(self) -> None:
+        """Stop every executor, close worlds and policies, destroy the nodes (last first)."""
+        for executor in self._executors:
+            executor.shutdown(timeout_sec=2.0)
+        for thread in self._threads:
+            thread.join(timeout=5.0)  # a thread left inside rcl at exit aborts the process
+        for node in reversed(self.nodes):
+            for owner in self.OWNED:
+                close = getattr(getattr(node, owner, None), 'close', None)
+                if close is not None:
+                    close()
+            node.destroy_node()
+        self.nodes.clear()
+        self._executors.clear()
+        self._threads.clear()
 
 
 def init(args: Sequence[str] | None = None) -> None:

@@ -1,35 +1,6 @@
-"""Names of the shared world interface, relative to a world's namespace (``/real``, ``/sim``)."""
+"""The shared world interface's names for the ROS layer: :mod:`realm_ros.core.topics` holds them.
 
-JOINT_STATES = 'joint_states'
-COMMAND = 'command'
-INSTRUCTION = 'instruction'
-#: diagnostic_msgs/DiagnosticStatus: the running episode's tiered progression.
-PROGRESS = 'progress'
-#: std_msgs/String (JSON): simulator-only scene state (object poses, contacts, articulations)
-#: for scoring and scripted policies. Published by simulated worlds and, re-published by the
-#: bridge, by the digital real; never by a real arm.
-PRIVILEGED_STATE = 'privileged_state'
-#: What the digital real (node ``digital_real``) publishes its privileged state on: a
-#: digital-real-only facility, named so that nobody mistakes it for something a real robot offers.
-DIGITAL_REAL_PRIVILEGED_STATE = 'digital_real/privileged_state'
-RESET = 'reset'
-#: diagnostic_msgs/DiagnosticStatus from a world's policy node: level ERROR = the policy failed
-#: for infrastructure reasons (server down, timeout, malformed answer); the episode is not scored.
-POLICY_STATUS = 'policy/status'
-#: diagnostic_msgs/DiagnosticStatus from world_node: level ERROR = the world failed for
-#: infrastructure reasons (a franka reflex, a stalled robot side); the episode is not scored and
-#: the world holds until the next reset.
-WORLD_STATUS = 'world/status'
-#: std_msgs/String (JSON, latched): ``{"spec": EpisodeSpec, "stamp": s, "instruction": str}``,
-#: published by world_node on every reset; policy_node resets its policy when it changes.
-EPISODE = 'episode'
+They live in ``core`` so that ``io`` (bags) spells them the same way without importing ROS.
+"""
 
-
-def camera_image(name: str) -> str:
-    """Return the image topic of camera ``name``."""
-    return f'cameras/{name}/image'
-
-
-def camera_info(name: str) -> str:
-    """Return the camera_info topic of camera ``name``."""
-    return f'cameras/{name}/camera_info'
+from realm_ros.core.topics import *  # noqa: F401,F403

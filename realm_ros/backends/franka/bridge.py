@@ -373,8 +373,8 @@ class FrankaBridgeWorld(World):
         images = {name: convert.image_from_msg(msg) for name, msg in frames.items()}
         if arm is None:
             raise EpisodeError('no joint state received from the robot yet')
-        g = self._target_g if width is None else float(
-            np.clip(1.0 - width / self.bridge_config.gripper_max_width, 0.0, 1.0))
+        g = self._target_g if width is None else control.gripper_closure(
+            width, self.bridge_config.gripper_max_width)
         joints = JointState(position=arm.position, velocity=arm.velocity, effort=arm.effort,
                             gripper=g, stamp=arm.stamp)
         return Observation(joints=joints, images=images, instruction=self._instruction,

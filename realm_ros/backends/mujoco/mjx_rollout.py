@@ -51,7 +51,7 @@ def split_controls(cpu: TwinRollout, controls: np.ndarray) -> tuple[np.ndarray, 
 class MjxRollout(BatchEvaluator):
     """The twin's batched rollouts in MJX; :meth:`simulate_groups` batches several latencies."""
 
-    def __init__(self, physics_hz: float = 240.0, control_hz: float = robot.CONTROL_HZ,
+    def __init__(self, physics_hz: float = robot.PHYSICS_HZ, control_hz: float = robot.CONTROL_HZ,
                  latency_s: float = 0.0) -> None:
         try:
             import jax

@@ -31,7 +31,6 @@ from realm_ros.core import robot
 # Gripper geometry (Robotiq 2F-85-like parallel jaw; DROID's gripper), m.
 FINGER_TRAVEL = robot.GRIPPER_MAX_WIDTH / 2.0
 GRIPPER_BASE_LENGTH = 0.10
-TCP_OFFSET = robot.TCP_OFFSET  # flange to fingertip centre along the flange z axis
 #: Finger joint damping, N s/m: with the 40 N force limit the fingers close at about
 #: 40 / 300 = 0.13 m/s, a Robotiq 2F-85's speed. Lightly damped fingers would slam shut at
 #: metres per second and tunnel through thin objects (a spoon handle) in one physics step.
@@ -40,7 +39,7 @@ FINGER_DAMPING = 300.0
 #: Table top height in the world frame; the robot base sits on it at the origin.
 TABLE_TOP_Z = 0.0
 
-ARM_ACTUATORS = tuple(f'act_q{i}' for i in range(1, 8))
+ARM_ACTUATORS = tuple(f'act_q{i}' for i in range(1, robot.NUM_ARM_JOINTS + 1))
 CART_ACTUATORS = ('act_x', 'act_y', 'act_z', 'act_rx', 'act_ry', 'act_rz')
 GRIPPER_ACTUATOR = 'act_gripper'
 
@@ -192,7 +191,7 @@ def robot_xml(include_wrist_camera: bool = True, wrist: CameraSpec = DEFAULT_WRI
         f'<geom class="grip" type="cylinder" size="0.04 0.03" pos="0 0 0.03" name="gripper_base"/>'
         '<geom class="grip" type="box" size="0.025 0.055 0.02" pos="0 0 0.08" '
         'name="gripper_palm"/>'
-        f'<site name="tcp" pos="0 0 {TCP_OFFSET}" size="0.008" rgba="0 1 0 0.5" group="5"/>'
+        f'<site name="tcp" pos="0 0 {robot.TCP_OFFSET}" size="0.008" rgba="0 1 0 0.5" group="5"/>'
         + wrist_cam
         + (vis.gripper_visual() if visuals else '')
         + _finger_xml('left_finger', 1.0, visuals)
@@ -264,7 +263,7 @@ _PLAIN_LOOK = {
 
 
 def build_mjcf(
-    physics_hz: float = 240.0,
+    physics_hz: float = robot.PHYSICS_HZ,
     scene_xml: str = '',
     scene_assets: str = '',
     cameras: Sequence[CameraSpec] = DEFAULT_CAMERAS,

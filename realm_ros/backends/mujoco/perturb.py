@@ -27,6 +27,7 @@ import numpy as np
 
 from realm_ros.backends.mujoco import objects
 from realm_ros.core import perturbations, tasks
+from realm_ros.core.rotations import quat_mul, yaw_quat
 
 try:
     import mujoco
@@ -47,10 +48,6 @@ def variant_key(code: str, params: Mapping[str, Any]) -> str:
         return ''
     geometry = {k: v for k, v in params.items() if k not in ('instruction', 'placement_seed')}
     return code + json.dumps(geometry, sort_keys=True)
-
-
-def _yaw_quat(yaw: float) -> list[float]:
-    return [math.cos(yaw / 2.0), 0.0, 0.0, math.sin(yaw / 2.0)]
 
 
 def _added(scene: Any, name: str, kind: str, max_dim: float | None = None) -> Any:
@@ -212,7 +209,7 @@ def perturb_state(scene: Any, state: Mapping[str, Any], code: str,
             old = objs[main]
             x, y = old[0] + shift * (x - old[0]), old[1] + shift * (y - old[1])
             yaw = 2.0 * math.atan2(old[6], old[3]) + rng.normal(0.0, params['yaw_std'])
-            objs[main] = [x, y, old[2]] + _yaw_quat(yaw)
+            objs[main] = [x, y, old[2]] + yaw_quat(yaw)
         out['objects'] = objs
         fixtures = {k: list(v) for k, v in out['fixtures'].items()}
         if 'light_switch' in fixtures:
@@ -237,7 +234,7 @@ def perturb_state(scene: Any, state: Mapping[str, Any], code: str,
         for obj in missing:
             x, y = _place(rng, obj, placed)
             placed.append((x, y, obj.radius))
-            objs[obj.name] = [x, y, obj.z] + _yaw_quat(rng.uniform(-math.pi, math.pi))
+            objs[obj.name] = [x, y, obj.z] + yaw_quat(rng.uniform(-math.pi, math.pi))
         out['objects'] = objs
     return out
 
@@ -320,7 +317,7 @@ def apply_model(model: Any, pristine: Mapping[str, np.ndarray], code: str,
                 m.jnt_actfrcrange[j] = p['jnt_actfrcrange'][j] * params['effort_scale']
     elif code == 'V-VIEW':
         offset = np.asarray(params['camera_offset'])
-        yaw = _yaw_quat(params['camera_yaw'])
+        yaw = yaw_quat(params['camera_yaw'])
         pitch = np.array([math.cos(params['camera_pitch'] / 2), math.sin(
             params['camera_pitch'] / 2), 0.0, 0.0])
         for c in range(m.ncam):
@@ -328,8 +325,7 @@ def apply_model(model: Any, pristine: Mapping[str, np.ndarray], code: str,
                 continue  # body-attached (the wrist camera): REALM moves exterior cameras only
             m.cam_pos[c] = p['cam_pos'][c] + offset
             # yaw about world z (pre-multiplied), pitch about the camera's own x axis (post).
-            yawed = tasks.quat_mul(np.asarray(yaw), p['cam_quat'][c])
-            m.cam_quat[c] = tasks.quat_mul(yawed, pitch)
+            m.cam_quat[c] = quat_mul(quat_mul(np.asarray(yaw), p['cam_quat'][c]), pitch)
 
 
 def perturbed_initial_state(spec: Any, params: Mapping[str, Any]) -> dict[str, Any]:

@@ -39,7 +39,7 @@ CONTROL_SPEC = (mujoco.mjtState.mjSTATE_CTRL | mujoco.mjtState.mjSTATE_MOCAP_POS
 class TwinRollout(BatchEvaluator):
     """Simulate candidate dynamics on recorded trajectories with ``mujoco.rollout``."""
 
-    def __init__(self, physics_hz: float = 240.0, control_hz: float = robot.CONTROL_HZ,
+    def __init__(self, physics_hz: float = robot.PHYSICS_HZ, control_hz: float = robot.CONTROL_HZ,
                  nthread: int = 2, latency_s: float = 0.0) -> None:
         """Build the arm-only model.
 

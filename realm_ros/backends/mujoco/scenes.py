@@ -22,6 +22,7 @@ from realm_ros.backends.mujoco import model as mjcf
 from realm_ros.backends.mujoco.world import Scene
 from realm_ros.core import tasks
 from realm_ros.core.errors import ConfigError
+from realm_ros.core.rotations import yaw_quat
 
 try:
     import mujoco
@@ -32,10 +33,6 @@ except ImportError:  # pragma: no cover - world.py already raised BackendUnavail
 SWITCH_TOGGLE_DEPTH = 0.006
 #: Travel of the drawer slides, m (openness 1.0 = pulled out this far).
 DRAWER_TRAVEL = 0.25
-
-
-def _yaw_quat(yaw: float) -> list[float]:
-    return [math.cos(yaw / 2.0), 0.0, 0.0, math.sin(yaw / 2.0)]
 
 
 def _f(values: Any) -> str:
@@ -171,7 +168,7 @@ def _cabinet_xml(pos: tuple[float, float], yaw: float) -> str:
             f'<site name="{name}_handle_site" pos="-0.075 0 0" size="0.005" group="5"/>'
             '</body>')
     return (
-        f'<body name="cabinet" pos="{pos[0]} {pos[1]} 0" quat="{_f(_yaw_quat(yaw))}">'
+        f'<body name="cabinet" pos="{pos[0]} {pos[1]} 0" quat="{_f(yaw_quat(yaw))}">'
         f'<geom {_CABINET_BITS} type="box" size="0.15 0.2 0.005" pos="0 0 0.315" '
         'rgba="0.55 0.42 0.28 1"/>'
         f'<geom {_CABINET_BITS} type="box" size="0.15 0.01 0.16" pos="0 0.19 0.16" '
@@ -247,7 +244,7 @@ class TaskScene(Scene):
                 raise ConfigError(f'task {self.name}: cannot place {obj.name} collision-free')
             yaw = rng.uniform(*obj.yaw_range)
             placed.append((x, y, obj.radius))
-            objects[obj.name] = [x, y, obj.z] + _yaw_quat(yaw)
+            objects[obj.name] = [x, y, obj.z] + yaw_quat(yaw)
         fixtures: dict[str, list[float]] = {}
         joints: dict[str, float] = {}
         if self.task.skill in ('open_drawer', 'close_drawer'):
@@ -272,7 +269,7 @@ class TaskScene(Scene):
         for name, fixture in state.get('fixtures', {}).items():
             body = model.body(name).id
             model.body_pos[body, :2] = fixture[:2]
-            model.body_quat[body] = _yaw_quat(float(fixture[2]))
+            model.body_quat[body] = yaw_quat(float(fixture[2]))
         for name, pose in state.get('objects', {}).items():
             adr = model.joint(f'{name}_free').qposadr[0]
             data.qpos[adr:adr + 7] = pose

@@ -281,7 +281,7 @@ class MujocoWorld(World):
         if self._noise_std:
             q = q + self._rng.normal(0.0, self._noise_std, size=q.shape)
         width = float(np.sum(self.data.qpos[self._finger_qpos]))
-        gripper = float(np.clip(1.0 - width / robot.GRIPPER_MAX_WIDTH, 0.0, 1.0))
+        gripper = control.gripper_closure(width)
         return JointState(
             position=q,
             velocity=self.data.qvel[self._arm_dof].copy(),

@@ -40,7 +40,7 @@ SOURCE = '/World/panda_link0_articulation'
 class PhysxRollout(BatchEvaluator):
     """Simulate candidate dynamics on recorded trajectories in cloned PhysX arms."""
 
-    def __init__(self, physics_hz: float = 240.0, control_hz: float = robot.CONTROL_HZ,
+    def __init__(self, physics_hz: float = robot.PHYSICS_HZ, control_hz: float = robot.CONTROL_HZ,
                  latency_s: float = 0.0, envs: int = 48) -> None:
         self.substeps = int(round(physics_hz / control_hz))
         self.delay_steps = max(int(round(latency_s * physics_hz)) - 1, 0)

@@ -30,6 +30,7 @@ import numpy as np
 
 from realm_ros.backends import usd_export
 from realm_ros.backends.mujoco import model as mjcf
+from realm_ros.backends.mujoco.actuation import gripper_ctrl
 from realm_ros.backends.mujoco.world import MujocoWorld
 from realm_ros.backends.physx.common import HybridImpedance, LatencyQueue, physx_dof_properties
 from realm_ros.core import control, robot
@@ -228,7 +229,7 @@ class PhysxTwin(World):
     def _write_target(self, q_d: np.ndarray, g: float) -> None:
         target = self.arm.read('target')
         target[self._arm_idx] = q_d
-        target[self._finger_idx] = mjcf.FINGER_TRAVEL * (1.0 - g)
+        target[self._finger_idx] = gripper_ctrl(g)
         self.arm.write('target', target)
 
     def step(self) -> Observation:
@@ -291,7 +292,7 @@ class PhysxTwin(World):
         if self._noise_std:
             arm_q = arm_q + self._rng.normal(0.0, self._noise_std, size=arm_q.shape)
         width = float(np.sum(q[self._finger_idx]))
-        gripper = float(np.clip(1.0 - width / robot.GRIPPER_MAX_WIDTH, 0.0, 1.0))
+        gripper = control.gripper_closure(width)
         effort = self.arm.read('force')[self._arm_idx] + robot.KQ * (
             self._target_q - q[self._arm_idx]) - robot.KQD * dq[self._arm_idx]
         return JointState(position=arm_q, velocity=dq[self._arm_idx].copy(),

@@ -61,9 +61,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     rec.add_argument('--seed', type=int, default=0, help='seed of the excitation')
     rec.add_argument('--namespace', default='/real', help="the world's namespace")
     rec.add_argument('--arm-id', default='fr3', choices=robot.ARM_IDS,
-                     help='--backend digital_real: the arm the digital real imitates and the '
-                          'bridge checks limits for (fr3; fer/panda). A real arm: set '
-                          'franka.arm_id on its world_node')
+                     help='the arm whose joint position and velocity limits the excitation '
+                          'keeps to (fr3; fer/panda); --backend digital_real: also the arm the '
+                          'digital real imitates and the bridge checks limits for. A real '
+                          'arm: give its id here and set franka.arm_id on its world_node')
     fit = sub.add_parser('fit', help='fit friction and armature to recorded bags')
     fit.add_argument('bags', nargs='+', help='bag directories, or directories of bags')
     fit.add_argument('--backend', choices=('mujoco', 'physx'), default='mujoco',

@@ -46,34 +46,10 @@ def digital_real_graph(context: Any, namespace: str, dynamics_file: str,
     and services, so it must spin independently. The driver and the recorder only use the
     world's topics and services.
     """
-    import threading
+    from realm_ros.ros.runner import NodeRunner
 
-    from rclpy.executors import SingleThreadedExecutor
-    from rclpy.parameter import Parameter
-
-    nodes: list = []
-    executors: list = []
-    threads: list = []
-    try:
+    with NodeRunner(context) as runner:
         for spec in digital_real_specs(namespace, dynamics_file, arm_id):
-            overrides = [Parameter(k, value=v) for k, v in spec.parameters.items()]
-            remaps = [arg for a, b in spec.remappings for arg in ('-r', f'{a}:={b}')]
-            nodes.append(spec.node_class()(
-                context=context, namespace=spec.namespace, parameter_overrides=overrides,
-                cli_args=['--ros-args', *remaps], use_global_arguments=False))
-            executors.append(SingleThreadedExecutor(context=context))
-            executors[-1].add_node(nodes[-1])
-            threads.append(threading.Thread(target=executors[-1].spin, daemon=True,
-                                            name=spec.name))
-            threads[-1].start()
+            runner.start(spec.node_class(), spec.name, spec.namespace, spec.parameters,
+                         spec.remappings)
         yield None
-    finally:
-        for executor in executors:
-            executor.shutdown(timeout_sec=2.0)
-        for thread in threads:
-            thread.join(timeout=2.0)
-        for node in reversed(nodes):
-            close = getattr(getattr(node, 'world', None), 'close', None)
-            if close is not None:
-                close()
-            node.destroy_node()

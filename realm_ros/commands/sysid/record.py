@@ -47,7 +47,7 @@ class ExcitationDriver:
         from std_srvs.srv import Trigger
         from trajectory_msgs.msg import JointTrajectory
 
-        from realm_ros.ros import qos
+        from realm_ros.ros import qos, topics
 
         self.ns = namespace
         self.lockstep = lockstep
@@ -60,14 +60,12 @@ class ExcitationDriver:
         #: The last targets (real time: the state may show any of them, see
         #: REAL_TIME_LAG_STEPS).
         self.recent: collections.deque = collections.deque(maxlen=REAL_TIME_LAG_STEPS + 1)
-        self.node.create_subscription(JointState, f'{namespace}/joint_states',
-                                      self.states.append, qos.STATE)
-        self.commands = self.node.create_publisher(JointTrajectory, f'{namespace}/command',
-                                                   qos.COMMAND)
-        self.reset_client = self.node.create_client(Trigger, f'{namespace}/reset')
+        self.js_topic = f'{namespace}/{topics.JOINT_STATES}'
+        self.cmd_topic = f'{namespace}/{topics.COMMAND}'
+        self.node.create_subscription(JointState, self.js_topic, self.states.append, qos.STATE)
+        self.commands = self.node.create_publisher(JointTrajectory, self.cmd_topic, qos.COMMAND)
+        self.reset_client = self.node.create_client(Trigger, f'{namespace}/{topics.RESET}')
         self.split_client = self.node.create_client(Trigger, '/recorder/split')
-        self.js_topic = f'{namespace}/joint_states'
-        self.cmd_topic = f'{namespace}/command'
 
     def spin_until(self, pred: Callable[[], bool], timeout: float) -> bool:
         deadline = time.monotonic() + timeout
@@ -153,6 +151,14 @@ class ExcitationDriver:
             raise DataError('recorder missed commands')
 
 
+def excitation_plans(args: argparse.Namespace) -> list[np.ndarray]:
+    """Return the (K, 7) target arrays ``record`` executes: ``--trajectories`` excitations of
+    ``--duration`` s from ``--seed``, within the joint limits of ``--arm-id``."""
+    spec = sysid.ExcitationSpec(duration_s=args.duration, arm_id=args.arm_id)
+    return [sysid.excitation_trajectory(spec, args.seed * 1000 + i)
+            for i in range(args.trajectories)]
+
+
 def record(args: argparse.Namespace) -> int:
     """Generate excitation trajectories, execute them on the world and record one bag each."""
     import rclpy
@@ -168,9 +174,7 @@ def record(args: argparse.Namespace) -> int:
         raise ConfigError('--trajectories must be >= 1')
     if args.backend == 'franka' and args.dynamics:
         raise ConfigError('--dynamics applies to --backend digital_real only')
-    spec = sysid.ExcitationSpec(duration_s=args.duration)
-    plans = [sysid.excitation_trajectory(spec, args.seed * 1000 + i)
-             for i in range(args.trajectories)]
+    plans = excitation_plans(args)
     ns = args.namespace.rstrip('/')
     lockstep = args.backend == 'digital_real'
 

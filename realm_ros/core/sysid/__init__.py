@@ -14,7 +14,6 @@ Everything is re-exported here: ``from realm_ros.core import sysid; sysid.fit(..
 
 from realm_ros.core.sysid.data import BatchEvaluator, Trajectory, joint_rmse, loss, windows
 from realm_ros.core.sysid.excitation import (
-    TCP_OFFSET,
     ExcitationSpec,
     Workspace,
     check_trajectory,
@@ -48,6 +47,6 @@ __all__ = [
     'estimate_latency', 'excitation_trajectory', 'ExcitationSpec', 'fit', 'FitOptions',
     'FitResult', 'Generation', 'identify', 'IdentifyResult', 'joint_rmse',
     'latency_candidates', 'LatencyEstimate', 'loss', 'METHODS', 'on_plateau', 'ParamSpace',
-    'ProfileOptions', 'score', 'scoring_windows', 'TCP_OFFSET', 'Trajectory', 'windows',
+    'ProfileOptions', 'score', 'scoring_windows', 'Trajectory', 'windows',
     'Workspace',
 ]

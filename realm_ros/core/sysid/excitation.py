@@ -1,8 +1,9 @@
 """Excitation trajectories: safe joint-space multisines for system identification.
 
 :func:`excitation_trajectory` returns absolute position targets at the control rate (15 Hz),
-starting and ending at the reset pose, inside the joint limits with a margin, under a velocity
-cap, and with the flange and the fingertips inside a safe box (:class:`Workspace`).
+starting and ending at the reset pose, inside the joint limits of the arm
+(``ExcitationSpec.arm_id``) with a margin, under a velocity cap, and with the flange and the
+fingertips inside a safe box (:class:`Workspace`).
 """
 
 from __future__ import annotations
@@ -13,9 +14,6 @@ import numpy as np
 
 from realm_ros.core import robot
 from realm_ros.core.errors import ConfigError
-
-#: Flange to fingertip centre along the flange z axis, m (the twin's gripper; model.py).
-TCP_OFFSET = robot.TCP_OFFSET
 
 
 @dataclasses.dataclass(frozen=True)
@@ -32,7 +30,7 @@ class Workspace:
 def end_effector_points(q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Return (flange position, fingertip position), m in ``base_link``, at joint config ``q``."""
     flange = robot.forward_kinematics(q)[-1]
-    return flange[:3, 3], flange[:3, 3] + TCP_OFFSET * flange[:3, 2]
+    return flange[:3, 3], flange[:3, 3] + robot.TCP_OFFSET * flange[:3, 2]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,7 +45,14 @@ class ExcitationSpec:
         n_sines: sines per joint.
         ramp_s: raised-cosine fade-in and fade-out, s, so the run starts and ends at rest.
         limit_margin: distance kept from every joint limit, rad.
-        velocity_fraction: target speed stays below this fraction of the velocity limit.
+        velocity_fraction: target speed stays below this fraction of the arm's velocity limit.
+        tracking_speed: (7,) and below this, rad/s: what the arm follows under DROID's
+            impedance gains within the driver's 0.28 rad tracking watchdog. It does not grow
+            with a faster arm's rated limits (FR3's wrist is rated twice the Panda's, and the
+            digital real's joint 7 then lags 0.29 rad), so it is half the Panda's limits.
+        workspace: the box the flange and fingertips stay inside.
+        arm_id: whose joint position and velocity limits apply (:func:`robot.arm_spec`:
+            ``fr3``; ``fer`` = ``panda``, the default), as the arm's safety monitor checks them.
     """
 
     duration_s: float = 10.0
@@ -58,9 +63,12 @@ class ExcitationSpec:
     ramp_s: float = 1.0
     limit_margin: float = 0.15
     velocity_fraction: float = 0.5
+    tracking_speed: tuple[float, ...] = tuple(0.5 * robot.VELOCITY_LIMIT)
     workspace: Workspace = Workspace()
+    arm_id: str = 'fer'
 
     def __post_init__(self) -> None:
+        robot.arm_spec(self.arm_id)  # ConfigError naming the unknown arm id
         if not 2 * self.ramp_s < self.duration_s <= 600:
             raise ConfigError(
                 f'ExcitationSpec.duration_s must be in (2 * ramp_s, 600], got {self.duration_s}')
@@ -106,9 +114,10 @@ def excitation_trajectory(spec: ExcitationSpec, seed: int,
     offsets = np.asarray(spec.amplitude) * shape * envelope[:, None]
     prev = np.vstack([np.zeros(robot.NUM_ARM_JOINTS), offsets])
     speed = np.max(np.abs(np.diff(prev, axis=0)), axis=0) * spec.control_hz
-    room_hi = (robot.JOINT_UPPER - spec.limit_margin - start) / np.maximum(offsets.max(0), 1e-9)
-    room_lo = (start - robot.JOINT_LOWER - spec.limit_margin) / np.maximum(-offsets.min(0), 1e-9)
-    cap = spec.velocity_fraction * robot.VELOCITY_LIMIT / np.maximum(speed, 1e-9)
+    arm = robot.arm_spec(spec.arm_id)
+    room_hi = (arm.upper - spec.limit_margin - start) / np.maximum(offsets.max(0), 1e-9)
+    room_lo = (start - arm.lower - spec.limit_margin) / np.maximum(-offsets.min(0), 1e-9)
+    cap = speed_cap(spec) / np.maximum(speed, 1e-9)
     per_joint = np.clip(np.minimum.reduce([room_hi, room_lo, cap]) * 0.999, 0.0, 1.0)
     offsets = offsets * per_joint
     scale = 1.0
@@ -120,16 +129,24 @@ def excitation_trajectory(spec: ExcitationSpec, seed: int,
     raise ConfigError(f'no safe excitation for seed {seed}: {check_trajectory(q, spec, start)}')
 
 
+def speed_cap(spec: ExcitationSpec) -> np.ndarray:
+    """Return the (7,) largest target speed per joint, rad/s: ``velocity_fraction`` of the arm's
+    velocity limit, and no more than ``tracking_speed``."""
+    return np.minimum(spec.velocity_fraction * robot.arm_spec(spec.arm_id).velocity,
+                      np.asarray(spec.tracking_speed, dtype=float))
+
+
 def check_trajectory(q: np.ndarray, spec: ExcitationSpec,
                      start: np.ndarray | None = None) -> str | None:
     """Return why the (K, 7) targets ``q`` are unsafe, or ``None`` if they are safe."""
-    low = robot.JOINT_LOWER + spec.limit_margin
-    high = robot.JOINT_UPPER - spec.limit_margin
+    arm = robot.arm_spec(spec.arm_id)
+    low = arm.lower + spec.limit_margin
+    high = arm.upper - spec.limit_margin
     if np.any(q < low) or np.any(q > high):
         return 'joint limit (with margin) exceeded'
     prev = robot.RESET_Q if start is None else start
     speed = np.abs(np.diff(np.vstack([prev, q]), axis=0)) * spec.control_hz
-    if np.any(speed > spec.velocity_fraction * robot.VELOCITY_LIMIT):
+    if np.any(speed > speed_cap(spec)):
         return 'target velocity above the cap'
     for row in q:
         flange, tip = end_effector_points(row)

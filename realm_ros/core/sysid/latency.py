@@ -29,6 +29,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from realm_ros.core import robot
 from realm_ros.core.config import DynamicsParams
 from realm_ros.core.errors import ConfigError
 from realm_ros.core.sysid.data import BatchEvaluator, Trajectory, loss, window_pool
@@ -89,7 +90,7 @@ def estimate_latency(
     make_evaluator: MakeEvaluator,
     trajectories: Sequence[Trajectory],
     params: DynamicsParams,
-    physics_hz: float = 240.0,
+    physics_hz: float = robot.PHYSICS_HZ,
     max_latency_s: float = 0.05,
     window: int = 15,
     max_windows: int = 64,
@@ -130,7 +131,7 @@ class ProfileOptions:
     """
 
     profile: str = 'fast'
-    physics_hz: float = 240.0
+    physics_hz: float = robot.PHYSICS_HZ
     max_latency_s: float = 0.05
     max_fits: int = 4
     scout_generations: int = 45
