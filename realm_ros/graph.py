@@ -15,6 +15,7 @@ import pathlib
 import sys
 from typing import Any, Mapping
 
+from realm_ros.core import robot, topics
 from realm_ros.core.config import renamed, renamed_file
 from realm_ros.core.errors import ConfigError
 from realm_ros.core.evaluation import EvalConfig
@@ -119,7 +120,7 @@ def share_path(relative: str) -> pathlib.Path:
 
 def _clock(namespace: str) -> tuple[tuple[str, str], ...]:
     # Each lockstep world has its own sim clock: keep them apart per namespace.
-    return (('/clock', f'{namespace}/clock'),)
+    return ((topics.CLOCK, f'{namespace}{topics.CLOCK}'),)
 
 
 def paired_eval_graph(config: EvalConfig, out_dir: str, lockstep: bool = True,
@@ -159,7 +160,7 @@ def paired_eval_graph(config: EvalConfig, out_dir: str, lockstep: bool = True,
               **dict(policy or {}),
               'use_privileged': scripted, 'start_active': False}
     real_lockstep = lockstep and config.real == 'digital_real'
-    camera_rate = 15.0 if cameras else 0.0  # 0 = no images rendered or published
+    camera_rate = robot.CONTROL_HZ if cameras else 0.0  # 0 = no images rendered or published
     nodes = []
     if config.real == 'digital_real':
         # The robot side of the bridge lives in its own namespace, as franka_ros2 would.

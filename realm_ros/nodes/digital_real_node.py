@@ -116,12 +116,12 @@ class DigitalRealNode(Node):
         self._time_offset = 0.0  # lockstep: sim time of earlier episodes (monotonic stamps)
         self.rejected = 0
 
-        self._js_pub = self.create_publisher(JointStateMsg, 'joint_states', qos.STATE)
+        self._js_pub = self.create_publisher(JointStateMsg, topics.JOINT_STATES, qos.STATE)
         self._grip_pub = self.create_publisher(
             JointStateMsg, f'{cfg.gripper_namespace}/joint_states', qos.STATE)
         self._priv_pub = self.create_publisher(
             String, topics.DIGITAL_REAL_PRIVILEGED_STATE, qos.STATE)
-        self._clock_pub = self.create_publisher(Clock, '/clock', qos.CLOCK) if cfg.lockstep \
+        self._clock_pub = self.create_publisher(Clock, topics.CLOCK, qos.CLOCK) if cfg.lockstep \
             else None
         self._image_pubs = {name: self.create_publisher(Image, topics.camera_image(name),
                                                         qos.IMAGE) for name in cfg.cameras}
