@@ -47,7 +47,9 @@ def test_rig_file_is_the_built_in_droid_rig():
         np.testing.assert_allclose(got.target, want.target)
         np.testing.assert_allclose(got.up, want.up)
         assert got.fovy == pytest.approx(want.fovy)
-    assert (rig.shadows, rig.antialias) == (camera_rig.Rig().shadows, camera_rig.Rig().antialias)
+    default = camera_rig.Rig()
+    assert (rig.shadows, rig.reflections, rig.antialias) == (
+        default.shadows, default.reflections, default.antialias) == ('auto', 'auto', 0)
 
 
 def test_lab_rig_file_moves_the_cameras(tmp_path):
@@ -87,6 +89,7 @@ def test_lab_rig_file_moves_the_cameras(tmp_path):
      'fovy_deg: 60}}', "parent must be 'gripper'"),
     ('cameras: {}\nrender: {antialias: 3}', 'antialias'),
     ('cameras: {}\nrender: {fog: true}', 'render'),
+    ('cameras: {}\nrender: {shadows: sometimes}', 'render.shadows'),
 ])
 def test_bad_rig_file_names_the_field(tmp_path, text, message):
     path = tmp_path / 'rig.yaml'
@@ -122,6 +125,37 @@ def test_wrist_camera_looks_along_the_approach_with_fingers_at_the_bottom():
     for name in CAMERA_NAMES:
         assert images[name].shape == (180, 320, 3) and images[name].dtype == np.uint8
         assert images[name].mean() > 60, f'{name} is too dark: {images[name].mean():.1f}'
+
+
+def test_shadows_and_reflections_auto_follow_the_gl_renderer(tmp_path):
+    """'auto' (the default rig) drops the two extra passes on a software renderer only;
+    true in the rig file forces them; the wrist camera sees the fingers and the table either
+    way."""
+    from realm_ros.backends.mujoco.render import SOFTWARE_RENDERERS, resolve
+    assert resolve('auto', software=True) is False and resolve('auto', software=False) is True
+    assert resolve(True, software=True) is True and resolve(False, software=False) is False
+    full = tmp_path / 'full.yaml'
+    full.write_text('cameras: {}\nrender: {shadows: true, reflections: true}\n')
+    images, passes = {}, {}
+    for name, kwargs in (('auto', {}), ('full', {'camera_rig_file': str(full)})):
+        world = _world(**kwargs)
+        try:
+            images[name] = world.render()
+            r = world._renderer
+            flags = r._renderer.scene.flags
+            passes[name] = (r.shadows, r.reflections, bool(flags[mujoco.mjtRndFlag.mjRND_SHADOW]),
+                            bool(flags[mujoco.mjtRndFlag.mjRND_REFLECTION]))
+            software = r.software
+            assert software == any(s in r.gl_renderer.lower() for s in SOFTWARE_RENDERERS)
+        finally:
+            world.close()
+    assert passes['full'] == (True, True, True, True)
+    assert passes['auto'] == (not software,) * 4
+    for name in ('auto', 'full'):
+        assert images[name]['wrist'].mean() > 60
+    if software:  # the shadows and the reflection are gone, the scene is the same
+        diff = np.abs(images['auto']['exterior_1'].astype(int) - images['full']['exterior_1'])
+        assert diff.mean() > 1.0 and np.median(diff) < 30
 
 
 def test_panda_meshes_and_lab_are_visual_only():

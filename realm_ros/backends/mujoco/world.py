@@ -141,7 +141,8 @@ class MujocoWorld(World):
             physics_hz=self._config.physics_hz, scene_xml=body_xml, scene_assets=asset_xml,
             image_size=(self._config.camera_width, self._config.camera_height),
             cameras=rig.exterior, wrist=rig.wrist, visuals=self._visuals,
-            look_options={'shadows': rig.shadows, 'antialias': rig.antialias})
+            look_options={'shadows': rig.shadows is not False, 'antialias': rig.antialias})
+        self._rig = rig
         self.model = mujoco.MjModel.from_xml_string(xml)
         self.data = mujoco.MjData(self.model)
         self._scene = scene
@@ -322,7 +323,8 @@ class MujocoWorld(World):
             return dict(self._frame_images[1])
         if self._renderer is None:
             self._renderer = FrameRenderer(
-                self.model, self._config.camera_width, self._config.camera_height)
+                self.model, self._config.camera_width, self._config.camera_height,
+                shadows=self._rig.shadows, reflections=self._rig.reflections)
         images = self._renderer.render(self.data, self._config.cameras)
         self._frame_images = (self._frame, images)
         self._last_render_time = self.time
