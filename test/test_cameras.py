@@ -387,3 +387,24 @@ def test_serving_a_scripted_policy_says_why_not(capsys):
     code = cli.main(['serve', '--policy', 'scripted', '--port', '0', '--max-seconds', '1'])
     assert code == 2
     assert 'privileged' in capsys.readouterr().err
+
+
+def test_paired_eval_renders_only_the_cameras_its_policies_declare():
+    """openpi's DROID client declares exterior_1 and wrist: no world renders exterior_2;
+    --cameras with no vision policy renders the whole rig; without, nothing."""
+    from realm_ros import graph
+    from realm_ros.core.evaluation import EvalConfig
+
+    def cameras(config):
+        return {(n.executable, n.namespace): (n.parameters.get('cameras'),
+                                              n.parameters.get('camera_rate_hz'))
+                for n in graph.paired_eval_graph(config, '/tmp/unused')
+                if n.executable in ('world_node', 'fake_franka')}
+
+    pi0 = cameras(EvalConfig(policies=('pi0=openpi:host=127.0.0.1,port=1',), cameras=True))
+    assert len(pi0) == 3
+    assert all(names == ['exterior_1', 'wrist'] for names, _ in pi0.values()), pi0
+    rig = cameras(EvalConfig(cameras=True))
+    assert all(names == list(CAMERA_NAMES) for names, _ in rig.values()), rig
+    off = cameras(EvalConfig())
+    assert all(names is None and rate in (None, 0.0) for names, rate in off.values()), off

@@ -28,7 +28,6 @@ from typing import Any, Sequence, Union
 import mujoco
 import numpy as np
 
-
 #: Substrings of ``GL_RENDERER`` that name a software rasteriser (no GPU).
 SOFTWARE_RENDERERS = ('llvmpipe', 'softpipe', 'swrast', 'swiftshader', 'osmesa', 'software')
 
