@@ -15,7 +15,8 @@ Every case runs the scripted expert on the same seeds, side by side in one run:
   reads the CPU time of both node processes (``/proc/PID/stat``) over the same window, which
   a shared CPU's load does not inflate the way it inflates wall time;
 * three cameras (exterior_1, exterior_2, wrist at 320x180, DROID's stored resolution), one
-  frame per step, core alone and through ROS (the policy node then waits for each image).
+  frame per step read by the policy (the rig's default render passes), core alone and through
+  ROS (the policy node then waits for each image).
 
 ``--repeat`` repeats the core/ROS pair and reports the median and the spread of the ratio.
 """
@@ -49,16 +50,27 @@ from benchlib import Recorder  # noqa: E402
 from realm_ros.backends.mujoco.world import MujocoWorld  # noqa: E402
 from realm_ros.core.config import CAMERA_NAMES, WorldConfig  # noqa: E402
 from realm_ros.core.episode import run_episode  # noqa: E402
-from realm_ros.core.policy import Policy, standard_chain  # noqa: E402
-from realm_ros.core.types import EpisodeSpec  # noqa: E402
+from realm_ros.core.policy import Policy, PolicyWrapper, standard_chain  # noqa: E402
+from realm_ros.core.types import ActionChunk, EpisodeSpec, Observation  # noqa: E402
 from realm_ros.policies.scripted import ScriptedPolicy  # noqa: E402
 
 BIN = pathlib.Path(sys.executable).parent
 TICK = os.sysconf('SC_CLK_TCK')
 
 
-def _policy(ik: str = 'fast') -> Policy:
-    return standard_chain(ScriptedPolicy(skill=0, ik=ik))
+class _Looking(PolicyWrapper):
+    """Reads every camera image before the scripted policy answers, as a vision policy would
+    (the world renders a step's images only when they are read)."""
+
+    def infer(self, obs: Observation) -> ActionChunk:
+        for name in obs.images:
+            obs.images[name].shape  # noqa: B018 - the read is the point: it renders
+        return self.inner.infer(obs)
+
+
+def _policy(ik: str = 'fast', cameras: bool = False) -> Policy:
+    inner = ScriptedPolicy(skill=0, ik=ik)
+    return standard_chain(_Looking(inner) if cameras else inner)
 
 
 def _spec(task: str, seed: int) -> EpisodeSpec:
@@ -71,11 +83,11 @@ def no_ros(task: str, episodes: int, cameras: bool, ik: str = 'fast'
     config = WorldConfig(task=task, cameras=CAMERA_NAMES if cameras else (),
                          camera_rate_hz=15.0 if cameras else 0.0)
     world = MujocoWorld(config)
-    run_episode(world, _policy(ik), _spec(task, 0))  # warm up (renderer, caches)
+    run_episode(world, _policy(ik, cameras), _spec(task, 0))  # warm up (renderer, caches)
     walls, cpus, steps, results = [], [], [], []
     for seed in range(episodes):
         start, cpu = time.perf_counter(), time.process_time()
-        result = run_episode(world, _policy(ik), _spec(task, seed))
+        result = run_episode(world, _policy(ik, cameras), _spec(task, seed))
         cpus.append(time.process_time() - cpu)
         walls.append(time.perf_counter() - start)
         steps.append(result.steps)

@@ -408,3 +408,52 @@ def test_paired_eval_renders_only_the_cameras_its_policies_declare():
     assert all(names == list(CAMERA_NAMES) for names, _ in rig.values()), rig
     off = cameras(EvalConfig())
     assert all(names is None and rate in (None, 0.0) for names, rate in off.values()), off
+
+
+class _ChunkedLooker(HoldPolicy):
+    """A vision policy stand-in: reads every image when queried, returns chunks of 8 holds."""
+
+    def __init__(self) -> None:
+        self.queries = 0
+
+    def infer(self, obs):
+        from realm_ros.core.types import ActionChunk, ActionMode
+        self.queries += 1
+        assert all(obs.images[name].shape == (180, 320, 3) for name in CAMERA_NAMES)
+        return ActionChunk(np.tile(np.r_[obs.joints.position, 0.0], (8, 1)),
+                           ActionMode.POSITION)
+
+
+def test_images_are_rendered_only_when_the_policy_reads_them(monkeypatch):
+    """Core episode, chunks of 8: the world renders at the policy's queries, not every step;
+    the images it reads are those a step-by-step render gives; a late read is refused."""
+    from realm_ros.core.episode import run_episode
+    from realm_ros.core.policy import ActionChunker
+    renders = []
+    original = FrameRenderer.render
+
+    def counting(self, data, cameras):
+        renders.append(float(data.time))
+        return original(self, data, cameras)
+
+    monkeypatch.setattr(FrameRenderer, 'render', counting)
+    world = _world()
+    policy = _ChunkedLooker()
+    try:
+        spec = EpisodeSpec(task='pick_spoon', seed=1, max_steps=24)
+        seen = []
+        result = run_episode(world, ActionChunker(policy, 8), spec,
+                             on_step=lambda s, o, a, p: seen.append(o))
+        assert result.steps == 24 and policy.queries == 3
+        assert len(renders) == 3  # the reset's observation, steps 8 and 16: not 24
+        with pytest.raises(RuntimeError, match='after the world stepped'):
+            seen[0].images['wrist']
+        # What a read renders is this state's frame, the same as an eager render.
+        obs = world.step()
+        lazy = obs.images['wrist']
+        world._frame_images = None
+        np.testing.assert_array_equal(lazy, world.render()['wrist'])
+        assert 'wrist' in obs.images and len(obs.images) == 3 and list(obs.images) == list(
+            CAMERA_NAMES)
+    finally:
+        world.close()
