@@ -149,7 +149,8 @@ def _rotation_error_fast(current: np.ndarray, desired: np.ndarray) -> tuple[floa
     if angle < 1e-9:
         return 0.5 * ax, 0.5 * ay, 0.5 * az
     if math.pi - angle < 1e-6:
-        return tuple(_rotation_error(current, desired).tolist())  # type: ignore[return-value]
+        x, y, z = _rotation_error(current, desired).tolist()
+        return x, y, z
     scale = angle / (2.0 * math.sin(angle))
     return scale * ax, scale * ay, scale * az
 
