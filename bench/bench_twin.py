@@ -35,6 +35,13 @@ from realm_ros.core.config import WorldConfig
 from realm_ros.core.types import Action, EpisodeSpec
 
 
+def _observe(world: MujocoWorld, render: bool) -> None:
+    """Observe as world_node does when it publishes: read every image (rendered on read)."""
+    obs = world.observe(render=render)
+    for name in obs.images:
+        obs.images[name].shape  # noqa: B018 - the read renders
+
+
 def _trajectory(k: int) -> Action:
     """A smooth joint-space motion that keeps the arm busy (and the solver working)."""
     phase = k / 15.0
@@ -49,13 +56,13 @@ def bench(config: WorldConfig, steps: int, task: str = '') -> dict[str, Any]:
     world = MujocoWorld(config)
     world.reset(EpisodeSpec(task=task or 'empty'))
     render = config.camera_rate_hz > 0
-    world.observe(render=render)  # warm up the renderer
+    _observe(world, render)  # warm up the renderer
     start = time.perf_counter()
     sim_start = world.time
     for k in range(steps):
         world.apply(_trajectory(k))
         world.step_physics(config.substeps)
-        world.observe(render=render)
+        _observe(world, render)
     wall = time.perf_counter() - start
     sim = world.time - sim_start
     renderer = world._renderer
@@ -75,12 +82,12 @@ def bench_node_step(steps: int, task: str = 'pick_spoon', **config: object) -> f
     """Return ms per lockstep world_node step with three 320x180 cameras (step + observe)."""
     world = MujocoWorld(WorldConfig(task=task, **config))
     world.reset(EpisodeSpec(task=task))
-    world.observe()  # warm up the renderer
+    _observe(world, True)  # warm up the renderer
     start = time.perf_counter()
     for k in range(steps):
         world.apply(_trajectory(k))
         world.step()
-        world.observe(render=True)
+        _observe(world, True)
     wall = time.perf_counter() - start
     world.close()
     return wall / steps * 1000.0
