@@ -53,6 +53,7 @@ bench: setup
 	$(PY) bench/bench_twin.py
 	$(PY) bench/bench_sysid.py
 	$(PY) bench/bench_episodes.py
+	$(PY) bench/bench_ik_outcomes.py
 	@echo 'figures appended to bench/results/bench.jsonl'
 
 lint: setup

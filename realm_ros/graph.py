@@ -16,7 +16,7 @@ import sys
 from typing import Any, Mapping
 
 from realm_ros.core import robot, topics
-from realm_ros.core.config import renamed, renamed_file
+from realm_ros.core.config import CAMERA_NAMES, renamed, renamed_file
 from realm_ros.core.errors import ConfigError
 from realm_ros.core.evaluation import EvalConfig
 
@@ -154,8 +154,12 @@ def paired_eval_graph(config: EvalConfig, out_dir: str, lockstep: bool = True,
                           'does not have; evaluate them against the digital real '
                           '(real: digital_real)')
     # Cameras are on when asked for or when a policy under test declares it needs images;
-    # policy_node then subscribes to the cameras its policy declares (Policy.needs).
-    cameras = config.cameras or _policies_need_cameras(entries)
+    # policy_node then subscribes to the cameras its policy declares (Policy.needs). The worlds
+    # render only the cameras some policy under test declares (openpi's DROID client: 2 of
+    # 3); the whole rig when --cameras is asked for and no policy declares any.
+    declared = _policy_cameras(entries)
+    camera_names = list(declared or (CAMERA_NAMES if config.cameras else ()))
+    cameras = bool(camera_names)
     policy = {'policy': entries[0].policy, 'policy_args': json.dumps(dict(entries[0].args)),
               **dict(policy or {}),
               'use_privileged': scripted, 'start_active': False}
@@ -168,7 +172,7 @@ def paired_eval_graph(config: EvalConfig, out_dir: str, lockstep: bool = True,
             'dynamics_file': config.real_dynamics_file,
             'lockstep': real_lockstep,
             **digital_real_parameters(arm),
-            **({'cameras': ['exterior_1', 'exterior_2', 'wrist']} if cameras else {}),
+            **({'cameras': camera_names} if cameras else {}),
         }, _clock(REAL_NS)))
     # Lockstep worlds never step without a command (lockstep_timeout_s 0): a lost command then
     # stalls the episode, which the evaluator ends as an infrastructure failure, instead of
@@ -181,6 +185,7 @@ def paired_eval_graph(config: EvalConfig, out_dir: str, lockstep: bool = True,
         'franka.namespace': ROBOT_NS if config.real == 'digital_real' else '/',
         'franka.digital_real': config.real == 'digital_real',
         'camera_rate_hz': camera_rate,
+        **({'cameras': camera_names} if cameras else {}),
     }, _clock(REAL_NS)))
     if config.real == 'franka' and operator:
         # The operator's timestamped annotations go with the run's records.
@@ -192,6 +197,7 @@ def paired_eval_graph(config: EvalConfig, out_dir: str, lockstep: bool = True,
         **({'lockstep_timeout_s': 0.0} if lockstep else {}),
         'sim_params_file': config.sim_params_file,
         'camera_rate_hz': camera_rate,
+        **({'cameras': camera_names} if cameras else {}),
     }, _clock(SIM_NS)))
     for ns, sim_time in ((REAL_NS, real_lockstep), (SIM_NS, lockstep)):
         nodes.append(NodeSpec('policy_node', 'policy', ns, {
@@ -218,19 +224,19 @@ def paired_eval_graph(config: EvalConfig, out_dir: str, lockstep: bool = True,
     return nodes
 
 
-def _policies_need_cameras(entries: list) -> bool:
-    """Return True if any policy entry declares cameras (built without connecting)."""
+def _policy_cameras(entries: list) -> tuple[str, ...]:
+    """Return the cameras the policy entries declare, in rig order (built without connecting)."""
     from realm_ros.core.errors import RealmError
     from realm_ros.core.policy import policy_needs
+    wanted: set[str] = set()
     for entry in entries:
         try:
-            if policy_needs(entry.policy, **dict(entry.args)).cameras:
-                return True
+            wanted.update(policy_needs(entry.policy, **dict(entry.args)).cameras)
         except (RealmError, OSError):
             # The policy cannot be built here (a missing file, a missing package):
             # policy_node reports that when it builds it; it does not decide the cameras.
             continue
-    return False
+    return tuple(name for name in CAMERA_NAMES if name in wanted)
 
 
 def evaluator_parameters(spec: NodeSpec, config: EvalConfig) -> dict[str, Any]:

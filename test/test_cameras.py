@@ -47,7 +47,9 @@ def test_rig_file_is_the_built_in_droid_rig():
         np.testing.assert_allclose(got.target, want.target)
         np.testing.assert_allclose(got.up, want.up)
         assert got.fovy == pytest.approx(want.fovy)
-    assert (rig.shadows, rig.antialias) == (camera_rig.Rig().shadows, camera_rig.Rig().antialias)
+    default = camera_rig.Rig()
+    assert (rig.shadows, rig.reflections, rig.antialias) == (
+        default.shadows, default.reflections, default.antialias) == ('auto', 'auto', 0)
 
 
 def test_lab_rig_file_moves_the_cameras(tmp_path):
@@ -87,6 +89,7 @@ def test_lab_rig_file_moves_the_cameras(tmp_path):
      'fovy_deg: 60}}', "parent must be 'gripper'"),
     ('cameras: {}\nrender: {antialias: 3}', 'antialias'),
     ('cameras: {}\nrender: {fog: true}', 'render'),
+    ('cameras: {}\nrender: {shadows: sometimes}', 'render.shadows'),
 ])
 def test_bad_rig_file_names_the_field(tmp_path, text, message):
     path = tmp_path / 'rig.yaml'
@@ -122,6 +125,37 @@ def test_wrist_camera_looks_along_the_approach_with_fingers_at_the_bottom():
     for name in CAMERA_NAMES:
         assert images[name].shape == (180, 320, 3) and images[name].dtype == np.uint8
         assert images[name].mean() > 60, f'{name} is too dark: {images[name].mean():.1f}'
+
+
+def test_shadows_and_reflections_auto_follow_the_gl_renderer(tmp_path):
+    """'auto' (the default rig) drops the two extra passes on a software renderer only;
+    true in the rig file forces them; the wrist camera sees the fingers and the table either
+    way."""
+    from realm_ros.backends.mujoco.render import SOFTWARE_RENDERERS, resolve
+    assert resolve('auto', software=True) is False and resolve('auto', software=False) is True
+    assert resolve(True, software=True) is True and resolve(False, software=False) is False
+    full = tmp_path / 'full.yaml'
+    full.write_text('cameras: {}\nrender: {shadows: true, reflections: true}\n')
+    images, passes = {}, {}
+    for name, kwargs in (('auto', {}), ('full', {'camera_rig_file': str(full)})):
+        world = _world(**kwargs)
+        try:
+            images[name] = world.render()
+            r = world._renderer
+            flags = r._renderer.scene.flags
+            passes[name] = (r.shadows, r.reflections, bool(flags[mujoco.mjtRndFlag.mjRND_SHADOW]),
+                            bool(flags[mujoco.mjtRndFlag.mjRND_REFLECTION]))
+            software = r.software
+            assert software == any(s in r.gl_renderer.lower() for s in SOFTWARE_RENDERERS)
+        finally:
+            world.close()
+    assert passes['full'] == (True, True, True, True)
+    assert passes['auto'] == (not software,) * 4
+    for name in ('auto', 'full'):
+        assert images[name]['wrist'].mean() > 60
+    if software:  # the shadows and the reflection are gone, the scene is the same
+        diff = np.abs(images['auto']['exterior_1'].astype(int) - images['full']['exterior_1'])
+        assert diff.mean() > 1.0 and np.median(diff) < 30
 
 
 def test_panda_meshes_and_lab_are_visual_only():
@@ -353,3 +387,73 @@ def test_serving_a_scripted_policy_says_why_not(capsys):
     code = cli.main(['serve', '--policy', 'scripted', '--port', '0', '--max-seconds', '1'])
     assert code == 2
     assert 'privileged' in capsys.readouterr().err
+
+
+def test_paired_eval_renders_only_the_cameras_its_policies_declare():
+    """openpi's DROID client declares exterior_1 and wrist: no world renders exterior_2;
+    --cameras with no vision policy renders the whole rig; without, nothing."""
+    from realm_ros import graph
+    from realm_ros.core.evaluation import EvalConfig
+
+    def cameras(config):
+        return {(n.executable, n.namespace): (n.parameters.get('cameras'),
+                                              n.parameters.get('camera_rate_hz'))
+                for n in graph.paired_eval_graph(config, '/tmp/unused')
+                if n.executable in ('world_node', 'digital_real')}
+
+    pi0 = cameras(EvalConfig(policies=('pi0=openpi:host=127.0.0.1,port=1',), cameras=True))
+    assert len(pi0) == 3
+    assert all(names == ['exterior_1', 'wrist'] for names, _ in pi0.values()), pi0
+    rig = cameras(EvalConfig(cameras=True))
+    assert all(names == list(CAMERA_NAMES) for names, _ in rig.values()), rig
+    off = cameras(EvalConfig())
+    assert all(names is None and rate in (None, 0.0) for names, rate in off.values()), off
+
+
+class _ChunkedLooker(HoldPolicy):
+    """A vision policy stand-in: reads every image when queried, returns chunks of 8 holds."""
+
+    def __init__(self) -> None:
+        self.queries = 0
+
+    def infer(self, obs):
+        from realm_ros.core.types import ActionChunk, ActionMode
+        self.queries += 1
+        assert all(obs.images[name].shape == (180, 320, 3) for name in CAMERA_NAMES)
+        return ActionChunk(np.tile(np.r_[obs.joints.position, 0.0], (8, 1)),
+                           ActionMode.POSITION)
+
+
+def test_images_are_rendered_only_when_the_policy_reads_them(monkeypatch):
+    """Core episode, chunks of 8: the world renders at the policy's queries, not every step;
+    the images it reads are those a step-by-step render gives; a late read is refused."""
+    from realm_ros.core.episode import run_episode
+    from realm_ros.core.policy import ActionChunker
+    renders = []
+    original = FrameRenderer.render
+
+    def counting(self, data, cameras):
+        renders.append(float(data.time))
+        return original(self, data, cameras)
+
+    monkeypatch.setattr(FrameRenderer, 'render', counting)
+    world = _world()
+    policy = _ChunkedLooker()
+    try:
+        spec = EpisodeSpec(task='pick_spoon', seed=1, max_steps=24)
+        seen = []
+        result = run_episode(world, ActionChunker(policy, 8), spec,
+                             on_step=lambda s, o, a, p: seen.append(o))
+        assert result.steps == 24 and policy.queries == 3
+        assert len(renders) == 3  # the reset's observation, steps 8 and 16: not 24
+        with pytest.raises(RuntimeError, match='after the world stepped'):
+            seen[0].images['wrist']
+        # What a read renders is this state's frame, the same as an eager render.
+        obs = world.step()
+        lazy = obs.images['wrist']
+        world._frame_images = None
+        np.testing.assert_array_equal(lazy, world.render()['wrist'])
+        assert 'wrist' in obs.images and len(obs.images) == 3 and list(obs.images) == list(
+            CAMERA_NAMES)
+    finally:
+        world.close()

@@ -178,9 +178,13 @@ EXPECTED = {
 
 
 @pytest.fixture(scope='module')
-def worlds():
+def worlds(tmp_path_factory):
+    # Shadows on whatever the renderer: SB-NOUN's added object is out of exterior_1's view and
+    # shows only by its shadow (the rig's default, auto, turns shadows off on llvmpipe).
+    rig = tmp_path_factory.mktemp('rig') / 'shadows.yaml'
+    rig.write_text('cameras: {}\nrender: {shadows: true, reflections: true}\n')
     config = WorldConfig(task='put_green_block_in_bowl', cameras=('exterior_1',),
-                         camera_width=64, camera_height=36)
+                         camera_width=64, camera_height=36, camera_rig_file=str(rig))
     twin, real = MujocoWorld(config), DigitalRealWorld(config)
     yield twin, real
     twin.close()

@@ -4,6 +4,16 @@ The TCP is the twin's ``tcp`` site: the flange (``panda_link8``) rotated -pi/4 a
 (the gripper mount) and offset :data:`TCP_OFFSET` m along the flange z axis (between the finger
 pads). The fingers close along the TCP frame's y axis; the TCP z axis is the approach direction.
 Frames: ``base_link`` (z up). Units: m, rad.
+
+Two implementations of the same maths. The fast path (:func:`tcp_pose`, :func:`tcp_jacobian`,
+:func:`solve_ik`) is what the scripted policy runs every control step: the eight link transforms
+filled in at once from the DH table, the Jacobian's cross products on whole columns, the rotation
+error in scalars, and the null-space projection ``(I - pinv(J) J) v`` applied as
+``v - J^T (J J^T)^-1 J v`` in the same batched solve as the damped step (no SVD). The simple
+path (:func:`tcp_pose_reference`, :func:`tcp_jacobian_reference`, :func:`solve_ik_reference`:
+:func:`realm_ros.core.robot.forward_kinematics`, ``np.cross`` per joint, ``pinv``) is the
+definition the fast path is tested against (``test/test_kinematics.py``) and benchmarked
+against (``bench/bench_episodes.py``). Both agree to about 1e-12 rad per solve.
 """
 
 from __future__ import annotations
@@ -22,19 +32,85 @@ _MOUNT = np.array([[math.cos(-math.pi / 4), -math.sin(-math.pi / 4), 0.0, 0.0],
                    [0.0, 0.0, 1.0, TCP_OFFSET],
                    [0.0, 0.0, 0.0, 1.0]])
 
+# The fast path's constant parts of the modified-DH transforms (robot.dh_transform), one row
+# per link (link1..link7, flange).
+_N = robot.NUM_ARM_JOINTS
+_DH = np.array(robot.DH_MODIFIED)  # (8, 3): a, d, alpha
+_CA = np.array([math.cos(alpha) for alpha in _DH[:, 2]])
+_SA = np.array([math.sin(alpha) for alpha in _DH[:, 2]])
+_TEMPLATE = np.zeros((len(_DH), 4, 4))
+_TEMPLATE[:, 0, 3] = _DH[:, 0]
+_TEMPLATE[:, 1, 2] = -_SA
+_TEMPLATE[:, 1, 3] = -_SA * _DH[:, 1]
+_TEMPLATE[:, 2, 2] = _CA
+_TEMPLATE[:, 2, 3] = _CA * _DH[:, 1]
+_TEMPLATE[:, 3, 3] = 1.0
+_LOWER = robot.JOINT_LOWER + 1e-3
+_UPPER = robot.JOINT_UPPER - 1e-3
+
+
+def _link_poses(q: np.ndarray) -> np.ndarray:
+    """Return the (9, 4, 4) poses of link1..link7, the flange and the TCP in ``base_link``."""
+    theta = np.zeros(len(_DH))
+    theta[:_N] = q
+    ct, st = np.cos(theta), np.sin(theta)
+    local = _TEMPLATE.copy()
+    local[:, 0, 0] = ct
+    local[:, 0, 1] = -st
+    local[:, 1, 0] = st * _CA
+    local[:, 1, 1] = ct * _CA
+    local[:, 2, 0] = st * _SA
+    local[:, 2, 1] = ct * _SA
+    poses = np.empty((len(_DH) + 1, 4, 4))
+    poses[0] = local[0]
+    for i in range(1, len(_DH)):
+        np.matmul(poses[i - 1], local[i], out=poses[i])
+    np.matmul(poses[-2], _MOUNT, out=poses[-1])
+    return poses
+
+
+def _checked(q: ArrayLike) -> np.ndarray:
+    joints = np.asarray(q, dtype=float)
+    if joints.shape != (_N,):
+        raise ValueError(f'q must have shape (7,), got {joints.shape}')
+    return joints
+
 
 def tcp_pose(q: ArrayLike) -> np.ndarray:
     """Return the 4x4 TCP pose in ``base_link`` at joint configuration ``q`` (7,)."""
-    return robot.forward_kinematics(q)[-1] @ _MOUNT
+    return _link_poses(_checked(q))[-1]
 
 
 def tcp_jacobian(q: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     """Return (TCP pose 4x4, 6x7 geometric Jacobian: linear rows first, in ``base_link``)."""
+    poses = _link_poses(_checked(q))
+    return poses[-1], _jacobian(poses)
+
+
+def _jacobian(poses: np.ndarray) -> np.ndarray:
+    # Modified DH: joint i turns about z of frame i; column i = [z_i x (p - o_i); z_i].
+    axes = poses[:_N, :3, 2]
+    lever = poses[-1, :3, 3] - poses[:_N, :3, 3]
+    jac = np.empty((6, _N))
+    jac[0] = axes[:, 1] * lever[:, 2] - axes[:, 2] * lever[:, 1]
+    jac[1] = axes[:, 2] * lever[:, 0] - axes[:, 0] * lever[:, 2]
+    jac[2] = axes[:, 0] * lever[:, 1] - axes[:, 1] * lever[:, 0]
+    jac[3:] = axes.T
+    return jac
+
+
+def tcp_pose_reference(q: ArrayLike) -> np.ndarray:
+    """The simple path of :func:`tcp_pose` (link by link with ``robot.forward_kinematics``)."""
+    return robot.forward_kinematics(q)[-1] @ _MOUNT
+
+
+def tcp_jacobian_reference(q: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+    """The simple path of :func:`tcp_jacobian` (``np.cross`` per joint)."""
     poses = robot.forward_kinematics(q)
     tcp = poses[-1] @ _MOUNT
     p = tcp[:3, 3]
-    jac = np.zeros((6, robot.NUM_ARM_JOINTS))
-    for i in range(robot.NUM_ARM_JOINTS):
+    jac = np.zeros((6, _N))
+    for i in range(_N):
         axis = poses[i][:3, 2]  # modified DH: joint i turns about z of frame i
         jac[:3, i] = np.cross(axis, p - poses[i][:3, 3])
         jac[3:, i] = axis
@@ -42,11 +118,12 @@ def tcp_jacobian(q: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
 
 
 def down_rotation(yaw: float) -> np.ndarray:
-    """Return a TCP orientation pointing straight down with the closing (y) axis at ``yaw``."""
-    y_axis = np.array([math.cos(yaw), math.sin(yaw), 0.0])
-    z_axis = np.array([0.0, 0.0, -1.0])
-    x_axis = np.cross(y_axis, z_axis)
-    return np.column_stack([x_axis, y_axis, z_axis])
+    """Return a TCP orientation pointing straight down with the closing (y) axis at ``yaw``.
+
+    Columns x, y, z: y = (cos yaw, sin yaw, 0), z = (0, 0, -1), x = y x z = (-sin, cos, 0).
+    """
+    c, s = math.cos(yaw), math.sin(yaw)
+    return np.array([[-s, c, 0.0], [c, s, 0.0], [0.0, 0.0, -1.0]])
 
 
 def _rotation_error(current: np.ndarray, desired: np.ndarray) -> np.ndarray:
@@ -64,6 +141,20 @@ def _rotation_error(current: np.ndarray, desired: np.ndarray) -> np.ndarray:
     return angle * axis / (2.0 * math.sin(angle))
 
 
+def _rotation_error_fast(current: np.ndarray, desired: np.ndarray) -> tuple[float, float, float]:
+    """:func:`_rotation_error` in Python scalars (the same formula, branch for branch)."""
+    (r00, r01, r02), (r10, r11, r12), (r20, r21, r22) = (desired @ current.T).tolist()
+    angle = math.acos(max(-1.0, min(1.0, (r00 + r11 + r22 - 1.0) / 2.0)))
+    ax, ay, az = r21 - r12, r02 - r20, r10 - r01
+    if angle < 1e-9:
+        return 0.5 * ax, 0.5 * ay, 0.5 * az
+    if math.pi - angle < 1e-6:
+        x, y, z = _rotation_error(current, desired).tolist()
+        return x, y, z
+    scale = angle / (2.0 * math.sin(angle))
+    return scale * ax, scale * ay, scale * az
+
+
 def solve_ik(position: ArrayLike, rotation: np.ndarray, q_start: ArrayLike,
              q_rest: ArrayLike | None = None, iterations: int = 30,
              damping: float = 0.02, tolerance: float = 1e-4) -> tuple[np.ndarray, float]:
@@ -71,21 +162,74 @@ def solve_ik(position: ArrayLike, rotation: np.ndarray, q_start: ArrayLike,
 
     Damped least squares from ``q_start``, with a null-space pull toward ``q_rest`` (keeps the
     elbow where the DROID reset pose has it) and joint limits enforced every iteration. The
-    error is ``|dp| + 0.1 |drot|`` (m, with rad weighted 0.1 m/rad).
+    error is ``|dp| + 0.1 |drot|`` (m, with rad weighted 0.1 m/rad). It stops as soon as the
+    error is below ``tolerance`` (a converged warm start costs one forward kinematics).
+
+    The fast path of :func:`solve_ik_reference` (the same iteration; see the module docstring).
     """
+    q = np.array(q_start, dtype=float)
+    if q.shape != (_N,):
+        raise ValueError(f'q_start must have shape (7,), got {q.shape}')
+    rest = np.asarray(robot.RESET_Q if q_rest is None else q_rest, dtype=float)
+    target = np.asarray(position, dtype=float)
+    desired = np.asarray(rotation, dtype=float)
+    damp = damping ** 2
+    err_norm = math.inf
+    lhs = np.empty((2, 6, 6))
+    rhs = np.empty((2, 6, 1))
+    diag = np.arange(6)
+    for _ in range(iterations):
+        poses = _link_poses(q)
+        tcp = poses[-1]
+        dp = target - tcp[:3, 3]
+        dr = _rotation_error_fast(tcp[:3, :3], desired)
+        err_norm = (math.sqrt(float(dp @ dp))
+                    + 0.1 * math.sqrt(dr[0] * dr[0] + dr[1] * dr[1] + dr[2] * dr[2]))
+        if err_norm < tolerance:
+            break
+        jac = _jacobian(poses)
+        pull = 0.1 * (rest - q)
+        # Damped step J^T (J J^T + d^2 I)^-1 e and the null-space pull
+        # (I - J^T (J J^T)^-1 J) pull = (I - pinv(J) J) pull for a full-rank J, in one solve.
+        np.matmul(jac, jac.T, out=lhs[1])
+        lhs[0] = lhs[1]
+        lhs[0, diag, diag] += damp
+        rhs[0, :3, 0] = dp
+        rhs[0, 3:, 0] = dr
+        rhs[1, :, 0] = jac @ pull
+        try:
+            x = np.linalg.solve(lhs, rhs)
+        except np.linalg.LinAlgError:  # a singular J: the simple path's pinv handles it
+            null = np.eye(_N) - np.linalg.pinv(jac) @ jac
+            x = np.linalg.solve(lhs[:1], rhs[:1])
+            dq = jac.T @ x[0, :, 0] + null @ pull
+        else:
+            dq = jac.T @ (x[0, :, 0] - x[1, :, 0]) + pull
+        step = float(np.max(np.abs(dq)))
+        if step > 0.2:
+            dq *= 0.2 / step
+        q = np.minimum(np.maximum(q + dq, _LOWER), _UPPER)
+    return q, err_norm
+
+
+def solve_ik_reference(position: ArrayLike, rotation: np.ndarray, q_start: ArrayLike,
+                       q_rest: ArrayLike | None = None, iterations: int = 30,
+                       damping: float = 0.02, tolerance: float = 1e-4
+                       ) -> tuple[np.ndarray, float]:
+    """The simple path of :func:`solve_ik`: the same iteration with ``pinv`` and ``np.cross``."""
     q = np.asarray(q_start, dtype=float).copy()
     rest = np.asarray(robot.RESET_Q if q_rest is None else q_rest, dtype=float)
     target = np.asarray(position, dtype=float)
     err_norm = math.inf
     for _ in range(iterations):
-        tcp, jac = tcp_jacobian(q)
+        tcp, jac = tcp_jacobian_reference(q)
         err = np.concatenate([target - tcp[:3, 3], _rotation_error(tcp[:3, :3], rotation)])
         err_norm = float(np.linalg.norm(err[:3]) + 0.1 * np.linalg.norm(err[3:]))
         if err_norm < tolerance:
             break
         jjt = jac @ jac.T + damping ** 2 * np.eye(6)
         dq: np.ndarray = jac.T @ np.linalg.solve(jjt, err)
-        null = np.eye(robot.NUM_ARM_JOINTS) - np.linalg.pinv(jac) @ jac
+        null = np.eye(_N) - np.linalg.pinv(jac) @ jac
         dq += null @ (0.1 * (rest - q))
         step = float(np.max(np.abs(dq)))
         if step > 0.2:

@@ -54,7 +54,7 @@ from realm_ros.core.policy import Policy, make_policy, standard_chain
 from realm_ros.core.types import EpisodeSpec, Observation
 from realm_ros.ros import convert, qos, topics
 from realm_ros.ros.params import declare_config
-from realm_ros.ros.runner import spin_node
+from realm_ros.ros.runner import events_executor, spin_node
 
 
 def build_policy(config: PolicyNodeConfig) -> Policy:
@@ -90,6 +90,8 @@ class PolicyNode(Node):
         self._pending: JointState | None = None
         self._latest: Observation | None = None
         self._last_answered = -1.0
+        #: Lockstep: the stamp of the episode's first observation (its reset), until answered.
+        self._reset_stamp: float | None = None
         self._step = 0
         self.commands = 0
         self.errors = 0
@@ -152,6 +154,9 @@ class PolicyNode(Node):
         self._instruction = data.get('instruction', self._instruction)
         self._needs_reset = True
         self._last_answered = -1.0
+        stamp = data.get('stamp')
+        self._reset_stamp = float(stamp) if self.config.lockstep and \
+            isinstance(stamp, (int, float)) else None
         self._try_complete()
 
     def _on_instruction(self, msg: String) -> None:
@@ -221,6 +226,11 @@ class PolicyNode(Node):
         lockstep = self.config.lockstep
         if stamp <= self._last_answered and lockstep and not self._needs_reset:
             return  # sim time went back: a reset whose episode message has not arrived yet
+        if lockstep and self._reset_stamp is not None and abs(stamp - self._reset_stamp) > 1e-6:
+            # An observation of the previous episode taken after this episode's message (the
+            # executor serves the episode topic first): answering it would leave the reset's
+            # own observation unanswered as "older" and stall the lockstep world.
+            return
         # Lockstep: every part of the observation carries the step's stamp. Real time: images
         # come at their own rate and privileged_state is stamped in sim time, so the latest
         # of each is used.
@@ -251,6 +261,7 @@ class PolicyNode(Node):
                                    step=self._step, privileged=privileged)
         if self.config.lockstep:
             self._last_answered = stamp
+            self._reset_stamp = None
             self._answer(self._latest, msg.header.stamp)
 
     def _warn_waiting(self, topic: str) -> None:
@@ -308,7 +319,8 @@ class PolicyNode(Node):
 
 def main(args: list[str] | None = None) -> int:
     """Run ``policy_node`` until interrupted; exit 2 on a bad parameter."""
-    return spin_node('policy_node', PolicyNode, args, close=lambda node: node.policy.close())
+    return spin_node('policy_node', PolicyNode, args,
+                     close=lambda node: node.policy.close(), executor=events_executor)
 
 
 if __name__ == '__main__':

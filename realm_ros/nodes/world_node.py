@@ -41,7 +41,7 @@ from realm_ros.core.types import Action, EpisodeSpec, Observation
 from realm_ros.core.world import World, make_world
 from realm_ros.ros import convert, qos, topics
 from realm_ros.ros.params import declare_config, declare_episode_spec, episode_spec_text
-from realm_ros.ros.runner import spin_node
+from realm_ros.ros.runner import events_executor, spin_node
 
 
 class WorldNode(Node):
@@ -280,7 +280,8 @@ class WorldNode(Node):
 
 def main(args: list[str] | None = None) -> int:
     """Run ``world_node`` until interrupted; exit 2 on a bad parameter."""
-    return spin_node('world_node', WorldNode, args, close=lambda node: node.world.close())
+    return spin_node('world_node', WorldNode, args,
+                     close=lambda node: node.world.close(), executor=events_executor)
 
 
 if __name__ == '__main__':

@@ -65,6 +65,9 @@ _STEP_STATE = ('_q_cmd', '_set_pos', '_set_yaw', '_wp', '_wp_index', '_wp_steps'
                '_hold', '_done')
 
 OPEN, CLOSED = 0.0, 1.0
+#: ``ik`` option: (solve_ik, tcp_pose) of the fast path and of the simple reference path.
+IK_PATHS = {'fast': (kinematics.solve_ik, kinematics.tcp_pose),
+            'reference': (kinematics.solve_ik_reference, kinematics.tcp_pose_reference)}
 #: TCP yaw (closing-axis direction, rad) at the DROID reset pose; grasp yaws are chosen within
 #: +-pi/2 of it so the wrist never winds toward its joint limit.
 RESET_YAW = -math.pi / 4
@@ -162,14 +165,20 @@ class ScriptedPolicy(Policy):
         max_delta: joint_velocity only: largest joint delta (rad) one step asks for; < 0 (the
             default) = :data:`MAX_VELOCITY_DELTA` per joint; DROID's own bound is
             ``MAX_JOINT_DELTA`` = 0.2 rad.
+        ik: ``fast`` (the default) or ``reference``: which implementation of the same IK and
+            forward kinematics (:mod:`realm_ros.core.kinematics`) the policy runs; the
+            reference is the simple path the fast one is tested and benchmarked against.
     """
 
     name = 'scripted'
 
     def __init__(self, skill: Any = 0, seed: int = 0, horizon: int = 1, execute: int = 8,
                  action_space: str = 'joint_position', max_delta: float = -1.0,
-                 **kwargs: Any) -> None:
-        del kwargs  # host, port, ... of other policies
+                 ik: str = 'fast') -> None:
+        if ik not in IK_PATHS:
+            raise ConfigError(f'scripted policy ik {ik!r} unknown; use one of {list(IK_PATHS)}')
+        self.ik = ik
+        self._solve_ik, self._tcp_pose = IK_PATHS[ik]
         self.level = skill_level(skill)
         self.skill = SKILLS[self.level]
         self.seed = int(seed)
@@ -245,7 +254,7 @@ class ScriptedPolicy(Policy):
         q_meas = np.asarray(obs.joints.position, dtype=float)
         if self._q_cmd is None:
             self._q_cmd = q_meas.copy()
-            tcp = kinematics.tcp_pose(q_meas)
+            tcp = self._tcp_pose(q_meas)
             self._set_pos = tcp[:3, 3].copy()
             self._set_yaw = math.atan2(tcp[1, 1], tcp[0, 1])
             self._plan = self._waypoints()
@@ -300,10 +309,10 @@ class ScriptedPolicy(Policy):
                 self._set_pos + delta * (wp.speed / dist)
             dyaw = wp.yaw - self._set_yaw
             self._set_yaw += float(np.clip(dyaw, -0.08, 0.08))
-        self._q_cmd, _ = kinematics.solve_ik(
+        self._q_cmd, _ = self._solve_ik(
             self._set_pos, kinematics.down_rotation(self._set_yaw), self._q_cmd,
             q_rest=self._spec_reset_q(), iterations=8)
-        return np.r_[self._q_cmd, grip]
+        return np.append(self._q_cmd, grip)
 
     def _spec_reset_q(self) -> np.ndarray:
         return np.asarray(tasks.RESET_Q.get(self.task.name, robot.RESET_Q), dtype=float)
@@ -317,8 +326,10 @@ class ScriptedPolicy(Policy):
         if wp is None or self._done:
             return
         self._wp_steps += 1
-        arrived = (np.allclose(self._set_pos, wp.pos) and abs(self._set_yaw - wp.yaw) < 0.02
-                   and np.linalg.norm(kinematics.tcp_pose(q_meas)[:3, 3] - wp.pos) < wp.tol)
+        # np.allclose(set_pos, wp.pos) (rtol 1e-5, atol 1e-8) without its per-call overhead.
+        arrived = (bool(np.all(np.abs(self._set_pos - wp.pos) <= 1e-8 + 1e-5 * np.abs(wp.pos)))
+                   and abs(self._set_yaw - wp.yaw) < 0.02
+                   and np.linalg.norm(self._tcp_pose(q_meas)[:3, 3] - wp.pos) < wp.tol)
         if arrived or self._wp_steps > wp.timeout:
             if self._dwell < wp.dwell:
                 self._dwell += 1

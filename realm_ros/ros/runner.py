@@ -168,6 +168,25 @@ class NodeRunner:
         self._threads.clear()
 
 
+def events_executor() -> Executor:
+    """Return rclpy's ``EventsExecutor`` where this rclpy has one, else a single-threaded one.
+
+    The events executor dispatches from a C++ event queue instead of rebuilding a wait set of
+    every entity in Python on each ``spin_once``: in a lockstep world_node + policy_node episode
+    that Python wait-set work was the largest ROS cost per step (docs/performance.md, "Episodes
+    and the ROS graph"). It is ``rclpy.experimental`` (rclpy 8+); Humble's rclpy has none.
+    ``REALM_ROS_EXECUTOR=single`` forces the single-threaded executor.
+    """
+    if os.environ.get('REALM_ROS_EXECUTOR', '') != 'single':
+        try:
+            from rclpy.experimental import EventsExecutor
+        except ImportError:
+            pass
+        else:
+            return EventsExecutor()
+    return SingleThreadedExecutor()
+
+
 def init(args: Sequence[str] | None = None) -> None:
     """``rclpy.init`` without rclpy's signal handlers (:class:`StopRequest` handles them)."""
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)

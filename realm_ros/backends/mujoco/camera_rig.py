@@ -31,10 +31,14 @@ class Rig:
     exterior: tuple[CameraSpec, ...] = DEFAULT_CAMERAS
     wrist: CameraSpec = DEFAULT_WRIST
     source: str = 'built-in DROID rig'
-    #: The key light casts shadows (a software renderer pays about 2x per image for them).
-    shadows: bool = True
+    #: The key light casts shadows: True, False or 'auto' (on with a GPU, off on a software
+    #: renderer such as Mesa's llvmpipe, where they cost about 2x per image).
+    shadows: bool | str = 'auto'
     #: Multisample anti-aliasing samples (0 = off; with shadows on llvmpipe, 2 costs 3x).
     antialias: int = 0
+    #: Reflective materials (the table's faint reflectance): True, False or 'auto' (as shadows;
+    #: about 1.7x per image on llvmpipe).
+    reflections: bool | str = 'auto'
 
 
 def _vector(entry: Mapping[str, Any], key: str, n: int, where: str) -> tuple[float, ...]:
@@ -118,15 +122,20 @@ def _load(path: str) -> Rig:
     wrist = (camera_from_entry('wrist', cameras['wrist'], f'{path}: cameras.wrist')
              if 'wrist' in cameras else DEFAULT_WRIST)
     render = data.get('render') or {}
-    if not isinstance(render, dict) or set(render) - {'shadows', 'antialias'}:
-        raise ConfigError(f'camera_rig_file: {path}: `render` may set shadows (true/false) and '
-                          f'antialias (0, 2, 4, 8), got {render!r}')
-    shadows = render.get('shadows', True)
+    if not isinstance(render, dict) or set(render) - {'shadows', 'antialias', 'reflections'}:
+        raise ConfigError(f'camera_rig_file: {path}: `render` may set shadows and reflections '
+                          f'(true, false, auto) and antialias (0, 2, 4, 8), got {render!r}')
+    shadows = render.get('shadows', 'auto')
+    reflections = render.get('reflections', 'auto')
     antialias = render.get('antialias', 0)
-    if not isinstance(shadows, bool) or antialias not in (0, 2, 4, 8):
-        raise ConfigError(f'camera_rig_file: {path}: render.shadows must be true or false and '
-                          f'render.antialias one of 0, 2, 4, 8; got {shadows!r}, {antialias!r}')
-    return Rig(exterior, wrist, str(file), shadows, int(antialias))
+    for key, value in (('shadows', shadows), ('reflections', reflections)):
+        if not isinstance(value, bool) and value != 'auto':
+            raise ConfigError(f'camera_rig_file: {path}: render.{key} must be true, false or '
+                              f'auto; got {value!r}')
+    if antialias not in (0, 2, 4, 8) or isinstance(antialias, bool):
+        raise ConfigError(f'camera_rig_file: {path}: render.antialias must be one of 0, 2, 4, '
+                          f'8; got {antialias!r}')
+    return Rig(exterior, wrist, str(file), shadows, int(antialias), reflections)
 
 
 def load_rig(path: str = '') -> Rig:

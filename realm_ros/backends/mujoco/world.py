@@ -135,7 +135,8 @@ class MujocoWorld(World):
             physics_hz=self._config.physics_hz, scene_xml=body_xml, scene_assets=asset_xml,
             image_size=(self._config.camera_width, self._config.camera_height),
             cameras=rig.exterior, wrist=rig.wrist, visuals=self._visuals,
-            look_options={'shadows': rig.shadows, 'antialias': rig.antialias})
+            look_options={'shadows': rig.shadows is not False, 'antialias': rig.antialias})
+        self._rig = rig
         self.model = mujoco.MjModel.from_xml_string(xml)
         self.data = mujoco.MjData(self.model)
         self._scene = scene
@@ -290,18 +291,31 @@ class MujocoWorld(World):
             stamp=float(self.data.time))
 
     def observe(self, render: bool = True) -> Observation:
-        images = self.render() if render and self._config.camera_rate_hz > 0 else {}
-        if images and self._image_aug is not None:
-            images = {name: perturbations.augment_image(
-                image, self._image_aug['blur_sigma'], self._image_aug['contrast'],
-                self._image_aug.get('reference_height', 720))
-                for name, image in images.items()}
+        """Return the observation of the current physics state.
+
+        With ``render`` (and cameras on) its ``images`` are this state's frames, rendered when
+        first read (:class:`FrameImages`): a policy that does not look at a step's images (the
+        steps an action chunk runs open loop) costs no render.
+        """
+        images: Mapping[str, np.ndarray] = {}
+        if render and self._config.camera_rate_hz > 0 and self._config.cameras:
+            images = FrameImages(self, self._frame, self._config.cameras)
         return Observation(
             joints=self.joint_state(),
             images=images,
             instruction=self._instruction,
             step=self._step_count,
             privileged=self.privileged_state())
+
+    def _observed_images(self) -> dict[str, np.ndarray]:
+        """This state's images as a policy sees them (with a perturbation's augmentation)."""
+        images = self.render()
+        if self._image_aug is not None:
+            images = {name: perturbations.augment_image(
+                image, self._image_aug['blur_sigma'], self._image_aug['contrast'],
+                self._image_aug.get('reference_height', 720))
+                for name, image in images.items()}
+        return images
 
     def render(self) -> dict[str, np.ndarray]:
         """Return an (H, W, 3) uint8 RGB image per configured camera.
@@ -316,7 +330,8 @@ class MujocoWorld(World):
             return dict(self._frame_images[1])
         if self._renderer is None:
             self._renderer = FrameRenderer(
-                self.model, self._config.camera_width, self._config.camera_height)
+                self.model, self._config.camera_width, self._config.camera_height,
+                shadows=self._rig.shadows, reflections=self._rig.reflections)
         images = self._renderer.render(self.data, self._config.cameras)
         self._frame_images = (self._frame, images)
         self._last_render_time = self.time
@@ -340,3 +355,46 @@ class MujocoWorld(World):
         if self._renderer is not None:
             self._renderer.close()
             self._renderer = None
+
+
+class FrameImages(Mapping[str, np.ndarray]):
+    """The camera images of one physics state of a :class:`MujocoWorld`, rendered on first read.
+
+    Names and ``len`` are known without rendering; reading an image renders all of the
+    state's cameras once (the world's frame cache). Reading after the world has stepped on is
+    an error: that state can no longer be rendered.
+    """
+
+    def __init__(self, world: MujocoWorld, frame: int, names: tuple[str, ...]) -> None:
+        self._world = world
+        self._frame = frame
+        self._names = tuple(names)
+        self._images: dict[str, np.ndarray] | None = None
+
+    def _load(self) -> dict[str, np.ndarray]:
+        if self._images is None:
+            if self._world._frame != self._frame:
+                raise RuntimeError(
+                    'camera images of an observation were first read after the world stepped '
+                    'on; read them before the next step (or copy them with dict(obs.images))')
+            self._images = self._world._observed_images()
+        return self._images
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        if name not in self._names:
+            raise KeyError(name)
+        return self._load()[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._names
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+    @property
+    def rendered(self) -> bool:
+        """Whether the images have been rendered (someone read them)."""
+        return self._images is not None
