@@ -118,9 +118,14 @@ def fit_on_device(args: argparse.Namespace, train: list,
     bar.total = options.generations_a + options.generations_b
     ident = fit.run(progress=bar)
     bar.close()
-    stages = ', '.join(f'{k} {v:.2f} s' for k, v in fit.timing.items())
-    print(f'device fit: model to the device {model_s:.2f} s, {stages} (a stage that compiled '
-          f'includes its compilation; compilation cache {cache})')
+    tm = fit.timing
+    host = tm['total'] - tm['trace'] - tm['compile'] - tm['run']
+    print(f'device fit: {tm["total"]:.2f} s = tracing {tm["trace"]:.2f} s + XLA compilation or '
+          f'cache load {tm["compile"]:.2f} s + device run {tm["run"]:.2f} s (phase A '
+          f'{tm.get("phase_a.run", 0):.2f}, phase B {tm.get("phase_b.run", 0):.2f}, scoring '
+          f'{tm.get("score.run", 0):.2f}) + host {host:.2f} s; '
+          f'before it: model to the device {model_s:.2f} s, windows {tm["prepare"]:.2f} s; '
+          f'compilation cache {cache}')
     for latency_k, value in ident.profile.items():
         print(f'fit at latency {1e3 * latency_k:.2f} ms: loss {1e6 * value:.3g} mrad^2 per step')
     if not source:
