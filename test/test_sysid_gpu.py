@@ -106,3 +106,31 @@ def test_mjx_rollout_equals_the_cpu_rollout(mjx_rollout):
     expect = [sysid.loss(cpu.with_latency(lat).simulate([TRUE], windows), windows)[0] / steps
               for lat in lats]
     np.testing.assert_allclose(values, expect, rtol=1e-3)
+
+
+def test_fit_device_gpu_without_mjx_names_the_missing_packages(tmp_path, capsys):
+    """``realm-ros sysid fit --device gpu`` on a machine without MJX: one clear error, exit 2,
+    nothing written."""
+    import importlib.util
+
+    if importlib.util.find_spec('jax') is not None:
+        pytest.skip('JAX is installed here: the device path would run')
+    from realm_ros.cli import main
+    from realm_ros.io.bags import RunData, write_run
+
+    traj = _trajectories(1)[0]
+    k = traj.steps
+    run = RunData(path=tmp_path / 'bags' / 'b0', command_t=1 + traj.dt * np.arange(k),
+                  command_q=traj.targets, command_gripper=traj.gripper,
+                  state_t=1 + traj.dt * np.arange(k + 1),
+                  state_q=np.vstack([traj.q0[None], traj.measured]),
+                  state_dq=np.vstack([traj.dq0[None], traj.measured_dq]),
+                  state_effort=np.zeros((k + 1, 7)),
+                  state_gripper=np.r_[traj.gripper0, traj.gripper])
+    write_run(run.path, run)
+    out = tmp_path / 'P.yaml'
+    code = main(['sysid', 'fit', str(tmp_path / 'bags'), '--out', str(out), '--holdout', '0',
+                 '--device', 'gpu', '--quiet'])
+    assert code == 2
+    assert 'mujoco-mjx' in capsys.readouterr().err
+    assert not out.exists()

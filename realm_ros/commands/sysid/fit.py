@@ -2,8 +2,9 @@
 
 ``fit`` estimates the actuation latency (``sysid.identify``: the fast latency profile by
 default, ``--profile full`` for the simple one), fits friction and armature with CMA-ES, and
-writes PARAMS.yaml plus a report folder (``report.py``). ``--device gpu`` runs the population
-and all windows batched on a GPU through MuJoCo MJX (``backends/mujoco/mjx_rollout.py``).
+writes PARAMS.yaml plus a report folder (``report.py``). ``--device gpu`` runs the whole fit
+(every latency, the CMA-ES population, the windows) in jitted MuJoCo MJX calls on a GPU
+(``backends/mujoco/mjx_fit.py``).
 The progress bar (tqdm) lives here, not in core.
 """
 
@@ -103,10 +104,10 @@ def fit_on_device(args: argparse.Namespace, train: list,
     from realm_ros.backends.mujoco.mjx_fit import FIT_SOLVER, DeviceFit, DeviceFitOptions
     from realm_ros.backends.mujoco.mjx_rollout import MjxRollout, enable_compilation_cache
 
-    cache = enable_compilation_cache()
     t = time.perf_counter()
-    rollout = MjxRollout(**FIT_SOLVER)
+    rollout = MjxRollout(**FIT_SOLVER)  # BackendUnavailable without mujoco-mjx / jax
     model_s = time.perf_counter() - t
+    cache = enable_compilation_cache()  # before the first compilation
     options = DeviceFitOptions(seed=args.seed)
     if args.no_latency or args.latency is not None:
         lats = [0.0 if args.no_latency else float(args.latency)]
@@ -149,7 +150,11 @@ def fit_command(args: argparse.Namespace) -> int:
         raise ConfigError(f'--latency must be in [0, 0.5] s, got {args.latency}')
     if not 0.0 < args.max_latency <= 0.5:
         raise ConfigError(f'--max-latency must be in (0, 0.5] s, got {args.max_latency}')
-    make_evaluator = make_evaluators(args.device, args.threads, args.backend)
+    on_device = args.device == 'gpu' and args.backend == 'mujoco'
+    if not on_device:
+        make_evaluator = make_evaluators(args.device, args.threads, args.backend)
+    elif args.method != 'cmaes':
+        raise ConfigError('--device gpu runs CMA-ES only; drop --method anneal')
     print(f'fitting on {len(train)} trajectories ({sum(t.steps for t in train)} steps), '
           f'{len(held)} held out; method {args.method}, device {args.device}')
     options = sysid.FitOptions(method=args.method, seed=args.seed, generations=args.generations,
@@ -158,7 +163,7 @@ def fit_command(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     searches: list[sysid.LatencyEstimate] = []
     try:
-        if args.device == 'gpu' and args.backend == 'mujoco':
+        if on_device:
             result, latency, source = fit_on_device(args, train, bar)
         elif args.no_latency or args.latency is not None:
             latency, source = ((0.0, '--no-latency') if args.no_latency
