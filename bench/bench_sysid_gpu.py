@@ -2,13 +2,20 @@
 
 Needs ``mujoco-mjx`` and a JAX GPU backend (see docs/performance.md for the wheels that travel
 to a GPU machine). Data: ``--data FILE.npz`` from ``bench_sysid.py --save-data`` (the same 20
-trajectories x 10 s); ``--reference FILE.json`` from ``bench_sysid.py --save-params`` gives the
-CPU paths' parameters to compare with. Prints and appends to bench/results/bench.jsonl:
+trajectories x 10 s); ``--reference FILE.json`` (``{"simple": {"params": [14]}, "fast": ...}``,
+e.g. from ``bench_sysid.py --save-params``) gives the CPU fits' parameters to compare with.
+Prints and appends to bench/results/bench.jsonl. Modes:
 
-1. MJX vs CPU rollouts on the same windows and candidates (max |dq|, rad);
-2. the parallel latency profile on the GPU (``realm-ros sysid fit --device gpu``), per
-   configuration: wall time with and without compilation, latency, parameters vs the CPU's;
-3. the CPU fast profile on this machine's cores (``--threads``), for scale.
+* ``--device-fit 20x8/40x16/p32,...``: the whole fit on the device
+  (``realm-ros sysid fit --device gpu``, ``mjx_fit.identify_on_device``) per schedule
+  (phase A generations x windows / phase B generations x windows [/wW window steps]
+  [/pP popsize]) and seed: wall time of the first fit of a shape in the process (tracing and
+  compilation timed apart) and compiled, latency, parameters vs the CPU fits and the truth;
+* ``--step-profile ITS/LS,...``: time per batched physics step and max |dq| against the CPU
+  per solver setting (Newton / line-search iterations) and batch width;
+* ``--write-bags DIR``: the data as bags for the CLI;
+* default (the earlier design, ``identify_parallel`` with ``MjxRollout``): MJX vs CPU rollouts,
+  the parallel profile per ``--configs``, the CPU fast profile with ``--cpu``.
 """
 
 from __future__ import annotations
