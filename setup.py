@@ -140,6 +140,10 @@ setup(
                  'setuptools>=70.1',
                  'openpi-client>=0.1.2',
                  'yourdfpy>=0.0.56', 'xacro>=2.0'],
+        # realm-ros sysid fit --device gpu (backends/mujoco/mjx_fit.py): MuJoCo MJX on JAX.
+        # MJX 3.17 was run with MuJoCo 3.17 and JAX 0.11.2 (docs/performance.md); a GPU needs
+        # JAX's CUDA plugin too (pip install 'jax[cuda13]'); JAX's CPU backend runs the tests.
+        'gpu': ['mujoco-mjx>=3.17', 'jax>=0.6'],
         # Local TorchScript / state-dict policies (realm_ros.policies.torch_policy), the learned
         # policy (realm_ros.policies.learned) and its LeRobot datasets (parquet via pyarrow).
         'torch': ['torch>=2.1', 'pyarrow>=14'],

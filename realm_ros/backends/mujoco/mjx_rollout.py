@@ -38,6 +38,23 @@ def _bucket(n: int) -> int:
     return 1 << max(0, int(n - 1).bit_length())
 
 
+def enable_compilation_cache(path: str | None = None) -> str:
+    """Turn on JAX's persistent compilation cache (``path``, else ``$JAX_COMPILATION_CACHE_DIR``,
+    else ``~/.cache/realm_ros/jax``) so that a second process skips XLA compilation; return
+    the folder."""
+    import os
+
+    import jax
+
+    path = path or os.environ.get('JAX_COMPILATION_CACHE_DIR') or os.path.join(
+        os.path.expanduser('~'), '.cache', 'realm_ros', 'jax')
+    os.makedirs(path, exist_ok=True)
+    jax.config.update('jax_compilation_cache_dir', path)
+    jax.config.update('jax_persistent_cache_min_compile_time_secs', 0.0)
+    jax.config.update('jax_persistent_cache_min_entry_size_bytes', -1)
+    return path
+
+
 def split_controls(cpu: TwinRollout, controls: np.ndarray) -> tuple[np.ndarray, ...]:
     """Split ``CONTROL_SPEC`` rows (..., ncontrol) into (ctrl, mocap_pos, mocap_quat)."""
     m = cpu.model
@@ -52,7 +69,17 @@ class MjxRollout(BatchEvaluator):
     """The twin's batched rollouts in MJX; :meth:`simulate_groups` batches several latencies."""
 
     def __init__(self, physics_hz: float = robot.PHYSICS_HZ, control_hz: float = robot.CONTROL_HZ,
-                 latency_s: float = 0.0) -> None:
+                 latency_s: float = 0.0, iterations: int | None = None,
+                 ls_iterations: int | None = None) -> None:
+        """Put the arm-only model on the device.
+
+        Args:
+            iterations, ls_iterations: the constraint solver's Newton and line-search
+                iterations (None: the CPU model's, 100 and 50). Under ``vmap`` MJX runs every
+                line-search iteration for every world whatever converged, so these set the
+                cost of a step; ``bench/bench_sysid_gpu.py --step-profile`` measures the
+                rollouts against the CPU's for each setting.
+        """
         try:
             import jax
             from mujoco import mjx
@@ -71,6 +98,13 @@ class MjxRollout(BatchEvaluator):
         # constraint rows; the twin's default friction is 0, so mark the arm's dofs (every
         # candidate has friction > 0: ParamSpace's lower bound is 5e-3 N m).
         model.dof_frictionloss[self.cpu.act.arm_dof] = 1.0
+        if iterations is not None:
+            model.opt.iterations = int(iterations)
+        if ls_iterations is not None:
+            model.opt.ls_iterations = int(ls_iterations)
+        self.solver = {'iterations': int(model.opt.iterations),
+                       'ls_iterations': int(model.opt.ls_iterations)}
+        self.model = model
         self.mx = mjx.put_model(model)
         self._mjx = mjx
         self._fn = jax.jit(self._batched)
@@ -123,6 +157,23 @@ class MjxRollout(BatchEvaluator):
 
     def simulate_groups(self, groups, trajectories: Sequence[Trajectory]) -> list[list]:
         """Return per (latency s, candidates) group the per-window (P, K, 7) positions."""
+        args = self.inputs(groups, trajectories)
+        shape = tuple(a.shape for a in args)
+        t = time.perf_counter()
+        out = np.asarray(self._fn(*args))  # (L, C, W, K_max, 7)
+        elapsed = time.perf_counter() - t
+        if shape in self._shapes:
+            self.timing['rollout'] += elapsed
+        else:  # the first call of a shape compiles
+            self._shapes.add(shape)
+            self.timing['compile'] += elapsed
+        return [[out[i, :len(params), w, :traj.steps] for w, traj in enumerate(trajectories)]
+                for i, (_, params) in enumerate(groups)]
+
+    def inputs(self, groups, trajectories: Sequence[Trajectory]) -> list:
+        """Return the jitted function's device arrays for ``groups`` on ``trajectories``:
+        (fric, arm) (L, C, 7), (qpos0, qvel0) (W, n), (ctrl, mocap_pos, mocap_quat)
+        (L, W, S, ...); candidates and windows padded to powers of two."""
         jnp = self._jax.numpy
         n_l = len(groups)
         n_c = _bucket(max(len(p) for _, p in groups))
@@ -145,15 +196,4 @@ class MjxRollout(BatchEvaluator):
             ctrl[i, :len(rows)], ctrl[i, len(rows):] = rows, rows[-1]
         c, p, q = split_controls(self.cpu, ctrl)
         qpos0, qvel0 = init[:, 1:1 + nq], init[:, 1 + nq:1 + nq + nv]
-        args = [jnp.asarray(a) for a in (fric, arm, qpos0, qvel0, c, p, q)]
-        shape = tuple(a.shape for a in args)
-        t = time.perf_counter()
-        out = np.asarray(self._fn(*args))  # (L, C, W, K_max, 7)
-        elapsed = time.perf_counter() - t
-        if shape in self._shapes:
-            self.timing['rollout'] += elapsed
-        else:  # the first call of a shape compiles
-            self._shapes.add(shape)
-            self.timing['compile'] += elapsed
-        return [[out[i, :len(params), w, :traj.steps] for w, traj in enumerate(trajectories)]
-                for i, (_, params) in enumerate(groups)]
+        return [jnp.asarray(a) for a in (fric, arm, qpos0, qvel0, c, p, q)]

@@ -95,8 +95,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                           'short warm-started fits at its neighbours; full = a full fit from '
                           'scratch at every latency visited (the simple path)')
     fit.add_argument('--device', choices=('cpu', 'gpu'), default='cpu',
-                     help='cpu = mujoco.rollout threads; gpu = the population and all windows '
-                          'batched through MuJoCo MJX on JAX (needs mujoco-mjx and a GPU)')
+                     help='cpu = mujoco.rollout threads; gpu = the whole fit (every latency, '
+                          'the CMA-ES population, the windows) in jitted MuJoCo MJX calls on '
+                          'JAX, with its own schedule (mjx_fit.DeviceFitOptions: 3-step '
+                          'windows; --generations, --popsize, --minibatch, --window, --profile '
+                          'apply to cpu only); needs the gpu extra and a GPU')
     fit.add_argument('--threads', type=int, default=2, help='rollout threads (cpu)')
     fit.add_argument('--namespace', default=None, help='world namespace inside the bags')
     fit.add_argument('--truth', default='',

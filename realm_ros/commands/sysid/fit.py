@@ -2,8 +2,9 @@
 
 ``fit`` estimates the actuation latency (``sysid.identify``: the fast latency profile by
 default, ``--profile full`` for the simple one), fits friction and armature with CMA-ES, and
-writes PARAMS.yaml plus a report folder (``report.py``). ``--device gpu`` runs the population
-and all windows batched on a GPU through MuJoCo MJX (``backends/mujoco/mjx_rollout.py``).
+writes PARAMS.yaml plus a report folder (``report.py``). ``--device gpu`` runs the whole fit
+(every latency, the CMA-ES population, the windows) in jitted MuJoCo MJX calls on a GPU
+(``backends/mujoco/mjx_fit.py``).
 The progress bar (tqdm) lives here, not in core.
 """
 
@@ -95,6 +96,46 @@ class ProgressBar:
             self._bar = None
 
 
+def fit_on_device(args: argparse.Namespace, train: list,
+                  bar: ProgressBar) -> tuple[sysid.FitResult, float, str]:
+    """The whole fit on the GPU (``backends/mujoco/mjx_fit.py``); return (fit, latency s,
+    where the latency came from). Compiled functions persist in JAX's compilation cache
+    (``$JAX_COMPILATION_CACHE_DIR``, else ``~/.cache/realm_ros/jax``)."""
+    from realm_ros.backends.mujoco.mjx_fit import FIT_SOLVER, DeviceFit, DeviceFitOptions
+    from realm_ros.backends.mujoco.mjx_rollout import MjxRollout, enable_compilation_cache
+
+    t = time.perf_counter()
+    rollout = MjxRollout(**FIT_SOLVER)  # BackendUnavailable without mujoco-mjx / jax
+    model_s = time.perf_counter() - t
+    cache = enable_compilation_cache()  # before the first compilation
+    options = DeviceFitOptions(seed=args.seed)
+    if args.no_latency or args.latency is not None:
+        lats = [0.0 if args.no_latency else float(args.latency)]
+        source = '--no-latency' if args.no_latency else 'given'
+    else:
+        lats = sysid.latency_candidates(rollout.cpu.physics_hz, args.max_latency)
+        source = ''
+    fit = DeviceFit(rollout, train, options, lats)
+    bar.total = options.generations_a + options.generations_b
+    ident = fit.run(progress=bar)
+    bar.close()
+    tm = fit.timing
+    host = tm['total'] - tm['trace'] - tm['compile'] - tm['run']
+    print(f'device fit: {tm["total"]:.2f} s = tracing {tm["trace"]:.2f} s + XLA compilation or '
+          f'cache load {tm["compile"]:.2f} s + device run {tm["run"]:.2f} s (phase A '
+          f'{tm.get("phase_a.run", 0):.2f}, phase B {tm.get("phase_b.run", 0):.2f}, scoring '
+          f'{tm.get("score.run", 0):.2f}) + host {host:.2f} s; '
+          f'before it: model to the device {model_s:.2f} s, windows {tm["prepare"]:.2f} s; '
+          f'compilation cache {cache}')
+    for latency_k, value in ident.profile.items():
+        print(f'fit at latency {1e3 * latency_k:.2f} ms: loss {1e6 * value:.3g} mrad^2 per step')
+    if not source:
+        source = (f'estimated (parallel profile on the GPU: {len(lats)} latencies x '
+                  f'{options.generations_a} generations, {options.keep} x '
+                  f'{options.generations_b})')
+    return ident.fit, ident.latency_s, source
+
+
 def fit_command(args: argparse.Namespace) -> int:
     """Fit, write PARAMS.yaml and the report."""
     out = pathlib.Path(args.out)
@@ -109,7 +150,11 @@ def fit_command(args: argparse.Namespace) -> int:
         raise ConfigError(f'--latency must be in [0, 0.5] s, got {args.latency}')
     if not 0.0 < args.max_latency <= 0.5:
         raise ConfigError(f'--max-latency must be in (0, 0.5] s, got {args.max_latency}')
-    make_evaluator = make_evaluators(args.device, args.threads, args.backend)
+    on_device = args.device == 'gpu' and args.backend == 'mujoco'
+    if not on_device:
+        make_evaluator = make_evaluators(args.device, args.threads, args.backend)
+    elif args.method != 'cmaes':
+        raise ConfigError('--device gpu runs CMA-ES only; drop --method anneal')
     print(f'fitting on {len(train)} trajectories ({sum(t.steps for t in train)} steps), '
           f'{len(held)} held out; method {args.method}, device {args.device}')
     options = sysid.FitOptions(method=args.method, seed=args.seed, generations=args.generations,
@@ -118,7 +163,9 @@ def fit_command(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     searches: list[sysid.LatencyEstimate] = []
     try:
-        if args.no_latency or args.latency is not None:
+        if on_device:
+            result, latency, source = fit_on_device(args, train, bar)
+        elif args.no_latency or args.latency is not None:
             latency, source = ((0.0, '--no-latency') if args.no_latency
                                else (args.latency, 'given'))
             result = sysid.fit(make_evaluator(latency), train, options,
