@@ -78,6 +78,21 @@ def _check_ranges(obj: Any, limits: Mapping[str, tuple[float, float]], *,
         object.__setattr__(obj, name, float(value))
 
 
+def check_minimums(obj: Any, minimums: Mapping[str, int]) -> None:
+    """Check that each named count is at least its minimum; the error names class and field."""
+    for name, low in minimums.items():
+        value = getattr(obj, name)
+        if not isinstance(value, (int, float)) or value < low:
+            raise ConfigError(f'{type(obj).__name__}.{name} must be >= {low}, got {value!r}')
+
+
+def check_step_size(obj: Any, name: str = 'sigma0') -> None:
+    """Check an optimiser's initial step size in unit-cube units: in (0, 1]."""
+    value = getattr(obj, name)
+    if not isinstance(value, (int, float)) or not 0.0 < value <= 1.0:
+        raise ConfigError(f'{type(obj).__name__}.{name} must be in (0, 1], got {value!r}')
+
+
 #: Names users typed before issue 14 gave each concept one name -> the name now. They are still
 #: accepted (backend and ``real`` values, executable, launch arguments, file names) with one
 #: deprecation line naming the new spelling (:func:`renamed`).

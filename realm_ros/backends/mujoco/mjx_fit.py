@@ -41,6 +41,7 @@ import numpy as np
 from realm_ros.backends.mujoco.actuation import gripper_ctrl
 from realm_ros.backends.mujoco.mjx_rollout import MjxRollout, split_controls
 from realm_ros.backends.mujoco.rollout import TwinRollout
+from realm_ros.core.config import check_minimums, check_step_size
 from realm_ros.core.errors import ConfigError
 from realm_ros.core.sysid import Trajectory
 from realm_ros.core.sysid.data import window_pool
@@ -88,16 +89,12 @@ class DeviceFitOptions:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        for name, low in (('window', 1), ('popsize', 4), ('minibatch_a', 1), ('minibatch_b', 1),
-                          ('generations_a', 1), ('generations_b', 0), ('keep', 1),
-                          ('select_last', 1)):
-            if getattr(self, name) < low:
-                raise ConfigError(f'DeviceFitOptions.{name} must be >= {low}, got '
-                                  f'{getattr(self, name)}')
+        check_minimums(self, {'window': 1, 'popsize': 4, 'minibatch_a': 1, 'minibatch_b': 1,
+                              'generations_a': 1, 'generations_b': 0, 'keep': 1,
+                              'select_last': 1})
         if self.select_last > self.generations_a:
             raise ConfigError('DeviceFitOptions.select_last must be <= generations_a')
-        if not 0.0 < self.sigma0 <= 1.0:
-            raise ConfigError(f'DeviceFitOptions.sigma0 must be in (0, 1], got {self.sigma0}')
+        check_step_size(self)
 
 
 def window_inputs(cpu: TwinRollout, trajectories: Sequence[Trajectory], length: int,

@@ -30,7 +30,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from realm_ros.core import robot
-from realm_ros.core.config import DynamicsParams
+from realm_ros.core.config import DynamicsParams, check_minimums, check_step_size
 from realm_ros.core.errors import ConfigError
 from realm_ros.core.sysid.data import BatchEvaluator, Trajectory, loss, window_pool
 from realm_ros.core.sysid.optimise import FitOptions, FitResult, Generation, fit
@@ -147,8 +147,10 @@ class ProfileOptions:
         if not 0.0 < self.max_latency_s <= 0.5:
             raise ConfigError(f'ProfileOptions.max_latency_s must be in (0, 0.5] s, got '
                               f'{self.max_latency_s}')
-        if self.max_fits < 2:
-            raise ConfigError(f'ProfileOptions.max_fits must be >= 2, got {self.max_fits}')
+        check_minimums(self, {'max_fits': 2, 'scout_generations': 1, 'main_generations': 1,
+                              'refine_generations': 1})
+        check_step_size(self, 'main_sigma')
+        check_step_size(self, 'refine_sigma')
 
 
 @dataclasses.dataclass

@@ -16,7 +16,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from realm_ros.core.config import DynamicsParams
+from realm_ros.core.config import DynamicsParams, check_minimums, check_step_size
 from realm_ros.core.errors import ConfigError
 from realm_ros.core.sysid.data import BatchEvaluator, Trajectory, loss, window_pool
 from realm_ros.core.sysid.space import ParamSpace
@@ -61,12 +61,8 @@ class FitOptions:
     def __post_init__(self) -> None:
         if self.method not in METHODS:
             raise ConfigError(f'unknown sysid method {self.method!r}; choose cmaes or anneal')
-        for name, low in (('popsize', 2), ('generations', 1), ('minibatch', 1)):
-            if getattr(self, name) < low:
-                raise ConfigError(f'FitOptions.{name} must be >= {low}, got '
-                                  f'{getattr(self, name)}')
-        if not 0.0 < self.sigma0 <= 1.0:
-            raise ConfigError(f'FitOptions.sigma0 must be in (0, 1], got {self.sigma0}')
+        check_minimums(self, {'popsize': 2, 'generations': 1, 'minibatch': 1})
+        check_step_size(self)
 
 
 @dataclasses.dataclass(frozen=True)
