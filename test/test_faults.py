@@ -143,8 +143,11 @@ def test_faults_end_their_pair_as_infrastructure_failures_and_rerun_resumes(tmp_
     out = tmp_path / 'eval'
     # Retries for ~6 s: enough to ride out the server's restart before the next pair.
     remote = f'remote=openpi:port={port},retries=12,backoff_s=0.25,max_backoff_s=0.5'
+    # 60 steps (4 s simulated): long enough that each fault, injected 0.3 s after its pair
+    # starts, lands mid-episode in both worlds. With 20, a fast lockstep digital real finished
+    # pair 0 before the server died, and its episode rightly scored as a timeout.
     config = EvalConfig(tasks=('push_switch',), policies=(remote,),
-                        episodes_per_cell=PAIRS, max_steps=20, cameras=True)
+                        episodes_per_cell=PAIRS, max_steps=60, cameras=True)
     graph = Graph(tmp_path, config, out)
     server = [str(BIN / 'realm-ros'), 'serve', '--policy', 'hold', '--host', '127.0.0.1',
               '--port', str(port)]
@@ -187,7 +190,7 @@ def test_faults_end_their_pair_as_infrastructure_failures_and_rerun_resumes(tmp_
         started(3)  # pair 3: the twin's recorder dies mid-episode; pair 4 cannot be recorded
         graph.kill('recorder_sim')
         faults += 1
-        assert graph.procs['evaluator'].wait(timeout=120) == 0, graph.log('evaluator')[-3000:]
+        code = graph.procs['evaluator'].wait(timeout=120)
 
         records = _records(out)
         by = {(r['pair_id'].split('/')[2], r['world']): r for r in records}
@@ -198,6 +201,10 @@ def test_faults_end_their_pair_as_infrastructure_failures_and_rerun_resumes(tmp_
         # discovery under load): pair 3's twin episode then stalls, also an infra failure.
         assert required <= infra <= required | {('3', 'sim')}, {
             k: by[k]['error'] for k in infra}
+        # Pair 3 is the only pair that can finish in both worlds: without it the evaluator has
+        # nothing to summarise and says so with exit 2 (everything else is still recorded).
+        pair3_lost = ('3', 'sim') in infra
+        assert code == (2 if pair3_lost else 0), graph.log('evaluator')[-3000:]
         assert 'policy infrastructure failure' in by[('0', 'sim')]['error']
         assert 'no progress from /sim' in by[('1', 'sim')]['error']
         assert 'dropped message' in graph.log('relay')
@@ -209,7 +216,10 @@ def test_faults_end_their_pair_as_infrastructure_failures_and_rerun_resumes(tmp_
         for key, r in by.items():
             if key not in infra:
                 assert r['error'] == '' and r['outcome'] in ('success', 'timeout'), r
-        assert json.loads((out / 'summary.json').read_text())['pairs'] == 1  # pair 3 only
+        if not pair3_lost:
+            assert json.loads((out / 'summary.json').read_text())['pairs'] == 1  # pair 3 only
+        else:
+            assert 'nothing to summarise' in graph.log('evaluator')
         graph.start('recorder_sim')  # back for the re-run; it repairs the bag the kill cut
         graph.wait_log('recorder_sim', 'recording', count=2)
         assert 'repaired a bag cut short' in graph.log('recorder_sim')

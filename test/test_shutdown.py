@@ -126,3 +126,31 @@ def test_node_exits_cleanly_on_signal(shutdown_results, exe):
     check = cases[exe][2]
     if check is not None:
         check()
+
+
+def test_policy_server_stops_on_sigint_even_when_started_with_it_ignored(tmp_path):
+    """A background start (``cmd &`` in a script, nohup, some CI runners) inherits SIGINT
+    ignored; asyncio alone would keep ignoring it and ros2 launch's Ctrl-C would never stop
+    the server. The rclpy nodes install their own handlers; the server takes SIGINT back."""
+    log_path = tmp_path / 'policy_server.log'
+    with open(log_path, 'w') as log:
+        proc = subprocess.Popen(
+            [str(BIN / 'policy_server'), '--port', '0', '--host', '127.0.0.1'], stdout=log,
+            stderr=subprocess.STDOUT, env=dict(os.environ, PYTHONUNBUFFERED='1'),
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    try:
+        deadline = time.monotonic() + 60
+        while 'serving' not in log_path.read_text():
+            assert proc.poll() is None and time.monotonic() < deadline, log_path.read_text()
+            time.sleep(0.1)
+        time.sleep(0.5)  # inside the event loop
+        proc.send_signal(signal.SIGINT)
+        try:
+            code = proc.wait(timeout=HANG_S)
+        except subprocess.TimeoutExpired:
+            code = 'hung'
+        assert code == 130, f'exit {code}\n{log_path.read_text()}'
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

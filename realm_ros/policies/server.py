@@ -37,6 +37,7 @@ import asyncio
 import http
 import json
 import logging
+import signal
 import sys
 import threading
 import time
@@ -331,6 +332,10 @@ def main(argv: list[str] | None = None) -> int:
         prog='policy_server', description='serve a policy to openpi websocket clients')
     add_arguments(parser)
     args = parser.parse_args(argv)
+    # A process started in the background by a non-interactive shell (``cmd &``, nohup, some
+    # launchers and CI runners) inherits SIGINT ignored, and asyncio then leaves it ignored:
+    # Ctrl-C from ros2 launch would never stop the server. Take SIGINT back explicitly.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         return run(args)
     except RealmError as err:
