@@ -118,8 +118,8 @@ def share_path(relative: str) -> pathlib.Path:
                       f'{[str(c.parent) for c in candidates]})')
 
 
-def _clock(namespace: str) -> tuple[tuple[str, str], ...]:
-    # Each lockstep world has its own sim clock: keep them apart per namespace.
+def clock_remapping(namespace: str) -> tuple[tuple[str, str], ...]:
+    """Remap ``/clock`` to ``<namespace>/clock``: each lockstep world has its own sim clock."""
     return ((topics.CLOCK, f'{namespace}{topics.CLOCK}'),)
 
 
@@ -173,7 +173,7 @@ def paired_eval_graph(config: EvalConfig, out_dir: str, lockstep: bool = True,
             'lockstep': real_lockstep,
             **digital_real_parameters(arm),
             **({'cameras': camera_names} if cameras else {}),
-        }, _clock(REAL_NS)))
+        }, clock_remapping(REAL_NS)))
     # Lockstep worlds never step without a command (lockstep_timeout_s 0): a lost command then
     # stalls the episode, which the evaluator ends as an infrastructure failure, instead of
     # silently holding the arm for a step and scoring the policy for it (issue 15).
@@ -186,7 +186,7 @@ def paired_eval_graph(config: EvalConfig, out_dir: str, lockstep: bool = True,
         'franka.digital_real': config.real == 'digital_real',
         'camera_rate_hz': camera_rate,
         **({'cameras': camera_names} if cameras else {}),
-    }, _clock(REAL_NS)))
+    }, clock_remapping(REAL_NS)))
     if config.real == 'franka' and operator:
         # The operator's timestamped annotations go with the run's records.
         nodes.append(NodeSpec('operator_node', 'operator', REAL_NS, {
@@ -198,10 +198,10 @@ def paired_eval_graph(config: EvalConfig, out_dir: str, lockstep: bool = True,
         'sim_params_file': config.sim_params_file,
         'camera_rate_hz': camera_rate,
         **({'cameras': camera_names} if cameras else {}),
-    }, _clock(SIM_NS)))
+    }, clock_remapping(SIM_NS)))
     for ns, sim_time in ((REAL_NS, real_lockstep), (SIM_NS, lockstep)):
         nodes.append(NodeSpec('policy_node', 'policy', ns, {
-            **policy, 'lockstep': sim_time, 'use_sim_time': sim_time}, _clock(ns)))
+            **policy, 'lockstep': sim_time, 'use_sim_time': sim_time}, clock_remapping(ns)))
     recorders = []
     if record:
         for ns in (REAL_NS, SIM_NS):

@@ -20,19 +20,24 @@ def digital_real_specs(namespace: str, dynamics_file: str, arm_id: str = 'fr3') 
     both with ``/clock`` remapped to ``<namespace>/clock``. The bridge's safety monitor checks
     every excitation target exactly as it would on the lab's arm.
     """
-    from realm_ros.graph import NodeSpec
+    from realm_ros.graph import (
+        NodeSpec,
+        bridge_parameters,
+        clock_remapping,
+        digital_real_parameters,
+    )
 
     robot_ns = f'{namespace}/{ROBOT_SUBNAMESPACE}'
-    clock = (('/clock', f'{namespace}/clock'),)
-    robot = {'lockstep': True, 'arm_id': arm_id}
+    clock = clock_remapping(namespace)
+    robot: dict[str, Any] = {'lockstep': True, **digital_real_parameters(arm_id)}
     if dynamics_file:
         robot['dynamics_file'] = str(pathlib.Path(dynamics_file).expanduser().resolve())
     return [
         NodeSpec('digital_real', 'digital_real', robot_ns, robot, clock),
         NodeSpec('world_node', 'world', namespace, {
             'backend': 'franka', 'lockstep': True, 'lockstep_timeout_s': 0.0,
-            'camera_rate_hz': 0.0, 'franka.arm_id': arm_id, 'franka.namespace': robot_ns,
-            'franka.gripper': 'width_topic', 'franka.digital_real': True}, clock),
+            'camera_rate_hz': 0.0, 'franka.namespace': robot_ns, 'franka.digital_real': True,
+            **bridge_parameters(arm_id, 'franka_hand', digital_real=True)}, clock),
     ]
 
 
