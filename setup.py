@@ -143,7 +143,7 @@ setup(
         # realm-ros sysid fit --device gpu (backends/mujoco/mjx_fit.py): MuJoCo MJX on JAX.
         # MJX 3.17 was run with MuJoCo 3.17 and JAX 0.11.2 (docs/performance.md); a GPU needs
         # JAX's CUDA plugin too (pip install 'jax[cuda13]'); JAX's CPU backend runs the tests.
-        'gpu': ['mujoco-mjx>=3.17', 'jax>=0.6'],
+        'gpu': ['mujoco-mjx>=3.17', 'jax>=0.6', 'flatbuffers'],
         # Local TorchScript / state-dict policies (realm_ros.policies.torch_policy), the learned
         # policy (realm_ros.policies.learned) and its LeRobot datasets (parquet via pyarrow).
         'torch': ['torch>=2.1', 'pyarrow>=14'],

@@ -11,8 +11,9 @@ Prints and appends to bench/results/bench.jsonl. Modes:
   (phase A generations x windows / phase B generations x windows [/wW window steps]
   [/pP popsize]) and seed: wall time of the first fit of a shape in the process (tracing and
   compilation timed apart) and compiled, latency, parameters vs the CPU fits and the truth;
-* ``--step-profile ITS/LS,...``: time per batched physics step and max |dq| against the CPU
-  per solver setting (Newton / line-search iterations) and batch width;
+* ``--step-profile ITS/LS[/g],...``: time per batched physics step and max |dq| against the
+  CPU per solver setting (Newton / line-search iterations; ``/g`` compiles with CUDA graphs,
+  ``mjx_fit.GPU_COMPILER_OPTIONS``) and batch width;
 * ``--write-bags DIR``: the data as bags for the CLI;
 * default (the earlier design, ``identify_parallel`` with ``MjxRollout``): MJX vs CPU rollouts,
   the parallel profile per ``--configs``, the CPU fast profile with ``--cpu``.
@@ -59,19 +60,24 @@ def step_profile(rec, trajs, configs: str, width_configs: str, widths: str,
     runs = [(c, base_width) for c in configs.split(',')]
     runs += [(c, int(w)) for c in width_configs.split(',') if c for w in widths.split(',')
              if int(w) != base_width]
+    from realm_ros.backends.mujoco.mjx_fit import GPU_COMPILER_OPTIONS
+
     for config, n_w in runs:
-        its, ls = (int(v) for v in config.split('/'))
+        its, ls = (int(v) for v in config.split('/')[:2])
+        graphs = config.endswith('/g')
         gpu = MjxRollout(iterations=its, ls_iterations=ls).with_latency(lat)
         batch = [pool[i % len(pool)] for i in range(n_w)]
         args = gpu.inputs([(lat, cands)], batch)
         t = time.perf_counter()
-        out = gpu._fn(*args)
+        fn = jax.jit(gpu._batched).lower(*args).compile(
+            dict(GPU_COMPILER_OPTIONS) if graphs else None)
+        out = fn(*args)
         jax.block_until_ready(out)
         compile_s = time.perf_counter() - t
         times = []
         for _ in range(3):
             t = time.perf_counter()
-            jax.block_until_ready(gpu._fn(*args))
+            jax.block_until_ready(fn(*args))
             times.append(time.perf_counter() - t)
         out = np.asarray(out)
         steps = window * gpu.substeps
@@ -79,10 +85,11 @@ def step_profile(rec, trajs, configs: str, width_configs: str, widths: str,
         diff = float(max(np.abs(out[0, :, w, :window] - ref[w]).max()
                          for w in range(min(n_w, len(ref_pool)))))
         worlds = n_c * n_w
-        print(f'[step] iterations {its} ls {ls} worlds {worlds}: {1e3 * per_step:.3f} ms per '
+        tag = ' CUDA graphs' if graphs else ''
+        print(f'[step] iterations {its} ls {ls}{tag} worlds {worlds}: {1e3 * per_step:.3f} ms per '
               f'physics step ({worlds * 1e-6 / per_step:.2f} M world-steps/s), compile '
               f'{compile_s:.1f} s, max |dq| vs CPU {diff:.2e} rad', flush=True)
-        rec.figure(f'MJX step, iterations {its} ls_iterations {ls}, {worlds} worlds',
+        rec.figure(f'MJX step, iterations {its} ls_iterations {ls}{tag}, {worlds} worlds',
                    1e3 * per_step, 'ms per physics step', goal='', compile_s=compile_s,
                    max_dq_vs_cpu_rad=diff, worlds=worlds, window=window)
 
@@ -105,17 +112,27 @@ def parse_schedule(text: str, seed: int = 0):
                             seed=seed, **extra)
 
 
-def device_fit(rec, trajs, schedules: str, reference: dict, repeats: int, seeds: str) -> None:
+def device_fit(rec, trajs, schedules: str, reference: dict, repeats: int, seeds: str,
+               solver: str = '') -> None:
     """The whole fit on the device (``realm-ros sysid fit --device gpu``), per schedule: wall
     time first (compiling, or loading the persistent cache) and compiled, per stage; latency;
     parameters against the CPU fits' and the truth."""
-    from realm_ros.backends.mujoco.mjx_fit import FIT_SOLVER, identify_on_device
+    from realm_ros.backends.mujoco.mjx_fit import (
+        FIT_SOLVER,
+        compiler_options,
+        identify_on_device,
+    )
     from realm_ros.backends.mujoco.mjx_rollout import MjxRollout, enable_compilation_cache
 
     cache = enable_compilation_cache()
     print(f'[fit] JAX compilation cache {cache}', flush=True)
     t = time.perf_counter()
-    gpu = MjxRollout(**FIT_SOLVER)
+    settings = dict(FIT_SOLVER)
+    if solver:  # ITS/LS
+        its, ls = (int(v) for v in solver.split('/'))
+        settings.update(iterations=its, ls_iterations=ls)
+    gpu = MjxRollout(**settings)
+    print(f'[fit] solver {settings}', flush=True)
     print(f'[fit] MjxRollout (model on the device) {time.perf_counter() - t:.2f} s', flush=True)
     refs = {k: np.array(v['params']) for k, v in reference.items()}
     for schedule in schedules.split(','):
@@ -127,6 +144,7 @@ def device_fit(rec, trajs, schedules: str, reference: dict, repeats: int, seeds:
                 wall = time.perf_counter() - t
                 p = vector(ident.fit.params)
                 extra = {'schedule': schedule, 'seed': seed, 'attempt': attempt,
+                         'solver': settings, 'graphs': compiler_options() is not None,
                          'latency_s': ident.latency_s, 'params': p.tolist(),
                          'stages_s': {k: round(v, 3) for k, v in timing.items()},
                          'profile': {str(k): v for k, v in ident.profile.items()},
@@ -200,6 +218,8 @@ def main() -> None:
     parser.add_argument('--base-width', type=int, default=512)
     parser.add_argument('--device-fit', default='',
                         help='only the on-device fit: schedules "GAxMA/GBxMB[/wW][/pP],..."')
+    parser.add_argument('--solver', default='',
+                        help='--device-fit solver "ITS/LS" instead of the fit\'s')
     parser.add_argument('--repeats', type=int, default=2)
     parser.add_argument('--seeds', default='0')
     parser.add_argument('--write-bags', default='', help='only write --data as bags here')
@@ -210,7 +230,7 @@ def main() -> None:
     if args.device_fit:
         reference = json.loads(open(args.reference).read()) if args.reference else {}
         device_fit(Recorder('sysid_gpu'), load_trajectories(args.data), args.device_fit,
-                   reference, args.repeats, args.seeds)
+                   reference, args.repeats, args.seeds, args.solver)
         return
     if args.step_profile:
         trajs = load_trajectories(args.data)

@@ -5,6 +5,8 @@ The input test is pure numpy and always runs. The MJX tests need ``mujoco-mjx`` 
 and wherever MJX installs (MJX 3.17 wants MuJoCo 3.17).
 """
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -70,9 +72,10 @@ def test_cma_constants_are_a_valid_separable_cma():
 def mjx_rollout():
     pytest.importorskip('jax')
     pytest.importorskip('mujoco.mjx')
+    from realm_ros.backends.mujoco.mjx_fit import FIT_SOLVER
     from realm_ros.backends.mujoco.mjx_rollout import MjxRollout
 
-    return MjxRollout(iterations=100, ls_iterations=8)
+    return MjxRollout(**FIT_SOLVER)
 
 
 def test_mjx_rollout_equals_the_cpu_rollout(mjx_rollout):
@@ -106,6 +109,51 @@ def test_mjx_rollout_equals_the_cpu_rollout(mjx_rollout):
     expect = [sysid.loss(cpu.with_latency(lat).simulate([TRUE], windows), windows)[0] / steps
               for lat in lats]
     np.testing.assert_allclose(values, expect, rtol=1e-3)
+
+
+def test_minibatches_never_draw_the_padding():
+    """The pool is padded to a power of two; every minibatch holds distinct valid rows, and
+    every valid row is drawn."""
+    jax = pytest.importorskip('jax')
+    from realm_ros.backends.mujoco.mjx_fit import sample_minibatch
+
+    seen = set()
+    for k in jax.random.split(jax.random.PRNGKey(0), 200):
+        idx = np.asarray(sample_minibatch(k, 16, np.int32(11), 5))
+        assert len(set(idx.tolist())) == 5 and idx.max() < 11
+        seen.update(idx.tolist())
+    assert seen == set(range(11))
+
+
+def test_a_second_process_loads_the_exported_stages(mjx_rollout, tmp_path, monkeypatch):
+    """The fit's traced stages are saved with jax.export; a fit that finds them (a later
+    process: the per-process executables cleared here) loads them instead of tracing, and
+    gives the same result; another schedule is exported anew."""
+    from realm_ros.backends.mujoco import mjx_fit
+
+    monkeypatch.setenv('REALM_ROS_MJX_EXPORT_DIR', str(tmp_path / 'exported'))
+    trajs = _trajectories(2, 3.0)
+    scoring = sysid.windows(trajs, 5)[:4]
+    options = mjx_fit.DeviceFitOptions(window=2, popsize=4, minibatch_a=2, minibatch_b=2,
+                                       generations_a=2, generations_b=2, keep=1,
+                                       select_last=1)
+    results = []
+    for _ in range(2):
+        mjx_fit._EXECUTABLES.clear()
+        fit = mjx_fit.DeviceFit(mjx_rollout, trajs, options, [0.0, 1 / 120], scoring=scoring)
+        results.append((fit.run(), dict(fit.exports)))
+    (first, saved), (second, loaded) = results
+    assert all(v.startswith('saved ') for v in saved.values()) and len(saved) == 3
+    assert all(v.startswith('loaded ') for v in loaded.values()) and len(loaded) == 3
+    assert len(list((tmp_path / 'exported').glob('*.jaxexport'))) == 3
+    assert second.latency_s == first.latency_s
+    np.testing.assert_allclose(second.fit.params.friction, first.fit.params.friction,
+                               rtol=1e-6)
+    mjx_fit._EXECUTABLES.clear()
+    other = mjx_fit.DeviceFit(mjx_rollout, trajs, dataclasses.replace(options, popsize=5),
+                              [0.0, 1 / 120], scoring=scoring)
+    other.run()
+    assert other.exports['phase_a'].startswith('saved ')
 
 
 def test_fit_device_gpu_without_mjx_names_the_missing_packages(tmp_path, capsys):

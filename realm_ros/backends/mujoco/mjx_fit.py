@@ -32,14 +32,18 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import hashlib
 import math
+import os
+import pathlib
 import time
 from typing import Callable, Sequence
+import warnings
 
 import numpy as np
 
 from realm_ros.backends.mujoco.actuation import gripper_ctrl
-from realm_ros.backends.mujoco.mjx_rollout import MjxRollout, split_controls
+from realm_ros.backends.mujoco.mjx_rollout import MjxRollout, _bucket, split_controls
 from realm_ros.backends.mujoco.rollout import TwinRollout
 from realm_ros.core.config import check_minimums, check_step_size
 from realm_ros.core.errors import ConfigError
@@ -54,12 +58,26 @@ N_PARAMS = 14
 #: Compiled phases per process (see :meth:`DeviceFit._compiled`).
 _EXECUTABLES: dict = {}
 
-#: The constraint solver's settings for the fit: MJX under ``vmap`` runs every line-search
-#: iteration of every Newton iteration for every world, so ``ls_iterations`` (the CPU model's
-#: 50) sets the cost of a step: 8 gives the same rollouts (max |dq| 9.3e-6 rad against the CPU
-#: at 8,192 worlds, as with 50) in 3.5 ms per step instead of 11.6 ms; 4 is 3.8e-4 rad off
-#: (``bench/bench_sysid_gpu.py --step-profile``, one H200).
-FIT_SOLVER = {'iterations': 100, 'ls_iterations': 8}
+#: The constraint solver's settings for the fit: MJX under ``vmap`` runs every iteration of
+#: every world until the last one converges, so the caps set the cost of a step.
+#: ``ls_iterations`` 8 instead of the CPU model's 50: 3.5 instead of 11.6 ms per step at 8,192
+#: worlds, the same rollouts (max |dq| 9.3e-6 rad against the CPU); 4 is 3.8e-4 rad off.
+#: ``iterations`` 4 instead of 100: 8 % less per step (1.39 instead of 1.51 ms at 2,048
+#: worlds), max |dq| 2.0e-5 rad against the CPU (``bench/bench_sysid_gpu.py --step-profile``,
+#: one H200; ``test/test_sysid_gpu.py`` holds the fit's rollouts to 1e-4 rad).
+FIT_SOLVER = {'iterations': 4, 'ls_iterations': 8}
+
+#: XLA options that record a whole stage, its ``while`` loops and conditionals included (the
+#: scans, MJX's solver loops), as CUDA graphs ("command buffers"). Off unless
+#: ``REALM_ROS_MJX_GRAPHS=1``: on one H200 they made the fit slower (run 5.45 s instead of
+#: 4.92 s; 3.69 instead of 3.40 ms per physics step at 8,192 worlds).
+GPU_COMPILER_OPTIONS = {
+    'xla_gpu_enable_command_buffer': 'FUSION,CUBLAS,CUBLASLT,CUSTOM_CALL,CONDITIONAL,WHILE',
+    'xla_gpu_graph_min_graph_size': 1,
+}
+
+#: Sources whose text is part of an exported stage's key (a change re-exports).
+_SOURCES = ('mjx_fit.py', 'mjx_rollout.py', 'actuation.py', 'rollout.py', 'model.py')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -165,6 +183,51 @@ def cma_constants(n: int, lam: int) -> dict:
     return dict(mu=mu, w=w, mueff=mueff, cs=cs, ds=ds, cc=cc, c1=c1, cmu=cmu, chi=chi, n=n)
 
 
+def sample_minibatch(key, n_rows: int, n_valid, size: int):
+    """Return ``size`` distinct indices drawn uniformly from ``range(n_valid)`` (a traced
+    value) of ``n_rows`` (static) rows: the rows past ``n_valid`` are padding and sort last."""
+    import jax
+    import jax.numpy as jnp
+
+    keys = jax.random.uniform(key, (n_rows,)) + (jnp.arange(n_rows) >= n_valid)
+    return jnp.argsort(keys)[:size]
+
+
+def compiler_options() -> dict | None:
+    """Return the XLA options the fit's stages compile with (:data:`GPU_COMPILER_OPTIONS` on
+    a GPU unless ``REALM_ROS_MJX_GRAPHS=0``; none on other backends)."""
+    import jax
+
+    if jax.default_backend() != 'gpu' or os.environ.get('REALM_ROS_MJX_GRAPHS', '0') != '1':
+        return None
+    return dict(GPU_COMPILER_OPTIONS)
+
+
+def export_dir() -> pathlib.Path | None:
+    """Return the folder of exported stages: ``$REALM_ROS_MJX_EXPORT_DIR``, else ``exported``
+    in JAX's compilation cache folder (None when neither is set, or with
+    ``REALM_ROS_MJX_EXPORT_DIR=off``)."""
+    import jax
+
+    path = os.environ.get('REALM_ROS_MJX_EXPORT_DIR')
+    if path == 'off':
+        return None
+    if not path:
+        cache = jax.config.jax_compilation_cache_dir
+        if not cache:
+            return None
+        path = os.path.join(cache, 'exported')
+    return pathlib.Path(path)
+
+
+def _source_digest() -> str:
+    here = pathlib.Path(__file__).parent
+    h = hashlib.sha256()
+    for name in _SOURCES:
+        h.update((here / name).read_bytes())
+    return h.hexdigest()
+
+
 class DeviceFit:
     """The windows of one fit on the device, and the jitted phases (see the module docstring).
 
@@ -185,10 +248,20 @@ class DeviceFit:
         self.space = space
         self.latencies = list(latencies)
         self.timing: dict[str, float] = {}
+        #: Per stage: where its traced computation came from (``loaded``/``saved`` PATH,
+        #: ``off``, ``failed: ...``); stages compiled earlier in the process are absent.
+        self.exports: dict[str, str] = {}
         t = time.perf_counter()
         cpu = rollout.cpu
         self.delays = np.array([cpu.with_latency(lat).delay_steps for lat in self.latencies])
-        self.pool = self._put(window_inputs(cpu, trajectories, options.window))
+        pool = window_inputs(cpu, trajectories, options.window)
+        self.n_pool = int(pool['qpos0'].shape[0])
+        # Pad the pool to a power of two (repeating the last window; minibatches never draw
+        # the padding), so datasets of similar size share one compiled (and exported) stage.
+        n_pad = _bucket(self.n_pool) - self.n_pool
+        pool = {k: np.concatenate([v, np.repeat(v[-1:], n_pad, axis=0)]) for k, v in
+                pool.items()}
+        self.pool = self._put(pool)
         if scoring is None:
             scoring = scoring_windows(trajectories, seed=options.seed)
         self.scoring = self._put(window_inputs(cpu, trajectories, scoring[0].steps,
@@ -279,17 +352,20 @@ class DeviceFit:
         sigma = st['sigma'] * jnp.exp((c['cs'] / c['ds']) * (norm_ps / c['chi'] - 1))
         return {'mean': mean, 'sigma': sigma, 'C': cov, 'ps': ps, 'pc': pc, 'gen': gen}
 
-    def _phase_impl(self, state, key, delays, data, generations: int, minibatch: int):
+    def _phase_impl(self, state, key, delays, data, n_valid, generations: int,
+                    minibatch: int):
         """``generations`` CMA-ES generations at every latency of ``state`` (leading axis),
-        one shared minibatch per generation; returns the state and (G, L, 5) history rows
-        (best, median, mean's loss, step size, max sqrt(C))."""
+        one shared minibatch per generation, drawn without replacement from the first
+        ``n_valid`` windows of ``data`` (the rest is padding); returns the state and (G, L, 5)
+        history rows (best, median, mean's loss, step size, max sqrt(C))."""
         jax, jnp = self.jax, self.jnp
         pop = self.options.popsize
         n_lat = delays.shape[0]
+        n_rows = int(data['qpos0'].shape[0])
 
         def generation(st, k):
             k_idx, k_z = jax.random.split(k)
-            idx = jax.random.choice(k_idx, data['qpos0'].shape[0], (minibatch,), replace=False)
+            idx = sample_minibatch(k_idx, n_rows, n_valid, minibatch)
             z = jax.random.normal(k_z, (n_lat, pop, N_PARAMS))
             x = st['mean'][:, None] + (st['sigma'][:, None, None]
                                        * jnp.sqrt(st['C'])[:, None] * z)
@@ -310,11 +386,17 @@ class DeviceFit:
     # -- compiled once per process ---------------------------------------------------------
 
     def _compiled(self, stage: str, fn: Callable, args: tuple, **static):
-        """Run ``fn(*args, **static)`` jitted; the executable is kept per process (keyed by
+        """Run ``fn(*args, **static)`` compiled; the executable is kept per process (keyed by
         the model, the schedule's constants and the argument shapes), so a second fit in the
-        same process neither traces nor compiles. The first call's tracing and lowering
-        (``<stage>.trace``) and XLA compilation or persistent-cache load (``<stage>.compile``)
-        are timed apart from the run."""
+        same process neither traces nor compiles.
+
+        Across processes: the traced stage is exported (``jax.export``) to :func:`export_dir`
+        under a key of everything that shapes it (the sources, the model, the solver, the
+        schedule, the argument shapes, the JAX and MuJoCo versions, the device), so a later
+        process loads it instead of tracing MJX again; XLA's compilation is reused from
+        JAX's persistent compilation cache. Timed apart from the run: ``<stage>.trace``
+        (tracing and lowering, or loading the export) and ``<stage>.compile`` (XLA, or
+        loading it from the persistent cache)."""
         jax = self.jax
         shapes = tuple((str(k), tuple(v.shape), str(v.dtype)) for k, v in
                        jax.tree_util.tree_flatten_with_path(args)[0])
@@ -323,9 +405,10 @@ class DeviceFit:
         entry = _EXECUTABLES.get(key)
         if entry is None or entry[0] is not self.rollout:
             t = time.perf_counter()
-            lowered = jax.jit(functools.partial(fn, **static)).lower(*args)
+            call = self._exported_call(stage, functools.partial(fn, **static), args, key)
+            lowered = jax.jit(call).lower(*args)
             t1 = time.perf_counter()
-            entry = (self.rollout, lowered.compile())
+            entry = (self.rollout, lowered.compile(compiler_options()))
             self.timing[f'{stage}.trace'] = t1 - t
             self.timing[f'{stage}.compile'] = time.perf_counter() - t1
             _EXECUTABLES[key] = entry
@@ -333,6 +416,49 @@ class DeviceFit:
         out = jax.block_until_ready(entry[1](*args))
         self.timing[f'{stage}.run'] = time.perf_counter() - t
         return out
+
+    def _exported_call(self, stage: str, fn: Callable, args: tuple, key: tuple) -> Callable:
+        """Return ``fn`` as an exported stage's ``call`` (loaded from :func:`export_dir` when
+        a matching one is there, else exported and saved), or ``fn`` itself where exporting
+        is off or fails (the stage then traces in every process)."""
+        from jax import export
+        import mujoco
+
+        folder = export_dir()
+        if folder is None:
+            self.exports[stage] = 'off'
+            return fn
+        model = self.rollout.model
+        h = hashlib.sha256(repr((key[1:], self.rollout.solver, self.jax.__version__,
+                                 mujoco.__version__, self.jax.devices()[0].device_kind,
+                                 _source_digest())).encode())
+        for array in (model.body_mass, model.body_inertia, model.dof_damping,
+                      model.actuator_gainprm, model.actuator_biasprm, model.jnt_range,
+                      model.opt.timestep):
+            h.update(np.ascontiguousarray(array).tobytes())
+        path = folder / f'{stage}-{h.hexdigest()[:24]}.jaxexport'
+        if path.exists():
+            try:
+                call = export.deserialize(bytearray(path.read_bytes())).call
+                self.exports[stage] = f'loaded {path}'
+                return call
+            except Exception as err:  # a stale or damaged file: export again
+                warnings.warn(f'could not load {path} ({err}); exporting it again',
+                              stacklevel=2)
+        try:
+            exported = export.export(self.jax.jit(fn))(*args)
+            blob = exported.serialize()
+        except Exception as err:  # e.g. a custom call JAX does not export
+            warnings.warn(f'could not export the {stage} stage ({err}); it traces per process',
+                          stacklevel=2)
+            self.exports[stage] = f'failed: {err}'
+            return fn
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix('.tmp')
+        tmp.write_bytes(blob)
+        tmp.replace(path)
+        self.exports[stage] = f'saved {path} ({len(blob) / 1e6:.1f} MB)'
+        return exported.call
 
     # -- the fit ----------------------------------------------------------------------------
 
@@ -346,11 +472,12 @@ class DeviceFit:
         t_start = time.perf_counter()
         key_a, key_b = jax.random.split(jax.random.PRNGKey(opt.seed))
         n_lat = len(self.latencies)
-        n_pool = int(self.pool['qpos0'].shape[0])
+        n_pool = self.n_pool
+        n_valid = jnp.asarray(n_pool, dtype=jnp.int32)
         t = time.perf_counter()
         state, hist_a = self._compiled(
             'phase_a', self._phase_impl, (self.initial_state(n_lat), key_a,
-                                          jnp.asarray(self.delays), self.pool),
+                                          jnp.asarray(self.delays), self.pool, n_valid),
             generations=opt.generations_a, minibatch=min(opt.minibatch_a, n_pool))
         hist_a = np.asarray(hist_a)  # (G, L, 5)
         self.timing['phase_a'] = time.perf_counter() - t
@@ -365,7 +492,7 @@ class DeviceFit:
         delays = jnp.asarray(self.delays[kept])
         if opt.generations_b > 0:
             sub, hist_b = self._compiled(
-                'phase_b', self._phase_impl, (sub, key_b, delays, self.pool),
+                'phase_b', self._phase_impl, (sub, key_b, delays, self.pool, n_valid),
                 generations=opt.generations_b, minibatch=min(opt.minibatch_b, n_pool))
             hist_b = np.asarray(hist_b)
         else:

@@ -127,6 +127,10 @@ def fit_on_device(args: argparse.Namespace, train: list,
           f'{tm.get("score.run", 0):.2f}) + host {host:.2f} s; '
           f'before it: model to the device {model_s:.2f} s, windows {tm["prepare"]:.2f} s; '
           f'compilation cache {cache}')
+    if fit.exports:
+        states = sorted({v.split(' ')[0].rstrip(':') for v in fit.exports.values()})
+        print(f'traced stages ({", ".join(fit.exports)}): {"/".join(states)} '
+              f'(jax.export; tracing is skipped when loaded)')
     for latency_k, value in ident.profile.items():
         print(f'fit at latency {1e3 * latency_k:.2f} ms: loss {1e6 * value:.3g} mrad^2 per step')
     if not source:
