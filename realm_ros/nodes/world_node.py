@@ -257,9 +257,14 @@ class WorldNode(Node):
                 self.world.camera_fovy(name), stamp, f'{name}_optical_frame'))
 
     def _publish_observation(self, obs: Observation) -> None:
-        """Publish clock, images, then joint states: joint states mark a complete observation."""
+        """Publish clock, images, then joint states: joint states mark a complete observation.
+
+        A message on a topic that nothing subscribes to is not built (the privileged state's
+        JSON, the progress): these topics are volatile, and DDS sends a message to no reader
+        that has not matched the publisher when it is published.
+        """
         stamp = self._stamp()
-        if self._clock_pub is not None:
+        if self._clock_pub is not None and self._clock_pub.get_subscription_count():
             self._clock_pub.publish(Clock(clock=stamp))
         if obs.images:
             self._last_image_time = self.world.time
@@ -268,14 +273,18 @@ class WorldNode(Node):
                     self._image_pubs[name].publish(
                         convert.image_to_msg(image, stamp, f'{name}_optical_frame'))
         if obs.privileged:
-            self._privileged_pub.publish(String(data=convert.privileged_to_json(
-                obs.privileged, self.world.time)))
+            if self._privileged_pub.get_subscription_count():
+                self._privileged_pub.publish(String(data=convert.privileged_to_json(
+                    obs.privileged, self.world.time)))
             # Scored from privileged state. A real arm has none: its progress comes from the
             # operator (operator_node publishes on the same topic), never from this node.
-            self._progress_pub.publish(convert.progress_to_msg(self.progress, self.world.name))
-        msg = convert.joint_state_to_msg(obs.joints)
-        msg.header.stamp = stamp
-        self._js_pub.publish(msg)
+            if self._progress_pub.get_subscription_count():
+                self._progress_pub.publish(
+                    convert.progress_to_msg(self.progress, self.world.name))
+        if self._js_pub.get_subscription_count():
+            msg = convert.joint_state_to_msg(obs.joints)
+            msg.header.stamp = stamp
+            self._js_pub.publish(msg)
 
 
 def main(args: list[str] | None = None) -> int:
