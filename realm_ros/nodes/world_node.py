@@ -47,7 +47,9 @@ from realm_ros.ros.runner import events_executor, spin_node
 class WorldNode(Node):
     """Publish a world's observations and execute its commands, in real time or in lockstep."""
 
-    def __init__(self, world: World | None = None, **kwargs: Any) -> None:
+    def __init__(self, world: World | None = None, start: bool = True, **kwargs: Any) -> None:
+        """``start=False``: publish nothing until :meth:`start` (a container pairs the node's
+        publishers for in-process delivery first)."""
         super().__init__('world', **kwargs)
         self.config = declare_config(self, WorldConfig)
         declare_episode_spec(self, 'used by the reset service ("" = task and seed parameters)')
@@ -86,17 +88,23 @@ class WorldNode(Node):
         self.create_service(SetBool, topics.RECOVER, self._on_recover)
 
         self._reset_world(self._spec_from_params())
-        self._publish_static()
         if self.config.lockstep:
             if self.config.lockstep_timeout_s > 0:
                 self.create_timer(min(0.05, self.config.lockstep_timeout_s), self._on_idle)
         else:
             self.create_timer(self.world.control_dt, self._on_control_tick)
-        self._publish_observation(self._obs)
         mode = 'lockstep' if self.config.lockstep else 'real time'
         self.get_logger().info(
             f'world {self.config.backend!r} up ({mode}, {self.config.control_hz:g} Hz control, '
             f'cameras {list(self._image_pubs)})')
+        if start:
+            self.start()
+
+    def start(self) -> None:
+        """Publish the latched facts (instruction, episode, camera_info) and the first
+        observation."""
+        self._publish_static()
+        self._publish_observation(self._obs)
 
     # -- callbacks --------------------------------------------------------------------------
 

@@ -31,14 +31,16 @@ from realm_ros.ros.intra import IntraProcess
 from realm_ros.ros.runner import events_executor, spin_node
 
 
-def build(**kwargs: Any) -> list[Node]:
-    """Return ``[world, policy]`` with intra-process delivery connected between them.
+def build(executor: IntraProcess | None = None, **kwargs: Any) -> list[Node]:
+    """Return ``[world, policy]``, paired for in-process delivery by ``executor``.
 
     ``kwargs`` go to both node constructors (``context``, ``parameter_overrides``, ...). The
-    world is built first (it publishes its first observation and the latched episode while the
-    policy is built: the episode reaches the policy over DDS, as in two processes).
+    world publishes its latched facts and first observation once the pairing is made, so that
+    the policy receives each message once, in the order published (its episode message before
+    the observations of that episode). Without ``executor``, or with the world's parameter
+    ``intra_process`` false, nothing is paired.
     """
-    world = WorldNode(**kwargs)
+    world = WorldNode(start=False, **kwargs)
     try:
         policy = PolicyNode(**kwargs)
     except BaseException:
@@ -46,12 +48,12 @@ def build(**kwargs: Any) -> list[Node]:
         world.destroy_node()
         raise
     intra = world.declare_parameter('intra_process', True).value
-    if intra:
-        world.intra_process = IntraProcess(world)
-        paired = world.intra_process.connect([world, policy])
+    if intra and executor is not None:
+        paired = executor.connect([world, policy])
         world.get_logger().info(
             'intra-process delivery: ' + ', '.join(f'{t} ({p} -> {s})'
                                                    for t, (p, s) in sorted(paired.items())))
+    world.start()
     return [world, policy]
 
 
@@ -63,8 +65,13 @@ def _close(node: Node) -> None:
 
 def main(args: list[str] | None = None) -> int:
     """Run both nodes until interrupted; exit 2 on a bad parameter."""
-    return spin_node('world_policy_container', build, args, close=_close,
-                     executor=events_executor)
+    made: list[IntraProcess] = []
+
+    def executor() -> IntraProcess:  # after rclpy.init: the events executor takes the context
+        made.append(IntraProcess(events_executor()))
+        return made[0]
+    return spin_node('world_policy_container', lambda: build(made[0]), args, close=_close,
+                     executor=executor)
 
 
 if __name__ == '__main__':

@@ -7,32 +7,37 @@ costs more than a lockstep control step itself (docs/performance.md, "ROS overhe
 topic (same type, compatible QoS, volatile durability, no content filter) and delivers the
 message object itself to those subscriptions:
 
-* **through the executor**, never as a nested call: ``publish`` queues the message and hands
-  the executor one task (``Executor.create_task``; rclpy's events executor has no guard
-  conditions); the executor runs :meth:`IntraProcess._deliver`, which delivers what was queued
-  then (a callback that publishes again queues for the next turn, so a lockstep
-  world/policy pair never recurses, and timers, services and DDS messages are served between
-  turns);
+* **through the executor**, never as a nested call: ``publish`` only queues the message;
+  :class:`IntraProcess` wraps the process's executor (it is what the container spins), and
+  each :meth:`IntraProcess.spin_once` delivers what was queued then and lets the wrapped
+  executor serve one waiting DDS event, timer or service call (a callback that publishes again
+  queues for the next turn, so a lockstep world/policy pair never recurses and DDS is never
+  starved). rclpy's events executor has no guard conditions, and a task per delivery
+  (``create_task``) cost more and failed inside the executor under load;
 * **in order, every message**: one FIFO across topics (a step's ``privileged_state`` reaches the
   policy before its ``joint_states``, as published); each subscription keeps at most its QoS
   ``depth`` undelivered messages (``KEEP_LAST``), as a DDS reader's history would;
 * **on DDS too when someone else listens**: the publisher still publishes on DDS when it has
   more matched subscriptions than its paired local ones (a recorder, the evaluator, RViz, a
-  ``ros2 topic echo`` from another process), so they see every message; the paired local
-  subscriptions drop the DDS copy of a message their local publisher already delivered (the
-  rmw's ``ignore_local_publications``, which rclpy does not expose, by publisher GID);
+  ``ros2 topic echo`` from another process), so they see every message; a transient-local
+  (latched) publisher always does, so that a late joiner gets the last message from DDS's
+  history. The paired local subscriptions drop the DDS copy of a message they were given in
+  process (the rmw's ``ignore_local_publications``, which rclpy does not expose): each keeps
+  the messages it is owed a DDS copy of and drops an arriving message equal to one of them
+  (DDS keeps a writer's order; rclpy 9's events executor fails on callbacks that take a
+  ``MessageInfo``, so the publisher GID cannot be read). Pair the nodes before they publish
+  (world_policy_container builds the world with ``start=False``): a message published before
+  the pairing arrives over DDS as before;
 * messages from publishers outside the pairing (another process, or an entity created after
   :meth:`IntraProcess.connect`) arrive over DDS as before.
 
 As in rclcpp with several subscriptions, the message object is shared: a subscription callback
-must not modify the message it is given. Transient-local (latched) topics stay on DDS: their
-late-joiner semantics are DDS's.
+must not modify the message it is given.
 """
 
 from __future__ import annotations
 
 import collections
-import time
 from typing import Any, Callable, Iterable
 
 from rclpy.node import Node
@@ -45,7 +50,7 @@ Callback = Callable[[Any], None]
 class _LocalSubscription:
     """A paired subscription: its undelivered messages and the callback they go to."""
 
-    __slots__ = ('subscription', 'callback', 'queue', 'with_info', 'dds_dropped')
+    __slots__ = ('subscription', 'callback', 'queue', 'owed', 'dds_dropped')
 
     def __init__(self, subscription: Subscription) -> None:
         self.subscription = subscription
@@ -53,8 +58,9 @@ class _LocalSubscription:
         depth = qos.depth if qos.history is not HistoryPolicy.KEEP_ALL else None
         self.queue: collections.deque[Any] = collections.deque(maxlen=depth or None)
         self.callback: Callable[..., None] = subscription.callback
-        self.with_info = (subscription._callback_type
-                          is Subscription.CallbackType.WithMessageInfo)
+        #: Messages delivered in process whose DDS copy has not arrived yet (bounded: a copy
+        #: that never comes, to a reader not matched yet, is forgotten).
+        self.owed: collections.deque[Any] = collections.deque(maxlen=64)
         #: DDS copies of locally delivered messages dropped (for tests and diagnostics).
         self.dds_dropped = 0
 
@@ -62,60 +68,82 @@ class _LocalSubscription:
 class _Topic:
     """The publishers and subscriptions of one topic that are paired in this process."""
 
-    __slots__ = ('name', 'publishers', 'subscriptions', 'local_nodes', 'local_gids',
-                 'remote_gids')
+    __slots__ = ('name', 'publishers', 'subscriptions')
 
     def __init__(self, name: str) -> None:
         self.name = name
         self.publishers: list[Any] = []
         self.subscriptions: list[_LocalSubscription] = []
-        #: (namespace, name) of the nodes whose publishers are paired on this topic.
-        self.local_nodes: set[tuple[str, str]] = set()
-        self.local_gids: set[bytes] = set()
-        self.remote_gids: set[bytes] = set()
-
-
-def _gid(value: Any) -> bytes:
-    """Return a publisher GID (MessageInfo's dict or list, TopicEndpointInfo's list) as bytes."""
-    if isinstance(value, dict):
-        value = value.get('data', value.get('gid', b''))
-    return bytes(value or b'')
 
 
 def _pairable(pub_qos: Any, sub_qos: Any) -> bool:
-    if DurabilityPolicy.TRANSIENT_LOCAL in (pub_qos.durability, sub_qos.durability):
-        return False  # latched: a late joiner's copy is DDS's business
+    """Whether DDS would match these (a volatile publisher never serves a transient-local
+    subscription, a best-effort one never a reliable one)."""
     compatibility, _reason = qos_check_compatible(pub_qos, sub_qos)
     return compatibility is not QoSCompatibility.ERROR  # WARNING: system-default liveliness
 
 
 class IntraProcess:
-    """Deliver messages between the nodes of one process without DDS (see the module text).
+    """An executor that also delivers messages between its nodes without DDS (module text).
 
-    ``host``: a node of the pairing; deliveries run as tasks of its executor (every node of the
-    pairing must be spun by that one executor). Call :meth:`connect` once every node is built.
-    Messages published before ``host`` is added to an executor wait for the next publish.
+    ``executor``: the executor to wrap (rclpy's events executor or any rclpy executor); add
+    the nodes with :meth:`add_node`, call :meth:`connect` once they are all built, then spin
+    with :meth:`spin_once` (or :meth:`spin`). ``add_node``, ``remove_node`` and ``shutdown`` are
+    the wrapped executor's.
     """
 
-    def __init__(self, host: Node) -> None:
-        self._host = host
+    def __init__(self, executor: Any) -> None:
+        self.executor = executor
+        self._nodes: list[Node] = []
         self._ready: collections.deque[_LocalSubscription] = collections.deque()
-        self._triggered = False
         self.topics: dict[str, _Topic] = {}
-        #: DDS source timestamps (ns) from here on are the pairing's: earlier messages (what a
-        #: node published while it was being built) are delivered from DDS as usual.
-        self._since_ns = 0
         #: Messages delivered in process, and published on DDS as well (external listeners).
         self.delivered = 0
         self.published_dds = 0
 
-    def connect(self, nodes: Iterable[Node]) -> dict[str, tuple[int, int]]:
-        """Pair the publishers and subscriptions of ``nodes``; return {topic: (pubs, subs)}."""
-        nodes = list(nodes)
-        self._since_ns = time.time_ns()
-        publishers = [(node, pub) for node in nodes for pub in node.publishers]
-        subscriptions = [sub for node in nodes for sub in node.subscriptions]
-        for node, pub in publishers:
+    # -- the executor -----------------------------------------------------------------------
+
+    def add_node(self, node: Node) -> bool:
+        self._nodes.append(node)
+        return self.executor.add_node(node)
+
+    def remove_node(self, node: Node) -> None:
+        if node in self._nodes:
+            self._nodes.remove(node)
+        self.executor.remove_node(node)
+
+    def shutdown(self, timeout_sec: float | None = None) -> bool:
+        return self.executor.shutdown(timeout_sec=timeout_sec)
+
+    def spin_once(self, timeout_sec: float | None = None) -> None:
+        """Deliver what is queued in process, else wait up to ``timeout_sec`` for DDS work."""
+        if self._ready:
+            self._deliver()
+            self.executor.spin_once(timeout_sec=0)  # one waiting DDS event, if any
+        else:
+            self.executor.spin_once(timeout_sec=timeout_sec)
+
+    def spin(self) -> None:
+        import rclpy
+        while rclpy.ok(context=self.executor.context):
+            self.spin_once(timeout_sec=0.1)
+
+    @property
+    def pending(self) -> int:
+        """Messages queued for in-process delivery."""
+        return len(self._ready)
+
+    # -- pairing ------------------------------------------------------------------------------
+
+    def connect(self, nodes: Iterable[Node] | None = None) -> dict[str, tuple[int, int]]:
+        """Pair the publishers and subscriptions of ``nodes`` (default: the added ones) and
+        return {topic: (publishers, subscriptions)} paired."""
+        nodes = list(self._nodes if nodes is None else nodes)
+        publishers = [pub for node in nodes for pub in node.publishers]
+        # A callback that takes a MessageInfo stays on DDS (its publisher GID, sequence numbers).
+        subscriptions = [sub for node in nodes for sub in node.subscriptions
+                         if sub._callback_type is Subscription.CallbackType.MessageOnly]
+        for pub in publishers:
             name = pub.topic_name
             subs = [s for s in subscriptions if s.topic_name == name
                     and s.msg_type is pub.msg_type and not s.raw
@@ -124,12 +152,11 @@ class IntraProcess:
                 continue
             topic = self.topics.setdefault(name, _Topic(name))
             topic.publishers.append(pub)
-            topic.local_nodes.add((node.get_namespace(), node.get_name()))
             for sub in subs:
                 if all(local.subscription is not sub for local in topic.subscriptions):
                     local = _LocalSubscription(sub)
                     topic.subscriptions.append(local)
-                    sub.callback = self._dds_filter(topic, local)
+                    sub.callback = self._dds_filter(local)
         for topic in self.topics.values():
             for pub in topic.publishers:
                 pub.publish = self._publisher(pub, topic)
@@ -143,30 +170,25 @@ class IntraProcess:
         locals_ = topic.subscriptions
         msg_type = pub.msg_type
         ready = self._ready
+        # A latched publisher keeps DDS's history for late joiners: it always publishes there.
+        always = pub.qos_profile.durability is DurabilityPolicy.TRANSIENT_LOCAL
 
         def publish(msg: Any) -> None:
             if not isinstance(msg, msg_type):
                 raise TypeError(f'Expected {msg_type}, got {type(msg)}')
             # Matched subscriptions beyond the paired local ones: someone else listens.
-            if pub.get_subscription_count() > len(locals_):
+            if always or pub.get_subscription_count() > len(locals_):
+                for local in locals_:
+                    local.owed.append(msg)
                 dds_publish(msg)
                 self.published_dds += 1
             for local in locals_:
                 local.queue.append(msg)
                 ready.append(local)
-            if not self._triggered:
-                self._wake()
         return publish
 
-    def _wake(self) -> None:
-        executor = self._host.executor
-        if executor is not None:
-            self._triggered = True
-            executor.create_task(self._deliver)
-
     def _deliver(self) -> None:
-        """Deliver what is queued now, in publishing order (an executor task)."""
-        self._triggered = False
+        """Deliver what is queued now, in publishing order (from :meth:`spin_once`)."""
         ready = self._ready
         for _ in range(len(ready)):
             local = ready.popleft()
@@ -174,42 +196,18 @@ class IntraProcess:
                 continue  # dropped by the subscription's KEEP_LAST depth
             msg = local.queue.popleft()
             self.delivered += 1
-            if local.with_info:
-                now = time.time_ns()
-                local.callback(msg, {'source_timestamp': now, 'received_timestamp': now,
-                                     'publication_sequence_number': None,
-                                     'reception_sequence_number': None,
-                                     'publisher_gid': None})
-            else:
-                local.callback(msg)
-        if ready and not self._triggered:
-            self._wake()
+            local.callback(msg)
 
-    def _dds_filter(self, topic: _Topic, local: _LocalSubscription) -> Callable[[Any, Any], None]:
+    def _dds_filter(self, local: _LocalSubscription) -> Callable[[Any], None]:
         """A subscription callback that drops DDS copies of messages delivered in process."""
-        callback, with_info = local.callback, local.with_info
+        callback, owed = local.callback, local.owed
 
-        def on_dds(msg: Any, info: Any) -> None:
-            if info['source_timestamp'] >= self._since_ns and self._is_local(
-                    topic, _gid(info.get('publisher_gid'))):
-                local.dds_dropped += 1
-                return
-            if with_info:
-                callback(msg, info)
-            else:
-                callback(msg)
+        def on_dds(msg: Any) -> None:
+            for k, sent in enumerate(owed):
+                if sent == msg:
+                    for _ in range(k + 1):  # older ones' copies did not come: forget them
+                        owed.popleft()
+                    local.dds_dropped += 1
+                    return
+            callback(msg)
         return on_dds
-
-    def _is_local(self, topic: _Topic, gid: bytes) -> bool:
-        """Whether ``gid`` is a paired publisher of ``topic`` (asks the graph once per GID)."""
-        if gid in topic.local_gids:
-            return True
-        if gid in topic.remote_gids or not gid:
-            return False
-        for info in self._host.get_publishers_info_by_topic(topic.name):
-            if (info.node_namespace, info.node_name) in topic.local_nodes:
-                topic.local_gids.add(_gid(info.endpoint_gid))
-        if gid in topic.local_gids:
-            return True
-        topic.remote_gids.add(gid)
-        return False
