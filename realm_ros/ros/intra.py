@@ -92,10 +92,15 @@ class IntraProcess:
     the wrapped executor's.
     """
 
+    #: In-process deliveries between two turns of the wrapped executor while messages keep
+    #: coming in process (a lockstep pair): DDS work waits at most this many deliveries.
+    DDS_EVERY = 8
+
     def __init__(self, executor: Any) -> None:
         self.executor = executor
         self._nodes: list[Node] = []
         self._ready: collections.deque[_LocalSubscription] = collections.deque()
+        self._turns = 0
         self.topics: dict[str, _Topic] = {}
         #: Messages delivered in process, and published on DDS as well (external listeners).
         self.delivered = 0
@@ -119,7 +124,10 @@ class IntraProcess:
         """Deliver what is queued in process, else wait up to ``timeout_sec`` for DDS work."""
         if self._ready:
             self._deliver()
-            self.executor.spin_once(timeout_sec=0)  # one waiting DDS event, if any
+            self._turns += 1
+            if self._turns >= self.DDS_EVERY:
+                self._turns = 0
+                self.executor.spin_once(timeout_sec=0)  # one waiting DDS event, if any
         else:
             self.executor.spin_once(timeout_sec=timeout_sec)
 
