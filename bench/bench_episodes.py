@@ -135,8 +135,17 @@ class RosGraph:
         if executor == 'composed':
             # Both nodes in one process, intra-process delivery (world_policy_container); the
             # module is run so that a tree without the installed console script works too.
+            # ``cameras`` is the policy's (a comma-separated string; the world's is a list):
+            # it goes in a parameters file under the policy's name.
+            shared = policy_args[4:]
+            if cams:
+                shared = shared[:-2]
+                params = os.path.join(self.logs, 'policy_params.yaml')
+                with open(params, 'w') as f:
+                    f.write(f'/{ns}/policy:\n  ros__parameters:\n    cameras: "{cams}"\n')
+                shared += ['--params-file', params]
             processes = (([sys.executable, '-m', 'realm_ros.nodes.world_policy_container',
-                           *world_args[1:], *policy_args[4:]], 'container'),)
+                           *world_args[1:], *shared], 'container'),)
         for args, name in processes:
             log = open(os.path.join(self.logs, f'{name}.log'), 'w')
             self.procs.append(subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT,
@@ -325,6 +334,15 @@ def main() -> None:
                        '<= 1.15 x core alone', steps_per_episode=n,
                        cpu_ratio_spread=[min(cpu_ratio), max(cpu_ratio)],
                        probe_cpu_s=statistics.median(ros[e]['probe']), **extra)
+        if 'composed' in ros and 'events' in ros:
+            # The composed graph against the two-process one it replaces, same run.
+            for key, what in (('wall', 'wall time'), ('cpu', 'CPU time of the nodes')):
+                rec.figure(f'episode {what}, world_policy_container / two processes (events '
+                           f'executor), lockstep, {label}',
+                           statistics.median(ros['composed'][key]), 's',
+                           statistics.median(ros['events'][key]),
+                           'the same episode through world_node + policy_node as two processes',
+                           'lower', steps_per_episode=n, **extra)
 
 
 if __name__ == '__main__':
