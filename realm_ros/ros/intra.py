@@ -4,16 +4,18 @@ rclpy has no intra-process communication: a message from one node to another in 
 process is converted to C, serialised, handed to DDS, deserialised and converted back, which
 costs more than a lockstep control step itself (docs/performance.md, "ROS overhead").
 :class:`IntraProcess` pairs, in one process, each publisher with the subscriptions of the same
-topic (same type, compatible QoS, volatile durability, no content filter) and delivers the
-message object itself to those subscriptions:
+topic (same type, QoS that DDS would match, no content filter, a callback that takes only the
+message) and delivers the message object itself to those subscriptions:
 
 * **through the executor**, never as a nested call: ``publish`` only queues the message;
   :class:`IntraProcess` wraps the process's executor (it is what the container spins), and
   each :meth:`IntraProcess.spin_once` delivers what was queued then and lets the wrapped
   executor serve one waiting DDS event, timer or service call (a callback that publishes again
   queues for the next turn, so a lockstep world/policy pair never recurses and DDS is never
-  starved). rclpy's events executor has no guard conditions, and a task per delivery
-  (``create_task``) cost more and failed inside the executor under load;
+  starved; while in-process messages keep coming, one DDS turn every :attr:`DDS_PERIOD_S`, since
+  one ``spin_once(timeout_sec=0)`` of the events executor costs about 200 us of CPU here (5 % of
+  a lockstep episode's CPU when made every 8 deliveries, py-spy). rclpy's events executor has
+  no guard conditions to wake it;
 * **in order, every message**: one FIFO across topics (a step's ``privileged_state`` reaches the
   policy before its ``joint_states``, as published); each subscription keeps at most its QoS
   ``depth`` undelivered messages (``KEEP_LAST``), as a DDS reader's history would;
@@ -24,10 +26,12 @@ message object itself to those subscriptions:
   history. The paired local subscriptions drop the DDS copy of a message they were given in
   process (the rmw's ``ignore_local_publications``, which rclpy does not expose): each keeps
   the messages it is owed a DDS copy of and drops an arriving message equal to one of them
-  (DDS keeps a writer's order; rclpy 9's events executor fails on callbacks that take a
-  ``MessageInfo``, so the publisher GID cannot be read). Pair the nodes before they publish
-  (world_policy_container builds the world with ``start=False``): a message published before
-  the pairing arrives over DDS as before;
+  (DDS keeps a writer's order; the publisher GID would need a callback that takes a
+  ``MessageInfo``, which made rclpy 9.1's events executor raise ``SystemError`` from
+  ``spin_once`` here). A message published before the pairing arrives over DDS as before;
+  world_policy_container pairs the nodes before the world publishes anything
+  (``WorldNode(start=False)``), so that the policy gets the episode message before that
+  episode's observations;
 * messages from publishers outside the pairing (another process, or an entity created after
   :meth:`IntraProcess.connect`) arrive over DDS as before.
 
@@ -38,6 +42,7 @@ must not modify the message it is given.
 from __future__ import annotations
 
 import collections
+import time
 from typing import Any, Callable, Iterable
 
 from rclpy.node import Node
@@ -92,15 +97,16 @@ class IntraProcess:
     the wrapped executor's.
     """
 
-    #: In-process deliveries between two turns of the wrapped executor while messages keep
-    #: coming in process (a lockstep pair): DDS work waits at most this many deliveries.
-    DDS_EVERY = 8
+    #: While messages keep coming in process (a lockstep pair), the wrapped executor gets a
+    #: turn at least this often, s: a service call or a message from another process waits at
+    #: most about this long plus one step.
+    DDS_PERIOD_S = 0.02
 
     def __init__(self, executor: Any) -> None:
         self.executor = executor
         self._nodes: list[Node] = []
         self._ready: collections.deque[_LocalSubscription] = collections.deque()
-        self._turns = 0
+        self._next_turn = 0.0
         self.topics: dict[str, _Topic] = {}
         #: Messages delivered in process, and published on DDS as well (external listeners).
         self.delivered = 0
@@ -124,9 +130,9 @@ class IntraProcess:
         """Deliver what is queued in process, else wait up to ``timeout_sec`` for DDS work."""
         if self._ready:
             self._deliver()
-            self._turns += 1
-            if self._turns >= self.DDS_EVERY:
-                self._turns = 0
+            now = time.monotonic()
+            if now >= self._next_turn:
+                self._next_turn = now + self.DDS_PERIOD_S
                 self.executor.spin_once(timeout_sec=0)  # one waiting DDS event, if any
         else:
             self.executor.spin_once(timeout_sec=timeout_sec)
