@@ -1,18 +1,21 @@
 """Benchmark whole episodes: core alone (fast vs simple IK), through ROS in lockstep, cameras.
 
 Run: ``.venv/bin/python bench/bench_episodes.py [--task push_switch] [--episodes 5]
-[--repeat 3] [--no-cameras] [--no-ros]``.
+[--repeat 3] [--no-cameras] [--no-ros] [--modes composed,events,single]``.
 
 Every case runs the scripted expert on the same seeds, side by side in one run:
 
 * core alone (:func:`realm_ros.core.episode.run_episode`), headless, with the fast IK
   (``ScriptedPolicy(ik='fast')``, the default) and with the simple reference path
   (``ik='reference'``), checking that both give the same episode results;
-* through ROS: a real ``world_node`` (lockstep) and ``policy_node`` over DDS on this machine; the
-  probe sets ``episode_spec``, calls ``reset`` and times until ``progress`` reports as many
-  steps as the core episode took (steps of the new episode only: the reset's step 0 first),
-  then deactivates the policy so the world stops between episodes. Besides wall time it
-  reads the CPU time of both node processes (``/proc/PID/stat``) over the same window, which
+* through ROS: a real ``world_node`` (lockstep) and ``policy_node`` over DDS on this machine, as
+  two processes (with rclpy's events executor, and with its single-threaded one: the simple
+  way) and composed in one process (``world_policy_container``: intra-process delivery); the
+  probe sets ``episode_spec``, calls ``reset`` with the policy inactive, activates it and times
+  both calls and the episode until ``progress`` reports as many steps as the core episode took
+  (steps of the new episode only: the reset's step 0 first), then deactivates the policy so the
+  world stops between episodes. Besides wall time it
+  reads the CPU time of the node processes (``/proc/PID/stat``) over the same window, which
   a shared CPU's load does not inflate the way it inflates wall time;
 * three cameras (exterior_1, exterior_2, wrist at 320x180, DROID's stored resolution), one
   frame per step read by the policy (the rig's default render passes), core alone and through
@@ -188,13 +191,15 @@ class RosGraph:
         value = ParameterValue(type=ParameterType.PARAMETER_STRING, string_value=spec.to_json())
         self._call(self.params, SetParameters.Request(
             parameters=[Parameter(name='episode_spec', value=value)]))
-        self._call(self.active, SetBool.Request(data=True))
-        time.sleep(0.2)  # the policy answers what it held while inactive: let that step pass
         pids = [p.pid for p in self.procs]
         self.steps.clear()
         cpu0, probe0 = _cpu_s(pids), time.process_time()
         start = time.perf_counter()
-        self.reset.call_async(Trigger.Request())
+        # The policy is inactive (since the previous episode): the world resets and holds the
+        # reset's observation until the policy is activated and answers it, so no step of the
+        # previous episode runs inside the measured window.
+        self._call(self.reset, Trigger.Request())
+        self.active.call_async(SetBool.Request(data=True))
         seen_reset = False
         while True:
             self.executor.spin_once(timeout_sec=0.5)
