@@ -267,9 +267,9 @@ class WorldNode(Node):
     def _publish_observation(self, obs: Observation) -> None:
         """Publish clock, images, then joint states: joint states mark a complete observation.
 
-        A message on a topic that nothing subscribes to is not built (the privileged state's
-        JSON, the progress): these topics are volatile, and DDS sends a message to no reader
-        that has not matched the publisher when it is published.
+        A message on a topic that nothing subscribes to is not built (an image is then not
+        rendered, the privileged state's JSON not written): these topics are volatile, and DDS
+        sends a message to no reader that has not matched the publisher when it is published.
         """
         stamp = self._stamp()
         if self._clock_pub is not None and self._clock_pub.get_subscription_count():
@@ -277,9 +277,10 @@ class WorldNode(Node):
         if obs.images:
             self._last_image_time = self.world.time
             for name, image in obs.images.items():
-                if name in self._image_pubs:
-                    self._image_pubs[name].publish(
-                        convert.image_to_msg(image, stamp, f'{name}_optical_frame'))
+                pub = self._image_pubs.get(name)
+                # An image nobody subscribes to is not read (a world renders on first read).
+                if pub is not None and pub.get_subscription_count():
+                    pub.publish(convert.image_to_msg(image, stamp, f'{name}_optical_frame'))
         if obs.privileged:
             if self._privileged_pub.get_subscription_count():
                 self._privileged_pub.publish(String(data=convert.privileged_to_json(
