@@ -98,8 +98,8 @@ class IntraProcess:
     """
 
     #: While messages keep coming in process (a lockstep pair), the wrapped executor gets a
-    #: turn at least this often, s: a service call or a message from another process waits at
-    #: most about this long plus one step.
+    #: turn (one waiting DDS event, timer or service call) at least this often, s; once the
+    #: in-process traffic pauses it serves everything as usual.
     DDS_PERIOD_S = 0.02
 
     def __init__(self, executor: Any) -> None:
