@@ -239,3 +239,26 @@ def _wait(predicate, timeout: float = 10.0) -> bool:
             return True
         time.sleep(0.01)
     return predicate()
+
+
+def test_composed_real_time_pair_steps_and_answers(tmp_path):
+    """Without lockstep: the world's control timer publishes, the policy's timer answers the
+    latest observation in process, and another process sees the commands."""
+    args = ['python', '-m', 'realm_ros.nodes.world_policy_container', '--ros-args',
+            '-r', '__ns:=/rt', '-p', 'lockstep:=false', '-p', 'camera_rate_hz:=0.0',
+            '-p', f'task:={TASK}', '-p', 'policy:=scripted', '-p', 'use_privileged:=true']
+    log = tmp_path / 'container.log'
+    with _fast_node('rt_probe') as (node, executor), run_process(args, log):
+        commands: list = []
+        states: list = []
+        node.create_subscription(JointTrajectory, '/rt/command', commands.append, qos.COMMAND)
+        node.create_subscription(JointState, '/rt/joint_states', states.append, qos.STATE)
+        assert spin_until(executor, lambda: len(commands) >= 10 and len(states) >= 10, 30), \
+            log.read_text()
+    text = log.read_text()
+    assert 'real time' in text and '/rt/command (1 -> 1)' in text, text
+    assert 'policy reset for task' in text and 'policy failed' not in text, text
+    # The world's clock advances (its control timer steps it), the policy answers it.
+    times = [convert.from_time(s.header.stamp) for s in states]
+    assert times == sorted(times) and times[-1] > times[0]
+    assert all(len(c.points) == 1 and len(c.points[0].positions) == 8 for c in commands)
