@@ -24,6 +24,8 @@ CONSOLE_SCRIPTS = [
     # The digital real's old executable name: a deprecation line, then the same node.
     'fake_franka = realm_ros.nodes.digital_real_node:main_fake_franka',
     'policy_node = realm_ros.nodes.policy_node:main',
+    # world_node + policy_node in one process, intra-process delivery (docs/interface.md).
+    'world_policy_container = realm_ros.nodes.world_policy_container:main',
     'realm-ros = realm_ros.cli:main',
     'policy_server = realm_ros.policies.server:main',
     'monitor_node = realm_ros.nodes.monitor_node:main',

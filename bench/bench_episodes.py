@@ -1,18 +1,21 @@
 """Benchmark whole episodes: core alone (fast vs simple IK), through ROS in lockstep, cameras.
 
 Run: ``.venv/bin/python bench/bench_episodes.py [--task push_switch] [--episodes 5]
-[--repeat 3] [--no-cameras] [--no-ros]``.
+[--repeat 3] [--no-cameras] [--no-ros] [--modes composed,events,single]``.
 
 Every case runs the scripted expert on the same seeds, side by side in one run:
 
 * core alone (:func:`realm_ros.core.episode.run_episode`), headless, with the fast IK
   (``ScriptedPolicy(ik='fast')``, the default) and with the simple reference path
   (``ik='reference'``), checking that both give the same episode results;
-* through ROS: a real ``world_node`` (lockstep) and ``policy_node`` over DDS on this machine; the
-  probe sets ``episode_spec``, calls ``reset`` and times until ``progress`` reports as many
-  steps as the core episode took (steps of the new episode only: the reset's step 0 first),
-  then deactivates the policy so the world stops between episodes. Besides wall time it
-  reads the CPU time of both node processes (``/proc/PID/stat``) over the same window, which
+* through ROS: a real ``world_node`` (lockstep) and ``policy_node`` over DDS on this machine, as
+  two processes (with rclpy's events executor, and with its single-threaded one: the simple
+  way) and composed in one process (``world_policy_container``: intra-process delivery); the
+  probe sets ``episode_spec``, calls ``reset`` with the policy inactive, activates it and times
+  both calls and the episode until ``progress`` reports as many steps as the core episode took
+  (steps of the new episode only: the reset's step 0 first), then deactivates the policy so the
+  world stops between episodes. Besides wall time it
+  reads the CPU time of the node processes (``/proc/PID/stat``) over the same window, which
   a shared CPU's load does not inflate the way it inflates wall time;
 * three cameras (exterior_1, exterior_2, wrist at 320x180, DROID's stored resolution), one
   frame per step read by the policy (the rig's default render passes), core alone and through
@@ -38,6 +41,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from typing import Any
 
 os.environ.setdefault('MUJOCO_GL', 'egl')
 os.environ.setdefault('ROS_DOMAIN_ID', str(random.Random(os.getpid()).randint(101, 200)))
@@ -53,6 +57,7 @@ from realm_ros.core.episode import run_episode  # noqa: E402
 from realm_ros.core.policy import Policy, PolicyWrapper, standard_chain  # noqa: E402
 from realm_ros.core.types import ActionChunk, EpisodeSpec, Observation  # noqa: E402
 from realm_ros.policies.scripted import ScriptedPolicy  # noqa: E402
+from realm_ros.ros.runner import events_executor  # noqa: E402
 
 BIN = pathlib.Path(sys.executable).parent
 TICK = os.sysconf('SC_CLK_TCK')
@@ -128,8 +133,23 @@ class RosGraph:
         self.procs: list[subprocess.Popen] = []
         # REALM_ROS_EXECUTOR=single: the nodes spin rclpy's SingleThreadedExecutor (the simple
         # way) instead of the events executor (realm_ros.ros.runner.events_executor).
-        env = dict(os.environ, REALM_ROS_EXECUTOR=executor)
-        for args, name in ((world_args, 'world'), (policy_args, 'policy')):
+        env = dict(os.environ, REALM_ROS_EXECUTOR='' if executor == 'composed' else executor)
+        processes = ((world_args, 'world'), (policy_args, 'policy'))
+        if executor == 'composed':
+            # Both nodes in one process, intra-process delivery (world_policy_container); the
+            # module is run so that a tree without the installed console script works too.
+            # ``cameras`` is the policy's (a comma-separated string; the world's is a list):
+            # it goes in a parameters file under the policy's name.
+            shared = policy_args[4:]
+            if cams:
+                shared = shared[:-2]
+                params = os.path.join(self.logs, 'policy_params.yaml')
+                with open(params, 'w') as f:
+                    f.write(f'/{ns}/policy:\n  ros__parameters:\n    cameras: "{cams}"\n')
+                shared += ['--params-file', params]
+            processes = (([sys.executable, '-m', 'realm_ros.nodes.world_policy_container',
+                           *world_args[1:], *shared], 'container'),)
+        for args, name in processes:
             log = open(os.path.join(self.logs, f'{name}.log'), 'w')
             self.procs.append(subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT,
                                                env=env))
@@ -137,23 +157,27 @@ class RosGraph:
         if not rclpy.ok():
             rclpy.init()
         self.node = rclpy.create_node(f'{ns}_probe')
-        self.steps: list[int] = []
-        self.node.create_subscription(
-            DiagnosticStatus, f'/{ns}/progress',
-            lambda m: self.steps.append(convert.progress_from_msg(m).step), qos.STATE)
+        # The probe is the measuring instrument (it shares the 2 cores): the events executor,
+        # and a callback that only keeps the message.
+        self.executor = events_executor()
+        self.executor.add_node(self.node)
+        self.convert = convert
+        self.steps: list[Any] = []
+        self.node.create_subscription(DiagnosticStatus, f'/{ns}/progress', self.steps.append,
+                                      qos.STATE)
         self.reset = self.node.create_client(Trigger, f'/{ns}/reset')
         self.active = self.node.create_client(SetBool, f'/{ns}/policy/set_active')
         self.params = self.node.create_client(SetParameters, f'/{ns}/world/set_parameters')
         deadline = time.monotonic() + 60
         while (self.node.count_subscribers(f'/{ns}/joint_states') < 1
                or not self.reset.service_is_ready() or not self.active.service_is_ready()):
-            rclpy.spin_once(self.node, timeout_sec=0.1)
+            self.executor.spin_once(timeout_sec=0.1)
             if time.monotonic() > deadline:
                 raise RuntimeError(f'nodes did not come up; logs in {self.logs}')
 
     def _call(self, client, request) -> object:
         future = client.call_async(request)
-        self.rclpy.spin_until_future_complete(self.node, future, timeout_sec=10)
+        self.executor.spin_until_future_complete(future, timeout_sec=10)
         if not future.done():
             raise RuntimeError(f'{client.srv_name} did not answer; logs in {self.logs}')
         return future.result()
@@ -167,20 +191,22 @@ class RosGraph:
         value = ParameterValue(type=ParameterType.PARAMETER_STRING, string_value=spec.to_json())
         self._call(self.params, SetParameters.Request(
             parameters=[Parameter(name='episode_spec', value=value)]))
-        self._call(self.active, SetBool.Request(data=True))
-        time.sleep(0.2)  # the policy answers what it held while inactive: let that step pass
         pids = [p.pid for p in self.procs]
         self.steps.clear()
         cpu0, probe0 = _cpu_s(pids), time.process_time()
         start = time.perf_counter()
-        self.reset.call_async(Trigger.Request())
+        # The policy is inactive (since the previous episode): the world resets and holds the
+        # reset's observation until the policy is activated and answers it, so no step of the
+        # previous episode runs inside the measured window.
+        self._call(self.reset, Trigger.Request())
+        self.active.call_async(SetBool.Request(data=True))
         seen_reset = False
         while True:
-            self.rclpy.spin_once(self.node, timeout_sec=0.5)
+            self.executor.spin_once(timeout_sec=0.5)
             # Progress of the new episode begins with the reset's step 0; anything before it
             # is the previous episode's tail.
             done = False
-            for step in self.steps:
+            for step in (self.convert.progress_from_msg(m).step for m in self.steps):
                 seen_reset = seen_reset or step == 0
                 done = done or (seen_reset and step >= steps)
             self.steps.clear()
@@ -194,6 +220,7 @@ class RosGraph:
         return wall, cpu, probe
 
     def close(self) -> None:
+        self.executor.shutdown()
         self.node.destroy_node()
         for proc in self.procs:
             proc.send_signal(signal.SIGINT)
@@ -216,7 +243,15 @@ def main() -> None:
     parser.add_argument('--no-cameras', action='store_true', help='skip the camera cases')
     parser.add_argument('--no-ros', action='store_true',
                         help='core alone only (a machine without ROS)')
+    parser.add_argument('--modes', default='composed,events,single',
+                        help='ROS graphs to run, comma-separated: composed (world_policy_container'
+                        '), events and single (two processes with that executor; cameras: '
+                        'composed and events only)')
     args = parser.parse_args()
+    modes = [m for m in args.modes.split(',') if m]
+    unknown = set(modes) - {'composed', 'events', 'single'}
+    if unknown:
+        parser.error(f'--modes: unknown {sorted(unknown)}; choose from composed, events, single')
     rec = Recorder('episodes')
     extra = {'task': args.task, 'episodes': args.episodes, 'repeat': args.repeat}
     print(f'[episodes] task {args.task}, scripted expert, {args.episodes} episodes (seeds '
@@ -248,7 +283,9 @@ def main() -> None:
         label = 'cameras (3 x 320x180)' if cameras else 'headless'
         # Headless, the ROS graph runs twice: with the events executor (what the nodes use) and
         # with rclpy's SingleThreadedExecutor (the simple way), alternating with core alone.
-        executors = [] if args.no_ros else ['events', 'single'] if not cameras else ['events']
+        # Both ways also run composed: world and policy in one process (world_policy_container,
+        # intra-process delivery), against the same core-alone runs.
+        executors = [] if args.no_ros else [m for m in modes if not cameras or m != 'single']
         graphs = {}
         core_walls, core_cpus = [], []
         ros: dict[str, dict[str, list[float]]] = {
@@ -284,7 +321,8 @@ def main() -> None:
             walls, cpus = ros[e]['wall'], ros[e]['cpu']
             ratio = [r / c for r, c in zip(walls, core_walls)]
             cpu_ratio = [r / c for r, c in zip(cpus, core_cpus)]
-            how = f'{e} executor'
+            how = ('world_policy_container: one process, intra-process delivery'
+                   if e == 'composed' else f'two processes, {e} executor')
             print(f'[episodes] {label}, ROS lockstep ({how}): {_spread(walls)} s wall, '
                   f'{_spread(cpus)} s CPU of world_node + policy_node per episode (probe '
                   f'{statistics.median(ros[e]["probe"]):.3g} s); vs core: wall ratio '
@@ -301,6 +339,15 @@ def main() -> None:
                        '<= 1.15 x core alone', steps_per_episode=n,
                        cpu_ratio_spread=[min(cpu_ratio), max(cpu_ratio)],
                        probe_cpu_s=statistics.median(ros[e]['probe']), **extra)
+        if 'composed' in ros and 'events' in ros:
+            # The composed graph against the two-process one it replaces, same run.
+            for key, what in (('wall', 'wall time'), ('cpu', 'CPU time of the nodes')):
+                rec.figure(f'episode {what}, world_policy_container / two processes (events '
+                           f'executor), lockstep, {label}',
+                           statistics.median(ros['composed'][key]), 's',
+                           statistics.median(ros['events'][key]),
+                           'the same episode through world_node + policy_node as two processes',
+                           'lower', steps_per_episode=n, **extra)
 
 
 if __name__ == '__main__':

@@ -47,7 +47,9 @@ from realm_ros.ros.runner import events_executor, spin_node
 class WorldNode(Node):
     """Publish a world's observations and execute its commands, in real time or in lockstep."""
 
-    def __init__(self, world: World | None = None, **kwargs: Any) -> None:
+    def __init__(self, world: World | None = None, start: bool = True, **kwargs: Any) -> None:
+        """``start=False``: publish nothing until :meth:`start` (a container pairs the node's
+        publishers for in-process delivery first)."""
         super().__init__('world', **kwargs)
         self.config = declare_config(self, WorldConfig)
         declare_episode_spec(self, 'used by the reset service ("" = task and seed parameters)')
@@ -86,17 +88,23 @@ class WorldNode(Node):
         self.create_service(SetBool, topics.RECOVER, self._on_recover)
 
         self._reset_world(self._spec_from_params())
-        self._publish_static()
         if self.config.lockstep:
             if self.config.lockstep_timeout_s > 0:
                 self.create_timer(min(0.05, self.config.lockstep_timeout_s), self._on_idle)
         else:
             self.create_timer(self.world.control_dt, self._on_control_tick)
-        self._publish_observation(self._obs)
         mode = 'lockstep' if self.config.lockstep else 'real time'
         self.get_logger().info(
             f'world {self.config.backend!r} up ({mode}, {self.config.control_hz:g} Hz control, '
             f'cameras {list(self._image_pubs)})')
+        if start:
+            self.start()
+
+    def start(self) -> None:
+        """Publish the latched facts (instruction, episode, camera_info) and the first
+        observation."""
+        self._publish_static()
+        self._publish_observation(self._obs)
 
     # -- callbacks --------------------------------------------------------------------------
 
@@ -257,25 +265,35 @@ class WorldNode(Node):
                 self.world.camera_fovy(name), stamp, f'{name}_optical_frame'))
 
     def _publish_observation(self, obs: Observation) -> None:
-        """Publish clock, images, then joint states: joint states mark a complete observation."""
+        """Publish clock, images, then joint states: joint states mark a complete observation.
+
+        A message on a topic that nothing subscribes to is not built (an image is then not
+        rendered, the privileged state's JSON not written): these topics are volatile, and DDS
+        sends a message to no reader that has not matched the publisher when it is published.
+        """
         stamp = self._stamp()
-        if self._clock_pub is not None:
+        if self._clock_pub is not None and self._clock_pub.get_subscription_count():
             self._clock_pub.publish(Clock(clock=stamp))
         if obs.images:
             self._last_image_time = self.world.time
             for name, image in obs.images.items():
-                if name in self._image_pubs:
-                    self._image_pubs[name].publish(
-                        convert.image_to_msg(image, stamp, f'{name}_optical_frame'))
+                pub = self._image_pubs.get(name)
+                # An image nobody subscribes to is not read (a world renders on first read).
+                if pub is not None and pub.get_subscription_count():
+                    pub.publish(convert.image_to_msg(image, stamp, f'{name}_optical_frame'))
         if obs.privileged:
-            self._privileged_pub.publish(String(data=convert.privileged_to_json(
-                obs.privileged, self.world.time)))
+            if self._privileged_pub.get_subscription_count():
+                self._privileged_pub.publish(String(data=convert.privileged_to_json(
+                    obs.privileged, self.world.time)))
             # Scored from privileged state. A real arm has none: its progress comes from the
             # operator (operator_node publishes on the same topic), never from this node.
-            self._progress_pub.publish(convert.progress_to_msg(self.progress, self.world.name))
-        msg = convert.joint_state_to_msg(obs.joints)
-        msg.header.stamp = stamp
-        self._js_pub.publish(msg)
+            if self._progress_pub.get_subscription_count():
+                self._progress_pub.publish(
+                    convert.progress_to_msg(self.progress, self.world.name))
+        if self._js_pub.get_subscription_count():
+            msg = convert.joint_state_to_msg(obs.joints)
+            msg.header.stamp = stamp
+            self._js_pub.publish(msg)
 
 
 def main(args: list[str] | None = None) -> int:

@@ -1,7 +1,14 @@
-"""Conversions between ROS messages and core records. Joint order is always core's."""
+"""Conversions between ROS messages and core records. Joint order is always core's.
+
+Float sequences are built as ``array.array('d')``: rclpy's generated setters take one as it is,
+while a list is checked element by element in Python. Messages in core's own joint order
+(``panda_joint1..7`` then ``gripper``, what world_node and policy_node send) are read without
+the name lookup; any other order takes the general path, with the same checks and results.
+"""
 
 from __future__ import annotations
 
+import array
 import json
 import math
 from typing import Any, Iterable, Mapping, Sequence
@@ -18,6 +25,17 @@ from realm_ros.core.errors import CommandRejected
 from realm_ros.core.types import Action, ActionMode, JointState, Progress, json_default
 
 CONTROL_FRAME = 'base_link'
+#: Joint names of a joint_states / command message in core's order, gripper last.
+CORE_ORDER = (*robot.JOINT_NAMES, robot.GRIPPER_JOINT)
+_CORE_ORDER_LIST = list(CORE_ORDER)
+
+
+def _doubles(values: Any, last: float) -> array.array:
+    """Return ``values`` then ``last`` as an ``array.array('d')`` (rclpy's float64[])."""
+    out = array.array('d')
+    out.frombytes(np.ascontiguousarray(values, dtype=np.float64).tobytes())
+    out.append(float(last))
+    return out
 
 
 def to_time(seconds: float) -> Time:
@@ -37,10 +55,10 @@ def joint_state_to_msg(state: JointState, names: Sequence[str] = robot.JOINT_NAM
     msg = JointStateMsg()
     msg.header.stamp = to_time(state.stamp)
     msg.header.frame_id = frame_id
-    msg.name = list(names) + [robot.GRIPPER_JOINT]
-    msg.position = [float(v) for v in state.position] + [float(state.gripper)]
-    msg.velocity = [float(v) for v in state.velocity] + [0.0]
-    msg.effort = [float(v) for v in state.effort] + [0.0]
+    msg.name = [*names, robot.GRIPPER_JOINT]
+    msg.position = _doubles(state.position, state.gripper)
+    msg.velocity = _doubles(state.velocity, 0.0)
+    msg.effort = _doubles(state.effort, 0.0)
     return msg
 
 
@@ -50,6 +68,17 @@ def joint_state_from_msg(msg: JointStateMsg, prefix: str = 'panda_') -> JointSta
     Raises:
         CommandRejected: the arm joints are missing or the values are not finite.
     """
+    if prefix == 'panda_' and len(msg.position) == 8 and msg.name == _CORE_ORDER_LIST:
+        # Core's order (world_node's own messages): the same values without the name lookup.
+        position = np.array(msg.position, dtype=float)
+        pos, gripper = position[:7], float(position[7])
+        vel = (np.array(msg.velocity, dtype=float)[:7] if len(msg.velocity) == 8
+               else np.zeros(7))
+        eff = np.array(msg.effort, dtype=float)[:7] if len(msg.effort) == 8 else np.zeros(7)
+        if not np.all(np.isfinite(pos)):
+            raise CommandRejected('joint state contains NaN or inf positions')
+        return JointState(position=pos, velocity=vel, effort=eff, gripper=gripper,
+                          stamp=from_time(msg.header.stamp))
     index = {}
     for i, name in enumerate(msg.name):
         if name == robot.GRIPPER_JOINT:
@@ -96,7 +125,13 @@ def trajectory_to_actions(msg: JointTrajectory, current_gripper: float) -> list[
         else:
             raise CommandRejected(f'point {k} has neither positions nor velocities')
         try:
-            action = control.action_from_named(msg.joint_names, values, mode, gripper)
+            if len(values) == 8 and msg.joint_names == _CORE_ORDER_LIST:
+                # Core's order (policy_node's own commands): action_from_named's result
+                # without its name checks, which this order passes.
+                row = np.array(values, dtype=float)
+                action = Action(arm=row[:7], gripper=float(row[7]), mode=mode)
+            else:
+                action = control.action_from_named(msg.joint_names, values, mode, gripper)
             control.validate_action(action)
         except CommandRejected as err:
             raise CommandRejected(f'point {k}: {err}') from None
@@ -111,10 +146,10 @@ def actions_to_trajectory(actions: Iterable[Action], dt: float,
     msg = JointTrajectory()
     if stamp is not None:
         msg.header.stamp = stamp
-    msg.joint_names = list(robot.JOINT_NAMES) + [robot.GRIPPER_JOINT]
+    msg.joint_names = list(CORE_ORDER)
     for k, action in enumerate(actions):
         point = JointTrajectoryPoint()
-        values = [float(v) for v in action.arm] + [float(action.gripper)]
+        values = _doubles(action.arm, action.gripper)
         if action.mode is ActionMode.VELOCITY:
             point.velocities = values
         else:

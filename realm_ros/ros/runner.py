@@ -192,7 +192,8 @@ def init(args: Sequence[str] | None = None) -> None:
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
 
 
-def spin_node(prog: str, factory: Callable[[], Node], args: Sequence[str] | None = None,
+def spin_node(prog: str, factory: Callable[[], Node | Sequence[Node]],
+              args: Sequence[str] | None = None,
               close: Callable[[Node], None] | None = None,
               until: Callable[[Node], bool] | None = None,
               executor: Callable[[], Executor] | None = None,
@@ -201,7 +202,9 @@ def spin_node(prog: str, factory: Callable[[], Node], args: Sequence[str] | None
 
     Args:
         prog: the executable's name, for error lines.
-        factory: builds the node (after ``rclpy.init``); a ConfigError from it exits 2.
+        factory: builds the node (after ``rclpy.init``); a ConfigError from it exits 2. A
+            container returns several nodes: they share the one executor; ``close`` is called
+            for each (last first), ``until`` and ``result`` are given the first.
         args: command line (``None``: ``sys.argv``), ``--ros-args`` included.
         close: releases what the node holds (a world, a policy) before it is destroyed.
         until: the node is done (e.g. the evaluation finished): stop spinning.
@@ -212,12 +215,16 @@ def spin_node(prog: str, factory: Callable[[], Node], args: Sequence[str] | None
     """
     init(args)
     node = None
+    nodes: list[Node] = []
     spinner = executor() if executor is not None else SingleThreadedExecutor()
     code = 0
     with StopRequest() as stop:
         try:
-            node = factory()
-            spinner.add_node(node)
+            built = factory()
+            nodes = [built] if isinstance(built, Node) else list(built)
+            node = nodes[0]
+            for each in nodes:
+                spinner.add_node(each)
             while not stop.requested and rclpy.ok():
                 if until is not None and until(node):
                     break
@@ -236,11 +243,11 @@ def spin_node(prog: str, factory: Callable[[], Node], args: Sequence[str] | None
         finally:
             stop.cleaning_up()
             try:
-                if node is not None:
+                for each in reversed(nodes):
                     if close is not None:
-                        close(node)
-                    spinner.remove_node(node)
-                    node.destroy_node()
+                        close(each)
+                    spinner.remove_node(each)
+                    each.destroy_node()
             finally:
                 spinner.shutdown(timeout_sec=1.0)
                 rclpy.try_shutdown()
