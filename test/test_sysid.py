@@ -361,7 +361,7 @@ def test_mjx_inputs_split_the_control_rows_as_the_twin_writes_them():
     mocap pose equal what MujocoWorld writes for the same target."""
     import mujoco
 
-    from realm_ros.backends.mujoco.mjx_rollout import _bucket, split_controls
+    from realm_ros.backends.mujoco.mjx_rollout import pow2_bucket, split_controls
     cpu = TwinRollout()
     targets = sysid.excitation_trajectory(sysid.ExcitationSpec(duration_s=3.0), 1)[:5]
     rows = cpu.control_rows(targets, np.full(5, 0.3))
@@ -371,4 +371,4 @@ def test_mjx_inputs_split_the_control_rows_as_the_twin_writes_them():
     np.testing.assert_allclose(ctrl[0, 4], data.ctrl)
     np.testing.assert_allclose(pos[0, 4], data.mocap_pos)
     np.testing.assert_allclose(quat[0, 4], data.mocap_quat)
-    assert [_bucket(n) for n in (1, 2, 3, 12, 13, 64, 65)] == [1, 2, 4, 16, 16, 64, 128]
+    assert [pow2_bucket(n) for n in (1, 2, 3, 12, 13, 64, 65)] == [1, 2, 4, 16, 16, 64, 128]

@@ -43,7 +43,7 @@ import warnings
 import numpy as np
 
 from realm_ros.backends.mujoco.actuation import gripper_ctrl
-from realm_ros.backends.mujoco.mjx_rollout import MjxRollout, _bucket, split_controls
+from realm_ros.backends.mujoco.mjx_rollout import MjxRollout, pow2_bucket, split_controls
 from realm_ros.backends.mujoco.rollout import TwinRollout
 from realm_ros.core.config import check_minimums, check_step_size
 from realm_ros.core.errors import ConfigError
@@ -258,7 +258,7 @@ class DeviceFit:
         self.n_pool = int(pool['qpos0'].shape[0])
         # Pad the pool to a power of two (repeating the last window; minibatches never draw
         # the padding), so datasets of similar size share one compiled (and exported) stage.
-        n_pad = _bucket(self.n_pool) - self.n_pool
+        n_pad = pow2_bucket(self.n_pool) - self.n_pool
         pool = {k: np.concatenate([v, np.repeat(v[-1:], n_pad, axis=0)]) for k, v in
                 pool.items()}
         self.pool = self._put(pool)

@@ -33,7 +33,7 @@ from realm_ros.core.errors import BackendUnavailable
 from realm_ros.core.sysid import BatchEvaluator, Trajectory
 
 
-def _bucket(n: int) -> int:
+def pow2_bucket(n: int) -> int:
     """Return the power of two >= n (batch sizes that share one compiled function)."""
     return 1 << max(0, int(n - 1).bit_length())
 
@@ -176,8 +176,8 @@ class MjxRollout(BatchEvaluator):
         (L, W, S, ...); candidates and windows padded to powers of two."""
         jnp = self._jax.numpy
         n_l = len(groups)
-        n_c = _bucket(max(len(p) for _, p in groups))
-        n_w = _bucket(len(trajectories))
+        n_c = pow2_bucket(max(len(p) for _, p in groups))
+        n_w = pow2_bucket(len(trajectories))
         nq, nv = self.cpu.model.nq, self.cpu.model.nv
         fric = np.zeros((n_l, n_c, 7))
         arm = np.full((n_l, n_c, 7), 0.1)
