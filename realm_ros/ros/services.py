@@ -8,6 +8,7 @@ never blocks a callback (the nav2 simple-commander facade works only outside the
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
@@ -15,6 +16,14 @@ from rcl_interfaces.srv import SetParameters
 from rclpy.node import Node
 
 from realm_ros.core.errors import InfrastructureError
+
+#: Seconds a new client waits after the service is discovered, before its first request.
+#: ``wait_for_service`` returns once the client has matched the server; the server's response
+#: writer can match the client's response reader a little later, and a response sent before
+#: that is dropped (Fast DDS logs "failed to send response (timeout)" in the server, and the
+#: caller waits out its whole timeout: seen once in four ``bench/launch_check.py paired`` runs,
+#: a world reset 0.3 s after the world came up).
+NEW_CLIENT_SETTLE_S = 0.3
 
 
 def call(node: Node, srv_type: Any, name: str, request: Any | None = None,
@@ -25,13 +34,17 @@ def call(node: Node, srv_type: Any, name: str, request: Any | None = None,
     """
     key = (srv_type, name)
     client = clients.get(key) if clients is not None else None
+    new = client is None
     if client is None:
         client = node.create_client(srv_type, name)
         if clients is not None:
             clients[key] = client
-    if not client.wait_for_service(timeout_sec=timeout_s):
+    ready = client.service_is_ready()
+    if not ready and not client.wait_for_service(timeout_sec=timeout_s):
         raise InfrastructureError(f'service {name} is not available after {timeout_s:g} s; '
                                   'is the node running?')
+    if new or not ready:  # just matched: let the response path match too
+        time.sleep(NEW_CLIENT_SETTLE_S)
     done = threading.Event()
     future = client.call_async(request if request is not None else srv_type.Request())
     future.add_done_callback(lambda _: done.set())
