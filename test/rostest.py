@@ -9,7 +9,7 @@ import signal
 import subprocess
 import sys
 import time
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
 import rclpy
 from rclpy.executors import SingleThreadedExecutor
@@ -22,12 +22,14 @@ BIN = pathlib.Path(sys.executable).parent
 
 
 @contextlib.contextmanager
-def ros_node(name: str) -> Iterator[tuple[Node, SingleThreadedExecutor]]:
-    """Yield a fresh node in its own context with an executor, shut down afterwards."""
+def ros_node(name: str, executor_type: type = SingleThreadedExecutor
+             ) -> Iterator[tuple[Node, Any]]:
+    """Yield a fresh node in its own context with an executor (``executor_type``), shut down
+    afterwards."""
     context = rclpy.Context()
     rclpy.init(context=context)
     node = rclpy.create_node(name, context=context)
-    executor = SingleThreadedExecutor(context=context)
+    executor = executor_type(context=context)
     executor.add_node(node)
     try:
         yield node, executor
@@ -79,3 +81,28 @@ def spin_until(executor: SingleThreadedExecutor, predicate: Callable[[], bool],
             return True
         executor.spin_once(timeout_sec=0.05)
     return predicate()
+
+
+#: The scripted lockstep episode the node tests compare with core (``push_switch``, seed 4,
+#: skill 1, chunks of 8).
+TASK, SEED, SKILL = 'push_switch', 4, 1
+
+
+def core_episode() -> tuple[list, Any]:
+    """Run :data:`TASK` through core alone; return ((met, joint positions) per step, result)."""
+    from realm_ros.backends.mujoco.world import MujocoWorld
+    from realm_ros.core.config import WorldConfig
+    from realm_ros.core.episode import run_episode
+    from realm_ros.core.policy import ActionChunker, ActionClipper, GripperBinarizer
+    from realm_ros.core.types import EpisodeSpec
+    from realm_ros.policies.scripted import ScriptedPolicy
+
+    spec = EpisodeSpec(task=TASK, seed=SEED, max_steps=150)
+    world = MujocoWorld(WorldConfig(task=TASK, camera_rate_hz=0, cameras=()))
+    expected: list = []
+    policy = ActionClipper(GripperBinarizer(ActionChunker(ScriptedPolicy(skill=SKILL), 8)))
+    result = run_episode(world, policy, spec,
+                         on_step=lambda s, o, a, p: expected.append((p.met, o.joints.position)))
+    world.close()
+    assert result.progression > 0
+    return expected, result

@@ -2,7 +2,6 @@
 same lockstep episode as run_episode, and a subscriber in another process still sees every
 message; IntraProcess delivers every message once, in order, within the QoS depth."""
 
-import contextlib
 import threading
 import time
 
@@ -11,40 +10,21 @@ import pytest
 import rclpy
 from rclpy.experimental import EventsExecutor
 from rclpy.qos import QoSProfile
-from rostest import ros_node, run_process, spin_until
+from rostest import SEED, SKILL, TASK, core_episode, ros_node, run_process, spin_until
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Int32
 from std_srvs.srv import SetBool, Trigger
 from trajectory_msgs.msg import JointTrajectory
 
-from realm_ros.backends.mujoco.world import MujocoWorld
-from realm_ros.core.config import WorldConfig
-from realm_ros.core.episode import run_episode
-from realm_ros.core.policy import ActionChunker, ActionClipper, GripperBinarizer
-from realm_ros.core.types import EpisodeSpec
-from realm_ros.policies.scripted import ScriptedPolicy
 from realm_ros.ros import convert, qos
 from realm_ros.ros.intra import IntraProcess
 
 pytestmark = pytest.mark.ros
 
-TASK, SEED, SKILL = 'push_switch', 4, 1
-
-
-def _core_episode() -> tuple[list, object]:
-    spec = EpisodeSpec(task=TASK, seed=SEED, max_steps=150)
-    world = MujocoWorld(WorldConfig(task=TASK, camera_rate_hz=0, cameras=()))
-    expected = []
-    policy = ActionClipper(GripperBinarizer(ActionChunker(ScriptedPolicy(skill=SKILL), 8)))
-    result = run_episode(world, policy, spec,
-                         on_step=lambda s, o, a, p: expected.append((p.met, o.joints.position)))
-    world.close()
-    assert result.progression > 0
-    return expected, result
 
 
 def test_composed_lockstep_episode_matches_run_episode(tmp_path):
-    expected, result = _core_episode()
+    expected, result = core_episode()
     n = len(expected)
     # ``seed`` is declared by both nodes: the world's goes in a parameters file under its
     # name, so that the policy keeps its default as in test_policy_node's two processes.
@@ -126,21 +106,10 @@ def test_composed_lockstep_episode_matches_run_episode(tmp_path):
     assert log.read_text().count('dropping stale command') <= 4
 
 
-@contextlib.contextmanager
 def _fast_node(name: str):
     """A probe node on the events executor: the composed lockstep world runs faster than a
     single-threaded executor takes messages, and its publishers keep the last 50 (qos.STATE)."""
-    context = rclpy.Context()
-    rclpy.init(context=context)
-    node = rclpy.create_node(name, context=context)
-    executor = EventsExecutor(context=context)
-    executor.add_node(node)
-    try:
-        yield node, executor
-    finally:
-        executor.shutdown()
-        node.destroy_node()
-        rclpy.try_shutdown(context=context)
+    return ros_node(name, EventsExecutor)
 
 
 def _spin(executor, stop: threading.Event) -> None:

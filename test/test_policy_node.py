@@ -5,32 +5,16 @@ import subprocess
 
 from diagnostic_msgs.msg import DiagnosticStatus
 import pytest
-from rostest import BIN, ros_node, run_process, spin_until
+from rostest import BIN, SEED, SKILL, TASK, core_episode, ros_node, run_process, spin_until
 from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
 
-from realm_ros.backends.mujoco.world import MujocoWorld
-from realm_ros.core.config import WorldConfig
-from realm_ros.core.episode import run_episode
-from realm_ros.core.policy import ActionChunker, ActionClipper, GripperBinarizer
-from realm_ros.core.types import EpisodeSpec
-from realm_ros.policies.scripted import ScriptedPolicy
 from realm_ros.ros import convert, qos
 
 pytestmark = pytest.mark.ros
 
-TASK, SEED, SKILL = 'push_switch', 4, 1
-
-
 def test_ros_lockstep_episode_matches_run_episode(tmp_path):
-    spec = EpisodeSpec(task=TASK, seed=SEED, max_steps=150)
-    world = MujocoWorld(WorldConfig(task=TASK, camera_rate_hz=0, cameras=()))
-    expected = []
-    policy = ActionClipper(GripperBinarizer(ActionChunker(ScriptedPolicy(skill=SKILL), 8)))
-    result = run_episode(world, policy, spec,
-                         on_step=lambda s, o, a, p: expected.append((p.met, o.joints.position)))
-    world.close()
-    assert result.progression > 0
+    expected, result = core_episode()
 
     world_args = ['world_node', '--ros-args', '-r', '__ns:=/sim', '-p', 'lockstep:=true',
                   '-p', 'lockstep_timeout_s:=0.0', '-p', 'camera_rate_hz:=0.0',
