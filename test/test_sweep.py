@@ -96,8 +96,9 @@ def test_run_batch_with_the_cpu_stepper_reproduces_run_episode():
                             latency_s=0.01)
         qs = []
         inner = ScriptedPolicy()
-        expected.append(run_episode(world, standard_chain(inner, execute=8), spec,
-                                    on_step=lambda k, o, a, p: qs.append(o.joints.position)))
+        expected.append(run_episode(
+            world, standard_chain(inner, execute=8), spec,
+            on_step=lambda k, o, a, p, qs=qs: qs.append(o.joints.position)))
         traj_cpu.append(np.array(qs))
     worlds = [MujocoWorld(WorldConfig(task=s.task, cameras=(), camera_rate_hz=0.0),
                           latency_s=0.01) for s in specs]

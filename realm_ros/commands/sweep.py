@@ -97,7 +97,8 @@ def _cpu_chunk(args: tuple[list[EpisodeSpec], int, bool]) -> list[tuple[dict, Tr
         qs: list[np.ndarray] = []
         first: list[int] = []
 
-        def on_step(k: int, obs: Any, action: Any, progress: Any) -> None:
+        def on_step(k: int, obs: Any, action: Any, progress: Any,
+                    qs: list = qs, first: list = first) -> None:
             qs.append(obs.joints.position)
             if not first and _robot_contact(obs.privileged):
                 first.append(k)
@@ -162,14 +163,14 @@ def run_gpu(cells: Sequence[EpisodeSpec], skill: int, batch: int = 1024,
             qs: list[list[np.ndarray]] = [[] for _ in idx]
             first: list[int | None] = [None] * len(idx)
 
-            def on_step(i: int, k: int, obs: Any) -> None:
+            def on_step(i: int, k: int, obs: Any, qs: list = qs, first: list = first) -> None:
                 qs[i].append(obs.joints.position)
                 if first[i] is None and _robot_contact(obs.privileged):
                     first[i] = k
 
             steppers: list[Any] = []
 
-            def factory(ws: Sequence[MujocoWorld]) -> Any:
+            def factory(ws: Sequence[MujocoWorld], steppers: list = steppers) -> Any:
                 steppers.append(mjx_sweep.MjxStepper(ws, iterations, ls_iterations))
                 return steppers[-1]
 

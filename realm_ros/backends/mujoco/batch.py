@@ -27,7 +27,7 @@ from realm_ros.core import tasks
 from realm_ros.core.episode import EpisodeReferee, make_tracker
 from realm_ros.core.errors import InfrastructureError
 from realm_ros.core.policy import ActionChunker, Policy, PolicyWrapper
-from realm_ros.core.types import EpisodeOutcome, EpisodeResult, EpisodeSpec, Observation
+from realm_ros.core.types import EpisodeResult, EpisodeSpec, Observation
 from realm_ros.policies.scripted import ScriptedPolicy, infer_batch
 
 try:
