@@ -135,6 +135,23 @@ def run_cpu(cells: Sequence[EpisodeSpec], skill: int, workers: int = 1, trace: b
     return [r for r, _ in results], [t for _, t in results]
 
 
+#: Perturbations ``--device gpu`` refuses: they change the scene's geometry per seed (V-SC's
+#: distractors, SB-NOUN's object, SB-VRB's receiver, VB-MOBJ's morph, VSB-NOBJ's new object),
+#: so each cell would be its own MJX model with its own compilation (minutes each).
+GPU_REFUSED = ('V-SC', 'SB-NOUN', 'SB-VRB', 'VB-MOBJ', 'VSB-NOBJ')
+
+
+def refuse_on_gpu(cells: Sequence[EpisodeSpec]) -> None:
+    """Raise :class:`ConfigError` for cells ``--device gpu`` does not run (:data:`GPU_REFUSED`)."""
+    bad = sorted({c.perturbation for c in cells if c.perturbation in GPU_REFUSED})
+    if bad:
+        raise ConfigError(
+            f'--device gpu does not run {", ".join(bad)}: these change the scene geometry per '
+            'seed, so each cell would compile its own MJX model; run them with --device cpu. '
+            'The GPU runs Default, B-HOBJ, VB-POSE and the visual/semantic codes (V-AUG, '
+            "V-VIEW, V-LIGHT, S-*), whose physics is the default scene's")
+
+
 def run_gpu(cells: Sequence[EpisodeSpec], skill: int, batch: int = 1024,
             iterations: int | None = None, ls_iterations: int | None = None,
             trace: bool = False, progress: Callable[[int], None] | None = None
@@ -147,6 +164,7 @@ def run_gpu(cells: Sequence[EpisodeSpec], skill: int, batch: int = 1024,
     from realm_ros.core.config import WorldConfig
     from realm_ros.policies.scripted import ScriptedPolicy
 
+    refuse_on_gpu(cells)
     mjx_sweep.enable_compilation_cache()
     config = WorldConfig(task=cells[0].task, cameras=(), camera_rate_hz=0.0)
     worlds = [MujocoWorld(config) for _ in cells]

@@ -49,6 +49,8 @@ try:
 except ImportError as err:  # pragma: no cover - world.py already raised BackendUnavailable
     raise BackendUnavailable('the MuJoCo twin needs the "mujoco" package') from err
 
+#: Model fields that only the renderer reads (V-LIGHT, V-VIEW change them): not per world here.
+VISUAL_PREFIXES = ('light_', 'cam_', 'mat_', 'tex_', 'geom_rgba')
 #: Bodies whose collision cylinders become capsules in the MJX model (the arm and the hand).
 ARM_BODY_PREFIXES = ('panda_', 'gripper')
 
@@ -155,7 +157,8 @@ class MjxStepper:
         for field in dataclasses.fields(mx):
             name = field.name
             value = getattr(mx, name)
-            if not hasattr(base, name) or name in ('geom_type', 'geom_rbound', 'geom_aabb'):
+            if not hasattr(base, name) or name in ('geom_type', 'geom_rbound', 'geom_aabb') \
+                    or name.startswith(VISUAL_PREFIXES):
                 continue
             arrays = [np.asarray(getattr(m, name)) for m in models]
             if not isinstance(arrays[0], np.ndarray) or arrays[0].dtype == object:
