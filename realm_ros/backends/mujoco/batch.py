@@ -57,8 +57,12 @@ class CpuStepper:
 
     name = 'mujoco'
 
-    def __init__(self, worlds: Sequence[MujocoWorld]) -> None:
-        self._models = [w.model for w in worlds]
+    def __init__(self, worlds: Sequence[MujocoWorld],
+                 transform: Callable[[Any], Any] | None = None) -> None:
+        """``transform(model) -> model``: step a changed copy of each world's model instead
+        (``mjx_sweep.mjx_model``: the MJX variant on CPU MuJoCo, to tell the model's
+        changes from MJX's numerics)."""
+        self._models = [w.model if transform is None else transform(w.model) for w in worlds]
         self._data = []
         for w in worlds:
             d = mujoco.MjData(w.model)
