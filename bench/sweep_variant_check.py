@@ -21,7 +21,7 @@ from realm_ros.backends.mujoco.mjx_sweep import mjx_model  # noqa: E402
 from realm_ros.backends.mujoco.world import MujocoWorld  # noqa: E402
 from realm_ros.commands import sweep  # noqa: E402
 from realm_ros.core.config import WorldConfig  # noqa: E402
-from realm_ros.policies.scripted import ScriptedPolicy  # noqa: E402
+from realm_ros.policies.scripted import ScriptedPolicy, infer_batch  # noqa: E402
 
 
 def run(cells, transform):
@@ -36,7 +36,8 @@ def run(cells, transform):
             first[i] = k
 
     results = run_batch(worlds, [ScriptedPolicy() for _ in cells], cells,
-                        lambda ws: CpuStepper(ws, transform), on_step=on_step)
+                        lambda ws: CpuStepper(ws, transform), on_step=on_step,
+                        infer_batch=infer_batch)
     return [r.to_record() for r in results], [(np.array(q), f) for q, f in zip(qs, first)]
 
 

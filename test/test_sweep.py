@@ -86,7 +86,7 @@ def test_run_batch_with_the_cpu_stepper_reproduces_run_episode():
     from realm_ros.backends.mujoco.world import MujocoWorld
     from realm_ros.core.episode import run_episode
     from realm_ros.core.policy import standard_chain
-    from realm_ros.policies.scripted import ScriptedPolicy
+    from realm_ros.policies.scripted import ScriptedPolicy, infer_batch
 
     specs = _specs('put_green_block_in_bowl', ['Default', 'B-HOBJ', 'VB-POSE', 'V-SC'],
                    [0, 1], 150)
@@ -104,7 +104,8 @@ def test_run_batch_with_the_cpu_stepper_reproduces_run_episode():
                           latency_s=0.01) for s in specs]
     traj = [[] for _ in specs]
     got = run_batch(worlds, [ScriptedPolicy() for _ in specs], specs, CpuStepper,
-                    on_step=lambda i, k, o: traj[i].append(o.joints.position))
+                    on_step=lambda i, k, o: traj[i].append(o.joints.position),
+                    infer_batch=infer_batch)
     assert len({r.steps for r in expected}) > 1  # some end early (success), some do not
     for e, g, qe, qg in zip(expected, got, traj_cpu, traj):
         re, rg = e.to_record(), g.to_record()

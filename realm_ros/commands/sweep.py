@@ -162,7 +162,7 @@ def run_gpu(cells: Sequence[EpisodeSpec], skill: int, batch: int = 1024,
     from realm_ros.backends.mujoco.batch import run_batch
     from realm_ros.backends.mujoco.world import MujocoWorld
     from realm_ros.core.config import WorldConfig
-    from realm_ros.policies.scripted import ScriptedPolicy
+    from realm_ros.policies.scripted import ScriptedPolicy, infer_batch
 
     refuse_on_gpu(cells)
     mjx_sweep.enable_compilation_cache()
@@ -195,7 +195,7 @@ def run_gpu(cells: Sequence[EpisodeSpec], skill: int, batch: int = 1024,
             results: list[EpisodeResult] = run_batch(
                 [worlds[i] for i in idx], [ScriptedPolicy(skill=skill) for _ in idx],
                 [cells[i] for i in idx], factory, on_step=on_step if trace else None,
-                progress=progress)
+                progress=progress, infer_batch=infer_batch)
             for k, i in enumerate(idx):
                 records[i] = results[k].to_record()
                 traces[i] = (np.array(qs[k]), first[k]) if trace else None

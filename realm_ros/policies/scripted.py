@@ -310,6 +310,7 @@ class ScriptedPolicy(Policy):
     def _step(self, q_meas: np.ndarray) -> np.ndarray:
         """Advance the waypoint state one control step; return ``[q_cmd (7), grip]``."""
         grip = self._setpoint_step(q_meas)
+        assert self._q_cmd is not None
         self._q_cmd, _ = self._solve_ik(
             self._set_pos, kinematics.down_rotation(self._set_yaw), self._q_cmd,
             q_rest=self._spec_reset_q(), iterations=8)
@@ -478,33 +479,35 @@ class ScriptedPolicy(Policy):
         yield Waypoint(end + 0.1 * up, yaw, CLOSED, tol=0.03)
 
 
-def infer_batch(policies: Sequence[ScriptedPolicy],
+def infer_batch(policies: Sequence[Policy],
                 observations: Sequence[Observation]) -> list[ActionChunk]:
     """Return ``[p.infer(obs) for p, obs in zip(policies, observations)]`` with the IK of every
     closed-loop policy on the fast path solved in one :func:`kinematics.solve_ik_batch`.
 
-    The same chunks as the loop (``test/test_kinematics.py``: within 1e-9 rad): the waypoint
+    The same chunks as the loop (``test/test_sweep.py``: within 1e-9 rad): the waypoint
     logic runs per policy as in :meth:`ScriptedPolicy.infer`, only the damped least-squares
     solves are stacked. Other policies (chunks, velocities, the reference IK) run their own
     :meth:`~ScriptedPolicy.infer`. Used by the batched sweeps (``mjx_sweep.py``).
     """
     out: list[ActionChunk | None] = [None] * len(policies)
     batch: list[int] = []
+    chosen: list[ScriptedPolicy] = []
     grips: list[float] = []
     for i, (policy, obs) in enumerate(zip(policies, observations)):
-        if not (policy.closed_loop and policy.ik == 'fast'):
+        if not (isinstance(policy, ScriptedPolicy) and policy.closed_loop
+                and policy.ik == 'fast'):
             out[i] = policy.infer(obs)
             continue
         grips.append(policy._setpoint_step(policy._begin(obs)))
         batch.append(i)
+        chosen.append(policy)
     if batch:
-        chosen = [policies[i] for i in batch]
         q, _ = kinematics.solve_ik_batch(
             np.array([p._set_pos for p in chosen]),
             np.array([kinematics.down_rotation(p._set_yaw) for p in chosen]),
             np.array([p._q_cmd for p in chosen]),
             np.array([p._spec_reset_q() for p in chosen]), iterations=8)
-        for k, i in enumerate(batch):
-            policies[i]._q_cmd = q[k].copy()
+        for k, (i, p) in enumerate(zip(batch, chosen)):
+            p._q_cmd = q[k].copy()
             out[i] = ActionChunk(np.append(q[k], grips[k])[None, :], ActionMode.POSITION)
     return [chunk for chunk in out if chunk is not None]

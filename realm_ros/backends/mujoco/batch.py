@@ -4,8 +4,8 @@
 world is a :class:`MujocoWorld` (its own scene, perturbation, initial state, latency queue,
 privileged state), its policy the usual ``standard_chain`` and its scoring the usual
 :class:`~realm_ros.core.tasks.ProgressTracker` and :class:`EpisodeReferee`. Per control step
-the scripted experts' IK is solved for all worlds in one
-:func:`~realm_ros.policies.scripted.infer_batch`, each world turns its action into the
+the policies' chunks can be computed together (``infer_batch``: the scripted experts' IK
+for all worlds in one ``policies.scripted.infer_batch``), each world turns its action into the
 period's control rows (:meth:`MujocoWorld.period_controls`, the latency rule included), a
 stepper integrates every world's period at once, and each world takes its new state back
 (:meth:`MujocoWorld.load_step`) and is scored. A world that is over keeps being stepped
@@ -27,8 +27,7 @@ from realm_ros.core import tasks
 from realm_ros.core.episode import EpisodeReferee, make_tracker
 from realm_ros.core.errors import InfrastructureError
 from realm_ros.core.policy import ActionChunker, Policy, PolicyWrapper
-from realm_ros.core.types import EpisodeResult, EpisodeSpec, Observation
-from realm_ros.policies.scripted import ScriptedPolicy, infer_batch
+from realm_ros.core.types import ActionChunk, EpisodeResult, EpisodeSpec, Observation
 
 try:
     import mujoco
@@ -37,6 +36,9 @@ except ImportError:  # pragma: no cover - world.py already raised BackendUnavail
 
 #: ``on_step(world_index, step, obs)`` after every control step of a live world.
 BatchStepCallback = Callable[[int, int, Observation], None]
+#: ``infer_batch(policies, observations) -> chunks``: the policies' chunks, computed together
+#: (``policies.scripted.infer_batch`` stacks the scripted experts' IK).
+BatchInfer = Callable[[Sequence[Any], Sequence[Observation]], Sequence[ActionChunk]]
 #: One world's period: (ctrl (S, nu), mocap_pos (S, nm, 3), mocap_quat (S, nm, 4)).
 Rows = tuple[np.ndarray, np.ndarray, np.ndarray]
 #: A world's state: (qpos, qvel, time).
@@ -124,12 +126,15 @@ def run_batch(worlds: Sequence[MujocoWorld], inners: Sequence[Policy],
               specs: Sequence[EpisodeSpec], stepper_factory: Callable[..., Stepper],
               on_step: BatchStepCallback | None = None,
               progress: Callable[[int], None] | None = None,
-              drawer_rule: str = 'realm_code', execute: int = 8) -> list[EpisodeResult]:
+              drawer_rule: str = 'realm_code', execute: int = 8,
+              infer_batch: BatchInfer | None = None) -> list[EpisodeResult]:
     """Run one episode per world (``specs[i]`` with ``inners[i]`` in ``worlds[i]``) in lockstep
     and return the results in order, scored as :func:`run_episode` scores them.
 
     ``stepper_factory(worlds)`` is called after every world was reset (it reads their initial
     states and models). ``progress(n)`` is told when n more episodes have ended.
+    ``infer_batch``: computes the chunks of the worlds whose chain asks its policy this step
+    in one call (else each policy's own ``infer``, in the chain).
     """
     n = len(worlds)
     start = time.monotonic()
@@ -169,11 +174,11 @@ def run_batch(worlds: Sequence[MujocoWorld], inners: Sequence[Policy],
         if i not in live:
             finish(i)
     while live:
-        batch = [i for i in live if isinstance(links[i].inner, ScriptedPolicy)
-                 and _queries(chunkers[i])]
-        for i, chunk in zip(batch, infer_batch([links[i].inner for i in batch],
-                                               [obs[i] for i in batch])):
-            links[i].chunk = chunk
+        if infer_batch is not None:
+            batch = [i for i in live if _queries(chunkers[i])]
+            for i, chunk in zip(batch, infer_batch([links[i].inner for i in batch],
+                                                   [obs[i] for i in batch])):
+                links[i].chunk = chunk
         ended: list[int] = []
         for i in live:
             try:
