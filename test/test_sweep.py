@@ -141,3 +141,14 @@ def test_sweep_cli_on_cpu_writes_one_record_per_cell(tmp_path, capsys):
     assert [(r['perturbation'], r['seed']) for r in records] == [
         ('Default', 0), ('Default', 1), ('B-HOBJ', 0), ('B-HOBJ', 1)]
     assert all(r['steps'] == 30 for r in records)
+
+
+def test_gpu_refuses_geometry_perturbations_by_name():
+    from realm_ros.commands.sweep import plan_grid, refuse_on_gpu
+    from realm_ros.core.errors import ConfigError
+
+    cells, _ = plan_grid('stack_cubes', ['Default', 'V-SC', 'VB-MOBJ'], 1, 1.0, 10, 0)
+    with pytest.raises(ConfigError, match='V-SC, VB-MOBJ'):
+        refuse_on_gpu(cells)
+    refuse_on_gpu(plan_grid('stack_cubes', ['Default', 'B-HOBJ', 'VB-POSE', 'V-LIGHT'], 1,
+                            1.0, 10, 0)[0])
