@@ -30,6 +30,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     'sysid': ('realm_ros.commands.sysid', 'record excitation bags and fit friction/armature'),
     'episode': ('realm_ros.commands.episode', 'run one episode in the twin and print its score'),
     'ladder': ('realm_ros.commands.ladder', 'success rates of the scripted policy ladder'),
+    'sweep': ('realm_ros.commands.sweep', 'a perturbation x seed grid of whole episodes of a '
+              'task, on CPU or batched on the GPU (MJX)'),
     'docs-params': ('realm_ros.commands.docs_params', 'write docs/parameters.md from the config '
                     'schemas (--check: is it current?)'),
     'usd': ('realm_ros.commands.usd', 'export a task scene to USD authored for PhysX/Isaac Sim'),

@@ -236,3 +236,121 @@ def solve_ik_reference(position: ArrayLike, rotation: np.ndarray, q_start: Array
             dq *= 0.2 / step
         q = np.clip(q + dq, robot.JOINT_LOWER + 1e-3, robot.JOINT_UPPER - 1e-3)
     return q, err_norm
+
+
+def _link_poses_batch(q: np.ndarray) -> np.ndarray:
+    """:func:`_link_poses` for a batch: (B, 7) joints -> (B, 9, 4, 4) poses."""
+    n = len(q)
+    theta = np.zeros((n, len(_DH)))
+    theta[:, :_N] = q
+    ct, st = np.cos(theta), np.sin(theta)
+    local = np.broadcast_to(_TEMPLATE, (n,) + _TEMPLATE.shape).copy()
+    local[:, :, 0, 0] = ct
+    local[:, :, 0, 1] = -st
+    local[:, :, 1, 0] = st * _CA
+    local[:, :, 1, 1] = ct * _CA
+    local[:, :, 2, 0] = st * _SA
+    local[:, :, 2, 1] = ct * _SA
+    poses = np.empty((n, len(_DH) + 1, 4, 4))
+    poses[:, 0] = local[:, 0]
+    for i in range(1, len(_DH)):
+        np.matmul(poses[:, i - 1], local[:, i], out=poses[:, i])
+    np.matmul(poses[:, -2], _MOUNT, out=poses[:, -1])
+    return poses
+
+
+def tcp_pose_batch(q: ArrayLike) -> np.ndarray:
+    """Return the (B, 4, 4) TCP poses at joint configurations ``q`` (B, 7)."""
+    joints = np.asarray(q, dtype=float)
+    if joints.ndim != 2 or joints.shape[1] != _N:
+        raise ValueError(f'q must have shape (B, 7), got {joints.shape}')
+    return _link_poses_batch(joints)[:, -1]
+
+
+def _rotation_error_batch(current: np.ndarray, desired: np.ndarray) -> np.ndarray:
+    """:func:`_rotation_error` for (B, 3, 3) rotations: (B, 3) rotation vectors."""
+    r = desired @ np.swapaxes(current, 1, 2)
+    angle = np.arccos(np.clip((r[:, 0, 0] + r[:, 1, 1] + r[:, 2, 2] - 1.0) / 2.0, -1.0, 1.0))
+    axis = np.stack([r[:, 2, 1] - r[:, 1, 2], r[:, 0, 2] - r[:, 2, 0],
+                     r[:, 1, 0] - r[:, 0, 1]], axis=1)
+    small = angle < 1e-9
+    flip = np.pi - angle < 1e-6
+    sin = np.where(small | flip, 1.0, np.sin(angle))
+    out = np.where(small[:, None], 0.5 * axis, (angle / (2.0 * sin))[:, None] * axis)
+    for b in np.flatnonzero(flip & ~small):
+        out[b] = _rotation_error(current[b], desired[b])
+    return out
+
+
+def solve_ik_batch(position: ArrayLike, rotation: ArrayLike, q_start: ArrayLike,
+                   q_rest: ArrayLike | None = None, iterations: int = 30,
+                   damping: float = 0.02, tolerance: float = 1e-4
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`solve_ik` for B problems at once: (B, 3) positions, (B, 3, 3) rotations, (B, 7)
+    starts and rests -> (B, 7) joints and (B,) final errors.
+
+    The same iteration as :func:`solve_ik`, problem for problem: each one stops as soon as its
+    own error is below ``tolerance`` (it is then left as it is while the others go on), so each
+    row equals :func:`solve_ik` on that row (``test/test_kinematics.py``: within 1e-9 rad). A
+    row whose ``J J^T`` is singular takes :func:`solve_ik`'s pinv step for that iteration.
+    """
+    q = np.array(q_start, dtype=float)
+    if q.ndim != 2 or q.shape[1] != _N:
+        raise ValueError(f'q_start must have shape (B, 7), got {q.shape}')
+    n = len(q)
+    rest = np.broadcast_to(np.asarray(robot.RESET_Q if q_rest is None else q_rest,
+                                      dtype=float), (n, _N))
+    target = np.asarray(position, dtype=float).reshape(n, 3)
+    desired = np.asarray(rotation, dtype=float).reshape(n, 3, 3)
+    damp = damping ** 2
+    err_norm = np.full(n, math.inf)
+    live = np.arange(n)
+    diag = np.arange(6)
+    for _ in range(iterations):
+        if not len(live):
+            break
+        ql = q[live]
+        poses = _link_poses_batch(ql)
+        tcp = poses[:, -1]
+        dp = target[live] - tcp[:, :3, 3]
+        dr = _rotation_error_batch(tcp[:, :3, :3], desired[live])
+        err = np.sqrt(np.sum(dp * dp, axis=1)) + 0.1 * np.sqrt(np.sum(dr * dr, axis=1))
+        err_norm[live] = err
+        going = err >= tolerance
+        live, ql, poses, dp, dr = live[going], ql[going], poses[going], dp[going], dr[going]
+        if not len(live):
+            break
+        axes = poses[:, :_N, :3, 2]
+        lever = poses[:, -1:, :3, 3] - poses[:, :_N, :3, 3]
+        jac = np.empty((len(live), 6, _N))
+        jac[:, 0] = axes[..., 1] * lever[..., 2] - axes[..., 2] * lever[..., 1]
+        jac[:, 1] = axes[..., 2] * lever[..., 0] - axes[..., 0] * lever[..., 2]
+        jac[:, 2] = axes[..., 0] * lever[..., 1] - axes[..., 1] * lever[..., 0]
+        jac[:, 3:] = np.swapaxes(axes, 1, 2)
+        pull = 0.1 * (rest[live] - ql)
+        jjt = jac @ np.swapaxes(jac, 1, 2)
+        lhs = np.stack([jjt, jjt], axis=1)
+        lhs[:, 0, diag, diag] += damp
+        rhs = np.empty((len(live), 2, 6, 1))
+        rhs[:, 0, :3, 0] = dp
+        rhs[:, 0, 3:, 0] = dr
+        rhs[:, 1, :, 0] = (jac @ pull[:, :, None])[:, :, 0]
+        dq = np.empty((len(live), _N))
+        try:
+            x = np.linalg.solve(lhs, rhs)
+        except np.linalg.LinAlgError:  # some J singular: row by row, solve_ik's way
+            for k in range(len(live)):
+                try:
+                    xk = np.linalg.solve(lhs[k], rhs[k])
+                    dq[k] = jac[k].T @ (xk[0, :, 0] - xk[1, :, 0]) + pull[k]
+                except np.linalg.LinAlgError:
+                    null = np.eye(_N) - np.linalg.pinv(jac[k]) @ jac[k]
+                    xk = np.linalg.solve(lhs[k, :1], rhs[k, :1])
+                    dq[k] = jac[k].T @ xk[0, :, 0] + null @ pull[k]
+        else:
+            dq = (np.swapaxes(jac, 1, 2) @ (x[:, 0] - x[:, 1]))[:, :, 0] + pull
+        step = np.max(np.abs(dq), axis=1)
+        big = step > 0.2
+        dq[big] *= (0.2 / step[big])[:, None]
+        q[live] = np.minimum(np.maximum(ql + dq, _LOWER), _UPPER)
+    return q, err_norm

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, Iterator, Mapping
+from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -243,7 +243,8 @@ class ScriptedPolicy(Policy):
 
     # -- the loop -----------------------------------------------------------------------------
 
-    def infer(self, obs: Observation) -> ActionChunk:
+    def _begin(self, obs: Observation) -> np.ndarray:
+        """Check ``obs``, take its privileged state, plan on the first call; return q_meas."""
         if self._spec is None:
             raise EpisodeError('scripted policy: reset(spec) must be called before infer')
         if not obs.privileged:
@@ -259,6 +260,16 @@ class ScriptedPolicy(Policy):
             self._set_yaw = math.atan2(tcp[1, 1], tcp[0, 1])
             self._plan = self._waypoints()
             self._next_waypoint()
+        return q_meas
+
+    @property
+    def closed_loop(self) -> bool:
+        """One absolute joint target per query (horizon 1, joint_position): what
+        :func:`infer_batch` batches."""
+        return self.horizon == 1 and self.action_space == 'joint_position'
+
+    def infer(self, obs: Observation) -> ActionChunk:
+        q_meas = self._begin(obs)
         if self.horizon == 1 and self.action_space == 'joint_position':
             return ActionChunk(self._step(q_meas)[None, :], ActionMode.POSITION)
         # Open-loop look-ahead through the internal model (perfect tracking): the "measured"
@@ -298,6 +309,16 @@ class ScriptedPolicy(Policy):
 
     def _step(self, q_meas: np.ndarray) -> np.ndarray:
         """Advance the waypoint state one control step; return ``[q_cmd (7), grip]``."""
+        grip = self._setpoint_step(q_meas)
+        assert self._q_cmd is not None
+        self._q_cmd, _ = self._solve_ik(
+            self._set_pos, kinematics.down_rotation(self._set_yaw), self._q_cmd,
+            q_rest=self._spec_reset_q(), iterations=8)
+        return np.append(self._q_cmd, grip)
+
+    def _setpoint_step(self, q_meas: np.ndarray) -> float:
+        """The part of :meth:`_step` before the IK: advance the waypoint and move the
+        setpoint; return the gripper command."""
         assert self._spec is not None and self._q_cmd is not None
         self._advance(q_meas)
         wp = self._wp
@@ -309,10 +330,7 @@ class ScriptedPolicy(Policy):
                 self._set_pos + delta * (wp.speed / dist)
             dyaw = wp.yaw - self._set_yaw
             self._set_yaw += float(np.clip(dyaw, -0.08, 0.08))
-        self._q_cmd, _ = self._solve_ik(
-            self._set_pos, kinematics.down_rotation(self._set_yaw), self._q_cmd,
-            q_rest=self._spec_reset_q(), iterations=8)
-        return np.append(self._q_cmd, grip)
+        return grip
 
     def _spec_reset_q(self) -> np.ndarray:
         return np.asarray(tasks.RESET_Q.get(self.task.name, robot.RESET_Q), dtype=float)
@@ -459,3 +477,37 @@ class ScriptedPolicy(Policy):
         end = start - pull * (travel + 0.06) * self.short
         yield Waypoint(end, yaw, CLOSED, speed=0.006, tol=0.02, timeout=120)
         yield Waypoint(end + 0.1 * up, yaw, CLOSED, tol=0.03)
+
+
+def infer_batch(policies: Sequence[Policy],
+                observations: Sequence[Observation]) -> list[ActionChunk]:
+    """Return ``[p.infer(obs) for p, obs in zip(policies, observations)]`` with the IK of every
+    closed-loop policy on the fast path solved in one :func:`kinematics.solve_ik_batch`.
+
+    The same chunks as the loop (``test/test_sweep.py``: within 1e-9 rad): the waypoint
+    logic runs per policy as in :meth:`ScriptedPolicy.infer`, only the damped least-squares
+    solves are stacked. Other policies (chunks, velocities, the reference IK) run their own
+    :meth:`~ScriptedPolicy.infer`. Used by the batched sweeps (``mjx_sweep.py``).
+    """
+    out: list[ActionChunk | None] = [None] * len(policies)
+    batch: list[int] = []
+    chosen: list[ScriptedPolicy] = []
+    grips: list[float] = []
+    for i, (policy, obs) in enumerate(zip(policies, observations)):
+        if not (isinstance(policy, ScriptedPolicy) and policy.closed_loop
+                and policy.ik == 'fast'):
+            out[i] = policy.infer(obs)
+            continue
+        grips.append(policy._setpoint_step(policy._begin(obs)))
+        batch.append(i)
+        chosen.append(policy)
+    if batch:
+        q, _ = kinematics.solve_ik_batch(
+            np.array([p._set_pos for p in chosen]),
+            np.array([kinematics.down_rotation(p._set_yaw) for p in chosen]),
+            np.array([p._q_cmd for p in chosen]),
+            np.array([p._spec_reset_q() for p in chosen]), iterations=8)
+        for k, (i, p) in enumerate(zip(batch, chosen)):
+            p._q_cmd = q[k].copy()
+            out[i] = ActionChunk(np.append(q[k], grips[k])[None, :], ActionMode.POSITION)
+    return [chunk for chunk in out if chunk is not None]

@@ -268,6 +268,39 @@ class MujocoWorld(World):
         if n:
             self._frame += 1
 
+    def period_controls(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Return the (ctrl, mocap_pos, mocap_quat) rows of the next control period's physics
+        steps, (substeps, ...) each, releasing latency-delayed targets as :meth:`step_physics`
+        does, without stepping: a batched stepper (``batch.py``, ``mjx_sweep.py``) integrates
+        them and hands the state back through :meth:`load_step`."""
+        n = self._substeps
+        ctrl = np.empty((n, self.model.nu))
+        pos = np.empty((n,) + self.data.mocap_pos.shape)
+        quat = np.empty((n,) + self.data.mocap_quat.shape)
+        for k in range(n):
+            if self._pending:
+                due = self._pending.due()
+                if due is not None:
+                    self._target_q, self._target_g = due
+                    self._write_target(*due)
+            ctrl[k], pos[k], quat[k] = self.data.ctrl, self.data.mocap_pos, self.data.mocap_quat
+        return ctrl, pos, quat
+
+    def load_step(self, before: tuple[np.ndarray, np.ndarray, float],
+                  after: tuple[np.ndarray, np.ndarray, float]) -> Observation:
+        """Take the state a batched stepper reached for :meth:`period_controls` and return the
+        observation :meth:`step` would: ``before`` = (qpos, qvel, time) before the period's last
+        physics step, ``after`` = after it. As after ``mj_step``, the derived quantities (body
+        poses, contacts, actuator forces) are those of ``before`` and qpos/qvel/time
+        ``after``'s."""
+        d = self.data
+        d.qpos[:], d.qvel[:], d.time = before[0], before[1], before[2]
+        mujoco.mj_forward(self.model, d)
+        d.qpos[:], d.qvel[:], d.time = after[0], after[1], after[2]
+        self._frame += 1
+        self._step_count += 1
+        return self.observe(render=self._image_due())
+
     def _write_target(self, q_d: np.ndarray, g: float) -> None:
         """Set the actuators' joint target and place the Cartesian target frame at FK(q_d)."""
         self._act.write_target(self.data, q_d, g)

@@ -1,0 +1,216 @@
+"""Whole episodes of many twin worlds in lockstep, with the physics handed to a batched stepper.
+
+:func:`run_batch` is :func:`~realm_ros.core.episode.run_episode` for W worlds at once: each
+world is a :class:`MujocoWorld` (its own scene, perturbation, initial state, latency queue,
+privileged state), its policy the usual ``standard_chain`` and its scoring the usual
+:class:`~realm_ros.core.tasks.ProgressTracker` and :class:`EpisodeReferee`. Per control step
+the policies' chunks can be computed together (``infer_batch``: the scripted experts' IK
+for all worlds in one ``policies.scripted.infer_batch``), each world turns its action into the
+period's control rows (:meth:`MujocoWorld.period_controls`, the latency rule included), a
+stepper integrates every world's period at once, and each world takes its new state back
+(:meth:`MujocoWorld.load_step`) and is scored. A world that is over keeps being stepped
+(holding its last target) but is no longer read.
+
+Two steppers: :class:`CpuStepper` (``mj_step`` per world: the loop reproduces ``run_episode``
+exactly, ``test/test_sweep.py``) and ``mjx_sweep.MjxStepper`` (MJX on the GPU).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable, Protocol, Sequence
+
+import numpy as np
+
+from realm_ros.backends.mujoco.world import MujocoWorld
+from realm_ros.core import tasks
+from realm_ros.core.episode import EpisodeReferee, make_tracker
+from realm_ros.core.errors import InfrastructureError
+from realm_ros.core.policy import ActionChunker, Policy, PolicyWrapper
+from realm_ros.core.types import ActionChunk, EpisodeResult, EpisodeSpec, Observation
+
+try:
+    import mujoco
+except ImportError:  # pragma: no cover - world.py already raised BackendUnavailable
+    mujoco = None
+
+#: ``on_step(world_index, step, obs)`` after every control step of a live world.
+BatchStepCallback = Callable[[int, int, Observation], None]
+#: ``infer_batch(policies, observations) -> chunks``: the policies' chunks, computed together
+#: (``policies.scripted.infer_batch`` stacks the scripted experts' IK).
+BatchInfer = Callable[[Sequence[Any], Sequence[Observation]], Sequence[ActionChunk]]
+#: One world's period: (ctrl (S, nu), mocap_pos (S, nm, 3), mocap_quat (S, nm, 4)).
+Rows = tuple[np.ndarray, np.ndarray, np.ndarray]
+#: A world's state: (qpos, qvel, time).
+State = tuple[np.ndarray, np.ndarray, float]
+
+
+class Stepper(Protocol):
+    """Integrates one control period of every world at once."""
+
+    name: str
+
+    def step(self, rows: Sequence[Rows]) -> list[tuple[State, State]]:
+        """Return per world (state before the period's last physics step, state after)."""
+
+
+class CpuStepper:
+    """``mj_step`` per world on its own copy of the world's model and data (the reference)."""
+
+    name = 'mujoco'
+
+    def __init__(self, worlds: Sequence[MujocoWorld],
+                 transform: Callable[[Any], Any] | None = None) -> None:
+        """``transform(model) -> model``: step a changed copy of each world's model instead
+        (``mjx_sweep.mjx_model``: the MJX variant on CPU MuJoCo, to tell the model's
+        changes from MJX's numerics)."""
+        self._models = [w.model if transform is None else transform(w.model) for w in worlds]
+        self._data = []
+        for w in worlds:
+            d = mujoco.MjData(w.model)
+            d.qpos[:], d.qvel[:], d.time = w.data.qpos, w.data.qvel, w.data.time
+            d.act[:] = w.data.act
+            self._data.append(d)
+
+    def step(self, rows: Sequence[Rows]) -> list[tuple[State, State]]:
+        out = []
+        for m, d, (ctrl, pos, quat) in zip(self._models, self._data, rows):
+            before: State = (d.qpos, d.qvel, d.time)
+            for k in range(len(ctrl)):
+                if k == len(ctrl) - 1:
+                    before = (d.qpos.copy(), d.qvel.copy(), float(d.time))
+                d.ctrl[:], d.mocap_pos[:], d.mocap_quat[:] = ctrl[k], pos[k], quat[k]
+                mujoco.mj_step(m, d)
+            out.append((before, (d.qpos.copy(), d.qvel.copy(), float(d.time))))
+        return out
+
+
+class _Prepared(PolicyWrapper):
+    """The innermost link of a world's chain: returns the chunk :func:`run_batch` computed for
+    this step (in a batch with the other worlds), else asks the policy itself."""
+
+    def __init__(self, inner: Policy) -> None:
+        super().__init__(inner)
+        self.chunk: Any = None
+
+    def infer(self, obs: Observation) -> Any:
+        chunk, self.chunk = self.chunk, None
+        return chunk if chunk is not None else self.inner.infer(obs)
+
+
+def _chunker(policy: Policy) -> ActionChunker | None:
+    while isinstance(policy, PolicyWrapper):
+        if isinstance(policy, ActionChunker):
+            return policy
+        policy = policy.inner
+    return None
+
+
+def _queries(chunker: ActionChunker | None) -> bool:
+    """Whether the chain's next infer asks the inner policy (ActionChunker's own rule)."""
+    if chunker is None:
+        return True
+    chunk = chunker._chunk
+    return chunk is None or chunker._index >= min(chunker.execute, len(chunk))
+
+
+def prepared_chain(inner: Policy, execute: int = 8) -> tuple[Policy, _Prepared]:
+    """Return ``standard_chain(inner)`` with a :class:`_Prepared` link under it, and the link."""
+    from realm_ros.core.policy import standard_chain
+
+    link = _Prepared(inner)
+    return standard_chain(link, execute=execute), link
+
+
+def run_batch(worlds: Sequence[MujocoWorld], inners: Sequence[Policy],
+              specs: Sequence[EpisodeSpec], stepper_factory: Callable[..., Stepper],
+              on_step: BatchStepCallback | None = None,
+              progress: Callable[[int], None] | None = None,
+              drawer_rule: str = 'realm_code', execute: int = 8,
+              infer_batch: BatchInfer | None = None) -> list[EpisodeResult]:
+    """Run one episode per world (``specs[i]`` with ``inners[i]`` in ``worlds[i]``) in lockstep
+    and return the results in order, scored as :func:`run_episode` scores them.
+
+    ``stepper_factory(worlds)`` is called after every world was reset (it reads their initial
+    states and models). ``progress(n)`` is told when n more episodes have ended.
+    ``infer_batch``: computes the chunks of the worlds whose chain asks its policy this step
+    in one call (else each policy's own ``infer``, in the chain).
+    """
+    n = len(worlds)
+    start = time.monotonic()
+    chains, links = zip(*(prepared_chain(p, execute) for p in inners))
+    chunkers = [_chunker(c) for c in chains]
+    trackers = [make_tracker(s.task, s, drawer_rule) for s in specs]
+    referees = [EpisodeReferee(s.max_steps) for s in specs]
+    prog = [tasks.empty_progress(s.task) for s in specs]
+    steps = [0] * n
+    sim_start = [0.0] * n
+    errors = [''] * n
+    results: list[EpisodeResult | None] = [None] * n
+    obs: list[Observation] = []
+    for i, (w, s) in enumerate(zip(worlds, specs)):
+        obs.append(w.reset(s))
+        sim_start[i] = w.time
+        chains[i].reset(s)
+        if trackers[i] is not None:
+            prog[i] = trackers[i].update(obs[i].privileged, 0)
+    stepper = stepper_factory(worlds)
+    held: list[Rows | None] = [None] * n
+    live = [i for i in range(n) if not referees[i].over]
+
+    def finish(i: int) -> None:
+        w, p, r = worlds[i], prog[i], referees[i]
+        reached = tuple(st for st, m in zip(p.stages, p.met) if m)
+        results[i] = EpisodeResult(
+            spec=specs[i], backend=stepper.name, outcome=r.outcome(errors[i]),
+            progression=p.max_progression, stages=p.stages, stages_reached=reached,
+            steps=steps[i], sim_time_s=w.time - sim_start[i],
+            wall_time_s=time.monotonic() - start, error=errors[i],
+            scored_by=p.source if trackers[i] is not None else '', progress=p)
+        if progress is not None:
+            progress(1)
+
+    for i in range(n):
+        if i not in live:
+            finish(i)
+    while live:
+        if infer_batch is not None:
+            batch = [i for i in live if _queries(chunkers[i])]
+            for i, chunk in zip(batch, infer_batch([links[i].inner for i in batch],
+                                                   [obs[i] for i in batch])):
+                links[i].chunk = chunk
+        ended: list[int] = []
+        for i in live:
+            try:
+                chunk = chains[i].infer(obs[i])
+                worlds[i].apply(chunk[0])
+                held[i] = worlds[i].period_controls()
+            except InfrastructureError as err:
+                errors[i] = str(err)
+                ended.append(i)
+        rows = [held[i] if held[i] is not None else worlds[i].period_controls()
+                for i in range(n)]
+        states = stepper.step(rows)
+        for i in live:
+            if i in ended:
+                continue
+            before_t = worlds[i].time
+            obs[i] = worlds[i].load_step(*states[i])
+            steps[i] += 1
+            if worlds[i].time < before_t:
+                errors[i] = (f'the world clock ran backwards at step {steps[i]} '
+                             f'({before_t:.3f} s -> {worlds[i].time:.3f} s): the simulation '
+                             'became unstable and was reset')
+                ended.append(i)
+                continue
+            if trackers[i] is not None:
+                prog[i] = trackers[i].update(obs[i].privileged, steps[i])
+            if on_step is not None:
+                on_step(i, steps[i], obs[i])
+            if referees[i].update(steps[i], prog[i].max_progression):
+                ended.append(i)
+        for i in ended:
+            finish(i)
+        done = set(ended)
+        live = [i for i in live if i not in done]
+    return [r for r in results if r is not None]

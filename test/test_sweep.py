@@ -1,0 +1,154 @@
+"""Batched sweeps: the batched IK and scripted expert against the per-world ones, the lockstep
+episode loop (``batch.run_batch``) against ``run_episode``, the grid and the CLI.
+
+All of this runs here on CPU MuJoCo. The MJX stepper's tests (``test_sweep_gpu.py``) need
+``mujoco-mjx`` and JAX and skip without them.
+"""
+
+import json
+
+import numpy as np
+import pytest
+
+from realm_ros.core import kinematics, robot
+from realm_ros.core.config import WorldConfig
+from realm_ros.core.types import EpisodeSpec
+
+
+def test_solve_ik_batch_equals_solve_ik_row_by_row():
+    """Each row of solve_ik_batch is solve_ik on that row (1e-9 rad), whatever its iteration
+    count: converged warm starts, far targets, a 180-degree rotation error, at 8 and 30
+    iterations."""
+    rng = np.random.default_rng(3)
+    n = 64
+    q0 = robot.RESET_Q + rng.normal(0.0, 0.3, (n, 7))
+    pos = np.array([0.5, 0.0, 0.2]) + rng.normal(0.0, 0.12, (n, 3))
+    rot = np.stack([kinematics.down_rotation(y) for y in rng.uniform(-3.0, 3.0, n)])
+    rest = np.broadcast_to(robot.RESET_Q, (n, 7)).copy()
+    # Row 0: already at its target (stops after one forward kinematics).
+    tcp = kinematics.tcp_pose(q0[0])
+    pos[0], rot[0] = tcp[:3, 3], tcp[:3, :3]
+    # Row 1: the target rotation is the start's turned by pi about z.
+    tcp = kinematics.tcp_pose(q0[1])
+    rot[1] = np.diag([-1.0, -1.0, 1.0]) @ tcp[:3, :3]
+    for iterations in (8, 30):
+        q, err = kinematics.solve_ik_batch(pos, rot, q0, rest, iterations=iterations)
+        for i in range(n):
+            qi, ei = kinematics.solve_ik(pos[i], rot[i], q0[i], rest[i], iterations=iterations)
+            np.testing.assert_allclose(q[i], qi, atol=1e-9, rtol=0)
+            assert abs(err[i] - ei) < 1e-9
+    np.testing.assert_allclose(kinematics.tcp_pose_batch(q0[:3])[1], kinematics.tcp_pose(q0[1]),
+                               atol=1e-12)
+    with pytest.raises(ValueError, match='q_start'):
+        kinematics.solve_ik_batch(pos[0], rot[0], q0[0])
+
+
+def _worlds(specs):
+    from realm_ros.backends.mujoco.world import MujocoWorld
+
+    return [MujocoWorld(WorldConfig(task=s.task, cameras=(), camera_rate_hz=0.0)) for s in specs]
+
+
+def _specs(task, codes, seeds, max_steps):
+    return [EpisodeSpec(task=task, seed=s, perturbation=c, max_steps=max_steps,
+                        policy='scripted-expert') for c in codes for s in seeds]
+
+
+@pytest.mark.parametrize('skill', [0, 2])
+def test_infer_batch_equals_each_policys_infer(skill):
+    """The scripted expert (and a sloppy rung) batched over worlds gives the chunks each
+    policy gives alone, along whole episodes of the twin."""
+    from realm_ros.backends.mujoco.world import MujocoWorld
+    from realm_ros.policies.scripted import ScriptedPolicy, infer_batch
+
+    specs = _specs('stack_cubes', ['Default'], [0, 1, 2], 60)
+    world = MujocoWorld(WorldConfig(task='stack_cubes', cameras=(), camera_rate_hz=0.0))
+    alone = [ScriptedPolicy(skill=skill) for _ in specs]
+    batched = [ScriptedPolicy(skill=skill) for _ in specs]
+    for spec, a, b in zip(specs, alone, batched):
+        obs = world.reset(spec)
+        a.reset(spec)
+        b.reset(spec)
+        for _ in range(spec.max_steps):
+            ca = a.infer(obs)
+            (cb,) = infer_batch([b], [obs])
+            np.testing.assert_allclose(cb.values, ca.values, atol=1e-9, rtol=0)
+            world.apply(ca[0])
+            obs = world.step()
+
+
+def test_run_batch_with_the_cpu_stepper_reproduces_run_episode():
+    """The lockstep loop (policy chains, period controls with latency, state hand-back,
+    scoring) gives each world's run_episode record and joint trajectory exactly, across
+    perturbations that change the scene (V-SC), the model (B-HOBJ) and the pose (VB-POSE),
+    with a latency queue and episodes of different lengths."""
+    from realm_ros.backends.mujoco.batch import CpuStepper, run_batch
+    from realm_ros.backends.mujoco.world import MujocoWorld
+    from realm_ros.core.episode import run_episode
+    from realm_ros.core.policy import standard_chain
+    from realm_ros.policies.scripted import ScriptedPolicy, infer_batch
+
+    specs = _specs('put_green_block_in_bowl', ['Default', 'B-HOBJ', 'VB-POSE', 'V-SC'],
+                   [0, 1], 150)
+    expected, traj_cpu = [], []
+    for spec in specs:
+        world = MujocoWorld(WorldConfig(task=spec.task, cameras=(), camera_rate_hz=0.0),
+                            latency_s=0.01)
+        qs = []
+        inner = ScriptedPolicy()
+        expected.append(run_episode(
+            world, standard_chain(inner, execute=8), spec,
+            on_step=lambda k, o, a, p, qs=qs: qs.append(o.joints.position)))
+        traj_cpu.append(np.array(qs))
+    worlds = [MujocoWorld(WorldConfig(task=s.task, cameras=(), camera_rate_hz=0.0),
+                          latency_s=0.01) for s in specs]
+    traj = [[] for _ in specs]
+    got = run_batch(worlds, [ScriptedPolicy() for _ in specs], specs, CpuStepper,
+                    on_step=lambda i, k, o: traj[i].append(o.joints.position),
+                    infer_batch=infer_batch)
+    assert len({r.steps for r in expected}) > 1  # some end early (success), some do not
+    for e, g, qe, qg in zip(expected, got, traj_cpu, traj):
+        re, rg = e.to_record(), g.to_record()
+        for key in ('wall_time_s',):
+            re.pop(key), rg.pop(key)
+        assert rg == re
+        np.testing.assert_array_equal(np.array(qg), qe)
+
+
+def test_grid_plans_cells_and_refuses_incompatible_pairs():
+    from realm_ros.commands.sweep import plan_grid
+
+    cells, skipped = plan_grid('push_switch', ['Default', 'V-SC', 'V-LIGHT'], 3, 1.0, 50, 0)
+    assert [(c.perturbation, c.seed) for c in cells] == [
+        ('Default', 0), ('Default', 1), ('Default', 2), ('V-LIGHT', 0), ('V-LIGHT', 1),
+        ('V-LIGHT', 2)]
+    assert 'V-SC' in skipped and 'switch' in skipped['V-SC']
+    from realm_ros.core.errors import ConfigError
+    with pytest.raises(ConfigError, match='--perturbations'):
+        plan_grid('push_switch', ['X-NOPE'], 1, 1.0, 50, 0)
+
+
+def test_sweep_cli_on_cpu_writes_one_record_per_cell(tmp_path, capsys):
+    from realm_ros.cli import main
+
+    out = tmp_path / 'sweep.jsonl'
+    assert main(['sweep', '--task', 'stack_cubes', '--seeds', '2', '--perturbations',
+                 'Default,B-HOBJ', '--max-steps', '30', '--device', 'cpu', '--jsonl',
+                 str(out), '--no-progress']) == 0
+    text = capsys.readouterr().out
+    assert '| Default |' in text and '| B-HOBJ |' in text and 'world-steps/s' in text
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [(r['perturbation'], r['seed']) for r in records] == [
+        ('Default', 0), ('Default', 1), ('B-HOBJ', 0), ('B-HOBJ', 1)]
+    assert all(r['steps'] == 30 for r in records)
+
+
+def test_gpu_refuses_geometry_perturbations_by_name():
+    from realm_ros.commands.sweep import plan_grid, refuse_on_gpu
+    from realm_ros.core.errors import ConfigError
+
+    cells, _ = plan_grid('stack_cubes', ['Default', 'V-SC', 'VB-MOBJ'], 1, 1.0, 10, 0)
+    with pytest.raises(ConfigError, match='V-SC, VB-MOBJ'):
+        refuse_on_gpu(cells)
+    refuse_on_gpu(plan_grid('stack_cubes', ['Default', 'B-HOBJ', 'VB-POSE', 'V-LIGHT'], 1,
+                            1.0, 10, 0)[0])
