@@ -235,31 +235,42 @@ class EvaluatorNode(Node):
                 run.finished.set()
         with self._lock:
             self._runs = {w: r for w, r in runs.items() if not r.finished.is_set()}
-        for run in self._runs.values():
-            run.started = run.last_progress = time.monotonic()
+        active: list[_WorldRun] = []
+        for run in self._runs.values():  # both worlds start together: no client waits between
             try:
-                self._activate(run.ns, True)
+                services.ready_client(self, SetBool, f'{run.ns}/policy/set_active',
+                                      self.config.service_timeout_s, self._service_clients)
             except InfrastructureError as err:
                 run.error = str(err)
                 run.finished.set()
-        self._wait_for_end(runs)
+        for run in [r for r in self._runs.values() if not r.finished.is_set()]:
+            run.started = run.last_progress = time.monotonic()
+            try:
+                self._activate(run.ns, True)
+                active.append(run)
+            except InfrastructureError as err:
+                run.error = str(err)
+                run.finished.set()
+        self._wait_for_end(runs, active)
         if self._stopping.is_set():
             raise KeyboardInterrupt  # an unfinished pair is not recorded; it re-runs on resume
-        for run in list(self._runs.values()):
-            try:
-                self._activate(run.ns, False)
-            except InfrastructureError as err:
-                run.error = run.error or str(err)
         with self._lock:
             self._runs = {}
         for world in worlds:
             log.append(self._record(spec, runs[world]))
 
-    def _wait_for_end(self, runs: dict[str, _WorldRun]) -> None:
-        """Wait until every run ends; a stalled or silent world ends as infrastructure failure."""
+    def _wait_for_end(self, runs: dict[str, _WorldRun], active: list[_WorldRun]) -> None:
+        """Wait until every run ends; a stalled or silent world ends as infrastructure failure.
+
+        Each world's policy in ``active`` is stopped as soon as its own run ends: a world that
+        finished first (a fast twin, a real arm whose episode was judged) must not go on
+        moving while the other world still runs."""
         deadline = time.monotonic() + self.config.episode_timeout_s
-        for run in runs.values():
-            while not run.finished.wait(0.2):
+        to_stop = list(active)
+        while True:
+            for run in runs.values():
+                if run.finished.is_set():
+                    continue
                 now = time.monotonic()
                 step = run.progress.step if run.progress else None
                 if now >= deadline:
@@ -272,6 +283,19 @@ class EvaluatorNode(Node):
                     continue
                 self.get_logger().error(f'{run.world}: {run.error}')
                 run.finished.set()
+            if self._stopping.is_set():
+                return
+            for run in [r for r in to_stop if r.finished.is_set()]:
+                to_stop.remove(run)
+                try:
+                    self._activate(run.ns, False)
+                except InfrastructureError as err:
+                    run.error = run.error or str(err)
+            waiting = [r for r in runs.values() if not r.finished.is_set()]
+            if not waiting and not to_stop:
+                return
+            if waiting:
+                waiting[0].finished.wait(0.05)
 
     # -- per world ----------------------------------------------------------------------------
 

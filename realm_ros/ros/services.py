@@ -26,12 +26,13 @@ from realm_ros.core.errors import InfrastructureError
 NEW_CLIENT_SETTLE_S = 0.3
 
 
-def call(node: Node, srv_type: Any, name: str, request: Any | None = None,
-         timeout_s: float = 30.0, clients: dict | None = None) -> Any:
-    """Call service ``name`` and return its response; raise InfrastructureError on timeout.
+def ready_client(node: Node, srv_type: Any, name: str, timeout_s: float = 30.0,
+                 clients: dict | None = None) -> Any:
+    """Return a client of service ``name`` that has matched its server; raise
+    InfrastructureError if the service does not appear within ``timeout_s``.
 
-    ``clients`` caches clients per (type, name) so repeated calls reuse one client.
-    """
+    ``clients`` caches clients per (type, name) so repeated calls reuse one client. A client
+    that has just matched waits :data:`NEW_CLIENT_SETTLE_S` before it is returned."""
     key = (srv_type, name)
     client = clients.get(key) if clients is not None else None
     new = client is None
@@ -45,6 +46,17 @@ def call(node: Node, srv_type: Any, name: str, request: Any | None = None,
                                   'is the node running?')
     if new or not ready:  # just matched: let the response path match too
         time.sleep(NEW_CLIENT_SETTLE_S)
+    return client
+
+
+def call(node: Node, srv_type: Any, name: str, request: Any | None = None,
+         timeout_s: float = 30.0, clients: dict | None = None) -> Any:
+    """Call service ``name`` and return its response; raise InfrastructureError on timeout.
+
+    ``clients`` caches clients per (type, name) so repeated calls reuse one client
+    (:func:`ready_client`).
+    """
+    client = ready_client(node, srv_type, name, timeout_s, clients)
     done = threading.Event()
     future = client.call_async(request if request is not None else srv_type.Request())
     future.add_done_callback(lambda _: done.set())
