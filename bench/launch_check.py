@@ -32,6 +32,7 @@ it publishes no TF. Every stand-in says so in its output. Exit code: 0 if every 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import pathlib
@@ -249,8 +250,12 @@ class Launch:
         return self.log.read_text(errors='replace')
 
     def ctrl_c(self) -> float:
-        """SIGINT to the whole process group, as a terminal's Ctrl-C; return the time."""
-        os.killpg(self.proc.pid, signal.SIGINT)
+        """SIGINT to the whole process group, as a terminal's Ctrl-C; return the time (a
+        launch that already exited has no group left to signal: its exit code tells)."""
+        try:
+            os.killpg(self.proc.pid, signal.SIGINT)
+        except ProcessLookupError:
+            pass
         return time.monotonic()
 
     def wait(self, timeout: float) -> int | None:
@@ -443,6 +448,11 @@ def main() -> int:
     parser.add_argument('--work', type=pathlib.Path, default=None,
                         help='working folder (default: a new temporary one, kept)')
     args = parser.parse_args()
+    if args.launch_src is not None and importlib.util.find_spec('osrf_pycommon') is None:
+        # launch's FindExecutable imports it; without it every launch dies at import.
+        print('launch (from --launch-src) needs osrf_pycommon, which realm_ros does not '
+              f'depend on: {sys.executable} -m pip install osrf-pycommon', file=sys.stderr)
+        return 2
     work = args.work or pathlib.Path(tempfile.mkdtemp(prefix='realm_launch_check_'))
     prefix, standin = work / 'install', work / 'standins'
     shutil.rmtree(prefix, ignore_errors=True)
