@@ -256,14 +256,18 @@ class MujocoWorld(World):
         rate = self._config.camera_rate_hz
         return rate > 0 and self.time - self._last_render_time >= 1.0 / rate - 1e-9
 
+    def _release_due(self) -> None:
+        """Write the latency-delayed target that falls due at this physics step, if any."""
+        if self._pending:
+            due = self._pending.due()
+            if due is not None:
+                self._target_q, self._target_g = due
+                self._write_target(*due)
+
     def step_physics(self, n: int) -> None:
         """Advance ``n`` physics steps, releasing latency-delayed targets when they are due."""
         for _ in range(n):
-            if self._pending:
-                due = self._pending.due()
-                if due is not None:
-                    self._target_q, self._target_g = due
-                    self._write_target(*due)
+            self._release_due()
             mujoco.mj_step(self.model, self.data)
         if n:
             self._frame += 1
@@ -278,11 +282,7 @@ class MujocoWorld(World):
         pos = np.empty((n,) + self.data.mocap_pos.shape)
         quat = np.empty((n,) + self.data.mocap_quat.shape)
         for k in range(n):
-            if self._pending:
-                due = self._pending.due()
-                if due is not None:
-                    self._target_q, self._target_g = due
-                    self._write_target(*due)
+            self._release_due()
             ctrl[k], pos[k], quat[k] = self.data.ctrl, self.data.mocap_pos, self.data.mocap_quat
         return ctrl, pos, quat
 
