@@ -82,34 +82,31 @@ def _robot_contact(privileged: Any) -> bool:
     return any(c.get('robot') for c in privileged.get('contacts', {}).values())
 
 
-def _cpu_chunk(args: tuple[list[EpisodeSpec], int, bool]) -> list[tuple[dict, Trace | None]]:
-    """Run ``cells`` one by one with run_episode in one MujocoWorld (a worker's share)."""
+def _cpu_cell(args: tuple[EpisodeSpec, int, bool]) -> tuple[dict, Trace | None]:
+    """Run one cell with run_episode in a MujocoWorld of its own (building one costs about 5 ms,
+    a small part of an episode): its record and, with ``trace``, its :data:`Trace`."""
     from realm_ros.backends.mujoco.world import MujocoWorld
     from realm_ros.core.config import WorldConfig
     from realm_ros.core.episode import run_episode
     from realm_ros.core.policy import standard_chain
     from realm_ros.policies.scripted import ScriptedPolicy
 
-    cells, skill, trace = args
-    out = []
-    world = MujocoWorld(WorldConfig(task=cells[0].task, cameras=(), camera_rate_hz=0.0))
-    for spec in cells:
-        qs: list[np.ndarray] = []
-        first: list[int] = []
+    spec, skill, trace = args
+    qs: list[np.ndarray] = []
+    first: list[int] = []
 
-        def on_step(k: int, obs: Any, action: Any, progress: Any,
-                    qs: list = qs, first: list = first) -> None:
-            qs.append(obs.joints.position)
-            if not first and _robot_contact(obs.privileged):
-                first.append(k)
+    def on_step(k: int, obs: Any, action: Any, progress: Any) -> None:
+        qs.append(obs.joints.position)
+        if not first and _robot_contact(obs.privileged):
+            first.append(k)
 
-        inner = ScriptedPolicy(skill=skill)
-        result = run_episode(world, standard_chain(inner, execute=8), spec,
+    world = MujocoWorld(WorldConfig(task=spec.task, cameras=(), camera_rate_hz=0.0))
+    try:
+        result = run_episode(world, standard_chain(ScriptedPolicy(skill=skill), execute=8), spec,
                              on_step=on_step if trace else None)
-        out.append((result.to_record(), (np.array(qs), first[0] if first else None)
-                    if trace else None))
-    world.close()
-    return out
+    finally:
+        world.close()
+    return result.to_record(), (np.array(qs), first[0] if first else None) if trace else None
 
 
 def run_cpu(cells: Sequence[EpisodeSpec], skill: int, workers: int = 1, trace: bool = False,
@@ -117,19 +114,19 @@ def run_cpu(cells: Sequence[EpisodeSpec], skill: int, workers: int = 1, trace: b
             ) -> tuple[list[dict], list[Trace | None]]:
     """Run ``cells`` through run_episode, in ``workers`` processes; records and traces in
     cell order."""
-    shares = [([c], skill, trace) for c in cells]
+    jobs = [(c, skill, trace) for c in cells]
     results: list[tuple[dict, Trace | None]] = []
     if workers <= 1:
-        for share in shares:
-            results += _cpu_chunk(share)
+        for job in jobs:
+            results.append(_cpu_cell(job))
             if progress is not None:
                 progress(1)
     else:
         import multiprocessing
 
         with multiprocessing.get_context('spawn').Pool(workers) as pool:
-            for part in pool.imap(_cpu_chunk, shares):
-                results += part
+            for result in pool.imap(_cpu_cell, jobs):
+                results.append(result)
                 if progress is not None:
                     progress(1)
     return [r for r, _ in results], [t for _, t in results]
