@@ -84,6 +84,28 @@ def make_tracker(task: str, spec: EpisodeSpec | None = None,
         task, spec.perturbation, spec.intensity, spec.seed), drawer_rule)
 
 
+def clock_error(step: int, before: float, now: float) -> str:
+    """Return why an episode ends when the world clock went from ``before`` to ``now`` (s) at
+    control step ``step``, or '' when it did not run backwards (MuJoCo resets its state when
+    the physics becomes unstable)."""
+    if now >= before:
+        return ''
+    return (f'the world clock ran backwards at step {step} ({before:.3f} s -> {now:.3f} s): '
+            'the simulation became unstable and was reset')
+
+
+def episode_result(spec: EpisodeSpec, backend: str, outcome: EpisodeOutcome, progress: Progress,
+                   steps: int, sim_time_s: float, wall_time_s: float, error: str = '',
+                   tracked: bool = True) -> EpisodeResult:
+    """Return the scored result of an episode that ended with ``progress`` (``tracked``: it was
+    scored by a tracker, which ``scored_by`` then names)."""
+    return EpisodeResult(
+        spec=spec, backend=backend, outcome=outcome, progression=progress.max_progression,
+        stages=progress.stages, stages_reached=progress.reached, steps=steps,
+        sim_time_s=sim_time_s, wall_time_s=wall_time_s, error=error,
+        scored_by=progress.source if tracked else '', progress=progress)
+
+
 def run_episode(world: World, policy: Policy, spec: EpisodeSpec,
                 on_step: StepCallback | None = None,
                 drawer_rule: str = 'realm_code') -> EpisodeResult:
@@ -105,13 +127,9 @@ def run_episode(world: World, policy: Policy, spec: EpisodeSpec,
     sim_start = 0.0
 
     def result(outcome: EpisodeOutcome, error: str = '') -> EpisodeResult:
-        reached = tuple(s for s, m in zip(progress.stages, progress.met) if m)
-        return EpisodeResult(
-            spec=spec, backend=world.name, outcome=outcome,
-            progression=progress.max_progression, stages=progress.stages,
-            stages_reached=reached, steps=steps, sim_time_s=world.time - sim_start,
-            wall_time_s=time.monotonic() - start, error=error,
-            scored_by=progress.source if tracker is not None else '', progress=progress)
+        return episode_result(spec, world.name, outcome, progress, steps,
+                              world.time - sim_start, time.monotonic() - start, error,
+                              tracker is not None)
 
     try:
         obs = world.reset(spec)
@@ -126,10 +144,9 @@ def run_episode(world: World, policy: Policy, spec: EpisodeSpec,
                 before = world.time
                 obs = world.step()
                 steps += 1
-                if world.time < before:
-                    raise InfrastructureError(
-                        f'the world clock ran backwards at step {steps} ({before:.3f} s -> '
-                        f'{world.time:.3f} s): the simulation became unstable and was reset')
+                backwards = clock_error(steps, before, world.time)
+                if backwards:
+                    raise InfrastructureError(backwards)
                 if tracker is not None:
                     progress = tracker.update(obs.privileged, steps)
                 if on_step is not None:

@@ -11,7 +11,7 @@ import abc
 import dataclasses
 import importlib
 import inspect
-from typing import Any, Mapping
+from typing import Any, Mapping, cast
 
 import numpy as np
 
@@ -144,15 +144,21 @@ class ActionChunker(PolicyWrapper):
         self._chunk = None
         self._index = 0
 
+    @property
+    def queries_next(self) -> bool:
+        """Whether the next :meth:`infer` asks the inner policy for a new chunk."""
+        return self._chunk is None or self._index >= min(self.execute, len(self._chunk))
+
     def infer(self, obs: Observation) -> ActionChunk:
-        if self._chunk is None or self._index >= min(self.execute, len(self._chunk)):
+        if self.queries_next:
             self._chunk = self.inner.infer(obs)
             self._index = 0
         else:
             self.inner.observe(obs)
-        row = self._chunk.values[self._index:self._index + 1]
+        chunk = cast(ActionChunk, self._chunk)  # queries_next is true while there is none
+        row = chunk.values[self._index:self._index + 1]
         self._index += 1
-        return ActionChunk(row.copy(), self._chunk.mode)
+        return ActionChunk(row.copy(), chunk.mode)
 
 
 class GripperBinarizer(PolicyWrapper):

@@ -127,6 +127,11 @@ class Progress:
     step: int = 0
     source: str = 'privileged'  # 'privileged' (sim, digital real) or 'operator' (real arm)
 
+    @property
+    def reached(self) -> tuple[str, ...]:
+        """The stages met so far, in order."""
+        return tuple(s for s, m in zip(self.stages, self.met) if m)
+
 
 #: REALM's published protocol: 800 steps per rollout, 15 more steps after success.
 DEFAULT_MAX_STEPS = 800

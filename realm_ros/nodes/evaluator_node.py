@@ -436,11 +436,11 @@ class EvaluatorNode(Node):
     def _record(self, spec: EpisodeSpec, run: _WorldRun) -> dict[str, Any]:
         progress = run.progress
         stages = list(progress.stages) if progress else []
-        reached = [s for s, m in zip(progress.stages, progress.met) if m] if progress else []
+        reached = progress.reached if progress else ()
         record = EpisodeResult(
             spec=spec, role=run.world, backend=self._backends[run.world],
             outcome=run.referee.outcome(run.error), progression=run.referee.progression,
-            stages=tuple(stages), stages_reached=tuple(reached),
+            stages=tuple(stages), stages_reached=reached,
             steps=progress.step if progress else 0, sim_time_s=None,
             wall_time_s=time.monotonic() - run.started if run.started else 0.0,
             error=run.error, scored_by=progress.source if progress else '').to_record()

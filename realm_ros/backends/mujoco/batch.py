@@ -24,7 +24,7 @@ import numpy as np
 
 from realm_ros.backends.mujoco.world import MujocoWorld
 from realm_ros.core import tasks
-from realm_ros.core.episode import EpisodeReferee, make_tracker
+from realm_ros.core.episode import EpisodeReferee, clock_error, episode_result, make_tracker
 from realm_ros.core.errors import InfrastructureError
 from realm_ros.core.policy import ActionChunker, Policy, PolicyWrapper
 from realm_ros.core.types import ActionChunk, EpisodeResult, EpisodeSpec, Observation
@@ -108,10 +108,7 @@ def _chunker(policy: Policy) -> ActionChunker | None:
 
 def _queries(chunker: ActionChunker | None) -> bool:
     """Whether the chain's next infer asks the inner policy (ActionChunker's own rule)."""
-    if chunker is None:
-        return True
-    chunk = chunker._chunk
-    return chunk is None or chunker._index >= min(chunker.execute, len(chunk))
+    return chunker is None or chunker.queries_next
 
 
 def prepared_chain(inner: Policy, execute: int = 8) -> tuple[Policy, _Prepared]:
@@ -159,14 +156,10 @@ def run_batch(worlds: Sequence[MujocoWorld], inners: Sequence[Policy],
     live = [i for i in range(n) if not referees[i].over]
 
     def finish(i: int) -> None:
-        w, p, r = worlds[i], prog[i], referees[i]
-        reached = tuple(st for st, m in zip(p.stages, p.met) if m)
-        results[i] = EpisodeResult(
-            spec=specs[i], backend=stepper.name, outcome=r.outcome(errors[i]),
-            progression=p.max_progression, stages=p.stages, stages_reached=reached,
-            steps=steps[i], sim_time_s=w.time - sim_start[i],
-            wall_time_s=time.monotonic() - start, error=errors[i],
-            scored_by=p.source if trackers[i] is not None else '', progress=p)
+        results[i] = episode_result(
+            specs[i], stepper.name, referees[i].outcome(errors[i]), prog[i], steps[i],
+            worlds[i].time - sim_start[i], time.monotonic() - start, errors[i],
+            trackers[i] is not None)
         if progress is not None:
             progress(1)
 
@@ -197,10 +190,8 @@ def run_batch(worlds: Sequence[MujocoWorld], inners: Sequence[Policy],
             before_t = worlds[i].time
             obs[i] = worlds[i].load_step(*states[i])
             steps[i] += 1
-            if worlds[i].time < before_t:
-                errors[i] = (f'the world clock ran backwards at step {steps[i]} '
-                             f'({before_t:.3f} s -> {worlds[i].time:.3f} s): the simulation '
-                             'became unstable and was reset')
+            errors[i] = clock_error(steps[i], before_t, worlds[i].time)
+            if errors[i]:
                 ended.append(i)
                 continue
             if trackers[i] is not None:
