@@ -157,12 +157,13 @@ def run_gpu(cells: Sequence[EpisodeSpec], skill: int, batch: int = 1024,
     cell order, and the steppers' timing summed."""
     from realm_ros.backends.mujoco import mjx_sweep
     from realm_ros.backends.mujoco.batch import run_batch
+    from realm_ros.backends.mujoco.mjx_rollout import enable_compilation_cache
     from realm_ros.backends.mujoco.world import MujocoWorld
     from realm_ros.core.config import WorldConfig
     from realm_ros.policies.scripted import ScriptedPolicy, infer_batch
 
     refuse_on_gpu(cells)
-    mjx_sweep.enable_compilation_cache()
+    enable_compilation_cache()
     config = WorldConfig(task=cells[0].task, cameras=(), camera_rate_hz=0.0)
     worlds = [MujocoWorld(config) for _ in cells]
     groups: dict[tuple, list[int]] = {}

@@ -225,10 +225,3 @@ class MjxStepper:
         q1, v1, s1 = (np.asarray(a, dtype=float) for a in after)
         return [((q0[i], v0[i], float(s0[i])), (q1[i], v1[i], float(s1[i])))
                 for i in range(len(rows))]
-
-
-def enable_compilation_cache(path: str | None = None) -> str:
-    """JAX's persistent compilation cache (``mjx_rollout.enable_compilation_cache``)."""
-    from realm_ros.backends.mujoco.mjx_rollout import enable_compilation_cache as enable
-
-    return enable(path)
