@@ -162,3 +162,31 @@ def test_episode_frames_are_checked():
     with pytest.raises(DataError, match='decrease'):
         scoring.EpisodeFrames(frames=[np.zeros((2, 2, 3))] * 2, times_s=[1, 0],
                               instruction='x')
+
+
+def test_score_command_on_a_video(tmp_path):
+    import json
+    import os
+    import subprocess
+
+    import imageio.v2 as imageio
+    from rostest import BIN
+
+    video = tmp_path / 'episode.mp4'
+    frames = [np.full((48, 64, 3), 10 * k, np.uint8) for k in range(46)]  # 3 s at 15 fps
+    imageio.mimwrite(str(video), frames, fps=15, codec='libx264', macro_block_size=16)
+    with ScriptedChatServer(lambda req, i: _answer(30 * (images_in(req) - 1))) as server:
+        proc = subprocess.run(
+            [str(BIN / 'realm-ros'), 'score', '--video', str(video), '--instruction',
+             'flip the switch', '--endpoint', server.endpoint, '--model', 'm', '--runs', '2'],
+            capture_output=True, text=True, timeout=120, env=dict(os.environ))
+        assert proc.returncode == 0, proc.stderr
+        assert len(server.requests) == 2 * 3
+    out = json.loads(proc.stdout)
+    assert out['scorer_curve'] == pytest.approx([0.0, 0.3, 0.6, 0.9])
+    assert out['scorer_progression'] == pytest.approx(0.75)  # last 2 of 4 frames
+    bad = subprocess.run([str(BIN / 'realm-ros'), 'score', '--video', str(tmp_path / 'no.mp4'),
+                          '--instruction', 'x', '--endpoint', server.endpoint, '--model', 'm'],
+                         capture_output=True, text=True, timeout=60, env=dict(os.environ))
+    assert bad.returncode == 2 and 'does not exist' in bad.stderr
+    assert 'Traceback' not in bad.stderr

@@ -97,9 +97,12 @@ def check_target(target: float, name: str = 'until_decided') -> float:
 
 def posterior_means(scores: Sequence[float], draws: int, rng: np.random.Generator) -> np.ndarray:
     """Return ``draws`` Bayesian-bootstrap draws of the mean of ``scores`` (with the prior)."""
-    values = np.concatenate([np.asarray(scores, dtype=float), PRIOR_OBSERVATIONS])
-    weights = rng.dirichlet(np.ones(values.size), size=draws)
-    return weights @ values
+    values, counts = np.unique(np.concatenate([np.asarray(scores, dtype=float),
+                                               PRIOR_OBSERVATIONS]), return_counts=True)
+    # Dirichlet(1, ..., 1) weights summed over equal values are Dirichlet(counts): drawn as
+    # normalised Gamma(count) variables, one per distinct value (a progression has few).
+    gammas = rng.gamma(counts.astype(float), size=(draws, values.size))
+    return (gammas @ values) / gammas.sum(axis=1)
 
 
 def ranking_state(scores: Mapping[str, Sequence[float]], target: float, draws: int = 4000,

@@ -27,6 +27,7 @@ import re
 from typing import Any, Mapping, Protocol, Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from realm_ros.core.errors import DataError
 
@@ -164,7 +165,7 @@ def median_curve(runs: Sequence[Sequence[float]],
     return np.median(np.stack(kept), axis=0), dropped
 
 
-def last_fraction_mean(curve: Sequence[float], fraction: float = LAST_FRACTION) -> float:
+def last_fraction_mean(curve: ArrayLike, fraction: float = LAST_FRACTION) -> float:
     """Return the mean of the last ``fraction`` of ``curve`` (at least one point)."""
     values = np.asarray(curve, dtype=float)
     if values.size == 0:
