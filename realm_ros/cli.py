@@ -42,6 +42,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     'cameras': ('realm_ros.commands.cameras', 'contact sheet of every camera of the twin, per '
                 'task (check a camera rig)'),
     'bag': ('realm_ros.commands.bag', 'check and repair rosbag2/MCAP bags cut short by a crash'),
+    'score': ('realm_ros.commands.score', "an episode's progress from its video, by a VLM behind "
+              'an OpenAI-compatible endpoint (beside the rubric, never mixed)'),
 }
 
 

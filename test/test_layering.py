@@ -18,13 +18,13 @@ FORBIDDEN = ('rclpy', 'mujoco', 'isaacsim', 'omni', 'launch', 'launch_ros', 'tor
 #: First component under ``realm_ros`` -> rank; a module imports only ranks <= its own.
 RANKS = {
     'core': 0,
-    'io': 1, 'policies': 1, 'backends': 1,
+    'io': 1, 'policies': 1, 'backends': 1, 'scorers': 1,
     'ros': 2, 'description': 2, 'report': 2,
     'nodes': 3, 'graph': 3,
     'commands': 4, 'cli': 4,
 }
 #: Sibling packages of one rank that must not import each other either.
-SIBLINGS_APART = {'io', 'policies', 'backends'}
+SIBLINGS_APART = {'io', 'policies', 'backends', 'scorers'}
 #: Nodes and the graph reach a backend through ``core.world``'s registries (``make_world``,
 #: ``initial_state_sampler``), imported lazily by name, so a node never names a simulator.
 #: The exceptions are nodes that *are* one backend's host.

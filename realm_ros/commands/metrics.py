@@ -10,6 +10,11 @@ With an ``n`` column (trials per policy; the scores are then success rates), eac
 gets ``kruskal``: ``{policy: {statistic, pvalue, note, ...}}``, SimplerEnv's Kruskal-Wallis test
 of sim vs real per policy on ``n`` unordered 0/1 trials rebuilt from each rate
 (``construct_unordered_trial_results``); identical samples give p = 1 ('all same').
+
+``realm-ros metrics --power P RUN`` reads a run's ``episodes.jsonl`` (RUN is the file or its
+folder) as a pilot instead and prints how many episodes per policy a fixed (uniform) design
+needs so that every adjacent pair of the pilot's ranking is ordered with probability ``P``
+(:func:`realm_ros.core.allocation.fixed_design_power`), for the ``--world`` (default real).
 """
 
 from __future__ import annotations
@@ -29,9 +34,53 @@ REQUIRED = ('policy', 'real', 'sim')
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Declare the CSV path."""
+    """Declare the CSV path (or, with --power, the run)."""
     parser.add_argument('csv', type=pathlib.Path, help='CSV with columns policy, real, sim '
-                                                       '[, group]')
+                                                       '[, group]; with --power: a run folder '
+                                                       'or its episodes.jsonl')
+    parser.add_argument('--power', type=float, default=None, metavar='P',
+                        help='episodes per policy a fixed design needs to order every adjacent '
+                             'pair of the pilot run with probability P')
+    parser.add_argument('--world', choices=('real', 'sim'), default='real',
+                        help='with --power: whose episodes form the pilot (default: real)')
+
+
+def pilot_scores(path: pathlib.Path, world: str) -> dict[str, list[float]]:
+    """Return ``{policy: [progression, ...]}`` of ``world``'s scored episodes in a run.
+
+    Raises:
+        DataError: no such file, or no scored episode of ``world``.
+    """
+    from realm_ros.core.evaluation import EpisodeLog, scored
+    from realm_ros.core.types import record_role
+    file = path / 'episodes.jsonl' if path.is_dir() else path
+    if not file.is_file():
+        raise DataError(f'{file} does not exist (give a run folder or its episodes.jsonl)')
+    out: dict[str, list[float]] = {}
+    for record in scored(EpisodeLog(file).records):
+        if record_role(record) == world:
+            out.setdefault(str(record['policy']), []).append(float(record['progression']))
+    if not out:
+        raise DataError(f'{file}: no scored {world} episodes')
+    return out
+
+
+def power(path: pathlib.Path, target: float, world: str) -> dict[str, Any]:
+    """Return the JSON-ready fixed-design power of a pilot run."""
+    from realm_ros.core import allocation
+    pilot = pilot_scores(path, world)
+    rows = allocation.fixed_design_power(pilot, target)
+    needed = [r.episodes_per_policy for r in rows]
+    per_policy = None if None in needed else max(n for n in needed if n is not None)
+    return {
+        'target': target, 'world': world,
+        'pilot_episodes': {p: len(v) for p, v in pilot.items()},
+        'adjacent_pairs': [r.as_dict() for r in rows],
+        'episodes_per_policy': per_policy,
+        'total_episodes': None if per_policy is None else per_policy * len(pilot),
+        'note': 'normal approximation at the pilot means and spreads; a pair with no '
+                'difference in the pilot has no finite design (null)',
+    }
 
 
 def read_scores(path: pathlib.Path) -> dict[str, dict[str, tuple[float, ...]]]:
@@ -116,8 +165,13 @@ def compute(groups: dict[str, dict[str, tuple[float, ...]]]) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Print the agreement JSON."""
-    result = compute(read_scores(args.csv))
+    """Print the agreement JSON (or, with --power, the fixed design's episodes)."""
+    if args.power is not None:
+        from realm_ros.core.allocation import check_target
+        check_target(args.power, '--power')
+        result = power(args.csv, args.power, args.world)
+    else:
+        result = compute(read_scores(args.csv))
     json.dump(result, sys.stdout, indent=2)
     sys.stdout.write('\n')
     return 0

@@ -55,6 +55,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--execute-horizon', type=int, default=None,
                         help="actions executed open loop per chunk (policy_node "
                              "execute_horizon; 0 = each policy's own)")
+    parser.add_argument('--until-decided', type=float, default=None, metavar='P',
+                        help='choose each next pair (policy, task) where it most reduces the '
+                             'uncertainty of the real ranking; stop when every adjacent pair '
+                             'of policies is ordered with probability P (e.g. 0.95) or at '
+                             '--budget')
+    parser.add_argument('--budget', type=int, default=None,
+                        help='with --until-decided: at most this many pairs (default: four '
+                             'times the fixed plan)')
+    parser.add_argument('--allocation', choices=('adaptive', 'uniform'), default=None,
+                        help='with --until-decided: adaptive (default), or uniform round-robin')
     parser.add_argument('--reuse-real', type=pathlib.Path, default=None, metavar='DIR',
                         help='take the real episodes of the same specs from an earlier run '
                              '(re-evaluating a re-identified twin re-runs only the sim side)')
@@ -79,6 +89,8 @@ def load_config(args: argparse.Namespace) -> EvalConfig:
         'sim_params_file': _abspath(args.sim_params),
         'real_dynamics_file': _abspath(args.real_dynamics),
         'seed': args.seed, 'cameras': args.cameras,
+        'until_decided': args.until_decided, 'budget': args.budget,
+        'allocation': args.allocation,
     }
     return EvalConfig.from_yaml(path, **overrides)
 

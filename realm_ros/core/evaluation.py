@@ -102,6 +102,15 @@ class EvalConfig:
     real_dynamics_file: str = field('', 'digital real: hidden dynamics YAML')
     cameras: bool = field(False, 'render cameras (needed by vision policies; slower)')
     concurrent: bool = field(True, 'run the real and sim episode of a pair at the same time')
+    until_decided: float = field(
+        0.0, 'choose each next pair where it most reduces the uncertainty of the real ranking '
+             'and stop when every adjacent pair of policies is ordered with this probability, '
+             'in (0.5, 1); 0 = the fixed plan (episodes_per_cell of every cell)')
+    budget: int = field(0, 'with until_decided: at most this many pairs (0 = four times the '
+                           'fixed plan)')
+    allocation: str = field('adaptive', 'with until_decided: adaptive, or uniform (round-robin '
+                            'over policies, the fixed design stopped by the same rule)',
+                            choices=('adaptive', 'uniform'))
 
     def __post_init__(self) -> None:
         for name in ('tasks', 'policies', 'perturbations'):
@@ -117,8 +126,13 @@ class EvalConfig:
             raise ConfigError('EvalConfig.max_steps must be >= 1')
         if not 0.0 <= self.intensity <= 1.0:
             raise ConfigError('EvalConfig.intensity must be in [0, 1]')
+        if self.until_decided and not 0.5 < self.until_decided < 1.0:
+            raise ConfigError('EvalConfig.until_decided must be 0 (off) or a probability in '
+                              f'(0.5, 1), got {self.until_decided}')
+        if self.budget < 0:
+            raise ConfigError(f'EvalConfig.budget must be >= 0, got {self.budget}')
         object.__setattr__(self, 'real', renamed(self.real, 'real'))
-        for name in ('real', 'sim'):
+        for name in ('real', 'sim', 'allocation'):
             choices = next(f for f in dataclasses.fields(self) if f.name == name).metadata[
                 'choices']
             if getattr(self, name) not in choices:
@@ -450,6 +464,17 @@ def format_table(summary: Mapping[str, Any]) -> str:
     if summary.get('infra_failures'):
         lines.append(f'{summary["infra_failures"]} episode(s) ended in infrastructure failures '
                      'and are not scored')
+    decided = summary.get('until_decided')
+    if decided:
+        lines.append('')
+        lines.append(f'until decided at P = {decided["target"]} ({decided["allocation"]}): '
+                     f'{decided["stopped"]} after {decided["total_episodes"]} pair(s) of at most '
+                     f'{decided["budget"]}; real ranking {" > ".join(decided["order"])}')
+        for pair in decided['adjacent_pairs']:
+            lines.append(f'  P({pair["above"]} > {pair["below"]}) = {pair["probability"]:.3f}')
+        if decided.get('fixed_design_total'):
+            lines.append(f'  a fixed design would need about {decided["fixed_design_total"]} '
+                         'pairs for the same confidence (realm-ros metrics --power)')
     return '\n'.join(lines)
 
 

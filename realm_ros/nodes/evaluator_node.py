@@ -32,7 +32,7 @@ from rclpy.node import Node
 from std_msgs.msg import String
 from std_srvs.srv import SetBool, Trigger
 
-from realm_ros.core import perturbations
+from realm_ros.core import allocation, perturbations
 from realm_ros.core.config import field
 from realm_ros.core.episode import EpisodeReferee
 from realm_ros.core.errors import ConfigError, DataError, InfrastructureError
@@ -47,7 +47,7 @@ from realm_ros.core.evaluation import (
     skipped_cells,
     summarize,
 )
-from realm_ros.core.types import EpisodeResult, EpisodeSpec, Progress
+from realm_ros.core.types import EpisodeResult, EpisodeSpec, Progress, record_role
 from realm_ros.core.world import initial_state_sampler, perturbed_state_function
 from realm_ros.ros import convert, qos, services, topics
 from realm_ros.ros.params import declare_config
@@ -187,10 +187,29 @@ class EvaluatorNode(Node):
         if log.skipped_lines:
             self.get_logger().warning(
                 f'{log.skipped_lines} unreadable line(s) in episodes.jsonl; those episodes re-run')
-        specs = plan_pairs(self.eval_config, sampler=initial_state_sampler())
         for cell in skipped_cells(self.eval_config):
             self.get_logger().warning(f'skipped {cell["task"]} / {cell["perturbation"]}: '
                                       f'{cell["reason"]}')
+        decided = None
+        if self.eval_config.until_decided:
+            decided = self._run_until_decided(log)
+        else:
+            self._run_plan(log)
+        summary = summarize(log.records, skipped=skipped_cells(self.eval_config))
+        if decided is not None:
+            summary['until_decided'] = decided
+        summary['config'] = dataclasses.asdict(self.eval_config)
+        (self.out_dir / 'summary.json').write_text(json.dumps(summary, indent=2))
+        from realm_ros.report import write_report
+        write_report(self.out_dir, summary, _report_meta(self.eval_config))
+        if not self.config.quiet:
+            print(format_table(summary), flush=True)
+            print(f'report: {self.out_dir / "report.html"}', flush=True)
+        return summary
+
+    def _run_plan(self, log: EpisodeLog) -> None:
+        """Run every unfinished pair of the fixed plan, in order."""
+        specs = plan_pairs(self.eval_config, sampler=initial_state_sampler())
         todo = [s for s in specs if not (log.done(s.pair_id, REAL) and log.done(s.pair_id, SIM))]
         self.get_logger().info(
             f'{len(specs)} pairs planned, {len(specs) - len(todo)} already done, '
@@ -203,15 +222,52 @@ class EvaluatorNode(Node):
             bar.update(1)
             bar.set_postfix_str(spec.pair_id)
         bar.close()
-        summary = summarize(log.records, skipped=skipped_cells(self.eval_config))
-        summary['config'] = dataclasses.asdict(self.eval_config)
-        (self.out_dir / 'summary.json').write_text(json.dumps(summary, indent=2))
-        from realm_ros.report import write_report
-        write_report(self.out_dir, summary, _report_meta(self.eval_config))
-        if not self.config.quiet:
-            print(format_table(summary), flush=True)
-            print(f'report: {self.out_dir / "report.html"}', flush=True)
-        return summary
+
+    def _run_until_decided(self, log: EpisodeLog) -> dict[str, Any]:
+        """Choose pairs one at a time until the real ranking is decided (or the budget is
+        spent); return the decision for summary.json (docs/deciding-rankings.md).
+
+        A re-run replays the finished pairs in the order they were chosen, so it resumes the
+        same sequence. A pair whose real episode failed (infrastructure) ends the run: the
+        choice of the next pair needs its score, and a re-run retries it.
+        """
+        ranking = allocation.decided_ranking(self.eval_config, seed=self.eval_config.seed)
+        sampler = initial_state_sampler()
+        bar = _progress_bar(ranking.budget, 0, self.config.quiet)
+        bar.set_description('pairs (until decided)')
+        stopped = ''
+        while (request := ranking.next()) is not None:
+            if self._stopping.is_set():
+                raise KeyboardInterrupt
+            spec = allocation.spec_for(self.eval_config, request, sampler)
+            if not (log.done(spec.pair_id, REAL) and log.done(spec.pair_id, SIM)):
+                self.run_pair(spec, log)
+            real = next((r for r in reversed(log.records) if r['pair_id'] == spec.pair_id
+                         and record_role(r) == REAL and r.get('outcome') != 'infra_failure'),
+                        None)
+            if real is None or not log.done(spec.pair_id, SIM):
+                stopped = (f'pair {spec.pair_id} did not finish (infrastructure); re-run the '
+                           'same command to retry it and go on')
+                self.get_logger().warning(stopped)
+                break
+            state = ranking.record(request, float(real['progression']))
+            bar.update(1)
+            bar.set_postfix_str(' > '.join(state.order) + f' (min P '
+                                f'{min(state.pair_probability):.2f})')
+        bar.close()
+        result = ranking.state.as_dict()
+        result['budget'] = ranking.budget
+        result['allocation'] = ranking.allocation
+        result['stopped'] = stopped or ('decided' if ranking.state.decided else
+                                        'budget spent before the ranking was decided')
+        scores = {p: v for p, v in ranking.scores.items()}
+        if all(scores.values()):
+            rows = allocation.fixed_design_power(scores, self.eval_config.until_decided)
+            result['fixed_design'] = [r.as_dict() for r in rows]
+            needed = [r.episodes_per_policy for r in rows]
+            result['fixed_design_total'] = (None if None in needed
+                                            else max(needed) * len(scores))  # type: ignore
+        return result
 
     def run_pair(self, spec: EpisodeSpec, log: EpisodeLog) -> None:
         """Run ``spec`` in each world that has not finished it yet, concurrently."""
