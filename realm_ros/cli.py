@@ -42,6 +42,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     'cameras': ('realm_ros.commands.cameras', 'contact sheet of every camera of the twin, per '
                 'task (check a camera rig)'),
     'bag': ('realm_ros.commands.bag', 'check and repair rosbag2/MCAP bags cut short by a crash'),
+    'arena': ('realm_ros.commands.arena', 'blind A/B judging of episode videos in a browser '
+              '(serve) and the Bradley-Terry ranking of the answers (rank)'),
 }
 
 
