@@ -165,8 +165,8 @@ def _preferences(section: Mapping[str, Any] | None) -> list[str]:
             parts.append(f'<p><b>flagged</b>: {html.escape(ranking["note"])}</p>')
         agreement = world.get('agreement')
         if agreement:
-            def ci(name: str) -> str:
-                value = agreement.get(f'{name}_ci')
+            def ci(name: str, found: Mapping[str, Any] = agreement) -> str:
+                value = found.get(f'{name}_ci')
                 return f' [{value[0]:.2f}, {value[1]:.2f}]' if value else ''
             parts.append(
                 f'<p>Agreement with the rubric ranking over {agreement["policies"]} policies: '
