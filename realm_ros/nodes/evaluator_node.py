@@ -220,6 +220,9 @@ class EvaluatorNode(Node):
         bar.close()
         summary = summarize(log.records, skipped=skipped_cells(self.eval_config))
         summary['config'] = dataclasses.asdict(self.eval_config)
+        # Judgments of this run's videos (realm-ros arena), if any, beside the rubric ranking.
+        from realm_ros.arena.ranking import attach
+        attach(summary, self.out_dir)
         (self.out_dir / 'summary.json').write_text(json.dumps(summary, indent=2))
         from realm_ros.report import write_report
         write_report(self.out_dir, summary, _report_meta(self.eval_config))
