@@ -19,7 +19,7 @@ button{font-size:1em;padding:.5em 1.1em;border-radius:5px;border:1px solid #888;
   background:#fff;cursor:pointer}
 button.pick{font-weight:600;min-width:9em}
 button.pick.A{border-color:#2471a3;color:#2471a3}button.pick.B{border-color:#c0392b;color:#c0392b}
-textarea{width:100%;box-sizing:border-box;font-size:1em;min-height:3.2em}
+textarea{width:100%;box-sizing:border-box;font:inherit;min-height:3.2em}
 #message{min-height:1.3em;color:#b03a2e;font-weight:600;text-align:center}
 #progress{color:#555;font-size:.9em;text-align:center}
 #login,#done{display:none;text-align:center;margin-top:3em}

@@ -46,7 +46,8 @@ def rubric(records: Sequence[Mapping[str, Any]], role: str) -> dict[str, Any]:
         outcomes.setdefault(key, {})[r['policy']] = float(r['progression'])
         progress.setdefault(r['policy'], []).append(float(r['progression']))
     try:
-        ranking = metrics.bradley_terry(outcomes, n_resamples=200)
+        # Only the scores are compared; 50 resamples keep the (reported) CIs cheap.
+        ranking = metrics.bradley_terry(outcomes, n_resamples=50)
     except DataError:
         ranking = []
     return {'ranking': [dataclasses.asdict(r) for r in ranking],
@@ -158,16 +159,18 @@ def format_section(section: Mapping[str, Any]) -> str:
             lines.append(f'  not ranked: {world["error"]}')
             continue
         ranking = world['ranking']
-        rubric_rank = {r['policy']: k + 1 for k, r in enumerate(world['rubric']['ranking'])}
+        rubric_score = {r['policy']: r['score'] for r in world['rubric']['ranking']}
+        progression = world['rubric']['mean_progression']
         conf = int(round(100 * ranking['confidence']))
-        lines.append(f'  {"policy":<14} {"strength":>8} {conf}% sandwich CI    {conf}% bootstrap'
-                     f'    W/L/T   rubric rank')
+        lines.append(f'  {"policy":<14} {"strength":>8}  {conf}% sandwich CI  {conf}% bootstrap'
+                     f'     W/L/T   rubric BT  mean progression')
         for row in ranking['rows']:
             lines.append(
-                f'  {row["policy"]:<14} {row["score"]:>8.2f} [{_f(row["ci_low"])}, '
+                f'  {row["policy"]:<14} {row["score"]:>8.2f}  [{_f(row["ci_low"])}, '
                 f'{_f(row["ci_high"])}]  [{_f(row["boot_low"])}, {_f(row["boot_high"])}]  '
-                f'{row["wins"]}/{row["losses"]}/{row["ties"]}   '
-                f'{rubric_rank.get(row["policy"], "-")}')
+                f'{row["wins"]:>3}/{row["losses"]}/{row["ties"]:<3}  '
+                f'{_f(rubric_score.get(row["policy"])):>9}  '
+                f'{_f(progression.get(row["policy"])):>9}')
         if ranking.get('note'):
             lines.append(f'  flagged: {ranking["note"]}')
         agreement = world.get('agreement')

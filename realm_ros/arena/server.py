@@ -139,7 +139,7 @@ def create_app(catalog: Catalog, store: Store, seed: int | None = None) -> Any:
     def organiser(key: str) -> dict[str, Any]:
         if key != store.organiser_key:
             raise HTTPException(status_code=404, detail='not found')
-        return preferences(catalog, store, n_bootstrap=300)
+        return preferences(catalog, store, n_bootstrap=200)
 
     @app.get('/api/ranking/{key}')
     def ranking_json(key: str) -> JSONResponse:

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import statistics
 from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
@@ -183,10 +184,11 @@ def _existence_problem(policies: Sequence[str], beats: set[tuple[int, int]]) -> 
         lost = any((o, g) in beats for g in group for o in others)
         won = any((g, o) in beats for g in group for o in others)
         who = ', '.join(repr(x) for x in labels)
+        rest = ', '.join(repr(policies[o]) for o in sorted(others))
         if not lost:
-            lines.append(f'{who} never lost to the others (strength diverges to +inf)')
+            lines.append(f'{who} never lost to {rest} (strength diverges to +inf)')
         elif not won:
-            lines.append(f'{who} never beat the others (strength diverges to -inf)')
+            lines.append(f'{who} never beat {rest} (strength diverges to -inf)')
     return '; '.join(lines) or 'the beat graph is not strongly connected'
 
 
@@ -488,8 +490,7 @@ def _bootstrap(comparisons: Sequence[Comparison], policies: Sequence[str], ties:
 
 
 def _normal_quantile(q: float) -> float:
-    from scipy.stats import norm
-    return float(norm.ppf(q))
+    return statistics.NormalDist().inv_cdf(q)
 
 
 def comparisons_from_records(records: Iterable[Mapping[str, Any]]) -> list[Comparison]:
