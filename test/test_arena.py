@@ -222,7 +222,7 @@ def test_arena_rank_writes_the_summary_and_report(run_dir, tmp_path, capsys):
     assert 'no judgments yet' in capsys.readouterr().err
     store = Store(folder / 'arena.sqlite')
     _scripted_judgments(folder, store, 10)
-    assert main(['arena', 'rank', str(folder), '--bootstrap', '50', '--ties', 'half']) == 0
+    assert main(['arena', 'rank', str(folder), '--bootstrap', '20', '--ties', 'half']) == 0
     out = capsys.readouterr().out
     assert 'agreement with the rubric ranking over 4 policies' in out
     written = json.loads((folder / 'summary.json').read_text())
