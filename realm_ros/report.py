@@ -151,15 +151,15 @@ def _preferences(section: Mapping[str, Any] | None) -> list[str]:
             parts.append(f'<p>not ranked: {html.escape(str(world["error"]))}</p>')
             continue
         ranking = world['ranking']
-        rubric = {r['policy']: (k + 1, r['score'])
-                  for k, r in enumerate(world['rubric']['ranking'])}
+        rubric = {r['policy']: r['score'] for r in world['rubric']['ranking']}
+        progression = world['rubric']['mean_progression']
         parts.append(_table(
             ['policy', 'strength', 'sandwich CI', 'bootstrap CI', 'wins', 'losses', 'ties',
-             'rubric BT rank', 'rubric BT score'],
+             'rubric BT score', 'mean progression'],
             [[r['policy'], r['score'], [r['ci_low'], r['ci_high']],
               [r['boot_low'], r['boot_high']] if r['boot_low'] is not None else 'n/a',
-              r['wins'], r['losses'], r['ties'], rubric.get(r['policy'], ('-', ''))[0],
-              rubric.get(r['policy'], ('-', float('nan')))[1]]
+              r['wins'], r['losses'], r['ties'], rubric.get(r['policy'], float('nan')),
+              progression.get(r['policy'], float('nan'))]
              for r in ranking['rows']]))
         if ranking.get('note'):
             parts.append(f'<p><b>flagged</b>: {html.escape(ranking["note"])}</p>')
