@@ -15,7 +15,7 @@ import pytest
 
 from realm_ros.arena import server
 from realm_ros.arena.catalog import Catalog, key_text
-from realm_ros.arena.ranking import preferences
+from realm_ros.arena.ranking import attach, preferences
 from realm_ros.arena.selection import choose, uncertainty
 from realm_ros.arena.store import Store
 from realm_ros.cli import main
@@ -212,6 +212,7 @@ def test_ranking_recovers_the_ladder_and_agrees_with_the_rubric(run_dir, tmp_pat
     json.dumps(section, allow_nan=False)
 
 
+@pytest.mark.slow
 def test_arena_rank_writes_the_summary_and_report(run_dir, tmp_path, capsys):
     from realm_ros.core.evaluation import EpisodeLog, summarize
     folder = make_run_dir(tmp_path / 'run', seeds=2, roles=('real', 'sim'), frames=4)
@@ -230,3 +231,9 @@ def test_arena_rank_writes_the_summary_and_report(run_dir, tmp_path, capsys):
     assert written['per_policy'] == summary['per_policy']  # the rest is kept
     assert 'Preference ranking' in (folder / 'report.html').read_text()
     assert main(['arena', 'rank', str(tmp_path / 'missing')]) == 2
+    # What the evaluator does when it summarises a run that has judgments.
+    resummarised = {}
+    assert attach(resummarised, folder, n_bootstrap=0)
+    worlds = resummarised['preferences']['worlds'].values()
+    assert sum(w['judgments'] for w in worlds) == 10
+    assert not attach({}, tmp_path)
