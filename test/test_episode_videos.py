@@ -128,3 +128,28 @@ def test_paired_eval_writes_a_video_per_episode_beside_its_record(tmp_path):
         assert record['steps'] * 0.6 <= info['frames'] <= record['steps'] + 1, (record, info)
         assert (info['width'], info['height']) == (320, 180)
     assert not list(out.rglob('*.partial.webm'))
+
+
+@pytest.mark.ros
+@pytest.mark.parametrize('videos, expected', [('', []), ('wrist', ['/real/cameras/wrist/image',
+                                                                   '/sim/cameras/wrist/image'])])
+def test_the_evaluator_subscribes_to_images_only_for_videos(tmp_path, videos, expected):
+    """A headless run's evaluator has no image subscription at all."""
+    import rclpy
+    from rclpy.parameter import Parameter
+
+    from realm_ros.nodes.evaluator_node import EvaluatorNode
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    try:
+        node = EvaluatorNode(context=context, parameter_overrides=[
+            Parameter('autostart', value=False), Parameter('out_dir', value=str(tmp_path)),
+            Parameter('videos', value=videos)])
+        try:
+            topics = sorted(s.topic_name for s in node.subscriptions if 'cameras' in
+                            s.topic_name)
+        finally:
+            node.destroy_node()
+    finally:
+        rclpy.try_shutdown(context=context)
+    assert topics == expected
