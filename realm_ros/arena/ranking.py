@@ -55,7 +55,7 @@ def rubric(records: Sequence[Mapping[str, Any]], role: str) -> dict[str, Any]:
 
 
 def _agreement(pref: Mapping[str, float], rubric_scores: Mapping[str, float],
-               progression: Mapping[str, float]) -> dict[str, float] | None:
+               progression: Mapping[str, float]) -> dict[str, Any] | None:
     common = sorted(set(pref) & set(rubric_scores) & set(progression))
     if len(common) < 2:
         return None
@@ -84,7 +84,8 @@ def world_section(judgments: Sequence[Mapping[str, Any]], records: Sequence[Mapp
         return out
     out['ranking'] = fit.as_dict()
     rubric_scores = {r['policy']: r['score'] for r in base['ranking']}
-    agreement = _agreement(fit.scores(), rubric_scores, base['mean_progression'])
+    agreement: dict[str, Any] | None = _agreement(fit.scores(), rubric_scores,
+                                                  base['mean_progression'])
     if agreement is not None and n_bootstrap > 0:
         draws = _agreement_bootstrap(data, fit, rubric_scores, base['mean_progression'],
                                      n_bootstrap, seed)
@@ -101,7 +102,7 @@ def world_section(judgments: Sequence[Mapping[str, Any]], records: Sequence[Mapp
 
 def _agreement_bootstrap(data: Sequence[Comparison], fit: PreferenceRanking,
                          rubric_scores: Mapping[str, float], progression: Mapping[str, float],
-                         n: int, seed: int) -> list[dict[str, float]]:
+                         n: int, seed: int) -> list[dict[str, Any]]:
     rng = np.random.default_rng(seed + 1)
     draws = []
     for _ in range(n):
