@@ -63,10 +63,12 @@ class Catalog:
         ConfigError: a folder without ``episodes.jsonl``, or no video anywhere.
     """
 
-    def __init__(self, run_dirs: Sequence[str | pathlib.Path], roles: Iterable[str] = ('real',
-                                                                                        'sim')):
+    def __init__(self, run_dirs: Sequence[str | pathlib.Path],
+                 roles: Iterable[str] | None = None) -> None:
+        """``roles``: keep only these (real, sim; a run outside a pair, e.g. a sweep, has the
+        backend as its role); None = every role."""
         self.run_dirs = [pathlib.Path(d).expanduser().resolve() for d in run_dirs]
-        self.roles = tuple(roles)
+        self.roles = None if roles is None else tuple(roles)
         self.records: list[dict[str, Any]] = []  # every scored record, with or without video
         self.clips: list[Clip] = []
         seen: set[tuple[str, str, str]] = set()
@@ -77,7 +79,7 @@ class Catalog:
             config = _config_of(run_dir)
             for record in scored(EpisodeLog(path).records):
                 role = record_role(record)
-                if role not in self.roles:
+                if self.roles is not None and role not in self.roles:
                     continue
                 world = _world_identity(role, record, config)
                 ident = (world, record['pair_id'], record['policy'])

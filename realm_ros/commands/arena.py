@@ -16,7 +16,7 @@ import sys
 from realm_ros.core.errors import ConfigError
 from realm_ros.core.preferences import TIE_MODELS
 
-WORLDS = {'all': ('real', 'sim'), 'real': ('real',), 'sim': ('sim',)}
+WORLDS = {'all': None, 'real': ('real',), 'sim': ('sim',)}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
