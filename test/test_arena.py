@@ -237,3 +237,12 @@ def test_arena_rank_writes_the_summary_and_report(run_dir, tmp_path, capsys):
     worlds = resummarised['preferences']['worlds'].values()
     assert sum(w['judgments'] for w in worlds) == 10
     assert not attach({}, tmp_path)
+
+
+def test_a_busy_port_is_one_clear_error():
+    sock = server.bind('127.0.0.1', 0)
+    try:
+        with pytest.raises(ConfigError, match=r'--host/--port: cannot listen on 127\.0\.0\.1:'):
+            server.bind('127.0.0.1', sock.getsockname()[1])
+    finally:
+        sock.close()
