@@ -21,7 +21,7 @@ $(STAMP): setup.py constraints.txt
 	@$(MAKE) --no-print-directory sysdeps
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -c constraints.txt -e '.[ros,test,torch,physx]'
+	$(PY) -m pip install --quiet -c constraints.txt -e '.[ros,test,torch,physx,arena]'
 	@# Kit-less PhysX (Isaac Sim's engine) for backend physx; --no-deps: see setup.py 'physx'.
 	@# Where its wheel cannot install (not x86_64 Linux / glibc < 2.35) the PhysX tests skip.
 	$(PY) -m pip install --quiet --no-deps -c constraints.txt ovphysx || \
@@ -36,6 +36,13 @@ sysdeps:
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && \
 	    apt-get install -y -qq libegl1 libegl-mesa0 libgl1-mesa-dri libgles2 >/dev/null; \
 	  else echo 'run as root or: sudo apt-get install libegl1 libegl-mesa0 libgl1-mesa-dri'; fi; \
+	fi
+	@# The arena's browser test (test/test_arena_browser.py) runs Debian's Chromium headless.
+	@if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then \
+	  echo 'installing chromium for the arena browser test'; \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && \
+	    apt-get install -y -qq chromium chromium-driver >/dev/null; \
+	  else echo 'run as root or: sudo apt-get install chromium chromium-driver'; fi; \
 	fi
 
 test: setup

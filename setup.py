@@ -141,7 +141,12 @@ setup(
         'test': ['pytest>=7', 'pytest-timeout>=2', 'ruff>=0.5', 'mypy>=1.10', 'ros-test-msgs',
                  'setuptools>=70.1',
                  'openpi-client>=0.1.2',
-                 'yourdfpy>=0.0.56', 'xacro>=2.0'],
+                 'yourdfpy>=0.0.56', 'xacro>=2.0',
+                 # The arena's browser test drives Debian's chromium (make sysdeps) with it;
+                 # `playwright install` (a browser download) is never needed.
+                 'playwright>=1.45'],
+        # realm-ros arena serve: the blind judging page (docs/arena.md).
+        'arena': ['fastapi>=0.115', 'uvicorn>=0.30'],
         # realm-ros sysid fit --device gpu (backends/mujoco/mjx_fit.py): MuJoCo MJX on JAX.
         # MJX 3.17 was run with MuJoCo 3.17 and JAX 0.11.2 (docs/performance.md); a GPU needs
         # JAX's CUDA plugin too (pip install 'jax[cuda13]'); JAX's CPU backend runs the tests.

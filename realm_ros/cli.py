@@ -44,6 +44,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     'bag': ('realm_ros.commands.bag', 'check and repair rosbag2/MCAP bags cut short by a crash'),
     'score': ('realm_ros.commands.score', "an episode's progress from its video, by a VLM behind "
               'an OpenAI-compatible endpoint (beside the rubric, never mixed)'),
+    'arena': ('realm_ros.commands.arena', 'blind A/B judging of episode videos in a browser '
+              '(serve) and the Bradley-Terry ranking of the answers (rank)'),
 }
 
 

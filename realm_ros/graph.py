@@ -126,7 +126,8 @@ def clock_remapping(namespace: str) -> tuple[tuple[str, str], ...]:
 def paired_eval_graph(config: EvalConfig, out_dir: str, lockstep: bool = True,
                       policy: Mapping[str, Any] | None = None,
                       monitor: bool = False, record: bool = False, operator: bool = True,
-                      arm: str = 'fr3', gripper: str = 'franka_hand') -> list[NodeSpec]:
+                      arm: str = 'fr3', gripper: str = 'franka_hand',
+                      videos: str = '') -> list[NodeSpec]:
     """Return the nodes of a paired evaluation.
 
     Args:
@@ -146,6 +147,8 @@ def paired_eval_graph(config: EvalConfig, out_dir: str, lockstep: bool = True,
         arm: ``arm_id`` of the arm (fr3, fer, panda): joint names on the robot side of the
             bridge, the digital real's too.
         gripper: the gripper on the arm (franka_hand, robotiq_2f_85).
+        videos: a camera whose images the evaluator saves as one video per episode and world
+            (docs/arena.md); both worlds then render it. '' = no videos.
     """
     entries = config.policy_entries()
     scripted = any(e.policy == 'scripted' for e in entries)
@@ -159,6 +162,11 @@ def paired_eval_graph(config: EvalConfig, out_dir: str, lockstep: bool = True,
     # 3); the whole rig when --cameras is asked for and no policy declares any.
     declared = _policy_cameras(entries)
     camera_names = list(declared or (CAMERA_NAMES if config.cameras else ()))
+    if videos:
+        if videos not in CAMERA_NAMES:
+            raise ConfigError(f'videos: unknown camera {videos!r}; choose from '
+                              f'{list(CAMERA_NAMES)}')
+        camera_names = [c for c in CAMERA_NAMES if c in {*camera_names, videos}]
     cameras = bool(camera_names)
     policy = {'policy': entries[0].policy, 'policy_args': json.dumps(dict(entries[0].args)),
               **dict(policy or {}),
@@ -215,6 +223,7 @@ def paired_eval_graph(config: EvalConfig, out_dir: str, lockstep: bool = True,
         'sim_ns': SIM_NS,
         'operator_scored_real': config.real == 'franka',
         'recorders': ','.join(recorders),
+        **({'videos': videos} if videos else {}),
     }))
     if monitor:
         # The two lockstep clocks differ (the digital real's keeps growing across resets):

@@ -133,6 +133,49 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
+def _preferences(section: Mapping[str, Any] | None) -> list[str]:
+    """The preference ranking of the arena's blind judgments beside the rubric ranking."""
+    if not section:
+        return []
+    parts = ['<h2>Preference ranking (blind pairwise judgments)</h2>']
+    if 'error' in section and 'worlds' not in section:
+        return parts + [f'<p>not ranked: {html.escape(str(section["error"]))}</p>']
+    parts.append(
+        f'<p>{section["judgments"]} judgments ({section["skips"]} skipped) by '
+        f'{section["judges"]} judge(s) in <code>realm-ros arena</code>; Bradley-Terry, ties: '
+        f'{html.escape(str(section["ties"]))}; robust (sandwich) and bootstrap 95% intervals '
+        '(docs/arena.md).</p>')
+    for role, world in section.get('worlds', {}).items():
+        parts.append(f'<h3>{html.escape(role)}: {world["judgments"]} comparisons</h3>')
+        if 'error' in world:
+            parts.append(f'<p>not ranked: {html.escape(str(world["error"]))}</p>')
+            continue
+        ranking = world['ranking']
+        rubric = {r['policy']: r['score'] for r in world['rubric']['ranking']}
+        progression = world['rubric']['mean_progression']
+        parts.append(_table(
+            ['policy', 'strength', 'sandwich CI', 'bootstrap CI', 'wins', 'losses', 'ties',
+             'rubric BT score', 'mean progression'],
+            [[r['policy'], r['score'], [r['ci_low'], r['ci_high']],
+              [r['boot_low'], r['boot_high']] if r['boot_low'] is not None else 'n/a',
+              r['wins'], r['losses'], r['ties'], rubric.get(r['policy'], float('nan')),
+              progression.get(r['policy'], float('nan'))]
+             for r in ranking['rows']]))
+        if ranking.get('note'):
+            parts.append(f'<p><b>flagged</b>: {html.escape(ranking["note"])}</p>')
+        agreement = world.get('agreement')
+        if agreement:
+            def ci(name: str, found: Mapping[str, Any] = agreement) -> str:
+                value = found.get(f'{name}_ci')
+                return f' [{value[0]:.2f}, {value[1]:.2f}]' if value else ''
+            parts.append(
+                f'<p>Agreement with the rubric ranking over {agreement["policies"]} policies: '
+                f'Kendall tau = {agreement["kendall_tau"]:.2f}{ci("kendall_tau")}, Spearman '
+                f'rho = {agreement["spearman_rho"]:.2f}{ci("spearman_rho")}, MMRV(preference, '
+                f'rubric progression) = {agreement["mmrv"]:.3f}{ci("mmrv")}.</p>')
+    return parts
+
+
 def write_report(out_dir: str | pathlib.Path, summary: Mapping[str, Any],
                  meta: Mapping[str, Any] | None = None) -> pathlib.Path:
     """Write the figures and ``report.html`` into ``out_dir``; return the HTML path.
@@ -181,6 +224,7 @@ def write_report(out_dir: str | pathlib.Path, summary: Mapping[str, Any],
          for e in summary['per_policy']]))
     parts.append('<img src="policy_bars.png" alt="per-policy bars">')
     parts.append('<h2>Bradley-Terry ranking</h2><img src="ranking.png" alt="ranking">')
+    parts += _preferences(summary.get('preferences'))
     if summary.get('kruskal'):
         parts.append("<h2>Kruskal-Wallis, sim vs real per policy</h2><p>SimplerEnv's test "
                      '(scipy.stats.kruskal) on episode outcomes; identical samples give '

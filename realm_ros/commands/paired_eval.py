@@ -72,6 +72,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--record', action='store_true',
                         help='record both worlds (commands, joint states) to one rosbag2/MCAP '
                              'bag per pair under OUT/bags_real and OUT/bags_sim')
+    parser.add_argument('--videos', nargs='?', const='exterior_1', default='', metavar='CAMERA',
+                        help="save each episode's video of CAMERA (default exterior_1) as "
+                             'OUT/videos/<role>/<episode id>.webm, named in its record, for '
+                             '`realm-ros arena serve` (the worlds render that camera)')
     parser.add_argument('--quiet', action='store_true', help='no progress bar or table')
 
 
@@ -116,7 +120,7 @@ def reuse_real(config: EvalConfig, out: pathlib.Path, source: pathlib.Path) -> i
 
 def build_nodes(config: EvalConfig, out_dir: pathlib.Path, runner: NodeRunner,
                 monitor: bool = False, quiet: bool = False, record: bool = False,
-                policy: dict[str, Any] | None = None) -> list[Any]:
+                policy: dict[str, Any] | None = None, videos: str = '') -> list[Any]:
     """Start every node of the graph in this process on ``runner`` (rclpy initialised).
 
     Each node spins as soon as it exists (a later node may wait for an earlier one).
@@ -125,7 +129,7 @@ def build_nodes(config: EvalConfig, out_dir: pathlib.Path, runner: NodeRunner,
 
     nodes = []
     for spec in paired_eval_graph(config, str(out_dir), monitor=monitor, record=record,
-                                  policy=policy):
+                                  policy=policy, videos=videos):
         params = evaluator_parameters(spec, config)
         if spec.executable == 'evaluator_node':
             # In one process the CLI drives the evaluation loop itself (progress bar, Ctrl-C).
@@ -161,7 +165,8 @@ def run(args: argparse.Namespace) -> int:
             if args.execute_horizon < 0:
                 raise ConfigError(f'--execute-horizon must be >= 0, got {args.execute_horizon}')
             policy = {'execute_horizon': args.execute_horizon}
-        nodes = build_nodes(config, out, runner, args.monitor, args.quiet, args.record, policy)
+        nodes = build_nodes(config, out, runner, args.monitor, args.quiet, args.record, policy,
+                            videos=getattr(args, 'videos', ''))
         operator = next((n for n in nodes if n.get_name() == 'operator'), None)
         if operator is not None and sys.stdin is not None and sys.stdin.isatty():
             # The operator types in this terminal (one key or command per line, h for help).

@@ -320,3 +320,44 @@ def agreement(*, sim: ArrayLike, real: ArrayLike) -> Agreement:
     s, r = _pair(sim, real, minimum=2)
     return Agreement(pearson_r=pearson_r(sim=s, real=r), mmrv=mmrv(sim=s, real=r),
                      mean_abs_gap=mean_abs_gap(sim=s, real=r), n_policies=int(s.size))
+
+
+def _rank_pair(a: ArrayLike, b: ArrayLike) -> tuple[np.ndarray, np.ndarray] | float:
+    """Two score vectors to rank, or the conventional value where one has no order."""
+    x, y = _vector(a, 'a'), _vector(b, 'b')
+    if x.shape != y.shape:
+        raise DataError(f'a and b must pair up: {x.size} vs {y.size} scores')
+    if x.size < 2:
+        raise DataError(f'a rank correlation needs at least 2 paired scores, got {x.size}')
+    constant_x, constant_y = np.ptp(x) < 1e-12, np.ptp(y) < 1e-12
+    if constant_x and constant_y:
+        return 1.0
+    if constant_x or constant_y:
+        return 0.0
+    return x, y
+
+
+def kendall_tau(a: ArrayLike, b: ArrayLike) -> float:
+    """Return Kendall's tau-b between two rankings' scores (symmetric, in [-1, 1]).
+
+    Pearson r's convention where the statistic is undefined: both constant -> 1, exactly one
+    constant -> 0.
+
+    Raises:
+        DataError: length mismatch, fewer than 2 entries, NaN/inf.
+    """
+    pair = _rank_pair(a, b)
+    if isinstance(pair, float):
+        return pair
+    from scipy.stats import kendalltau
+    return float(kendalltau(*pair).statistic)
+
+
+def spearman_rho(a: ArrayLike, b: ArrayLike) -> float:
+    """Return Spearman's rank correlation of two rankings' scores (conventions as
+    :func:`kendall_tau`)."""
+    pair = _rank_pair(a, b)
+    if isinstance(pair, float):
+        return pair
+    from scipy.stats import spearmanr
+    return float(spearmanr(*pair).statistic)

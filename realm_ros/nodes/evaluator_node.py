@@ -29,13 +29,14 @@ from diagnostic_msgs.msg import DiagnosticStatus
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
+from sensor_msgs.msg import Image
 from std_msgs.msg import String
 from std_srvs.srv import SetBool, Trigger
 
 from realm_ros.core import allocation, perturbations
 from realm_ros.core.config import field
 from realm_ros.core.episode import EpisodeReferee
-from realm_ros.core.errors import ConfigError, DataError, InfrastructureError
+from realm_ros.core.errors import ConfigError, DataError, InfrastructureError, RealmError
 from realm_ros.core.evaluation import (
     REAL,
     SIM,
@@ -49,6 +50,7 @@ from realm_ros.core.evaluation import (
 )
 from realm_ros.core.types import EpisodeResult, EpisodeSpec, Progress, record_role
 from realm_ros.core.world import initial_state_sampler, perturbed_state_function
+from realm_ros.io.video import EpisodeVideo, video_relpath
 from realm_ros.ros import convert, qos, services, topics
 from realm_ros.ros.params import declare_config
 from realm_ros.ros.runner import spin_node
@@ -74,6 +76,10 @@ class EvaluatorConfig:
         '', 'comma-separated recorder_node names (fully qualified) to split per pair, so each '
             'pair gets its own bag')
     quiet: bool = field(False, 'no progress bar and no table on stdout')
+    videos: str = field(
+        '', 'camera whose images are saved as one WebM video per episode and world, '
+            'videos/<role>/<episode id>.webm beside episodes.jsonl (the record names it); "" = '
+            'no videos and no image subscription')
 
     def __post_init__(self) -> None:
         for name in ('real_ns', 'sim_ns'):
@@ -143,6 +149,15 @@ class EvaluatorNode(Node):
             self.create_subscription(
                 String, f'{self.config.real_ns}/operator/state', self._on_operator_state,
                 qos.LATCHED, callback_group=self._group)
+        # Episode videos (docs/arena.md): subscribed only when asked for, so a headless run
+        # never receives an image.
+        self._videos: dict[str, EpisodeVideo] = {}
+        if self.config.videos:
+            for world, ns in self._ns.items():
+                self.create_subscription(
+                    Image, f'{ns}/{topics.camera_image(self.config.videos)}',
+                    lambda msg, w=world: self._on_image(w, msg), qos.IMAGE,
+                    callback_group=self._group)
         self._thread: threading.Thread | None = None
         if self.config.autostart:
             self.start()
@@ -199,6 +214,9 @@ class EvaluatorNode(Node):
         if decided is not None:
             summary['until_decided'] = decided
         summary['config'] = dataclasses.asdict(self.eval_config)
+        # Judgments of this run's videos (realm-ros arena), if any, beside the rubric ranking.
+        from realm_ros.arena.ranking import attach
+        attach(summary, self.out_dir)
         (self.out_dir / 'summary.json').write_text(json.dumps(summary, indent=2))
         from realm_ros.report import write_report
         write_report(self.out_dir, summary, _report_meta(self.eval_config))
@@ -291,6 +309,7 @@ class EvaluatorNode(Node):
                 run.finished.set()
         with self._lock:
             self._runs = {w: r for w, r in runs.items() if not r.finished.is_set()}
+        self._start_videos(spec, list(self._runs))
         active: list[_WorldRun] = []
         for run in self._runs.values():  # both worlds start together: no client waits between
             try:
@@ -309,11 +328,46 @@ class EvaluatorNode(Node):
                 run.finished.set()
         self._wait_for_end(runs, active)
         if self._stopping.is_set():
+            self._end_videos(keep=False)
             raise KeyboardInterrupt  # an unfinished pair is not recorded; it re-runs on resume
         with self._lock:
             self._runs = {}
+        videos = self._end_videos(keep=True)
         for world in worlds:
-            log.append(self._record(spec, runs[world]))
+            record = self._record(spec, runs[world])
+            if videos.get(world):
+                record['video'] = video_relpath(world, spec.pair_id)
+            log.append(record)
+
+    def _start_videos(self, spec: EpisodeSpec, worlds: list[str]) -> None:
+        """Open one video per running world; its images are appended until the episode ends."""
+        if not self.config.videos:
+            return
+        with self._lock:
+            for world in worlds:
+                self._videos[world] = EpisodeVideo(
+                    self.out_dir / video_relpath(world, spec.pair_id))
+
+    def _end_videos(self, keep: bool) -> dict[str, int]:
+        """Close (or, for a pair that is not recorded, drop) the videos; frames per world."""
+        with self._lock:
+            videos, self._videos = self._videos, {}
+        if not keep:
+            for video in videos.values():
+                video.abandon()
+            return {}
+        return {world: video.close() for world, video in videos.items()}
+
+    def _on_image(self, world: str, msg: Image) -> None:
+        with self._lock:
+            video = self._videos.get(world)
+            run = self._runs.get(world)
+        # A world whose episode ended first (a real arm keeps publishing) adds no idle frames.
+        if video is not None and run is not None and not run.finished.is_set():
+            try:
+                video.add(convert.image_from_msg(msg))
+            except RealmError as err:
+                self.get_logger().error(f'{world} video: {err}')
 
     def _wait_for_end(self, runs: dict[str, _WorldRun], active: list[_WorldRun]) -> None:
         """Wait until every run ends; a stalled or silent world ends as infrastructure failure.

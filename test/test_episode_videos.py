@@ -1,0 +1,155 @@
+"""Episode videos: the writer (io/video.py), the in-process hook a sweep would use, the graph
+(cameras only when asked), and ``realm-ros paired-eval --videos`` end to end over ROS."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import numpy as np
+import pytest
+
+from realm_ros.core.errors import ConfigError, DataError
+from realm_ros.io.video import (
+    EpisodeVideo,
+    VideoOnStep,
+    episode_stem,
+    probe,
+    video_relpath,
+    write_video,
+)
+
+
+def _frames(n, shape=(36, 64, 3)):
+    return [np.full(shape, 10 * k % 255, np.uint8) for k in range(n)]
+
+
+def test_writer_names_by_episode_id_and_renames_only_when_closed(tmp_path):
+    rel = video_relpath('sim', 'pick_spoon/Default/0/expert')
+    assert rel == 'videos/sim/pick_spoon__Default__0__expert.webm'
+    video = EpisodeVideo(tmp_path / rel)
+    for frame in _frames(8):
+        video.add(frame)
+    assert not (tmp_path / rel).exists()  # ffmpeg writes video.partial meanwhile
+    assert video.close() == 8
+    assert not video.partial.exists()
+    info = probe(tmp_path / rel)
+    assert (info['frames'], info['width'], info['height'], info['codec']) == (8, 64, 36, 'vp9')
+    assert info['fps'] == 15.0
+    head = (tmp_path / rel).read_bytes()
+    assert head[:4] == b'\x1a\x45\xdf\xa3'  # EBML: a WebM file
+    assert b'expert' not in head and b'pick_spoon' not in head  # nothing names the policy
+
+
+def test_writer_refuses_bad_frames_and_drops_abandoned_videos(tmp_path):
+    video = EpisodeVideo(tmp_path / 'a.webm')
+    with pytest.raises(DataError, match=r'\(H, W, 3\) uint8'):
+        video.add(np.zeros((4, 4), np.uint8))
+    video.add(np.zeros((8, 8, 3), np.uint8))
+    with pytest.raises(DataError, match='the first was'):
+        video.add(np.zeros((8, 10, 3), np.uint8))
+    video.abandon()
+    assert list(tmp_path.iterdir()) == []
+    assert EpisodeVideo(tmp_path / 'b.webm').close() == 0 and list(tmp_path.iterdir()) == []
+    with pytest.raises(ConfigError, match='.webm'):
+        EpisodeVideo(tmp_path / 'c.mp4')
+    for bad in ('', '/abs', 'a/../b'):
+        with pytest.raises(ConfigError, match='cannot name a video'):
+            episode_stem(bad)
+    assert write_video(tmp_path / 'd.webm', _frames(3)) == 3
+    assert probe(tmp_path / 'd.webm')['frames'] == 3
+
+
+def test_video_on_step_records_an_in_process_episode(tmp_path):
+    """The hook a CPU sweep worker would pass to run_episode (docs/arena.md)."""
+    os.environ.setdefault('MUJOCO_GL', 'egl')
+    from realm_ros.core import robot
+    from realm_ros.core.config import WorldConfig
+    from realm_ros.core.episode import run_episode
+    from realm_ros.core.policy import make_policy, standard_chain
+    from realm_ros.core.types import EpisodeSpec
+    from realm_ros.core.world import make_world
+
+    world = make_world(WorldConfig(backend='mujoco', task='push_switch', seed=1,
+                                   cameras=('exterior_1',), camera_rate_hz=robot.CONTROL_HZ,
+                                   camera_width=96, camera_height=54))
+    policy = standard_chain(make_policy('scripted', common={'skill': 0, 'seed': 0}))
+    spec = EpisodeSpec(task='push_switch', seed=1, policy='scripted', max_steps=25,
+                       pair_id='push_switch/Default/0/scripted')
+    rel = video_relpath('mujoco', spec.pair_id)
+    video = EpisodeVideo(tmp_path / rel)
+    try:
+        result = run_episode(world, policy, spec, on_step=VideoOnStep(video, 'exterior_1'))
+    finally:
+        policy.close()
+        world.close()
+    assert video.close() == result.steps
+    assert probe(tmp_path / rel)['frames'] == result.steps
+    assert probe(tmp_path / rel)['width'] == 96
+
+
+def test_the_graph_renders_a_camera_only_when_videos_are_asked_for():
+    from realm_ros.core.evaluation import EvalConfig
+    from realm_ros.graph import paired_eval_graph
+    config = EvalConfig(tasks=('push_switch',), policies=('scripted:0', 'scripted:3'))
+    headless = paired_eval_graph(config, '/tmp/out')
+    worlds = [n for n in headless if n.executable in ('world_node', 'digital_real')]
+    assert all(n.parameters.get('camera_rate_hz', 0.0) == 0.0 and 'cameras' not in n.parameters
+               for n in worlds)
+    evaluator = next(n for n in headless if n.executable == 'evaluator_node')
+    assert 'videos' not in evaluator.parameters
+    videos = paired_eval_graph(config, '/tmp/out', videos='wrist')
+    for node in (n for n in videos if n.executable in ('world_node', 'digital_real')):
+        assert node.parameters['cameras'] == ['wrist']
+    assert next(n for n in videos if n.executable == 'evaluator_node'
+                ).parameters['videos'] == 'wrist'
+    with pytest.raises(ConfigError, match="unknown camera 'top'"):
+        paired_eval_graph(config, '/tmp/out', videos='top')
+
+
+@pytest.mark.slow
+@pytest.mark.ros
+def test_paired_eval_writes_a_video_per_episode_beside_its_record(tmp_path):
+    from rostest import BIN
+    out = tmp_path / 'eval'
+    proc = subprocess.run(
+        [str(BIN / 'realm-ros'), 'paired-eval', '--out', str(out), '--tasks', 'push_switch',
+         '--policies', 'scripted:0', 'scripted:3', '--episodes-per-cell', '1', '--max-steps',
+         '40', '--videos', '--quiet'], capture_output=True, text=True, timeout=300,
+        env=dict(os.environ))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    records = [json.loads(line) for line in (out / 'episodes.jsonl').read_text().splitlines()]
+    assert len(records) == 4
+    for record in records:
+        assert record['video'] == video_relpath(record['role'], record['pair_id'])
+        info = probe(out / record['video'])
+        # Every step's image, less a few the reliable depth-3 queue may drop under load.
+        assert record['steps'] * 0.6 <= info['frames'] <= record['steps'] + 1, (record, info)
+        assert (info['width'], info['height']) == (320, 180)
+    assert not list(out.rglob('*.partial.webm'))
+
+
+@pytest.mark.ros
+@pytest.mark.parametrize('videos, expected', [('', []), ('wrist', ['/real/cameras/wrist/image',
+                                                                   '/sim/cameras/wrist/image'])])
+def test_the_evaluator_subscribes_to_images_only_for_videos(tmp_path, videos, expected):
+    """A headless run's evaluator has no image subscription at all."""
+    import rclpy
+    from rclpy.parameter import Parameter
+
+    from realm_ros.nodes.evaluator_node import EvaluatorNode
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    try:
+        node = EvaluatorNode(context=context, parameter_overrides=[
+            Parameter('autostart', value=False), Parameter('out_dir', value=str(tmp_path)),
+            Parameter('videos', value=videos)])
+        try:
+            topics = sorted(s.topic_name for s in node.subscriptions if 'cameras' in
+                            s.topic_name)
+        finally:
+            node.destroy_node()
+    finally:
+        rclpy.try_shutdown(context=context)
+    assert topics == expected
