@@ -110,7 +110,13 @@ def estimate_latency(
     t0 = time.perf_counter()
     pool = scoring_windows(trajectories, window, max_windows, seed)
     candidates = latency_candidates(physics_hz, max_latency_s)
-    losses = [float(score(make_evaluator(lat), pool, [params])[0]) for lat in candidates]
+    batched = getattr(make_evaluator(candidates[0]), 'simulate_groups', None)
+    if batched is not None:  # a GPU evaluator: every candidate in one batch
+        steps = sum(w.steps for w in pool)
+        sims = batched([(lat, [params]) for lat in candidates], pool)
+        losses = [float(loss(sim, pool)[0] / steps) for sim in sims]
+    else:
+        losses = [float(score(make_evaluator(lat), pool, [params])[0]) for lat in candidates]
     best = candidates[int(np.argmin(losses))]
     return LatencyEstimate(latency_s=best, candidates_s=candidates, losses=losses,
                            params=params, seconds=time.perf_counter() - t0)
