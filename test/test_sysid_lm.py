@@ -61,6 +61,32 @@ def test_least_squares_recovers_known_parameters_with_intervals():
     assert np.median(error) < 0.05 and np.all(error < 3 * ci + 0.01), (error, ci)
 
 
+class FreeBatchTwin(TwinRollout):
+    """The CPU twin flagged as a GPU evaluator is (``free_batch``: a batch costs the same at any
+    size), so the least-squares fit takes its speculative path here."""
+
+    free_batch = True
+
+
+def test_speculative_jacobians_give_the_same_fit_in_fewer_calls():
+    """With ``free_batch`` (WarpRollout) every trial step also simulates the Jacobian's columns
+    around it; the fit is the same, in about half the evaluator calls."""
+    trajs = _data(seeds=(2,))
+    calls = []
+
+    def counted(rollout):
+        simulate = rollout.simulate
+        rollout.simulate = lambda p, t: calls.append(len(p)) or simulate(p, t)
+        return rollout
+
+    plain = sysid.fit(counted(TwinRollout()), trajs, method='lm', window=15, lm_windows=0)
+    n_plain, calls[:] = len(calls), []
+    ahead = sysid.fit(counted(FreeBatchTwin()), trajs, method='lm', window=15, lm_windows=0)
+    np.testing.assert_allclose(_vector(ahead.params), _vector(plain.params), rtol=1e-9)
+    assert [r[4] for r in ahead.history] == pytest.approx([r[4] for r in plain.history])
+    assert len(calls) < 0.7 * n_plain, (len(calls), n_plain)
+
+
 def test_residual_windows_are_fixed_and_spread_over_every_trajectory():
     trajs = _data(seeds=(2, 3), duration=3.0)  # 3 windows of 15 steps each
     every = sysid.residual_windows(trajs, 15)

@@ -144,19 +144,41 @@ def least_squares_fit(
     t_start = time.perf_counter()
     last: dict[str, np.ndarray | None] = {'jac': None}
 
-    def residual(x: np.ndarray) -> np.ndarray:
-        x = np.asarray(x, dtype=float).reshape(len(x0), -1)
+    def simulate(x: np.ndarray) -> np.ndarray:
         params = [space.from_unit(x[:, j]) for j in range(x.shape[1])]
         sims = evaluator.simulate(params, pool)
         count['evaluations'] += len(params)
         flat = np.concatenate([s.reshape(len(params), -1) for s in sims], axis=1)
         return (flat - measured[None]).T.astype(np.float64)
 
+    def steps_at(x: np.ndarray) -> np.ndarray:
+        # Forward differences, stepping inwards at the upper bound.
+        return np.where(x.ravel() + options.fd_step > 1.0, -options.fd_step, options.fd_step)
+
+    # An evaluator whose batch costs the same at any size (a GPU: ``free_batch``) gets the
+    # Jacobian's columns at every point it is asked for, in the same call: LM takes most trial
+    # steps, so the next Jacobian is then already there (half the calls).
+    speculate = bool(getattr(evaluator, 'free_batch', False))
+    ahead: dict[bytes, tuple[np.ndarray, np.ndarray]] = {}
+
+    def residual(x: np.ndarray) -> np.ndarray:
+        x = np.asarray(x, dtype=float).reshape(len(x0), -1)
+        if not (speculate and x.shape[1] == 1):
+            return simulate(x)
+        h = steps_at(x)
+        r_all = simulate(np.hstack([x, x + np.diag(h)]))
+        ahead.clear()
+        ahead[x.tobytes()] = (r_all[:, 1:], h)
+        return r_all[:, :1]
+
     def jacobian(x: np.ndarray, r: np.ndarray) -> np.ndarray:
-        # Forward differences, stepping inwards at the upper bound; all columns in one batch.
-        x = x.reshape(-1, 1)
-        h = np.where(x.ravel() + options.fd_step > 1.0, -options.fd_step, options.fd_step)
-        rh = residual(x + np.diag(h))
+        x = np.asarray(x, dtype=float).reshape(-1, 1)
+        found = ahead.pop(x.tobytes(), None)
+        if found is None:
+            h = steps_at(x)
+            rh = simulate(x + np.diag(h))
+        else:
+            rh, h = found
         jac = (rh - r.reshape(-1, 1)) / h[None]
         last['jac'] = jac
         return jac
@@ -183,7 +205,7 @@ def least_squares_fit(
     # mujoco prints why it stopped ('Terminated after N iterations: norm(dx) < tol. y: ...').
     found = re.search(r'iterations: (.*?)\.? y:', text.getvalue())
     reason = f'LM: {found.group(1)}' if found else 'LM: stopped'
-    r = residual(x)[:, 0]
+    r = simulate(np.asarray(x, dtype=float).reshape(-1, 1))[:, 0]
     return LeastSquaresFit(x=np.asarray(x, dtype=float), cost=float(r @ r), steps=steps,
                            iterations=iterations, evaluations=count['evaluations'],
                            stop_reason=reason, history=history, jacobian=last['jac'],
