@@ -151,6 +151,9 @@ setup(
         # MJX 3.17 was run with MuJoCo 3.17 and JAX 0.11.2 (docs/performance.md); a GPU needs
         # JAX's CUDA plugin too (pip install 'jax[cuda13]'); JAX's CPU backend runs the tests.
         'gpu': ['mujoco-mjx>=3.17', 'jax>=0.6', 'flatbuffers'],
+        # The sysid twin's rollouts on MuJoCo Warp (backends/mujoco/warp_rollout.py,
+        # bench/bench_sysid_warp.py): an NVIDIA GPU; run on one H200 (docs/performance.md).
+        'warp': ['mujoco-warp>=4.0', 'warp-lang>=1.19,<2'],
         # Local TorchScript / state-dict policies (realm_ros.policies.torch_policy), the learned
         # policy (realm_ros.policies.learned) and its LeRobot datasets (parquet via pyarrow).
         'torch': ['torch>=2.1', 'pyarrow>=14'],

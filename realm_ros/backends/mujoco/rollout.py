@@ -82,6 +82,11 @@ class TwinRollout(BatchEvaluator):
             self._siblings[sibling.latency_s] = sibling
         return sibling
 
+    def least_squares(self):
+        """Return ``mujoco.minimize.least_squares`` (the solver of ``sysid``'s ``'lm'`` fit)."""
+        from mujoco import minimize
+        return minimize.least_squares
+
     # -- per-trajectory precompute ----------------------------------------------------------
 
     def control_rows(self, targets: np.ndarray, gripper: np.ndarray) -> np.ndarray:

@@ -70,12 +70,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     fit.add_argument('--backend', choices=('mujoco', 'physx'), default='mujoco',
                      help='the twin: mujoco, or physx (kit-less PhysX, cloned arms)')
     fit.add_argument('--out', required=True, help='PARAMS.yaml to write')
-    fit.add_argument('--method', choices=('cmaes', 'anneal'), default='cmaes')
+    fit.add_argument('--method', choices=('lm', 'cma', 'cmaes', 'anneal'), default=None,
+                     help='lm (default on cpu) = least squares (Levenberg-Marquardt) on a '
+                          'fixed residual of --lm-windows windows: exact on noise-free data, at '
+                          'the noise floor on noisy data, with confidence intervals; a local '
+                          'method, from the centre of the parameter box. cma (cmaes; default '
+                          'and only choice on --device gpu) = CMA-ES on random minibatches '
+                          "(REALM's method): a global search, the fallback when LM stops at a "
+                          'poor fit (a held-out RMSE far above the encoder noise). anneal = '
+                          "simulated annealing (SIMPLER's baseline)")
     fit.add_argument('--seed', type=int, default=0)
-    fit.add_argument('--generations', type=int, default=80)
-    fit.add_argument('--popsize', type=int, default=12)
+    fit.add_argument('--generations', type=int, default=None,
+                     help='most CMA-ES/annealing generations (default 80) or LM iterations '
+                          'of the main fit (default 12; LM stops at its tolerance first)')
+    fit.add_argument('--popsize', type=int, default=12, help='cma/anneal: candidates per '
+                                                              'generation')
     fit.add_argument('--minibatch', type=int, default=12,
-                     help='windows simulated per generation (all candidates share them)')
+                     help='cma/anneal: windows simulated per generation (all candidates share '
+                          'them)')
+    fit.add_argument('--lm-windows', type=int, default=24,
+                     help='lm: windows in the fixed residual, spread evenly over the bags (0 = '
+                          'every window; each LM iteration simulates 15 candidates on them)')
     fit.add_argument('--window', type=float, default=1.0,
                      help='window length, s (0 = whole trajectories)')
     fit.add_argument('--holdout', type=int, default=-1,

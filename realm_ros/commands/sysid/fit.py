@@ -1,8 +1,9 @@
 """``realm-ros sysid fit`` and ``realm-ros sysid eval``: the twin replays recorded bags.
 
 ``fit`` estimates the actuation latency (``sysid.identify``: the fast latency profile by
-default, ``--profile full`` for the simple one), fits friction and armature with CMA-ES, and
-writes PARAMS.yaml plus a report folder (``report.py``). ``--device gpu`` runs the whole fit
+default, ``--profile full`` for the simple one), fits friction and armature by least squares
+(``--method lm``, the default; ``--method cma`` for CMA-ES), and writes PARAMS.yaml plus a
+report folder (``report.py``). ``--device gpu`` runs the whole fit
 (every latency, the CMA-ES population, the windows) in jitted MuJoCo MJX calls on a GPU
 (``backends/mujoco/mjx_fit.py``).
 The progress bar (tqdm) lives here, not in core.
@@ -140,6 +141,15 @@ def fit_on_device(args: argparse.Namespace, train: list,
     return ident.fit, ident.latency_s, source
 
 
+def method_name(method: str | None, device: str, backend: str = 'mujoco') -> str:
+    """Return the ``sysid.METHODS`` entry of ``--method``: default ``lm`` on the CPU's MuJoCo
+    twin, ``cmaes`` on the GPU (the MJX fit is CMA-ES) and for PhysX (whose evaluator has no
+    least-squares solver); ``cma`` is ``cmaes``."""
+    if method is None:
+        return 'cmaes' if device == 'gpu' or backend != 'mujoco' else 'lm'
+    return 'cmaes' if method == 'cma' else method
+
+
 def fit_command(args: argparse.Namespace) -> int:
     """Fit, write PARAMS.yaml and the report."""
     out = pathlib.Path(args.out)
@@ -155,14 +165,19 @@ def fit_command(args: argparse.Namespace) -> int:
     if not 0.0 < args.max_latency <= 0.5:
         raise ConfigError(f'--max-latency must be in (0, 0.5] s, got {args.max_latency}')
     on_device = args.device == 'gpu' and args.backend == 'mujoco'
+    args.method = method_name(args.method, args.device, args.backend)
     if not on_device:
         make_evaluator = make_evaluators(args.device, args.threads, args.backend)
     elif args.method != 'cmaes':
-        raise ConfigError('--device gpu runs CMA-ES only; drop --method anneal')
+        raise ConfigError(f'--device gpu runs CMA-ES only; use --method cma, not '
+                          f'{args.method}')
+    if args.generations is None:
+        args.generations = 12 if args.method == 'lm' else 80
     print(f'fitting on {len(train)} trajectories ({sum(t.steps for t in train)} steps), '
           f'{len(held)} held out; method {args.method}, device {args.device}')
     options = sysid.FitOptions(method=args.method, seed=args.seed, generations=args.generations,
-                               popsize=args.popsize, minibatch=args.minibatch, window=window)
+                               popsize=args.popsize, minibatch=args.minibatch, window=window,
+                               lm_windows=args.lm_windows)
     bar = ProgressBar(not args.quiet, args.generations)
     t0 = time.perf_counter()
     searches: list[sysid.LatencyEstimate] = []
@@ -185,7 +200,8 @@ def fit_command(args: argparse.Namespace) -> int:
                 ident = sysid.identify(make_evaluator, train, options, profile, progress=bar)
                 kind = f'{args.profile} profile'
             result, latency, searches = ident.fit, ident.latency_s, ident.searches
-            source = f'estimated ({ident.fits} fits, {kind}, {ident.generations} generations)'
+            unit = 'LM iterations' if args.method == 'lm' else 'generations'
+            source = f'estimated ({ident.fits} fits, {kind}, {ident.generations} {unit})'
             for latency_k, value in ident.profile.items():
                 print(f'fit at latency {1e3 * latency_k:.2f} ms: loss {1e6 * value:.3g} mrad^2 '
                       'per step')
@@ -211,7 +227,8 @@ def fit_command(args: argparse.Namespace) -> int:
         sims[label] = sim
         rmse[label] = {'before': sysid.joint_rmse(sim, group, 0).tolist(),
                        'after': sysid.joint_rmse(sim, group, 1).tolist()}
-    write_params(out, result.params, latency, source, bags[:len(train)], args)
+    write_params(out, result.params, latency, source, bags[:len(train)], args,
+                 result.intervals)
     report = out.parent / f'{out.stem}_report'
     hidden = DigitalRealDynamics.from_yaml(args.truth) if args.truth else None
     truth = hidden.joint_params() if hidden else None

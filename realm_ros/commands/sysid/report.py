@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import pathlib
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 import yaml
@@ -15,8 +15,13 @@ from realm_ros.core.config import DynamicsParams, sim_params_latency
 
 
 def write_params(out: pathlib.Path, params: DynamicsParams, latency_s: float, source: str,
-                 bags: list[pathlib.Path], args: argparse.Namespace) -> None:
-    """Write the identified parameters (``DynamicsParams.from_yaml`` and ``sim_params_file``)."""
+                 bags: list[pathlib.Path], args: argparse.Namespace,
+                 intervals: Sequence[float] | None = None) -> None:
+    """Write the identified parameters (``DynamicsParams.from_yaml`` and ``sim_params_file``).
+
+    ``intervals`` (a least-squares fit's :attr:`sysid.FitResult.intervals`): written as the
+    metadata key ``confidence_95`` (relative half-widths per joint; the twin ignores it).
+    """
     out.parent.mkdir(parents=True, exist_ok=True)
     header = (f'# Identified by realm-ros sysid fit ({args.method}, seed {args.seed}, latency '
               f'{source}) from {len(bags)} bags (held-out bags excluded).\n'
@@ -27,6 +32,13 @@ def write_params(out: pathlib.Path, params: DynamicsParams, latency_s: float, so
     body = {'friction': [round(v, 6) for v in params.friction],
             'armature': [round(v, 6) for v in params.armature],
             'latency_s': round(float(latency_s), 6)}
+    if intervals is not None:
+        header += ('# confidence_95: 95 % half-widths relative to each value (0.01 = +- 1 %), '
+                   'from the least-squares Jacobian; they assume independent residuals (so are '
+                   'optimistic) and collapse to ~0 on noise-free data.\n')
+        body['confidence_95'] = {
+            'friction': [float(f'{v:.3g}') for v in intervals[:7]],
+            'armature': [float(f'{v:.3g}') for v in intervals[7:]]}
     out.write_text(header + yaml.safe_dump(body, default_flow_style=None, sort_keys=False))
     DynamicsParams.from_yaml(out)  # what we wrote must load
     sim_params_latency(out)
@@ -46,10 +58,14 @@ def write_report(report: pathlib.Path, result: sysid.FitResult, rmse: dict, sets
     np.savetxt(report / 'loss.csv', hist, delimiter=',', header=header, comments='',
                fmt=['%d', '%d', '%.9g', '%.9g', '%.9g', '%.3f'])
     fig, ax = plt.subplots(figsize=(6, 4))
-    ax.semilogy(hist[:, 0], hist[:, 2], label='best candidate (minibatch)')
-    ax.semilogy(hist[:, 0], hist[:, 3], label='median candidate (minibatch)', alpha=0.5)
-    ax.semilogy(hist[:, 0], hist[:, 4], label='current estimate (minibatch)')
-    ax.set_xlabel('generation')
+    if result.intervals is not None:  # least squares: one loss per iteration, fixed windows
+        ax.semilogy(hist[:, 0], hist[:, 4], 'o-', label='estimate (fixed residual windows)')
+        ax.set_xlabel('LM iteration')
+    else:
+        ax.semilogy(hist[:, 0], hist[:, 2], label='best candidate (minibatch)')
+        ax.semilogy(hist[:, 0], hist[:, 3], label='median candidate (minibatch)', alpha=0.5)
+        ax.semilogy(hist[:, 0], hist[:, 4], label='current estimate (minibatch)')
+        ax.set_xlabel('generation')
     ax.set_ylabel('loss per window step, rad$^2$')
     ax.legend()
     fig.tight_layout()
@@ -63,6 +79,9 @@ def write_report(report: pathlib.Path, result: sysid.FitResult, rmse: dict, sets
         'latency_searches': [{'candidates_s': s.candidates_s, 'loss_per_step_rad2': s.losses,
                               'best_s': s.latency_s, 'seconds': s.seconds}
                              for s in searches or []]}
+    if result.intervals is not None:
+        summary['confidence_95_relative'] = {'friction': list(result.intervals[:7]),
+                                             'armature': list(result.intervals[7:])}
     if truth is not None:
         summary['relative_error'] = relative_errors(result.params, truth)
     (report / 'rmse.json').write_text(json.dumps(summary, indent=2))
@@ -102,7 +121,8 @@ def relative_errors(params: DynamicsParams, truth: DynamicsParams) -> dict[str, 
 def print_table(rmse: dict, result: sysid.FitResult, fit_s: float,
                 truth: DynamicsParams | None) -> None:
     """Print per-joint RMSE before/after (mrad) and, with a truth file, recovery errors."""
-    print(f'fit: {fit_s:.1f} s, {len(result.history)} generations, stop: {result.stop_reason}')
+    unit = 'LM iterations' if result.intervals is not None else 'generations'
+    print(f'fit: {fit_s:.1f} s, {len(result.history)} {unit}, stop: {result.stop_reason}')
     print('timing, s: ' + ', '.join(f'{k} {v:.2f}' for k, v in result.timing.items()))
     cols = ' '.join(f'{f"q{j + 1}":>7}' for j in range(7))
     print(f'{"joint RMSE, mrad":<22}{cols} {"mean":>7}')
@@ -116,6 +136,10 @@ def print_table(rmse: dict, result: sysid.FitResult, fit_s: float,
     p = result.params
     print(f'{"friction, N m":<22}' + ' '.join(f'{v:7.4f}' for v in p.friction))
     print(f'{"armature, kg m^2":<22}' + ' '.join(f'{v:7.4f}' for v in p.armature))
+    if result.intervals is not None:
+        ci = 100 * np.asarray(result.intervals)
+        print(f'{"friction 95 % CI, +-%":<22}' + ' '.join(f'{v:7.2f}' for v in ci[:7]))
+        print(f'{"armature 95 % CI, +-%":<22}' + ' '.join(f'{v:7.2f}' for v in ci[7:]))
     if truth is not None:
         errors = relative_errors(p, truth)
         for name in ('friction', 'armature'):

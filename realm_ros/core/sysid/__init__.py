@@ -6,8 +6,11 @@ the parts in this order:
 1. :mod:`.excitation`: the safe multisine trajectories the arm executes.
 2. :mod:`.space`: the 14 searched parameters and their log-scaled unit cube.
 3. :mod:`.data`: recorded runs, the short windows cut from them (multiple shooting), the loss.
-4. :mod:`.optimise`: the fit, CMA-ES or simulated annealing, one loop.
-5. :mod:`.latency`: the whole-step latency search and the latency profile of fits.
+4. :mod:`.lsq`: the least-squares fit (Levenberg-Marquardt on a fixed residual, confidence
+   intervals), ``realm-ros sysid fit``'s default.
+5. :mod:`.optimise`: the fit, by least squares, CMA-ES or simulated annealing.
+6. :mod:`.latency`: the whole-step latency search and the latency profile of fits, one
+   function with a per-method :class:`Fitter`.
 
 Everything is re-exported here: ``from realm_ros.core import sysid; sysid.fit(...)``.
 """
@@ -21,8 +24,12 @@ from realm_ros.core.sysid.excitation import (
     excitation_trajectory,
 )
 from realm_ros.core.sysid.latency import (
+    FITTERS,
+    Fitter,
     IdentifyResult,
     LatencyEstimate,
+    LeastSquaresFitter,
+    PopulationFitter,
     ProfileOptions,
     estimate_latency,
     identify,
@@ -30,6 +37,7 @@ from realm_ros.core.sysid.latency import (
     score,
     scoring_windows,
 )
+from realm_ros.core.sysid.lsq import LeastSquaresOptions, least_squares_fit, residual_windows
 from realm_ros.core.sysid.optimise import (
     METHODS,
     Anneal,
@@ -45,8 +53,9 @@ from realm_ros.core.sysid.space import ParamSpace
 __all__ = [
     'Anneal', 'BatchEvaluator', 'check_trajectory', 'CmaEs', 'end_effector_points',
     'estimate_latency', 'excitation_trajectory', 'ExcitationSpec', 'fit', 'FitOptions',
-    'FitResult', 'Generation', 'identify', 'IdentifyResult', 'joint_rmse',
-    'latency_candidates', 'LatencyEstimate', 'loss', 'METHODS', 'on_plateau', 'ParamSpace',
-    'ProfileOptions', 'score', 'scoring_windows', 'Trajectory', 'windows',
+    'FitResult', 'Fitter', 'FITTERS', 'Generation', 'identify', 'IdentifyResult', 'joint_rmse',
+    'latency_candidates', 'LatencyEstimate', 'least_squares_fit', 'LeastSquaresFitter',
+    'LeastSquaresOptions', 'loss', 'METHODS', 'on_plateau', 'ParamSpace', 'PopulationFitter',
+    'ProfileOptions', 'residual_windows', 'score', 'scoring_windows', 'Trajectory', 'windows',
     'Workspace',
 ]

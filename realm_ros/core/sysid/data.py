@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import abc
 import dataclasses
-from typing import Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from realm_ros.core.config import DynamicsParams
-from realm_ros.core.errors import DataError
+from realm_ros.core.errors import ConfigError, DataError
 
 
 @dataclasses.dataclass(frozen=True)
@@ -111,6 +111,17 @@ class BatchEvaluator(abc.ABC):
 
     #: Seconds spent in the simulator and in precomputing controls (for the timing report).
     timing: dict[str, float]
+
+    def least_squares(self) -> Callable[..., Any]:
+        """Return the bounded least-squares solver the ``'lm'`` fit runs (the signature of
+        ``mujoco.minimize.least_squares``). A backend provides it: core imports no simulator
+        package, and mujoco ships the solver.
+
+        Raises:
+            ConfigError: this backend has none (fit with CMA-ES instead).
+        """
+        raise ConfigError(f'{type(self).__name__} offers no least-squares solver; fit with '
+                          '--method cma')
 
     @abc.abstractmethod
     def simulate(self, params: Sequence[DynamicsParams],

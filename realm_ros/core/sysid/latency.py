@@ -110,7 +110,13 @@ def estimate_latency(
     t0 = time.perf_counter()
     pool = scoring_windows(trajectories, window, max_windows, seed)
     candidates = latency_candidates(physics_hz, max_latency_s)
-    losses = [float(score(make_evaluator(lat), pool, [params])[0]) for lat in candidates]
+    batched = getattr(make_evaluator(candidates[0]), 'simulate_groups', None)
+    if batched is not None:  # a GPU evaluator: every candidate in one batch
+        steps = sum(w.steps for w in pool)
+        sims = batched([(lat, [params]) for lat in candidates], pool)
+        losses = [float(loss(sim, pool)[0] / steps) for sim in sims]
+    else:
+        losses = [float(score(make_evaluator(lat), pool, [params])[0]) for lat in candidates]
     best = candidates[int(np.argmin(losses))]
     return LatencyEstimate(latency_s=best, candidates_s=candidates, losses=losses,
                            params=params, seconds=time.perf_counter() - t0)
@@ -125,9 +131,18 @@ class ProfileOptions:
         physics_hz: the twin's physics rate, Hz (latencies are whole physics steps).
         max_latency_s: largest latency searched, s.
         max_fits: most fits at distinct latencies (the scout of the fast profile not counted).
-        scout_generations: fast: generations of the latency-free scout fit.
-        refine_generations: fast: generations of a warm-started fit at a neighbour.
-        refine_sigma: fast: initial step size of those fits, unit-cube units.
+        scout_generations: fast, CMA-ES/annealing: generations of the latency-free scout fit.
+        main_generations: fast, CMA-ES/annealing: generations of the fit at the searched
+            latency; ``main_sigma`` its initial step size, unit-cube units.
+        refine_generations: fast, CMA-ES/annealing: generations of a warm-started fit at a
+            neighbour; ``refine_sigma`` its initial step size, unit-cube units.
+        lm_scout_iterations: fast, least squares: iterations of the scout (only to place the
+            search; from the box's centre 4 iterations come within ~10 % of the optimum).
+        lm_refine_iterations: fast, least squares: iterations of a warm-started fit at a
+            neighbour (LM converges in 2-3 from an adjacent latency's optimum). The fit at the
+            searched latency runs to ``xtol`` (at most ``FitOptions.generations``).
+        search_windows: windows of a latency search and of the profile's score (the fixed
+            set of :func:`scoring_windows`).
     """
 
     profile: str = 'fast'
@@ -139,6 +154,9 @@ class ProfileOptions:
     main_sigma: float = 0.1
     refine_generations: int = 20
     refine_sigma: float = 0.1
+    lm_scout_iterations: int = 4
+    lm_refine_iterations: int = 3
+    search_windows: int = 64
 
     def __post_init__(self) -> None:
         if self.profile not in ('fast', 'full'):
@@ -148,9 +166,74 @@ class ProfileOptions:
             raise ConfigError(f'ProfileOptions.max_latency_s must be in (0, 0.5] s, got '
                               f'{self.max_latency_s}')
         check_minimums(self, {'max_fits': 2, 'scout_generations': 1, 'main_generations': 1,
-                              'refine_generations': 1})
+                              'refine_generations': 1, 'lm_scout_iterations': 1,
+                              'lm_refine_iterations': 1, 'search_windows': 1})
         check_step_size(self, 'main_sigma')
         check_step_size(self, 'refine_sigma')
+
+
+#: The fits :func:`identify` runs: ``scout`` (latency-free, only to place the search),
+#: ``main`` (at the searched latency), ``refine`` (a warm-started neighbour), ``full`` (a fit
+#: from scratch, the full profile's).
+STAGES = ('scout', 'main', 'refine', 'full')
+
+
+class Fitter:
+    """Fits at one latency for :func:`identify`; what each of :data:`STAGES` costs is the
+    method's (:meth:`overrides`). The per-candidate strategy of the one latency profile:
+    :class:`PopulationFitter` (CMA-ES, annealing) and :class:`LeastSquaresFitter`; the GPU fit
+    (``backends/mujoco/mjx_fit.py``) fits every latency at once and is not one of these."""
+
+    #: Whether :func:`identify` fits the winner again at ``main`` when it came from a refinement.
+    polish = False
+
+    def __init__(self, options: FitOptions, profile: ProfileOptions) -> None:
+        self.options = options
+        self.profile = profile
+
+    def overrides(self, stage: str) -> dict:
+        """Return the :class:`FitOptions` fields that ``stage`` changes."""
+        raise NotImplementedError
+
+    def __call__(self, evaluator: BatchEvaluator, trajectories: Sequence[Trajectory],
+                 initial: DynamicsParams | None, stage: str,
+                 progress: Callable[[Generation], None] | None = None) -> FitResult:
+        if stage not in STAGES:
+            raise ConfigError(f'unknown fit stage {stage!r}; one of {", ".join(STAGES)}')
+        return fit(evaluator, trajectories, self.options, initial=initial, progress=progress,
+                   **self.overrides(stage))
+
+
+class PopulationFitter(Fitter):
+    """CMA-ES or annealing: stages are generation budgets and initial step sizes."""
+
+    def overrides(self, stage: str) -> dict:
+        p, g = self.profile, self.options.generations
+        stages: dict[str, dict] = {
+            'scout': {'generations': min(p.scout_generations, g)},
+            'main': {'generations': min(p.main_generations, g), 'sigma0': p.main_sigma},
+            'refine': {'generations': min(p.refine_generations, g), 'sigma0': p.refine_sigma},
+            'full': {}}
+        return stages[stage]
+
+
+class LeastSquaresFitter(Fitter):
+    """Levenberg-Marquardt: stages are iteration caps; the main fit runs to ``xtol``, and a
+    winner that got only a capped refinement is polished by one (usually 1-2 iterations from
+    there: a Jacobian costs 15 candidates on the residual's windows, not a generation count)."""
+
+    polish = True
+
+    def overrides(self, stage: str) -> dict:
+        p, g = self.profile, self.options.generations
+        return {'scout': {'generations': min(p.lm_scout_iterations, g)},
+                'main': {}, 'refine': {'generations': min(p.lm_refine_iterations, g)},
+                'full': {}}[stage]
+
+
+#: The fitter of each :data:`optimise.METHODS` entry.
+FITTERS: dict[str, type[Fitter]] = {'lm': LeastSquaresFitter, 'cmaes': PopulationFitter,
+                                    'anneal': PopulationFitter}
 
 
 @dataclasses.dataclass
@@ -160,7 +243,7 @@ class IdentifyResult:
     ``fit`` is the best fit, at ``latency_s``. ``profile`` maps every latency that got a fit
     (s) to that fit's loss per window step (rad^2) on one fixed set of windows; ``searches``
     holds the latency searches in the order they ran; ``fit_log`` one line per fit (latency s,
-    generations, warm-started, seconds); ``seconds`` the whole identification.
+    generations or LM iterations, warm-started, seconds); ``seconds`` the whole identification.
     """
 
     fit: FitResult
@@ -176,7 +259,7 @@ class IdentifyResult:
 
     @property
     def generations(self) -> int:
-        """Generations run by all fits together (the scout included)."""
+        """Generations (LM: iterations) run by all fits together (the scout included)."""
         return sum(row[1] for row in self.fit_log)
 
 
@@ -186,36 +269,39 @@ def identify(
     options: FitOptions | None = None,
     profile: ProfileOptions | None = None,
     progress: Callable[[str, Generation], None] | None = None,
+    fitter: Fitter | None = None,
     **option_fields,
 ) -> IdentifyResult:
     """Estimate the actuation latency and fit friction and armature with it replayed.
 
-    The profile rule (both ways): fit near the latency a search suggests (at least one
-    physics step more than 0), walk to longer latencies while the fitted loss keeps falling,
-    then to shorter ones while it falls; at most ``profile.max_fits`` fits. Every fit is
-    scored by the loss of its parameters at its own latency on the same windows
-    (:func:`scoring_windows`), so the profile compares like with like; the best fit wins.
+    The profile rule (both ways): fit at the latency a search suggests (0 included), walk to
+    longer latencies while the fitted loss keeps falling, then to shorter ones while it
+    falls; at most ``profile.max_fits`` fits. Every fit is scored by the loss of its
+    parameters at its own latency on the same windows (:func:`scoring_windows`), so the
+    profile compares like with like; the best fit wins.
 
     Args:
         options: the fits' search (:class:`FitOptions`; ``option_fields`` override fields).
         profile: the walk (:class:`ProfileOptions`); default the fast profile.
         progress: called per generation with a label (which fit) and the generation.
+        fitter: the per-latency fit (default: :data:`FITTERS` of ``options.method``).
     """
     t_start = time.perf_counter()
     options = dataclasses.replace(options or FitOptions(), **option_fields)
     profile = profile or ProfileOptions()
+    fitter = fitter or FITTERS[options.method](options, profile)
     candidates = latency_candidates(profile.physics_hz, profile.max_latency_s)
-    pool = scoring_windows(trajectories, seed=options.seed)
+    pool = scoring_windows(trajectories, max_windows=profile.search_windows, seed=options.seed)
     fits: dict[int, tuple[FitResult, float]] = {}
     searches: list[LatencyEstimate] = []
     log: list[tuple[float, int, bool, float]] = []
+    refined: set[int] = set()  # latencies whose fit is a capped refinement
 
-    def run(k: int, initial: DynamicsParams | None = None, label: str = '',
-            **override) -> FitResult:
+    def run(k: int, stage: str, initial: DynamicsParams | None = None,
+            label: str = '') -> FitResult:
         t = time.perf_counter()
         report = None if progress is None else (lambda g, s=label: progress(s, g))
-        result = fit(make_evaluator(candidates[k]), trajectories, options,
-                     initial=initial, progress=report, **override)
+        result = fitter(make_evaluator(candidates[k]), trajectories, initial, stage, report)
         log.append((candidates[k], len(result.history), initial is not None,
                     time.perf_counter() - t))
         return result
@@ -223,6 +309,7 @@ def identify(
     def search(params: DynamicsParams) -> LatencyEstimate:
         searches.append(estimate_latency(make_evaluator, trajectories, params,
                                          profile.physics_hz, profile.max_latency_s,
+                                         max_windows=profile.search_windows,
                                          seed=options.seed))
         return searches[-1]
 
@@ -236,26 +323,25 @@ def identify(
 
     if profile.profile == 'full':
         def visit(k: int) -> float:
-            result = run(k, label=f'fit at {1e3 * candidates[k]:.1f} ms')
+            result = run(k, 'full', label=f'fit at {1e3 * candidates[k]:.1f} ms')
             est = search(result.params)
             fits[k] = (result, est.losses[k])
             return fits[k][1]
         visit(0)
-        start = max(searches[0].delay_steps, 1)
+        start = max(searches[0].delay_steps, 1)  # 0 is fitted: the walk starts above it
     else:
-        scout = run(0, label='scout at 0 ms', generations=min(profile.scout_generations,
-                                                               options.generations))
-        start = max(search(scout.params).delay_steps, 1)
+        scout = run(0, 'scout', label='scout at 0 ms')
+        # The main fit goes where the search says, 0 included (before, at least one step:
+        # a latency-free arm then got only a short refinement).
+        start = search(scout.params).delay_steps
         warm = scout.params
         # Fit, search again at the fit; move while the search disagrees (a poorly converged
         # scout misplaces the first search; a converged fit places it within a step).
         while start not in fits and len(fits) < profile.max_fits:
-            main = run(start, warm, f'fit at {1e3 * candidates[start]:.1f} ms',
-                       generations=min(profile.main_generations, options.generations),
-                       sigma0=profile.main_sigma)
+            main = run(start, 'main', warm, f'fit at {1e3 * candidates[start]:.1f} ms')
             scored(start, main)
             warm = main.params
-            start = max(search(main.params).delay_steps, 1)
+            start = search(main.params).delay_steps
         start = best_index()
 
         known = [scout.params]
@@ -267,10 +353,9 @@ def identify(
             # earlier one is.
             starts = known + [f.params for f, _ in fits.values()]
             values = score(make_evaluator(candidates[k]), pool, starts)
-            result = run(k, starts[int(np.argmin(values))],
-                         f'refine at {1e3 * candidates[k]:.1f} ms',
-                         generations=min(profile.refine_generations, options.generations),
-                         sigma0=profile.refine_sigma)
+            result = run(k, 'refine', starts[int(np.argmin(values))],
+                         f'refine at {1e3 * candidates[k]:.1f} ms')
+            refined.add(k)
             return scored(k, result)
 
     k = start + (1 if profile.profile == 'fast' else 0)
@@ -286,6 +371,13 @@ def identify(
             break
         k -= 1
     best = best_index()
+    if fitter.polish and best in refined:
+        # The winner got only a capped refinement: run it to convergence from where it is.
+        result = run(best, 'main', fits[best][0].params,
+                     f'polish at {1e3 * candidates[best]:.1f} ms')
+        before = fits[best]
+        if scored(best, result) > before[1]:
+            fits[best] = before
     return IdentifyResult(fit=fits[best][0], latency_s=candidates[best], searches=searches,
                           profile={candidates[i]: v for i, (_, v) in sorted(fits.items())},
                           fit_log=log, seconds=time.perf_counter() - t_start)

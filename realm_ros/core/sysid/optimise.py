@@ -1,7 +1,10 @@
-"""The fit: CMA-ES (package ``cma``, REALM's choice) or simulated annealing (SIMPLER's baseline).
+"""The fit: least squares (Levenberg-Marquardt, :mod:`.lsq`, the default of ``realm-ros sysid
+fit``), CMA-ES (package ``cma``, REALM's choice) or simulated annealing (SIMPLER's baseline).
 
-Both optimisers have the same two verbs, ``ask`` (the candidates of one generation, unit-cube
-coordinates) and ``tell`` (their losses), and one loop, :func:`fit`, drives either: per
+``method='lm'`` hands the whole fit to :func:`.lsq.least_squares_fit` (a fixed residual, no
+generations). The two population optimisers have the same two verbs, ``ask`` (the
+candidates of one generation, unit-cube coordinates) and ``tell`` (their losses), and one
+loop, :func:`fit`, drives either: per
 generation it draws one random minibatch of windows, simulates every candidate plus the current
 estimate on it in one :meth:`BatchEvaluator.simulate` call, and tells the optimiser the losses.
 Progress goes to an optional callback (the CLI draws a bar with it); nothing here prints.
@@ -19,9 +22,10 @@ import numpy as np
 from realm_ros.core.config import DynamicsParams, check_minimums, check_step_size
 from realm_ros.core.errors import ConfigError
 from realm_ros.core.sysid.data import BatchEvaluator, Trajectory, loss, window_pool
+from realm_ros.core.sysid.lsq import LeastSquaresOptions, least_squares_fit, residual_windows
 from realm_ros.core.sysid.space import ParamSpace
 
-METHODS = ('cmaes', 'anneal')
+METHODS = ('lm', 'cmaes', 'anneal')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -29,8 +33,10 @@ class FitOptions:
     """How :func:`fit` searches.
 
     Attributes:
-        method: ``'cmaes'`` or ``'anneal'`` (``popsize`` proposals per iteration around the
-            current point).
+        method: ``'lm'`` (least squares, :mod:`.lsq`), ``'cmaes'`` or ``'anneal'``
+            (``popsize`` proposals per iteration around the current point). For ``'lm'``
+            ``generations`` caps the LM iterations and ``popsize``, ``minibatch``, ``sigma0``,
+            ``diagonal``, ``tolx``, ``plateau`` do not apply.
         seed: seeds the minibatches and the optimiser.
         generations: most generations.
         popsize: candidates per generation.
@@ -45,6 +51,11 @@ class FitOptions:
             generations is less than 1 % below the median of the ``plateau`` before (minibatch
             noise makes single values useless for this); 0 = off; checked from generation
             3 * ``plateau`` on.
+        lm_windows: lm: windows of ``window`` steps in the fixed residual, spread evenly over
+            the trajectories (0 = every window). Each LM iteration simulates 15 candidates on
+            all of them, so this sets the fit's cost (see :mod:`.lsq`).
+        lm: lm: the solver's tolerances (:class:`.lsq.LeastSquaresOptions`; its ``max_iter``
+            is replaced by ``generations``).
     """
 
     method: str = 'cmaes'
@@ -57,11 +68,14 @@ class FitOptions:
     diagonal: bool = True
     tolx: float = 2e-3
     plateau: int = 10
+    lm_windows: int = 24
+    lm: LeastSquaresOptions = LeastSquaresOptions()
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
-            raise ConfigError(f'unknown sysid method {self.method!r}; choose cmaes or anneal')
-        check_minimums(self, {'popsize': 2, 'generations': 1, 'minibatch': 1})
+            raise ConfigError(f'unknown sysid method {self.method!r}; choose one of '
+                              f'{", ".join(METHODS)}')
+        check_minimums(self, {'popsize': 2, 'generations': 1, 'minibatch': 1, 'lm_windows': 0})
         check_step_size(self)
 
 
@@ -88,13 +102,19 @@ class FitResult:
 
     ``history`` has one row per generation: (generation, evaluations, best minibatch loss,
     median minibatch loss, loss of the current estimate on the minibatch, elapsed s). Losses
-    are per window and step (rad^2), so minibatch sizes compare.
+    are per window and step (rad^2), so minibatch sizes compare. An LM fit has one row per
+    iteration, its three losses the same (the fixed residual's).
+
+    ``intervals`` (LM only): per parameter ``[friction_1..7, armature_1..7]`` the 95 %
+    confidence half-width relative to the value (0.01 = +- 1 %; :mod:`.lsq`: they collapse to
+    ~0 on noise-free data and are optimistic, the residuals being correlated); None without.
     """
 
     params: DynamicsParams
     history: list[tuple[int, int, float, float, float, float]]
     stop_reason: str
     timing: dict[str, float]
+    intervals: tuple[float, ...] | None = None
 
 
 class CmaEs:
@@ -205,6 +225,9 @@ def fit(
         DataError: no window fits in the trajectories.
     """
     options = dataclasses.replace(options or FitOptions(), **option_fields)
+    if options.method == 'lm':
+        return fit_least_squares(evaluator, trajectories, options, space=space,
+                                 initial=initial, progress=progress)
     pool = window_pool(trajectories, options.window)
     steps_per = np.mean([w.steps for w in pool])
     rng = np.random.default_rng(options.seed)
@@ -247,6 +270,39 @@ def fit(
         timing[f'simulate.{key}'] = value
     return FitResult(params=space.from_unit(optimiser.estimate), history=history,
                      stop_reason=stop_reason, timing=timing)
+
+
+def fit_least_squares(
+    evaluator: BatchEvaluator,
+    trajectories: Sequence[Trajectory],
+    options: FitOptions,
+    *,
+    space: ParamSpace = ParamSpace(),
+    initial: DynamicsParams | None = None,
+    progress: Callable[[Generation], None] | None = None,
+) -> FitResult:
+    """:func:`fit` with ``method='lm'``: :func:`.lsq.least_squares_fit` on the fixed windows
+    :func:`.lsq.residual_windows` (``options.window`` steps, ``options.lm_windows`` of them),
+    at most ``options.generations`` iterations, from ``initial`` (default: the box's centre)."""
+    pool = residual_windows(trajectories, options.window, options.lm_windows)
+    x0 = space.to_unit(initial) if initial is not None else np.full(14, 0.5)
+    t_start = time.perf_counter()
+    before = dict(getattr(evaluator, 'timing', {}))
+
+    def report(i: int, evaluations: int, value: float, elapsed: float, x: np.ndarray) -> None:
+        if progress is not None:
+            progress(Generation(i, evaluations, value, value, value, elapsed, step=0.0,
+                                estimate=space.from_unit(x)))
+
+    lm = dataclasses.replace(options.lm, max_iter=options.generations)
+    found = least_squares_fit(evaluator, pool, x0, lm, space, report)
+    total = time.perf_counter() - t_start
+    after = getattr(evaluator, 'timing', {})
+    simulate = sum(after.get(k, 0.0) - before.get(k, 0.0) for k in after)
+    timing = {'total': total, 'simulate': simulate, 'bookkeeping': total - simulate}
+    return FitResult(params=space.from_unit(found.x), history=found.history,
+                     stop_reason=found.stop_reason, timing=timing,
+                     intervals=tuple(float(v) for v in found.intervals(space)))
 
 
 def on_plateau(history: Sequence[tuple], n: int) -> bool:
