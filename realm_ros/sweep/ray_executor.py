@@ -120,6 +120,17 @@ class RayExecutor(Executor):
         self._ready[actor] = actor.ready.remote()
         return actor
 
+    def warm_up(self, kind: str = 'cpu', timeout_s: float = 300.0) -> dict[Any, tuple[str, int]]:
+        """Start the workers of ``kind`` and wait until each has built its runner; return
+        where each came up (actor -> (node id, pid))."""
+        have = sum(1 for k in self._actors.values() if k == kind)
+        for _ in range(self.counts[kind] - have):
+            self._start(kind)
+        for actor, ref in list(self._ready.items()):
+            self.placement[actor] = self.ray.get(ref, timeout=timeout_s)
+            del self._ready[actor]
+        return dict(self.placement)
+
     def run(self, units: Sequence[Unit], on_done: DoneCallback,
             on_retry: RetryCallback | None = None) -> None:
         ray = self.ray
