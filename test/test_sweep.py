@@ -6,7 +6,6 @@ All of this runs here on CPU MuJoCo. The MJX stepper's tests (``test_sweep_gpu.p
 ``mujoco-mjx`` and JAX and skip without them.
 """
 
-import json
 
 import numpy as np
 import pytest
