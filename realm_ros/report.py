@@ -133,6 +133,10 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
+#: The report's table style, shared with the sweep's report (``realm_ros/sweep/report.py``).
+html_table = _table
+
+
 def write_report(out_dir: str | pathlib.Path, summary: Mapping[str, Any],
                  meta: Mapping[str, Any] | None = None) -> pathlib.Path:
     """Write the figures and ``report.html`` into ``out_dir``; return the HTML path.

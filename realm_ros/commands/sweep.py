@@ -32,15 +32,16 @@ from realm_ros.core.types import DEFAULT_MAX_STEPS, record_role
 from realm_ros.sweep.mjx import (  # noqa: F401 - the screening helpers' old home (bench/)
     GPU_REFUSED,
     Trace,
-    _robot_contact,
     agreement,
     plan_grid,
     refuse_on_gpu,
+    robot_contact,
     run_cpu,
     run_gpu,
 )
 
 DEVICES = ('cpu', 'gpu')
+_robot_contact = robot_contact  # bench/sweep_variant_check.py's name for it
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

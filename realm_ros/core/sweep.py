@@ -21,7 +21,6 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from realm_ros.core import metrics, perturbations
-from realm_ros.core.config import field
 from realm_ros.core.errors import ConfigError, DataError
 from realm_ros.core.evaluation import EvalConfig, PolicyEntry, derive_seed, scored
 from realm_ros.core.types import DEFAULT_MAX_STEPS, EpisodeSpec, record_role
@@ -39,20 +38,19 @@ TIMING_FIELDS = ('wall_time_s',)
 class SweepConfig:
     """What a sweep runs (``realm-ros sweep``; the flags are ``paired-eval``'s where shared)."""
 
-    tasks: tuple[str, ...] = field(('pick_spoon',), 'tasks')
-    policies: tuple[str, ...] = field(('scripted:0',), 'policy[:skill] or '
-                                      'label=policy[:key=value,...], as paired-eval')
-    perturbations: tuple[str, ...] = field(('Default',), 'REALM perturbation codes')
-    intensities: tuple[float, ...] = field((1.0,), 'perturbation intensities in [0, 1]')
-    episodes_per_cell: int = field(5, 'episodes (seeds) per (task, perturbation, intensity, '
-                                      'policy)')
-    max_steps: int = field(DEFAULT_MAX_STEPS, 'control steps per episode')
-    seed: int = field(0, 'seed of the sweep (initial states derive from it, as paired-eval)')
-    worlds: tuple[str, ...] = field(('mujoco',), 'worlds: mujoco, physx, mjx')
-    cameras: bool = field(False, 'render every camera for every policy (vision policies get '
-                                 'the cameras they declare anyway)')
-    execute_horizon: int = field(0, "actions executed open loop per chunk (0 = the policy's)")
-    sim_params_file: str = field('', 'identified twin parameters YAML')
+    # The command's flags, not ROS parameters (so not in docs/parameters.md): docs/cli.md.
+    tasks: tuple[str, ...] = ('pick_spoon',)
+    #: policy[:skill] or label=policy[:key=value,...], as paired-eval.
+    policies: tuple[str, ...] = ('scripted:0',)
+    perturbations: tuple[str, ...] = ('Default',)  # REALM codes
+    intensities: tuple[float, ...] = (1.0,)  # each in [0, 1]
+    episodes_per_cell: int = 5  # seeds per (task, perturbation, intensity, policy)
+    max_steps: int = DEFAULT_MAX_STEPS  # control steps per episode
+    seed: int = 0  # initial states derive from it, as in paired-eval
+    worlds: tuple[str, ...] = ('mujoco',)  # of WORLDS
+    cameras: bool = False  # render every camera (vision policies get theirs anyway)
+    execute_horizon: int = 0  # actions executed open loop per chunk (0 = the policy's)
+    sim_params_file: str = ''  # identified twin parameters YAML
 
     def __post_init__(self) -> None:
         for name in ('tasks', 'policies', 'perturbations', 'intensities', 'worlds'):

@@ -48,7 +48,7 @@ def plan_grid(task: str, codes: Sequence[str], seeds: int, intensity: float, max
 Trace = tuple[np.ndarray, int | None]
 
 
-def _robot_contact(privileged: Any) -> bool:
+def robot_contact(privileged: Any) -> bool:
     return any(c.get('robot') for c in privileged.get('contacts', {}).values())
 
 
@@ -67,7 +67,7 @@ def _cpu_cell(args: tuple[EpisodeSpec, int, bool]) -> tuple[dict, Trace | None]:
 
     def on_step(k: int, obs: Any, action: Any, progress: Any) -> None:
         qs.append(obs.joints.position)
-        if not first and _robot_contact(obs.privileged):
+        if not first and robot_contact(obs.privileged):
             first.append(k)
 
     world = MujocoWorld(WorldConfig(task=spec.task, cameras=(), camera_rate_hz=0.0))
@@ -153,7 +153,7 @@ def run_gpu(cells: Sequence[EpisodeSpec], skill: int, batch: int = 1024,
 
             def on_step(i: int, k: int, obs: Any, qs: list = qs, first: list = first) -> None:
                 qs[i].append(obs.joints.position)
-                if first[i] is None and _robot_contact(obs.privileged):
+                if first[i] is None and robot_contact(obs.privileged):
                     first[i] = k
 
             steppers: list[Any] = []

@@ -19,6 +19,7 @@ is the driver's, counted and reported.
 from __future__ import annotations
 
 import os
+import sys
 import time
 from typing import Any, Mapping, Sequence
 
@@ -55,8 +56,14 @@ class SweepWorker:
         return self.runner.run_cells(cells)
 
 
-def import_ray() -> Any:
-    """Return the ``ray`` module, or raise :class:`BackendUnavailable` naming the extra."""
+def import_ray(address: str | None = None) -> Any:
+    """Return the ``ray`` module, or raise :class:`BackendUnavailable` naming the extra.
+
+    Without an address (and no ``RAY_ADDRESS``) Ray starts a cluster of this machine only:
+    its processes then bind 127.0.0.1 (Ray's one-machine switch, read at import).
+    """
+    if not address and not os.environ.get('RAY_ADDRESS') and 'ray' not in sys.modules:
+        os.environ.setdefault('RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER', '0')
     try:
         import ray
     except ImportError:
@@ -84,7 +91,7 @@ class RayExecutor(Executor):
                  max_replacements: int | None = None,
                  init_kwargs: Mapping[str, Any] | None = None) -> None:
         super().__init__(hook, options)
-        self.ray = ray = import_ray()
+        self.ray = ray = import_ray(address)
         self._owns_ray = not ray.is_initialized()
         if self._owns_ray:
             try:

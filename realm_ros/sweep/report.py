@@ -18,7 +18,7 @@ matplotlib.use('Agg')
 import matplotlib.pyplot as plt  # noqa: E402 - the backend must be chosen first
 import numpy as np  # noqa: E402
 
-from realm_ros.report import _table  # noqa: E402 - one table style for both reports
+from realm_ros.report import html_table as _table  # noqa: E402 - one style for both reports
 
 COLORS = ('#2471a3', '#c0392b', '#1e8449', '#7d3c98')
 

@@ -1,0 +1,132 @@
+"""How a sweep scales with its workers here, and what scheduling a cell costs against running it.
+
+Throughput: a grid of ``--cells-per-worker`` x N cells of ``--cell-steps`` control steps each
+(the ``hold`` policy in the MuJoCo twin, headless: a cell of a few seconds of pure simulation)
+run by N = 1..``--workers`` local worker processes and N Ray actors (a local Ray started with N
+CPUs; actors started and warm before the clock starts, their start-up timed apart), against
+one worker in process. The figure is cells/s per N and the speed-up over one in-process worker
+(ideal: N, up to the number of free cores).
+
+Scheduling cost: ``--tiny`` cells of one control step (about 17 ms of simulation in-process) on
+one worker of each executor: (wall - in-process wall) / cells is what the executor adds per
+cell (pickling the cell, the call, the record back, the driver's fsynced log line), against
+the cell time of the throughput grid. The driver's log write (one fsynced line) is timed apart.
+
+The machine's load (1-minute average before and after) is printed and stored with every
+figure: this machine has 2 cores shared with other jobs, so only N <= 2 can scale at all.
+Prints and appends to bench/results/bench.jsonl.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(__file__))
+from benchlib import Recorder  # noqa: E402
+
+from realm_ros.core.evaluation import EpisodeLog  # noqa: E402
+from realm_ros.core.sweep import SweepConfig, plan_cells  # noqa: E402
+from realm_ros.sweep.driver import run_sweep  # noqa: E402
+from realm_ros.sweep.executors import InProcessExecutor, ProcessExecutor  # noqa: E402
+
+
+def _cells(n: int, steps: int) -> list:
+    config = SweepConfig(tasks=('stack_cubes',), policies=('hold',), episodes_per_cell=n,
+                         max_steps=steps)
+    return plan_cells(config)
+
+
+def _timed(executor, cells) -> tuple[float, float]:
+    """Run ``cells`` on ``executor`` into a fresh folder; return (wall s, mean cell s)."""
+    with tempfile.TemporaryDirectory() as out:
+        run, log = run_sweep(cells, executor, out)
+        cell_s = sum(r['wall_time_s'] for r in log.records) / len(log.records)
+    return run.wall_s, cell_s
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument('--workers', type=int, default=4, help='largest N')
+    parser.add_argument('--cell-steps', type=int, default=1500,
+                        help='control steps per cell (hold policy, headless)')
+    parser.add_argument('--cells-per-worker', type=int, default=3)
+    parser.add_argument('--tiny', type=int, default=100, help='one-step cells for the overhead')
+    parser.add_argument('--no-ray', action='store_true')
+    args = parser.parse_args()
+    os.environ.setdefault('MUJOCO_GL', 'egl')
+    rec = Recorder('sweep_scaling')
+    load0 = os.getloadavg()[0]
+    print(f'load before: {load0:.2f} on {os.cpu_count()} cores', flush=True)
+
+    # Baseline: one worker in process.
+    n_base = args.cells_per_worker
+    with InProcessExecutor() as ex:
+        _timed(ex, _cells(1, 10))  # warm the world
+        wall, cell_s = _timed(ex, _cells(n_base, args.cell_steps))
+    base = n_base / wall
+    rec.figure(f'sweep 1 in-process worker, cells of {args.cell_steps} steps', base, 'cells/s',
+               cell_s=cell_s, wall_s=wall, load_before=load0)
+
+    kinds = ['processes'] + ([] if args.no_ray else ['ray'])
+    for kind in kinds:
+        for n in range(1, args.workers + 1):
+            cells = _cells(n * args.cells_per_worker, args.cell_steps)
+            t = time.perf_counter()
+            if kind == 'ray':
+                from realm_ros.sweep.ray_executor import RayExecutor
+                ex = RayExecutor(None, workers=n, init_kwargs={'num_cpus': n})
+            else:
+                ex = ProcessExecutor(n)
+            try:
+                _timed(ex, _cells(n, 10))  # every worker starts and builds its world
+                startup = time.perf_counter() - t
+                wall, cell_s = _timed(ex, cells)
+            finally:
+                ex.close()
+            rate = len(cells) / wall
+            rec.figure(f'sweep {n} {kind} workers, cells of {args.cell_steps} steps', rate,
+                       'cells/s', baseline=base, baseline_label='1 in-process worker',
+                       goal=f'>= {0.8 * n:.1f} x on {n} free cores', cell_s=cell_s,
+                       wall_s=wall, startup_s=startup, cells=len(cells),
+                       load_now=os.getloadavg()[0])
+
+    # Scheduling cost per cell: tiny cells, one worker.
+    tiny = _cells(args.tiny, 1)
+    with InProcessExecutor() as ex:
+        _timed(ex, tiny[:5])
+        inproc, tiny_s = _timed(ex, tiny)
+    rec.figure('sweep in-process per tiny cell (1 step)', inproc / args.tiny * 1e3, 'ms',
+               cell_ms=tiny_s * 1e3)
+    for kind in kinds:
+        if kind == 'ray':
+            from realm_ros.sweep.ray_executor import RayExecutor
+            ex = RayExecutor(None, workers=1, init_kwargs={'num_cpus': 1})
+        else:
+            ex = ProcessExecutor(1)
+        try:
+            _timed(ex, tiny[:5])
+            wall, _ = _timed(ex, tiny)
+        finally:
+            ex.close()
+        rec.figure(f'sweep scheduling cost per cell, {kind}', (wall - inproc) / args.tiny * 1e3,
+                   'ms', baseline=cell_s * 1e3, baseline_label=f'a {args.cell_steps}-step cell',
+                   tiny_cells=args.tiny)
+    with tempfile.TemporaryDirectory() as out:
+        log = EpisodeLog(os.path.join(out, 'episodes.jsonl'))
+        record = {'pair_id': 'x', 'role': '', 'backend': 'mujoco', 'world': 'mujoco',
+                  'steps': 1, 'outcome': 'timeout', 'error': '', 'stages': ['a'] * 4}
+        t = time.perf_counter()
+        for k in range(200):
+            log.append(dict(record, pair_id=f'x{k}'))
+        rec.figure('sweep driver log write (one fsynced line)',
+                   (time.perf_counter() - t) / 200 * 1e3, 'ms')
+    print(f'load after: {os.getloadavg()[0]:.2f}', flush=True)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
