@@ -67,7 +67,7 @@ def main() -> int:
     with InProcessExecutor() as ex:
         _timed(ex, _cells(1, 10))  # warm the world
         wall, cell_s = _timed(ex, _cells(n_base, args.cell_steps))
-    base = n_base / wall
+    base, base_cell_s = n_base / wall, cell_s
     rec.figure(f'sweep 1 in-process worker, cells of {args.cell_steps} steps', base, 'cells/s',
                cell_s=cell_s, wall_s=wall, load_before=load0)
 
@@ -113,7 +113,8 @@ def main() -> int:
         finally:
             ex.close()
         rec.figure(f'sweep scheduling cost per cell, {kind}', (wall - inproc) / args.tiny * 1e3,
-                   'ms', baseline=cell_s * 1e3, baseline_label=f'a {args.cell_steps}-step cell',
+                   'ms', baseline=base_cell_s * 1e3,
+                   baseline_label=f'a {args.cell_steps}-step cell in process',
                    tiny_cells=args.tiny)
     with tempfile.TemporaryDirectory() as out:
         log = EpisodeLog(os.path.join(out, 'episodes.jsonl'))

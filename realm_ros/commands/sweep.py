@@ -193,6 +193,8 @@ def run(args: argparse.Namespace) -> int:
         print(f'skipped {cell["task"]} / {cell["perturbation"]}: {cell["reason"]}')
     options: dict[str, Any] = {}
     if 'mjx' in config.worlds:
+        from realm_ros.sweep.mjx import require_mjx
+        require_mjx()
         require_positive('--batch', args.batch)
         refuse_on_gpu([c.spec for c in cells if c.world == 'mjx'])
         iterations, ls_iterations = _solver(args.solver_iterations)

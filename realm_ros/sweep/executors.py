@@ -162,23 +162,34 @@ def _process_main(conn: Any, index: int, kind: str, hook: CellHook | None,
     """A worker process: build a runner once, then run each unit it is sent until ``None``."""
     import os
     os.environ.setdefault('MUJOCO_GL', 'egl')
-    runner = make_runner(kind, index, hook, options)
+    runner: Runner | None = None
+    failure: tuple[str, str] | None = None
+    try:
+        runner = make_runner(kind, index, hook, options)
+    except RealmError as err:  # a missing package, a bad setting: said for the first unit
+        failure = ('config', str(err))
+    except Exception:  # noqa: BLE001 - sent to the driver, which stops the sweep
+        failure = ('error', traceback.format_exc())
     try:
         while True:
             message = conn.recv()
             if message is None:
                 return
             uid, cells = message
+            if runner is None:
+                conn.send((uid, *(failure or ('error', 'no runner'))))
+                continue
             try:
                 conn.send((uid, 'ok', runner.run_cells(cells)))
-            except ConfigError as err:
+            except RealmError as err:  # not the cluster's fault: the driver stops the sweep
                 conn.send((uid, 'config', str(err)))
             except Exception:  # noqa: BLE001 - sent to the driver, which stops the sweep
                 conn.send((uid, 'error', traceback.format_exc()))
     except (EOFError, OSError, KeyboardInterrupt):
         return  # the driver went away
     finally:
-        runner.close()
+        if runner is not None:
+            runner.close()
 
 
 @dataclasses.dataclass(eq=False)

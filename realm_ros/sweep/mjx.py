@@ -18,7 +18,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from realm_ros.core import perturbations
-from realm_ros.core.errors import ConfigError
+from realm_ros.core.errors import BackendUnavailable, ConfigError
 from realm_ros.core.types import EpisodeResult, EpisodeSpec
 
 
@@ -202,6 +202,22 @@ def agreement(cpu: Sequence[dict], gpu: Sequence[dict], cpu_traces: Sequence[Tra
             for code, r in out.items()}
 
 
+def require_mjx() -> None:
+    """Raise :class:`BackendUnavailable` naming the ``gpu`` extra unless MJX and JAX import."""
+    missing = [m for m in ('jax', 'mujoco.mjx') if _spec(m) is None]
+    if missing:
+        raise BackendUnavailable(f'--device gpu needs {" and ".join(missing)}: pip install '
+                                 "'realm_ros[gpu]' (mujoco-mjx, jax; a GPU needs jax[cuda13])")
+
+
+def _spec(module: str) -> Any:
+    import importlib.util
+    try:
+        return importlib.util.find_spec(module)
+    except ModuleNotFoundError:
+        return None
+
+
 class BatchRunner:
     """A sweep worker for the ``mjx`` world: one :func:`run_gpu`-style batch per call.
 
@@ -210,6 +226,7 @@ class BatchRunner:
 
     def __init__(self, batch: int = 1024, iterations: int | None = None,
                  ls_iterations: int | None = None) -> None:
+        require_mjx()
         self.batch = batch
         self.iterations = iterations
         self.ls_iterations = ls_iterations
