@@ -259,3 +259,18 @@ def test_sweep_cli_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
         assert main(['sweep', '--out', str(tmp_path), '--quiet', *argv]) == 2
         err = capsys.readouterr().err.strip()
         assert len(err.splitlines()) == 1 and field in err
+
+
+@pytest.mark.slow
+def test_the_same_grid_in_the_twin_and_on_physx_gives_per_world_columns(tmp_path):
+    from twin_helpers import import_or_skip
+
+    import_or_skip('ovphysx')
+    config = SweepConfig(tasks=('stack_cubes',), policies=('scripted:0', 'hold'),
+                         episodes_per_cell=1, max_steps=4, worlds=('mujoco', 'physx'))
+    with InProcessExecutor() as ex:
+        run, log = run_sweep(plan_cells(config), ex, tmp_path)
+    assert run.ran == 4 and {r['backend'] for r in log.records} == {'mujoco', 'physx'}
+    summary = summarize_sweep(log.records)
+    assert summary['worlds'] == ['mujoco', 'physx']
+    assert all(len(w['per_policy']) == 2 for w in summary['per_world'].values())

@@ -63,13 +63,16 @@ class EventLog:
             handle.write(json.dumps({'time': time.time(), **event}, sort_keys=True) + '\n')
         self.events.append(dict(event))
 
-    def totals(self) -> dict[str, int]:
+    def totals(self) -> dict[str, Any]:
         """Counts over every run: cells re-queued after a lost worker, cells re-run after an
-        infrastructure failure."""
-        out = {'worker_lost': 0, 'after_infra_failure': 0}
+        infrastructure failure; and which cells (``<kind>_cells``)."""
+        out: dict[str, Any] = {'worker_lost': 0, 'after_infra_failure': 0,
+                               'worker_lost_cells': [], 'after_infra_failure_cells': []}
         for e in self.events:
-            if e.get('event') in out:
-                out[e['event']] += len(e.get('cells', ()))
+            kind = e.get('event')
+            if kind in ('worker_lost', 'after_infra_failure'):
+                out[kind] += len(e.get('cells', ()))
+                out[f'{kind}_cells'] += list(e.get('cells', ()))
         return out
 
 
