@@ -212,10 +212,10 @@ def summarize_sweep(records: Sequence[Mapping[str, Any]], seed: int = 0,
     for world in worlds:
         mine = [r for r in usable if record_role(r) == world]
 
-        def rows(select: Callable[[Mapping[str, Any]], bool], mine=mine) -> list[dict]:
+        def rows(subset: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
             found = []
             for k, policy in enumerate(policies):
-                chosen = [r for r in mine if r['policy'] == policy and select(r)]
+                chosen = [r for r in subset if r['policy'] == policy]
                 if chosen:
                     found.append({'policy': policy, **_entry(chosen, seed + k)})
             return found
@@ -231,9 +231,10 @@ def summarize_sweep(records: Sequence[Mapping[str, Any]], seed: int = 0,
             ranking = []
         out['per_world'][world] = {
             'episodes': len(mine),
-            'per_policy': rows(lambda r: True),
-            'per_task': {t: rows(lambda r, t=t: r['task'] == t) for t in tasks},
-            'per_condition': {c: rows(lambda r, c=c: condition(r) == c) for c in conditions},
+            'per_policy': rows(mine),
+            'per_task': {t: rows([r for r in mine if r['task'] == t]) for t in tasks},
+            'per_condition': {c: rows([r for r in mine if condition(r) == c])
+                              for c in conditions},
             'ranking': ranking,
             'perturbations': _deltas(mine),
         }
