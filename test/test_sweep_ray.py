@@ -27,9 +27,9 @@ from realm_ros.sweep.ray_executor import RayExecutor  # noqa: E402
 pytestmark = pytest.mark.slow
 LOOPBACK = '127.0.0.1'
 
-#: 2 tasks x 2 perturbations x 8 seeds x 2 policies = 64 cells of 30 control steps (~0.1 s).
+#: 2 tasks x 2 perturbations x 8 seeds x 2 policies = 64 cells of 15 control steps (~0.05 s).
 GRID = SweepConfig(tasks=('pick_spoon', 'stack_cubes'), policies=('scripted:0', 'scripted:2'),
-                   perturbations=('Default', 'VB-POSE'), episodes_per_cell=8, max_steps=30)
+                   perturbations=('Default', 'VB-POSE'), episodes_per_cell=8, max_steps=15)
 
 
 @pytest.fixture(scope='module')
@@ -65,7 +65,7 @@ def test_cli_runs_on_the_cluster_and_resumes(cluster, tmp_path, capsys):
     from realm_ros.cli import main
 
     c, _ = cluster
-    argv = ['sweep', '--out', str(tmp_path), '--ray', c.address, '--workers', '2', '--tasks',
+    argv = ['sweep', '--out', str(tmp_path), '--ray', c.address, '--workers', '1', '--tasks',
             'stack_cubes', '--policies', 'scripted:0', 'scripted:3', '--episodes-per-cell', '2',
             '--max-steps', '10', '--quiet']
     assert main(argv) == 0
@@ -75,6 +75,23 @@ def test_cli_runs_on_the_cluster_and_resumes(cluster, tmp_path, capsys):
     assert len(_lines(tmp_path / 'episodes.jsonl')) == 4
     summary = json.loads((tmp_path / 'summary.json').read_text())
     assert summary['run']['executor'] == 'ray' and summary['run']['resumed'] == 4
+
+
+def test_a_runners_error_stops_the_sweep_and_is_not_retried(cluster, tmp_path):
+    """A bad setting found on a worker is the sweep's error (one line), not a lost worker."""
+    from realm_ros.core.errors import ConfigError
+
+    c, _ = cluster
+    cells = plan_cells(SweepConfig(tasks=('stack_cubes',), policies=('bad=scripted:skill=nope',),
+                                   episodes_per_cell=1, max_steps=2))
+    ex = RayExecutor(c.address, workers=1)
+    try:
+        with pytest.raises(ConfigError, match="skill 'nope' unknown") as err:
+            run_sweep(cells, ex, tmp_path)
+    finally:
+        ex.close()
+    assert len(str(err.value).splitlines()) == 1
+    assert not (tmp_path / EVENTS).exists()
 
 
 def test_worker_node_lost_mid_run_every_cell_once_same_records(cluster, reference, tmp_path):
