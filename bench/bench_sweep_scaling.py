@@ -11,6 +11,9 @@ Scheduling cost: ``--tiny`` cells of one control step (about 17 ms of simulation
 one worker of each executor: (wall - in-process wall) / cells is what the executor adds per
 cell (pickling the cell, the call, the record back, the driver's fsynced log line), against
 the cell time of the throughput grid. The driver's log write (one fsynced line) is timed apart.
+"Busy in cells" is the cells' own wall time summed over N x the sweep's wall time: the share of
+the workers' time the executor keeps filled (1 = no scheduling gaps), which a loaded machine
+does not hide (it slows the cells, not the gaps).
 
 The machine's load (1-minute average before and after) is printed and stored with every
 figure: this machine has 2 cores shared with other jobs, so only N <= 2 can scale at all.
@@ -93,6 +96,10 @@ def main() -> int:
                        goal=f'>= {0.8 * n:.1f} x on {n} free cores', cell_s=cell_s,
                        wall_s=wall, startup_s=startup, cells=len(cells),
                        load_now=os.getloadavg()[0])
+            # The share of the workers' wall time spent inside cells: what the executor keeps
+            # busy, whatever the cores' speed (a loaded machine slows the cells themselves).
+            rec.figure(f'sweep {n} {kind} workers busy in cells', len(cells) * cell_s / (n * wall),
+                       'fraction', goal='>= 0.8')
 
     # Scheduling cost per cell: tiny cells, one worker.
     tiny = _cells(args.tiny, 1)

@@ -274,3 +274,20 @@ def test_the_same_grid_in_the_twin_and_on_physx_gives_per_world_columns(tmp_path
     summary = summarize_sweep(log.records)
     assert summary['worlds'] == ['mujoco', 'physx']
     assert all(len(w['per_policy']) == 2 for w in summary['per_world'].values())
+
+
+@pytest.mark.slow
+def test_a_worker_that_cannot_build_its_runner_stops_the_sweep_with_the_reason(tmp_path):
+    """A GPU batch worker process where JAX is missing says so (one line), once: not a lost
+    worker replaced over and over."""
+    import importlib.util
+
+    if importlib.util.find_spec('jax') is not None:
+        pytest.skip('JAX is installed here: the GPU batch worker can be built')
+    cells = plan_cells(SweepConfig(tasks=('stack_cubes',), policies=('scripted:0',),
+                                   episodes_per_cell=1, max_steps=2, worlds=('mjx',)))
+    with ProcessExecutor(1) as ex:
+        with pytest.raises(ConfigError, match='jax') as err:
+            run_sweep(cells, ex, tmp_path)
+    assert len(str(err.value).splitlines()) == 1
+    assert not (tmp_path / EVENTS).exists()

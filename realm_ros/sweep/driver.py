@@ -99,6 +99,8 @@ def run_sweep(cells: Sequence[Cell], executor: Executor, out_dir: str | pathlib.
                      if r.get('outcome') == 'infra_failure'}
     todo = [c for c in cells if not log.done(*c.key)]
     run.resumed = len(cells) - len(todo)
+    if progress is not None and run.resumed:
+        progress(run.resumed)
     again = [c.cell_id for c in todo if c.key in failed_before]
     if again:
         run.after_infra_failure = len(again)

@@ -44,15 +44,26 @@ class SweepWorker:
     def __init__(self, index: int, kind: str, hook: CellHook | None,
                  options: Mapping[str, Any] | None) -> None:
         os.environ.setdefault('MUJOCO_GL', 'egl')
-        self.runner = make_runner(kind, index, hook, options)
+        # A runner that cannot be built (a package missing on this node) is reported by
+        # ready() as the sweep's error; raised here it would look like a lost actor.
+        self.runner: Any = None
+        self.failure: Exception | None = None
+        try:
+            self.runner = make_runner(kind, index, hook, options)
+        except Exception as err:  # noqa: BLE001 - re-raised by ready()
+            self.failure = err
 
     def ready(self) -> tuple[str, int]:
         """Return (node id, process id): the actor is up and its runner built."""
         import ray
+        if self.failure is not None:
+            raise self.failure
         return ray.get_runtime_context().get_node_id(), os.getpid()
 
     def run_cells(self, cells: Sequence[Any]) -> list[dict]:
         """Run a unit's cells; one record per cell."""
+        if self.failure is not None:
+            raise self.failure
         return self.runner.run_cells(cells)
 
 
@@ -133,8 +144,13 @@ class RayExecutor(Executor):
         have = sum(1 for k in self._actors.values() if k == kind)
         for _ in range(self.counts[kind] - have):
             self._start(kind)
+        from ray.exceptions import RayTaskError
+
         for actor, ref in list(self._ready.items()):
-            self.placement[actor] = self.ray.get(ref, timeout=timeout_s)
+            try:
+                self.placement[actor] = self.ray.get(ref, timeout=timeout_s)
+            except RayTaskError as err:
+                raise _worker_error(err, 'starting a worker') from None
             del self._ready[actor]
         return dict(self.placement)
 
