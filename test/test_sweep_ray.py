@@ -34,8 +34,10 @@ GRID = SweepConfig(tasks=('pick_spoon', 'stack_cubes'), policies=('scripted:0', 
 
 @pytest.fixture(scope='module')
 def cluster():
-    """A head node and one worker node, one CPU each, on loopback."""
-    c = Cluster(initialize_head=True, head_node_args={'num_cpus': 1, 'include_dashboard': False})
+    """A head node and one worker node, one CPU each, on loopback; the head declares one GPU
+    (a Ray resource only: there is none here) for the GPU batch worker's placement."""
+    c = Cluster(initialize_head=True, head_node_args={'num_cpus': 1, 'num_gpus': 1,
+                                                      'include_dashboard': False})
     try:
         worker = c.add_node(num_cpus=1)
         c.wait_for_nodes()
@@ -92,6 +94,28 @@ def test_a_runners_error_stops_the_sweep_and_is_not_retried(cluster, tmp_path):
         ex.close()
     assert len(str(err.value).splitlines()) == 1
     assert not (tmp_path / EVENTS).exists()
+
+
+def test_the_gpu_batch_worker_is_an_actor_holding_a_gpu(cluster, tmp_path):
+    """``--device gpu`` cells go to an actor that asks for ``num_gpus=1`` (placed on the node
+    that has the GPU resource); without JAX there it says so, as the sweep's one-line error."""
+    import importlib.util
+
+    from realm_ros.core.errors import ConfigError
+
+    if importlib.util.find_spec('jax') is not None:
+        pytest.skip('JAX is installed here: the MJX batch would run')
+    c, _ = cluster
+    cells = plan_cells(SweepConfig(tasks=('stack_cubes',), policies=('scripted:0',),
+                                   episodes_per_cell=2, max_steps=2, worlds=('mjx',)))
+    ex = RayExecutor(c.address, workers=1, gpu_workers=1)
+    try:
+        with pytest.raises(ConfigError, match='needs jax') as err:
+            run_sweep(cells, ex, tmp_path)
+        assert ray.available_resources().get('GPU', 0) == 0  # the worker holds the GPU
+    finally:
+        ex.close()
+    assert len(str(err.value).splitlines()) == 1
 
 
 def test_worker_node_lost_mid_run_every_cell_once_same_records(cluster, reference, tmp_path):

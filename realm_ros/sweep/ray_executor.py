@@ -23,7 +23,12 @@ import sys
 import time
 from typing import Any, Mapping, Sequence
 
-from realm_ros.core.errors import BackendUnavailable, ConfigError, InfrastructureError
+from realm_ros.core.errors import (
+    BackendUnavailable,
+    ConfigError,
+    InfrastructureError,
+    RealmError,
+)
 from realm_ros.sweep.executors import (
     DoneCallback,
     Executor,
@@ -243,7 +248,11 @@ class RayExecutor(Executor):
 
 
 def _worker_error(err: Any, where: str) -> Exception:
+    """The sweep's error for a runner's exception on a worker: a RealmError (a bad setting, a
+    package missing there) as one line naming it; anything else with its traceback."""
     cause = err.as_instanceof_cause() if hasattr(err, 'as_instanceof_cause') else err
-    if isinstance(cause, ConfigError):
-        return ConfigError(str(cause).splitlines()[-1])
+    if isinstance(cause, RealmError):
+        line = str(cause).strip().splitlines()[-1]
+        return ConfigError(line.split(': ', 1)[1] if line.startswith(
+            type(cause).__module__.split('.')[0]) and ': ' in line else line)
     return WorkerError(f'a sweep worker failed on {where}: {err}')
