@@ -260,7 +260,9 @@ class ProcessExecutor(Executor):
                     proc.conn.send((unit.index, unit.cells))
                 except OSError:  # it died between two units: its unit goes back to the queue
                     sched.lost(proc)
-                    sched.retried -= 1  # it never started the unit
+                    if on_retry is not None:
+                        on_retry(unit, f'worker process {proc.process.pid} exited before it '
+                                       'took its unit')
                     self._procs.remove(proc)
                     if replacements < self.max_replacements:
                         replacements += 1
