@@ -104,6 +104,17 @@ def test_summary_ranks_policies_with_cis_and_perturbation_deltas():
         summarize_sweep([records[-1]])
 
 
+def test_workers_share_a_policys_servers_round_robin():
+    from realm_ros.sweep.runner import server_for
+
+    (cell,) = plan_cells(SweepConfig(policies=('pi=openpi',), episodes_per_cell=1),
+                         servers={'pi': ('gpu1:8000', 'gpu2:8001', '10.0.0.3:8000')})
+    assert [server_for(cell, i) for i in range(4)] == [
+        ('gpu1', 8000), ('gpu2', 8001), ('10.0.0.3', 8000), ('gpu1', 8000)]
+    (plain,) = plan_cells(SweepConfig(policies=('hold',), episodes_per_cell=1))
+    assert server_for(plain, 3) is None
+
+
 # ---- warm runners and executors ---------------------------------------------------------------
 
 def test_a_warm_runner_gives_the_record_a_fresh_one_gives():
