@@ -160,8 +160,11 @@ def finish(out: pathlib.Path, config: SweepConfig, cells: Sequence[Cell], run: A
     from realm_ros.sweep.driver import EVENTS, EventLog
     from realm_ros.sweep.report import write_sweep_report
 
-    keys = {c.key for c in cells}
-    mine = [r for r in log.records if (r['pair_id'], record_role(r)) in keys]
+    # In the plan's order (not the order workers finished in): the same grid gives the same
+    # summary on any executor.
+    order = {c.key: i for i, c in enumerate(cells)}
+    mine = sorted((r for r in log.records if (r['pair_id'], record_role(r)) in order),
+                  key=lambda r: order[(r['pair_id'], record_role(r))])
     summary = summarize_sweep(mine, seed=config.seed, skipped=skipped_cells(config))
     summary['retries'] = {**EventLog(out / EVENTS).totals(), 'resumed': run.resumed}
     summary['run'] = run.as_dict()
