@@ -99,7 +99,12 @@ def test_summary_ranks_policies_with_cis_and_perturbation_deltas():
     assert [r['policy'] for r in w['ranking']] == ['good', 'bad']
     assert w['perturbations']['V-LIGHT@1']['delta'] == pytest.approx(-0.25)
     assert w['per_condition']['Default'][0]['progress'] == 1.0
-    assert 'good' in format_sweep_table(summary)
+    assert 'good' in format_sweep_table(summary) and summary['agreement'] == {}
+    twin = [dict(r, backend='physx', world='physx',
+                 progression=r['progression'] * 0.5 if r['policy'] == 'bad' else r['progression'])
+            for r in records]
+    both = summarize_sweep(records + twin)['agreement']['physx vs mujoco']
+    assert both['n_policies'] == 2 and both['mmrv'] == 0.0 and both['pearson_r'] == 1.0
     with pytest.raises(DataError):
         summarize_sweep([records[-1]])
 
@@ -285,6 +290,7 @@ def test_the_same_grid_in_the_twin_and_on_physx_gives_per_world_columns(tmp_path
     summary = summarize_sweep(log.records)
     assert summary['worlds'] == ['mujoco', 'physx']
     assert all(len(w['per_policy']) == 2 for w in summary['per_world'].values())
+    assert summary['agreement']['physx vs mujoco']['n_policies'] == 2
 
 
 @pytest.mark.slow

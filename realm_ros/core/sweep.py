@@ -193,7 +193,8 @@ def summarize_sweep(records: Sequence[Mapping[str, Any]], seed: int = 0,
     perturbation condition) mean progression and success rate with bootstrap 95% CIs over
     episodes; a Bradley-Terry ranking from pairwise comparisons on the same (task,
     perturbation, intensity, seed); each condition's mean progression change vs Default and
-    REALM's RMSD over (policy, task) cells. Infrastructure failures are counted, never scored.
+    REALM's RMSD over (policy, task) cells. With several worlds, each later world's agreement
+    with the first (:func:`_cross_world`). Infrastructure failures are counted, never scored.
 
     Raises:
         DataError: no scored record.
@@ -238,6 +239,24 @@ def summarize_sweep(records: Sequence[Mapping[str, Any]], seed: int = 0,
             'ranking': ranking,
             'perturbations': _deltas(mine),
         }
+    out['agreement'] = _cross_world(out['per_world'], worlds)
+    return out
+
+
+def _cross_world(per_world: Mapping[str, Any], worlds: Sequence[str]) -> dict[str, Any]:
+    """Each later world against the first over per-policy mean progression (Pearson r,
+    MMRV, mean gap): the first world's scores take the ``real`` role, as the reference whose
+    magnitudes MMRV weighs."""
+    out: dict[str, Any] = {}
+    if len(worlds) < 2:
+        return out
+    reference = {e['policy']: e['progress'] for e in per_world[worlds[0]]['per_policy']}
+    for world in worlds[1:]:
+        other = {e['policy']: e['progress'] for e in per_world[world]['per_policy']}
+        shared = [p for p in reference if p in other]
+        if len(shared) >= 2:
+            out[f'{world} vs {worlds[0]}'] = metrics.agreement(
+                sim=[other[p] for p in shared], real=[reference[p] for p in shared]).as_dict()
     return out
 
 
@@ -288,6 +307,10 @@ def format_sweep_table(summary: Mapping[str, Any]) -> str:
             for cond, d in w['perturbations'].items():
                 lines.append(f'  {cond:<16} {_fmt(d["delta"])} ({_fmt(d["rmsd"])})')
         lines.append('')
+    for name, a in summary.get('agreement', {}).items():
+        lines.append(f'agreement {name} (per-policy mean progression): Pearson r = '
+                     f'{_fmt(a["pearson_r"])}, MMRV = {_fmt(a["mmrv"])}, mean gap = '
+                     f'{_fmt(a["mean_abs_gap"])}')
     for cell in summary.get('skipped', ()):
         lines.append(f'skipped {cell["task"]} / {cell["perturbation"]}: {cell["reason"]}')
     if summary.get('infra_failures'):

@@ -132,6 +132,12 @@ def write_sweep_report(out_dir: str | pathlib.Path, summary: Mapping[str, Any],
         parts.append(f'<p>Retried: {retries.get("worker_lost", 0)} cell(s) whose worker was '
                      f'lost, {retries.get("after_infra_failure", 0)} after an infrastructure '
                      f'failure of an earlier run.</p>')
+    if summary.get('agreement'):
+        parts.append('<h2>Agreement between worlds</h2><p>Per-policy mean progression, the '
+                     'first world as the reference (its magnitudes weigh MMRV).</p>')
+        parts.append(_table(['worlds', 'Pearson r', 'MMRV', 'mean |gap|', 'policies'],
+                            [[k, a['pearson_r'], a['mmrv'], a['mean_abs_gap'], a['n_policies']]
+                             for k, a in summary['agreement'].items()]))
     parts.append('<h2>Policies</h2>')
     for world, w in summary['per_world'].items():
         bt = {r['policy']: r for r in w['ranking']}
