@@ -21,7 +21,7 @@ $(STAMP): setup.py constraints.txt
 	@$(MAKE) --no-print-directory sysdeps
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -c constraints.txt -e '.[ros,test,torch,physx,arena]'
+	$(PY) -m pip install --quiet -c constraints.txt -e '.[ros,test,torch,physx,arena,ray]'
 	@# Kit-less PhysX (Isaac Sim's engine) for backend physx; --no-deps: see setup.py 'physx'.
 	@# Where its wheel cannot install (not x86_64 Linux / glibc < 2.35) the PhysX tests skip.
 	$(PY) -m pip install --quiet --no-deps -c constraints.txt ovphysx || \

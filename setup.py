@@ -157,6 +157,8 @@ setup(
         # Local TorchScript / state-dict policies (realm_ros.policies.torch_policy), the learned
         # policy (realm_ros.policies.learned) and its LeRobot datasets (parquet via pyarrow).
         'torch': ['torch>=2.1', 'pyarrow>=14'],
+        # realm-ros sweep --ray: the grid on a Ray cluster (realm_ros/sweep/ray_executor.py).
+        'ray': ['ray>=2.40'],
         # USD export (realm-ros usd) and the kit-less PhysX twin (backend physx). ovphysx
         # itself (x86_64 Linux, glibc >= 2.35, AVX) is installed by `make setup` with
         # --no-deps: it declares packaging<24, which pytest >= 9 (packaging>=24) excludes,

@@ -174,6 +174,8 @@ def _preferences(section: Mapping[str, Any] | None) -> list[str]:
                 f'rho = {agreement["spearman_rho"]:.2f}{ci("spearman_rho")}, MMRV(preference, '
                 f'rubric progression) = {agreement["mmrv"]:.3f}{ci("mmrv")}.</p>')
     return parts
+#: The report's table style, shared with the sweep's report (``realm_ros/sweep/report.py``).
+html_table = _table
 
 
 def write_report(out_dir: str | pathlib.Path, summary: Mapping[str, Any],

@@ -1,11 +1,11 @@
 """Batched sweeps: the batched IK and scripted expert against the per-world ones, the lockstep
-episode loop (``batch.run_batch``) against ``run_episode``, the grid and the CLI.
+episode loop (``batch.run_batch``) against ``run_episode``, the one-task screening grid.
+(The sweep's grid, executors and CLI: ``test_sweep_grid.py``; on Ray: ``test_sweep_ray.py``.)
 
 All of this runs here on CPU MuJoCo. The MJX stepper's tests (``test_sweep_gpu.py``) need
 ``mujoco-mjx`` and JAX and skip without them.
 """
 
-import json
 
 import numpy as np
 import pytest
@@ -126,21 +126,6 @@ def test_grid_plans_cells_and_refuses_incompatible_pairs():
     from realm_ros.core.errors import ConfigError
     with pytest.raises(ConfigError, match='--perturbations'):
         plan_grid('push_switch', ['X-NOPE'], 1, 1.0, 50, 0)
-
-
-def test_sweep_cli_on_cpu_writes_one_record_per_cell(tmp_path, capsys):
-    from realm_ros.cli import main
-
-    out = tmp_path / 'sweep.jsonl'
-    assert main(['sweep', '--task', 'stack_cubes', '--seeds', '2', '--perturbations',
-                 'Default,B-HOBJ', '--max-steps', '30', '--device', 'cpu', '--jsonl',
-                 str(out), '--no-progress']) == 0
-    text = capsys.readouterr().out
-    assert '| Default |' in text and '| B-HOBJ |' in text and 'world-steps/s' in text
-    records = [json.loads(line) for line in out.read_text().splitlines()]
-    assert [(r['perturbation'], r['seed']) for r in records] == [
-        ('Default', 0), ('Default', 1), ('B-HOBJ', 0), ('B-HOBJ', 1)]
-    assert all(r['steps'] == 30 for r in records)
 
 
 def test_gpu_refuses_geometry_perturbations_by_name():

@@ -1,0 +1,177 @@
+"""The sweep's report: ``report.html`` and its figures beside ``summary.json``.
+
+The same parts as ``paired-eval``'s report (:mod:`realm_ros.report`), per world instead of real
+vs sim: per-policy mean progression and success rate with 95% bootstrap intervals, the
+Bradley-Terry ranking with its intervals, per task and per perturbation condition tables, the
+perturbation deltas vs Default with REALM's RMSD, what was skipped and what was retried.
+"""
+
+from __future__ import annotations
+
+import html
+import pathlib
+from typing import Any, Mapping
+
+import matplotlib
+
+matplotlib.use('Agg')
+import matplotlib.pyplot as plt  # noqa: E402 - the backend must be chosen first
+import numpy as np  # noqa: E402
+
+from realm_ros.report import html_table as _table  # noqa: E402 - one style for both reports
+
+COLORS = ('#2471a3', '#c0392b', '#1e8449', '#7d3c98')
+
+
+def _bars(summary: Mapping[str, Any], path: pathlib.Path) -> None:
+    worlds = list(summary['per_world'])
+    policies = summary['policies']
+    x = np.arange(len(policies))
+    width = 0.8 / len(worlds)
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
+    for ax, metric, label in ((axes[0], 'progress', 'mean progression'),
+                              (axes[1], 'success', 'success rate')):
+        for k, world in enumerate(worlds):
+            rows = {e['policy']: e for e in summary['per_world'][world]['per_policy']}
+            values = np.array([rows[p][metric] if p in rows else np.nan for p in policies])
+            ci = np.array([rows[p][f'{metric}_ci'] if p in rows else [np.nan] * 2
+                           for p in policies])
+            err = np.nan_to_num(np.vstack([values - ci[:, 0], ci[:, 1] - values])).clip(min=0)
+            ax.bar(x + (k - (len(worlds) - 1) / 2) * width, values, width=width,
+                   color=COLORS[k % len(COLORS)], label=world, yerr=err, capsize=3,
+                   error_kw={'lw': 1})
+        ax.set_xticks(x, policies, rotation=20, fontsize=8)
+        ax.set_ylim(0, 1.1)
+        ax.set_ylabel(label)
+        ax.legend(fontsize=8)
+        ax.set_title(f'{label} per policy (95% bootstrap CI)', fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def _ranking(summary: Mapping[str, Any], path: pathlib.Path) -> bool:
+    worlds = [w for w, v in summary['per_world'].items() if v['ranking']]
+    if not worlds:
+        return False
+    order = [r['policy'] for r in summary['per_world'][worlds[0]]['ranking']]
+    y = np.arange(len(order))
+    fig, ax = plt.subplots(figsize=(6.5, 0.5 + 0.45 * max(2, len(order))))
+    for k, world in enumerate(worlds):
+        rows = {r['policy']: r for r in summary['per_world'][world]['ranking']}
+        score = np.array([rows[p]['score'] for p in order])
+        low = np.array([rows[p]['ci_low'] for p in order])
+        high = np.array([rows[p]['ci_high'] for p in order])
+        ax.errorbar(score, y + 0.15 * (k - (len(worlds) - 1) / 2),
+                    xerr=[score - low, high - score], fmt='o', color=COLORS[k % len(COLORS)],
+                    label=world, capsize=3)
+    ax.set_yticks(y, order, fontsize=8)
+    ax.invert_yaxis()
+    ax.axvline(0, color='0.8', lw=1)
+    ax.set_xlabel('Bradley-Terry log-strength (95% bootstrap CI)')
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
+def _conditions(summary: Mapping[str, Any], path: pathlib.Path) -> None:
+    worlds = list(summary['per_world'])
+    conditions = summary['conditions']
+    policies = summary['policies']
+    fig, axes = plt.subplots(1, len(worlds), figsize=(1.5 + 1.3 * len(conditions) * len(worlds),
+                                                       3.4), squeeze=False)
+    x = np.arange(len(conditions))
+    width = 0.8 / len(policies)
+    for ax, world in zip(axes[0], worlds):
+        table = summary['per_world'][world]['per_condition']
+        for k, policy in enumerate(policies):
+            values = [next((e['progress'] for e in table.get(c, []) if e['policy'] == policy),
+                           np.nan) for c in conditions]
+            ax.bar(x + (k - (len(policies) - 1) / 2) * width, values, width=width,
+                   label=policy)
+        ax.set_xticks(x, conditions, fontsize=8, rotation=20)
+        ax.set_ylim(0, 1.1)
+        ax.set_ylabel('mean progression')
+        ax.set_title(f'{world}: per perturbation', fontsize=10)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def write_sweep_report(out_dir: str | pathlib.Path, summary: Mapping[str, Any],
+                       meta: Mapping[str, Any] | None = None) -> pathlib.Path:
+    """Write the figures and ``report.html`` into ``out_dir``; return the HTML path.
+
+    ``meta`` may hold ``title`` and ``description`` (the grid, the executor).
+    """
+    out = pathlib.Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    meta = dict(meta or {})
+    title = meta.get('title', 'realm_ros sweep')
+    _bars(summary, out / 'policy_bars.png')
+    has_ranking = _ranking(summary, out / 'ranking.png')
+    _conditions(summary, out / 'perturbations.png')
+    parts = [
+        '<!doctype html><html><head><meta charset="utf-8">',
+        f'<title>{html.escape(title)}</title>',
+        '<style>body{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}'
+        'table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;'
+        'padding:3px 8px;font-size:13px;text-align:right}th{background:#f3f3f3}'
+        'img{max-width:100%}</style></head><body>',
+        f'<h1>{html.escape(title)}</h1>',
+        f'<p>{html.escape(str(meta.get("description", "")))}<br>'
+        f'{summary["episodes"]} scored episodes in {", ".join(summary["worlds"])}; '
+        f'{summary.get("infra_failures", 0)} infrastructure failures (not scored, retried by '
+        'the next run).</p>',
+    ]
+    retries = summary.get('retries') or {}
+    if retries:
+        parts.append(f'<p>Retried: {retries.get("worker_lost", 0)} cell(s) whose worker was '
+                     f'lost, {retries.get("after_infra_failure", 0)} after an infrastructure '
+                     f'failure of an earlier run.</p>')
+    if summary.get('agreement'):
+        parts.append('<h2>Agreement between worlds</h2><p>Per-policy mean progression, the '
+                     'first world as the reference (its magnitudes weigh MMRV).</p>')
+        parts.append(_table(['worlds', 'Pearson r', 'MMRV', 'mean |gap|', 'policies'],
+                            [[k, a['pearson_r'], a['mmrv'], a['mean_abs_gap'], a['n_policies']]
+                             for k, a in summary['agreement'].items()]))
+    parts.append('<h2>Policies</h2>')
+    for world, w in summary['per_world'].items():
+        bt = {r['policy']: r for r in w['ranking']}
+        parts.append(f'<h3>{html.escape(world)}</h3>')
+        parts.append(_table(
+            ['policy', 'episodes', 'progress', '95% CI', 'success', '95% CI', 'BT score',
+             'BT 95% CI'],
+            [[e['policy'], e['episodes'], e['progress'], e['progress_ci'], e['success'],
+              e['success_ci'], bt[e['policy']]['score'] if e['policy'] in bt else '',
+              [bt[e['policy']]['ci_low'], bt[e['policy']]['ci_high']] if e['policy'] in bt
+              else ''] for e in w['per_policy']]))
+    parts.append('<img src="policy_bars.png" alt="per-policy bars">')
+    if has_ranking:
+        parts.append('<h2>Bradley-Terry ranking</h2><img src="ranking.png" alt="ranking">')
+    parts.append('<h2>Per task</h2>')
+    for world, w in summary['per_world'].items():
+        parts.append(_table(['world', 'task', 'policy', 'episodes', 'progress', '95% CI',
+                             'success'],
+                            [[world, t, e['policy'], e['episodes'], e['progress'],
+                              e['progress_ci'], e['success']]
+                             for t, entries in w['per_task'].items() for e in entries]))
+    parts.append('<h2>Perturbations</h2>')
+    parts.append('<img src="perturbations.png" alt="per perturbation">')
+    for world, w in summary['per_world'].items():
+        if w['perturbations']:
+            parts.append(_table(['world', 'condition', 'delta vs Default', 'RMSD', 'cells'],
+                                [[world, c, d['delta'], d['rmsd'], d['cells']]
+                                 for c, d in w['perturbations'].items()]))
+    if summary.get('skipped'):
+        parts.append('<h2>Skipped (incompatible in REALM)</h2>')
+        parts.append(_table(['task', 'perturbation', 'reason'],
+                            [[c['task'], c['perturbation'], c['reason']]
+                             for c in summary['skipped']]))
+    parts.append('</body></html>')
+    path = out / 'report.html'
+    path.write_text('\n'.join(parts))
+    return path
