@@ -419,7 +419,6 @@ def _op_vsb_nobj(task: str, params: Mapping[str, Any]) -> list[str]:
 # -- the registry -------------------------------------------------------------------------------
 
 _DRAWERS = 'REALM does not implement it for drawer tasks'
-_SEMANTIC = ('instruction',)
 
 for _p in (
     PerturbationDef(0, 'Default', 'no perturbation', '', '', 'nothing'),
@@ -454,26 +453,15 @@ for _p in (
                            'colour_mean': (255.0, 214.0, 170.0), 'colour_std': 15.0,
                            'reference_intensity': 250000.0},
                     sampler=_v_light, kinds=('model',), operator=_op_v_light),
-    PerturbationDef(5, 'S-PROP', 'refer to the object by its properties', 'S',
-                    "one of the task's cached paraphrases", 'the instruction',
-                    sampler=_paraphrase('S-PROP'), kinds=_SEMANTIC, operator=_nothing,
-                    needs_task=True),
-    PerturbationDef(6, 'S-LANG', 'rephrasing and synonyms', 'S',
-                    "one of the task's cached paraphrases", 'the instruction',
-                    sampler=_paraphrase('S-LANG'), kinds=_SEMANTIC, operator=_nothing,
-                    needs_task=True),
-    PerturbationDef(7, 'S-MO', 'multi-object / spatial referencing', 'S',
-                    "one of the task's cached paraphrases", 'the instruction',
-                    sampler=_paraphrase('S-MO'), kinds=_SEMANTIC, operator=_nothing,
-                    needs_task=True),
-    PerturbationDef(8, 'S-AFF', 'affordance / purpose phrasing', 'S',
-                    "one of the task's cached paraphrases", 'the instruction',
-                    sampler=_paraphrase('S-AFF'), kinds=_SEMANTIC, operator=_nothing,
-                    needs_task=True),
-    PerturbationDef(9, 'S-INT', 'world-knowledge phrasing', 'S',
-                    "one of the task's cached paraphrases", 'the instruction',
-                    sampler=_paraphrase('S-INT'), kinds=_SEMANTIC, operator=_nothing,
-                    needs_task=True),
+    *(PerturbationDef(index, code, meaning, 'S', "one of the task's cached paraphrases",
+                      'the instruction', sampler=_paraphrase(code), kinds=('instruction',),
+                      operator=_nothing, needs_task=True)
+      for index, code, meaning in (
+          (5, 'S-PROP', 'refer to the object by its properties'),
+          (6, 'S-LANG', 'rephrasing and synonyms'),
+          (7, 'S-MO', 'multi-object / spatial referencing'),
+          (8, 'S-AFF', 'affordance / purpose phrasing'),
+          (9, 'S-INT', 'world-knowledge phrasing'))),
     PerturbationDef(10, 'B-HOBJ', 'hidden object physics', 'B',
                     'main object link mass x s, s ~ U(0.25, 3), capped at 2 kg; its joints: '
                     'effort, stiffness, damping each x exp(U(-1, 1))',
