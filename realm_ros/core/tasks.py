@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 from realm_ros.core import skills
 from realm_ros.core.errors import ConfigError, DataError
@@ -371,9 +371,21 @@ for _task in (
 ):
     register(_task)
 
-#: Skill -> its stages (a view of :data:`realm_ros.core.skills.SKILLS`).
-SKILL_STAGES: Mapping[str, tuple[str, ...]] = {
-    name: skill.stages for name, skill in skills.SKILLS.items()}
+class _SkillStages(Mapping[str, tuple[str, ...]]):
+    """Skill name -> its stages: a live view of :data:`realm_ros.core.skills.SKILLS`."""
+
+    def __getitem__(self, name: str) -> tuple[str, ...]:
+        return skills.SKILLS[name].stages
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(skills.SKILLS)
+
+    def __len__(self) -> int:
+        return len(skills.SKILLS)
+
+
+#: Skill -> its stages (a live view of :data:`realm_ros.core.skills.SKILLS`).
+SKILL_STAGES: Mapping[str, tuple[str, ...]] = _SkillStages()
 
 
 def get_task(name: str) -> TaskDef:

@@ -149,7 +149,7 @@ class MujocoWorld(World):
     def reset(self, spec: EpisodeSpec) -> Observation:
         task = '' if spec.task in ('', 'empty') else spec.task
         params: Mapping[str, Any] = {}
-        if spec.perturbation != 'Default':
+        if spec.perturbation != perturbations.DEFAULT:
             params = perturbations.sample(task, spec.perturbation, spec.intensity, spec.seed)
         if task != self._task or perturb.variant_key(spec.perturbation, params) != self._variant:
             self._build(task, spec.perturbation, params)
