@@ -462,7 +462,7 @@ class ScriptedPolicy(Policy):
 
     def _plan_press(self) -> Iterator[Waypoint]:
         """push: above the button, press it 1.8 cm down, retreat."""
-        button = np.asarray(self._state['reach_point']['light_switch'], dtype=float)
+        button = np.asarray(self._state['reach_point'][self.task.obj], dtype=float)
         target = button + self.offset * np.array([1, 1, 0]) + self.wrong
         top = 0.02  # button top above its body origin, m
         yaw = RESET_YAW + self.yaw_error

@@ -382,9 +382,8 @@ class TaskScene(Scene):
             'fingers': (model.joint('left_finger_joint').qposadr[0],
                         model.joint('right_finger_joint').qposadr[0]),
             'tcp': model.site('tcp').id,
-            'joints': {n: model.joint(n).id for n in ('top_drawer_slide', 'middle_drawer_slide',
-                                                      'switch_press')
-                       if mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, n) >= 0},
+            'joints': {n: model.joint(n).id for f in self.fixtures
+                       for n in (*f.parts.values(), *f.joints)},
             'handles': {n: model.site(f'{n}_handle_site').id for n in ('top_drawer',)
                         if n in objects},
             'button': (model.body('switch_button').id if 'light_switch' in objects else None),
