@@ -428,7 +428,7 @@ class TaskScene(Scene):
         on_top = {name: sorted(other for other in touching[name]
                                if objects[name]['pos'][2] > objects[other]['pos'][2] + 1e-3)
                   for name in objects}
-        inside = {name: [] for name in objects}
+        inside: dict[str, list[str]] = {name: [] for name in objects}
         for obj in self.free:
             if obj.interior is None:
                 continue

@@ -8,7 +8,7 @@ seeded from the spec.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 import numpy as np
 
@@ -62,7 +62,7 @@ class MujocoWorld(World):
         self._last_render_time = -np.inf
         self._visuals = config.camera_rate_hz > 0 and bool(config.cameras)
         self._scene: Scene | None = None
-        self._task = None
+        self._task: str | None = None
         self._rng = np.random.default_rng(config.seed)
         self._step_count = 0
         self._instruction = ''
@@ -373,7 +373,7 @@ class FrameImages(Mapping[str, np.ndarray]):
     def __contains__(self, name: object) -> bool:
         return name in self._names
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
+    def __iter__(self) -> Iterator[str]:
         return iter(self._names)
 
     def __len__(self) -> int:
