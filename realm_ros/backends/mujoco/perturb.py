@@ -201,16 +201,6 @@ def cabinet_variant(body_xml: str, model: str) -> str:
 
 # -- initial state ----------------------------------------------------------------------------
 
-def _place(rng: np.random.Generator, obj: Any, placed: list[tuple[float, float, float]]
-           ) -> tuple[float, float]:
-    for _ in range(500):
-        x = rng.uniform(obj.region[0], obj.region[1])
-        y = rng.uniform(obj.region[2], obj.region[3])
-        if all(math.hypot(x - px, y - py) > obj.radius + pr for px, py, pr in placed):
-            return x, y
-    raise ConfigError(f'cannot place {obj.name} collision-free')
-
-
 def _radius(scene: Any, name: str) -> float:
     for obj in scene.free:
         if obj.name == name:
@@ -245,7 +235,7 @@ def perturb_state(scene: Any, state: Mapping[str, Any], code: str,
         placed = [(p[0], p[1], _radius(scene, n)) for n, p in out['objects'].items()]
         objs = dict(out['objects'])
         for obj in missing:
-            x, y = _place(rng, obj, placed)
+            x, y = scenes.place(rng, obj, placed)
             placed.append((x, y, obj.radius))
             objs[obj.name] = [x, y, obj.z] + yaw_quat(rng.uniform(-math.pi, math.pi))
         out['objects'] = objs
@@ -267,7 +257,7 @@ def _repose(scene: Any, out: dict[str, Any], params: Mapping[str, Any]) -> None:
     if main in objs:
         obj = next(o for o in scene.free if o.name == main)
         others = [(p[0], p[1], _radius(scene, n)) for n, p in objs.items() if n != main]
-        x, y = _place(rng, obj, others)
+        x, y = scenes.place(rng, obj, others)
         old = objs[main]
         x, y = old[0] + shift * (x - old[0]), old[1] + shift * (y - old[1])
         yaw = 2.0 * math.atan2(old[6], old[3]) + rng.normal(0.0, params['yaw_std'])

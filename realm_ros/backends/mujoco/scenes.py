@@ -38,6 +38,18 @@ SWITCH_TOGGLE_DEPTH = 0.006
 DRAWER_TRAVEL = 0.25
 
 
+def place(rng: np.random.Generator, obj: FreeObject, placed: list[tuple[float, float, float]],
+          tries: int = 500, context: str = '') -> tuple[float, float]:
+    """Return a centre (x, y) for ``obj`` drawn in its region, clear of every
+    (x, y, radius) in ``placed``; ConfigError after ``tries`` draws."""
+    for _ in range(tries):
+        x = rng.uniform(obj.region[0], obj.region[1])
+        y = rng.uniform(obj.region[2], obj.region[3])
+        if all(math.hypot(x - px, y - py) > obj.radius + pr for px, py, pr in placed):
+            return x, y
+    raise ConfigError(f'{context}cannot place {obj.name} collision-free')
+
+
 class Scene:
     """What a task adds to the twin: bodies, assets, a sampler and privileged state.
 
@@ -323,13 +335,7 @@ class TaskScene(Scene):
         objects: dict[str, list[float]] = {}
         placed: list[tuple[float, float, float]] = []
         for obj in self.free:
-            for _ in range(200):
-                x = rng.uniform(obj.region[0], obj.region[1])
-                y = rng.uniform(obj.region[2], obj.region[3])
-                if all(math.hypot(x - px, y - py) > obj.radius + pr for px, py, pr in placed):
-                    break
-            else:
-                raise ConfigError(f'task {self.name}: cannot place {obj.name} collision-free')
+            x, y = place(rng, obj, placed, tries=200, context=f'task {self.name}: ')
             yaw = rng.uniform(*obj.yaw_range)
             placed.append((x, y, obj.radius))
             objects[obj.name] = [x, y, obj.z] + yaw_quat(yaw)
