@@ -240,7 +240,10 @@ class Fixture:
     articulated part to its joint (the scored part starts at its skill's
     ``start_openness``, the others closed; ``joints`` are further joints, starting at 0);
     ``added_region`` is where a perturbation adds objects beside it (None: the default);
-    ``repose`` moves its pose for VB-POSE: ``(rng, pose, shift, realm) -> None``.
+    ``repose`` moves its pose for VB-POSE: ``(rng, pose, shift, realm) -> None``;
+    ``reach_sites`` maps a reported body to the site REACH measures to (a handle);
+    ``toggle`` is (body, joint, button body, depth): the body counts as toggled on when the
+    joint is pressed more than ``depth`` m, and REACH measures to the button.
     """
 
     name: str
@@ -252,6 +255,8 @@ class Fixture:
     travel: float = 0.0
     added_region: tuple[float, float, float, float] | None = None
     repose: Callable[[np.random.Generator, list, float, Mapping[str, Any]], None] | None = None
+    reach_sites: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    toggle: tuple[str, str, str, float] | None = None
 
     def sample(self, rng: np.random.Generator) -> list[float]:
         """Return a pose ``[x, y, yaw]`` drawn in :attr:`region`."""
@@ -290,9 +295,10 @@ FIXTURES: dict[str, Fixture] = {f.name: f for f in (
             ('top_drawer', 'middle_drawer'),
             parts={'top_drawer': 'top_drawer_slide', 'middle_drawer': 'middle_drawer_slide'},
             travel=DRAWER_TRAVEL, added_region=(0.45, 0.7, 0.27, 0.4),
-            repose=_repose_cabinet),
+            repose=_repose_cabinet, reach_sites={'top_drawer': 'top_drawer_handle_site'}),
     Fixture('light_switch', lambda: _switch_xml((0.55, 0.0)), (0.45, 0.6, -0.15, 0.15),
-            ('light_switch',), joints=('switch_press',), repose=_repose_switch),
+            ('light_switch',), joints=('switch_press',), repose=_repose_switch,
+            toggle=('light_switch', 'switch_press', 'switch_button', SWITCH_TOGGLE_DEPTH)),
 )}
 
 
@@ -390,9 +396,10 @@ class TaskScene(Scene):
             'tcp': model.site('tcp').id,
             'joints': {n: model.joint(n).id for f in self.fixtures
                        for n in (*f.parts.values(), *f.joints)},
-            'handles': {n: model.site(f'{n}_handle_site').id for n in ('top_drawer',)
-                        if n in objects},
-            'button': (model.body('switch_button').id if 'light_switch' in objects else None),
+            'handles': {n: model.site(site).id for f in self.fixtures
+                        for n, site in f.reach_sites.items()},
+            'toggles': [(f.toggle[0], f.toggle[1], model.body(f.toggle[2]).id, f.toggle[3])
+                        for f in self.fixtures if f.toggle is not None],
         }
         self._model_key = model
         return self._ids
@@ -466,9 +473,9 @@ class TaskScene(Scene):
             'toggled': {},
             'reach_point': {n: data.site_xpos[s].tolist() for n, s in ids['handles'].items()},
         }
-        if 'switch_press' in joints:
-            state['toggled']['light_switch'] = joints['switch_press']['q'] < -SWITCH_TOGGLE_DEPTH
-            state['reach_point']['light_switch'] = data.xpos[ids['button']].tolist()
+        for name, joint, button, depth in ids['toggles']:
+            state['toggled'][name] = joints[joint]['q'] < -depth
+            state['reach_point'][name] = data.xpos[button].tolist()
         return state
 
 
