@@ -28,6 +28,8 @@ from launch_ros.substitutions import FindPackageShare
 
 def generate_launch_description() -> LaunchDescription:
     """Declare the arguments, robot_state_publisher and the mount."""
+    from realm_ros.core.robot import ARM_ALIASES
+
     share = FindPackageShare('realm_ros')
     namespace = LaunchConfiguration('namespace')
     frame_prefix = LaunchConfiguration('frame_prefix')
@@ -50,9 +52,10 @@ def generate_launch_description() -> LaunchDescription:
             'use_sim_time', default_value='false', choices=['true', 'false'],
             description='robot_state_publisher follows /clock (a lockstep world)'),
     ]
-    # franka_description names the Panda's mesh folder fer; panda is the agimus fork's alias.
-    mesh_arm = PythonExpression(["'fer' if '", LaunchConfiguration('arm_id'),
-                                 "' == 'panda' else '", LaunchConfiguration('arm_id'), "'"])
+    # franka_description's mesh folder of the arm: an alias (panda) resolved by core.robot's
+    # table, e.g. "{'panda': 'fer'}.get('panda', 'panda')".
+    arm = LaunchConfiguration('arm_id')
+    mesh_arm = PythonExpression([repr(dict(ARM_ALIASES)), ".get('", arm, "', '", arm, "')"])
     description = ParameterValue(Command([
         'xacro ', PathJoinSubstitution([share, 'urdf', 'panda_droid.urdf.xacro']),
         ' franka_meshes:=', LaunchConfiguration('franka_meshes'), ' arm_id:=', mesh_arm]),

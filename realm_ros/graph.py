@@ -35,12 +35,12 @@ REAL_NS, SIM_NS = '/real', '/sim'
 #: Where the digital real's franka_ros2-shaped interface lives (the bridge's robot side).
 ROBOT_NS = '/real/franka'
 
-#: ``arm_id`` launch argument -> franka_ros2 arm id (joint names ``<arm_id>_jointN``).
-#: ``panda`` is the Panda under the agimus fork of franka_ros2, whose arm id is ``fer``.
-ARM_IDS = {'fr3': 'fr3', 'fer': 'fer', 'panda': 'fer'}
+#: ``arm_id`` launch argument -> franka_ros2 arm id (joint names ``<arm_id>_jointN``), from
+#: ``core.robot``'s arms and aliases (``panda`` -> ``fer``).
+ARM_IDS = {name: robot.canonical_arm_id(name) for name in robot.ARM_IDS}
 #: ``gripper`` launch argument: the Franka Hand (franka_ros2 gripper actions) or a Robotiq
-#: 2F-85 (control_msgs GripperCommand, as DROID labs mount it).
-GRIPPERS = ('franka_hand', 'robotiq_2f_85')
+#: 2F-85 (control_msgs GripperCommand, as DROID labs mount it): ``core.robot.HANDS``.
+GRIPPERS = robot.HANDS
 
 
 def arm_id(name: str) -> str:

@@ -38,7 +38,7 @@ def test_realm_incompatibilities_are_the_skip_list():
     skipped = {(t, c) for t in tasks.TASKS for c in perturbations.PERTURBATIONS
                if perturbations.skip_reason(t, c)}
     expected = {(t, c) for t, d in tasks.TASKS.items()
-                for c in perturbations.INCOMPATIBLE.get(d.skill, ())}
+                for c in perturbations.incompatible().get(d.skill, ())}
     assert skipped == expected
     assert len(skipped) == 6 + 1 + 2 * 2
 
@@ -329,7 +329,7 @@ def test_perturbations_command_writes_an_image_per_code_and_a_sheet(tmp_path):
     assert list(result) == sorted(perturbations.PERTURBATIONS,
                                   key=lambda c: perturbations.PERTURBATIONS[c].id)
     skipped = {c for c, e in result.items() if 'skipped' in e}
-    assert skipped == set(perturbations.INCOMPATIBLE['push'])
+    assert skipped == set(perturbations.incompatible()['push'])
     for code, entry in result.items():
         if code in skipped:
             assert 'incompatible with push' in entry['skipped']

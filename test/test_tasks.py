@@ -9,7 +9,7 @@ import pytest
 from twin_helpers import world_per_task
 
 from realm_ros.backends.mujoco.world import MujocoWorld
-from realm_ros.core import tasks
+from realm_ros.core import skills, tasks
 from realm_ros.core.config import WorldConfig
 from realm_ros.core.episode import run_episode
 from realm_ros.core.errors import ConfigError, DataError, InfrastructureError
@@ -119,7 +119,7 @@ def test_rotated_threshold():
         .progression == pytest.approx(2 / 3)
     assert _score('rotate_mug', [grasp, _state('mug', '', quat=yaw(1.15))])[-1] \
         .progression == 1.0
-    assert tasks.rotation_angle(UP, yaw(-1.2)) == pytest.approx(1.2)
+    assert skills.rotation_angle(UP, yaw(-1.2)) == pytest.approx(1.2)
 
 
 def test_rotated_counts_only_the_z_component_as_realm_does():
@@ -128,7 +128,7 @@ def test_rotated_counts_only_the_z_component_as_realm_does():
     grasp = _state('marker', '', **GRASPED)
     p = _score('rotate_marker', [grasp, _state('marker', '', quat=tipped, **GRASPED)])
     assert p[-1].progression == pytest.approx(2 / 3)  # the total angle (1.57) would count
-    assert tasks.rotation_angle(UP, tipped) > tasks.ROTATED_ANGLE
+    assert skills.rotation_angle(UP, tipped) > skills.ROTATED_ANGLE
     yawed = [math.cos(-0.6), 0.0, 0.0, math.sin(-0.6)]  # -1.2 rad about z
     assert _score('rotate_marker', [grasp, _state('marker', '', quat=yawed)])[-1] \
         .progression == 1.0
@@ -137,7 +137,7 @@ def test_rotated_counts_only_the_z_component_as_realm_does():
     for k in range(5):
         a, b = Rotation.random(random_state=k), Rotation.random(random_state=k + 10)
         expected = (b * a.inv()).as_rotvec()
-        got = tasks.relative_rotvec(np.roll(a.as_quat(), 1), np.roll(b.as_quat(), 1))
+        got = skills.relative_rotvec(np.roll(a.as_quat(), 1), np.roll(b.as_quat(), 1))
         assert got == pytest.approx(expected, abs=1e-9)
 
 
@@ -159,16 +159,16 @@ def test_open_drawer_touch_and_move_is_touching_in_realms_code_strict_optional()
 
 
 def test_reset_poses_are_realms_task_yamls_and_the_twin_follows_them():
-    assert tasks.RESET_Q['open_drawer'] == (0.0, -0.628, 0.0, -2.512, -0.75, 1.884, 0.0)
-    assert tasks.RESET_Q['pick_spoon'][0] == pytest.approx(-0.11952213)
-    assert tasks.RESET_Q['pick_water_bottle'] == pytest.approx(
+    assert tasks.TASKS['open_drawer'].reset_q == (0.0, -0.628, 0.0, -2.512, -0.75, 1.884, 0.0)
+    assert tasks.TASKS['pick_spoon'].reset_q[0] == pytest.approx(-0.11952213)
+    assert tasks.TASKS['pick_water_bottle'].reset_q == pytest.approx(
         (0, -math.pi / 5, 0, -4 * math.pi / 5, 0, 3 * math.pi / 5, 0))
-    assert len({tuple(q) for q in tasks.RESET_Q.values()}) == 9  # the drawers share one
+    assert len({t.reset_q for t in tasks.TASKS.values()}) == 9  # the drawers share one
     world = MujocoWorld(WorldConfig(task='rotate_mug', cameras=()))
     try:
         for task in ('rotate_mug', 'open_drawer', 'push_switch'):
             obs = world.reset(EpisodeSpec(task=task, seed=1))
-            assert obs.joints.position == pytest.approx(tasks.RESET_Q[task], abs=1e-9)
+            assert obs.joints.position == pytest.approx(tasks.TASKS[task].reset_q, abs=1e-9)
     finally:
         world.close()
 

@@ -419,7 +419,7 @@ class SafetyConfig:
 
 #: Gripper adapters of the franka bridge: the two hands a lab mounts, plus the digital real's
 #: stand-in for where neither franka_msgs nor control_msgs is installed (pip-only machines).
-GRIPPERS = ('franka_hand', 'robotiq_2f_85', 'width_topic', 'none')
+GRIPPERS = (*robot.HANDS, 'width_topic', 'none')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -526,7 +526,7 @@ class DigitalRealConfig(SimulationConfig):
                          'installed) or franka_hand (0.08 m; Move/Grasp/Homing actions under '
                          'gripper_namespace when franka_msgs is installed). '
                          '<gripper_namespace>/width_command is always served',
-        choices=('franka_hand', 'robotiq_2f_85'))
+        choices=robot.HANDS)
     gripper_namespace: str = field('franka_gripper', 'gripper node name (topic prefix)')
     gripper_command_action: str = field(
         'robotiq_gripper_controller/gripper_cmd', 'robotiq_2f_85: GripperCommand action name')

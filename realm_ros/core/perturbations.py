@@ -1,35 +1,79 @@
-"""REALM's fifteen perturbations as data: codes, ranges, compatibility, deterministic sampling.
+"""REALM's fifteen perturbations as objects: row, ranges, sampler, compatibility, appliers.
 
 A perturbation is ``(code, intensity, seed)`` on an :class:`~realm_ros.core.types.EpisodeSpec`.
-:func:`sample` turns it into concrete, JSON-ready parameters, identically in every world, so a
-pair of episodes sees the very same perturbation (the twin and the digital real apply the same
-parameters with the same code, ``realm_ros.backends.mujoco.perturb``; the real arm's operator is
-told what to change by :func:`operator_instructions`). ``intensity`` in [0, 1] scales each draw's
-distance from "no change": 1.0 = REALM's full range (the default), 0.0 = the default scene; a
-sweep runs several intensities. Ranges are REALM's (``realm_environment_dynamic.py``,
-``realm/helpers.py``; ``shared/reference/realm.md`` section 1.5); :data:`REALM_RANGES` lists them
-and ``test_perturbations`` pins them.
+Each code is one :class:`PerturbationDef` in :data:`PERTURBATIONS`: its row (meaning, REALM's
+ranges in words, what realm_ros changes), the numbers its sampler draws from
+(``PerturbationDef.realm``, REALM's ranges: ``realm_environment_dynamic.py``,
+``realm/helpers.py``; ``shared/reference/realm.md`` section 1.5), the sampler itself, the skills
+it cannot run on with REALM's reason, what the real arm's operator is told, and the *kinds* of
+change it makes (:data:`KINDS`). :func:`sample` turns a code into concrete, JSON-ready
+parameters, identically in every world, so a pair of episodes sees the very same perturbation;
+each world applies a kind through its own applier registry (the MuJoCo twin and the digital
+real: ``realm_ros.backends.mujoco.perturb.APPLIERS``), the image and instruction kinds are
+applied here (:attr:`PerturbationDef.image`, the ``instruction`` parameter). ``intensity`` in
+[0, 1] scales each draw's distance from "no change": 1.0 = REALM's full range (the default),
+0.0 = the default scene; a sweep runs several intensities.
 
 Incompatible task/perturbation pairs (REALM raises ``NotImplementedError``) are reported by
-:func:`skip_reason` and skipped by the planner with that reason, never run as Default.
+:func:`skip_reason` and skipped by the planner with that reason, never run as Default. A new
+perturbation is one :func:`register` call (``docs/extending.md``).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from realm_ros.core import tasks
+from realm_ros.core import skills, tasks
 from realm_ros.core.errors import ConfigError
+
+#: The kinds of change a perturbation makes. ``model``: model parameters (lights, masses,
+#: cameras), restored from a pristine copy at every reset; ``scene``: the scene's geometry (the
+#: world rebuilds its model); ``state``: the initial state (poses, joint positions);
+#: ``image``: the rendered images (:attr:`PerturbationDef.image`); ``instruction``: the
+#: language instruction (the ``instruction`` parameter); ``rubric``: the scored task (the
+#: ``scored`` parameter, :func:`scored_task`).
+KINDS = ('model', 'scene', 'state', 'image', 'instruction', 'rubric')
+#: The code of the unperturbed episode.
+DEFAULT = 'Default'
+
+
+@dataclasses.dataclass(frozen=True)
+class Draw:
+    """What a sampler draws from: the task (None on the empty table), the intensity in [0, 1],
+    the code's own generator and its REALM ranges (:attr:`PerturbationDef.realm`)."""
+
+    task: tasks.TaskDef | None
+    intensity: float
+    rng: np.random.Generator
+    realm: Mapping[str, Any]
+
+
+Sampler = Callable[[Draw], dict]
+Operator = Callable[[str, Mapping[str, Any]], list]
+ImageApplier = Callable[[np.ndarray, Mapping[str, Any]], np.ndarray]
 
 
 @dataclasses.dataclass(frozen=True)
 class PerturbationDef:
-    """One REALM perturbation: CLI id, code, meaning, modalities, REALM's sampling ranges, and
-    what realm_ros changes (twin, digital real and, by hand, the real arm's scene)."""
+    """One REALM perturbation.
+
+    Attributes:
+        id: REALM's CLI index. code: REALM's code. meaning, modalities: REALM's table row.
+        ranges: REALM's sampling ranges, in words (the documentation's row).
+        changes: what realm_ros changes (twin, digital real and, by hand, the real scene).
+        realm: the numbers :attr:`sampler` draws from (:data:`REALM_RANGES` lists them).
+        sampler: ``Draw -> parameters``; None = no parameters (Default).
+        kinds: the kinds of change (:data:`KINDS`) a world applies for it.
+        incompatible: skill -> why REALM cannot run the code on that skill's tasks.
+        operator: ``(task, parameters) -> lines`` telling the real arm's operator what to set.
+        image: ``(image, parameters) -> image`` for the ``image`` kind.
+        needs_task: the sampler reads the task (it cannot run on the empty table).
+        discrete: intensity 0 is the default scene (no parameters).
+    """
 
     id: int
     code: str
@@ -37,109 +81,52 @@ class PerturbationDef:
     modalities: str
     ranges: str
     changes: str = ''
+    realm: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    sampler: Sampler | None = None
+    kinds: tuple[str, ...] = ()
+    incompatible: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    operator: Operator | None = None
+    image: ImageApplier | None = None
+    needs_task: bool = False
+    discrete: bool = False
 
 
-PERTURBATIONS: dict[str, PerturbationDef] = {p.code: p for p in (
-    PerturbationDef(0, 'Default', 'no perturbation', '', '', 'nothing'),
-    PerturbationDef(1, 'V-AUG', 'image augmentation (blur, contrast) on every camera', 'V',
-                    'Gaussian blur sigma ~ U(0, 2.5) px at 1280x720, contrast gain alpha ~ '
-                    'U(0.25, 1.5) (pixel x alpha), once per reset',
-                    'every camera image: blur with sigma scaled to the image height '
-                    '(sigma x H / 720), then pixels x alpha, clipped to 0..255'),
-    PerturbationDef(2, 'V-VIEW', 'external camera viewpoint', 'V',
-                    'position +-0.2 m per axis, pitch and yaw +-0.2 rad (uniform)',
-                    'every world-fixed (exterior) camera: position offset, yaw about world z, '
-                    'pitch about the camera x axis; the wrist camera is unchanged'),
-    PerturbationDef(3, 'V-SC', 'scene clutter', 'V',
-                    '3 distractors of other categories, max size 0.12 m, placed collision-free',
-                    '3 distractor objects from the object set (procedural and pybullet_data '
-                    'meshes) placed collision-free around the task objects'),
-    PerturbationDef(4, 'V-LIGHT', 'illumination', 'V',
-                    'intensity ~ U(20000, 750000) for all lights, colour per light ~ '
-                    'N((255, 214, 170), 15) clipped / 255',
-                    'every light and the headlight: diffuse and specular x intensity / 250000 '
-                    'x a colour drawn per light'),
-    PerturbationDef(5, 'S-PROP', 'refer to the object by its properties', 'S',
-                    "one of the task's cached paraphrases", 'the instruction'),
-    PerturbationDef(6, 'S-LANG', 'rephrasing and synonyms', 'S',
-                    "one of the task's cached paraphrases", 'the instruction'),
-    PerturbationDef(7, 'S-MO', 'multi-object / spatial referencing', 'S',
-                    "one of the task's cached paraphrases", 'the instruction'),
-    PerturbationDef(8, 'S-AFF', 'affordance / purpose phrasing', 'S',
-                    "one of the task's cached paraphrases", 'the instruction'),
-    PerturbationDef(9, 'S-INT', 'world-knowledge phrasing', 'S',
-                    "one of the task's cached paraphrases", 'the instruction'),
-    PerturbationDef(10, 'B-HOBJ', 'hidden object physics', 'B',
-                    'main object link mass x s, s ~ U(0.25, 3), capped at 2 kg; its joints: '
-                    'effort, stiffness, damping each x exp(U(-1, 1))',
-                    "the main object's body masses (inertia with them) and its joints' "
-                    'actuator-force range, stiffness and damping; nothing else'),
-    PerturbationDef(11, 'SB-NOUN', 'instruction retargeted to another object', 'SB',
-                    'drawers: top or middle (50/50); others: another object in the scene',
-                    'instruction noun and the scored object; drawers: the middle drawer; '
-                    'others: a second object is added and becomes the scored one'),
-    PerturbationDef(12, 'SB-VRB', 'different verb / skill on the same object', 'SB',
-                    'put <-> pick / rotate / stack; receiver (put: bowl-like, max 0.185 m)',
-                    "instruction verb and the scored skill's rubric; a receiver is added or "
-                    'the target swapped when the new skill needs one'),
-    PerturbationDef(13, 'VB-POSE', 'object pose change', 'VB',
-                    'main object re-placed collision-free with yaw noise N(0, 3.14); switch '
-                    'z +-0.15 m and x +-0.075 m; drawer yaw N(0.25, 0.12) clipped to [0, 0.57]',
-                    'only the main object (the cabinet for drawers, the switch panel for push)'),
-    PerturbationDef(14, 'VB-MOBJ', 'morphed object size / shape', 'VB',
-                    'scales s1, s2, s3 ~ U(0.5, 1.5) with s1 s2 s3 <= 1.5; box clipped to '
-                    '[0.02, 0.175] m',
-                    "the main object's geometry, scaled per axis (mass with volume)"),
-    PerturbationDef(15, 'VSB-NOBJ', 'a new, unseen object replaces the target', 'VSB',
-                    'another category, max size 0.15 m; instruction noun rewritten',
-                    'the main object replaced by another category from the object set, and '
-                    'the noun in the instruction'),
-)}
+PERTURBATIONS: dict[str, PerturbationDef] = {}
 
-#: Every code the twin and the digital real apply (all of REALM's fifteen plus Default).
-TWIN_SUPPORTED = tuple(PERTURBATIONS)
 
-#: REALM's known incompatible skill/perturbation combinations (NotImplementedError in REALM).
-INCOMPATIBLE: dict[str, tuple[str, ...]] = {
-    'push': ('V-SC', 'B-HOBJ', 'SB-NOUN', 'SB-VRB', 'VB-MOBJ', 'VSB-NOBJ'),
-    'stack': ('SB-NOUN',),
-    'open_drawer': ('VB-MOBJ', 'SB-VRB'),
-    'close_drawer': ('VB-MOBJ', 'SB-VRB'),
-}
+def register(perturbation: PerturbationDef) -> PerturbationDef:
+    """Add ``perturbation`` to :data:`PERTURBATIONS` and return it.
 
-_REASONS = {
-    ('push', 'V-SC'): 'REALM places no distractors around the wall switch',
-    ('push', 'B-HOBJ'): 'the switch is a fixed fixture; REALM does not perturb its physics',
-    ('push', 'SB-NOUN'): 'REALM raises NotImplementedError: no second switch to retarget to',
-    ('push', 'SB-VRB'): "REALM's compatibility matrix gives push no other verb",
-    ('push', 'VB-MOBJ'): 'REALM does not morph the wall switch',
-    ('push', 'VSB-NOBJ'): 'REALM lists push with VSB-NOBJ as incompatible',
-    ('stack', 'SB-NOUN'): 'REALM lists stack with SB-NOUN as incompatible',
-}
+    Raises:
+        ConfigError: an unknown kind, skill, or an id another code has.
+    """
+    p = perturbation
+    bad = [k for k in p.kinds if k not in KINDS]
+    if bad:
+        raise ConfigError(f'perturbation {p.code}: unknown kinds {bad}; use {list(KINDS)}')
+    for skill in p.incompatible:
+        skills.get(skill)
+    taken = [q.code for q in PERTURBATIONS.values() if q.id == p.id and q.code != p.code]
+    if taken:
+        raise ConfigError(f'perturbation {p.code}: id {p.id} is taken by {taken[0]}')
+    PERTURBATIONS[p.code] = p
+    return p
 
-#: REALM's sampling ranges, pinned by the tests against the sampler.
-REALM_RANGES: dict[str, Any] = {
-    'V-AUG': {'blur_sigma': (0.0, 2.5), 'contrast': (0.25, 1.5), 'reference_height': 720},
-    'V-VIEW': {'position': 0.2, 'pitch': 0.2, 'yaw': 0.2},
-    'V-SC': {'distractors': 3, 'max_dim': 0.12},
-    'V-LIGHT': {'intensity': (20000.0, 750000.0), 'colour_mean': (255.0, 214.0, 170.0),
-                'colour_std': 15.0, 'reference_intensity': 250000.0},
-    'B-HOBJ': {'mass_scale': (0.25, 3.0), 'mass_cap': 2.0, 'log_joint_scale': (-1.0, 1.0)},
-    'SB-VRB': {'receiver_max_dim': 0.185},
-    'VB-POSE': {'yaw_std': 3.14, 'switch_z': 0.15, 'switch_x': 0.075,
-                'drawer_yaw_mean': 0.25, 'drawer_yaw_std': 0.12, 'drawer_yaw': (0.0, 0.57)},
-    'VB-MOBJ': {'scale': (0.5, 1.5), 'max_product': 1.5, 'box': (0.02, 0.175)},
-    'VSB-NOBJ': {'max_dim': 0.15},
-}
 
-#: SB-VRB's verb compatibility (REALM's ``sb_vrb``; its drawer keys never match a task type).
-VERB_COMPATIBILITY: dict[str, tuple[str, ...]] = {
-    'put': ('pick', 'rotate', 'stack'),
-    'pick': ('put', 'rotate', 'stack'),
-    'rotate': ('put', 'pick', 'stack'),
-    'stack': ('put', 'pick', 'rotate'),
-    'push': (),
-}
+def get(code: str) -> PerturbationDef:
+    """Return perturbation ``code``; an unknown code raises ConfigError listing the codes."""
+    p = PERTURBATIONS.get(code)
+    if p is None:
+        raise ConfigError(f'unknown perturbation {code!r}; REALM codes: {list(PERTURBATIONS)}')
+    return p
+
+
+def _towards(value: float, neutral: float, intensity: float) -> float:
+    return neutral + intensity * (value - neutral)
+
+
+def _pick(rng: np.random.Generator, names: list[str]) -> str:
+    return names[int(rng.integers(len(names)))]
 
 
 # -- the object set ---------------------------------------------------------------------------
@@ -187,17 +174,370 @@ OBJECTS: dict[str, ObjectDef] = {o.name: o for o in (
     ObjectDef('wooden_crate', 'crate', 'platform', 'procedural', 'kitchen', 0.12),
 )}
 
-#: The theme of each task's main object (V-SC swaps in other themes, as REALM does).
-TASK_THEMES = {
-    'put_green_block_in_bowl': 'toys', 'put_banana_into_box': 'food',
-    'rotate_marker': 'stationery', 'rotate_mug': 'containers', 'pick_spoon': 'kitchen',
-    'pick_water_bottle': 'containers', 'stack_cubes': 'toys', 'push_switch': '',
-    'open_drawer': '', 'close_drawer': '',
-}
-
 
 #: Colours V-LIGHT draws (one per light, as REALM does; lights beyond this reuse them).
 LIGHTS = 4
+
+
+#: Procedural cabinet variants for VSB-NOBJ on drawer tasks (REALM: BEHAVIOR-1K bottom_cabinet
+#: models): carcass colour, handle style (bar or knob), front colour.
+CABINET_MODELS: dict[str, dict[str, Any]] = {
+    'white_knobs': {'carcass': (0.92, 0.92, 0.9), 'front': (0.95, 0.95, 0.93), 'handle': 'knob'},
+    'dark_bar': {'carcass': (0.25, 0.18, 0.12), 'front': (0.3, 0.22, 0.15), 'handle': 'bar'},
+    'blue_knobs': {'carcass': (0.3, 0.4, 0.6), 'front': (0.35, 0.5, 0.75), 'handle': 'knob'},
+    'grey_bar': {'carcass': (0.55, 0.57, 0.6), 'front': (0.65, 0.67, 0.7), 'handle': 'bar'},
+}
+
+#: Fixture -> its variants VSB-NOBJ draws from, when the task's main object is a fixture part.
+FIXTURE_VARIANTS: dict[str, Mapping[str, Any]] = {'cabinet': CABINET_MODELS}
+
+
+def augment_image(image: np.ndarray, blur_sigma: float, contrast: float,
+                  reference_height: int = 720) -> np.ndarray:
+    """Return ``image`` (H, W, 3 uint8) blurred and contrast-changed as REALM does.
+
+    REALM (``apply_blur_and_contrast``): ``cv2.GaussianBlur`` with kernel size
+    ``int(4 sigma + 1)`` made odd, then ``clip(pixel * alpha, 0, 255)`` (a gain, not a
+    contrast about the mean). Its sigma is in pixels of a 1280x720 image; here it is scaled by
+    ``H / reference_height`` so a 180-row image is blurred as much, relative to its size.
+    """
+    out = np.asarray(image, dtype=np.float32)
+    sigma = float(blur_sigma) * out.shape[0] / float(reference_height)
+    if sigma > 1e-3:
+        radius = max(0, int(sigma * 4 + 1) // 2)  # REALM's ksize = int(4 sigma + 1), odd
+        if radius > 0:
+            x = np.arange(-radius, radius + 1, dtype=np.float32)
+            kernel = np.exp(-0.5 * (x / sigma) ** 2)
+            kernel /= kernel.sum()
+            # OpenCV's default border: BORDER_REFLECT_101 (numpy's 'reflect').
+            padded = np.pad(out, ((radius, radius), (0, 0), (0, 0)), mode='reflect')
+            out = sum(kernel[i] * padded[i:i + out.shape[0]] for i in range(kernel.size))
+            padded = np.pad(out, ((0, 0), (radius, radius), (0, 0)), mode='reflect')
+            out = sum(kernel[i] * padded[:, i:i + image.shape[1]] for i in range(kernel.size))
+    out = out * float(contrast)
+    return np.clip(out, 0, 255).astype(np.uint8)
+
+
+def _augment(image: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
+    return augment_image(image, params['blur_sigma'], params['contrast'],
+                         params.get('reference_height', 720))
+
+
+# -- samplers (one per code; Draw.realm holds the numbers) -------------------------------------
+
+def _v_aug(d: Draw) -> dict[str, Any]:
+    r = d.realm
+    sigma, alpha = float(d.rng.uniform(*r['blur_sigma'])), float(d.rng.uniform(*r['contrast']))
+    return {'blur_sigma': d.intensity * sigma, 'contrast': _towards(alpha, 1.0, d.intensity),
+            'reference_height': r['reference_height']}
+
+
+def _v_view(d: Draw) -> dict[str, Any]:
+    r = d.realm
+    offset = d.rng.uniform(-r['position'], r['position'], 3)
+    pitch, yaw = d.rng.uniform([-r['pitch'], -r['yaw']], [r['pitch'], r['yaw']])
+    return {'camera_offset': [float(v) * d.intensity for v in offset],
+            'camera_pitch': float(pitch) * d.intensity, 'camera_yaw': float(yaw) * d.intensity}
+
+
+def _v_light(d: Draw) -> dict[str, Any]:
+    r = d.realm
+    level = float(d.rng.uniform(*r['intensity']))
+    # REALM sets one intensity for every light and draws each light's colour on its own.
+    drawn = np.clip(d.rng.normal(r['colour_mean'], r['colour_std'], size=(LIGHTS, 3)), 0.0,
+                    255.0) / 255.0
+    rgbs = [[float(_towards(c, 1.0, d.intensity)) for c in rgb] for rgb in drawn]
+    return {'light_scale': _towards(level / r['reference_intensity'], 1.0, d.intensity),
+            'light_rgb': rgbs[0], 'light_rgbs': rgbs}
+
+
+def _b_hobj(d: Draw) -> dict[str, Any]:
+    r = d.realm
+    s = float(d.rng.uniform(*r['mass_scale']))
+    low, high = r['log_joint_scale']
+    effort, stiffness, damping = np.exp(d.rng.uniform(low, high, 3) * d.intensity)
+    return {'mass_scale': _towards(s, 1.0, d.intensity), 'mass_cap': r['mass_cap'],
+            'effort_scale': float(effort), 'stiffness_scale': float(stiffness),
+            'damping_scale': float(damping)}
+
+
+def _vb_pose(d: Draw) -> dict[str, Any]:
+    return {'pose_seed': int(d.rng.integers(2 ** 31)), 'yaw_std': d.realm['yaw_std'] * d.intensity,
+            'shift': float(d.intensity)}
+
+
+def _vb_mobj(d: Draw) -> dict[str, Any]:
+    r = d.realm
+    low, high = r['scale']
+    for _ in range(1000):
+        scale = d.rng.uniform(low, high, 3)
+        if float(np.prod(scale)) <= r['max_product']:
+            break
+    return {'scale': [float(_towards(v, 1.0, d.intensity)) for v in scale],
+            'box': list(r['box'])}
+
+
+def _paraphrase(code: str) -> Sampler:
+    """Return the sampler of a semantic code: one of the task's paraphrases for ``code``."""
+    def draw(d: Draw) -> dict[str, Any]:
+        assert d.task is not None
+        options = d.task.paraphrases.get(code, ())
+        if not options or d.intensity == 0.0:
+            return {'instruction': d.task.instruction}
+        return {'instruction': options[int(d.rng.integers(len(options)))]}
+    return draw
+
+
+def _items(max_dim: float, exclude: str | None = None) -> list[str]:
+    """Return the object set's items no larger than ``max_dim``, m (not of theme ``exclude``)."""
+    return [o.name for o in OBJECTS.values() if o.role == 'item' and o.size <= max_dim
+            and o.theme != exclude]
+
+
+def _v_sc(d: Draw) -> dict[str, Any]:
+    assert d.task is not None
+    pool = _items(d.realm['max_dim'], exclude=d.task.theme)
+    chosen = d.rng.choice(len(pool), size=d.realm['distractors'], replace=False)
+    return {'distractors': [pool[int(i)] for i in chosen],
+            'placement_seed': int(d.rng.integers(2 ** 31))}
+
+
+def _sb_noun(d: Draw) -> dict[str, Any]:
+    task = d.task
+    assert task is not None
+    parts = skills.get(task.skill).parts
+    if parts:
+        part = _pick(d.rng, list(parts))  # REALM: random.choice(["middle", "top"])
+        return {'instruction': task.instruction.replace('top', part),
+                'drawer': f'{part}_drawer',
+                'scored': {'obj': f'{part}_drawer', 'target': f'{part}_drawer'}}
+    new = _pick(d.rng, _items(d.realm['max_dim']))
+    return {'instruction': task.instruction.replace(task.noun, OBJECTS[new].noun),
+            'add_object': new, 'scored': {'obj': 'noun_object'},
+            'placement_seed': int(d.rng.integers(2 ** 31))}
+
+
+def _sb_vrb(d: Draw) -> dict[str, Any]:
+    task = d.task
+    assert task is not None
+    skill = skills.get(_pick(d.rng, list(skills.get(task.skill).retarget)))
+    out: dict[str, Any] = {'scored': {'skill': skill.name, 'target': ''},
+                           'placement_seed': int(d.rng.integers(2 ** 31))}
+    target_noun = ''
+    if skill.receiver:
+        receiver = _pick(d.rng, [o.name for o in OBJECTS.values() if o.role == skill.receiver])
+        out['scored']['target'] = task.target or 'receiver'
+        out['replace_target' if task.target else 'receiver'] = receiver
+        target_noun = OBJECTS[receiver].noun
+    out['instruction'] = skill.phrase.format(noun=task.noun, target=target_noun)
+    return out
+
+
+def _vsb_nobj(d: Draw) -> dict[str, Any]:
+    task = d.task
+    assert task is not None
+    variants = [v for f in skills.get(task.skill).fixtures for v in FIXTURE_VARIANTS.get(f, {})]
+    if variants:
+        return {'cabinet': _pick(d.rng, variants), 'max_dim': 0.5,
+                'instruction': task.instruction}
+    pool = [n for n in _items(d.realm['max_dim']) if OBJECTS[n].noun not in task.noun]
+    new = _pick(d.rng, pool)
+    return {'replace_main': new, 'max_dim': d.realm['max_dim'],
+            'instruction': task.instruction.replace(task.noun, OBJECTS[new].noun)}
+
+
+# -- operator instructions (what the real arm's operator sets by hand) --------------------------
+
+def _nothing(task: str, params: Mapping[str, Any]) -> list[str]:
+    return []
+
+
+def _op_v_aug(task: str, params: Mapping[str, Any]) -> list[str]:
+    return ['nothing to change: the images are augmented in software '
+            f'(blur sigma {params["blur_sigma"]:.2f} px at 720 p, contrast gain '
+            f'{params["contrast"]:.2f})']
+
+
+def _op_v_view(task: str, params: Mapping[str, Any]) -> list[str]:
+    d = params['camera_offset']
+    return [f'move the exterior camera by dx={d[0]:+.3f} m, dy={d[1]:+.3f} m, '
+            f'dz={d[2]:+.3f} m (robot base frame), pitch it by '
+            f'{math.degrees(params["camera_pitch"]):+.1f} deg and yaw it by '
+            f'{math.degrees(params["camera_yaw"]):+.1f} deg']
+
+
+def _op_v_sc(task: str, params: Mapping[str, Any]) -> list[str]:
+    return ['place these distractors on the table, away from the task objects: '
+            + ', '.join(OBJECTS[n].noun for n in params['distractors'])]
+
+
+def _op_v_light(task: str, params: Mapping[str, Any]) -> list[str]:
+    r, g, b = (int(round(255 * c)) for c in params['light_rgb'])
+    return [f'set the room light to {params["light_scale"]:.2f} x its usual brightness, '
+            f'colour about RGB ({r}, {g}, {b})']
+
+
+def _op_b_hobj(task: str, params: Mapping[str, Any]) -> list[str]:
+    return [f'swap the main object for one of the same look with {params["mass_scale"]:.2f}'
+            f' x its mass (at most {params["mass_cap"]:g} kg); articulated: scale its '
+            f'damping by {params["damping_scale"]:.2f}']
+
+
+def _op_sb_noun(task: str, params: Mapping[str, Any]) -> list[str]:
+    if 'drawer' in params:
+        starts_open = task in tasks.TASKS and skills.get(tasks.TASKS[task].skill).start_openness
+        return [f'the instruction now names the {params["drawer"].replace("_", " ")}'
+                + ('; open it fully before the episode' if starts_open else '')]
+    return [f'add a {OBJECTS[params["add_object"]].noun} to the table: it is the object '
+            'the instruction names']
+
+
+def _op_sb_vrb(task: str, params: Mapping[str, Any]) -> list[str]:
+    if 'receiver' in params:
+        return [f'add a {OBJECTS[params["receiver"]].noun} to the table as the receiver']
+    if 'replace_target' in params:
+        return [f'replace the target object with a {OBJECTS[params["replace_target"]].noun}']
+    return []
+
+
+def _op_vb_pose(task: str, params: Mapping[str, Any]) -> list[str]:
+    return ['move the main object to the pose given in initial_state (objects / fixtures)']
+
+
+def _op_vb_mobj(task: str, params: Mapping[str, Any]) -> list[str]:
+    s = params['scale']
+    return [f'replace the main object with one scaled by {s[0]:.2f} x {s[1]:.2f} x '
+            f'{s[2]:.2f} (length x width x height)']
+
+
+def _op_vsb_nobj(task: str, params: Mapping[str, Any]) -> list[str]:
+    if 'cabinet' in params:
+        return [f'use a different cabinet ({params["cabinet"].replace("_", " ")})']
+    return [f'replace the main object with a {OBJECTS[params["replace_main"]].noun}']
+
+
+# -- the registry -------------------------------------------------------------------------------
+
+_DRAWERS = 'REALM does not implement it for drawer tasks'
+
+for _p in (
+    PerturbationDef(0, 'Default', 'no perturbation', '', '', 'nothing'),
+    PerturbationDef(1, 'V-AUG', 'image augmentation (blur, contrast) on every camera', 'V',
+                    'Gaussian blur sigma ~ U(0, 2.5) px at 1280x720, contrast gain alpha ~ '
+                    'U(0.25, 1.5) (pixel x alpha), once per reset',
+                    'every camera image: blur with sigma scaled to the image height '
+                    '(sigma x H / 720), then pixels x alpha, clipped to 0..255',
+                    realm={'blur_sigma': (0.0, 2.5), 'contrast': (0.25, 1.5),
+                           'reference_height': 720},
+                    sampler=_v_aug, kinds=('image',), operator=_op_v_aug, image=_augment),
+    PerturbationDef(2, 'V-VIEW', 'external camera viewpoint', 'V',
+                    'position +-0.2 m per axis, pitch and yaw +-0.2 rad (uniform)',
+                    'every world-fixed (exterior) camera: position offset, yaw about world z, '
+                    'pitch about the camera x axis; the wrist camera is unchanged',
+                    realm={'position': 0.2, 'pitch': 0.2, 'yaw': 0.2},
+                    sampler=_v_view, kinds=('model',), operator=_op_v_view),
+    PerturbationDef(3, 'V-SC', 'scene clutter', 'V',
+                    '3 distractors of other categories, max size 0.12 m, placed collision-free',
+                    '3 distractor objects from the object set (procedural and pybullet_data '
+                    'meshes) placed collision-free around the task objects',
+                    realm={'distractors': 3, 'max_dim': 0.12},
+                    sampler=_v_sc, kinds=('scene', 'state'), operator=_op_v_sc,
+                    incompatible={'push': 'REALM places no distractors around the wall switch'},
+                    needs_task=True, discrete=True),
+    PerturbationDef(4, 'V-LIGHT', 'illumination', 'V',
+                    'intensity ~ U(20000, 750000) for all lights, colour per light ~ '
+                    'N((255, 214, 170), 15) clipped / 255',
+                    'every light and the headlight: diffuse and specular x intensity / 250000 '
+                    'x a colour drawn per light',
+                    realm={'intensity': (20000.0, 750000.0),
+                           'colour_mean': (255.0, 214.0, 170.0), 'colour_std': 15.0,
+                           'reference_intensity': 250000.0},
+                    sampler=_v_light, kinds=('model',), operator=_op_v_light),
+    *(PerturbationDef(index, code, meaning, 'S', "one of the task's cached paraphrases",
+                      'the instruction', sampler=_paraphrase(code), kinds=('instruction',),
+                      operator=_nothing, needs_task=True)
+      for index, code, meaning in (
+          (5, 'S-PROP', 'refer to the object by its properties'),
+          (6, 'S-LANG', 'rephrasing and synonyms'),
+          (7, 'S-MO', 'multi-object / spatial referencing'),
+          (8, 'S-AFF', 'affordance / purpose phrasing'),
+          (9, 'S-INT', 'world-knowledge phrasing'))),
+    PerturbationDef(10, 'B-HOBJ', 'hidden object physics', 'B',
+                    'main object link mass x s, s ~ U(0.25, 3), capped at 2 kg; its joints: '
+                    'effort, stiffness, damping each x exp(U(-1, 1))',
+                    "the main object's body masses (inertia with them) and its joints' "
+                    'actuator-force range, stiffness and damping; nothing else',
+                    realm={'mass_scale': (0.25, 3.0), 'mass_cap': 2.0,
+                           'log_joint_scale': (-1.0, 1.0)},
+                    sampler=_b_hobj, kinds=('model',), operator=_op_b_hobj,
+                    incompatible={'push': 'the switch is a fixed fixture; REALM does not '
+                                          'perturb its physics'}),
+    PerturbationDef(11, 'SB-NOUN', 'instruction retargeted to another object', 'SB',
+                    'drawers: top or middle (50/50); others: another object in the scene',
+                    'instruction noun and the scored object; drawers: the middle drawer; '
+                    'others: a second object is added and becomes the scored one',
+                    realm={'max_dim': 0.12},
+                    sampler=_sb_noun, kinds=('scene', 'state', 'instruction', 'rubric'),
+                    operator=_op_sb_noun,
+                    incompatible={'push': 'REALM raises NotImplementedError: no second switch '
+                                          'to retarget to',
+                                  'stack': 'REALM lists stack with SB-NOUN as incompatible'},
+                    needs_task=True, discrete=True),
+    PerturbationDef(12, 'SB-VRB', 'different verb / skill on the same object', 'SB',
+                    'put <-> pick / rotate / stack; receiver (put: bowl-like, max 0.185 m)',
+                    "instruction verb and the scored skill's rubric; a receiver is added or "
+                    'the target swapped when the new skill needs one',
+                    realm={'receiver_max_dim': 0.185},
+                    sampler=_sb_vrb, kinds=('scene', 'state', 'instruction', 'rubric'),
+                    operator=_op_sb_vrb,
+                    incompatible={'push': "REALM's compatibility matrix gives push no other "
+                                          'verb',
+                                  'open_drawer': _DRAWERS, 'close_drawer': _DRAWERS},
+                    needs_task=True, discrete=True),
+    PerturbationDef(13, 'VB-POSE', 'object pose change', 'VB',
+                    'main object re-placed collision-free with yaw noise N(0, 3.14); switch '
+                    'z +-0.15 m and x +-0.075 m; drawer yaw N(0.25, 0.12) clipped to [0, 0.57]',
+                    'only the main object (the cabinet for drawers, the switch panel for push)',
+                    realm={'yaw_std': 3.14, 'switch_z': 0.15, 'switch_x': 0.075,
+                           'drawer_yaw_mean': 0.25, 'drawer_yaw_std': 0.12,
+                           'drawer_yaw': (0.0, 0.57)},
+                    sampler=_vb_pose, kinds=('state',), operator=_op_vb_pose),
+    PerturbationDef(14, 'VB-MOBJ', 'morphed object size / shape', 'VB',
+                    'scales s1, s2, s3 ~ U(0.5, 1.5) with s1 s2 s3 <= 1.5; box clipped to '
+                    '[0.02, 0.175] m',
+                    "the main object's geometry, scaled per axis (mass with volume)",
+                    realm={'scale': (0.5, 1.5), 'max_product': 1.5, 'box': (0.02, 0.175)},
+                    sampler=_vb_mobj, kinds=('scene', 'state'), operator=_op_vb_mobj,
+                    incompatible={'push': 'REALM does not morph the wall switch',
+                                  'open_drawer': _DRAWERS, 'close_drawer': _DRAWERS}),
+    PerturbationDef(15, 'VSB-NOBJ', 'a new, unseen object replaces the target', 'VSB',
+                    'another category, max size 0.15 m; instruction noun rewritten',
+                    'the main object replaced by another category from the object set, and '
+                    'the noun in the instruction',
+                    realm={'max_dim': 0.15},
+                    sampler=_vsb_nobj, kinds=('scene', 'state', 'instruction'),
+                    operator=_op_vsb_nobj,
+                    incompatible={'push': 'REALM lists push with VSB-NOBJ as incompatible'},
+                    needs_task=True, discrete=True),
+):
+    register(_p)
+
+#: Every code the twin and the digital real apply (all of REALM's fifteen plus Default).
+TWIN_SUPPORTED = tuple(PERTURBATIONS)
+
+#: REALM's sampling ranges, per code: a view of each :attr:`PerturbationDef.realm` (the numbers
+#: the samplers draw from); ``test_perturbations`` pins them against REALM's.
+REALM_RANGES: Mapping[str, Mapping[str, Any]] = {
+    code: p.realm for code, p in PERTURBATIONS.items() if p.realm}
+
+
+def incompatible() -> dict[str, tuple[str, ...]]:
+    """Return skill -> the codes REALM cannot run on its tasks (NotImplementedError in REALM)."""
+    out: dict[str, tuple[str, ...]] = {}
+    for code, p in PERTURBATIONS.items():
+        for skill in p.incompatible:
+            out[skill] = out.get(skill, ()) + (code,)
+    return out
 
 
 def by_id(index: int) -> PerturbationDef:
@@ -205,41 +545,32 @@ def by_id(index: int) -> PerturbationDef:
     for p in PERTURBATIONS.values():
         if p.id == index:
             return p
-    raise ConfigError(f'perturbation id must be 0..15, got {index}')
+    raise ConfigError(f'perturbation id must be 0..{max(p.id for p in PERTURBATIONS.values())}'
+                      f', got {index}')
 
 
 def skip_reason(task: str, code: str) -> str:
     """Return why ``code`` cannot run on ``task`` (REALM's incompatibilities), or ''."""
-    if code not in PERTURBATIONS:
-        raise ConfigError(f'unknown perturbation {code!r}; REALM codes: {list(PERTURBATIONS)}')
+    p = get(code)
     if task not in tasks.TASKS:
         return ''
     skill = tasks.TASKS[task].skill
-    if code in INCOMPATIBLE.get(skill, ()):
-        why = _REASONS.get((skill, code), 'REALM does not implement it for drawer tasks' if
-                           'drawer' in skill else 'REALM does not implement it')
-        return f'{code} is incompatible with {skill} tasks ({task}) in REALM: {why}'
-    return ''
+    why = p.incompatible.get(skill)
+    if why is None:
+        return ''
+    return f'{code} is incompatible with {skill} tasks ({task}) in REALM: {why}'
 
 
 def validate(task: str, code: str) -> None:
     """Raise :class:`ConfigError` unless ``code`` is known and can be applied to ``task``."""
     reason = skip_reason(task, code)
     if reason:
-        compatible = [c for c in TWIN_SUPPORTED if not skip_reason(task, c)]
+        compatible = [c for c in PERTURBATIONS if not skip_reason(task, c)]
         raise ConfigError(f'perturbation {reason}; compatible codes: {compatible}')
-
-
-def _towards(value: float, neutral: float, intensity: float) -> float:
-    return neutral + intensity * (value - neutral)
 
 
 def _rng(seed: int, code: str) -> np.random.Generator:
     return np.random.default_rng([int(seed), PERTURBATIONS[code].id, 0xBE1])
-
-
-def _pick(rng: np.random.Generator, names: list[str]) -> str:
-    return names[int(rng.integers(len(names)))]
 
 
 def sample(task: str, code: str, intensity: float, seed: int) -> dict[str, Any]:
@@ -270,201 +601,44 @@ def sample(task: str, code: str, intensity: float, seed: int) -> dict[str, Any]:
     validate(task, code)
     if not 0.0 <= intensity <= 1.0 or math.isnan(intensity):
         raise ConfigError(f'perturbation intensity must be in [0, 1], got {intensity}')
-    if code == 'Default':
+    p = PERTURBATIONS[code]
+    if p.sampler is None:
         return {}
-    rng = _rng(seed, code)
-    task_def = tasks.get_task(task) if task in tasks.TASKS else None
-    if code == 'V-AUG':
-        sigma, alpha = float(rng.uniform(0.0, 2.5)), float(rng.uniform(0.25, 1.5))
-        return {'blur_sigma': intensity * sigma, 'contrast': _towards(alpha, 1.0, intensity),
-                'reference_height': 720}
-    if code == 'V-VIEW':
-        offset = rng.uniform(-0.2, 0.2, 3)
-        pitch, yaw = rng.uniform(-0.2, 0.2, 2)
-        return {'camera_offset': [float(v) * intensity for v in offset],
-                'camera_pitch': float(pitch) * intensity, 'camera_yaw': float(yaw) * intensity}
-    if code == 'V-LIGHT':
-        level = float(rng.uniform(20000.0, 750000.0))
-        # REALM sets one intensity for every light and draws each light's colour on its own.
-        drawn = np.clip(rng.normal([255.0, 214.0, 170.0], 15.0, size=(LIGHTS, 3)), 0.0,
-                        255.0) / 255.0
-        rgbs = [[float(_towards(c, 1.0, intensity)) for c in rgb] for rgb in drawn]
-        return {'light_scale': _towards(level / 250000.0, 1.0, intensity),
-                'light_rgb': rgbs[0], 'light_rgbs': rgbs}
-    if code == 'B-HOBJ':
-        s = float(rng.uniform(0.25, 3.0))
-        effort, stiffness, damping = np.exp(rng.uniform(-1.0, 1.0, 3) * intensity)
-        return {'mass_scale': _towards(s, 1.0, intensity), 'mass_cap': 2.0,
-                'effort_scale': float(effort), 'stiffness_scale': float(stiffness),
-                'damping_scale': float(damping)}
-    if code == 'VB-POSE':
-        return {'pose_seed': int(rng.integers(2 ** 31)), 'yaw_std': 3.14 * intensity,
-                'shift': float(intensity)}
-    if code == 'VB-MOBJ':
-        for _ in range(1000):
-            scale = rng.uniform(0.5, 1.5, 3)
-            if float(np.prod(scale)) <= 1.5:
-                break
-        return {'scale': [float(_towards(v, 1.0, intensity)) for v in scale],
-                'box': [0.02, 0.175]}
-    if task_def is None:
+    task_def = tasks.TASKS.get(task)
+    if p.needs_task and task_def is None:
         raise ConfigError(f'perturbation {code} needs a REALM task, got {task!r}; tasks: '
                           f'{sorted(tasks.TASKS)}')
-    if code in ('S-LANG', 'S-PROP', 'S-MO', 'S-AFF', 'S-INT'):
-        options = task_def.paraphrases.get(code, ())
-        if not options or intensity == 0.0:
-            return {'instruction': task_def.instruction}
-        return {'instruction': options[int(rng.integers(len(options)))]}
-    if intensity == 0.0:
-        return {}  # the remaining codes are discrete: intensity 0 is the default scene
-    exclude = {TASK_THEMES.get(task, '')}
-    items = [o.name for o in OBJECTS.values() if o.role == 'item']
-    if code == 'V-SC':
-        pool = [n for n in items if OBJECTS[n].theme not in exclude and OBJECTS[n].size <= 0.12]
-        chosen = rng.choice(len(pool), size=3, replace=False)
-        return {'distractors': [pool[int(i)] for i in chosen],
-                'placement_seed': int(rng.integers(2 ** 31))}
-    if code == 'SB-NOUN':
-        if task_def.skill in ('open_drawer', 'close_drawer'):
-            drawer = _pick(rng, ['middle', 'top'])  # REALM: random.choice(["middle", "top"])
-            return {'instruction': task_def.instruction.replace('top', drawer),
-                    'drawer': f'{drawer}_drawer',
-                    'scored': {'obj': f'{drawer}_drawer', 'target': f'{drawer}_drawer'}}
-        new = _pick(rng, [n for n in items if OBJECTS[n].size <= 0.12])
-        return {'instruction': task_def.instruction.replace(task_def.noun, OBJECTS[new].noun),
-                'add_object': new, 'scored': {'obj': 'noun_object'},
-                'placement_seed': int(rng.integers(2 ** 31))}
-    if code == 'SB-VRB':
-        skill = _pick(rng, list(VERB_COMPATIBILITY[task_def.skill]))
-        noun = task_def.noun
-        out: dict[str, Any] = {'scored': {'skill': skill, 'target': ''},
-                               'placement_seed': int(rng.integers(2 ** 31))}
-        if skill in ('put', 'stack'):
-            role = 'container' if skill == 'put' else 'platform'
-            receiver = _pick(rng, [o.name for o in OBJECTS.values() if o.role == role])
-            target = task_def.target or 'receiver'
-            out['scored']['target'] = target
-            out['replace_target' if task_def.target else 'receiver'] = receiver
-            target_noun = OBJECTS[receiver].noun
-            out['instruction'] = (f'put the {noun} into the {target_noun}' if skill == 'put'
-                                  else f'stack the {noun} on top of the {target_noun}')
-        else:
-            out['instruction'] = f'{"pick up" if skill == "pick" else skill} the {noun}'
-        return out
-    if code == 'VSB-NOBJ':
-        if task_def.skill in ('open_drawer', 'close_drawer'):
-            model = _pick(rng, list(CABINET_MODELS))
-            return {'cabinet': model, 'max_dim': 0.5, 'instruction': task_def.instruction}
-        pool = [n for n in items if OBJECTS[n].size <= 0.15 and OBJECTS[n].noun not in
-                task_def.noun]
-        new = _pick(rng, pool)
-        return {'replace_main': new, 'max_dim': 0.15,
-                'instruction': task_def.instruction.replace(task_def.noun, OBJECTS[new].noun)}
-    raise ConfigError(f'perturbation {code} has no sampler')  # pragma: no cover
+    if p.discrete and intensity == 0.0:
+        return {}  # a discrete change: intensity 0 is the default scene
+    return p.sampler(Draw(task_def, intensity, _rng(seed, code), p.realm))
 
 
-#: Procedural cabinet variants for VSB-NOBJ on drawer tasks (REALM: BEHAVIOR-1K bottom_cabinet
-#: models): carcass colour, handle style (bar or knob), front colour.
-CABINET_MODELS: dict[str, dict[str, Any]] = {
-    'white_knobs': {'carcass': (0.92, 0.92, 0.9), 'front': (0.95, 0.95, 0.93), 'handle': 'knob'},
-    'dark_bar': {'carcass': (0.25, 0.18, 0.12), 'front': (0.3, 0.22, 0.15), 'handle': 'bar'},
-    'blue_knobs': {'carcass': (0.3, 0.4, 0.6), 'front': (0.35, 0.5, 0.75), 'handle': 'knob'},
-    'grey_bar': {'carcass': (0.55, 0.57, 0.6), 'front': (0.65, 0.67, 0.7), 'handle': 'bar'},
-}
-
-
-def scored_task(task: str, code: str = 'Default', intensity: float = 1.0,
+def scored_task(task: str, code: str = DEFAULT, intensity: float = 1.0,
                 seed: int = 0) -> tasks.TaskDef:
     """Return the task the rubric scores under ``(code, intensity, seed)``.
 
     SB-NOUN retargets the scored object (another drawer, or the added object); SB-VRB swaps the
     skill (and so the stage list) and the target; VSB-NOBJ keeps the body name of the replaced
-    object, so the rubric's object name is unchanged. Other codes score the task as is.
+    object, so the rubric's object name is unchanged. Codes without the ``rubric`` kind score
+    the task as is.
     """
     base = tasks.get_task(task)
-    if code not in ('SB-NOUN', 'SB-VRB'):
+    if 'rubric' not in get(code).kinds:
         return base
-    params = sample(task, code, intensity, seed)
+    return with_scored(base, sample(task, code, intensity, seed))
+
+
+def with_scored(task: tasks.TaskDef, params: Mapping[str, Any]) -> tasks.TaskDef:
+    """Return ``task`` with the ``scored`` fields and the instruction of ``params``."""
     changes = dict(params.get('scored', {}))
     if 'instruction' in params:
         changes['instruction'] = params['instruction']
-    return dataclasses.replace(base, **changes) if changes else base
+    return dataclasses.replace(task, **changes) if changes else task
 
 
 def operator_instructions(task: str, code: str, params: Mapping[str, Any]) -> list[str]:
     """Return what the operator of the real arm changes by hand before a perturbed episode."""
-    if code == 'Default' or not params:
+    operator = get(code).operator
+    if operator is None or not params:
         return []
-    if code == 'V-AUG':
-        return ['nothing to change: the images are augmented in software '
-                f'(blur sigma {params["blur_sigma"]:.2f} px at 720 p, contrast gain '
-                f'{params["contrast"]:.2f})']
-    if code == 'V-VIEW':
-        d = params['camera_offset']
-        return [f'move the exterior camera by dx={d[0]:+.3f} m, dy={d[1]:+.3f} m, '
-                f'dz={d[2]:+.3f} m (robot base frame), pitch it by '
-                f'{math.degrees(params["camera_pitch"]):+.1f} deg and yaw it by '
-                f'{math.degrees(params["camera_yaw"]):+.1f} deg']
-    if code == 'V-SC':
-        return ['place these distractors on the table, away from the task objects: '
-                + ', '.join(OBJECTS[n].noun for n in params['distractors'])]
-    if code == 'V-LIGHT':
-        r, g, b = (int(round(255 * c)) for c in params['light_rgb'])
-        return [f'set the room light to {params["light_scale"]:.2f} x its usual brightness, '
-                f'colour about RGB ({r}, {g}, {b})']
-    if code.startswith('S-'):
-        return []
-    if code == 'B-HOBJ':
-        return [f'swap the main object for one of the same look with {params["mass_scale"]:.2f}'
-                f' x its mass (at most {params["mass_cap"]:g} kg); articulated: scale its '
-                f'damping by {params["damping_scale"]:.2f}']
-    if code == 'SB-NOUN':
-        if 'drawer' in params:
-            return [f'the instruction now names the {params["drawer"].replace("_", " ")}'
-                    + ('; open it fully before the episode' if task == 'close_drawer' else '')]
-        return [f'add a {OBJECTS[params["add_object"]].noun} to the table: it is the object '
-                'the instruction names']
-    if code == 'SB-VRB':
-        if 'receiver' in params:
-            return [f'add a {OBJECTS[params["receiver"]].noun} to the table as the receiver']
-        if 'replace_target' in params:
-            return [f'replace the target object with a '
-                    f'{OBJECTS[params["replace_target"]].noun}']
-        return []
-    if code == 'VB-POSE':
-        return ['move the main object to the pose given in initial_state (objects / fixtures)']
-    if code == 'VB-MOBJ':
-        s = params['scale']
-        return [f'replace the main object with one scaled by {s[0]:.2f} x {s[1]:.2f} x '
-                f'{s[2]:.2f} (length x width x height)']
-    if code == 'VSB-NOBJ':
-        if 'cabinet' in params:
-            return [f'use a different cabinet ({params["cabinet"].replace("_", " ")})']
-        return [f'replace the main object with a {OBJECTS[params["replace_main"]].noun}']
-    return []
-
-
-def augment_image(image: np.ndarray, blur_sigma: float, contrast: float,
-                  reference_height: int = 720) -> np.ndarray:
-    """Return ``image`` (H, W, 3 uint8) blurred and contrast-changed as REALM does.
-
-    REALM (``apply_blur_and_contrast``): ``cv2.GaussianBlur`` with kernel size
-    ``int(4 sigma + 1)`` made odd, then ``clip(pixel * alpha, 0, 255)`` (a gain, not a
-    contrast about the mean). Its sigma is in pixels of a 1280x720 image; here it is scaled by
-    ``H / reference_height`` so a 180-row image is blurred as much, relative to its size.
-    """
-    out = np.asarray(image, dtype=np.float32)
-    sigma = float(blur_sigma) * out.shape[0] / float(reference_height)
-    if sigma > 1e-3:
-        radius = max(0, int(sigma * 4 + 1) // 2)  # REALM's ksize = int(4 sigma + 1), odd
-        if radius > 0:
-            x = np.arange(-radius, radius + 1, dtype=np.float32)
-            kernel = np.exp(-0.5 * (x / sigma) ** 2)
-            kernel /= kernel.sum()
-            # OpenCV's default border: BORDER_REFLECT_101 (numpy's 'reflect').
-            padded = np.pad(out, ((radius, radius), (0, 0), (0, 0)), mode='reflect')
-            out = sum(kernel[i] * padded[i:i + out.shape[0]] for i in range(kernel.size))
-            padded = np.pad(out, ((0, 0), (radius, radius), (0, 0)), mode='reflect')
-            out = sum(kernel[i] * padded[:, i:i + image.shape[1]] for i in range(kernel.size))
-    out = out * float(contrast)
-    return np.clip(out, 0, 255).astype(np.uint8)
+    return list(operator(task, params))

@@ -83,10 +83,17 @@ ARMS: dict[str, ArmSpec] = {
         lower=JOINT_LOWER.copy(), upper=JOINT_UPPER.copy(), velocity=VELOCITY_LIMIT.copy(),
         effort=EFFORT_LIMIT.copy()),
 }
-#: Accepted spellings of an arm id: ``panda`` is franka_description's ``fer``.
+#: Accepted spellings of an arm id: ``panda`` is franka_description's ``fer`` (the Panda under
+#: the agimus fork of franka_ros2).
 ARM_ALIASES = {'panda': 'fer'}
-#: Values a user may give as ``arm_id``.
-ARM_IDS = ('fr3', 'fer', 'panda')
+#: Values a user may give as ``arm_id``: the arms, then their aliases (every ``choices`` list
+#: and the launch files' ``arm_id`` arguments are these; ``test_graph`` checks the launch files).
+ARM_IDS = (*ARMS, *ARM_ALIASES)
+
+
+def canonical_arm_id(arm_id: str) -> str:
+    """Return the franka_description arm id of ``arm_id`` (``panda`` -> ``fer``), unchecked."""
+    return ARM_ALIASES.get(arm_id, arm_id)
 
 
 def arm_spec(arm_id: str) -> ArmSpec:
@@ -95,7 +102,7 @@ def arm_spec(arm_id: str) -> ArmSpec:
     Raises:
         ConfigError: unknown arm id.
     """
-    key = ARM_ALIASES.get(arm_id, arm_id)
+    key = canonical_arm_id(arm_id)
     if key not in ARMS:
         raise ConfigError(f'arm_id {arm_id!r} unknown; use one of {list(ARM_IDS)}')
     return ARMS[key]
@@ -126,6 +133,9 @@ GRIPPER_MAX_WIDTH = 0.085
 #: Maximum opening of each gripper the bridge drives, m (Franka Hand: franka_gripper aborts goals
 #: beyond 0.08 m; Robotiq 2F-85: 85 mm stroke).
 GRIPPER_WIDTHS = {'franka_hand': 0.08, 'robotiq_2f_85': 0.085}
+#: The hands a lab mounts (the ``gripper`` launch argument; ``core.config.GRIPPERS`` adds the
+#: digital real's stand-ins).
+HANDS = tuple(GRIPPER_WIDTHS)
 
 
 #: REALM's identified per-joint friction and armature (PhysX units; our prior for the real arm).

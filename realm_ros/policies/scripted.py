@@ -40,11 +40,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Callable, Generator, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from realm_ros.core import kinematics, robot, tasks
+from realm_ros.core import kinematics, robot, skills, tasks
 from realm_ros.core.errors import ConfigError, EpisodeError
 from realm_ros.core.policy import Policy, PolicyNeeds
 from realm_ros.core.types import ActionChunk, ActionMode, EpisodeSpec, Observation
@@ -71,6 +71,8 @@ IK_PATHS = {'fast': (kinematics.solve_ik, kinematics.tcp_pose),
 #: TCP yaw (closing-axis direction, rad) at the DROID reset pose; grasp yaws are chosen within
 #: +-pi/2 of it so the wrist never winds toward its joint limit.
 RESET_YAW = -math.pi / 4
+#: How far the policy expects a drawer to slide, m (the twin's drawer travel).
+DRAWER_TRAVEL = 0.25
 
 
 @dataclasses.dataclass(frozen=True)
@@ -127,15 +129,25 @@ class Waypoint:
     timeout: int = 90
 
 
-# Per-task grasp geometry: TCP height above the table (m) and closing-axis yaw relative to the
-# object's yaw (rad), for objects whose long axis is their local x.
+@dataclasses.dataclass(frozen=True)
+class Grasp:
+    """How the policy grasps an object whose long axis is its local x: the TCP height above the
+    table (m), the closing-axis yaw relative to the object's yaw (rad), and whether it places
+    the object aligned with the receiver's yaw (else with its own grasp yaw)."""
+
+    height: float
+    yaw: float
+    align_to_receiver: bool = False
+
+
+#: Grasp geometry per object (the policy's knowledge of the object set it is scripted for).
 GRASP = {
-    'green_block': (0.02, 0.0),
-    'banana': (0.02, math.pi / 2),
-    'marker': (0.012, math.pi / 2),
-    'mug': (0.068, math.pi / 2),
-    'spoon': (0.017, math.pi / 2),
-    'water_bottle': (0.12, 0.0),
+    'green_block': Grasp(0.02, 0.0),
+    'banana': Grasp(0.02, math.pi / 2, align_to_receiver=True),
+    'marker': Grasp(0.012, math.pi / 2),
+    'mug': Grasp(0.068, math.pi / 2),
+    'spoon': Grasp(0.017, math.pi / 2),
+    'water_bottle': Grasp(0.12, 0.0),
 }
 #: TCP height (m) at which an object is released over each receiver (its top plus clearance).
 RELEASE_Z = {'bowl': 0.085, 'box': 0.1, 'yellow_block': 0.074}
@@ -333,7 +345,7 @@ class ScriptedPolicy(Policy):
         return grip
 
     def _spec_reset_q(self) -> np.ndarray:
-        return np.asarray(tasks.RESET_Q.get(self.task.name, robot.RESET_Q), dtype=float)
+        return np.asarray(self.task.reset_q, dtype=float)
 
     def _advance(self, q_meas: np.ndarray) -> None:
         """Move to the next waypoint when the current one is reached (or timed out)."""
@@ -381,48 +393,59 @@ class ScriptedPolicy(Policy):
         return np.asarray(pose['pos'], dtype=float), _yaw_of(pose['quat'])
 
     def _waypoints(self) -> Iterator[Waypoint]:
-        skill = self.task.skill
-        if skill in ('pick', 'put', 'stack', 'rotate'):
-            return self._plan_grasping()
-        if skill == 'push':
-            return self._plan_push()
-        return self._plan_drawer()
+        """The plan of the task's skill (:attr:`Skill.plan <realm_ros.core.skills.Skill>`)."""
+        plan = PLANS.get(skills.get(self.task.skill).plan)
+        if plan is None:
+            raise ConfigError(f'scripted policy has no plan for skill {self.task.skill!r}; '
+                              f'plans: {sorted(PLANS)}')
+        return plan(self)
 
     def _grasp_pose(self) -> tuple[np.ndarray, float]:
         pos, yaw = self._obj(self.task.obj)
-        height, rel = GRASP[self.task.obj]
-        grasp_yaw = _near_reset(yaw + rel) + self.yaw_error
-        target = np.array([pos[0], pos[1], height]) + self.offset + self.wrong
+        grasp = GRASP[self.task.obj]
+        grasp_yaw = _near_reset(yaw + grasp.yaw) + self.yaw_error
+        target = np.array([pos[0], pos[1], grasp.height]) + self.offset + self.wrong
         return target, grasp_yaw
 
-    def _plan_grasping(self) -> Iterator[Waypoint]:
+    def _approach_and_close(self) -> Generator[Waypoint, None, tuple[np.ndarray, float]]:
+        """Above the object, down to it, close: the start of every grasping plan. Returns (as
+        the generator's value) the grasp position and yaw."""
         up = np.array([0.0, 0.0, 1.0])
         grasp, yaw = self._grasp_pose()
         yield Waypoint(grasp + 0.12 * up, yaw, OPEN, tol=0.02)
         yield Waypoint(grasp, yaw, OPEN, speed=0.008, tol=0.008)
         yield Waypoint(grasp, yaw, CLOSED, dwell=8, timeout=10)
-        skill = self.task.skill
-        if skill == 'pick':
-            lift = grasp + 0.2 * self.short * up
-            yield Waypoint(lift, yaw, CLOSED, speed=0.01, tol=0.02)
-            yield Waypoint(lift, yaw, CLOSED, dwell=30, timeout=5)
-            return
-        if skill == 'rotate':
-            lift = grasp + 0.03 * up
-            yield Waypoint(lift, yaw, CLOSED, speed=0.006, tol=0.01)
-            turn = -1.5 * self.short if yaw > RESET_YAW else 1.5 * self.short
-            yield Waypoint(lift, yaw + turn, CLOSED, tol=0.02, timeout=60)
-            yield Waypoint(grasp + 0.005 * up, yaw + turn, CLOSED, speed=0.006, tol=0.01)
-            yield Waypoint(grasp + 0.005 * up, yaw + turn, OPEN, dwell=6, timeout=8)
-            yield Waypoint(grasp + 0.12 * up, yaw + turn, OPEN, tol=0.03)
-            return
-        # put / stack: lift, carry over the receiver, lower, release, retreat.
+        return grasp, yaw
+
+    def _plan_lift(self) -> Iterator[Waypoint]:
+        """pick: grasp and lift 0.2 m."""
+        up = np.array([0.0, 0.0, 1.0])
+        grasp, yaw = yield from self._approach_and_close()
+        lift = grasp + 0.2 * self.short * up
+        yield Waypoint(lift, yaw, CLOSED, speed=0.01, tol=0.02)
+        yield Waypoint(lift, yaw, CLOSED, dwell=30, timeout=5)
+
+    def _plan_turn(self) -> Iterator[Waypoint]:
+        """rotate: grasp, lift 3 cm, turn 1.5 rad away from the wrist's limit, set down."""
+        up = np.array([0.0, 0.0, 1.0])
+        grasp, yaw = yield from self._approach_and_close()
+        lift = grasp + 0.03 * up
+        yield Waypoint(lift, yaw, CLOSED, speed=0.006, tol=0.01)
+        turn = -1.5 * self.short if yaw > RESET_YAW else 1.5 * self.short
+        yield Waypoint(lift, yaw + turn, CLOSED, tol=0.02, timeout=60)
+        yield Waypoint(grasp + 0.005 * up, yaw + turn, CLOSED, speed=0.006, tol=0.01)
+        yield Waypoint(grasp + 0.005 * up, yaw + turn, OPEN, dwell=6, timeout=8)
+        yield Waypoint(grasp + 0.12 * up, yaw + turn, OPEN, tol=0.03)
+
+    def _plan_place(self) -> Iterator[Waypoint]:
+        """put / stack: grasp, lift, carry over the receiver, lower, release, retreat."""
+        grasp, yaw = yield from self._approach_and_close()
         carry_z = 0.18 if self.short >= 1.0 else 0.02 + 0.1 * self.short
         lift = np.array([grasp[0], grasp[1], carry_z])
         yield Waypoint(lift, yaw, CLOSED, speed=0.01, tol=0.03)
         target, target_yaw = self._obj(self.task.target)
-        place_yaw = _near_reset(target_yaw + GRASP[self.task.obj][1]) if \
-            self.task.obj == 'banana' else yaw
+        held = GRASP[self.task.obj]
+        place_yaw = _near_reset(target_yaw + held.yaw) if held.align_to_receiver else yaw
         over = np.array([target[0], target[1], carry_z]) + self.offset * np.array([1, 1, 0])
         if self.early_release:
             midway = 0.5 * (lift + over)
@@ -437,8 +460,9 @@ class ScriptedPolicy(Policy):
         yield Waypoint(place, place_yaw, OPEN, dwell=8, timeout=10)
         yield Waypoint(place + np.array([0.0, 0.0, 0.1]), place_yaw, OPEN, tol=0.03)
 
-    def _plan_push(self) -> Iterator[Waypoint]:
-        button = np.asarray(self._state['reach_point']['light_switch'], dtype=float)
+    def _plan_press(self) -> Iterator[Waypoint]:
+        """push: above the button, press it 1.8 cm down, retreat."""
+        button = np.asarray(self._state['reach_point'][self.task.obj], dtype=float)
         target = button + self.offset * np.array([1, 1, 0]) + self.wrong
         top = 0.02  # button top above its body origin, m
         yaw = RESET_YAW + self.yaw_error
@@ -449,34 +473,52 @@ class ScriptedPolicy(Policy):
         yield Waypoint(press, yaw, CLOSED, dwell=5, timeout=5)
         yield Waypoint(target + np.array([0, 0, top + 0.1]), yaw, CLOSED, tol=0.03)
 
-    def _plan_drawer(self) -> Iterator[Waypoint]:
+    def _drawer(self) -> tuple[np.ndarray, float, np.ndarray]:
+        """Return the handle position, the drawer's yaw and its opening direction."""
         handle = np.asarray(self._state['reach_point'][self.task.obj], dtype=float)
-        drawer_quat = self._state['objects'][self.task.obj]['quat']
-        axis_yaw = _yaw_of(drawer_quat)
-        pull = np.array([-math.cos(axis_yaw), -math.sin(axis_yaw), 0.0])  # opening direction
-        travel = 0.25
+        axis_yaw = _yaw_of(self._state['objects'][self.task.obj]['quat'])
+        pull = np.array([-math.cos(axis_yaw), -math.sin(axis_yaw), 0.0])
+        return handle, axis_yaw, pull
+
+    def _plan_pull_open(self) -> Iterator[Waypoint]:
+        """open_drawer: grasp the handle, pull the drawer's travel (+2 cm), release."""
+        handle, axis_yaw, pull = self._drawer()
         up = np.array([0.0, 0.0, 1.0])
-        if self.task.skill == 'open_drawer':
-            yaw = _near_reset(axis_yaw) + self.yaw_error
-            grasp = handle + self.offset * np.array([1, 1, 0.3]) + self.wrong
-            yield Waypoint(grasp + 0.1 * up, yaw, OPEN, tol=0.02)
-            yield Waypoint(grasp, yaw, OPEN, speed=0.006, tol=0.008)
-            yield Waypoint(grasp, yaw, CLOSED, dwell=8, timeout=10)
-            out = grasp + pull * (travel + 0.02) * self.short
-            if self.early_release:
-                yield Waypoint(grasp + pull * 0.1, yaw, CLOSED, speed=0.006, tol=0.02)
-                yield Waypoint(grasp + pull * 0.1, yaw, OPEN, dwell=4, timeout=5)
-            yield Waypoint(out, yaw, CLOSED, speed=0.006, tol=0.02, timeout=120)
-            yield Waypoint(out, yaw, OPEN, dwell=6, timeout=8)
-            yield Waypoint(out + 0.1 * up, yaw, OPEN, tol=0.03)
-            return
+        yaw = _near_reset(axis_yaw) + self.yaw_error
+        grasp = handle + self.offset * np.array([1, 1, 0.3]) + self.wrong
+        yield Waypoint(grasp + 0.1 * up, yaw, OPEN, tol=0.02)
+        yield Waypoint(grasp, yaw, OPEN, speed=0.006, tol=0.008)
+        yield Waypoint(grasp, yaw, CLOSED, dwell=8, timeout=10)
+        out = grasp + pull * (DRAWER_TRAVEL + 0.02) * self.short
+        if self.early_release:
+            yield Waypoint(grasp + pull * 0.1, yaw, CLOSED, speed=0.006, tol=0.02)
+            yield Waypoint(grasp + pull * 0.1, yaw, OPEN, dwell=4, timeout=5)
+        yield Waypoint(out, yaw, CLOSED, speed=0.006, tol=0.02, timeout=120)
+        yield Waypoint(out, yaw, OPEN, dwell=6, timeout=8)
+        yield Waypoint(out + 0.1 * up, yaw, OPEN, tol=0.03)
+
+    def _plan_push_closed(self) -> Iterator[Waypoint]:
+        """close_drawer: the closed gripper against the drawer's front, push it in."""
+        handle, axis_yaw, pull = self._drawer()
+        up = np.array([0.0, 0.0, 1.0])
         yaw = _near_reset(axis_yaw + math.pi / 2) + self.yaw_error
         start = handle + pull * 0.05 + self.offset * np.array([1, 1, 0.3]) + self.wrong
         yield Waypoint(start + 0.1 * up, yaw, CLOSED, tol=0.02)
         yield Waypoint(start, yaw, CLOSED, speed=0.006, tol=0.01)
-        end = start - pull * (travel + 0.06) * self.short
+        end = start - pull * (DRAWER_TRAVEL + 0.06) * self.short
         yield Waypoint(end, yaw, CLOSED, speed=0.006, tol=0.02, timeout=120)
         yield Waypoint(end + 0.1 * up, yaw, CLOSED, tol=0.03)
+
+
+#: Plan name (:attr:`realm_ros.core.skills.Skill.plan`) -> the waypoint generator that runs it.
+PLANS: dict[str, Callable[[ScriptedPolicy], Iterator[Waypoint]]] = {
+    'lift': ScriptedPolicy._plan_lift,
+    'turn': ScriptedPolicy._plan_turn,
+    'place': ScriptedPolicy._plan_place,
+    'press': ScriptedPolicy._plan_press,
+    'pull_open': ScriptedPolicy._plan_pull_open,
+    'push_closed': ScriptedPolicy._plan_push_closed,
+}
 
 
 def infer_batch(policies: Sequence[Policy],

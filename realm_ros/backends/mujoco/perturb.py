@@ -2,17 +2,22 @@
 world class with hidden dynamics): the same parameters (``core.perturbations.sample``) give the
 same change in both.
 
-Three hooks, called by :class:`~realm_ros.backends.mujoco.world.MujocoWorld` at reset:
+The twin's appliers, registered by kind and code in :data:`APPLIERS` (the kinds of
+``core.perturbations.KINDS`` that a world applies itself); each receives the scene it changes.
+:class:`~realm_ros.backends.mujoco.world.MujocoWorld` calls three functions at reset, each of
+which looks the code's applier up:
 
-* :func:`make_variant`: a scene whose *geometry* differs (V-SC distractors, SB-NOUN's added
-  object or drawer, SB-VRB's receiver, VB-MOBJ's morphed object, VSB-NOBJ's new object or
+* :func:`make_variant` (``scene``): a scene whose *geometry* differs (V-SC distractors, SB-NOUN's
+  added object or drawer, SB-VRB's receiver, VB-MOBJ's morphed object, VSB-NOBJ's new object or
   cabinet); the world rebuilds its model when :func:`variant_key` changes.
-* :func:`perturb_state`: the initial state (VB-POSE re-places the main object only; objects the
-  variant added are placed collision-free; SB-NOUN's close_drawer opens the other drawer).
-* :func:`apply_model`: model parameters from the pristine copy (V-LIGHT, B-HOBJ, V-VIEW).
+* :func:`perturb_state` (``state``): the initial state (VB-POSE re-places the main object only;
+  objects the variant added are placed collision-free; SB-NOUN opens the retargeted drawer
+  where the skill starts open).
+* :func:`apply_model` (``model``): model parameters from the pristine copy (V-LIGHT, B-HOBJ,
+  V-VIEW).
 
-V-AUG is applied to the rendered images (``core.perturbations.augment_image``); the semantic
-codes change only the instruction.
+The ``image`` kind (V-AUG) and the ``instruction`` kind are applied by the world from
+``core.perturbations`` (``PerturbationDef.image``, the ``instruction`` parameter).
 """
 
 from __future__ import annotations
@@ -21,12 +26,13 @@ import copy
 import dataclasses
 import json
 import math
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from realm_ros.backends.mujoco import objects
-from realm_ros.core import perturbations, tasks
+from realm_ros.backends.mujoco import objects, scenes
+from realm_ros.core import perturbations, skills
+from realm_ros.core.errors import ConfigError
 from realm_ros.core.rotations import quat_mul, yaw_quat
 
 try:
@@ -34,87 +40,76 @@ try:
 except ImportError:  # pragma: no cover - world.py already raised BackendUnavailable
     mujoco = None
 
-#: Codes whose parameters change the scene's geometry (the model is rebuilt for them).
-GEOMETRY_CODES = ('V-SC', 'SB-NOUN', 'SB-VRB', 'VB-MOBJ', 'VSB-NOBJ')
-#: Where added objects (distractors, receivers, SB-NOUN's object) are placed: x, y ranges, m.
+#: Where added objects (distractors, receivers, SB-NOUN's object) are placed: x, y ranges, m
+#: (beside a fixture: its ``Fixture.added_region``).
 ADDED_REGION = (0.35, 0.68, -0.3, 0.3)
-#: On drawer tasks: beside the cabinet, clear of the drawers' travel.
-ADDED_REGION_DRAWERS = (0.45, 0.7, 0.27, 0.4)
+#: The kinds this backend applies, each: code -> applier. ``scene``: ``(variant, params)``
+#: changes a :class:`Variant`; ``state``: ``(scene, state, params)`` changes the initial state
+#: dict in place; ``model``: ``(model, pristine, params, main)`` changes the model after it was
+#: restored from ``pristine``.
+APPLIERS: dict[str, dict[str, Callable[..., None]]] = {'scene': {}, 'state': {}, 'model': {}}
+
+
+def applies(kind: str, code: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """Register the decorated function as the twin's ``kind`` applier of ``code``."""
+    if kind not in APPLIERS:
+        raise ConfigError(f'the twin applies kinds {list(APPLIERS)}, not {kind!r}')
+
+    def register(fn: Callable[..., None]) -> Callable[..., None]:
+        APPLIERS[kind][code] = fn
+        return fn
+    return register
 
 
 def variant_key(code: str, params: Mapping[str, Any]) -> str:
     """Return a key that differs exactly when the scene geometry differs."""
-    if code not in GEOMETRY_CODES or not params:
+    if code not in APPLIERS['scene'] or not params:
         return ''
     geometry = {k: v for k, v in params.items() if k not in ('instruction', 'placement_seed')}
     return code + json.dumps(geometry, sort_keys=True)
 
 
-def _added(scene: Any, name: str, kind: str, max_dim: float | None = None) -> Any:
-    """Return a FreeObject for object-set entry ``kind`` with body name ``name``."""
-    built = objects.build(kind, prefix=name, max_dim=max_dim)
-    radius = 0.5 * float(math.hypot(built.extents[0], built.extents[1])) + 0.01
-    region = ADDED_REGION_DRAWERS if 'drawer' in scene.task.skill else ADDED_REGION
-    obj = _free_object_class()(name, built.geoms, 0.0, region, radius, interior=built.interior)
-    return obj, built.assets
+class Variant:
+    """A scene being changed by a ``scene`` applier: its task, its free objects (the base
+    scene's first, then any added), extra assets, and the cabinet model ('' = the default)."""
 
+    def __init__(self, scene: Any) -> None:
+        self.scene = scene
+        self.task = scene.task
+        self.free = list(scene.free)
+        self.assets: list[str] = []
+        self.cabinet = ''
 
-def _free_object_class() -> Any:
-    from realm_ros.backends.mujoco import scenes
-    return scenes.FreeObject
+    def add(self, name: str, kind: str, max_dim: float | None = None) -> None:
+        """Add object-set entry ``kind`` as a free body ``name``, placed in the added region."""
+        built = objects.build(kind, prefix=name, max_dim=max_dim)
+        radius = 0.5 * float(math.hypot(built.extents[0], built.extents[1])) + 0.01
+        region = next((f.added_region for f in getattr(self.scene, 'fixtures', ())
+                       if f.added_region is not None), ADDED_REGION)
+        self.free.append(scenes.FreeObject(name, built.geoms, 0.0, region, radius,
+                                           interior=built.interior))
+        self.assets.append(built.assets)
+
+    def index(self, name: str) -> int:
+        """Return the position of free object ``name``."""
+        return [o.name for o in self.free].index(name)
 
 
 def make_variant(scene: Any, code: str, params: Mapping[str, Any]) -> Any:
     """Return ``scene`` changed by ``code`` (a copy), or ``scene`` itself when unchanged."""
-    if code not in GEOMETRY_CODES or not params or not hasattr(scene, 'free'):
+    applier = APPLIERS['scene'].get(code)
+    if applier is None or not params or not hasattr(scene, 'free'):
         return scene
+    variant = Variant(scene)
+    applier(variant, params)
     out = copy.copy(scene)
     out._ids = None
     out._model_key = None
-    free = list(scene.free)
-    assets: list[str] = []
-    main = scene.task.obj
-    if code == 'V-SC':
-        for i, kind in enumerate(params['distractors']):
-            obj, extra = _added(scene, f'distractor_{i}', kind, max_dim=0.12)
-            free.append(obj)
-            assets.append(extra)
-    elif code == 'SB-NOUN' and 'add_object' in params:
-        obj, extra = _added(scene, 'noun_object', params['add_object'], max_dim=0.12)
-        free.append(obj)
-        assets.append(extra)
-    elif code == 'SB-VRB':
-        out.task = perturbations_task(scene.task, params)
-        if 'receiver' in params:
-            obj, extra = _added(scene, 'receiver', params['receiver'], max_dim=0.185)
-            free.append(obj)
-            assets.append(extra)
-        if 'replace_target' in params:
-            k = [o.name for o in free].index(scene.task.target)
-            built = objects.build(params['replace_target'], prefix=scene.task.target,
-                                  max_dim=0.185)
-            free[k] = dataclasses.replace(free[k], geoms=built.geoms, z=0.0,
-                                          interior=built.interior)
-            assets.append(built.assets)
-    elif code == 'VB-MOBJ':
-        k = [o.name for o in free].index(main)
-        geoms, extra, s = objects.morph(free[k].geoms, '', params['scale'], params.get('box'),
-                                        prefix=main)
-        free[k] = dataclasses.replace(free[k], geoms=geoms, z=free[k].z * float(s[2]),
-                                      radius=free[k].radius * float(max(s[0], s[1])))
-        assets.append(extra)
-    elif code == 'VSB-NOBJ':
-        if 'cabinet' in params:
-            out._cabinet = params['cabinet']
-        else:
-            k = [o.name for o in free].index(main)
-            built = objects.build(params['replace_main'], prefix=main, max_dim=0.15)
-            free[k] = dataclasses.replace(free[k], geoms=built.geoms, z=0.0)
-            assets.append(built.assets)
-    if code == 'SB-NOUN':
-        out.task = perturbations_task(scene.task, params)
-    out.free = tuple(free)
-    out._extra_assets = ''.join(assets)
+    out.task = variant.task
+    out.free = tuple(variant.free)
+    out._extra_assets = ''.join(variant.assets)
+    if variant.cabinet:
+        out._cabinet = variant.cabinet
     base_mjcf = scene.mjcf
 
     def mjcf() -> tuple[str, str]:
@@ -135,12 +130,60 @@ def make_variant(scene: Any, code: str, params: Mapping[str, Any]) -> Any:
     return out
 
 
-def perturbations_task(task: tasks.TaskDef, params: Mapping[str, Any]) -> tasks.TaskDef:
-    """Return ``task`` with the scored fields of ``params`` (SB-NOUN, SB-VRB)."""
-    changes = dict(params.get('scored', {}))
-    if 'instruction' in params:
-        changes['instruction'] = params['instruction']
-    return dataclasses.replace(task, **changes)
+def _realm(code: str) -> Mapping[str, Any]:
+    return perturbations.get(code).realm
+
+
+@applies('scene', 'V-SC')
+def _distractors(variant: Variant, params: Mapping[str, Any]) -> None:
+    for i, kind in enumerate(params['distractors']):
+        variant.add(f'distractor_{i}', kind, max_dim=_realm('V-SC')['max_dim'])
+
+
+@applies('scene', 'SB-NOUN')
+def _noun_object(variant: Variant, params: Mapping[str, Any]) -> None:
+    if 'add_object' in params:
+        variant.add('noun_object', params['add_object'], max_dim=_realm('SB-NOUN')['max_dim'])
+    variant.task = perturbations.with_scored(variant.task, params)
+
+
+@applies('scene', 'SB-VRB')
+def _receiver(variant: Variant, params: Mapping[str, Any]) -> None:
+    base = variant.task
+    variant.task = perturbations.with_scored(base, params)
+    max_dim = _realm('SB-VRB')['receiver_max_dim']
+    if 'receiver' in params:
+        variant.add('receiver', params['receiver'], max_dim=max_dim)
+    if 'replace_target' in params:
+        k = variant.index(base.target)
+        built = objects.build(params['replace_target'], prefix=base.target, max_dim=max_dim)
+        variant.free[k] = dataclasses.replace(variant.free[k], geoms=built.geoms, z=0.0,
+                                              interior=built.interior)
+        variant.assets.append(built.assets)
+
+
+@applies('scene', 'VB-MOBJ')
+def _morphed(variant: Variant, params: Mapping[str, Any]) -> None:
+    main = variant.task.obj
+    k = variant.index(main)
+    obj = variant.free[k]
+    geoms, extra, s = objects.morph(obj.geoms, '', params['scale'], params.get('box'),
+                                    prefix=main)
+    variant.free[k] = dataclasses.replace(obj, geoms=geoms, z=obj.z * float(s[2]),
+                                          radius=obj.radius * float(max(s[0], s[1])))
+    variant.assets.append(extra)
+
+
+@applies('scene', 'VSB-NOBJ')
+def _new_object(variant: Variant, params: Mapping[str, Any]) -> None:
+    if 'cabinet' in params:
+        variant.cabinet = params['cabinet']
+        return
+    main = variant.task.obj
+    k = variant.index(main)
+    built = objects.build(params['replace_main'], prefix=main, max_dim=params['max_dim'])
+    variant.free[k] = dataclasses.replace(variant.free[k], geoms=built.geoms, z=0.0)
+    variant.assets.append(built.assets)
 
 
 def cabinet_variant(body_xml: str, model: str) -> str:
@@ -158,17 +201,6 @@ def cabinet_variant(body_xml: str, model: str) -> str:
 
 # -- initial state ----------------------------------------------------------------------------
 
-def _place(rng: np.random.Generator, obj: Any, placed: list[tuple[float, float, float]]
-           ) -> tuple[float, float]:
-    for _ in range(500):
-        x = rng.uniform(obj.region[0], obj.region[1])
-        y = rng.uniform(obj.region[2], obj.region[3])
-        if all(math.hypot(x - px, y - py) > obj.radius + pr for px, py, pr in placed):
-            return x, y
-    from realm_ros.core.errors import ConfigError
-    raise ConfigError(f'cannot place {obj.name} collision-free')
-
-
 def _radius(scene: Any, name: str) -> float:
     for obj in scene.free:
         if obj.name == name:
@@ -180,63 +212,75 @@ def perturb_state(scene: Any, state: Mapping[str, Any], code: str,
                   params: Mapping[str, Any], seed: int = 0) -> dict[str, Any]:
     """Return the initial state changed by ``code`` for ``scene`` (a variant or the base).
 
-    VB-POSE (REALM's ``vb_pose``): only the main object moves: re-placed collision-free in its
-    region against every other object's current position, its yaw + N(0, yaw_std); the switch
-    panel: REALM's wall z +-0.15 m maps to the table's x (the panel lies flat, so the wall's
-    vertical is the table's depth) and its x +-0.075 m to y; the cabinet: re-placed in its
-    region, yaw ~ N(0.25, 0.12) clipped to [0, 0.57] rad. Displacements scale with ``shift``.
-    Objects a variant added (distractors, receivers) get collision-free poses from
-    ``placement_seed`` (or the pose seed, or the episode seed).
+    The code's ``state`` applier changes it (VB-POSE, SB-NOUN); a code with a ``scene``
+    applier first rests each replaced or morphed object at its own height. Objects a variant
+    added (distractors, receivers) get collision-free poses from ``placement_seed`` (or the
+    pose seed, or the episode seed).
     """
     out = {k: (dict(v) if isinstance(v, dict) else v) for k, v in state.items()}
     out.setdefault('objects', {})
     out.setdefault('fixtures', {})
     out.setdefault('joints', {})
-    main = getattr(getattr(scene, 'task', None), 'obj', '')
-    if code in GEOMETRY_CODES:
+    if code in APPLIERS['scene']:
         # A replaced or morphed object rests at its own height.
         heights = {o.name: o.z for o in getattr(scene, 'free', ())}
         out['objects'] = {n: ([p[0], p[1], heights[n]] + list(p[3:]) if n in heights else p)
                           for n, p in out['objects'].items()}
-    if code == 'VB-POSE' and params.get('shift'):
-        rng = np.random.default_rng(params['pose_seed'])
-        shift = float(params['shift'])
-        objs = {k: list(v) for k, v in out['objects'].items()}
-        if main in objs:
-            obj = next(o for o in scene.free if o.name == main)
-            others = [(p[0], p[1], _radius(scene, n)) for n, p in objs.items() if n != main]
-            x, y = _place(rng, obj, others)
-            old = objs[main]
-            x, y = old[0] + shift * (x - old[0]), old[1] + shift * (y - old[1])
-            yaw = 2.0 * math.atan2(old[6], old[3]) + rng.normal(0.0, params['yaw_std'])
-            objs[main] = [x, y, old[2]] + yaw_quat(yaw)
-        out['objects'] = objs
-        fixtures = {k: list(v) for k, v in out['fixtures'].items()}
-        if 'light_switch' in fixtures:
-            fixtures['light_switch'][0] += shift * rng.uniform(-0.15, 0.15)
-            fixtures['light_switch'][1] += shift * rng.uniform(-0.075, 0.075)
-        if 'cabinet' in fixtures:
-            fixtures['cabinet'][0] += shift * (rng.uniform(0.76, 0.8) - fixtures['cabinet'][0])
-            fixtures['cabinet'][1] += shift * (rng.uniform(-0.08, 0.08) - fixtures['cabinet'][1])
-            fixtures['cabinet'][2] = shift * float(np.clip(rng.normal(0.25, 0.12), 0.0, 0.57))
-        out['fixtures'] = fixtures
-    if code == 'SB-NOUN' and params.get('drawer') and getattr(scene, 'task', None):
-        if scene.task.skill == 'close_drawer':
-            from realm_ros.backends.mujoco.scenes import DRAWER_TRAVEL
-            for name in ('top_drawer', 'middle_drawer'):
-                out['joints'][f'{name}_slide'] = DRAWER_TRAVEL if name == params['drawer'] \
-                    else 0.0
+    applier = APPLIERS['state'].get(code)
+    if applier is not None:
+        applier(scene, out, params)
     missing = [o for o in getattr(scene, 'free', ()) if o.name not in out['objects']]
     if missing:
         rng = np.random.default_rng(params.get('placement_seed', params.get('pose_seed', seed)))
         placed = [(p[0], p[1], _radius(scene, n)) for n, p in out['objects'].items()]
         objs = dict(out['objects'])
         for obj in missing:
-            x, y = _place(rng, obj, placed)
+            x, y = scenes.place(rng, obj, placed)
             placed.append((x, y, obj.radius))
             objs[obj.name] = [x, y, obj.z] + yaw_quat(rng.uniform(-math.pi, math.pi))
         out['objects'] = objs
     return out
+
+
+@applies('state', 'VB-POSE')
+def _repose(scene: Any, out: dict[str, Any], params: Mapping[str, Any]) -> None:
+    """VB-POSE (REALM's ``vb_pose``): only the main object moves: re-placed collision-free in
+    its region against every other object's current position, its yaw + N(0, yaw_std); a
+    fixture moves as its ``Fixture.repose`` says (the switch panel, the cabinet).
+    Displacements scale with ``shift``."""
+    if not params.get('shift'):
+        return
+    rng = np.random.default_rng(params['pose_seed'])
+    shift = float(params['shift'])
+    main = getattr(getattr(scene, 'task', None), 'obj', '')
+    objs = {k: list(v) for k, v in out['objects'].items()}
+    if main in objs:
+        obj = next(o for o in scene.free if o.name == main)
+        others = [(p[0], p[1], _radius(scene, n)) for n, p in objs.items() if n != main]
+        x, y = scenes.place(rng, obj, others)
+        old = objs[main]
+        x, y = old[0] + shift * (x - old[0]), old[1] + shift * (y - old[1])
+        yaw = 2.0 * math.atan2(old[6], old[3]) + rng.normal(0.0, params['yaw_std'])
+        objs[main] = [x, y, old[2]] + yaw_quat(yaw)
+    out['objects'] = objs
+    fixtures = {k: list(v) for k, v in out['fixtures'].items()}
+    for name, pose in fixtures.items():
+        fixture = scenes.FIXTURES.get(name)
+        if fixture is not None and fixture.repose is not None:
+            fixture.repose(rng, pose, shift, _realm('VB-POSE'))
+    out['fixtures'] = fixtures
+
+
+@applies('state', 'SB-NOUN')
+def _retargeted_part(scene: Any, out: dict[str, Any], params: Mapping[str, Any]) -> None:
+    """SB-NOUN on a fixture part (a drawer): the named part starts as the skill's scored part
+    would (open, for close_drawer), the other parts closed."""
+    if not params.get('drawer') or not getattr(scene, 'task', None):
+        return
+    skill = skills.get(scene.task.skill)
+    for fixture in getattr(scene, 'fixtures', ()):
+        if params['drawer'] in fixture.parts:
+            out['joints'].update(fixture.initial_joints(params['drawer'], skill))
 
 
 # -- model parameters -------------------------------------------------------------------------
@@ -275,14 +319,7 @@ def main_object_bodies(model: Any, name: str) -> list[int]:
 
 def apply_model(model: Any, pristine: Mapping[str, np.ndarray], code: str,
                 params: Mapping[str, Any], main: str, arm_dofs: np.ndarray) -> None:
-    """Restore the pristine model, then apply V-LIGHT, B-HOBJ or V-VIEW (REALM's ranges).
-
-    B-HOBJ (REALM's ``b_hobj``): only the main object's bodies: mass x s capped at
-    ``mass_cap`` (REALM's ``min(m s, 2)``; its release code multiplies by s a second time, a bug
-    REALM v1.0.0 fixed, not reproduced), inertia with the mass; its joints' damping, stiffness
-    and actuator-force range (REALM's max effort) each x their own exp(U(-1, 1)). Gripper
-    fingers, the arm and every other object are untouched.
-    """
+    """Restore the pristine model, then apply ``code``'s ``model`` applier, if it has one."""
     m, p = model, pristine
     m.body_mass[:] = p['body_mass']
     m.body_inertia[:] = p['body_inertia']
@@ -295,43 +332,65 @@ def apply_model(model: Any, pristine: Mapping[str, np.ndarray], code: str,
     m.jnt_actfrcrange[:] = p['jnt_actfrcrange']
     m.cam_pos[:] = p['cam_pos']
     m.cam_quat[:] = p['cam_quat']
-    if code == 'V-LIGHT':
-        rgbs = np.asarray(params.get('light_rgbs', [params['light_rgb']]))
-        for i in range(m.nlight):
-            scale = params['light_scale'] * rgbs[(i + 1) % len(rgbs)]
-            m.light_diffuse[i] = p['light_diffuse'][i] * scale
-            m.light_specular[i] = p['light_specular'][i] * scale
-        m.vis.headlight.diffuse[:] = p['headlight'] * params['light_scale'] * rgbs[0]
-    elif code == 'B-HOBJ':
-        bodies = main_object_bodies(m, main)
-        for b in bodies:
-            base = p['body_mass'][b]
-            mass = min(base * params['mass_scale'], params['mass_cap'])
-            m.body_mass[b] = mass
-            m.body_inertia[b] = p['body_inertia'][b] * (mass / base if base > 0 else 1.0)
-        for j in range(m.njnt):
-            if m.jnt_bodyid[j] in bodies and m.jnt_type[j] != mujoco.mjtJoint.mjJNT_FREE:
-                dof = m.jnt_dofadr[j]
-                m.dof_damping[dof] = p['dof_damping'][dof] * params['damping_scale']
-                m.jnt_stiffness[j] = p['jnt_stiffness'][j] * params['stiffness_scale']
-                m.jnt_actfrcrange[j] = p['jnt_actfrcrange'][j] * params['effort_scale']
-    elif code == 'V-VIEW':
-        offset = np.asarray(params['camera_offset'])
-        yaw = yaw_quat(params['camera_yaw'])
-        pitch = np.array([math.cos(params['camera_pitch'] / 2), math.sin(
-            params['camera_pitch'] / 2), 0.0, 0.0])
-        for c in range(m.ncam):
-            if m.cam_bodyid[c] != 0:
-                continue  # body-attached (the wrist camera): REALM moves exterior cameras only
-            m.cam_pos[c] = p['cam_pos'][c] + offset
-            # yaw about world z (pre-multiplied), pitch about the camera's own x axis (post).
-            m.cam_quat[c] = quat_mul(quat_mul(np.asarray(yaw), p['cam_quat'][c]), pitch)
+    applier = APPLIERS['model'].get(code)
+    if applier is not None:
+        applier(m, p, params, main)
+
+
+@applies('model', 'V-LIGHT')
+def _lights(m: Any, p: Mapping[str, np.ndarray], params: Mapping[str, Any], main: str) -> None:
+    """V-LIGHT: every light's diffuse and specular x light_scale x its colour (the headlight
+    takes the first)."""
+    rgbs = np.asarray(params.get('light_rgbs', [params['light_rgb']]))
+    for i in range(m.nlight):
+        scale = params['light_scale'] * rgbs[(i + 1) % len(rgbs)]
+        m.light_diffuse[i] = p['light_diffuse'][i] * scale
+        m.light_specular[i] = p['light_specular'][i] * scale
+    m.vis.headlight.diffuse[:] = p['headlight'] * params['light_scale'] * rgbs[0]
+
+
+@applies('model', 'B-HOBJ')
+def _object_physics(m: Any, p: Mapping[str, np.ndarray], params: Mapping[str, Any],
+                    main: str) -> None:
+    """B-HOBJ (REALM's ``b_hobj``): only the main object's bodies: mass x s capped at
+    ``mass_cap`` (REALM's ``min(m s, 2)``; its release code multiplies by s a second time, a bug
+    REALM v1.0.0 fixed, not reproduced), inertia with the mass; its joints' damping, stiffness
+    and actuator-force range (REALM's max effort) each x their own exp(U(-1, 1)). Gripper
+    fingers, the arm and every other object are untouched.
+    """
+    bodies = main_object_bodies(m, main)
+    for b in bodies:
+        base = p['body_mass'][b]
+        mass = min(base * params['mass_scale'], params['mass_cap'])
+        m.body_mass[b] = mass
+        m.body_inertia[b] = p['body_inertia'][b] * (mass / base if base > 0 else 1.0)
+    for j in range(m.njnt):
+        if m.jnt_bodyid[j] in bodies and m.jnt_type[j] != mujoco.mjtJoint.mjJNT_FREE:
+            dof = m.jnt_dofadr[j]
+            m.dof_damping[dof] = p['dof_damping'][dof] * params['damping_scale']
+            m.jnt_stiffness[j] = p['jnt_stiffness'][j] * params['stiffness_scale']
+            m.jnt_actfrcrange[j] = p['jnt_actfrcrange'][j] * params['effort_scale']
+
+
+@applies('model', 'V-VIEW')
+def _viewpoint(m: Any, p: Mapping[str, np.ndarray], params: Mapping[str, Any],
+               main: str) -> None:
+    """V-VIEW: every world-fixed camera offset, yawed about world z and pitched about its own
+    x axis; body-attached cameras (the wrist camera) are unchanged, as in REALM."""
+    offset = np.asarray(params['camera_offset'])
+    yaw = yaw_quat(params['camera_yaw'])
+    pitch = np.array([math.cos(params['camera_pitch'] / 2), math.sin(
+        params['camera_pitch'] / 2), 0.0, 0.0])
+    for c in range(m.ncam):
+        if m.cam_bodyid[c] != 0:
+            continue
+        m.cam_pos[c] = p['cam_pos'][c] + offset
+        # yaw about world z (pre-multiplied), pitch about the camera's own x axis (post).
+        m.cam_quat[c] = quat_mul(quat_mul(np.asarray(yaw), p['cam_quat'][c]), pitch)
 
 
 def perturbed_initial_state(spec: Any, params: Mapping[str, Any]) -> dict[str, Any]:
     """Return ``spec.initial_state`` as ``spec``'s perturbation changes it in the twin
     (``core.world.PERTURBED_STATES``): what the real arm's operator must set up by hand."""
-    from realm_ros.backends.mujoco.world import load_scene
-
-    scene = make_variant(load_scene(spec.task), spec.perturbation, params)
+    scene = make_variant(scenes.load_scene(spec.task), spec.perturbation, params)
     return perturb_state(scene, dict(spec.initial_state), spec.perturbation, params, spec.seed)

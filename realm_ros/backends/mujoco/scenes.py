@@ -1,10 +1,14 @@
-"""REALM's ten tasks as MuJoCo scenes built from primitives (``make_scene(task)``).
+"""The twin's scenes: the empty table (:class:`Scene`) and REALM's tasks built from primitives.
 
-Each scene adds its objects to the twin's table (robot base at the origin on the table top,
-z = 0; table x in [-0.15, 1.05] m, y in [-0.8, 0.8] m), samples a seeded initial state and
-reports the privileged state the rubric (:mod:`realm_ros.core.tasks`) scores; its keys are
-documented there. Object body names never start with ``panda_``, ``gripper``, ``left_`` or
-``right_``, so the digital real's hidden object mass/friction scales apply to them.
+:func:`load_scene` returns a task's scene (``''`` = the empty table). A task scene is built from
+the task's record (:class:`~realm_ros.core.tasks.TaskDef`): its movable objects
+(:data:`FREE_OBJECTS`, named by ``TaskDef.objects``) and its skill's fixtures (:data:`FIXTURES`,
+named by ``Skill.fixtures``). Each scene adds its objects to the twin's table (robot base at
+the origin on the table top, z = 0; table x in [-0.15, 1.05] m, y in [-0.8, 0.8] m), samples a
+seeded initial state and reports the privileged state the rubric (:mod:`realm_ros.core.tasks`)
+scores; its keys are documented there. Object body names never start with ``panda_``,
+``gripper``, ``left_`` or ``right_``, so the digital real's hidden object mass/friction scales
+apply to them.
 
 Differences from REALM (BEHAVIOR-1K assets in OmniGibson scenes) are listed per task in
 ``TaskDef.differs`` and in the README.
@@ -14,13 +18,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
 from realm_ros.backends.mujoco import model as mjcf
-from realm_ros.backends.mujoco.world import Scene
-from realm_ros.core import tasks
+from realm_ros.core import robot, skills, tasks
 from realm_ros.core.errors import ConfigError
 from realm_ros.core.rotations import yaw_quat
 
@@ -33,6 +36,48 @@ except ImportError:  # pragma: no cover - world.py already raised BackendUnavail
 SWITCH_TOGGLE_DEPTH = 0.006
 #: Travel of the drawer slides, m (openness 1.0 = pulled out this far).
 DRAWER_TRAVEL = 0.25
+
+
+def place(rng: np.random.Generator, obj: FreeObject, placed: list[tuple[float, float, float]],
+          tries: int = 500, context: str = '') -> tuple[float, float]:
+    """Return a centre (x, y) for ``obj`` drawn in its region, clear of every
+    (x, y, radius) in ``placed``; ConfigError after ``tries`` draws."""
+    for _ in range(tries):
+        x = rng.uniform(obj.region[0], obj.region[1])
+        y = rng.uniform(obj.region[2], obj.region[3])
+        if all(math.hypot(x - px, y - py) > obj.radius + pr for px, py, pr in placed):
+            return x, y
+    raise ConfigError(f'{context}cannot place {obj.name} collision-free')
+
+
+class Scene:
+    """What a task adds to the twin: bodies, assets, a sampler and privileged state.
+
+    The base class is the empty table. Tasks (:class:`TaskScene`) override these hooks; the
+    world calls them and never looks inside.
+    """
+
+    name = ''
+    instruction = ''
+
+    def mjcf(self) -> tuple[str, str]:
+        """Return ``(worldbody_xml, asset_xml)`` for the task's objects."""
+        return '', ''
+
+    def reset_q(self) -> np.ndarray:
+        """Return the arm's reset pose for this task, rad."""
+        return robot.RESET_Q.copy()
+
+    def apply_initial_state(self, model: Any, data: Any, state: Mapping[str, Any]) -> None:
+        """Write ``state`` (from :meth:`sample_initial_state`) into the simulation."""
+
+    def sample_initial_state(self, rng: np.random.Generator) -> dict[str, Any]:
+        """Return a JSON-ready initial state (object poses, ...) drawn from ``rng``."""
+        return {}
+
+    def privileged(self, model: Any, data: Any) -> dict[str, Any]:
+        """Return simulator-only state (object poses, contacts) for scoring and scripting."""
+        return {}
 
 
 def _f(values: Any) -> str:
@@ -128,18 +173,9 @@ WATER_BOTTLE = FreeObject(
     'rgba="0.9 0.9 0.95 1" mass="0.01"/>',
     0.0, (0.42, 0.6, -0.18, 0.18), 0.06, yaw_range=(-math.pi, math.pi))
 
-TASK_OBJECTS: dict[str, tuple[FreeObject, ...]] = {
-    'put_green_block_in_bowl': (GREEN_BLOCK, BOWL),
-    'put_banana_into_box': (BANANA, BOX),
-    'rotate_marker': (MARKER,),
-    'rotate_mug': (MUG,),
-    'pick_spoon': (SPOON,),
-    'pick_water_bottle': (WATER_BOTTLE,),
-    'stack_cubes': (GREEN_BLOCK, YELLOW_BLOCK),
-    'push_switch': (),
-    'open_drawer': (),
-    'close_drawer': (),
-}
+#: The movable objects tasks place, by body name (``TaskDef.objects`` names them).
+FREE_OBJECTS: dict[str, FreeObject] = {o.name: o for o in (
+    GREEN_BLOCK, YELLOW_BLOCK, BOWL, BOX, BANANA, MARKER, MUG, SPOON, WATER_BOTTLE)}
 
 # Collision bits: the cabinet and its drawers collide with the robot (contype 2) but not with
 # each other, so the drawers slide without a hollow carcass; the table's own bits (1/3) do not
@@ -194,6 +230,77 @@ def _switch_xml(pos: tuple[float, float]) -> str:
         'rgba="0.85 0.1 0.1 1" mass="0.01" name="switch_button_cap"/>'
         '</body></body>')
 
+@dataclasses.dataclass(frozen=True)
+class Fixture:
+    """A fixed, articulated part of a skill's scene (the cabinet, the switch panel).
+
+    ``xml`` builds its MJCF at the default pose (the seeded pose moves the fixed body at
+    reset); ``region`` (x_min, x_max, y_min, y_max) is where its position is drawn, m;
+    ``bodies`` are what the privileged state reports under ``objects``; ``parts`` maps each
+    articulated part to its joint (the scored part starts at its skill's
+    ``start_openness``, the others closed; ``joints`` are further joints, starting at 0);
+    ``added_region`` is where a perturbation adds objects beside it (None: the default);
+    ``repose`` moves its pose for VB-POSE: ``(rng, pose, shift, realm) -> None``;
+    ``reach_sites`` maps a reported body to the site REACH measures to (a handle);
+    ``toggle`` is (body, joint, button body, depth): the body counts as toggled on when the
+    joint is pressed more than ``depth`` m, and REACH measures to the button.
+    """
+
+    name: str
+    xml: Callable[[], str]
+    region: tuple[float, float, float, float]
+    bodies: tuple[str, ...]
+    parts: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    joints: tuple[str, ...] = ()
+    travel: float = 0.0
+    added_region: tuple[float, float, float, float] | None = None
+    repose: Callable[[np.random.Generator, list, float, Mapping[str, Any]], None] | None = None
+    reach_sites: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    toggle: tuple[str, str, str, float] | None = None
+
+    def sample(self, rng: np.random.Generator) -> list[float]:
+        """Return a pose ``[x, y, yaw]`` drawn in :attr:`region`."""
+        return [rng.uniform(self.region[0], self.region[1]),
+                rng.uniform(self.region[2], self.region[3]), 0.0]
+
+    def initial_joints(self, scored: str, skill: skills.Skill) -> dict[str, float]:
+        """Return the joints at reset: part ``scored`` at the skill's start, the rest closed."""
+        out = {joint: (skill.start_openness * self.travel if part == scored else 0.0)
+               for part, joint in self.parts.items()}
+        out.update({joint: 0.0 for joint in self.joints})
+        return out
+
+
+def _repose_cabinet(rng: np.random.Generator, pose: list, shift: float,
+                    realm: Mapping[str, Any]) -> None:
+    """VB-POSE on the cabinet: re-placed in its region, yaw ~ N(mean, std) clipped."""
+    region = FIXTURES['cabinet'].region
+    pose[0] += shift * (rng.uniform(region[0], region[1]) - pose[0])
+    pose[1] += shift * (rng.uniform(region[2], region[3]) - pose[1])
+    pose[2] = shift * float(np.clip(rng.normal(realm['drawer_yaw_mean'], realm['drawer_yaw_std']),
+                                    *realm['drawer_yaw']))
+
+
+def _repose_switch(rng: np.random.Generator, pose: list, shift: float,
+                   realm: Mapping[str, Any]) -> None:
+    """VB-POSE on the switch panel: REALM's wall z maps to the table's x (the panel lies flat,
+    so the wall's vertical is the table's depth) and its x to y."""
+    pose[0] += shift * rng.uniform(-realm['switch_z'], realm['switch_z'])
+    pose[1] += shift * rng.uniform(-realm['switch_x'], realm['switch_x'])
+
+
+#: Fixtures by name (``Skill.fixtures`` names them).
+FIXTURES: dict[str, Fixture] = {f.name: f for f in (
+    Fixture('cabinet', lambda: _cabinet_xml((0.78, 0.0), 0.0), (0.76, 0.8, -0.08, 0.08),
+            ('top_drawer', 'middle_drawer'),
+            parts={'top_drawer': 'top_drawer_slide', 'middle_drawer': 'middle_drawer_slide'},
+            travel=DRAWER_TRAVEL, added_region=(0.45, 0.7, 0.27, 0.4),
+            repose=_repose_cabinet, reach_sites={'top_drawer': 'top_drawer_handle_site'}),
+    Fixture('light_switch', lambda: _switch_xml((0.55, 0.0)), (0.45, 0.6, -0.15, 0.15),
+            ('light_switch',), joints=('switch_press',), repose=_repose_switch,
+            toggle=('light_switch', 'switch_press', 'switch_button', SWITCH_TOGGLE_DEPTH)),
+)}
+
 
 class TaskScene(Scene):
     """A REALM task in the twin: objects, seeded sampler, privileged state for the rubric."""
@@ -202,7 +309,9 @@ class TaskScene(Scene):
         self.task = tasks.get_task(task)
         self.name = task
         self.instruction = self.task.instruction
-        self.free = TASK_OBJECTS[task]
+        self.skill = skills.get(self.task.skill)
+        self.free = tuple(FREE_OBJECTS[name] for name in self.task.objects)
+        self.fixtures = tuple(FIXTURES[name] for name in self.skill.fixtures)
         self._initial: dict[str, dict[str, list[float]]] = {}
         self._initial_joints: dict[str, dict[str, float]] = {}
         self._ids: dict[str, Any] | None = None
@@ -218,14 +327,11 @@ class TaskScene(Scene):
                          f'<freejoint name="{obj.name}_free"/>{obj.geoms}</body>')
         # Articulated fixtures are placed when the scene is built; their seeded placement is
         # applied by moving the fixed body (model.body_pos) at reset.
-        if self.task.skill in ('open_drawer', 'close_drawer'):
-            parts.append(_cabinet_xml((0.78, 0.0), 0.0))
-        if self.task.skill == 'push':
-            parts.append(_switch_xml((0.55, 0.0)))
+        parts += [fixture.xml() for fixture in self.fixtures]
         return '\n'.join(parts), ''
 
     def reset_q(self) -> np.ndarray:
-        return np.asarray(tasks.RESET_Q[self.name], dtype=float)
+        return np.asarray(self.task.reset_q, dtype=float)
 
     # -- initial state ----------------------------------------------------------------------
 
@@ -235,34 +341,17 @@ class TaskScene(Scene):
         objects: dict[str, list[float]] = {}
         placed: list[tuple[float, float, float]] = []
         for obj in self.free:
-            for _ in range(200):
-                x = rng.uniform(obj.region[0], obj.region[1])
-                y = rng.uniform(obj.region[2], obj.region[3])
-                if all(math.hypot(x - px, y - py) > obj.radius + pr for px, py, pr in placed):
-                    break
-            else:
-                raise ConfigError(f'task {self.name}: cannot place {obj.name} collision-free')
+            x, y = place(rng, obj, placed, tries=200, context=f'task {self.name}: ')
             yaw = rng.uniform(*obj.yaw_range)
             placed.append((x, y, obj.radius))
             objects[obj.name] = [x, y, obj.z] + yaw_quat(yaw)
         fixtures: dict[str, list[float]] = {}
         joints: dict[str, float] = {}
-        if self.task.skill in ('open_drawer', 'close_drawer'):
-            fixtures['cabinet'] = [rng.uniform(0.76, 0.8), rng.uniform(-0.08, 0.08), 0.0]
-            joints['top_drawer_slide'] = 0.0 if self.task.skill == 'open_drawer' else \
-                DRAWER_TRAVEL
-            joints['middle_drawer_slide'] = 0.0
-        if self.task.skill == 'push':
-            fixtures['light_switch'] = [rng.uniform(0.45, 0.6), rng.uniform(-0.15, 0.15), 0.0]
-            joints['switch_press'] = 0.0
+        for fixture in self.fixtures:
+            fixtures[fixture.name] = fixture.sample(rng)
+            joints.update(fixture.initial_joints(self.task.target, self.skill))
         return {'objects': objects, 'fixtures': fixtures, 'joints': joints,
                 'reset_q': [float(v) for v in self.reset_q()]}
-
-    def perturb_state(self, state: Mapping[str, Any], code: str,
-                      params: Mapping[str, Any]) -> Mapping[str, Any]:
-        """Return the initial state changed by perturbation ``code`` (``perturb.py``)."""
-        from realm_ros.backends.mujoco import perturb
-        return perturb.perturb_state(self, state, code, params)
 
     def apply_initial_state(self, model: Any, data: Any, state: Mapping[str, Any]) -> None:
         state = state or self._layout
@@ -286,11 +375,7 @@ class TaskScene(Scene):
         """Cache ids of the bodies and joints the privileged state reads (per model)."""
         if self._ids is not None and self._model_key is model:
             return self._ids
-        names = [o.name for o in self.free]
-        if self.task.skill in ('open_drawer', 'close_drawer'):
-            names += ['top_drawer', 'middle_drawer']
-        if self.task.skill == 'push':
-            names += ['light_switch']
+        names = [o.name for o in self.free] + [b for f in self.fixtures for b in f.bodies]
         objects = {n: model.body(n).id for n in names}
         robot_root = model.body('panda_link0').id
         owner = {}
@@ -309,12 +394,12 @@ class TaskScene(Scene):
             'fingers': (model.joint('left_finger_joint').qposadr[0],
                         model.joint('right_finger_joint').qposadr[0]),
             'tcp': model.site('tcp').id,
-            'joints': {n: model.joint(n).id for n in ('top_drawer_slide', 'middle_drawer_slide',
-                                                      'switch_press')
-                       if mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, n) >= 0},
-            'handles': {n: model.site(f'{n}_handle_site').id for n in ('top_drawer',)
-                        if n in objects},
-            'button': (model.body('switch_button').id if 'light_switch' in objects else None),
+            'joints': {n: model.joint(n).id for f in self.fixtures
+                       for n in (*f.parts.values(), *f.joints)},
+            'handles': {n: model.site(site).id for f in self.fixtures
+                        for n, site in f.reach_sites.items()},
+            'toggles': [(f.toggle[0], f.toggle[1], model.body(f.toggle[2]).id, f.toggle[3])
+                        for f in self.fixtures if f.toggle is not None],
         }
         self._model_key = model
         return self._ids
@@ -356,7 +441,7 @@ class TaskScene(Scene):
         on_top = {name: sorted(other for other in touching[name]
                                if objects[name]['pos'][2] > objects[other]['pos'][2] + 1e-3)
                   for name in objects}
-        inside = {name: [] for name in objects}
+        inside: dict[str, list[str]] = {name: [] for name in objects}
         for obj in self.free:
             if obj.interior is None:
                 continue
@@ -388,9 +473,9 @@ class TaskScene(Scene):
             'toggled': {},
             'reach_point': {n: data.site_xpos[s].tolist() for n, s in ids['handles'].items()},
         }
-        if 'switch_press' in joints:
-            state['toggled']['light_switch'] = joints['switch_press']['q'] < -SWITCH_TOGGLE_DEPTH
-            state['reach_point']['light_switch'] = data.xpos[ids['button']].tolist()
+        for name, joint, button, depth in ids['toggles']:
+            state['toggled'][name] = joints[joint]['q'] < -depth
+            state['reach_point'][name] = data.xpos[button].tolist()
         return state
 
 
@@ -404,3 +489,13 @@ def make_scene(task: str) -> Scene:
     """Return the scene of REALM task ``task``; unknown names raise ConfigError listing tasks."""
     tasks.get_task(task)
     return TaskScene(task)
+
+
+def load_scene(task: str) -> Scene:
+    """Return the :class:`Scene` of ``task`` ('' = the empty table)."""
+    return make_scene(task) if task else Scene()
+
+
+def sample_initial_state(task: str, seed: int) -> dict[str, Any]:
+    """Return ``task``'s initial state drawn from ``seed`` (``core.world.SCENE_SAMPLERS``)."""
+    return load_scene(task).sample_initial_state(np.random.default_rng(seed))

@@ -8,7 +8,7 @@ seeded from the spec.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 import numpy as np
 
@@ -16,9 +16,13 @@ from realm_ros.backends.mujoco import camera_rig, perturb, visuals
 from realm_ros.backends.mujoco import model as mjcf
 from realm_ros.backends.mujoco.actuation import ArmActuation, PendingTargets, delay_steps
 from realm_ros.backends.mujoco.render import FrameRenderer
-from realm_ros.core import control, perturbations, robot
+
+# Scenes live in scenes.py; Scene, load_scene and sample_initial_state (core.world's
+# SCENE_SAMPLERS names it here) stay importable from this module.
+from realm_ros.backends.mujoco.scenes import Scene, load_scene, sample_initial_state  # noqa: F401
+from realm_ros.core import control, perturbations
 from realm_ros.core.config import DynamicsParams, WorldConfig
-from realm_ros.core.errors import BackendUnavailable, ConfigError
+from realm_ros.core.errors import BackendUnavailable
 from realm_ros.core.types import Action, ActionMode, EpisodeSpec, JointState, Observation
 from realm_ros.core.world import World, twin_arguments
 
@@ -26,60 +30,6 @@ try:
     import mujoco
 except ImportError as err:  # pragma: no cover - exercised only without mujoco
     raise BackendUnavailable('the MuJoCo twin needs the "mujoco" package') from err
-
-
-class Scene:
-    """What a task adds to the twin: bodies, assets, a sampler and privileged state.
-
-    The base class is the empty table. Tasks (``realm_ros.backends.mujoco.scenes``) override
-    these hooks; the world calls them and never looks inside.
-    """
-
-    name = ''
-    instruction = ''
-
-    def mjcf(self) -> tuple[str, str]:
-        """Return ``(worldbody_xml, asset_xml)`` for the task's objects."""
-        return '', ''
-
-    def reset_q(self) -> np.ndarray:
-        """Return the arm's reset pose for this task, rad."""
-        return robot.RESET_Q.copy()
-
-    def apply_initial_state(self, model: Any, data: Any, state: Mapping[str, Any]) -> None:
-        """Write ``state`` (from :meth:`sample_initial_state`) into the simulation."""
-
-    def sample_initial_state(self, rng: np.random.Generator) -> dict[str, Any]:
-        """Return a JSON-ready initial state (object poses, ...) drawn from ``rng``."""
-        return {}
-
-    def privileged(self, model: Any, data: Any) -> dict[str, Any]:
-        """Return simulator-only state (object poses, contacts) for scoring and scripting."""
-        return {}
-
-    def perturb_state(self, state: Mapping[str, Any], code: str,
-                      params: Mapping[str, Any]) -> Mapping[str, Any]:
-        """Return the initial state changed by perturbation ``code`` (VB-POSE); default as is."""
-        del code, params
-        return state
-
-
-def load_scene(task: str) -> Scene:
-    """Return the :class:`Scene` of ``task`` ('' = the empty table)."""
-    if not task:
-        return Scene()
-    try:
-        from realm_ros.backends.mujoco import scenes
-    except ImportError:
-        scenes = None
-    if scenes is None or not hasattr(scenes, 'make_scene'):
-        raise ConfigError(f'unknown task {task!r}: this install has no task scenes')
-    return scenes.make_scene(task)
-
-
-def sample_initial_state(task: str, seed: int) -> dict[str, Any]:
-    """Return ``task``'s initial state drawn from ``seed`` (``core.world.SCENE_SAMPLERS``)."""
-    return load_scene(task).sample_initial_state(np.random.default_rng(seed))
 
 
 class MujocoWorld(World):
@@ -112,7 +62,7 @@ class MujocoWorld(World):
         self._last_render_time = -np.inf
         self._visuals = config.camera_rate_hz > 0 and bool(config.cameras)
         self._scene: Scene | None = None
-        self._task = None
+        self._task: str | None = None
         self._rng = np.random.default_rng(config.seed)
         self._step_count = 0
         self._instruction = ''
@@ -148,6 +98,7 @@ class MujocoWorld(World):
         # Pristine copies: perturbations are applied from these at every reset, never compounded.
         self._pristine = perturb.snapshot(self.model)
         self._image_aug: Mapping[str, Any] | None = None
+        self._image_apply: perturbations.ImageApplier | None = None
         if self._dynamics is not None:
             self.set_dynamics(self._dynamics)
         if self._renderer is not None:
@@ -198,7 +149,7 @@ class MujocoWorld(World):
     def reset(self, spec: EpisodeSpec) -> Observation:
         task = '' if spec.task in ('', 'empty') else spec.task
         params: Mapping[str, Any] = {}
-        if spec.perturbation != 'Default':
+        if spec.perturbation != perturbations.DEFAULT:
             params = perturbations.sample(task, spec.perturbation, spec.intensity, spec.seed)
         if task != self._task or perturb.variant_key(spec.perturbation, params) != self._variant:
             self._build(task, spec.perturbation, params)
@@ -206,7 +157,8 @@ class MujocoWorld(World):
         self._rng = np.random.default_rng(spec.seed)
         state = dict(spec.initial_state) or self._scene.sample_initial_state(
             np.random.default_rng(spec.seed))
-        state = self._scene.perturb_state(state, spec.perturbation, params)
+        if task:
+            state = perturb.perturb_state(self._scene, state, spec.perturbation, params)
         self._perturb_model(spec.perturbation, params)
         self.perturbation = {'code': spec.perturbation, 'intensity': spec.intensity,
                              'seed': spec.seed, 'params': dict(params)}
@@ -214,11 +166,13 @@ class MujocoWorld(World):
         self._reset_sim(reset_q, state)
         self._instruction = (spec.instruction or params.get('instruction', '')
                              or self._scene.instruction)
-        self._image_aug = params if spec.perturbation == 'V-AUG' else None
+        # The image kind: the code's image applier and its parameters (None: images as is).
+        self._image_apply = perturbations.get(spec.perturbation).image
+        self._image_aug = params if self._image_apply is not None else None
         return self.observe()
 
     def _perturb_model(self, code: str, params: Mapping[str, Any]) -> None:
-        """Restore the pristine model, then apply V-LIGHT, B-HOBJ or V-VIEW (``perturb.py``)."""
+        """Restore the pristine model, then apply ``code``'s model applier (``perturb.py``)."""
         main = getattr(getattr(self._scene, 'task', None), 'obj', '')
         perturb.apply_model(self.model, self._pristine, code, params, main, self._arm_dof)
 
@@ -343,11 +297,9 @@ class MujocoWorld(World):
     def _observed_images(self) -> dict[str, np.ndarray]:
         """This state's images as a policy sees them (with a perturbation's augmentation)."""
         images = self.render()
-        if self._image_aug is not None:
-            images = {name: perturbations.augment_image(
-                image, self._image_aug['blur_sigma'], self._image_aug['contrast'],
-                self._image_aug.get('reference_height', 720))
-                for name, image in images.items()}
+        if self._image_apply is not None and self._image_aug is not None:
+            images = {name: self._image_apply(image, self._image_aug)
+                      for name, image in images.items()}
         return images
 
     def render(self) -> dict[str, np.ndarray]:
@@ -421,7 +373,7 @@ class FrameImages(Mapping[str, np.ndarray]):
     def __contains__(self, name: object) -> bool:
         return name in self._names
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
+    def __iter__(self) -> Iterator[str]:
         return iter(self._names)
 
     def __len__(self) -> int:
