@@ -119,7 +119,6 @@ LEFT_ELSEWHERE = {
     'core/episode.py': 1,  # == 'Default' -> perturbations.DEFAULT / PerturbationDef.kinds
     'nodes/evaluator_node.py': 2,  # == 'Default' -> perturbations.DEFAULT
     'nodes/operator_node.py': 1,  # != 'Default' -> perturbations.DEFAULT
-    'commands/sweep.py': 1,  # GPU_REFUSED -> codes whose PerturbationDef.kinds hold 'scene'
 }
 
 

@@ -182,7 +182,7 @@ def _entry(records: Sequence[Mapping[str, Any]], seed: int) -> dict[str, Any]:
 def condition(record: Mapping[str, Any]) -> str:
     """Return a record's perturbation condition: ``code@intensity`` (``Default`` alone)."""
     code = str(record['perturbation'])
-    return code if code == 'Default' else f'{code}@{float(record["intensity"]):g}'
+    return code if code == perturbations.DEFAULT else f'{code}@{float(record["intensity"]):g}'
 
 
 def summarize_sweep(records: Sequence[Mapping[str, Any]], seed: int = 0,
@@ -270,7 +270,7 @@ def _deltas(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     means = {k: float(np.mean(v)) for k, v in cells.items()}
     out = {}
     for cond in dict.fromkeys(k[0] for k in means):
-        if cond == 'Default':
+        if cond == perturbations.DEFAULT:
             continue
         pert, default = [], []
         for (c, policy, task), value in means.items():

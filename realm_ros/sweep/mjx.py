@@ -102,10 +102,11 @@ def run_cpu(cells: Sequence[EpisodeSpec], skill: int, workers: int = 1, trace: b
     return [r for r, _ in results], [t for _, t in results]
 
 
-#: Perturbations ``--device gpu`` refuses: they change the scene's geometry per seed (V-SC's
-#: distractors, SB-NOUN's object, SB-VRB's receiver, VB-MOBJ's morph, VSB-NOBJ's new object),
-#: so each cell would be its own MJX model with its own compilation (minutes each).
-GPU_REFUSED = ('V-SC', 'SB-NOUN', 'SB-VRB', 'VB-MOBJ', 'VSB-NOBJ')
+#: Perturbations ``--device gpu`` refuses: those whose kinds include ``scene`` change the
+#: scene's geometry per seed (V-SC's distractors, SB-NOUN's object, SB-VRB's receiver, VB-MOBJ's
+#: morph, VSB-NOBJ's new object), so each cell would be its own MJX model with its own
+#: compilation (minutes each).
+GPU_REFUSED = tuple(code for code, p in perturbations.PERTURBATIONS.items() if 'scene' in p.kinds)
 
 
 def refuse_on_gpu(cells: Sequence[EpisodeSpec]) -> None:
