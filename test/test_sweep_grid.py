@@ -308,3 +308,28 @@ def test_a_worker_that_cannot_build_its_runner_stops_the_sweep_with_the_reason(t
             run_sweep(cells, ex, tmp_path)
     assert len(str(err.value).splitlines()) == 1
     assert not (tmp_path / EVENTS).exists()
+
+
+@pytest.mark.slow
+def test_sweep_videos_land_beside_the_records_and_the_arena_pairs_them(tmp_path, capsys):
+    from realm_ros.arena.catalog import Catalog
+    from realm_ros.cli import main
+    from realm_ros.io.video import probe
+
+    out = tmp_path / 'sweep'
+    argv = ['sweep', '--out', str(out), '--tasks', 'push_switch', '--policies', 'scripted:0',
+            'scripted:3', '--episodes-per-cell', '1', '--max-steps', '12', '--workers', '2',
+            '--videos', '--quiet']
+    assert main(argv) == 0
+    records = _lines(out / 'episodes.jsonl')
+    assert len(records) == 2
+    for r in records:
+        assert r['video'] == f'videos/mujoco/{r["pair_id"].replace("/", "__")}.webm'
+        info = probe(out / r['video'])
+        assert info['frames'] == r['steps'] and info['codec'] == 'vp9'
+    assert not list(out.rglob('*.partial.webm'))
+    catalog = Catalog([out])
+    assert catalog.policies() == ['scripted-0', 'scripted-3'] and len(catalog.slots) == 1
+    assert main(['sweep', '--out', str(tmp_path / 'x'), '--tasks', 'push_switch', '--videos',
+                 'nose', '--quiet']) == 2
+    assert 'unknown camera' in capsys.readouterr().err

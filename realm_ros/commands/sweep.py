@@ -62,6 +62,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help='control steps per episode')
     parser.add_argument('--seed', type=int, default=0,
                         help="seed of the sweep (paired-eval's: the same initial states)")
+    parser.add_argument('--videos', nargs='?', const='exterior_1', default=None,
+                        metavar='CAMERA',
+                        help="save each cell's CAMERA (exterior_1) as OUT/videos/<world>/"
+                             '<episode id>.webm, named in its record, for the arena')
     parser.add_argument('--cameras', action='store_true',
                         help='render every camera (vision policies get theirs anyway)')
     parser.add_argument('--worlds', nargs='+', default=['mujoco'], choices=('mujoco', 'physx'),
@@ -138,7 +142,8 @@ def build_config(args: argparse.Namespace) -> SweepConfig:
                        execute_horizon=args.execute_horizon, sim_params_file=sim_params)
 
 
-def make_executor(args: argparse.Namespace, options: dict[str, Any]) -> Any:
+def make_executor(args: argparse.Namespace, options: dict[str, Any],
+                  hook: Any = None) -> Any:
     """Return the executor the flags ask for: Ray, local processes or this process."""
     from realm_ros.sweep.executors import InProcessExecutor, ProcessExecutor
 
@@ -147,10 +152,10 @@ def make_executor(args: argparse.Namespace, options: dict[str, Any]) -> Any:
     if args.ray is not None:
         from realm_ros.sweep.ray_executor import RayExecutor
         return RayExecutor(args.ray or os.environ.get('RAY_ADDRESS') or None, args.workers,
-                           options=options)
+                           hook=hook, options=options)
     if args.workers and args.workers > 1:
-        return ProcessExecutor(args.workers, options=options)
-    return InProcessExecutor(options=options)
+        return ProcessExecutor(args.workers, hook=hook, options=options)
+    return InProcessExecutor(hook=hook, options=options)
 
 
 def finish(out: pathlib.Path, config: SweepConfig, cells: Sequence[Cell], run: Any, log: Any,
@@ -191,7 +196,19 @@ def run(args: argparse.Namespace) -> int:
     os.environ.setdefault('MUJOCO_GL', 'egl')
     config = build_config(args)
     servers = parse_servers(args.servers)
-    cells = plan_cells(config, lambda e: policy_cameras(e, config.cameras), servers)
+    video_camera = getattr(args, 'videos', None)
+    if video_camera is not None:
+        if video_camera not in CAMERA_NAMES:
+            raise ConfigError(f'--videos: unknown camera {video_camera!r}; choose one of '
+                              f'{list(CAMERA_NAMES)}')
+        if 'mjx' in config.worlds:
+            raise ConfigError('--videos: the GPU batch (--device gpu) renders no cameras')
+
+    def cameras_for(entry: PolicyEntry) -> tuple[str, ...]:
+        wanted = set(policy_cameras(entry, config.cameras)) | {video_camera}
+        return tuple(c for c in CAMERA_NAMES if c in wanted)
+
+    cells = plan_cells(config, cameras_for, servers)
     for cell in skipped_cells(config):
         print(f'skipped {cell["task"]} / {cell["perturbation"]}: {cell["reason"]}')
     options: dict[str, Any] = {}
@@ -205,7 +222,11 @@ def run(args: argparse.Namespace) -> int:
                           'ls_iterations': ls_iterations}
     out = args.out.expanduser().resolve()
     bar = None if args.quiet else _bar(len(cells))
-    executor = make_executor(args, options)
+    hook = None
+    if video_camera is not None:
+        from realm_ros.sweep.videos import VideoHook
+        hook = VideoHook(out, video_camera)
+    executor = make_executor(args, options, hook)
     try:
         if not args.quiet:
             print(f'sweep: {len(cells)} cells on {executor.name}; writing {out}', flush=True)
