@@ -1,4 +1,4 @@
-"""Visual matching: the twin's robot and objects from simulation, every other pixel from the plate."""
+"""Visual matching: robot and objects from simulation, every other pixel from the plate."""
 
 import pathlib
 import shutil

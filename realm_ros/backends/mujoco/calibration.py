@@ -248,7 +248,10 @@ class SilhouetteLoss:
             small = cv2.resize(m.astype(np.uint8) * 255, size,
                                interpolation=cv2.INTER_AREA) >= 128
             # Distance (px) from each pixel to the nearest seen robot pixel (0 where unknown).
-            dt = cv2.distanceTransform((~small).astype(np.uint8), cv2.DIST_L2, 5)
+            # Seen pixels are the silhouette's pixel centres; its edge lies half a pixel beyond
+            # the last of them, where a projected point on the true edge falls: no penalty.
+            dt = np.maximum(cv2.distanceTransform((~small).astype(np.uint8), cv2.DIST_L2, 5)
+                            - 0.5, 0.0)
             dt[hidden] = 0.0
             self.dt_out.append(dt)
             edge = small & ~cv2.erode(small.astype(np.uint8), np.ones((3, 3), np.uint8))
