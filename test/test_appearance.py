@@ -170,3 +170,22 @@ def test_cameras_without_out_or_with_a_bad_appearance_exit_2(tmp_path, capsys):
                      str(tmp_path / 's'), '--image-size', '32x18', '--appearance',
                      str(bad)]) == 2
     assert 'sensor.gamma' in capsys.readouterr().err
+
+
+def test_appearance_reaches_the_digital_real_node_and_visual_match_the_twin():
+    from realm_ros.core.config import DigitalRealConfig
+    from realm_ros.core.evaluation import EvalConfig
+    from realm_ros.graph import paired_eval_graph
+
+    assert DigitalRealConfig(appearance_file='/a.yaml').world_config().appearance_file == \
+        '/a.yaml'
+    specs = paired_eval_graph(EvalConfig(real_appearance_file='/a.yaml',
+                                         visual_match_dir='/m'), 'out')
+    params = {(s.namespace, s.name): s.parameters for s in specs}
+    robot = next(p for (ns, name), p in params.items() if name == 'digital_real')
+    assert robot['appearance_file'] == '/a.yaml'
+    sim = [p for (ns, name), p in params.items() if name == 'world' and
+           p.get('backend') == 'mujoco']
+    assert len(sim) == 1 and sim[0]['visual_match_dir'] == '/m'
+    assert all('visual_match_dir' not in p for (ns, name), p in params.items()
+               if name == 'world' and p.get('backend') == 'franka')

@@ -307,9 +307,9 @@ class CameraFit:
 
 
 #: Coarse to fine: (image scale, CMA-ES step size in cm / deg, iterations) per stage.
-STAGES = ((0.5, 1.5, 30), (1.0, 0.4, 40))
+STAGES = ((0.5, 1.5, 25), (1.0, 0.4, 30))
 #: The fine stage after the clean plate.
-REFINE = ((1.0, 0.2, 30),)
+REFINE = ((1.0, 0.2, 20),)
 
 
 def fit_camera(name: str, start: CameraPose, points: Sequence[np.ndarray], masks: np.ndarray,
@@ -332,7 +332,7 @@ def fit_camera(name: str, start: CameraPose, points: Sequence[np.ndarray], masks
         loss = full if scale == 1.0 else SilhouetteLoss(points, masks, scale, seed=seed,
                                                          unknown=unknown)
         options = {'seed': seed + 1, 'bounds': [[-8.0] * 7, [8.0] * 7], 'maxiter': iterations,
-                   'verbose': -9, 'popsize': 12, 'tolfun': 1e-4, 'tolx': 1e-4}
+                   'verbose': -9, 'tolfun': 1e-4, 'tolx': 1e-4}
         es = cma.CMAEvolutionStrategy(theta, sigma, options)
         while not es.stop():
             candidates = es.ask()
@@ -406,12 +406,21 @@ class Recording:
         return int(first.shape[2]), int(first.shape[1])
 
 
-def moving_points(geometry: RobotGeometry, recording: Recording) -> list[np.ndarray]:
-    """Return each frame's robot points, without those that stay within ``STATIC_M``."""
+def moving_points(geometry: RobotGeometry, recording: Recording,
+                  per_pixel: float = 1.5) -> list[np.ndarray]:
+    """Return each frame's robot points, without those that stay within ``STATIC_M``.
+
+    At most ``per_pixel`` points per image pixel are kept (a fixed random subset): the robot
+    covers a few percent of the image, so that is still several points per robot pixel.
+    """
     clouds = [geometry.points(q, g) for q, g in zip(recording.q, recording.gripper)]
     stack = np.stack(clouds)
     spread = np.linalg.norm(stack.max(0) - stack.min(0), axis=1)
-    keep = spread > STATIC_M
+    keep = np.flatnonzero(spread > STATIC_M)
+    w, h = recording.size
+    limit = int(per_pixel * w * h)
+    if len(keep) > limit:
+        keep = np.sort(np.random.default_rng(0).choice(keep, limit, replace=False))
     return [c[keep] for c in clouds]
 
 
