@@ -88,10 +88,23 @@ def test_colour_transform_applies_to_simulated_pixels(tmp_path):
     try:
         spec = EpisodeSpec(task=TASK, seed=3)
         base, got = (dict(w.reset(spec).images) for w in (plain, matched))
-        keep = _kept(plain)['exterior_1']
-        np.testing.assert_allclose(got['exterior_1'][keep].astype(int),
-                                   base['exterior_1'][keep][:, ::-1].astype(int), atol=1)
-        np.testing.assert_allclose(got['wrist'].astype(int), base['wrist'][..., ::-1], atol=1)
+        renderer = FrameRenderer(plain.model, W, H, shadows=False)
+        try:
+            segs = renderer.render(plain.data, ('exterior_1', 'wrist'), segmentation=True)
+        finally:
+            renderer.close()
+        robot = visual_match.robot_geoms(plain.model)
+        for name in ('exterior_1', 'wrist'):
+            arm = visual_match.seg_mask(segs[name], robot)
+            assert arm.sum() > 20, name
+            # The robot's pixels through the transform; the objects keep the twin's colours.
+            np.testing.assert_allclose(got[name][arm].astype(int),
+                                       base[name][arm][:, ::-1].astype(int), atol=1)
+        keep = _kept(plain)['exterior_1'] & ~visual_match.seg_mask(segs['exterior_1'], robot)
+        assert keep.sum() > 5
+        np.testing.assert_array_equal(got['exterior_1'][keep], base['exterior_1'][keep])
+        wrist_rest = ~visual_match.seg_mask(segs['wrist'], robot)
+        np.testing.assert_array_equal(got['wrist'][wrist_rest], base['wrist'][wrist_rest])
     finally:
         plain.close()
         matched.close()

@@ -13,9 +13,9 @@ From a calibration recording (``realm-ros cameras record``) and the calibrated r
 
 :class:`VisualMatchLook` is the matched twin's look: each exterior frame is drawn, by the
 actor-level segmentation, from simulation where the robot, the task objects and articulated
-fixtures are (every body but the world and the table; colour-transformed) and from the plate
-everywhere else, at the camera's resolution: a hard mask, as SIMPLER's. What is lost, as in
-SIMPLER: shadows the simulated robot and objects cast on the table and floor (those pixels
+fixtures are (every body but the world and the table; the robot colour-transformed) and from
+the plate everywhere else, at the camera's resolution: a hard mask, as SIMPLER's. What is
+lost, as in SIMPLER: shadows the simulated robot and objects cast on the table and floor (those pixels
 come from the plate), and anything that changes in the lab's background (the plate is static).
 Perturbations still act on the simulated pixels (a V-LIGHT dims the robot and objects, not the
 plate; V-VIEW moves the camera off the plate's viewpoint, which the plate cannot follow).
@@ -204,7 +204,7 @@ class VisualMatchLook(Look):
         self.plates = dict(plates)
         self.colours = dict(colours)
         self._plates_at: dict[tuple[str, int, int], np.ndarray] = {}
-        self._kept: tuple[Any, np.ndarray] | None = None
+        self._kept: tuple[Any, np.ndarray, np.ndarray] | None = None
 
     @classmethod
     def load(cls, folder: str | pathlib.Path) -> VisualMatchLook:
@@ -265,19 +265,29 @@ class VisualMatchLook(Look):
 
     def finish(self, world: Any, images: dict[str, np.ndarray],
                segment: Segmenter) -> dict[str, np.ndarray]:
-        """Composite the exterior cameras over their plates; colour-match every camera."""
-        out = {name: (apply_colour(image, self.colours[name]) if name in self.colours
-                      else image) for name, image in images.items()}
-        overlay = [name for name in images if name in self.plates]
-        if not overlay:
-            return out
+        """Colour-match the robot's pixels; composite the exterior cameras over their plates.
+
+        The colour transform is fitted on robot pixels (white and grey paint), so it is applied
+        to them only: extrapolated to saturated objects or the wrist camera's table it is not
+        what the camera does (it turned a green block grey). Objects keep the twin's colours.
+        """
+        if not any(name in self.colours or name in self.plates for name in images):
+            return images
         if self._kept is None or self._kept[0] is not world.model:
-            self._kept = (world.model, kept_geoms(world.model))
+            self._kept = (world.model, kept_geoms(world.model), robot_geoms(world.model))
         seg = segment()
-        for name in overlay:
-            h, w = images[name].shape[:2]
-            keep = seg_mask(seg[name], self._kept[1])
-            out[name] = np.where(keep[..., None], out[name], self.plate(name, w, h))
+        out = {}
+        for name, image in images.items():
+            picture = image
+            if name in self.colours:
+                robot = seg_mask(seg[name], self._kept[2])
+                picture = np.where(robot[..., None], apply_colour(image, self.colours[name]),
+                                   image)
+            if name in self.plates:
+                h, w = image.shape[:2]
+                keep = seg_mask(seg[name], self._kept[1])
+                picture = np.where(keep[..., None], picture, self.plate(name, w, h))
+            out[name] = picture
         return out
 
 
