@@ -15,8 +15,9 @@ From a calibration recording (``realm-ros cameras record``) and the calibrated r
 actor-level segmentation, from simulation where the robot, the task objects and articulated
 fixtures are (every body but the world and the table; the robot colour-transformed) and from
 the plate everywhere else, at the camera's resolution: a hard mask, as SIMPLER's. What is
-lost, as in SIMPLER: shadows the simulated robot and objects cast on the table and floor (those pixels
-come from the plate), and anything that changes in the lab's background (the plate is static).
+lost, as in SIMPLER: shadows the simulated robot and objects cast on the table and floor
+(those pixels come from the plate), and anything that changes in the lab's background (the
+plate is static).
 Perturbations still act on the simulated pixels (a V-LIGHT dims the robot and objects, not the
 plate; V-VIEW moves the camera off the plate's viewpoint, which the plate cannot follow).
 """
