@@ -9,7 +9,7 @@ import pytest
 
 from realm_ros import cli
 from realm_ros.backends.mujoco import calibration as cal
-from realm_ros.backends.mujoco import camera_rig
+from realm_ros.backends.mujoco import camera_rig, visual_match
 from realm_ros.backends.mujoco.render import FrameRenderer
 from realm_ros.backends.mujoco.visual_match import robot_geoms, seg_mask
 from realm_ros.commands.cameras_calibration import load_recording
@@ -81,7 +81,7 @@ def test_plate_and_masks_find_a_moving_square():
 
 
 @pytest.mark.slow
-def test_record_then_calibrate_writes_a_rig_the_twin_reads(tmp_path, capsys):
+def test_record_calibrate_match_on_a_small_recording(tmp_path, capsys):
     bag = tmp_path / 'bag'
     assert cli.main(['cameras', 'record', '--appearance', str(LAB), '--out', str(bag),
                      '--image-size', '96x54', '--poses', '6']) == 0
@@ -90,3 +90,18 @@ def test_record_then_calibrate_writes_a_rig_the_twin_reads(tmp_path, capsys):
     assert set(recording.images) == {'exterior_1', 'exterior_2', 'wrist'}
     assert cli.main(['cameras', 'record', '--out', str(bag)]) == 2  # never overwrites
     capsys.readouterr()
+    rig = tmp_path / 'rig.yaml'
+    assert cli.main(['cameras', 'calibrate', str(bag), '--out', str(rig)]) == 0
+    lines = {line.split()[0]: line.split() for line in capsys.readouterr().out.splitlines()
+             if line.startswith('exterior')}
+    for name in ('exterior_1', 'exterior_2'):
+        residual, before = float(lines[name][1]), float(lines[name][2])
+        assert residual < before, name
+    assert len(camera_rig.load_rig(str(rig)).exterior) == 2
+    for png in ('exterior_1_overlay.png', 'exterior_2_overlay.png', 'before_after.png'):
+        assert (tmp_path / 'rig_check' / png).stat().st_size > 0
+    match = tmp_path / 'match'
+    assert cli.main(['cameras', 'match', str(bag), '--rig', str(rig), '--out', str(match)]) == 0
+    look = visual_match.VisualMatchLook.load(match)
+    assert set(look.plates) == {'exterior_1', 'exterior_2'} and 'wrist' in look.colours
+    assert look.plates['exterior_1'].shape == (54, 96, 3)
