@@ -47,6 +47,8 @@ STATIC_M = 0.06
 POINTS_PER_M2 = 20000.0
 #: Distances above this count as this in the loss (robustness to shadows, clutter), px.
 CAP_PX = 6.0
+#: A pixel darker than this fraction of the plate is not a shadow (the arm's dark joints are).
+SHADOW_FLOOR = 0.35
 
 
 @dataclasses.dataclass(frozen=True)
@@ -215,7 +217,8 @@ def _masks(stack: np.ndarray, plate: np.ndarray, threshold: float) -> np.ndarray
     ratio = (f + 8.0) / (p + 8.0)
     # A shadow takes the key light away: darker in every channel, by roughly one factor
     # (the key light's colour tilts it a little).
-    shadow = np.all(ratio < 0.93, axis=-1) & (ratio.max(-1) - ratio.min(-1) < 0.25)
+    shadow = (np.all((ratio < 0.93) & (ratio > SHADOW_FLOOR), axis=-1)
+              & (ratio.max(-1) - ratio.min(-1) < 0.25))
     masks = (diff > threshold) & ~shadow
     kernel = np.ones((3, 3), np.uint8)
     return np.stack([cv2.morphologyEx(m.astype(np.uint8), cv2.MORPH_OPEN, kernel) > 0
@@ -407,8 +410,8 @@ class Recording:
 
 
 def moving_points(geometry: RobotGeometry, recording: Recording,
-                  per_pixel: float = 1.5) -> list[np.ndarray]:
-    """Return each frame's robot points, without those that stay within ``STATIC_M``.
+                  per_pixel: float = 1.5, static_m: float = STATIC_M) -> list[np.ndarray]:
+    """Return each frame's robot points, without those that stay within ``static_m``.
 
     At most ``per_pixel`` points per image pixel are kept (a fixed random subset): the robot
     covers a few percent of the image, so that is still several points per robot pixel.
@@ -416,7 +419,7 @@ def moving_points(geometry: RobotGeometry, recording: Recording,
     clouds = [geometry.points(q, g) for q, g in zip(recording.q, recording.gripper)]
     stack = np.stack(clouds)
     spread = np.linalg.norm(stack.max(0) - stack.min(0), axis=1)
-    keep = np.flatnonzero(spread > STATIC_M)
+    keep = np.flatnonzero(spread > static_m)
     w, h = recording.size
     limit = int(per_pixel * w * h)
     if len(keep) > limit:
@@ -470,7 +473,8 @@ def calibrate(recording: Recording, rig: camera_rig.Rig, seed: int = 0,
     """
     size = recording.size
     geometry = twin_geometry(rig, size)
-    points = moving_points(geometry, recording)
+    # Given masks hold the whole robot, base too: then the model keeps its static parts.
+    points = moving_points(geometry, recording, static_m=STATIC_M if masks is None else -1.0)
     starts = {c.name: CameraPose.from_spec(c) for c in rig.exterior}
     fits = {}
     for name in cameras:
