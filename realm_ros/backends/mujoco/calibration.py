@@ -47,8 +47,6 @@ STATIC_M = 0.06
 POINTS_PER_M2 = 20000.0
 #: Distances above this count as this in the loss (robustness to shadows, clutter), px.
 CAP_PX = 6.0
-#: A pixel darker than this fraction of the plate is not a shadow (the arm's dark joints are).
-SHADOW_FLOOR = 0.35
 
 
 @dataclasses.dataclass(frozen=True)
@@ -217,8 +215,7 @@ def _masks(stack: np.ndarray, plate: np.ndarray, threshold: float) -> np.ndarray
     ratio = (f + 8.0) / (p + 8.0)
     # A shadow takes the key light away: darker in every channel, by roughly one factor
     # (the key light's colour tilts it a little).
-    shadow = (np.all((ratio < 0.93) & (ratio > SHADOW_FLOOR), axis=-1)
-              & (ratio.max(-1) - ratio.min(-1) < 0.25))
+    shadow = np.all(ratio < 0.93, axis=-1) & (ratio.max(-1) - ratio.min(-1) < 0.25)
     masks = (diff > threshold) & ~shadow
     kernel = np.ones((3, 3), np.uint8)
     return np.stack([cv2.morphologyEx(m.astype(np.uint8), cv2.MORPH_OPEN, kernel) > 0
