@@ -178,6 +178,7 @@ def paired_eval_graph(config: EvalConfig, out_dir: str, lockstep: bool = True,
         # The robot side of the bridge lives in its own namespace, as franka_ros2 would.
         nodes.append(NodeSpec('digital_real', 'digital_real', ROBOT_NS, {
             'dynamics_file': config.real_dynamics_file,
+            'appearance_file': config.real_appearance_file,
             'lockstep': real_lockstep,
             **digital_real_parameters(arm),
             **({'cameras': camera_names} if cameras else {}),
@@ -204,6 +205,7 @@ def paired_eval_graph(config: EvalConfig, out_dir: str, lockstep: bool = True,
         'lockstep': lockstep,
         **({'lockstep_timeout_s': 0.0} if lockstep else {}),
         'sim_params_file': config.sim_params_file,
+        'visual_match_dir': config.visual_match_dir,
         'camera_rate_hz': camera_rate,
         **({'cameras': camera_names} if cameras else {}),
     }, clock_remapping(SIM_NS)))

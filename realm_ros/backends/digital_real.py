@@ -22,7 +22,8 @@ DEFAULT_DYNAMICS_FILE = (pathlib.Path(__file__).resolve().parents[1] / 'data'
 
 
 class DigitalRealWorld(MujocoWorld):
-    """A :class:`MujocoWorld` built with :class:`DigitalRealDynamics` from a YAML file."""
+    """A :class:`MujocoWorld` built with :class:`DigitalRealDynamics` from a YAML file, and its
+    hidden appearance (``config.appearance_file``, :mod:`realm_ros.core.appearance`) if given."""
 
     name = 'digital_real'
 
@@ -31,8 +32,14 @@ class DigitalRealWorld(MujocoWorld):
             path = config.dynamics_file or DEFAULT_DYNAMICS_FILE
             hidden = DigitalRealDynamics.from_yaml(path)
         self.hidden = hidden
+        look = None
+        if config.appearance_file:
+            from realm_ros.backends.mujoco.appearance import look_for
+            look = look_for(appearance_file=config.appearance_file)
         super().__init__(
             config,
+            look=look,
+            visual_match_dir='',
             dynamics=hidden.joint_params(),
             latency_s=hidden.latency_s,
             joint_noise_std=hidden.joint_noise_std,

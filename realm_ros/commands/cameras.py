@@ -1,10 +1,21 @@
-"""``realm-ros cameras``: a contact sheet of every camera of the twin, per task.
+"""``realm-ros cameras``: look at the cameras, record, calibrate and visually match them.
 
-The way a person checks a camera rig: one row per task (all ten unless ``--task``), one column
-per camera (exterior_1, exterior_2, wrist), each frame as the policy's world renders it at the
-episode's first observation, labelled. Writes ``OUT/contact_sheet.png`` and one PNG per task
-and camera (``OUT/<task>_<camera>.png``); prints each image's mean brightness so a black or
-blown-out camera shows without opening the files.
+Without a subcommand, a contact sheet of every camera of the twin, per task: one row per task
+(all ten unless ``--task``), one column per camera (exterior_1, exterior_2, wrist), each frame
+as the policy's world renders it at the episode's first observation, labelled. With
+``--appearance FILE`` each camera shows the digital real (with that hidden appearance) and the
+twin side by side, real | twin. Writes ``OUT/contact_sheet.png`` and one PNG per task and
+camera (``OUT/<task>_<camera>.png``, ``..._real.png``); prints each image's mean brightness so
+a black or blown-out camera shows without opening the files.
+
+Subcommands (docs/visual-matching.md):
+
+* ``record``: the arm through every exterior camera's view over a cleared table, joint states
+  and images in one MCAP bag (the digital real, or a lab's arm through the franka bridge);
+* ``calibrate BAG --out rig.yaml``: each exterior camera's pose and vertical FOV from the
+  recording; per-camera residual, a 50/50 overlay per camera, a before/after sheet;
+* ``match BAG --out DIR``: clean plates and colour transforms for the visually matched twin
+  (world ``visual_match_dir``, ``episode`` / ``paired-eval --visual-match DIR``).
 """
 
 from __future__ import annotations
@@ -19,12 +30,48 @@ from realm_ros.core.errors import ConfigError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Task, output folder, rig, image size, seed."""
+    """Contact sheet arguments, and the record / calibrate / match subcommands."""
+    _sheet_arguments(parser)
+    sub = parser.add_subparsers(dest='cameras_command', metavar='SUBCOMMAND')
+    record = sub.add_parser('record', help="record the arm through every exterior camera's "
+                            'view (joint states + images, one MCAP bag)')
+    record.add_argument('--backend', default='digital_real', choices=('digital_real', 'franka'),
+                        help='digital_real (in process) or franka (a lab arm through the '
+                             'bridge: world_node backend:=franka must be running)')
+    record.add_argument('--appearance', default='',
+                        help='digital real: hidden appearance YAML (config/appearance/'
+                             'lab_demo.yaml format; "" = the twin\'s look)')
+    record.add_argument('--out', required=True, type=pathlib.Path, help='bag folder to write')
+    record.add_argument('--rig', default='', help='the nominal camera rig YAML ("" = DROID)')
+    record.add_argument('--image-size', default='320x180', help='image size WxH, px')
+    record.add_argument('--poses', type=int, default=24, help='arm poses to visit')
+    record.add_argument('--seed', type=int, default=0, help='seed of the poses')
+    record.add_argument('--namespace', default='/real', help="franka: the world's namespace")
+    record.add_argument('--yes', action='store_true',
+                        help='franka: the table is cleared (skip the confirmation prompt)')
+    calibrate = sub.add_parser('calibrate', help="fit each exterior camera's pose and "
+                               'vertical FOV to a recording')
+    calibrate.add_argument('bag', type=pathlib.Path, help='a `cameras record` bag')
+    calibrate.add_argument('--out', required=True, type=pathlib.Path, help='rig YAML to write')
+    calibrate.add_argument('--rig', default='', help='the rig to start from ("" = DROID)')
+    calibrate.add_argument('--seed', type=int, default=0, help='CMA-ES seed')
+    match = sub.add_parser('match', help='clean plates and colour transforms for the '
+                           'visually matched twin')
+    match.add_argument('bag', type=pathlib.Path, help='a `cameras record` bag')
+    match.add_argument('--out', required=True, type=pathlib.Path, help='folder to write')
+    match.add_argument('--rig', default='',
+                       help='the calibrated rig (`cameras calibrate`); "" = calibrate now')
+
+
+def _sheet_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--task', default='', choices=['', *sorted(tasks.TASKS)],
                         help='one REALM task (default: all ten)')
-    parser.add_argument('--out', required=True, type=pathlib.Path, help='output folder')
+    parser.add_argument('--out', type=pathlib.Path, help='output folder (the contact sheet)')
     parser.add_argument('--rig', default='',
                         help='camera rig YAML (config/cameras/droid.yaml format; "" = DROID)')
+    parser.add_argument('--appearance', default='',
+                        help='show the digital real with this hidden appearance beside the '
+                             'twin (real | twin per camera)')
     parser.add_argument('--image-size', default='320x180',
                         help='rendered image size WxH, px (DROID stores 320x180)')
     parser.add_argument('--seed', type=int, default=0, help='episode seed (object placement)')
@@ -34,8 +81,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Render every camera of every chosen task and write the contact sheet."""
+    """Dispatch to the subcommand, or write the contact sheet."""
     os.environ.setdefault('MUJOCO_GL', 'egl')
+    command = getattr(args, 'cameras_command', None)
+    if command == 'record':
+        from realm_ros.commands import cameras_calibration
+        return cameras_calibration.record(args)
+    if command == 'calibrate':
+        from realm_ros.commands import cameras_calibration
+        return cameras_calibration.calibrate(args)
+    if command == 'match':
+        from realm_ros.commands import cameras_calibration
+        return cameras_calibration.match(args)
+    if args.out is None:
+        raise ConfigError("--out is required (the contact sheet's folder)")
+    return sheet(args)
+
+
+def sheet(args: argparse.Namespace) -> int:
+    """Render every camera of every chosen task and write the contact sheet."""
+    import dataclasses
+
     import imageio.v2 as imageio
     import numpy as np
 
@@ -49,33 +115,46 @@ def run(args: argparse.Namespace) -> int:
     width, height = parse_image_size(args.image_size)
     names = [args.task] if args.task else list(tasks.TASKS)
     args.out.mkdir(parents=True, exist_ok=True)
-    world = MujocoWorld(WorldConfig(task=names[0], cameras=CAMERA_NAMES, camera_width=width,
-                                    camera_height=height, camera_rig_file=args.rig))
+    config = WorldConfig(task=names[0], cameras=CAMERA_NAMES, camera_width=width,
+                         camera_height=height, camera_rig_file=args.rig)
+    worlds = [('', MujocoWorld(config))]
+    if args.appearance:
+        from realm_ros.backends.digital_real import DigitalRealWorld
+        real = dataclasses.replace(config, backend='digital_real',
+                                   appearance_file=str(pathlib.Path(args.appearance)
+                                                       .expanduser().resolve()))
+        worlds.insert(0, ('real', DigitalRealWorld(real)))
     rows = []
     try:
         for name in names:
-            obs = world.reset(EpisodeSpec(task=name, seed=args.seed))
+            frames = [(label, world.reset(EpisodeSpec(task=name, seed=args.seed)).images)
+                      for label, world in worlds]
             row = []
             for camera in CAMERA_NAMES:
-                image = obs.images[camera]
-                imageio.imwrite(args.out / f'{name}_{camera}.png', image)
-                print(f'{name:<26} {camera:<11} mean {image.mean():6.1f}  '
-                      f'fovy {world.camera_fovy(camera):5.1f} deg')
-                row.append(_label(image, f'{name}  {camera}'))
+                for label, images in frames:
+                    image = images[camera]
+                    suffix = f'_{label}' if label else ''
+                    imageio.imwrite(args.out / f'{name}_{camera}{suffix}.png', image)
+                    world = dict(worlds)[label]
+                    print(f'{name:<26} {camera:<11} {label or "twin":<5} mean {image.mean():6.1f}'
+                          f'  fovy {world.camera_fovy(camera):5.1f} deg')
+                    tag = f'  {"real" if label else "twin"}' if args.appearance else ''
+                    row.append(label_image(image, f'{name}  {camera}{tag}'))
             rows.append(np.concatenate(row, axis=1))
     finally:
-        world.close()
-    sheet = np.concatenate(rows, axis=0)
+        for _, world in worlds:
+            world.close()
+    picture = np.concatenate(rows, axis=0)
     if args.scale != 1.0:
-        sheet = _resize(sheet, args.scale)
+        picture = resize(picture, args.scale)
     path = args.out / 'contact_sheet.png'
-    imageio.imwrite(path, sheet)
-    print(f'contact sheet: {path} ({sheet.shape[1]}x{sheet.shape[0]} px, {len(names)} task(s) '
-          f'x {len(CAMERA_NAMES)} cameras)')
+    imageio.imwrite(path, picture)
+    print(f'contact sheet: {path} ({picture.shape[1]}x{picture.shape[0]} px, {len(names)} '
+          f'task(s) x {len(CAMERA_NAMES)} cameras{" x real | twin" if args.appearance else ""})')
     return 0
 
 
-def _label(image, text: str):
+def label_image(image, text: str):
     """Return ``image`` with ``text`` on a dark band at its top and a 1 px border."""
     import numpy as np
     from PIL import Image, ImageDraw
@@ -90,7 +169,8 @@ def _label(image, text: str):
     return out
 
 
-def _resize(image, scale: float):
+def resize(image, scale: float):
+    """Return ``image`` scaled by ``scale`` (Lanczos)."""
     import numpy as np
     from PIL import Image
 

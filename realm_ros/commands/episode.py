@@ -50,11 +50,37 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         type=lambda name: renamed(name, '--backend'),
                         help='mujoco = the twin, digital_real = the digital real physics, physx = '
                              'the twin on kit-less PhysX, isaac = Isaac Sim (not run)')
+    parser.add_argument('--visual-match', default='', metavar='DIR',
+                        help='the twin: a `realm-ros cameras match` folder (exterior cameras '
+                             'drawn over the clean plate, colour-matched; '
+                             'docs/visual-matching.md)')
+    parser.add_argument('--appearance', default='', metavar='FILE',
+                        help='digital_real: its hidden appearance YAML (config/appearance/'
+                             'lab_demo.yaml format)')
     parser.add_argument('--json', action='store_true', help='print the result record as JSON')
     parser.add_argument('--record-actions', default='',
                         help='write the executed actions (N, 8) to this .npy (replay policy)')
     parser.add_argument('--policy-args', default='',
                         help='JSON object of extra policy keyword arguments, e.g. {"path": F}')
+
+
+def _folder(path: str) -> str:
+    """Return ``path`` resolved ('' stays ''); a missing folder is a ConfigError."""
+    if not path:
+        return ''
+    resolved = pathlib.Path(path).expanduser().resolve()
+    if not resolved.is_dir():
+        raise ConfigError(f'--visual-match: folder not found: {path}')
+    return str(resolved)
+
+
+def _file(path: str) -> str:
+    if not path:
+        return ''
+    resolved = pathlib.Path(path).expanduser().resolve()
+    if not resolved.is_file():
+        raise ConfigError(f'--appearance: file not found: {path}')
+    return str(resolved)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -80,7 +106,8 @@ def run(args: argparse.Namespace) -> int:
         backend=args.backend, task=args.task, seed=args.seed,
         cameras=cameras, camera_rate_hz=robot.CONTROL_HZ if cameras else 0.0,
         camera_width=width, camera_height=height, camera_rig_file=args.camera_rig,
-        sim_params_file=args.sim_params)
+        sim_params_file=args.sim_params, visual_match_dir=_folder(args.visual_match),
+        appearance_file=_file(args.appearance))
     try:
         world = make_world(config)
     except BaseException:

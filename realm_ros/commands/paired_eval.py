@@ -49,6 +49,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help='identified twin parameters YAML (realm-ros sysid fit)')
     parser.add_argument('--real-dynamics', default=None,
                         help='digital real hidden dynamics YAML')
+    parser.add_argument('--appearance', default=None, metavar='FILE',
+                        help='digital real: hidden appearance YAML (config/appearance/'
+                             'lab_demo.yaml format; the twin never reads it)')
+    parser.add_argument('--visual-match', default=None, metavar='DIR',
+                        help='the twin: a `realm-ros cameras match` folder (visual matching)')
     parser.add_argument('--seed', type=int, default=None, help='seed of the evaluation')
     parser.add_argument('--cameras', action='store_true', default=None,
                         help='render and publish camera images (vision policies)')
@@ -92,6 +97,8 @@ def load_config(args: argparse.Namespace) -> EvalConfig:
         'intensity': args.intensity,
         'sim_params_file': _abspath(args.sim_params),
         'real_dynamics_file': _abspath(args.real_dynamics),
+        'real_appearance_file': _abspath(args.appearance),
+        'visual_match_dir': _absdir(args.visual_match),
         'seed': args.seed, 'cameras': args.cameras,
         'until_decided': args.until_decided, 'budget': args.budget,
         'allocation': args.allocation,
@@ -105,6 +112,15 @@ def _abspath(path: str | None) -> str | None:
     resolved = pathlib.Path(path).expanduser().resolve()
     if not resolved.is_file():
         raise ConfigError(f'file not found: {path}')
+    return str(resolved)
+
+
+def _absdir(path: str | None) -> str | None:
+    if path is None or path == '':
+        return path
+    resolved = pathlib.Path(path).expanduser().resolve()
+    if not (resolved / 'match.yaml').is_file():
+        raise ConfigError(f'--visual-match: {path} has no match.yaml (realm-ros cameras match)')
     return str(resolved)
 
 

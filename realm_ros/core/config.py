@@ -248,6 +248,10 @@ class SimulationConfig:
     dynamics_file: str = field(
         '', 'digital real only: YAML with its hidden dynamics ("" = '
             'realm_ros/data/digital_real_dynamics.yaml)')
+    appearance_file: str = field(
+        '', 'digital real only: YAML with its hidden appearance (true camera poses, materials, '
+            'light, clutter, camera sensor; format in config/appearance/lab_demo.yaml; "" = '
+            "the twin's look)")
 
     def __post_init__(self) -> None:
         name = type(self).__name__
@@ -287,6 +291,10 @@ class WorldConfig(SimulationConfig):
             'config/cameras/droid.yaml); "" = DROID\'s rig')
     sim_params_file: str = field(
         '', 'YAML with identified friction/armature (and optional latency_s, s) for the twin')
+    visual_match_dir: str = field(
+        '', 'the twin: folder written by `realm-ros cameras match` (calibrated rig, clean '
+            'plates, colour transforms); exterior cameras draw robot and objects from '
+            'simulation over the plate ("" = no visual matching)')
 
     def __post_init__(self) -> None:
         object.__setattr__(self, 'backend', renamed(self.backend, 'backend'))

@@ -100,6 +100,10 @@ class EvalConfig:
     sim: str = field('mujoco', 'simulated twin', choices=('mujoco', 'physx', 'isaac'))
     sim_params_file: str = field('', 'identified twin parameters (friction, armature) YAML')
     real_dynamics_file: str = field('', 'digital real: hidden dynamics YAML')
+    real_appearance_file: str = field(
+        '', "digital real: hidden appearance YAML ('' = the twin's look)")
+    visual_match_dir: str = field(
+        '', "the twin: a `realm-ros cameras match` folder ('' = no visual matching)")
     cameras: bool = field(False, 'render cameras (needed by vision policies; slower)')
     concurrent: bool = field(True, 'run the real and sim episode of a pair at the same time')
     until_decided: float = field(

@@ -193,7 +193,7 @@ def robot_xml(include_wrist_camera: bool = True, wrist: CameraSpec = DEFAULT_WRI
         'name="gripper_palm"/>'
         f'<site name="tcp" pos="0 0 {robot.TCP_OFFSET}" size="0.008" rgba="0 1 0 0.5" group="5"/>'
         + wrist_cam
-        + (vis.gripper_visual() if visuals else '')
+        + (vis.gripper_visual(GRIPPER_BASE_LENGTH) if visuals else '')
         + _finger_xml('left_finger', 1.0, visuals)
         + _finger_xml('right_finger', -1.0, visuals)
         + '</body></body>')

@@ -87,21 +87,32 @@ class FrameRenderer:
         flags[mujoco.mjtRndFlag.mjRND_SHADOW] = self.shadows
         flags[mujoco.mjtRndFlag.mjRND_REFLECTION] = self.reflections
 
-    def _render(self, data: Any, cameras: Sequence[str]) -> dict[str, np.ndarray]:
+    def _render(self, data: Any, cameras: Sequence[str],
+                segmentation: bool) -> dict[str, np.ndarray]:
         images = {}
-        for name in cameras:
-            self._renderer.update_scene(data, camera=name)
-            images[name] = self._renderer.render().copy()
+        if segmentation:
+            self._renderer.enable_segmentation_rendering()
+        try:
+            for name in cameras:
+                self._renderer.update_scene(data, camera=name)
+                images[name] = self._renderer.render().copy()
+        finally:
+            if segmentation:
+                self._renderer.disable_segmentation_rendering()
         return images
 
-    def render(self, data: Any, cameras: Sequence[str]) -> dict[str, np.ndarray]:
+    def render(self, data: Any, cameras: Sequence[str],
+               segmentation: bool = False) -> dict[str, np.ndarray]:
         """Return an (H, W, 3) uint8 RGB image per camera of ``data``'s current state.
 
-        The caller must not step ``data`` until this returns (it blocks until then).
+        With ``segmentation`` each image is (H, W, 2) int32 instead: the id and the type
+        (``mjtObj``) of the object drawn at each pixel, -1 where nothing is (MuJoCo's
+        segmentation rendering). The caller must not step ``data`` until this returns (it
+        blocks until then).
         """
         if self._renderer is None:
             raise RuntimeError('FrameRenderer is closed')
-        return self._pool.submit(self._render, data, tuple(cameras)).result()
+        return self._pool.submit(self._render, data, tuple(cameras), segmentation).result()
 
     def close(self) -> None:
         """Free the context (on its own thread) and stop the thread."""

@@ -28,8 +28,6 @@ from typing import Any
 
 import numpy as np
 
-from realm_ros.backends.mujoco import model as mjcf
-
 _LOG = logging.getLogger(__name__)
 
 #: Procedural textures: name -> (width, height) px; painted by :func:`paint_textures`.
@@ -38,8 +36,18 @@ PAINTED = {'realm_wood': (512, 512), 'realm_floor': (512, 512), 'realm_wall': (2
 
 #: Hand-to-finger distance of the Franka Hand (franka_description), m.
 HAND_FINGER_Z = 0.0584
-#: The coupling between flange and hand that brings the Franka Hand's fingers to the twin's.
-COUPLING = mjcf.GRIPPER_BASE_LENGTH - HAND_FINGER_Z
+
+
+def coupling(gripper_base_length: float) -> float:
+    """Return the length of the coupling between flange and hand that brings the Franka Hand's
+    fingers to the twin's (whose finger bodies sit ``gripper_base_length`` from the flange), m.
+
+    The model passes its ``GRIPPER_BASE_LENGTH`` in: this module does not import ``model.py``,
+    which imports it (no import cycle).
+    """
+    return gripper_base_length - HAND_FINGER_Z
+
+
 #: Finger meshes are 0.054 m long; the twin's pads reach 0.075 m from the finger origin.
 FINGER_STRETCH = 1.35
 
@@ -227,13 +235,14 @@ def link_visual(index: int) -> str:
     return _mesh_geoms(f'link{index}', f'link{index}_visual')
 
 
-def gripper_visual() -> str:
+def gripper_visual(gripper_base_length: float) -> str:
     """Return the coupling and the Franka Hand, in the twin's gripper frame."""
     if mesh_dir() is None:
         return ''
-    return (f'<geom class="visual" type="cylinder" size="0.033 {COUPLING / 2:.4f}" '
-            f'pos="0 0 {COUPLING / 2:.4f}" material="panda_dark" name="coupling_visual"/>'
-            + _mesh_geoms('hand', 'hand_visual', f' pos="0 0 {COUPLING:.4f}"'))
+    length = coupling(gripper_base_length)
+    return (f'<geom class="visual" type="cylinder" size="0.033 {length / 2:.4f}" '
+            f'pos="0 0 {length / 2:.4f}" material="panda_dark" name="coupling_visual"/>'
+            + _mesh_geoms('hand', 'hand_visual', f' pos="0 0 {length:.4f}"'))
 
 
 def finger_visual(side: float) -> str:
@@ -459,5 +468,5 @@ def paint_textures(model: Any) -> None:
         model.tex_data[adr:adr + width * height * channels] = pixels.reshape(-1)
 
 
-__all__ = ['COUPLING', 'FLOOR_Z', 'finger_visual', 'gripper_visual', 'link_visual', 'look',
+__all__ = ['FLOOR_Z', 'coupling', 'finger_visual', 'gripper_visual', 'link_visual', 'look',
            'mesh_dir', 'paint_textures']

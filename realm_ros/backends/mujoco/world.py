@@ -12,7 +12,7 @@ from typing import Any, Iterator, Mapping
 
 import numpy as np
 
-from realm_ros.backends.mujoco import camera_rig, perturb, visuals
+from realm_ros.backends.mujoco import appearance, camera_rig, perturb, visuals
 from realm_ros.backends.mujoco import model as mjcf
 from realm_ros.backends.mujoco.actuation import ArmActuation, PendingTargets, delay_steps
 from realm_ros.backends.mujoco.render import FrameRenderer
@@ -45,8 +45,14 @@ class MujocoWorld(World):
         joint_noise_std: float = 0.0,
         object_mass_scale: float = 1.0,
         object_friction_scale: float = 1.0,
+        look: appearance.Look | None = None,
+        visual_match_dir: str | None = None,
     ) -> None:
         self._config = config
+        #: How the pictures differ from the twin's own look (``appearance.py``): a hidden
+        #: appearance (the digital real), a visual match (``visual_match_dir``), or none.
+        self.look = look or appearance.look_for(visual_match_dir=config.visual_match_dir
+                                                if visual_match_dir is None else visual_match_dir)
         self._substeps = config.substeps
         self._dynamics, self.latency_s = twin_arguments(config, dynamics, latency_s,
                                                         joint_noise_std)
@@ -80,14 +86,16 @@ class MujocoWorld(World):
         scene = perturb.make_variant(load_scene(task), code, params or {})
         self._variant = perturb.variant_key(code, params or {})
         body_xml, asset_xml = scene.mjcf()
-        rig = camera_rig.load_rig(self._config.camera_rig_file)
+        rig = self.look.rig(camera_rig.load_rig(self._config.camera_rig_file))
         xml = mjcf.build_mjcf(
-            physics_hz=self._config.physics_hz, scene_xml=body_xml, scene_assets=asset_xml,
+            physics_hz=self._config.physics_hz, scene_xml=body_xml + self.look.body_xml(),
+            scene_assets=asset_xml + self.look.asset_xml(),
             image_size=(self._config.camera_width, self._config.camera_height),
             cameras=rig.exterior, wrist=rig.wrist, visuals=self._visuals,
             look_options={'shadows': rig.shadows is not False, 'antialias': rig.antialias})
         self._rig = rig
         self.model = mujoco.MjModel.from_xml_string(xml)
+        self.look.dress(self.model)
         self.data = mujoco.MjData(self.model)
         self._scene = scene
         self._task = task
@@ -317,7 +325,9 @@ class MujocoWorld(World):
             self._renderer = FrameRenderer(
                 self.model, self._config.camera_width, self._config.camera_height,
                 shadows=self._rig.shadows, reflections=self._rig.reflections)
-        images = self._renderer.render(self.data, self._config.cameras)
+        renderer, cameras = self._renderer, self._config.cameras
+        images = self.look.finish(self, renderer.render(self.data, cameras),
+                                  lambda: renderer.render(self.data, cameras, segmentation=True))
         self._frame_images = (self._frame, images)
         self._last_render_time = self.time
         return dict(images)

@@ -1,0 +1,544 @@
+"""Calibrate the exterior cameras from a recording: match the twin's robot to the robot seen.
+
+RobotArena infinity's camera-robot calibration without its learned models. The recording
+(``realm-ros cameras record``) holds joint states and images of the arm moving through every
+exterior camera's view over a cleared table. Per exterior camera:
+
+1. *Robot pixels, seen*: the per-pixel temporal median of the frames is the background plate
+   (the arm covers any pixel in fewer than half the frames, except its base); a pixel is robot
+   where it differs from the plate by more than ``threshold`` and is not a shadow (darker than
+   the plate by a common factor in every channel).
+2. *Robot, modelled*: the twin's visual robot geometry (mesh vertices and points sampled on
+   its surfaces) at each frame's recorded joints, projected through a pinhole camera
+   with MuJoCo's conventions (square pixels, ``f = H / 2 / tan(fovy / 2)``); parts that move
+   less than ``STATIC_M`` over the recording are left out (they are in the plate).
+3. *Loss*: the mean, over frames, of the robust (capped) distance-transform distance of each
+   projected point to the seen mask, plus that of each seen boundary pixel to the projected
+   robot: a symmetric silhouette chamfer, px.
+4. *Search*: seven parameters (position 3, cm; rotation vector in the camera frame 3, deg;
+   vertical FOV 1, deg) from the rig file's camera, coarse to fine (half resolution, then
+   full), by CMA-ES (``cma``).
+
+The result is a rig file (``config/cameras/droid.yaml``'s format: ``position``,
+``quaternion_xyzw`` of the optical frame, ``fovy_deg``) the twin reads as it is. The wrist
+camera is not calibrated (its mount offset would need the gripper in view of an exterior
+camera at a known pose; it keeps the rig's entry).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import pathlib
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from realm_ros.backends.mujoco import camera_rig
+from realm_ros.backends.mujoco.actuation import ArmActuation
+from realm_ros.core import robot
+from realm_ros.core.errors import ConfigError, DataError
+
+#: Exterior cameras (the ones calibrated and visually matched).
+EXTERIOR = ('exterior_1', 'exterior_2')
+#: Points of the robot that move less than this over the recording are in the plate, m.
+STATIC_M = 0.06
+#: Surface points sampled per robot mesh, per m^2 of its area (besides its vertices).
+POINTS_PER_M2 = 20000.0
+#: Distances above this count as this in the loss (robustness to shadows, clutter), px.
+CAP_PX = 6.0
+
+
+@dataclasses.dataclass(frozen=True)
+class CameraPose:
+    """A camera in ``base_link``: position (m), MuJoCo camera axes as the columns of ``rot``
+    (x right, y up, z backwards), vertical field of view (deg)."""
+
+    position: np.ndarray
+    rot: np.ndarray
+    fovy: float
+
+    @classmethod
+    def from_spec(cls, spec: Any) -> CameraPose:
+        """Return the pose of a :class:`~realm_ros.backends.mujoco.model.CameraSpec`."""
+        xy = np.array([float(v) for v in spec.mjcf_xyaxes().split()])
+        x, y = xy[:3] / np.linalg.norm(xy[:3]), xy[3:] / np.linalg.norm(xy[3:])
+        z = np.cross(x, y)
+        return cls(np.asarray(spec.pos, float), np.stack([x, y, z], 1), float(spec.fovy))
+
+    def moved(self, theta: Sequence[float]) -> CameraPose:
+        """Return this pose moved by ``theta`` = (dx, dy, dz cm; rotation vector deg, camera
+        frame; dfovy deg)."""
+        from scipy.spatial.transform import Rotation
+
+        t = np.asarray(theta, float)
+        turn = Rotation.from_rotvec(np.radians(t[3:6])).as_matrix()
+        return CameraPose(self.position + t[:3] / 100.0, self.rot @ turn, self.fovy + t[6])
+
+    def project(self, points: np.ndarray, width: int, height: int) -> tuple[np.ndarray,
+                                                                              np.ndarray]:
+        """Return (u, v) image coordinates (px, (0, 0) = top-left corner) of world ``points``
+        (N, 3), and a mask of those in front of the camera."""
+        local = (points - self.position) @ self.rot
+        depth = -local[:, 2]
+        front = depth > 1e-3
+        f = 0.5 * height / math.tan(math.radians(self.fovy) / 2.0)
+        safe = np.where(front, depth, 1.0)
+        u = 0.5 * width + f * local[:, 0] / safe
+        v = 0.5 * height - f * local[:, 1] / safe
+        return np.stack([u, v], 1), front
+
+    def rig_entry(self) -> dict[str, Any]:
+        """Return this camera as a rig-file entry (position, optical-frame quaternion, fovy)."""
+        from scipy.spatial.transform import Rotation
+
+        optical = self.rot @ np.diag([1.0, -1.0, -1.0])
+        quat = Rotation.from_matrix(optical).as_quat()  # x, y, z, w
+        return {'parent': 'world',
+                'position': [round(float(v), 6) for v in self.position],
+                'quaternion_xyzw': [round(float(v), 8) for v in quat],
+                'fovy_deg': round(float(self.fovy), 5)}
+
+    def error_to(self, other: CameraPose) -> tuple[float, float, float]:
+        """Return (position error m, rotation error deg, fovy error deg) to ``other``."""
+        rel = self.rot.T @ other.rot
+        angle = math.degrees(math.acos(max(-1.0, min(1.0, (np.trace(rel) - 1.0) / 2.0))))
+        return (float(np.linalg.norm(self.position - other.position)), angle,
+                abs(self.fovy - other.fovy))
+
+
+class RobotGeometry:
+    """The twin's visible robot as points: mesh vertices and samples on every surface.
+
+    Built from a model with visuals (``model.build_mjcf(visuals=True)``); a model without the
+    Panda meshes uses its primitive arm (capsules, cylinders, boxes sampled on their surface).
+    """
+
+    def __init__(self, model: Any, seed: int = 0) -> None:
+        import mujoco
+
+        self.model = model
+        self.data = mujoco.MjData(model)
+        self._act = ArmActuation(model)
+        root = model.body('panda_link0').id
+        rng = np.random.default_rng(seed)
+        geoms, points = [], []
+        visible = {0, 1, 2}  # MuJoCo's default mjvOption.geomgroup
+        for g in range(model.ngeom):
+            body = int(model.geom_bodyid[g])
+            walk = body
+            while walk > 0 and walk != root:
+                walk = int(model.body_parentid[walk])
+            if walk != root or int(model.geom_group[g]) not in visible \
+                    or model.geom_rgba[g, 3] <= 0:
+                continue
+            local = _geom_points(model, g, rng)
+            if len(local):
+                geoms.append(g)
+                points.append(local)
+        self.geoms = np.array(geoms, int)
+        self._local = points
+        self._owner = np.concatenate([np.full(len(p), k) for k, p in enumerate(points)])
+        self._stacked = np.concatenate(points)
+
+    def points(self, q: np.ndarray, gripper: float = 0.0) -> np.ndarray:
+        """Return the robot's points in ``base_link`` (N, 3) at joints ``q`` and gripper ``g``."""
+        import mujoco
+
+        self._act.set_arm_state(self.data, np.asarray(q, float), gripper=gripper)
+        mujoco.mj_kinematics(self.model, self.data)
+        pos = self.data.geom_xpos[self.geoms][self._owner]
+        mat = self.data.geom_xmat[self.geoms].reshape(-1, 3, 3)[self._owner]
+        return pos + np.einsum('nij,nj->ni', mat, self._stacked)
+
+
+def _geom_points(model: Any, g: int, rng: np.random.Generator) -> np.ndarray:
+    """Return points on geom ``g``'s surface in its own frame."""
+    import mujoco
+
+    kind = int(model.geom_type[g])
+    size = model.geom_size[g]
+    if kind == mujoco.mjtGeom.mjGEOM_MESH:
+        mesh = int(model.geom_dataid[g])
+        v0, nv = int(model.mesh_vertadr[mesh]), int(model.mesh_vertnum[mesh])
+        f0, nf = int(model.mesh_faceadr[mesh]), int(model.mesh_facenum[mesh])
+        verts = model.mesh_vert[v0:v0 + nv].astype(float)
+        tri = verts[model.mesh_face[f0:f0 + nf]]
+        area = 0.5 * np.linalg.norm(np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0]), axis=1)
+        n = int(area.sum() * POINTS_PER_M2)
+        if n and area.sum() > 0:
+            pick = rng.choice(len(tri), n, p=area / area.sum())
+            a, b = rng.uniform(size=(2, n))
+            flip = a + b > 1
+            a, b = np.where(flip, 1 - a, a), np.where(flip, 1 - b, b)
+            t = tri[pick]
+            samples = t[:, 0] + a[:, None] * (t[:, 1] - t[:, 0]) + b[:, None] * (t[:, 2] - t[:, 0])
+            verts = np.concatenate([verts, samples])
+        return verts
+    n = 400
+    d = rng.normal(size=(n, 3))
+    d /= np.linalg.norm(d, axis=1, keepdims=True)
+    if kind == mujoco.mjtGeom.mjGEOM_SPHERE:
+        return d * size[0]
+    if kind == mujoco.mjtGeom.mjGEOM_BOX:
+        return np.clip(d * 2.0, -1, 1) * size[:3]
+    if kind in (mujoco.mjtGeom.mjGEOM_CAPSULE, mujoco.mjtGeom.mjGEOM_CYLINDER):
+        ang = rng.uniform(0, 2 * np.pi, n)
+        z = rng.uniform(-size[1], size[1], n)
+        return np.stack([size[0] * np.cos(ang), size[0] * np.sin(ang), z], 1)
+    return np.zeros((0, 3))
+
+
+# -- seen robot pixels ----------------------------------------------------------------------
+
+
+def plate_and_masks(frames: np.ndarray, threshold: float = 15.0) -> tuple[np.ndarray,
+                                                                           np.ndarray]:
+    """Return the temporal-median plate (H, W, 3) uint8 and the robot masks (T, H, W) bool.
+
+    A pixel is robot where its summed absolute RGB difference to the plate exceeds
+    ``threshold`` (0-765) and it is not shadow-like (every channel darker than the plate by
+    about the same factor). Specks are removed by a 3x3 opening.
+    """
+
+    stack = np.asarray(frames)
+    plate = np.median(stack, axis=0).astype(np.uint8)
+    return plate, _masks(stack, plate, threshold)
+
+
+def _masks(stack: np.ndarray, plate: np.ndarray, threshold: float) -> np.ndarray:
+    import cv2
+
+    f = stack.astype(np.float32)
+    p = plate.astype(np.float32)[None]
+    diff = np.abs(f - p).sum(-1)
+    ratio = (f + 8.0) / (p + 8.0)
+    # A shadow takes the key light away: darker in every channel, by roughly one factor
+    # (the key light's colour tilts it a little).
+    shadow = np.all(ratio < 0.93, axis=-1) & (ratio.max(-1) - ratio.min(-1) < 0.25)
+    masks = (diff > threshold) & ~shadow
+    kernel = np.ones((3, 3), np.uint8)
+    return np.stack([cv2.morphologyEx(m.astype(np.uint8), cv2.MORPH_OPEN, kernel) > 0
+                     for m in masks])
+
+
+# -- the fit --------------------------------------------------------------------------------
+
+
+class SilhouetteLoss:
+    """The symmetric silhouette chamfer of one camera over a recording (module docstring)."""
+
+    def __init__(self, points: Sequence[np.ndarray], masks: np.ndarray, scale: float = 1.0,
+                 max_seen: int = 600, seed: int = 0, unknown: np.ndarray | None = None) -> None:
+        import cv2
+
+        rng = np.random.default_rng(seed)
+        self.scale = scale
+        t, h, w = masks.shape
+        self.width, self.height = max(8, round(w * scale)), max(8, round(h * scale))
+        self.points = list(points)
+        self.dt_out, self.seen = [], []
+        size = (self.width, self.height)
+        hidden = np.zeros((self.height, self.width), bool)
+        if unknown is not None:  # pixels the plate never saw free of the robot: no evidence
+            hidden = cv2.resize(unknown.astype(np.uint8) * 255, size,
+                                interpolation=cv2.INTER_AREA) > 0
+        near_hidden = cv2.dilate(hidden.astype(np.uint8), np.ones((3, 3), np.uint8)) > 0
+        for m in masks:
+            small = cv2.resize(m.astype(np.uint8) * 255, size,
+                               interpolation=cv2.INTER_AREA) >= 128
+            # Distance (px) from each pixel to the nearest seen robot pixel (0 where unknown).
+            # Seen pixels are the silhouette's pixel centres; its edge lies half a pixel beyond
+            # the last of them, where a projected point on the true edge falls: no penalty.
+            dt = np.maximum(cv2.distanceTransform((~small).astype(np.uint8), cv2.DIST_L2, 5)
+                            - 0.5, 0.0)
+            dt[hidden] = 0.0
+            self.dt_out.append(dt)
+            edge = small & ~cv2.erode(small.astype(np.uint8), np.ones((3, 3), np.uint8))
+            edge &= ~near_hidden
+            ys, xs = np.nonzero(edge)
+            if len(ys) > max_seen:
+                keep = rng.choice(len(ys), max_seen, replace=False)
+                ys, xs = ys[keep], xs[keep]
+            self.seen.append((ys, xs))
+
+    def __call__(self, pose: CameraPose) -> float:
+        """Return the loss of ``pose``, px (at this loss's scale)."""
+        import cv2
+
+        total, count = 0.0, 0
+        w, h = self.width, self.height
+        kernel = np.ones((3, 3), np.uint8)
+        for pts, dt, (ys, xs) in zip(self.points, self.dt_out, self.seen):
+            uv, front = pose.project(pts, w, h)
+            uv = uv[front]
+            inside = (uv[:, 0] >= 0) & (uv[:, 0] < w) & (uv[:, 1] >= 0) & (uv[:, 1] < h)
+            if not inside.any():
+                total += CAP_PX * 2
+                count += 1
+                continue
+            uvi = uv[inside].astype(np.float32)
+            # Model -> seen: bilinear distance at each projected point (shifted: pixel centres).
+            d_model = cv2.remap(dt, uvi[:, 0:1] - 0.5, uvi[:, 1:2] - 0.5, cv2.INTER_LINEAR,
+                                borderMode=cv2.BORDER_REPLICATE)[:, 0]
+            # Seen -> model: distance of each seen boundary pixel to the projected robot.
+            raster = np.zeros((h, w), np.uint8)
+            raster[np.minimum(uvi[:, 1].astype(int), h - 1),
+                   np.minimum(uvi[:, 0].astype(int), w - 1)] = 1
+            raster = cv2.morphologyEx(raster, cv2.MORPH_CLOSE, kernel)
+            dt_model = cv2.distanceTransform(1 - raster, cv2.DIST_L2, 5)
+            d_seen = dt_model[ys, xs] if len(ys) else np.zeros(1)
+            total += float(np.minimum(d_model, CAP_PX).mean()
+                           + np.minimum(d_seen, CAP_PX).mean())
+            count += 1
+        return total / max(count, 1) / self.scale
+
+
+@dataclasses.dataclass(frozen=True)
+class CameraFit:
+    """One camera's calibration: poses before and after, the loss before and after (px)."""
+
+    name: str
+    start: CameraPose
+    pose: CameraPose
+    loss_start: float
+    loss: float
+    evaluations: int
+
+
+#: Coarse to fine: (image scale, CMA-ES step size in cm / deg, iterations) per stage.
+STAGES = ((0.5, 1.5, 25), (1.0, 0.4, 30))
+#: The fine stage after the clean plate.
+REFINE = ((1.0, 0.2, 20),)
+
+
+def fit_camera(name: str, start: CameraPose, points: Sequence[np.ndarray], masks: np.ndarray,
+               seed: int = 0, stages: Sequence[tuple[float, float, int]] = STAGES,
+               unknown: np.ndarray | None = None, theta0: Sequence[float] | None = None
+               ) -> tuple[CameraFit, np.ndarray]:
+    """Fit one camera: CMA-ES over the 7 parameters, one stage per (scale, sigma, iterations).
+
+    ``points``: the robot's moving points per frame (``base_link``); ``masks``: the seen robot
+    per frame at the camera's resolution; ``unknown``: pixels without evidence. Bounds: +-8 cm,
+    +-8 deg, +-8 deg of FOV around ``start``. Returns the fit and its parameter vector.
+    """
+    import cma
+
+    theta = np.zeros(7) if theta0 is None else np.asarray(theta0, float)
+    evaluations = 0
+    full = SilhouetteLoss(points, masks, 1.0, seed=seed, unknown=unknown)
+    loss_start = full(start)
+    for scale, sigma, iterations in stages:
+        loss = full if scale == 1.0 else SilhouetteLoss(points, masks, scale, seed=seed,
+                                                         unknown=unknown)
+        options = {'seed': seed + 1, 'bounds': [[-8.0] * 7, [8.0] * 7], 'maxiter': iterations,
+                   'verbose': -9, 'tolfun': 1e-4, 'tolx': 1e-4}
+        es = cma.CMAEvolutionStrategy(theta, sigma, options)
+        while not es.stop():
+            candidates = es.ask()
+            es.tell(candidates, [loss(start.moved(c)) for c in candidates])
+            evaluations += len(candidates)
+        best = es.result.xbest if es.result.xbest is not None else theta
+        theta = np.asarray(best, float)
+    pose = start.moved(theta)
+    return CameraFit(name, start, pose, loss_start, full(pose), evaluations), theta
+
+
+def robot_raster(pose: CameraPose, points: Sequence[np.ndarray], size: tuple[int, int],
+                 grow_px: int = 2) -> np.ndarray:
+    """Return (T, H, W) bool: where the projected robot is in each frame, grown by
+    ``grow_px``."""
+    import cv2
+
+    w, h = size
+    out = np.zeros((len(points), h, w), bool)
+    kernel = np.ones((2 * grow_px + 1, 2 * grow_px + 1), np.uint8)
+    for k, pts in enumerate(points):
+        uv, front = pose.project(pts, w, h)
+        uv = uv[front]
+        ok = (uv[:, 0] >= 0) & (uv[:, 0] < w) & (uv[:, 1] >= 0) & (uv[:, 1] < h)
+        raster = np.zeros((h, w), np.uint8)
+        raster[np.minimum(uv[ok, 1].astype(int), h - 1),
+               np.minimum(uv[ok, 0].astype(int), w - 1)] = 1
+        out[k] = cv2.dilate(cv2.morphologyEx(raster, cv2.MORPH_CLOSE, np.ones((3, 3), np.uint8)),
+                            kernel) > 0
+    return out
+
+
+def clean_plate(frames: np.ndarray, robot: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Return the per-pixel temporal median of ``frames`` over the frames where ``robot``
+    (T, H, W) is False, and the pixels never free of it (their value: the plain median)."""
+    stack = np.asarray(frames).astype(np.float32)
+    masked = np.where(robot[..., None], np.nan, stack)
+    free = (~robot).sum(0)
+    unknown = free == 0
+    with np.errstate(all='ignore'):
+        import warnings
+        with warnings.catch_warnings():
+            warnings.simplefilter('ignore', RuntimeWarning)
+            plate = np.nanmedian(masked, axis=0)
+    plate[unknown] = np.median(stack, axis=0)[unknown]
+    return np.clip(plate + 0.5, 0, 255).astype(np.uint8), unknown
+
+
+def masks_against(frames: np.ndarray, plate: np.ndarray, threshold: float = 15.0) -> np.ndarray:
+    """Return the robot masks of ``frames`` against a given ``plate`` (as
+    :func:`plate_and_masks`)."""
+    return _masks(np.asarray(frames), plate, threshold)
+
+
+# -- recordings ------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class Recording:
+    """A calibration recording: per frame, the arm's joints and every camera's image."""
+
+    q: np.ndarray                 # (T, 7) rad
+    gripper: np.ndarray           # (T,) g in [0, 1]
+    images: dict[str, np.ndarray]  # camera -> (T, H, W, 3) uint8
+    path: str = ''
+
+    @property
+    def size(self) -> tuple[int, int]:
+        """(width, height) of the images, px."""
+        first = next(iter(self.images.values()))
+        return int(first.shape[2]), int(first.shape[1])
+
+
+def moving_points(geometry: RobotGeometry, recording: Recording,
+                  per_pixel: float = 1.5, static_m: float = STATIC_M) -> list[np.ndarray]:
+    """Return each frame's robot points, without those that stay within ``static_m``.
+
+    At most ``per_pixel`` points per image pixel are kept (a fixed random subset): the robot
+    covers a few percent of the image, so that is still several points per robot pixel.
+    """
+    clouds = [geometry.points(q, g) for q, g in zip(recording.q, recording.gripper)]
+    stack = np.stack(clouds)
+    spread = np.linalg.norm(stack.max(0) - stack.min(0), axis=1)
+    keep = np.flatnonzero(spread > static_m)
+    w, h = recording.size
+    limit = int(per_pixel * w * h)
+    if len(keep) > limit:
+        keep = np.sort(np.random.default_rng(0).choice(keep, limit, replace=False))
+    return [c[keep] for c in clouds]
+
+
+def twin_geometry(rig: camera_rig.Rig, size: tuple[int, int]) -> RobotGeometry:
+    """Return the robot geometry of the twin as its cameras see it (visual meshes)."""
+    import mujoco
+
+    from realm_ros.backends.mujoco import model as mjcf
+
+    xml = mjcf.build_mjcf(cameras=rig.exterior, wrist=rig.wrist, image_size=size,
+                          visuals=True, with_table=False)
+    return RobotGeometry(mujoco.MjModel.from_xml_string(xml))
+
+
+@dataclasses.dataclass(frozen=True)
+class Calibration:
+    """Every exterior camera's fit, and the rig they make."""
+
+    fits: Mapping[str, CameraFit]
+    rig_source: str
+    size: tuple[int, int]
+
+    def rig_yaml(self, base: camera_rig.Rig) -> dict[str, Any]:
+        """Return the calibrated rig file's content (the wrist as in ``base``)."""
+        cameras: dict[str, Any] = {name: fit.pose.rig_entry() for name, fit in self.fits.items()}
+        w = base.wrist
+        cameras['wrist'] = {'parent': 'gripper', 'position': [float(v) for v in w.pos],
+                            'fovy_deg': float(w.fovy)}
+        if w.xyaxes is not None:
+            cameras['wrist']['quaternion_xyzw'] = CameraPose.from_spec(w).rig_entry()[
+                'quaternion_xyzw']
+        else:
+            cameras['wrist'].update(look_at=[float(v) for v in w.target],
+                                    up=[float(v) for v in w.up])
+        render = {'shadows': base.shadows, 'reflections': base.reflections,
+                  'antialias': base.antialias}
+        return {'frame': 'base_link', 'cameras': cameras, 'render': render}
+
+
+def calibrate(recording: Recording, rig: camera_rig.Rig, seed: int = 0,
+              cameras: Sequence[str] = EXTERIOR,
+              masks: Mapping[str, np.ndarray] | None = None) -> Calibration:
+    """Fit every exterior camera in ``recording``, starting from ``rig``'s cameras.
+
+    ``masks`` (camera -> (T, H, W) bool) replaces background subtraction with given robot
+    masks (a bench's segmentation renders: the fit alone, without the masks' errors).
+    """
+    size = recording.size
+    geometry = twin_geometry(rig, size)
+    # Given masks hold the whole robot, base too: then the model keeps its static parts.
+    points = moving_points(geometry, recording, static_m=STATIC_M if masks is None else -1.0)
+    starts = {c.name: CameraPose.from_spec(c) for c in rig.exterior}
+    fits = {}
+    for name in cameras:
+        if name not in recording.images:
+            raise DataError(f'{recording.path}: no {name} images to calibrate it from')
+        frames = recording.images[name]
+        if masks is not None:
+            fits[name], _ = fit_camera(name, starts[name], points, masks[name], seed=seed,
+                                       stages=STAGES + REFINE)
+            continue
+        _, seen = plate_and_masks(frames)
+        if seen.mean() < 1e-3:
+            raise DataError(f'{recording.path}: {name} never sees the arm move')
+        first, theta = fit_camera(name, starts[name], points, seen, seed=seed)
+        # The median plate keeps the arm where it stood in most frames (above its base): a
+        # clean plate without the robot the first fit places, then the fine stage again.
+        plate, unknown = clean_plate(frames, robot_raster(first.pose, points, size))
+        fit, _ = fit_camera(name, starts[name], points, masks_against(frames, plate), seed=seed,
+                            stages=REFINE, unknown=unknown, theta0=theta)
+        fits[name] = dataclasses.replace(fit, loss_start=first.loss_start,
+                                         evaluations=first.evaluations + fit.evaluations)
+    return Calibration(fits, rig.source, size)
+
+
+
+
+def write_rig(path: str | pathlib.Path, content: Mapping[str, Any], header: str = '') -> None:
+    """Write a rig file (``camera_rig.load_rig`` reads it)."""
+    import yaml
+
+    path = pathlib.Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = ''.join(f'# {line}\n' for line in header.splitlines())
+    path.write_text(text + yaml.safe_dump(dict(content), sort_keys=False))
+    camera_rig.load_rig(str(path))  # it must read back
+
+
+def record_waypoints(n: int, seed: int = 0) -> np.ndarray:
+    """Return ``n`` arm poses (rad) that take the arm through both exterior cameras' views.
+
+    Drawn around the reset pose (shoulder swinging +-1.1 rad, elbow and wrist reaching near
+    and far, high and low), each kept only if every link frame and the gripper stay 12 cm
+    above the table and in front of the robot's back edge (x > -0.25 m). Deterministic.
+    """
+    if n < 2:
+        raise ConfigError(f'the recording needs at least 2 poses, got {n}')
+    rng = np.random.default_rng(seed)
+    span = np.array([1.1, 0.45, 0.5, 0.55, 0.8, 0.5, 1.2])
+    out = []
+    while len(out) < n:
+        q = robot.RESET_Q + rng.uniform(-1.0, 1.0, 7) * span
+        q = np.clip(q, robot.JOINT_LOWER + 0.1, robot.JOINT_UPPER - 0.1)
+        frames = robot.forward_kinematics(q)
+        origins = np.array([f[:3, 3] for f in frames])
+        tip = frames[-1][:3, :3] @ np.array([0, 0, robot.TCP_OFFSET]) + frames[-1][:3, 3]
+        if origins[2:, 2].min() > 0.12 and tip[2] > 0.12 and origins[:, 0].min() > -0.25:
+            out.append(q)
+    # Sweep the shoulder in order so consecutive poses are near each other.
+    out.sort(key=lambda q: q[0])
+    return np.array(out)
+
+
+def gripper_for(k: int) -> float:
+    """Return the gripper command of recording pose ``k``: open and closed in turn."""
+    return 0.0 if k % 2 == 0 else 1.0
+
+
+__all__ = ['CameraFit', 'CameraPose', 'Calibration', 'Recording', 'RobotGeometry',
+           'SilhouetteLoss', 'calibrate', 'fit_camera', 'gripper_for',
+           'moving_points', 'plate_and_masks', 'record_waypoints', 'twin_geometry', 'write_rig']

@@ -1,0 +1,296 @@
+"""Visual matching (SIMPLER's ``rgb_overlay``, background mode) for the twin's cameras.
+
+From a calibration recording (``realm-ros cameras record``) and the calibrated rig
+(``cameras calibrate``), :func:`build_match` writes a folder the twin takes as
+``visual_match_dir``:
+
+* ``rig.yaml``: the calibrated rig (the twin renders from it);
+* ``<camera>_plate.png`` per exterior camera: the clean plate, the per-pixel temporal median
+  of the recording with the robot masked out by the calibrated twin's segmentation render;
+* ``match.yaml``: per camera the colour transform (3x3 + bias, ``real = A sim + b`` on linear
+  0-1 RGB) fitted on robot pixels between the recording and the twin's render at the recorded
+  joints; the wrist camera moves, so it gets the colour transform only.
+
+:class:`VisualMatchLook` is the matched twin's look: each exterior frame is drawn, by the
+actor-level segmentation, from simulation where the robot, the task objects and articulated
+fixtures are (every body but the world and the table; the robot colour-transformed) and from
+the plate everywhere else, at the camera's resolution: a hard mask, as SIMPLER's. What is
+lost, as in SIMPLER: shadows the simulated robot and objects cast on the table and floor
+(those pixels come from the plate), and anything that changes in the lab's background (the
+plate is static).
+Perturbations still act on the simulated pixels (a V-LIGHT dims the robot and objects, not the
+plate; V-VIEW moves the camera off the plate's viewpoint, which the plate cannot follow).
+"""
+
+from __future__ import annotations
+
+import pathlib
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from realm_ros.backends.mujoco import camera_rig
+from realm_ros.backends.mujoco.appearance import Look, Segmenter
+from realm_ros.core.errors import ConfigError, DataError
+
+EXTERIOR = ('exterior_1', 'exterior_2')
+#: mjtObj's geom type in a segmentation image's second channel.
+GEOM = 5
+
+
+def kept_geoms(model: Any) -> np.ndarray:
+    """Return a bool per geom: drawn from simulation (robot, objects, fixtures) in a composite.
+
+    Every geom of a body other than the world body and the table: the room, floor, table and
+    any other world-body geometry come from the plate.
+    """
+    skip = {0}
+    try:
+        skip.add(model.body('table').id)
+    except KeyError:
+        pass
+    return np.array([int(model.geom_bodyid[g]) not in skip for g in range(model.ngeom)], bool)
+
+
+def robot_geoms(model: Any) -> np.ndarray:
+    """Return a bool per geom: part of the robot (the subtree of ``panda_link0``)."""
+    root = model.body('panda_link0').id
+    out = np.zeros(model.ngeom, bool)
+    for g in range(model.ngeom):
+        walk = int(model.geom_bodyid[g])
+        while walk > 0 and walk != root:
+            walk = int(model.body_parentid[walk])
+        out[g] = walk == root
+    return out
+
+
+def seg_mask(seg: np.ndarray, geoms: np.ndarray) -> np.ndarray:
+    """Return (H, W) bool: pixels of a segmentation image showing one of ``geoms`` (bool per
+    geom)."""
+    ids, kind = seg[..., 0], seg[..., 1]
+    ok = (kind == GEOM) & (ids >= 0) & (ids < len(geoms))
+    out = np.zeros(ids.shape, bool)
+    out[ok] = geoms[ids[ok]]
+    return out
+
+
+def fit_colour(sim: np.ndarray, real: np.ndarray) -> np.ndarray:
+    """Return the (4, 3) colour transform ``[r g b 1] @ M`` from ``sim`` to ``real`` pixels
+    ((N, 3), 0-255), by least squares on 0-1 values."""
+    if len(sim) < 20:
+        raise DataError(f'only {len(sim)} robot pixels to fit a colour transform on')
+    x = np.concatenate([sim / 255.0, np.ones((len(sim), 1))], 1)
+    m, *_ = np.linalg.lstsq(x, real / 255.0, rcond=None)
+    return m
+
+
+def apply_colour(image: np.ndarray, m: np.ndarray) -> np.ndarray:
+    """Return ``image`` (..., 3) uint8 through the colour transform ``m`` (4, 3)."""
+    x = image.astype(np.float32) / 255.0
+    out = x @ m[:3].astype(np.float32) + m[3].astype(np.float32)
+    return np.clip(out * 255.0 + 0.5, 0, 255).astype(np.uint8)
+
+
+class TwinFrames:
+    """The twin (its own look, a given rig) rendered at recorded joints: RGB and segmentation."""
+
+    def __init__(self, rig_file: str, size: tuple[int, int], cameras: Sequence[str],
+                 task: str = '') -> None:
+        from realm_ros.backends.mujoco.actuation import ArmActuation
+        from realm_ros.backends.mujoco.world import MujocoWorld
+        from realm_ros.core.config import WorldConfig
+        from realm_ros.core.types import EpisodeSpec
+
+        self.cameras = tuple(cameras)
+        self.world = MujocoWorld(WorldConfig(
+            task=task, cameras=self.cameras, camera_width=size[0], camera_height=size[1],
+            camera_rig_file=rig_file), visual_match_dir='')
+        self.world.reset(EpisodeSpec(task=task or 'empty', seed=0))
+        self._act = ArmActuation(self.world.model)
+        self._renderer: Any = None
+        self.robot = robot_geoms(self.world.model)
+
+    def render(self, q: np.ndarray, gripper: float) -> tuple[dict[str, np.ndarray],
+                                                             dict[str, np.ndarray]]:
+        """Return (rgb, segmentation) per camera with the arm at ``q`` (rad), gripper ``g``."""
+        import mujoco
+
+        from realm_ros.backends.mujoco.render import FrameRenderer
+
+        w = self.world
+        if self._renderer is None:
+            self._renderer = FrameRenderer(w.model, w.config.camera_width,
+                                           w.config.camera_height, shadows=False,
+                                           reflections=False)
+        self._act.set_arm_state(w.data, np.asarray(q, float), gripper=gripper)
+        mujoco.mj_forward(w.model, w.data)
+        return (self._renderer.render(w.data, self.cameras),
+                self._renderer.render(w.data, self.cameras, segmentation=True))
+
+    def close(self) -> None:
+        """Free the renderers."""
+        if self._renderer is not None:
+            self._renderer.close()
+        self.world.close()
+
+
+def build_match(recording: Any, rig_file: str, out: str | pathlib.Path,
+                grow_px: int = 2) -> dict[str, Any]:
+    """Write a visual-match folder from ``recording`` (a calibration ``Recording``) and the
+    calibrated ``rig_file``; return ``match.yaml``'s content (with per-camera pixel counts)."""
+    import cv2
+    import imageio.v2 as imageio
+    import yaml
+
+    from realm_ros.backends.mujoco.calibration import clean_plate
+
+    out = pathlib.Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    cameras = [c for c in ('exterior_1', 'exterior_2', 'wrist') if c in recording.images]
+    twin = TwinFrames(rig_file, recording.size, cameras)
+    kernel = np.ones((2 * grow_px + 1, 2 * grow_px + 1), np.uint8)
+    sims: dict[str, list[np.ndarray]] = {c: [] for c in cameras}
+    robots: dict[str, list[np.ndarray]] = {c: [] for c in cameras}
+    try:
+        for q, g in zip(recording.q, recording.gripper):
+            rgb, seg = twin.render(q, float(g))
+            for c in cameras:
+                sims[c].append(rgb[c])
+                robots[c].append(seg_mask(seg[c], twin.robot))
+    finally:
+        twin.close()
+    content: dict[str, Any] = {'size': list(recording.size), 'cameras': {}}
+    for c in cameras:
+        frames = recording.images[c]
+        robot = np.stack(robots[c])
+        grown = np.stack([cv2.dilate(m.astype(np.uint8), kernel) > 0 for m in robot])
+        inner = np.stack([cv2.erode(m.astype(np.uint8), kernel) > 0 for m in robot])
+        entry: dict[str, Any] = {}
+        if c in EXTERIOR:
+            plate, unknown = clean_plate(frames, grown)
+            imageio.imwrite(out / f'{c}_plate.png', plate)
+            entry['plate'] = f'{c}_plate.png'
+            entry['plate_unknown_fraction'] = round(float(unknown.mean()), 5)
+        sim = np.stack(sims[c])[inner]
+        real = frames[inner]
+        m = fit_colour(sim.astype(float), real.astype(float))
+        entry['colour'] = [[round(float(v), 6) for v in row] for row in m]
+        entry['robot_pixels'] = int(inner.sum())
+        content['cameras'][c] = entry
+    rig = camera_rig.load_rig(rig_file)
+    (out / 'rig.yaml').write_text(pathlib.Path(rig.source).read_text()
+                                  if rig_file else _droid_rig_text())
+    (out / 'match.yaml').write_text(
+        '# Visual match written by `realm-ros cameras match` (docs/visual-matching.md).\n'
+        + yaml.safe_dump(content, sort_keys=False))
+    return content
+
+
+def _droid_rig_text() -> str:
+    root = pathlib.Path(__file__).resolve().parents[3]
+    path = root / camera_rig.DEFAULT_RIG
+    if not path.is_file():
+        raise ConfigError('no calibrated rig given and config/cameras/droid.yaml not found')
+    return path.read_text()
+
+
+class VisualMatchLook(Look):
+    """The visually matched twin's look (module docstring)."""
+
+    def __init__(self, folder: pathlib.Path, rig: camera_rig.Rig, size: tuple[int, int],
+                 plates: Mapping[str, np.ndarray], colours: Mapping[str, np.ndarray]) -> None:
+        self.folder = folder
+        self.calibrated = rig
+        self.size = size
+        self.plates = dict(plates)
+        self.colours = dict(colours)
+        self._plates_at: dict[tuple[str, int, int], np.ndarray] = {}
+        self._kept: tuple[Any, np.ndarray, np.ndarray] | None = None
+
+    @classmethod
+    def load(cls, folder: str | pathlib.Path) -> VisualMatchLook:
+        """Read a ``cameras match`` folder.
+
+        Raises:
+            ConfigError: missing or malformed ``match.yaml``, ``rig.yaml`` or a plate (named).
+        """
+        import imageio.v2 as imageio
+
+        from realm_ros.core.config import load_yaml
+
+        folder = pathlib.Path(folder).expanduser().resolve()
+        where = f'visual_match_dir {folder}'
+        if not (folder / 'match.yaml').is_file():
+            raise ConfigError(f'{where}: no match.yaml (write it with `realm-ros cameras match`)')
+        data = load_yaml(folder / 'match.yaml')
+        rig = camera_rig.load_rig(str(folder / 'rig.yaml'))
+        cams = data.get('cameras')
+        if not isinstance(cams, dict):
+            raise ConfigError(f'{where}: match.yaml needs a `cameras` map')
+        size = data.get('size') or [0, 0]
+        plates, colours = {}, {}
+        for name, entry in cams.items():
+            try:
+                colours[name] = np.asarray(entry['colour'], float).reshape(4, 3)
+            except (KeyError, TypeError, ValueError):
+                raise ConfigError(f'{where}: cameras.{name}.colour must be 4 rows of 3 '
+                                  'numbers') from None
+            if 'plate' in entry:
+                path = folder / str(entry['plate'])
+                try:
+                    plates[name] = np.asarray(imageio.imread(path))[..., :3]
+                except (OSError, ValueError) as err:
+                    raise ConfigError(f'{where}: cannot read plate {path}: {err}') from None
+        return cls(folder, rig, (int(size[0]), int(size[1])), plates, colours)
+
+    def rig(self, rig: camera_rig.Rig) -> camera_rig.Rig:
+        """The calibrated cameras, with the configured rig's render options."""
+        import dataclasses
+
+        return dataclasses.replace(rig, exterior=self.calibrated.exterior,
+                                   wrist=self.calibrated.wrist,
+                                   source=self.calibrated.source)
+
+    def plate(self, camera: str, width: int, height: int) -> np.ndarray:
+        """Return ``camera``'s plate at ``width`` x ``height`` (resized once)."""
+        key = (camera, width, height)
+        if key not in self._plates_at:
+            from PIL import Image
+
+            plate = self.plates[camera]
+            if plate.shape[:2] != (height, width):
+                plate = np.asarray(Image.fromarray(plate).resize((width, height),
+                                                                 Image.BILINEAR))
+            self._plates_at[key] = plate
+        return self._plates_at[key]
+
+    def finish(self, world: Any, images: dict[str, np.ndarray],
+               segment: Segmenter) -> dict[str, np.ndarray]:
+        """Colour-match the robot's pixels; composite the exterior cameras over their plates.
+
+        The colour transform is fitted on robot pixels (white and grey paint), so it is applied
+        to them only: extrapolated to saturated objects or the wrist camera's table it is not
+        what the camera does (it turned a green block grey). Objects keep the twin's colours.
+        """
+        if not any(name in self.colours or name in self.plates for name in images):
+            return images
+        if self._kept is None or self._kept[0] is not world.model:
+            self._kept = (world.model, kept_geoms(world.model), robot_geoms(world.model))
+        seg = segment()
+        out = {}
+        for name, image in images.items():
+            picture = image
+            if name in self.colours:
+                robot = seg_mask(seg[name], self._kept[2])
+                picture = np.where(robot[..., None], apply_colour(image, self.colours[name]),
+                                   image)
+            if name in self.plates:
+                h, w = image.shape[:2]
+                keep = seg_mask(seg[name], self._kept[1])
+                picture = np.where(keep[..., None], picture, self.plate(name, w, h))
+            out[name] = picture
+        return out
+
+
+__all__ = ['TwinFrames', 'VisualMatchLook', 'apply_colour', 'build_match', 'fit_colour',
+           'kept_geoms', 'robot_geoms', 'seg_mask']

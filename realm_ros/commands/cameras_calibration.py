@@ -1,0 +1,228 @@
+"""``realm-ros cameras record | calibrate | match`` (docs/visual-matching.md).
+
+The subcommands of :mod:`realm_ros.commands.cameras` that need MuJoCo, a bag and the
+calibration library (:mod:`realm_ros.backends.mujoco.calibration`,
+:mod:`realm_ros.backends.mujoco.visual_match`); they parse nothing themselves.
+"""
+
+from __future__ import annotations
+
+import argparse
+import pathlib
+import sys
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from realm_ros.core.config import CAMERA_NAMES
+from realm_ros.core.errors import ConfigError, DataError
+
+#: Seconds to move between two recording poses, and to hold still before the frame.
+MOVE_S = 1.6
+SETTLE_S = 0.5
+
+CLEAR_TABLE = ('Recording for camera calibration: the arm will move through both exterior '
+               "cameras' views, within 12 cm of the table top at the lowest. Clear the table "
+               '(no objects, no people in reach) and keep the e-stop in hand.')
+
+
+def _abspath(path: str) -> str:
+    return str(pathlib.Path(path).expanduser().resolve()) if path else ''
+
+
+def load_recording(path: str | pathlib.Path, cameras: Sequence[str] = ('exterior_1',
+                                                                      'exterior_2', 'wrist')
+                   ) -> Any:
+    """Read a ``cameras record`` bag: each image with the joint state at its stamp.
+
+    Raises:
+        DataError: unreadable bag, no images, or images without joint states around them.
+    """
+    from realm_ros.backends.mujoco.calibration import Recording
+    from realm_ros.io import bags
+
+    path = pathlib.Path(path)
+    run = bags.read_run(path, prefix='panda_', cameras=_cameras_in(path, cameras))
+    if not run.images:
+        raise DataError(f'bag {path}: no camera images (record with `realm-ros cameras record`)')
+    stamps = next(iter(run.images.values()))[0]
+    q = np.stack([np.interp(stamps, run.state_t, run.state_q[:, j]) for j in range(7)], 1)
+    g = np.interp(stamps, run.state_t, run.state_gripper)
+    images = {}
+    for name, (t, frames) in run.images.items():
+        if len(t) != len(stamps) or np.max(np.abs(t - stamps)) > 1e-6:
+            raise DataError(f'bag {path}: camera {name} frames are not stamped with the others')
+        images[name] = np.stack(frames)
+    return Recording(q, g, images, str(path))
+
+
+def _cameras_in(path: pathlib.Path, wanted: Sequence[str]) -> list[str]:
+    from rosbags.rosbag2 import Reader
+
+    from realm_ros.core import topics
+
+    try:
+        with Reader(path) as reader:
+            present = {c.topic for c in reader.connections}
+    except Exception as err:  # noqa: BLE001 - rosbags raises several types for a bad bag
+        raise DataError(f'cannot read bag {path}: {err}') from None
+    return [c for c in wanted if any(t.endswith('/' + topics.camera_image(c)) for t in present)]
+
+
+def record_world(world: Any, out: pathlib.Path, poses: np.ndarray,
+                 gripper: Callable[[int], float], move_s: float = MOVE_S,
+                 settle_s: float = SETTLE_S, namespace: str = '/real') -> int:
+    """Drive ``world`` through ``poses`` and write joint states, commands and the settled frames.
+
+    Every control step writes the measured joint state and the command; at the end of each
+    pose's settle time every camera's frame is written with that step's stamp. Returns the
+    number of frames per camera.
+    """
+    from realm_ros.core import topics
+    from realm_ros.core.types import Action, ActionMode, EpisodeSpec
+    from realm_ros.io.bags import BagWriter
+
+    if out.exists():
+        raise ConfigError(f'--out {out} exists already; choose a new bag folder')
+    ns = namespace.rstrip('/')
+    obs = world.reset(EpisodeSpec(task='empty', seed=0))
+    dt = world.control_dt
+    frames = 0
+    with BagWriter(out) as bag:
+        q = np.asarray(obs.joints.position, float)
+        for k, pose in enumerate(poses):
+            g = gripper(k)
+            start = q.copy()
+            n_move, n_hold = max(1, round(move_s / dt)), max(1, round(settle_s / dt))
+            for step in range(n_move + n_hold):
+                s = min(1.0, (step + 1) / n_move)
+                blend = 0.5 - 0.5 * np.cos(np.pi * s)  # smooth start and stop
+                target = start + blend * (pose - start)
+                world.apply(Action(arm=target, gripper=g, mode=ActionMode.POSITION))
+                obs = world.step()
+                t = float(obs.joints.stamp)
+                bag.write_command(f'{ns}/{topics.COMMAND}', t, target, g)
+                bag.write_joint_state(f'{ns}/{topics.JOINT_STATES}', t, obs.joints.position,
+                                      obs.joints.velocity, obs.joints.gripper)
+            images = dict(world.render()) if hasattr(world, 'render') else dict(obs.images)
+            for name in CAMERA_NAMES:
+                if name in images:
+                    bag.write_image(f'{ns}/{topics.camera_image(name)}', t, images[name])
+            frames += 1
+            q = np.asarray(obs.joints.position, float)
+            print(f'  pose {k + 1}/{len(poses)}  t {t:6.2f} s', file=sys.stderr)
+    return frames
+
+
+def record(args: argparse.Namespace) -> int:
+    """``cameras record``: the digital real in process, or a lab arm through the bridge."""
+    from realm_ros.backends.mujoco import calibration
+    from realm_ros.commands.episode import parse_image_size
+    from realm_ros.core.config import WorldConfig
+    from realm_ros.core.world import make_world
+
+    width, height = parse_image_size(args.image_size)
+    if args.poses < 2:
+        raise ConfigError(f'--poses must be at least 2, got {args.poses}')
+    poses = calibration.record_waypoints(args.poses, args.seed)
+    if args.backend == 'franka':
+        if args.appearance:
+            raise ConfigError("--appearance is the digital real's; a lab arm has its own")
+        print(CLEAR_TABLE)
+        if not args.yes and input('Is the table clear? [y/N] ').strip().lower() not in (
+                'y', 'yes'):
+            print('not recording: the table was not confirmed clear')
+            return 1
+        config = WorldConfig(backend='franka', cameras=CAMERA_NAMES, camera_width=width,
+                             camera_height=height)
+    else:
+        config = WorldConfig(backend='digital_real', task='', cameras=CAMERA_NAMES,
+                             camera_width=width, camera_height=height,
+                             camera_rig_file=_abspath(args.rig),
+                             appearance_file=_abspath(args.appearance))
+    world = make_world(config)
+    try:
+        frames = record_world(world, args.out, poses, calibration.gripper_for,
+                              namespace=args.namespace)
+    finally:
+        world.close()
+    print(f'recorded {frames} frames x {len(CAMERA_NAMES)} cameras ({width}x{height}) and the '
+          f'joint states to {args.out} ({config.backend})')
+    return 0
+
+
+def calibrate(args: argparse.Namespace) -> int:
+    """``cameras calibrate BAG --out rig.yaml``: fit, write, print residuals, save overlays."""
+    from realm_ros.backends.mujoco import calibration, camera_rig
+
+    recording = load_recording(args.bag)
+    rig = camera_rig.load_rig(_abspath(args.rig))
+    result = calibration.calibrate(recording, rig, seed=args.seed)
+    calibration.write_rig(args.out, result.rig_yaml(rig), header=(
+        f'Camera rig calibrated by `realm-ros cameras calibrate` from {args.bag}\n'
+        f'(started from {rig.source}); exterior cameras fitted, the wrist as given.'))
+    print(f'{"camera":<11} {"residual px":>12} {"before px":>10} {"moved cm":>9} '
+          f'{"turned deg":>10} {"fovy deg":>9}')
+    for name, fit in result.fits.items():
+        dp, da, df = fit.start.error_to(fit.pose)
+        print(f'{name:<11} {fit.loss:12.2f} {fit.loss_start:10.2f} {dp * 100:9.2f} {da:10.2f} '
+              f'{fit.pose.fovy:9.2f}')
+    folder = args.out.parent / f'{args.out.stem}_check'
+    paths = overlays(recording, _abspath(args.rig), str(args.out.resolve()), folder)
+    print(f'rig: {args.out}; overlays and before/after sheet: {", ".join(map(str, paths))}')
+    return 0
+
+
+def overlays(recording: Any, before_rig: str, after_rig: str,
+             folder: pathlib.Path) -> list[pathlib.Path]:
+    """Write a 50/50 overlay per exterior camera (recording | twin at the calibrated rig) and
+    a before/after sheet (overlay with the starting rig | with the calibrated rig)."""
+    import imageio.v2 as imageio
+
+    from realm_ros.backends.mujoco.visual_match import TwinFrames
+    from realm_ros.commands.cameras import label_image
+
+    folder.mkdir(parents=True, exist_ok=True)
+    cameras = [c for c in ('exterior_1', 'exterior_2') if c in recording.images]
+    k = len(recording.q) // 2
+    blends = {}
+    for label, rig in (('before', before_rig), ('after', after_rig)):
+        twin = TwinFrames(rig, recording.size, cameras)
+        try:
+            rgb, _ = twin.render(recording.q[k], float(recording.gripper[k]))
+        finally:
+            twin.close()
+        blends[label] = {c: (0.5 * recording.images[c][k].astype(float) + 0.5 * rgb[c])
+                         .astype(np.uint8) for c in cameras}
+    paths = []
+    for c in cameras:
+        path = folder / f'{c}_overlay.png'
+        imageio.imwrite(path, blends['after'][c])
+        paths.append(path)
+    sheet = np.concatenate([np.concatenate([label_image(blends[label][c], f'{c}  {label}')
+                                            for label in ('before', 'after')], 1)
+                            for c in cameras], 0)
+    path = folder / 'before_after.png'
+    imageio.imwrite(path, sheet)
+    paths.append(path)
+    return paths
+
+
+def match(args: argparse.Namespace) -> int:
+    """``cameras match BAG --out DIR``: clean plates and colour transforms."""
+    from realm_ros.backends.mujoco import calibration, camera_rig, visual_match
+
+    recording = load_recording(args.bag)
+    rig_file = _abspath(args.rig)
+    if not rig_file:
+        args.out.mkdir(parents=True, exist_ok=True)
+        result = calibration.calibrate(recording, camera_rig.load_rig(''))
+        rig_file = str((args.out / 'calibrated_rig.yaml').resolve())
+        calibration.write_rig(rig_file, result.rig_yaml(camera_rig.load_rig('')))
+    content = visual_match.build_match(recording, rig_file, args.out)
+    for name, entry in content['cameras'].items():
+        plate = (f'plate {entry["plate"]} ({entry["plate_unknown_fraction"] * 100:.2f} % never '
+                 'seen free)' if 'plate' in entry else 'colour only')
+        print(f'{name:<11} {plate}; colour fitted on {entry["robot_pixels"]} robot pixels')
+    print(f'visual match: {args.out} (world visual_match_dir, --visual-match {args.out})')
+    return 0
