@@ -8,7 +8,7 @@ import pytest
 
 from realm_ros import cli
 from realm_ros.backends.digital_real import DigitalRealWorld
-from realm_ros.backends.mujoco import appearance as mj_appearance
+from realm_ros.backends.mujoco import looks
 from realm_ros.backends.mujoco.world import MujocoWorld
 from realm_ros.core import appearance
 from realm_ros.core.config import WorldConfig
@@ -133,7 +133,7 @@ def test_digital_real_looks_like_its_lab_and_the_twin_does_not_read_it():
 def test_appearance_leaves_the_physics_unchanged():
     cfg = WorldConfig(task='put_green_block_in_bowl', **SMALL)
     plain = MujocoWorld(cfg)
-    dressed = MujocoWorld(cfg, look=mj_appearance.look_for(appearance_file=str(LAB)))
+    dressed = MujocoWorld(cfg, look=looks.look_for(appearance_file=str(LAB)))
     try:
         spec = EpisodeSpec(task='put_green_block_in_bowl', seed=0)
         for world in (plain, dressed):

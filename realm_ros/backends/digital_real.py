@@ -34,7 +34,7 @@ class DigitalRealWorld(MujocoWorld):
         self.hidden = hidden
         look = None
         if config.appearance_file:
-            from realm_ros.backends.mujoco.appearance import look_for
+            from realm_ros.backends.mujoco.looks import look_for
             look = look_for(appearance_file=config.appearance_file)
         super().__init__(
             config,

@@ -106,6 +106,7 @@ def sheet(args: argparse.Namespace) -> int:
     import numpy as np
 
     from realm_ros.backends.mujoco.world import MujocoWorld
+    from realm_ros.commands.cameras_calibration import label_image
     from realm_ros.commands.episode import parse_image_size
     from realm_ros.core.config import WorldConfig
     from realm_ros.core.types import EpisodeSpec
@@ -152,21 +153,6 @@ def sheet(args: argparse.Namespace) -> int:
     print(f'contact sheet: {path} ({picture.shape[1]}x{picture.shape[0]} px, {len(names)} '
           f'task(s) x {len(CAMERA_NAMES)} cameras{" x real | twin" if args.appearance else ""})')
     return 0
-
-
-def label_image(image, text: str):
-    """Return ``image`` with ``text`` on a dark band at its top and a 1 px border."""
-    import numpy as np
-    from PIL import Image, ImageDraw
-
-    picture = Image.fromarray(image)
-    draw = ImageDraw.Draw(picture)
-    draw.rectangle((0, 0, picture.width, 13), fill=(20, 20, 20))
-    draw.text((4, 1), text, fill=(240, 240, 240))
-    out = np.asarray(picture).copy()
-    out[[0, -1], :] = 255
-    out[:, [0, -1]] = 255
-    return out
 
 
 def resize(image, scale: float):

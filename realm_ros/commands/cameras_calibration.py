@@ -179,8 +179,7 @@ def overlays(recording: Any, before_rig: str, after_rig: str,
     a before/after sheet (overlay with the starting rig | with the calibrated rig)."""
     import imageio.v2 as imageio
 
-    from realm_ros.backends.mujoco.visual_match import TwinFrames
-    from realm_ros.commands.cameras import label_image
+    from realm_ros.backends.mujoco.matching import TwinFrames
 
     folder.mkdir(parents=True, exist_ok=True)
     cameras = [c for c in ('exterior_1', 'exterior_2') if c in recording.images]
@@ -210,7 +209,7 @@ def overlays(recording: Any, before_rig: str, after_rig: str,
 
 def match(args: argparse.Namespace) -> int:
     """``cameras match BAG --out DIR``: clean plates and colour transforms."""
-    from realm_ros.backends.mujoco import calibration, camera_rig, visual_match
+    from realm_ros.backends.mujoco import calibration, camera_rig, matching
 
     recording = load_recording(args.bag)
     rig_file = _abspath(args.rig)
@@ -219,10 +218,25 @@ def match(args: argparse.Namespace) -> int:
         result = calibration.calibrate(recording, camera_rig.load_rig(''))
         rig_file = str((args.out / 'calibrated_rig.yaml').resolve())
         calibration.write_rig(rig_file, result.rig_yaml(camera_rig.load_rig('')))
-    content = visual_match.build_match(recording, rig_file, args.out)
+    content = matching.build_match(recording, rig_file, args.out)
     for name, entry in content['cameras'].items():
         plate = (f'plate {entry["plate"]} ({entry["plate_unknown_fraction"] * 100:.2f} % never '
                  'seen free)' if 'plate' in entry else 'colour only')
         print(f'{name:<11} {plate}; colour fitted on {entry["robot_pixels"]} robot pixels')
     print(f'visual match: {args.out} (world visual_match_dir, --visual-match {args.out})')
     return 0
+
+
+def label_image(image, text: str):
+    """Return ``image`` with ``text`` on a dark band at its top and a 1 px border."""
+    import numpy as np
+    from PIL import Image, ImageDraw
+
+    picture = Image.fromarray(image)
+    draw = ImageDraw.Draw(picture)
+    draw.rectangle((0, 0, picture.width, 13), fill=(20, 20, 20))
+    draw.text((4, 1), text, fill=(240, 240, 240))
+    out = np.asarray(picture).copy()
+    out[[0, -1], :] = 255
+    out[:, [0, -1]] = 255
+    return out

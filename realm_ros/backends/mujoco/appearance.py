@@ -183,15 +183,4 @@ class AppearanceLook(Look):
                 for name, image in images.items()}
 
 
-def look_for(appearance_file: str = '', visual_match_dir: str = '') -> Look:
-    """Return the look of a world: a hidden appearance (digital real), a visual match (twin),
-    or the twin's own."""
-    if appearance_file:
-        return AppearanceLook(Appearance.from_yaml(appearance_file))
-    if visual_match_dir:
-        from realm_ros.backends.mujoco.visual_match import VisualMatchLook
-        return VisualMatchLook.load(visual_match_dir)
-    return Look()
-
-
-__all__ = ['AppearanceLook', 'Look', 'Segmenter', 'look_for', 'paint']
+__all__ = ['AppearanceLook', 'Look', 'Segmenter', 'paint']

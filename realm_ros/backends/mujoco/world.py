@@ -12,7 +12,7 @@ from typing import Any, Iterator, Mapping
 
 import numpy as np
 
-from realm_ros.backends.mujoco import appearance, camera_rig, perturb, visuals
+from realm_ros.backends.mujoco import appearance, camera_rig, looks, perturb, visuals
 from realm_ros.backends.mujoco import model as mjcf
 from realm_ros.backends.mujoco.actuation import ArmActuation, PendingTargets, delay_steps
 from realm_ros.backends.mujoco.render import FrameRenderer
@@ -51,7 +51,7 @@ class MujocoWorld(World):
         self._config = config
         #: How the pictures differ from the twin's own look (``appearance.py``): a hidden
         #: appearance (the digital real), a visual match (``visual_match_dir``), or none.
-        self.look = look or appearance.look_for(visual_match_dir=config.visual_match_dir
+        self.look = look or looks.look_for(visual_match_dir=config.visual_match_dir
                                                 if visual_match_dir is None else visual_match_dir)
         self._substeps = config.substeps
         self._dynamics, self.latency_s = twin_arguments(config, dynamics, latency_s,
