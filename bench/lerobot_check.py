@@ -26,6 +26,7 @@ import argparse
 import json
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
@@ -152,9 +153,9 @@ def main() -> int:
            '--save_checkpoint=false', '--log_freq=1', '--eval_freq=0']
     print('+ ' + ' '.join(cmd), flush=True)
     run = subprocess.run(cmd, env=env, capture_output=True, text=True)
-    steps = [x for x in (run.stdout + run.stderr).splitlines() if 'step:' in x]
-    print(f'lerobot-train: exit {run.returncode}, {len(steps)} step log lines'
-          + (f'; last: {steps[-1].strip()[-160:]}' if steps else ''))
+    steps = re.findall(r'step:(\d+) .*?loss:([0-9.]+)', run.stdout + run.stderr)
+    print(f'lerobot-train (diffusion, cpu, batch 2): exit {run.returncode}, '
+          + ', '.join(f'step {n} loss {loss}' for n, loss in steps))
     if run.returncode != 0 or not steps:
         print((run.stdout + run.stderr)[-3000:])
         failed = True

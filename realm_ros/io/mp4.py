@@ -29,7 +29,8 @@ class VideoTrack:
     height: int
     timescale: int                      # media ticks per second (mdhd)
     duration_ticks: int                 # media duration (mdhd), ticks
-    sample_pts: tuple[float, ...]       # presentation time of each sample, s (stts + ctts)
+    sample_pts: tuple[float, ...]       # presentation time of each sample, s (stts + ctts -
+                                        # the first edit's media time), sorted
     has_ctts: bool                      # composition offsets: frames were reordered (B-frames)
     edits: tuple[tuple[float, float], ...]  # (segment duration s, media time s) per elst entry
 
@@ -123,9 +124,12 @@ def read_video_track(path: str | pathlib.Path) -> VideoTrack:
                 else:
                     seg, media = struct.unpack_from('>Ii', data, body + 8 + 12 * i)
                 edits.append((seg / movie_scale, media / timescale if media >= 0 else -1.0))
+        # A demuxer presents sample times shifted by the first edit's media time (with B-frames
+        # the encoder delays composition by it); empty edits (media time -1) start later.
+        shift = next((media for _, media in edits if media >= 0), 0.0)
         dts, pts = 0, []
         for delta, off in zip(deltas, offsets):
-            pts.append((dts + off) / timescale)
+            pts.append((dts + off) / timescale - shift)
             dts += delta
         return VideoTrack(codec=codec, width=width, height=height, timescale=timescale,
                           duration_ticks=duration, sample_pts=tuple(sorted(pts)),
