@@ -69,6 +69,17 @@ def error(text: str) -> None:
     _write(f'error: {text}', sys.stderr)
 
 
+def capture_warnings() -> None:
+    """Show Python ``warnings`` (an rclpy RuntimeWarning) as one ``warning:`` line, above bars."""
+    import warnings
+
+    def show(message, category, filename, lineno, file=None, line=None) -> None:
+        del file, line
+        warn(f'{category.__name__}: {message} ({os.path.basename(filename)}:{lineno})')
+
+    warnings.showwarning = show
+
+
 def bar(total: int, desc: str, unit: str = 'it', initial: int = 0, leave: bool = True) -> Any:
     """A progress bar for one phase on stderr (a disabled one when quiet); close it when done."""
     from tqdm import tqdm
@@ -149,5 +160,5 @@ def missing_package(prog: str, err: BaseException) -> str | None:
     return f'{prog}: {what}; install {install_hint(module)}'
 
 
-__all__ = ['INSTALL', 'bar', 'error', 'install_hint', 'line', 'missing_package', 'phase',
-           'quiet', 'set_quiet', 'warn']
+__all__ = ['INSTALL', 'bar', 'capture_warnings', 'error', 'install_hint', 'line',
+           'missing_package', 'phase', 'quiet', 'set_quiet', 'warn']

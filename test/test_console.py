@@ -52,16 +52,22 @@ def test_rosout_warnings_and_errors_are_echoed_info_is_not(capsys):
         executor.add_node(echo)
         worker.get_logger().info('policy reset for task push_switch')
         worker.get_logger().warning('late joint state')
+        for value in (0.18, 0.21, 0.19):  # one kind: printed once, the rest counted
+            worker.get_logger().warning(f'command rejected: fr3_joint2 moves {value} rad')
         worker.get_logger().error('bridge lost')
         deadline = time.monotonic() + 10
-        while len(echo.lines) < 2 and time.monotonic() < deadline:
+        while len(echo.lines) < 3 and time.monotonic() < deadline:
             executor.spin_once(timeout_sec=0.1)
-        assert echo.lines == ['warning: [worker] late joint state', 'error: [worker] bridge lost']
+        assert echo.lines == ['warning: [worker] late joint state',
+                              'warning: [worker] command rejected: fr3_joint2 moves 0.18 rad',
+                              'error: [worker] bridge lost']
         err = capsys.readouterr().err
         assert 'warning: [worker] late joint state' in err and 'error: [worker] bridge lost' in err
         executor.shutdown()
         worker.destroy_node()
         echo.destroy_node()
+        err = capsys.readouterr().err
+        assert err.startswith('warning: [worker] 2 more like "command rejected: fr#_joint# moves')
     finally:
         rclpy.try_shutdown(context=context)
 

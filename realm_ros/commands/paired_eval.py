@@ -134,6 +134,7 @@ def run(args: argparse.Namespace) -> int:
     from realm_ros.ros import logs
 
     console.set_quiet(args.quiet)
+    console.capture_warnings()
     config = load_config(args)
     out = args.out.expanduser().resolve()
     if args.reuse_real is not None:

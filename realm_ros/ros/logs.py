@@ -13,13 +13,17 @@ warnings and errors, and the tables:
 ``ROS_LOG_DIR`` at the run folder; the file log (rcl_logging_spdlog) and ``/rosout`` are
 untouched, so ``ros2 topic echo /rosout`` and the log files see every line. :class:`ConsoleEcho`
 subscribes to ``/rosout`` and prints WARN, ERROR and FATAL lines through
-:mod:`realm_ros.console`. With ``verbose`` nothing changes: every node line on the console.
+:mod:`realm_ros.console`: every error, and the first of each kind of warning (a kind: the node
+and the text with its numbers blanked, so 40 "command rejected ... moves 0.18 rad" lines are
+one); when the node is destroyed it says how many of each kind it held back, and where the log
+is. With ``verbose`` nothing changes: every node line on the console.
 """
 
 from __future__ import annotations
 
 import os
 import pathlib
+import re
 
 from rcl_interfaces.msg import Log
 from rclpy.node import Node
@@ -66,7 +70,8 @@ class ConsoleEcho(Node):
 
     def __init__(self, **kwargs) -> None:
         super().__init__('console', use_global_arguments=False, **kwargs)
-        self.lines: list[str] = []
+        self.lines: list[str] = []   # what was printed, for tests
+        self.held: dict[tuple[str, str], int] = {}  # kind -> warnings not printed
         self.create_subscription(Log, '/rosout', self._on_log, ROSOUT_QOS)
 
     def _on_log(self, msg: Log) -> None:
@@ -75,11 +80,27 @@ class ConsoleEcho(Node):
         if level is None or msg.name == self.get_name():
             return
         text = f'[{msg.name}] {msg.msg}'
-        self.lines.append(f'{level}: {text}')
         if level == 'warning':
+            kind = (msg.name, re.sub(r'\d+(\.\d+)?', '#', msg.msg))
+            if kind in self.held:
+                self.held[kind] += 1
+                return
+            self.held[kind] = 0
             console.warn(text)
         else:
             console.error(text)
+        self.lines.append(f'{level}: {text}')
+
+    def summary(self) -> list[str]:
+        """One line per kind of warning that repeated: how many more, and where they are."""
+        return [f'[{name}] {count} more like "{kind[:60]}..." (node logs: {log_dir()})'
+                for (name, kind), count in self.held.items() if count]
+
+    def destroy_node(self) -> None:
+        for text in self.summary():
+            console.warn(text)
+        self.held.clear()
+        super().destroy_node()
 
 
 __all__ = ['ConsoleEcho', 'init_args', 'log_dir']

@@ -62,7 +62,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     rec.add_argument('--namespace', default='/real', help="the world's namespace")
     rec.add_argument('--quiet', action='store_true', help='no progress bar')
     rec.add_argument('--verbose', action='store_true',
-                     help="every node's log lines on the console (default: OUT/logs/)")
+                     help="every node's log lines on the console (default: ROS's log files)")
     rec.add_argument('--arm-id', default='fr3', choices=robot.ARM_IDS,
                      help='the arm whose joint position and velocity limits the excitation '
                           'keeps to (fr3; fer/panda); --backend digital_real: also the arm the '

@@ -184,9 +184,10 @@ def record(args: argparse.Namespace) -> int:
 
     verbose, quiet = getattr(args, 'verbose', False), getattr(args, 'quiet', False)
     console.set_quiet(quiet)
+    console.capture_warnings()
     context = rclpy.Context()
-    # Node lines to OUT/logs/ (ROS's log files); warnings and errors above the bar.
-    rclpy.init(context=context, args=logs.init_args(out, verbose))
+    # Node lines to ROS's log files (OUT holds bags only); warnings and errors above the bar.
+    rclpy.init(context=context, args=logs.init_args(None, verbose))
     nodes: list = []
     echo = NodeRunner(context)
     try:
