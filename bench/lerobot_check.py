@@ -120,7 +120,7 @@ def main() -> int:
                         help='dataset folder to check (default: write a fresh one)')
     parser.add_argument('--episodes', type=int, default=3, help='episodes per task (fresh set)')
     parser.add_argument('--max-steps', type=int, default=40, help='steps per episode')
-    parser.add_argument('--steps', type=int, default=3, help='lerobot-train steps')
+    parser.add_argument('--steps', type=int, default=3, help='lerobot-train steps (0: none)')
     args = parser.parse_args()
     py = ensure_venv(args.venv)
     work = pathlib.Path(tempfile.mkdtemp(prefix='lerobot_check_'))
@@ -145,6 +145,10 @@ def main() -> int:
               f"({c['episodes']} episodes), errors {c['errors'] or 'none'}, "
               f"blank frames {c['blank_frames']}, {c['seconds']} s")
         failed |= c['read'] != c['items'] or c['blank_frames'] > 0
+    if args.steps <= 0:
+        print(f'lerobot check: {"FAILED" if failed else "ok"} (no training asked for; dataset '
+              f'{data})')
+        return 1 if failed else 0
     train = work / 'train'
     cmd = [str(args.venv / 'bin' / 'lerobot-train'), f'--dataset.repo_id={REPO_ID}',
            f'--dataset.root={data}', '--policy.type=diffusion', '--policy.device=cpu',
