@@ -18,6 +18,8 @@ from rostest import BIN
 from realm_ros import cli
 from realm_ros.console import install_hint, missing_package
 
+pytestmark = pytest.mark.ros  # node executables: each case starts an interpreter with rclpy
+
 NOT_INSTALLED = """raise ModuleNotFoundError("No module named '{name}'", name='{name}')\n"""
 
 #: case -> (executable, arguments, modules made absent, extra environment)
