@@ -214,9 +214,10 @@ def record(args: argparse.Namespace) -> int:
                     driver.call(driver.split_client)
                 else:
                     recorder.close()
+                # One line per finished bag (scripts and the crash test read them), above the bar.
+                console.line(f'trajectory {i}: {len(plan)} steps -> {path} '
+                             f'({convert.from_time(driver.states[-1].header.stamp):.2f} s)')
                 bar.update(1)
-                bar.set_postfix_str(f'{pathlib.Path(path).name}: {len(plan)} steps, '
-                                    f'{convert.from_time(driver.states[-1].header.stamp):.1f} s')
     finally:
         echo.shutdown()
         for node in nodes:
