@@ -36,7 +36,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
                     'schemas (--check: is it current?)'),
     'usd': ('realm_ros.commands.usd', 'export a task scene to USD authored for PhysX/Isaac Sim'),
     'dataset': ('realm_ros.commands.dataset', 'demonstrations of the scripted expert in the twin '
-                'with cameras, written as a LeRobot v2.1 dataset'),
+                'with cameras, written as a LeRobot v3.0 (or v2.1) dataset'),
     'train': ('realm_ros.commands.train', 'train the learned visuomotor policy (images + '
               'instruction + joints -> action chunks) on a LeRobot dataset'),
     'cameras': ('realm_ros.commands.cameras', 'contact sheet of every camera of the twin, per '
@@ -67,6 +67,13 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args._module.run(args) or 0)
+    except ImportError as err:  # BackendUnavailable included: one line naming what to install
+        from realm_ros.console import missing_package
+        line = missing_package(f'realm-ros {args.command}: error', err)
+        if line is None:
+            raise
+        print(line, file=sys.stderr)
+        return 2
     except RealmError as err:
         print(f'realm-ros {args.command}: error: {err}', file=sys.stderr)
         return 2

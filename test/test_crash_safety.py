@@ -26,8 +26,10 @@ from realm_ros.io.repair import bag_opens, find_cut_bags
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
 
+# --verbose: the kill is timed from the evaluator's 'recording to' node line, which without it
+# goes to OUT/logs/ only.
 SMALL = ['--tasks', 'push_switch', '--policies', 'scripted:0', 'scripted:3',
-         '--episodes-per-cell', '2', '--max-steps', '30', '--quiet', '--record']
+         '--episodes-per-cell', '2', '--max-steps', '30', '--quiet', '--verbose', '--record']
 
 
 def _start(args, log):

@@ -13,7 +13,7 @@ from realm_ros import cli
 from realm_ros.core.errors import ConfigError
 from realm_ros.core.policy import make_policy
 from realm_ros.core.types import ActionMode, EpisodeSpec, JointState, Observation
-from realm_ros.io.lerobot import iter_episodes, read_info, read_video
+from realm_ros.io.lerobot import check_dataset, iter_episodes, read_info, read_video
 from realm_ros.policies.image_tools import resize_with_pad
 from realm_ros.policies.learned import LearnedPolicy, load_checkpoint, tokenize
 from realm_ros.policies.openpi import OpenPIPolicy
@@ -43,28 +43,28 @@ def trained(tmp_path_factory):
 def test_dataset_has_lerobot_layout(trained):
     data, _ = trained
     info = read_info(data)
-    assert info['codebase_version'] == 'v2.1' and info['fps'] == 15
+    assert info['codebase_version'] == 'v3.0' and info['fps'] == 15
     assert info['total_episodes'] == 1 and info['total_frames'] == STEPS
     features = info['features']
     for camera in ('exterior_1', 'wrist'):
         video = features[f'observation.images.{camera}']
         assert video['dtype'] == 'video' and video['shape'] == [36, 64, 3]
     assert features['observation.state']['shape'] == [8]
-    table = pq.read_table(data / info['data_path'].format(episode_chunk=0, episode_index=0))
+    table = pq.read_table(data / info['data_path'].format(chunk_index=0, file_index=0))
     assert set(table.column_names) >= {'observation.state', 'action', 'timestamp',
                                        'frame_index', 'episode_index', 'index', 'task_index'}
     assert table.num_rows == STEPS
     frames = read_video(data / info['video_path'].format(
-        episode_chunk=0, video_key='observation.images.wrist', episode_index=0))
+        video_key='observation.images.wrist', chunk_index=0, file_index=0))
     assert frames.shape == (STEPS, 36, 64, 3) and frames.std() > 1.0  # a picture, not a blank
-    tasks = [json.loads(line) for line in (data / 'meta' / 'tasks.jsonl').read_text().split('\n')
-             if line]
-    assert tasks == [{'task_index': 0, 'task': 'push the light switch'}]
+    tasks = pq.read_table(data / 'meta' / 'tasks.parquet').to_pylist()
+    assert tasks == [{'task_index': 0, '__index_level_0__': 'push the light switch'}]
     (episode,) = list(iter_episodes(data))
     # The labels are the expert's targets: the arm moves toward them.
     assert np.abs(episode.actions[:, :7] - episode.states[:, :7]).max() > 1e-3
-    stats = json.loads((data / 'meta' / 'episodes_stats.jsonl').read_text().split('\n')[0])
-    assert len(stats['stats']['action']['mean']) == 8
+    stats = json.loads((data / 'meta' / 'stats.json').read_text())
+    assert len(stats['action']['mean']) == 8 and len(stats['action']['q99']) == 8
+    assert check_dataset(data) == []
 
 
 def test_checkpoints_written_per_stage_and_small(trained):

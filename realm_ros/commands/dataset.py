@@ -7,13 +7,19 @@ rendered every step. For coverage of states the expert never visits on its own (
 noise injection), the executed joint targets get temporally correlated Gaussian noise of
 ``--noise`` rad (a per-episode scale drawn uniformly in [0, noise]) while the dataset records
 the expert's *clean* action at every step: the learner sees how the expert recovers. Failed
-episodes are dropped unless ``--keep-failures``. The layout is LeRobot v2.1
-(:mod:`realm_ros.io.lerobot`).
+episodes are dropped unless ``--keep-failures``. The layout is LeRobot v3.0 (lerobot 0.4 and
+later), or v2.1 with ``--format v2.1`` (lerobot <= 0.3) (:mod:`realm_ros.io.lerobot`).
+
+Re-running with the same ``--out`` resumes: the run's settings are kept in
+``meta/realm_run.json`` (a re-run must match them, except ``--episodes``, which may grow), every
+attempted (task, seed) is logged in ``meta/realm_attempts.jsonl`` after its episode is written,
+and the writer drops whatever a killed run wrote past its last finished episode.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import pathlib
 import signal
@@ -74,7 +80,9 @@ def _interrupt(signum: int, frame: object) -> None:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Output folder, tasks, episodes, noise, cameras, image size."""
     parser.add_argument('--out', required=True, type=pathlib.Path,
-                        help='new dataset folder (LeRobot v2.1 layout)')
+                        help='dataset folder; an existing one is resumed')
+    parser.add_argument('--format', default='v3.0', choices=('v3.0', 'v2.1'),
+                        help='LeRobot layout: v3.0 (lerobot >= 0.4) or v2.1 (lerobot <= 0.3)')
     parser.add_argument('--tasks', default='push_switch',
                         help='comma-separated REALM tasks')
     parser.add_argument('--episodes', type=int, default=40,
@@ -103,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
     from realm_ros.core.episode import run_episode
     from realm_ros.core.policy import standard_chain
     from realm_ros.core.world import make_world
-    from realm_ros.io.lerobot import Episode, LeRobotWriter
+    from realm_ros.io.lerobot import Episode, open_writer
     from realm_ros.policies.scripted import ScriptedPolicy
 
     require_positive('--episodes', args.episodes)
@@ -121,20 +129,34 @@ def run(args: argparse.Namespace) -> int:
     # SIGTERM (and SIGINT, which a background job ignores) ends the run like Ctrl-C: the
     # finished episodes stay in the dataset (its meta/ is rewritten after every episode).
     signal.signal(signal.SIGTERM, _interrupt)
-    writer = LeRobotWriter(args.out, fps=15, cameras=cameras)
-    kept = attempted = 0
+    settings = {'format': args.format, 'tasks': names, 'seed_offset': args.seed_offset,
+                'noise': args.noise, 'max_steps': args.max_steps, 'cameras': list(cameras),
+                'image_size': [width, height], 'keep_failures': bool(args.keep_failures)}
+    _check_settings(args.out, settings)
+    writer = open_writer(args.out, args.format, fps=robot.CONTROL_HZ, cameras=cameras)
+    (args.out / 'meta').mkdir(parents=True, exist_ok=True)
+    (args.out / RUN_FILE).write_text(json.dumps(settings, indent=2) + '\n')
+    done = _attempted(args.out, writer)
+    kept = len(writer.episodes)
+    attempted = 0
     start = time.monotonic()
-    bar = tqdm(total=args.episodes * len(names), unit='ep', disable=args.quiet,
-               desc='dataset')
+    todo = [(name, args.seed_offset + i) for name in names for i in range(args.episodes)
+            if (name, args.seed_offset + i) not in done]
+    if writer.resumed:
+        print(f'dataset {args.out}: resuming with {writer.resumed} episodes written, '
+              f'{len(todo)} of {args.episodes * len(names)} attempts to go', flush=True)
+    bar = tqdm(total=len(todo), unit='ep', disable=args.quiet, desc='dataset')
     try:
         for name in names:
+            seeds = [seed for task, seed in todo if task == name]
+            if not seeds:
+                continue
             task = tasks.get_task(name)
             world = make_world(WorldConfig(task=name, cameras=cameras,
                                            camera_rate_hz=robot.CONTROL_HZ,
                                            camera_width=width, camera_height=height))
             try:
-                for i in range(args.episodes):
-                    seed = args.seed_offset + i
+                for seed in seeds:
                     rng = np.random.default_rng([seed, 7])
                     noise = float(rng.uniform(0.0, args.noise))
                     recorder = NoisyRecorder(ScriptedPolicy(skill=0, horizon=1), noise, rng,
@@ -144,7 +166,8 @@ def run(args: argparse.Namespace) -> int:
                                        max_steps=args.max_steps, instruction=task.instruction)
                     result = run_episode(world, policy, spec)
                     attempted += 1
-                    if (result.success or args.keep_failures) and recorder.states:
+                    keep = bool((result.success or args.keep_failures) and recorder.states)
+                    if keep:
                         writer.add(Episode(
                             instruction=task.instruction, states=np.stack(recorder.states),
                             actions=np.stack(recorder.actions),
@@ -153,13 +176,48 @@ def run(args: argparse.Namespace) -> int:
                                    'success': bool(result.success),
                                    'progression': float(result.progression)}))
                         kept += 1
+                    with open(args.out / ATTEMPTS_FILE, 'a') as log:
+                        log.write(json.dumps({'task': name, 'seed': seed, 'kept': keep,
+                                              'success': bool(result.success)}) + '\n')
                     bar.update(1)
                     bar.set_postfix(kept=kept, task=name)
             finally:
                 world.close()
     finally:
         bar.close()
-        writer.close()
-    print(f'dataset {args.out}: {kept} of {attempted} episodes kept, {writer.frames} frames, '
-          f'cameras {list(cameras)} at {width}x{height}, {time.monotonic() - start:.0f} s')
+    print(f'dataset {args.out}: {kept} episodes ({attempted} attempted this run), '
+          f'{writer.frames} frames, LeRobot {args.format}, cameras {list(cameras)} at '
+          f'{width}x{height}, {time.monotonic() - start:.0f} s')
     return 0
+
+
+RUN_FILE = 'meta/realm_run.json'
+ATTEMPTS_FILE = 'meta/realm_attempts.jsonl'
+
+
+def _check_settings(out: pathlib.Path, settings: dict) -> None:
+    """Refuse to resume a dataset made with other settings (one line naming the field)."""
+    path = out / RUN_FILE
+    if not path.is_file():
+        return
+    before = json.loads(path.read_text())
+    for key, value in settings.items():
+        if key in before and before[key] != value:
+            flag = '--' + key.replace('_', '-')
+            raise ConfigError(f'{out} was written with {flag} {before[key]!r}, not {value!r}; '
+                              f're-run with the same settings to resume, or choose a new --out')
+
+
+def _attempted(out: pathlib.Path, writer) -> set[tuple[str, int]]:
+    """(task, seed) pairs already attempted: the attempt log plus every written episode."""
+    done = {(e['task'], int(e['seed'])) for e in writer.episodes if 'task' in e}
+    path = out / ATTEMPTS_FILE
+    if path.is_file():
+        for line in path.read_text().splitlines():
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # a line cut by a kill: that attempt is simply run again
+            if not row.get('kept'):  # kept ones are in the dataset, hence in ``done``
+                done.add((row['task'], int(row['seed'])))
+    return done

@@ -9,7 +9,9 @@
 4. The agreement before and after, side by side.
 
 Each step is the public command a user would type (printed before it runs), and each output
-folder can be inspected or resumed on its own.
+folder can be inspected or resumed on its own. The console shows one progress bar per step,
+warnings, errors and the tables; node logs are in each step's ``logs/`` (``--verbose``: on the
+console too).
 """
 
 from __future__ import annotations
@@ -37,6 +39,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--sysid-trajectories', type=int, default=5)
     parser.add_argument('--sysid-duration', type=float, default=8.0)
     parser.add_argument('--seed', type=int, default=0)
+    parser.add_argument('--verbose', action='store_true',
+                        help="every node's log lines on the console (default: each step's "
+                             'OUT/.../logs/, warnings and errors above the bars)')
     parser.add_argument(
         '--real-dynamics', default='',
         help='hidden dynamics YAML of the digital real, used by the evaluation and the sysid '
@@ -68,7 +73,8 @@ def run(args: argparse.Namespace) -> int:
           f'{os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"]}', flush=True)
     dynamics = str(pathlib.Path(
         args.real_dynamics or share_path('config/dynamics/sysid_demo.yaml')).resolve())
-    common = ['--tasks', *args.tasks, '--episodes-per-cell', str(args.episodes_per_cell),
+    loud = ['--verbose'] if args.verbose else []
+    common = [*loud, '--tasks', *args.tasks, '--episodes-per-cell', str(args.episodes_per_cell),
               '--max-steps', str(args.max_steps), '--seed', str(args.seed),
               '--real-dynamics', dynamics]
     _run('1/4 paired evaluation, twin with default parameters',
@@ -82,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
         _run('2/4 record excitation trajectories on the digital real',
              ['sysid', 'record', '--backend', 'digital_real', '--dynamics', dynamics,
               '--out', str(bags), '--trajectories', str(args.sysid_trajectories),
-              '--duration', str(args.sysid_duration), '--seed', str(args.seed)])
+              '--duration', str(args.sysid_duration), '--seed', str(args.seed), *loud])
     if not params.exists():
         _run('3/4 identify the twin (actuation latency, CMA-ES over friction and armature)',
              ['sysid', 'fit', str(bags), '--backend', 'mujoco', '--out', str(params),

@@ -82,6 +82,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              'OUT/videos/<role>/<episode id>.webm, named in its record, for '
                              '`realm-ros arena serve` (the worlds render that camera)')
     parser.add_argument('--quiet', action='store_true', help='no progress bar or table')
+    parser.add_argument('--verbose', action='store_true',
+                        help="every node's log lines on the console too (default: in "
+                             'OUT/logs/, with warnings and errors shown above the bar)')
 
 
 def load_config(args: argparse.Namespace) -> EvalConfig:
@@ -159,23 +162,31 @@ def run(args: argparse.Namespace) -> int:
     """Run the evaluation; Ctrl-C stops it and keeps every finished episode."""
     import rclpy
 
+    from realm_ros import console
+    from realm_ros.ros import logs
+
+    console.set_quiet(args.quiet)
+    console.capture_warnings()
     config = load_config(args)
     out = args.out.expanduser().resolve()
     if args.reuse_real is not None:
         reused = reuse_real(config, out, args.reuse_real)
-        if not args.quiet:
-            print(f'reusing {reused} real episode(s) from {args.reuse_real}', flush=True)
-    if not args.quiet:
-        print(f'paired evaluation: {len(config.tasks)} task(s) x {len(config.perturbations)} '
-              f'perturbation(s) x {len(config.policies)} policies x {config.episodes_per_cell} '
-              f'episodes; real = {config.real}, sim = {config.sim}'
-              f'{" with " + config.sim_params_file if config.sim_params_file else ""}; '
-              f'ROS_DOMAIN_ID={os.environ.get("ROS_DOMAIN_ID", "0")}', flush=True)
-    rclpy.init()
+        console.line(f'reusing {reused} real episode(s) from {args.reuse_real}')
+    console.line(f'paired evaluation: {len(config.tasks)} task(s) x {len(config.perturbations)} '
+                 f'perturbation(s) x {len(config.policies)} policies x '
+                 f'{config.episodes_per_cell} episodes; real = {config.real}, sim = {config.sim}'
+                 f'{" with " + config.sim_params_file if config.sim_params_file else ""}; '
+                 f'ROS_DOMAIN_ID={os.environ.get("ROS_DOMAIN_ID", "0")}')
+    # Node lines go to OUT/logs/ (ROS's log files); warnings and errors come back above the bar.
+    rclpy.init(args=logs.init_args(out, args.verbose))
+    if not args.verbose:
+        console.line(f'node logs: {logs.log_dir()}')
     from realm_ros.ros.runner import NodeRunner
 
     runner = NodeRunner()
     try:
+        if not args.verbose:
+            runner.add(logs.ConsoleEcho())
         policy = None
         if args.execute_horizon is not None:
             if args.execute_horizon < 0:

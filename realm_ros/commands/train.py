@@ -1,10 +1,11 @@
 """``realm-ros train``: train the learned visuomotor policy on LeRobot datasets, with checkpoints.
 
-Reads one or more dataset folders written by ``realm-ros dataset`` (any LeRobot v2.x dataset
-with the same state/action layout and cameras works), decodes every frame once into memory at
-``--image-size`` (``resize_with_pad``, as the policy does at run time), holds out the last
-``--val-episodes`` episodes, and trains :class:`~realm_ros.policies.learned.VisuomotorPolicy`
-with AdamW and a cosine schedule, random-shift augmentation (+-6 px) and bf16 autocast on CUDA.
+Reads one or more dataset folders written by ``realm-ros dataset`` (any LeRobot v3.0 or v2.x
+dataset with the same state/action layout and cameras works), decodes every frame once into
+memory at ``--image-size`` (``resize_with_pad``, as the policy does at run time), holds out
+the last ``--val-episodes`` episodes, and trains
+:class:`~realm_ros.policies.learned.VisuomotorPolicy` with AdamW and a cosine schedule,
+random-shift augmentation (+-6 px) and bf16 autocast on CUDA.
 Each sample is a frame and the chunk of the next H expert actions (the episode's last action
 repeated past its end). ``--stages early=300,middle=1500,final=6000`` writes ``OUT/early.pt``
 etc. at those steps (the largest is the run's length) and ``OUT/train_log.jsonl`` (losses, time).

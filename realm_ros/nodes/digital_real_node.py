@@ -67,7 +67,6 @@ from std_msgs.msg import Float64, String
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
-from realm_ros.backends.digital_real import DigitalRealWorld
 from realm_ros.core import robot
 from realm_ros.core.config import (
     DigitalRealConfig,
@@ -96,6 +95,8 @@ class DigitalRealNode(Node):
                             'parameters)'))
         cfg = self.config
         hidden = DigitalRealDynamics.from_yaml(cfg.dynamics_file) if cfg.dynamics_file else None
+        # Imported here: a machine without MuJoCo gets spin_node's one line, not a traceback.
+        from realm_ros.backends.digital_real import DigitalRealWorld
         self.world = DigitalRealWorld(cfg.world_config(), hidden=hidden)
         self.arm = robot.arm_spec(cfg.arm_id)
         self._arm_names = self.arm.joint_names

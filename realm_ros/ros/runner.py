@@ -1,7 +1,10 @@
 """The one ``main()`` body of a realm_ros node executable, and how it stops.
 
 Humble/Jazzy idiom (STYLE): ``rclpy.init()`` ... ``try/finally`` with ``rclpy.try_shutdown()``.
-A bad parameter (:class:`ConfigError`) exits 2 with one line naming the field.
+A bad parameter (:class:`ConfigError`) exits 2 with one line naming the field; so does a
+backend or lab package that cannot load (:class:`BackendUnavailable`, or an ``ImportError`` of
+anything but realm_ros itself), with one line naming what to install
+(:func:`realm_ros.console.missing_package`), and no traceback.
 
 Stopping (``ros2 launch`` sends SIGINT, then SIGTERM 5 s later, then SIGKILL): rclpy's own
 signal handler shuts the context down from the signal, while a callback may still be running;
@@ -35,6 +38,7 @@ from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.signals import SignalHandlerOptions
 
+from realm_ros.console import missing_package
 from realm_ros.core.errors import ConfigError
 
 #: Seconds the spin loop waits for work before it checks for a stop request.
@@ -235,6 +239,12 @@ def spin_node(prog: str, factory: Callable[[], Node | Sequence[Node]],
                 code = result(node)
         except ConfigError as err:
             print(f'{prog}: invalid parameter: {err}', file=sys.stderr)
+            code = 2
+        except ImportError as err:  # BackendUnavailable included: a missing SDK or lab package
+            line = missing_package(prog, err)
+            if line is None:
+                raise
+            print(line, file=sys.stderr)
             code = 2
         except KeyboardInterrupt:
             code = stopped

@@ -60,6 +60,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     rec.add_argument('--duration', type=float, default=10.0, help='seconds per trajectory')
     rec.add_argument('--seed', type=int, default=0, help='seed of the excitation')
     rec.add_argument('--namespace', default='/real', help="the world's namespace")
+    rec.add_argument('--quiet', action='store_true', help='no progress bar')
+    rec.add_argument('--verbose', action='store_true',
+                     help="every node's log lines on the console (default: ROS's log files)")
     rec.add_argument('--arm-id', default='fr3', choices=robot.ARM_IDS,
                      help='the arm whose joint position and velocity limits the excitation '
                           'keeps to (fr3; fer/panda); --backend digital_real: also the arm the '

@@ -202,6 +202,7 @@ def fit_command(args: argparse.Namespace) -> int:
             result, latency, searches = ident.fit, ident.latency_s, ident.searches
             unit = 'LM iterations' if args.method == 'lm' else 'generations'
             source = f'estimated ({ident.fits} fits, {kind}, {ident.generations} {unit})'
+            bar.close()  # clear the last fit's bar before the table lines (it was left drawn)
             for latency_k, value in ident.profile.items():
                 print(f'fit at latency {1e3 * latency_k:.2f} ms: loss {1e6 * value:.3g} mrad^2 '
                       'per step')

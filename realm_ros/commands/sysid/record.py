@@ -178,13 +178,24 @@ def record(args: argparse.Namespace) -> int:
     ns = args.namespace.rstrip('/')
     lockstep = args.backend == 'digital_real'
 
+    from realm_ros import console
+    from realm_ros.ros import logs
+    from realm_ros.ros.runner import NodeRunner
+
+    verbose, quiet = getattr(args, 'verbose', False), getattr(args, 'quiet', False)
+    console.set_quiet(quiet)
+    console.capture_warnings()
     context = rclpy.Context()
-    rclpy.init(context=context)
+    # Node lines to ROS's log files (OUT holds bags only); warnings and errors above the bar.
+    rclpy.init(context=context, args=logs.init_args(None, verbose))
     nodes: list = []
+    echo = NodeRunner(context)
     try:
+        if not verbose:
+            echo.add(logs.ConsoleEcho(context=context))
         graph = (digital_real_graph(context, ns, args.dynamics, args.arm_id) if lockstep
                  else contextlib.nullcontext())
-        with graph:
+        with graph, console.phase('sysid record', len(plans), 'traj') as bar:
             recorder = RecorderNode(context=context, parameter_overrides=[
                 Parameter('out_dir', value=str(out)), Parameter('namespace', value=ns or '/'),
                 Parameter('bag_prefix', value='traj')])
@@ -203,11 +214,15 @@ def record(args: argparse.Namespace) -> int:
                     driver.call(driver.split_client)
                 else:
                     recorder.close()
-                print(f'trajectory {i}: {len(plan)} steps -> {path} '
-                      f'({convert.from_time(driver.states[-1].header.stamp):.2f} s)')
+                # One line per finished bag (scripts and the crash test read them), above the bar.
+                console.line(f'trajectory {i}: {len(plan)} steps -> {path} '
+                             f'({convert.from_time(driver.states[-1].header.stamp):.2f} s)')
+                bar.update(1)
     finally:
+        echo.shutdown()
         for node in nodes:
             node.destroy_node()
         rclpy.try_shutdown(context=context)
-    print(f'recorded {len(plans)} bags in {out}')
+    console.line(f'recorded {len(plans)} bags in {out}' + (
+        '' if verbose else f'; node logs in {logs.log_dir()}'))
     return 0

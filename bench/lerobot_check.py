@@ -1,0 +1,172 @@
+"""Does the real lerobot load a fresh ``realm-ros dataset`` folder? (issue 28; not in make test)
+
+Run: ``.venv/bin/python bench/lerobot_check.py [--data DIR] [--episodes 6] [--steps 3]``.
+
+1. Makes the lerobot venv (``--venv``, default /work/venvs/lerobot) if it is not there:
+   Debian's FFmpeg libraries (torchcodec loads them), then ``torch==2.9.1 torchvision==0.24.1``
+   and ``lerobot==0.4.4 torchcodec==0.8.1``. Why these: this machine has Python 3.11, and
+   lerobot 0.5 and later need 3.12, so 0.4.4 is the newest that installs; it pins
+   ``torch<2.11`` and ``torchvision<0.26``, and PyPI's torchvision does not import beside the
+   CPU torch 2.13 file on this disk, so torch 2.9.1 (with its matching torchvision, a CUDA
+   build that runs on the CPU) it is; torchcodec 0.8 is the release built for torch 2.9.
+2. Writes a fresh dataset with ``realm-ros dataset`` (v3.0, two tasks, failures kept so every
+   episode counts), or takes ``--data``.
+3. In the lerobot venv, with the hub offline: ``LeRobotDataset(repo_id, root=DIR)`` with
+   each decoder (``torchcodec``, ``pyav``), every item read in shuffled order, plus the same
+   with ``delta_timestamps`` (two frames per camera, as diffusion policy asks); counts items
+   read and items that raised (``FrameTimestampError`` and any other).
+4. ``lerobot-train`` for ``--steps`` steps of diffusion policy on the CPU.
+
+Prints the versions and one line per check; exits 1 if any item failed or training did not run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+LEROBOT = 'lerobot==0.4.4'
+PINS = (['torch==2.9.1', 'torchvision==0.24.1'], [LEROBOT, 'torchcodec==0.8.1'])
+REPO_ID = 'realm_ros/check'
+
+INNER = r"""
+import json, random, sys, time
+import lerobot, torch, torchcodec, torchvision, av, datasets
+from lerobot.datasets.lerobot_dataset import LeRobotDataset
+
+root = sys.argv[1]
+report = {'versions': {'lerobot': lerobot.__version__ if hasattr(lerobot, '__version__')
+                       else 'unknown', 'torch': torch.__version__,
+                       'torchcodec': torchcodec.__version__,
+                       'torchvision': torchvision.__version__, 'av': av.__version__,
+                       'datasets': datasets.__version__, 'python': sys.version.split()[0]},
+          'checks': []}
+try:
+    from importlib.metadata import version
+    report['versions']['lerobot'] = version('lerobot')
+except Exception:
+    pass
+for backend in ('torchcodec', 'pyav'):
+    for delta in (False, True):
+        t0 = time.monotonic()
+        kwargs = {}
+        if delta:
+            meta = LeRobotDataset(sys.argv[2], root=root, video_backend=backend).meta
+            kwargs['delta_timestamps'] = {k: [-1 / meta.fps, 0.0] for k in meta.video_keys}
+        ds = LeRobotDataset(sys.argv[2], root=root, video_backend=backend, **kwargs)
+        order = list(range(len(ds)))
+        random.Random(0).shuffle(order)
+        ok, errors, blank = 0, {}, 0
+        for i in order:
+            try:
+                item = ds[i]
+            except Exception as err:
+                name = type(err).__name__
+                errors.setdefault(name, [0, str(err).splitlines()[0][:160]])[0] += 1
+                continue
+            for key in ds.meta.video_keys:
+                if float(item[key].std()) < 1e-3:
+                    blank += 1
+            ok += 1
+        report['checks'].append({'backend': backend, 'delta_timestamps': delta,
+                                 'items': len(order), 'read': ok, 'errors': errors,
+                                 'blank_frames': blank, 'episodes': ds.meta.total_episodes,
+                                 'seconds': round(time.monotonic() - t0, 1)})
+print('REPORT ' + json.dumps(report))
+"""
+
+
+def sh(cmd: list[str], **kw) -> subprocess.CompletedProcess:
+    print('+ ' + ' '.join(cmd), flush=True)
+    return subprocess.run(cmd, check=True, **kw)
+
+
+def ensure_venv(venv: pathlib.Path) -> pathlib.Path:
+    py = venv / 'bin' / 'python'
+    probe = [str(py), '-c', 'import lerobot, torchcodec.decoders']
+    if py.exists() and subprocess.run(probe, capture_output=True).returncode == 0:
+        return py
+    if shutil.which('apt-get') and not any(pathlib.Path('/usr/lib').rglob('libavcodec.so.*')):
+        sh(['apt-get', 'update', '-qq'])
+        sh(['apt-get', '-o', 'DPkg::Lock::Timeout=600', 'install', '-y', '-qq',
+            '--no-install-recommends', 'ffmpeg'], env=dict(os.environ,
+                                                         DEBIAN_FRONTEND='noninteractive'))
+    if not py.exists():
+        sh(['python3.11', '-m', 'venv', str(venv)])
+    for group in PINS:
+        sh([str(py), '-m', 'pip', 'install', '-q', *group])
+    return py
+
+
+def make_dataset(out: pathlib.Path, episodes: int, max_steps: int) -> None:
+    sh([sys.executable, '-m', 'realm_ros.cli', 'dataset', '--out', str(out),
+        '--tasks', 'push_switch,open_drawer', '--episodes', str(episodes),
+        '--max-steps', str(max_steps), '--keep-failures', '--quiet'],
+       env=dict(os.environ, MUJOCO_GL=os.environ.get('MUJOCO_GL', 'egl')))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument('--venv', type=pathlib.Path, default=pathlib.Path('/work/venvs/lerobot'))
+    parser.add_argument('--data', type=pathlib.Path, default=None,
+                        help='dataset folder to check (default: write a fresh one)')
+    parser.add_argument('--episodes', type=int, default=3, help='episodes per task (fresh set)')
+    parser.add_argument('--max-steps', type=int, default=40, help='steps per episode')
+    parser.add_argument('--steps', type=int, default=3, help='lerobot-train steps (0: none)')
+    args = parser.parse_args()
+    py = ensure_venv(args.venv)
+    work = pathlib.Path(tempfile.mkdtemp(prefix='lerobot_check_'))
+    data = args.data or work / 'data'
+    if args.data is None:
+        make_dataset(data, args.episodes, args.max_steps)
+    env = dict(os.environ, HF_HUB_OFFLINE='1', HF_DATASETS_OFFLINE='1',
+               HF_HOME=str(work / 'hf'), PYTHONPATH='')
+    t0 = time.monotonic()
+    inner = subprocess.run([str(py), '-c', INNER, str(data), REPO_ID], env=env,
+                           capture_output=True, text=True)
+    lines = [x for x in inner.stdout.splitlines() if x.startswith('REPORT ')]
+    if inner.returncode != 0 or not lines:
+        print(inner.stderr[-3000:])
+        return 1
+    report = json.loads(lines[-1][len('REPORT '):])
+    print('versions: ' + ', '.join(f'{k} {v}' for k, v in report['versions'].items()))
+    failed = False
+    for c in report['checks']:
+        print(f"{c['backend']:>10} delta_timestamps={str(c['delta_timestamps']):5}: "
+              f"{c['read']}/{c['items']} items read in shuffled order "
+              f"({c['episodes']} episodes), errors {c['errors'] or 'none'}, "
+              f"blank frames {c['blank_frames']}, {c['seconds']} s")
+        failed |= c['read'] != c['items'] or c['blank_frames'] > 0
+    if args.steps <= 0:
+        print(f'lerobot check: {"FAILED" if failed else "ok"} (no training asked for; dataset '
+              f'{data})')
+        return 1 if failed else 0
+    train = work / 'train'
+    cmd = [str(args.venv / 'bin' / 'lerobot-train'), f'--dataset.repo_id={REPO_ID}',
+           f'--dataset.root={data}', '--policy.type=diffusion', '--policy.device=cpu',
+           '--policy.push_to_hub=false', f'--steps={args.steps}', '--batch_size=2',
+           '--num_workers=0', f'--output_dir={train}', '--wandb.enable=false',
+           '--save_checkpoint=false', '--log_freq=1', '--eval_freq=0']
+    print('+ ' + ' '.join(cmd), flush=True)
+    run = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    steps = re.findall(r'step:(\d+) .*?loss:([0-9.]+)', run.stdout + run.stderr)
+    print(f'lerobot-train (diffusion, cpu, batch 2): exit {run.returncode}, '
+          + ', '.join(f'step {n} loss {loss}' for n, loss in steps))
+    if run.returncode != 0 or not steps:
+        print((run.stdout + run.stderr)[-3000:])
+        failed = True
+    print(f'lerobot check: {"FAILED" if failed else "ok"} in {time.monotonic() - t0:.0f} s '
+          f'(dataset {data})')
+    return 1 if failed else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
