@@ -205,8 +205,8 @@ def _check_step(world: Any, obs: Any, stats: dict[str, Any]) -> None:
 
 
 def run_soak(out: pathlib.Path, episodes: int = 20, max_steps: int = 100, seed: int = 0,
-             fault_rate: float = 0.3, cameras: bool = False, max_passes: int = 6,
-             step_timeout_s: float = 0.5, log: Any = print) -> dict[str, Any]:
+             fault_rate: float = 0.3, cameras: bool = False, max_passes: int = 20,
+             step_timeout_s: float = 2.0, log: Any = print) -> dict[str, Any]:
     """Run the soak (see the module docstring) in ``out``; return its figures."""
     sys.path.insert(0, str(ROOT / 'test'))
     import ros_interfaces
@@ -283,8 +283,12 @@ def run_soak(out: pathlib.Path, episodes: int = 20, max_steps: int = 100, seed: 
         'wall_s': round(time.monotonic() - started, 1),
         'episodes_planned': episodes, 'episode_runs': len(records.records),
         'faults_injected': dict(faults), 'infra_failures': len(infra),
-        'retries': len(records.records) - episodes, 'passes': passes,
-        'records_lost': episodes - len(scored & {s.pair_id for s in specs}),
+        'retries': len(records.records) - len({r['pair_id'] for r in records.records}),
+        'passes': passes,
+        # Lost: a planned episode with no record at all (every run is written, even a failed
+        # one); unfinished: only infrastructure failures so far (the next re-run retries it).
+        'records_lost': len({s.pair_id for s in specs} - {r['pair_id'] for r in records.records}),
+        'unfinished': episodes - len(scored & {s.pair_id for s in specs}),
         'unreadable_lines': records.skipped_lines,
         'infra_reasons': sorted({str(r.get('error', ''))[:60] for r in infra}),
         **stats,
@@ -300,14 +304,16 @@ def main() -> int:
     parser.add_argument('--max-steps', type=int, default=150)
     parser.add_argument('--fault-rate', type=float, default=0.3)
     parser.add_argument('--seed', type=int, default=0)
+    parser.add_argument('--step-timeout-s', type=float, default=2.0,
+                        help='franka.step_timeout_s: how long a lost state message is waited for')
     parser.add_argument('--cameras', action='store_true', help='render the wrist camera (and '
                         'inject camera stalls)')
     parser.add_argument('--out', default='', help='output folder (default: a temporary one)')
     args = parser.parse_args()
     out = pathlib.Path(args.out or tempfile.mkdtemp(prefix='realm_soak_'))
     figures = run_soak(out, args.episodes, args.max_steps, args.seed, args.fault_rate,
-                       args.cameras)
-    bad = figures['records_lost'] or figures['limit_violations'] or \
+                       args.cameras, step_timeout_s=args.step_timeout_s)
+    bad = figures['records_lost'] or figures['unfinished'] or figures['limit_violations'] or \
         figures['workspace_violations'] or figures['target_violations']
     return 1 if bad else 0
 

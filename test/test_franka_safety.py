@@ -464,7 +464,8 @@ def test_short_soak_loses_nothing_and_violates_no_limit(tmp_path):
     assert figures['infra_failures'] >= injected, figures
     assert figures['retries'] == figures['infra_failures'], figures
     assert figures['recoveries'] == figures['infra_failures']
-    assert figures['records_lost'] == 0 and figures['unreadable_lines'] == 0
+    assert figures['records_lost'] == 0 and figures['unfinished'] == 0
+    assert figures['unreadable_lines'] == 0
     assert figures['limit_violations'] == 0 and figures['workspace_violations'] == 0
     assert figures['target_violations'] == 0
     assert figures['dropped_commands'] > 0 and figures['refused_commands'] > 0
