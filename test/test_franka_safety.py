@@ -55,7 +55,7 @@ def test_shaped_trajectories_stay_below_libfranka_limits_over_fuzzed_streams(arm
     executed = [start]
     tails = []
     n = int(round(DT / motion.FRANKA_DT))
-    for _ in range(600):
+    for _ in range(300):
         goal = _fuzz_goal(rng, arm, goal)
         plan = shaper.plan(goal, DT)
         executed.extend(plan.q[:n])  # the next command replaces the rest
@@ -456,7 +456,7 @@ def test_short_soak_loses_nothing_and_violates_no_limit(tmp_path):
     from soak_digital_real import run_soak
 
     # A generous step timeout: a loaded machine must not add failures of its own (it may).
-    figures = run_soak(tmp_path / 'soak', episodes=6, max_steps=40, seed=3, fault_rate=0.7,
+    figures = run_soak(tmp_path / 'soak', episodes=5, max_steps=30, seed=3, fault_rate=0.5,
                        cameras=True, step_timeout_s=2.0, log=lambda text: print('\n' + text))
     injected = sum(figures['faults_injected'].values())
     assert injected >= 3, figures

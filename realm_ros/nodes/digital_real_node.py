@@ -190,9 +190,9 @@ class DigitalRealNode(Node):
         if self._state_pub is not None and not cfg.lockstep:
             self.create_timer(1.0 / cfg.robot_state_rate_hz, self._publish_robot_state)
         if cfg.lockstep:
-            # Re-publish the unchanged arm state while idle so late subscribers (the bridge)
-            # see the arm; the stamp does not change, so nobody mistakes it for a step.
-            self.create_timer(0.1, self._publish_arm)
+            # Re-publish the unchanged arm (and robot) state while idle so late subscribers (the
+            # bridge) see the arm; the stamp does not change, so nobody mistakes it for a step.
+            self.create_timer(0.1, self._publish_idle)
         else:
             self.create_timer(1.0 / cfg.joint_state_rate_hz, self._on_tick)
         self._publish_all()
@@ -528,6 +528,10 @@ class DigitalRealNode(Node):
         self._publish_images()
         self._publish_privileged()
         self._publish_gripper()
+        self._publish_robot_state()
+        self._publish_arm()
+
+    def _publish_idle(self) -> None:
         self._publish_robot_state()
         self._publish_arm()
 
