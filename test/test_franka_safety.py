@@ -218,7 +218,8 @@ def test_digital_real_target_at_each_joint_limit_is_shaped_or_refused(tmp_path):
     refusals, shaped = [], []
     with run_process(digital_real, tmp_path / 'digital_real.log'):
         world = FrankaBridgeWorld(config, bridge=FrankaBridgeConfig(
-            arm_id='fr3', gripper='width_topic', namespace='/lim', digital_real=True))
+            arm_id='fr3', gripper='width_topic', namespace='/lim', digital_real=True),
+            safety=SafetyConfig(shape_trajectory='always'))  # as a real arm's
         try:
             def reset():
                 return world.reset(EpisodeSpec(task='empty', seed=0)).joints.position

@@ -418,10 +418,12 @@ class SafetyConfig:
     state_loss_s: float = field(
         1.0, 'a joint state older than this ends the episode (or the reset move) as an '
              'infrastructure failure, s; younger late states hold the arm and wait')
-    shape_trajectory: bool = field(
-        True, 'send each target as a jerk-limited 1 kHz-sampled trajectory (velocity, '
-              "acceleration, jerk below libfranka's limits for the arm x rate_limit_scale) "
-              'instead of one point')
+    shape_trajectory: str = field(
+        'auto', 'always: send each target as a jerk-limited 1 kHz-sampled trajectory (velocity, '
+                "acceleration, jerk below libfranka's limits for the arm x rate_limit_scale); "
+                'never: one point per control step; auto: always for a real arm, never for the '
+                "digital real (whose twin and sysid excitation do not model the shaper's lag)",
+        choices=('auto', 'always', 'never'))
     rate_limit_scale: float = field(
         0.8, "fraction of libfranka's acceleration and jerk limits the shaped trajectory may "
              'use (FR3: 10 rad/s^2, 5000 rad/s^3; Panda: per joint)')
@@ -430,6 +432,7 @@ class SafetyConfig:
               'position, velocity and acceleration: the controller interpolates quintically)')
 
     def __post_init__(self) -> None:
+        _check_choice(self, 'shape_trajectory')
         _check_ranges(self, {'position_margin_rad': (0.0, 0.5), 'velocity_scale': (0.01, 3.0),
                              'state_loss_s': (0.01, 600.0), 'rate_limit_scale': (0.01, 1.0),
                              'trajectory_sample_s': (0.001, 0.1),

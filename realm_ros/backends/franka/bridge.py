@@ -8,7 +8,8 @@ through agimus-franka-ros2):
 * arm state: ``<joint_states_topic>`` (sensor_msgs/JointState);
 * arm command: ``<controller_name>/joint_trajectory`` (trajectory_msgs/JointTrajectory) for a
   JointTrajectoryController. Each control step sends the target shaped by
-  :class:`realm_ros.core.motion.JerkLimitedShaper` (``safety.shape_trajectory``): points every
+  :class:`realm_ros.core.motion.JerkLimitedShaper` (``safety.shape_trajectory``; by default on
+  a real arm, not on the digital real): points every
   ``safety.trajectory_sample_s`` with positions, velocities and accelerations whose velocity,
   acceleration and jerk stay below libfranka's limits for the arm, continuous from the previous
   command, ending in a braking tail to rest (what the arm does if no command follows). Without
@@ -74,6 +75,8 @@ class FrankaBridgeWorld(World):
     #: The variant for ``franka.digital_real:=true``; the subclass registers itself
     #: (``digital_real_variant=True`` in its class statement), so this module never imports it.
     _digital_real_variant: type['FrankaBridgeWorld'] | None = None
+    #: ``safety.shape_trajectory:=auto`` shapes the trajectory (a real arm).
+    shapes_by_default = True
 
     def __init_subclass__(cls, digital_real_variant: bool = False, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -123,6 +126,8 @@ class FrankaBridgeWorld(World):
         self.shaper = motion.JerkLimitedShaper(self.rate_limits, self.arm.lower + margin,
                                                self.arm.upper - margin)
         self._shaper_live = False  # False: restart the shaper at rest at the measured position
+        self.shaped = {'always': True, 'never': False}.get(self.safety_config.shape_trajectory,
+                                                     self.shapes_by_default)
         #: Trajectories sent to the controller (count), for tests and logs.
         self.trajectories_sent = 0
         self._confirmed = threading.Event()
@@ -610,7 +615,7 @@ class FrankaBridgeWorld(World):
 
     def _publish_target(self) -> None:
         """Send the target in force to the controller (shaped: see the module docstring)."""
-        if self.safety_config.shape_trajectory:
+        if self.shaped:
             self._publish_shaped()
             return
         msg = JointTrajectory()

@@ -36,6 +36,10 @@ class DigitalRealBridgeWorld(FrankaBridgeWorld, digital_real_variant=True):
     """The franka bridge with the digital real on the robot side (registered as the bridge's
     ``franka.digital_real`` variant: bridge.py never imports this module)."""
 
+    #: ``safety.shape_trajectory:=auto`` sends one point per step here: the twin and the sysid
+    #: excitation do not model the shaper's lag (``always`` shapes, as the soak does).
+    shapes_by_default = False
+
     def describe(self) -> str:
         return 'DIGITAL REAL (simulated, node digital_real), not hardware'
 
