@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
 from realm_ros.core import robot
 from realm_ros.core.errors import CommandRejected
 from realm_ros.core.types import Action, ActionMode
+
+if TYPE_CHECKING:
+    from realm_ros.core.config import WorldConfig
 
 #: Targets within this distance (rad) outside the joint range are clipped, not rejected;
 #: they come from float round trips and from limit-hugging policies.
@@ -146,6 +149,17 @@ def shape_target(q_d: np.ndarray, q_previous: np.ndarray, dq_measured: np.ndarra
     q = np.maximum(q, np.minimum(lower + np.minimum(v, 0.0) ** 2 / brake,
                                  np.maximum(prev, lower)))
     return np.clip(q, lower, upper)
+
+
+def world_target(action: Action, q_measured: np.ndarray, q_previous: np.ndarray,
+                 dq_measured: np.ndarray, dt: float, config: WorldConfig
+                 ) -> tuple[np.ndarray, float]:
+    """A simulated world's target for ``action``: :func:`action_to_target` with the world's
+    ``joint_margin_rad``, then :func:`shape_target` when ``config.shape_targets`` is set."""
+    q_d, g = action_to_target(action, q_measured, config.joint_margin_rad)
+    if config.shape_targets:
+        q_d = shape_target(q_d, q_previous, dq_measured, dt, config.joint_margin_rad)
+    return q_d, g
 
 
 def action_from_named(

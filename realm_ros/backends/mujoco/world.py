@@ -238,10 +238,8 @@ class MujocoWorld(World):
 
     def apply(self, action: Action) -> Action:
         q_meas = self.data.qpos[self._arm_qpos].copy()
-        q_d, g = control.action_to_target(action, q_meas, self._config.joint_margin_rad)
-        if self._config.shape_targets:  # limits that hold under the arm's dynamics (issue 26)
-            q_d = control.shape_target(q_d, self._target_q, self.data.qvel[self._arm_dof],
-                                       self.control_dt, self._config.joint_margin_rad)
+        q_d, g = control.world_target(action, q_meas, self._target_q,
+                                      self.data.qvel[self._arm_dof], self.control_dt, self._config)
         if self._delay:
             self._pending.push(q_d, g)
         else:
