@@ -52,8 +52,11 @@ def test_velocity_action_follows_droid_convention():
 
 def test_velocity_target_is_clipped_to_limits():
     q = robot.JOINT_UPPER - 0.01
+    # Kept the position margin (Polymetis: 0.1 rad) inside the limits; margin 0 = the limits.
     target = control.velocity_to_target(q, np.ones(7))
-    np.testing.assert_allclose(target, robot.JOINT_UPPER)
+    np.testing.assert_allclose(target, robot.JOINT_UPPER - control.POSITION_MARGIN_RAD)
+    np.testing.assert_allclose(control.velocity_to_target(q, np.ones(7), margin=0.0),
+                               robot.JOINT_UPPER)
 
 
 def test_gripper_conventions():
@@ -77,9 +80,12 @@ def test_invalid_actions_are_rejected_with_reason(arm, gripper, match):
 
 def test_position_target_within_tolerance_is_clipped_not_rejected():
     arm = robot.JOINT_UPPER + 0.0005
-    q_d, g = control.action_to_target(Action(arm=arm, gripper=1.0), robot.RESET_Q)
+    q_d, g = control.action_to_target(Action(arm=arm, gripper=1.0), robot.RESET_Q, margin=0.0)
     np.testing.assert_allclose(q_d, robot.JOINT_UPPER)
     assert g == 1.0
+    # With the default margin the same valid command is moved 0.1 rad inside the limits.
+    q_d, _ = control.action_to_target(Action(arm=arm, gripper=1.0), robot.RESET_Q)
+    np.testing.assert_allclose(q_d, robot.JOINT_UPPER - 0.1)
 
 
 def test_action_from_named_maps_any_order_and_keeps_gripper():

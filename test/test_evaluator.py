@@ -118,9 +118,20 @@ def test_operator_scores_the_real_arm(tmp_path):
                 assert spin_until(executor, future.done, 30), name
                 return future.result()
 
-            # The evaluator homes the arm, tells the operator what to set up, and waits.
-            assert spin_until(executor, lambda: any('set up the real scene' in line
-                                                    for line in lines), 90), ''.join(lines)
+            # The evaluator homes the arm, tells the operator what to set up, and waits. Each
+            # homing move (world_node's start-up reset, the evaluator's reset) waits for the
+            # operator's confirmation on the bridge (issue 26): confirm while it asks.
+            from std_srvs.srv import SetBool
+            motion = node.create_client(SetBool, '/franka_bridge/confirm_motion')
+            assert motion.wait_for_service(timeout_sec=90), ''.join(lines)
+
+            def homed():
+                if any('set up the real scene' in line for line in lines):
+                    return True
+                motion.call_async(SetBool.Request(data=True))
+                spin_until(executor, lambda: False, 1.0)
+                return False
+            assert spin_until(executor, homed, 120), ''.join(lines)
             assert call('/real/operator/confirm_reset').success
             assert spin_until(executor, lambda: states and states[-1]['state'] == 'running')
             assert states[-1]['task'] == 'push_switch'  # the spec the evaluator set

@@ -53,7 +53,8 @@ def _logs(tmp_path):
 
 
 def test_bridge_maps_names_carries_commands_refuses_unsafe_and_holds_on_watchdog(tmp_path):
-    extra = ('-p', 'safety.watchdog_s:=0.1')
+    # One point per step (no shaping): the test reads the target sent from each message.
+    extra = ('-p', 'safety.watchdog_s:=0.1', '-p', 'safety.shape_trajectory:=never')
     with _pair(tmp_path, extra=extra) as (node, executor):
         shared, robot_side, targets = [], [], []
         node.create_subscription(JointState, '/real/joint_states', shared.append, qos.STATE)

@@ -111,13 +111,14 @@ def test_reflex_is_detected_ends_the_episode_and_recovers_only_when_confirmed(tm
         world = FrankaBridgeWorld(config, bridge=FrankaBridgeConfig(
             arm_id='fr3', gripper='franka_hand', namespace='/lab_reflex'))
         try:
+            world.confirm_motion()  # the operator allows the homing move
             obs = world.reset(EpisodeSpec(task='empty', seed=1))
             assert world.robot_state.received > 0
             # FR3 joint 6 may not go below 0.5445 rad (the Panda's may): rejected cleanly by
             # the bridge, so the arm never sees it and does not reflex.
             low = obs.joints.position.copy()
             low[5] = 0.53
-            with pytest.raises(CommandRejected, match=r'fr3_joint6=0.5300 not in \[0.5645'):
+            with pytest.raises(CommandRejected, match=r'fr3_joint6=0.5300 not in \[0.5445'):
                 world.apply(Action(arm=low, gripper=0.0))
             for _ in range(5):
                 world.step()
@@ -153,7 +154,7 @@ def test_reflex_is_detected_ends_the_episode_and_recovers_only_when_confirmed(tm
 def test_world_node_reports_a_reflex_as_a_world_failure(tmp_path):
     """world_node backend:=franka (real-arm bridge) publishes ERROR on world/status and holds."""
     from diagnostic_msgs.msg import DiagnosticStatus
-    from std_srvs.srv import Trigger
+    from std_srvs.srv import SetBool, Trigger
 
     digital_real = ['digital_real', '--ros-args', '-r', '__ns:=/lab_w', '-p', 'arm_id:=fer',
             '-p', 'gripper:=franka_hand']
@@ -166,6 +167,11 @@ def test_world_node_reports_a_reflex_as_a_world_failure(tmp_path):
         node.create_subscription(DiagnosticStatus, '/real/world/status', status.append,
                                  qos.STATE)
         node.create_subscription(JointState, '/real/joint_states', shared.append, qos.STATE)
+        # The start-up reset's homing move waits for the operator's confirmation.
+        confirm = node.create_client(SetBool, '/lab_w/franka_bridge/confirm_motion')
+        assert confirm.wait_for_service(timeout_sec=60), (tmp_path / 'world.log').read_text()
+        future = confirm.call_async(SetBool.Request(data=True))
+        assert spin_until(executor, future.done, 10)
         assert spin_until(executor, lambda: len(shared) > 3, 60), (
             tmp_path / 'world.log').read_text()
         trigger = node.create_client(Trigger, '/lab_w/digital_real/trigger_reflex')

@@ -42,8 +42,6 @@ EXCEPTIONS = {
 #: Import cycles still in the tree, each removed by the issue named (then delete its entry;
 #: the test fails while an entry names a cycle that is gone).
 ALLOWED_CYCLES = {
-    # issue 26 (franka bridge) removes it: the bridge swaps its class for digital_real's.
-    frozenset({'realm_ros.backends.franka.bridge', 'realm_ros.backends.franka.digital_real'}),
 }
 
 

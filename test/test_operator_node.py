@@ -197,3 +197,27 @@ def test_perturbed_spec_gives_the_perturbed_stages_and_the_changes_by_hand(tmp_p
         proc.wait(timeout=10)
     log = (tmp_path / 'operator.log').read_text()
     assert 'change by hand: add a' in log and 'as the receiver' in log
+
+
+def test_confirm_motion_is_forwarded_to_the_franka_bridge(tmp_path):
+    """operator/confirm_motion: the operator's yes for the next homing move reaches the bridge's
+    SetBool service (here served by the probe, as franka_bridge serves it)."""
+    with operator_process(tmp_path, '-p', 'confirm_motion_service:=/lab/franka_bridge/'
+                                          'confirm_motion'), \
+            ros_node('probe') as (node, executor):
+        client = Client(node, executor)
+        # No bridge yet: refused with the reason.
+        refused = client.call('confirm_motion')
+        assert not refused.success and '/lab/franka_bridge/confirm_motion is not available' \
+            in refused.message
+        received = []
+
+        def serve(request, response):
+            received.append(request.data)
+            response.success = True
+            return response
+        node.create_service(SetBool, '/lab/franka_bridge/confirm_motion', serve)
+        spin_until(executor, lambda: False, 1.0)
+        answer = client.call('confirm_motion')
+        assert answer.success and 'next reset move' in answer.message, answer.message
+        assert spin_until(executor, lambda: received == [True], 10), received

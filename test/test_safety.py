@@ -49,19 +49,27 @@ def test_stale_state_is_refused(monitor):
     monitor.check(Q0, Q0, Q0, 0.2)
 
 
-def test_joint_limit_margin_is_enforced():
+def test_joint_limit_margin_shapes_and_the_limit_refuses():
     monitor = SafetyMonitor(SafetyConfig(max_target_error_rad=1.0, velocity_scale=3.0), DT)
     near = Q0.copy()
     # Joint 7 turns about the flange axis: the TCP stays put, only the limit rule can object.
-    near[6] = robot.JOINT_UPPER[6] - 0.01  # inside the limit, inside the 0.02 margin
+    near[6] = robot.JOINT_UPPER[6] - 0.01  # inside the limit, inside the 0.1 margin
     prev = near.copy()
-    prev[6] -= 0.05
-    with pytest.raises(CommandRejected,
-                       match='position_margin_rad 0.02 of a joint limit: panda_joint7='):
-        monitor.check(near, prev, prev, 0.0)
+    prev[6] -= 0.15
+    # A valid target in the margin band is moved to the margin, with the reason kept.
+    shaped = monitor.check(near, prev, prev, 0.0)
+    assert shaped[6] == pytest.approx(robot.JOINT_UPPER[6] - 0.1)
+    assert 'position_margin_rad 0.1 of a joint limit, moved to the margin: panda_joint7 ' \
+        '2.8873 -> 2.7973' in monitor.last_shaped
     ok = near.copy()
-    ok[6] = robot.JOINT_UPPER[6] - 0.03
-    monitor.check(ok, prev, prev, 0.0)
+    ok[6] = robot.JOINT_UPPER[6] - 0.12
+    np.testing.assert_array_equal(monitor.check(ok, prev, prev, 0.0), ok)
+    assert monitor.last_shaped == ''
+    # Beyond the arm's limit (more than the float tolerance): refused.
+    beyond = near.copy()
+    beyond[6] = robot.JOINT_UPPER[6] + 0.01
+    with pytest.raises(CommandRejected, match=r'beyond a joint limit: panda_joint7=2.9073 not in'):
+        monitor.check(beyond, prev, prev, 0.0)
 
 
 def test_velocity_limit_is_per_control_period(monitor):
@@ -87,11 +95,14 @@ def test_workspace_box_on_the_tcp(monitor):
     tcp = tcp_position(Q0, 0.165)
     np.testing.assert_allclose(tcp, [0.3597, 0.0, 0.3249], atol=1e-3)  # DH table at DROID reset
     # Lower the box floor above the current TCP: the same target is now refused.
-    cfg = dataclasses.replace(SafetyConfig(), workspace_min=(0.1, -0.8, 0.35))
+    assert SafetyConfig().workspace_min == (0.1, -0.4, -0.05)  # Polymetis's box
+    assert SafetyConfig().workspace_max == (1.0, 0.4, 1.0)
+    cfg = dataclasses.replace(SafetyConfig(), workspace_min=(0.1, -0.4, 0.35))
     with pytest.raises(CommandRejected, match='leaves the workspace box'):
         SafetyMonitor(cfg, DT).check(Q0, Q0, Q0, 0.0)
     # Bending the elbow down drives the fingertips below the table top (z < 0).
-    relaxed = SafetyConfig(velocity_scale=3.0, max_target_error_rad=1.0)
+    relaxed = SafetyConfig(velocity_scale=3.0, max_target_error_rad=1.0,
+                           workspace_min=(0.1, -0.4, 0.0))
     down = Q0.copy()
     down[1] += 1.2
     down[3] += 0.3
@@ -147,7 +158,7 @@ def test_an_fr3_target_the_panda_allows_is_rejected_by_the_fr3_rules():
     config = SafetyConfig(max_target_error_rad=1.0, workspace_min=(-2.0, -2.0, -2.0),
                           workspace_max=(2.0, 2.0, 2.0))
     SafetyMonitor(config, DT, robot.arm_spec('fer')).check(q, prev, q, 0.0)
-    with pytest.raises(CommandRejected, match=r'fr3_joint6=0.4500 not in \[0.5645.*fr3 limits'):
+    with pytest.raises(CommandRejected, match=r'fr3_joint6=0.4500 not in \[0.5445.*fr3 limits'):
         SafetyMonitor(config, DT, robot.arm_spec('fr3')).check(q, prev, q, 0.0)
 
 

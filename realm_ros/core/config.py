@@ -295,12 +295,20 @@ class WorldConfig(SimulationConfig):
         '', 'the twin: folder written by `realm-ros cameras match` (calibrated rig, clean '
             'plates, colour transforms); exterior cameras draw robot and objects from '
             'simulation over the plate ("" = no visual matching)')
+    joint_margin_rad: float = field(
+        0.1, 'simulated worlds: position targets are kept this far inside each joint limit, rad '
+             "(as the franka bridge's safety.position_margin_rad; Polymetis: 0.1)")
+    shape_targets: bool = field(
+        True, 'simulated worlds: shape position targets so the arm does not swing past a joint '
+              'limit (target speed <= 0.9 x velocity limit, braking distance kept; '
+              'core.control.shape_target)')
 
     def __post_init__(self) -> None:
         object.__setattr__(self, 'backend', renamed(self.backend, 'backend'))
         _check_choice(self, 'backend')
         super().__post_init__()
-        _check_ranges(self, {'lockstep_timeout_s': (0.0, math.inf)})
+        _check_ranges(self, {'lockstep_timeout_s': (0.0, math.inf),
+                             'joint_margin_rad': (0.0, 0.5)})
 
 
 def load_yaml(path: str | pathlib.Path) -> dict[str, Any]:
@@ -393,7 +401,9 @@ class SafetyConfig:
     """
 
     position_margin_rad: float = field(
-        0.02, 'targets must stay this far inside each joint limit, rad')
+        0.1, 'targets are kept this far inside each joint limit, rad (Polymetis: 0.1); a target '
+             'between the margin and the limit is moved to the margin, one beyond the limit '
+             'refused')
     velocity_scale: float = field(
         0.9, 'a target may change by at most velocity_scale * velocity limit * control period '
              'per control step (per joint)')
@@ -401,19 +411,39 @@ class SafetyConfig:
         0.3, 'maximum per-joint distance between a target and the measured position, rad '
              '(bounds the impedance torque of one step)')
     workspace_min: tuple[float, ...] = field(
-        (0.1, -0.8, 0.0), 'workspace box lower corner (x, y, z) of the TCP in base_link, m')
+        (0.1, -0.4, -0.05), 'workspace box lower corner (x, y, z) of the TCP in base_link, m '
+                            "(Polymetis's default box)")
     workspace_max: tuple[float, ...] = field(
-        (1.0, 0.8, 1.2), 'workspace box upper corner (x, y, z) of the TCP in base_link, m')
+        (1.0, 0.4, 1.0), 'workspace box upper corner (x, y, z) of the TCP in base_link, m')
     tcp_offset_m: float = field(
         robot.TCP_OFFSET, 'TCP distance from the flange along its z axis, m (0.165 = Robotiq '
                           '2F-85 fingertips, 0.1034 = Franka Hand)')
     watchdog_s: float = field(
         0.5, 'hold the measured position if no valid command arrives for this long, s')
     state_timeout_s: float = field(
-        0.25, 'refuse to command when the newest joint state is older than this, s')
+        0.25, 'refuse to command when the newest joint state is older than this, s (the arm '
+              'holds its last trajectory, which ends at rest)')
+    state_loss_s: float = field(
+        1.0, 'a joint state older than this ends the episode (or the reset move) as an '
+             'infrastructure failure, s; younger late states hold the arm and wait')
+    shape_trajectory: str = field(
+        'auto', 'always: send each target as a jerk-limited 1 kHz-sampled trajectory (velocity, '
+                "acceleration, jerk below libfranka's limits for the arm x rate_limit_scale); "
+                'never: one point per control step; auto: always for a real arm, never for the '
+                "digital real (whose twin and sysid excitation do not model the shaper's lag)",
+        choices=('auto', 'always', 'never'))
+    rate_limit_scale: float = field(
+        0.8, "fraction of libfranka's acceleration and jerk limits the shaped trajectory may "
+             'use (FR3: 10 rad/s^2, 5000 rad/s^3; Panda: per joint)')
+    trajectory_sample_s: float = field(
+        0.01, 'spacing of the shaped trajectory points sent to the controller, s (each carries '
+              'position, velocity and acceleration: the controller interpolates quintically)')
 
     def __post_init__(self) -> None:
+        _check_choice(self, 'shape_trajectory')
         _check_ranges(self, {'position_margin_rad': (0.0, 0.5), 'velocity_scale': (0.01, 3.0),
+                             'state_loss_s': (0.01, 600.0), 'rate_limit_scale': (0.01, 1.0),
+                             'trajectory_sample_s': (0.001, 0.1),
                              'max_target_error_rad': (0.001, 1.0), 'tcp_offset_m': (0.0, 0.5),
                              'watchdog_s': (0.01, 60.0), 'state_timeout_s': (0.001, 60.0)})
         for name in ('workspace_min', 'workspace_max'):
@@ -478,8 +508,17 @@ class FrankaBridgeConfig:
         False, 'true only when the robot side is the digital real: re-publish its '
                "digital_real/privileged_state as this world's privileged state and reset it "
                'through its reset service. Never set on a real arm')
+    digital_real_reflexes: bool = field(
+        False, 'digital real only: watch its FrankaRobotState for injected reflexes and clear '
+               'them with the real recovery sequence (needs franka_msgs); default: no reflexes')
     reset_speed: float = field(
-        0.3, 'real arm: joint speed of the move to the reset pose, rad/s')
+        0.3, 'real arm: peak joint speed of the planned move to the reset pose, rad/s')
+    confirm_motion: bool = field(
+        True, "real arm: every move to the reset pose (homing) waits for the operator's "
+              'confirmation on <namespace>/franka_bridge/confirm_motion (std_srvs/SetBool)')
+    confirm_timeout_s: float = field(
+        60.0, 'real arm: wall seconds a reset waits for that confirmation (and how long a '
+              'confirmation given beforehand stays valid) before it fails')
     step_timeout_s: float = field(
         5.0, "lockstep: wall seconds to wait for the robot side's next joint state")
 
@@ -494,7 +533,8 @@ class FrankaBridgeConfig:
                              'gripper_min_interval_s': (0.0, 10.0),
                              'gripper_open_position': (-10.0, 10.0),
                              'gripper_closed_position': (-10.0, 10.0),
-                             'reset_speed': (0.01, 1.0), 'step_timeout_s': (0.01, 600.0)})
+                             'reset_speed': (0.01, 1.0), 'step_timeout_s': (0.01, 600.0),
+                             'confirm_timeout_s': (0.0, 86400.0)})
         if not self.controller_name or not self.joint_states_topic:
             raise ConfigError('FrankaBridgeConfig.controller_name and joint_states_topic must '
                               'not be empty')
@@ -563,7 +603,10 @@ class DigitalRealConfig(SimulationConfig):
         """Return the :class:`WorldConfig` of the digital real's physics."""
         shared = {f.name: getattr(self, f.name) for f in dataclasses.fields(SimulationConfig)}
         shared['camera_rate_hz'] = self.camera_rate_hz if self.cameras else 0.0
-        return WorldConfig(backend='digital_real', **shared)
+        # The digital real imitates the arm: it follows any target inside the joint limits (its
+        # hard stops); margin and shaping are the bridge's (safety.*).
+        return WorldConfig(backend='digital_real', joint_margin_rad=0.0, shape_targets=False,
+                           **shared)
 
 
 def __getattr__(name: str) -> Any:

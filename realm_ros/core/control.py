@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
@@ -17,13 +17,29 @@ from realm_ros.core import robot
 from realm_ros.core.errors import CommandRejected
 from realm_ros.core.types import Action, ActionMode
 
+if TYPE_CHECKING:
+    from realm_ros.core.config import WorldConfig
+
 #: Targets within this distance (rad) outside the joint range are clipped, not rejected;
 #: they come from float round trips and from limit-hugging policies.
 LIMIT_TOLERANCE = 1e-3
+#: Targets are kept this far inside each joint limit, rad (Polymetis keeps its joint limits 0.1
+#: rad inside Franka's). A target at the limit would take the arm past it under its own
+#: dynamics: 0.037 rad on the twin's joint 1 from the reset pose, a joint-limit reflex on a real
+#: arm. ``WorldConfig.joint_margin_rad`` (twin) and ``SafetyConfig.position_margin_rad``
+#: (bridge) set it per world.
+POSITION_MARGIN_RAD = 0.1
 
 
-def velocity_to_target(q_measured: np.ndarray, velocity: np.ndarray) -> np.ndarray:
-    """Return DROID's joint-velocity target ``q + 0.2 v`` (rad), clipped to the joint limits.
+def joint_bounds(margin: float = POSITION_MARGIN_RAD) -> tuple[np.ndarray, np.ndarray]:
+    """Return the (lower, upper) bounds targets are clipped to: the limits shrunk by ``margin``."""
+    return robot.JOINT_LOWER + margin, robot.JOINT_UPPER - margin
+
+
+def velocity_to_target(q_measured: np.ndarray, velocity: np.ndarray,
+                       margin: float = POSITION_MARGIN_RAD) -> np.ndarray:
+    """Return DROID's joint-velocity target ``q + 0.2 v`` (rad), clipped to the joint limits
+    shrunk by ``margin`` rad.
 
     ``v`` is unitless; if ``max|v| > 1`` it is scaled down uniformly first (DROID robot.py).
     """
@@ -32,7 +48,7 @@ def velocity_to_target(q_measured: np.ndarray, velocity: np.ndarray) -> np.ndarr
     if peak > 1.0:
         v = v / peak
     target = np.asarray(q_measured, dtype=float) + robot.MAX_JOINT_DELTA * v
-    return np.clip(target, robot.JOINT_LOWER, robot.JOINT_UPPER)
+    return np.clip(target, *joint_bounds(margin))
 
 
 def binarize_gripper(g: float, threshold: float = 0.5) -> float:
@@ -81,14 +97,69 @@ def validate_action(action: Action) -> None:
             raise CommandRejected('position target beyond joint limits: ' + ', '.join(bad))
 
 
-def action_to_target(action: Action, q_measured: np.ndarray) -> tuple[np.ndarray, float]:
-    """Validate ``action`` and return ``(q_d, g)``: absolute target (rad) and gripper in [0, 1]."""
+def action_to_target(action: Action, q_measured: np.ndarray,
+                     margin: float = POSITION_MARGIN_RAD) -> tuple[np.ndarray, float]:
+    """Validate ``action`` and return ``(q_d, g)``: absolute target (rad) and gripper in [0, 1].
+
+    A valid target closer than ``margin`` rad to a joint limit is moved to the margin (the
+    returned target says so: worlds return it from ``apply``).
+    """
     validate_action(action)
     if action.mode is ActionMode.VELOCITY:
-        q_d = velocity_to_target(q_measured, action.arm)
+        q_d = velocity_to_target(q_measured, action.arm, margin)
     else:
-        q_d = np.clip(np.asarray(action.arm, dtype=float), robot.JOINT_LOWER, robot.JOINT_UPPER)
+        q_d = np.clip(np.asarray(action.arm, dtype=float), *joint_bounds(margin))
     return q_d, float(np.clip(action.gripper, 0.0, 1.0))
+
+
+#: Twin target shaping near the joint limits: within ``LIMIT_ZONE_RAD`` of the margin a target
+#: heading for the limit moves at most ``TARGET_VELOCITY_SCALE`` x the velocity limit (as the
+#: bridge's ``safety.velocity_scale``), and a joint running toward a limit keeps its braking
+#: distance v^2 / (2 BRAKE_ACCELERATION) (rad/s^2) free of targets.
+LIMIT_ZONE_RAD = 0.5
+TARGET_VELOCITY_SCALE = 0.9
+BRAKE_ACCELERATION = 5.0
+
+
+def shape_target(q_d: np.ndarray, q_previous: np.ndarray, dq_measured: np.ndarray, dt: float,
+                 margin: float = POSITION_MARGIN_RAD) -> np.ndarray:
+    """Return target ``q_d`` shaped so that the arm's own dynamics do not carry it past a limit.
+
+    A simulated arm tracks a held target with an impedance law; a target that jumps (2.8 rad
+    from the reset pose to joint 1's limit) swings the arm 0.13 rad past it. So, per joint
+    heading for a limit: (1) a target within :data:`LIMIT_ZONE_RAD` of the limit's margin moves
+    at most ``TARGET_VELOCITY_SCALE * velocity limit * dt`` per control step from
+    ``q_previous``; (2) a joint moving toward a limit at ``v`` gets no target within its braking
+    distance ``v^2 / (2 BRAKE_ACCELERATION)`` of the margin (never pulled back behind
+    ``q_previous``); (3) the result stays inside the limits shrunk by ``margin``. Targets away
+    from the limits pass unchanged (DROID's 0.2 rad velocity steps included).
+    """
+    lower, upper = joint_bounds(margin)
+    prev = np.asarray(q_previous, dtype=float)
+    q = np.clip(np.asarray(q_d, dtype=float), lower, upper)
+    step = TARGET_VELOCITY_SCALE * robot.VELOCITY_LIMIT * dt
+    toward_upper = (q > prev) & (q > upper - LIMIT_ZONE_RAD)
+    toward_lower = (q < prev) & (q < lower + LIMIT_ZONE_RAD)
+    q = np.where(toward_upper, np.minimum(q, prev + step), q)
+    q = np.where(toward_lower, np.maximum(q, prev - step), q)
+    v = np.asarray(dq_measured, dtype=float)
+    brake = 2.0 * BRAKE_ACCELERATION
+    q = np.minimum(q, np.maximum(upper - np.maximum(v, 0.0) ** 2 / brake,
+                                 np.minimum(prev, upper)))
+    q = np.maximum(q, np.minimum(lower + np.minimum(v, 0.0) ** 2 / brake,
+                                 np.maximum(prev, lower)))
+    return np.clip(q, lower, upper)
+
+
+def world_target(action: Action, q_measured: np.ndarray, q_previous: np.ndarray,
+                 dq_measured: np.ndarray, dt: float, config: WorldConfig
+                 ) -> tuple[np.ndarray, float]:
+    """A simulated world's target for ``action``: :func:`action_to_target` with the world's
+    ``joint_margin_rad``, then :func:`shape_target` when ``config.shape_targets`` is set."""
+    q_d, g = action_to_target(action, q_measured, config.joint_margin_rad)
+    if config.shape_targets:
+        q_d = shape_target(q_d, q_previous, dq_measured, dt, config.joint_margin_rad)
+    return q_d, g
 
 
 def action_from_named(

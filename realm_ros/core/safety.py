@@ -7,7 +7,9 @@ numbers; the bridge then keeps the previous target (the arm holds). Rules, in th
 1. shape and finiteness: seven finite numbers (rad, ``robot.JOINT_NAMES`` order);
 2. stale state: the newest joint state must be younger than ``state_timeout_s``;
 3. joint position limits of the arm (:class:`realm_ros.core.robot.ArmSpec`: FR3 and FER/Panda
-   differ, e.g. FR3 joint 6 >= 0.5445 rad) shrunk by ``position_margin_rad``;
+   differ, e.g. FR3 joint 6 >= 0.5445 rad): a target beyond them is refused; a target inside
+   them but closer than ``position_margin_rad`` (Polymetis: 0.1 rad) is *shaped*: moved to the
+   margin, with the reason in :attr:`SafetyMonitor.last_shaped`;
 4. velocity: ``|q_target - q_previous_target| <= velocity_scale * velocity_limit * dt`` per joint
    (the arm's velocity limits);
 5. maximum per-step target change relative to the arm: ``|q_target - q_measured| <=
@@ -15,7 +17,9 @@ numbers; the bridge then keeps the previous target (the arm holds). Rules, in th
 6. workspace: the TCP (``tcp_offset_m`` along the flange z axis, forward kinematics of
    ``core.robot``) inside the ``base_link`` box ``[workspace_min, workspace_max]``, m.
 
-A watchdog (:meth:`SafetyMonitor.watchdog_expired`) tells the bridge to hold the measured position
+What reaches the controller is shaped further by :mod:`realm_ros.core.motion` (velocity,
+acceleration and jerk below libfranka's limits for the arm). A watchdog
+(:meth:`SafetyMonitor.watchdog_expired`) tells the bridge to hold the measured position
 when no valid command has arrived for ``watchdog_s`` seconds.
 """
 
@@ -23,7 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from realm_ros.core import robot
+from realm_ros.core import control, robot
 from realm_ros.core.config import SafetyConfig
 from realm_ros.core.errors import CommandRejected
 
@@ -53,6 +57,8 @@ class SafetyMonitor:
         self._names = self.arm.joint_names if arm is not None else robot.JOINT_NAMES
         self._lower = self.arm.lower + config.position_margin_rad
         self._upper = self.arm.upper - config.position_margin_rad
+        #: Why the last accepted target was changed (moved out of the limit margin), or ''.
+        self.last_shaped = ''
         self._max_step = config.velocity_scale * self.arm.velocity * control_dt
         self._box_min = np.asarray(config.workspace_min)
         self._box_max = np.asarray(config.workspace_max)
@@ -81,13 +87,23 @@ class SafetyMonitor:
             raise CommandRejected(
                 f'safety: joint state is stale ({state_age_s:.3f} s old > state_timeout_s '
                 f'{self.config.state_timeout_s} s); refusing to command')
-        bad = np.flatnonzero((q < self._lower) | (q > self._upper))
+        tol = control.LIMIT_TOLERANCE
+        bad = np.flatnonzero((q < self.arm.lower - tol) | (q > self.arm.upper + tol))
         if bad.size:
             detail = ', '.join(f'{self._names[i]}={q[i]:.4f} not in '
-                               f'[{self._lower[i]:.4f}, {self._upper[i]:.4f}]' for i in bad)
-            raise CommandRejected(f'safety: target within position_margin_rad '
-                                  f'{self.config.position_margin_rad} of a joint limit: {detail}'
-                                  f' ({self.arm.arm_id} limits)')
+                               f'[{self.arm.lower[i]:.4f}, {self.arm.upper[i]:.4f}]' for i in bad)
+            raise CommandRejected(f'safety: target beyond a joint limit: {detail} '
+                                  f'({self.arm.arm_id} limits)')
+        near = np.flatnonzero((q < self._lower) | (q > self._upper))
+        self.last_shaped = ''
+        if near.size:
+            shaped = np.clip(q, self._lower, self._upper)
+            self.last_shaped = (
+                f'safety: target within position_margin_rad {self.config.position_margin_rad} '
+                'of a joint limit, moved to the margin: ' + ', '.join(
+                    f'{self._names[i]} {q[i]:.4f} -> {shaped[i]:.4f}' for i in near)
+                + f' ({self.arm.arm_id} limits)')
+            q = shaped
         step = np.abs(q - np.asarray(q_previous_target, dtype=float))
         bad = np.flatnonzero(step > self._max_step)
         if bad.size:
@@ -159,4 +175,24 @@ def robot_fault(robot_mode: int, current_errors: dict[str, bool]) -> str | None:
     errors = sorted(name for name, flag in current_errors.items() if flag)
     if errors or mode in FAULT_MODES or mode.startswith('unknown'):
         return f'robot_mode {mode}, current_errors {errors or "none"}'
+    return None
+
+
+def mode_change_fault(before: int | None, after: int, baseline_errors: frozenset[str],
+                      last_motion_errors: frozenset[str]) -> str | None:
+    """Return the fault a robot-mode change or new ``last_motion_errors`` means, or None.
+
+    A single FrankaRobotState in MOVE with no current error can still follow a reflex that
+    franka_hardware recovered from by itself (``automaticErrorRecovery()`` inside every
+    ``initialize*Interface()``): ``last_motion_errors`` then names the errors that stopped the
+    last motion. So: the arm leaving MOVE, or ``last_motion_errors`` differing from the baseline
+    seen when watching (re)started, is a fault: the episode cannot be trusted.
+    """
+    if before is not None and ROBOT_MODES.get(before) == 'MOVE' and \
+            ROBOT_MODES.get(after) != 'MOVE':
+        return f'robot_mode MOVE -> {ROBOT_MODES.get(after, f"unknown ({after})")}'
+    new = sorted(last_motion_errors - baseline_errors)
+    if new:
+        return (f'last_motion_errors {new}: the arm stopped and was recovered without realm_ros '
+                '(franka_hardware automaticErrorRecovery)')
     return None

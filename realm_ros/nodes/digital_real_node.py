@@ -44,6 +44,20 @@ Services:
                                             parameter (JSON EpisodeSpec), like world_node; the
                                             response is JSON: task, seed, time, target_q (rad),
                                             instruction
+Fault injection (test hooks, node parameters, changeable at run time; real time only):
+    inject_state_stall_s, inject_state_stall_every_s
+                                            every ``..._every_s`` wall seconds (0 = never) the
+                                            joint states stop for ``inject_state_stall_s`` s (a
+                                            late joint state, as a loaded lab PC or DDS shows)
+    digital_real/drop_next_state, digital_real/stall_cameras
+                                            std_srvs/Trigger (lockstep): the next step publishes
+                                            no state at all (a lost message), or no images (a
+                                            camera stall)
+    auto_recover_s                          > 0: recover from a reflex on its own after this many
+                                            seconds, as franka_hardware's
+                                            automaticErrorRecovery() does (robot_mode REFLEX ->
+                                            AUTOMATIC_ERROR_RECOVERY -> MOVE, last_motion_errors
+                                            kept); -1 = only through error_recovery
 Stamps are the digital real's clock: wall time in real time; in lockstep, sim time that keeps
 increasing across resets (a reset never sends /clock backwards).
 """
@@ -116,6 +130,20 @@ class DigitalRealNode(Node):
         self._target_q = robot.RESET_Q.copy()
         self._time_offset = 0.0  # lockstep: sim time of earlier episodes (monotonic stamps)
         self.rejected = 0
+        self._last_motion_errors: set[str] = set()
+        self._reflex_at = 0.0
+        self._auto_recovering = False
+        self._stall_until = 0.0
+        self._next_stall = 0.0
+        self.stalls = 0
+        for name, default, text in (
+                ('inject_state_stall_s', 0.0, 'test hook: length of each joint-state stall, s'),
+                ('inject_state_stall_every_s', 0.0,
+                 'test hook: a joint-state stall every this many wall seconds (0 = never)'),
+                ('auto_recover_s', -1.0,
+                 'test hook: recover from a reflex on its own after this many s, as '
+                 'franka_hardware automaticErrorRecovery (-1 = never)')):
+            self.declare_parameter(name, default, ParameterDescriptor(description=text))
 
         self._js_pub = self.create_publisher(JointStateMsg, topics.JOINT_STATES, qos.STATE)
         self._grip_pub = self.create_publisher(
@@ -134,6 +162,11 @@ class DigitalRealNode(Node):
                                  self._on_width, qos.COMMAND)
         self.create_service(Trigger, topics.RESET, self._on_reset)
         self.create_service(Trigger, 'digital_real/trigger_reflex', self._on_trigger_reflex)
+        self._drop = {'state': 0, 'images': 0}
+        self.create_service(Trigger, 'digital_real/drop_next_state',
+                            lambda req, res: self._on_drop('state', res))
+        self.create_service(Trigger, 'digital_real/stall_cameras',
+                            lambda req, res: self._on_drop('images', res))
         self._franka_msgs = _optional('franka_msgs')
         self._state_pub = None
         if self._franka_msgs is not None:
@@ -158,9 +191,9 @@ class DigitalRealNode(Node):
         if self._state_pub is not None and not cfg.lockstep:
             self.create_timer(1.0 / cfg.robot_state_rate_hz, self._publish_robot_state)
         if cfg.lockstep:
-            # Re-publish the unchanged arm state while idle so late subscribers (the bridge)
-            # see the arm; the stamp does not change, so nobody mistakes it for a step.
-            self.create_timer(0.1, self._publish_arm)
+            # Re-publish the unchanged arm (and robot) state while idle so late subscribers (the
+            # bridge) see the arm; the stamp does not change, so nobody mistakes it for a step.
+            self.create_timer(0.1, self._publish_idle)
         else:
             self.create_timer(1.0 / cfg.joint_state_rate_hz, self._on_tick)
         self._publish_all()
@@ -195,9 +228,12 @@ class DigitalRealNode(Node):
                 self._lockstep_step()  # time goes on; the arm holds
             return
         if self.config.lockstep:
-            # One control step per message (its first point): the bridge sends one target per
-            # step and waits for the resulting joint state.
-            self._set_target(points[0][1])
+            # One control step per message: the bridge sends one trajectory per step and waits
+            # for the resulting joint state. The target is the point at the end of the control
+            # period (a shaped trajectory's later points are its braking tail).
+            period = 1.0 / self.config.control_hz
+            due = [q for t, q in points if t <= period + 1e-6] or [points[0][1]]
+            self._set_target(due[-1])
             self._lockstep_step()
             return
         now = time.monotonic()
@@ -306,6 +342,8 @@ class DigitalRealNode(Node):
 
     def _reflex(self, error: str) -> None:
         self._errors.add(error)
+        self._last_motion_errors = set(self._errors)
+        self._reflex_at = time.monotonic()
         self.hardware = 'reflex'
         self._schedule = []
         self._set_target(self.world.joint_state().position)
@@ -344,6 +382,31 @@ class DigitalRealNode(Node):
             self._set_target(self.world.joint_state().position)
         return response
 
+    def _auto_recover(self, now: float) -> None:
+        """franka_hardware's automaticErrorRecovery(): clear the reflex without being asked."""
+        after = self.get_parameter('auto_recover_s').value
+        if self.hardware != 'reflex' or after < 0 or now - self._reflex_at < after:
+            return
+        self._errors.clear()
+        self._auto_recovering = True
+        self._publish_robot_state()  # AUTOMATIC_ERROR_RECOVERY
+        self._auto_recovering = False
+        self.hardware = 'active'
+        self._set_target(self.world.joint_state().position)
+        self.get_logger().warning('digital real: automatic error recovery (as franka_hardware '
+                                  'automaticErrorRecovery); following commands again')
+        self._publish_robot_state()
+
+    def _stalled(self, now: float) -> bool:
+        """Whether the injected joint-state stall is on now (test hook)."""
+        every = self.get_parameter('inject_state_stall_every_s').value
+        if every > 0 and now >= self._next_stall:
+            if self._next_stall > 0:
+                self._stall_until = now + self.get_parameter('inject_state_stall_s').value
+                self.stalls += 1
+            self._next_stall = now + every
+        return now < self._stall_until
+
     def _publish_robot_state(self) -> None:
         if self._state_pub is None:
             return
@@ -352,8 +415,12 @@ class DigitalRealNode(Node):
         cls = type(msg)
         msg.robot_mode = cls.ROBOT_MODE_MOVE if self.hardware == 'active' else (
             cls.ROBOT_MODE_REFLEX if self.hardware == 'reflex' else cls.ROBOT_MODE_IDLE)
+        if self._auto_recovering:
+            msg.robot_mode = cls.ROBOT_MODE_AUTOMATIC_ERROR_RECOVERY
         for name in self._errors:
             setattr(msg.current_errors, name, True)
+        for name in self._last_motion_errors:
+            setattr(msg.last_motion_errors, name, True)
         state = self._state
         msg.measured_joint_state.name = list(self._arm_names)
         msg.measured_joint_state.position = [float(v) for v in state.position]
@@ -406,6 +473,7 @@ class DigitalRealNode(Node):
     def _on_tick(self) -> None:
         """Real time: advance physics to the wall clock at the physics rate, then publish."""
         now = time.monotonic()
+        self._auto_recover(now)
         self._release_due(now)
         due = int((now - self._wall_start) * self.world.config.physics_hz) - int(
             round((self.world.time - self._sim_start) * self.world.config.physics_hz))
@@ -416,7 +484,8 @@ class DigitalRealNode(Node):
                 self._sim_start = self.world.time
                 self._wall_start = now
         self._state = self.world.joint_state()
-        self._publish_arm()
+        if not self._stalled(now):
+            self._publish_arm()
         if now >= self._next_grip:
             self._next_grip = now + 1.0 / self.config.gripper_state_rate_hz
             self._publish_gripper()
@@ -427,9 +496,18 @@ class DigitalRealNode(Node):
             self._next_image = now + 1.0 / self.config.camera_rate_hz
             self._publish_images()
 
+    def _on_drop(self, what: str, response: Trigger.Response) -> Trigger.Response:
+        self._drop[what] += 1
+        response.success, response.message = True, f'the next step publishes no {what}'
+        return response
+
     def _lockstep_step(self) -> None:
         self.world.step()
         self._state = self.world.joint_state()
+        if self._drop['state']:
+            self._drop['state'] -= 1
+            self.get_logger().warning('digital real: injected fault, this step publishes nothing')
+            return
         self._publish_all()
 
     # -- publishing -------------------------------------------------------------------------
@@ -451,6 +529,10 @@ class DigitalRealNode(Node):
         self._publish_images()
         self._publish_privileged()
         self._publish_gripper()
+        self._publish_robot_state()
+        self._publish_arm()
+
+    def _publish_idle(self) -> None:
         self._publish_robot_state()
         self._publish_arm()
 
@@ -476,6 +558,10 @@ class DigitalRealNode(Node):
 
     def _publish_images(self) -> None:
         if not self._image_pubs:
+            return
+        if self._drop['images']:
+            self._drop['images'] -= 1
+            self.get_logger().warning('digital real: injected camera stall, no images this step')
             return
         stamp = self._stamp()
         cfg = self.config

@@ -13,6 +13,11 @@ Services (relative; std_srvs only, so any client can drive it):
     operator/success         SetBool   judge the episode: true = success (marks the remaining
                                        stages), false = failure (marks stay); then end it
     operator/abort           Trigger   end as ``aborted`` (safety stop, disturbed scene)
+    operator/confirm_motion  Trigger   the arm may make its next reset move (homing): forwarded
+                                       as ``data: true`` to the franka bridge's
+                                       ``confirm_motion_service`` (parameter, default
+                                       ``/franka_bridge/confirm_motion``); also the stdin line
+                                       ``confirm_motion``
 Every response's ``message`` says what happened, or why it was refused (``success=false``).
 Topics:
     progress (out, latched)        diagnostic_msgs/DiagnosticStatus, ``source='operator'``: the
@@ -35,7 +40,7 @@ import threading
 from typing import Any, Callable, TextIO
 
 from diagnostic_msgs.msg import DiagnosticStatus
-from rcl_interfaces.msg import SetParametersResult
+from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
@@ -64,6 +69,11 @@ class OperatorNode(Node):
                              'parameter)')
         self.add_on_set_parameters_callback(self._on_parameters)
         self.annotator = annotation.EpisodeAnnotator(world=self.config.world)
+        self.declare_parameter(
+            'confirm_motion_service', '/franka_bridge/confirm_motion', ParameterDescriptor(
+                description="the franka bridge's std_srvs/SetBool that allows the arm's next "
+                            'reset move (<franka.namespace>/franka_bridge/confirm_motion)'))
+        self._motion_client: Any = None
         self.quit_requested = False
         self._steps = 0
         self._keys: queue.Queue[str] = queue.Queue()
@@ -77,6 +87,7 @@ class OperatorNode(Node):
             'undo': lambda: self.annotator.undo(self._now()),
             'end_episode': lambda: self._end(None),
             'abort': lambda: self._end(None, abort=True),
+            'confirm_motion': self._confirm_motion,
         }
         self._commands = {**commands, 'success': lambda: self._end(True),
                           'failure': lambda: self._end(False)}
@@ -106,6 +117,18 @@ class OperatorNode(Node):
         self.get_logger().info(f'{command}: {message}')
         self._publish()
         return True, message
+
+    def _confirm_motion(self) -> str:
+        """Forward the operator's yes for the next reset move to the franka bridge."""
+        name = self.get_parameter('confirm_motion_service').value
+        if self._motion_client is None or self._motion_client.srv_name != name:
+            self._motion_client = self.create_client(SetBool, name)
+        if not self._motion_client.service_is_ready():
+            raise RealmError(f'{name} is not available: is world_node backend:=franka running '
+                             '(parameter confirm_motion_service)?')
+        # Not awaited: this runs in a callback of this node's only executor.
+        self._motion_client.call_async(SetBool.Request(data=True))
+        return f'the arm may make its next reset move (sent to {name})'
 
     def _confirm_reset(self) -> str:
         text = episode_spec_text(self)

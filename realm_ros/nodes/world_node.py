@@ -87,7 +87,13 @@ class WorldNode(Node):
         # data=true is the operator's confirmation that the arm may be re-activated.
         self.create_service(SetBool, topics.RECOVER, self._on_recover)
 
-        self._reset_world(self._spec_from_params())
+        self._obs: Observation | None = None
+        try:
+            self._reset_world(self._spec_from_params())
+        except RealmError as err:
+            # A late, stopped or unconfirmed arm must not kill the node: it waits for a reset.
+            self.fault = f'start-up reset failed: {err}'
+            self.get_logger().error(f'{self.fault}; waiting for a reset (service {topics.RESET})')
         if self.config.lockstep:
             if self.config.lockstep_timeout_s > 0:
                 self.create_timer(min(0.05, self.config.lockstep_timeout_s), self._on_idle)
@@ -103,6 +109,8 @@ class WorldNode(Node):
     def start(self) -> None:
         """Publish the latched facts (instruction, episode, camera_info) and the first
         observation."""
+        if self._obs is None:
+            return  # the start-up reset failed: nothing to publish until a reset succeeds
         self._publish_static()
         self._publish_observation(self._obs)
 
@@ -117,6 +125,9 @@ class WorldNode(Node):
             self.get_logger().warning(
                 f'dropping stale command stamped {convert.from_time(stamp):.3f} s '
                 f'(world time {self.world.time:.3f} s)')
+            return
+        if self._obs is None:
+            self._reject('world not reset yet (the start-up reset failed)')
             return
         try:
             actions = convert.trajectory_to_actions(msg, self._obs.joints.gripper)

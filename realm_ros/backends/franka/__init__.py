@@ -8,4 +8,7 @@ digital real).
 
 from realm_ros.backends.franka.bridge import FrankaBridgeWorld
 
-__all__ = ['FrankaBridgeWorld']
+# Registers the digital-real variant with FrankaBridgeWorld (no import from bridge.py: no cycle).
+from realm_ros.backends.franka.digital_real import DigitalRealBridgeWorld
+
+__all__ = ['DigitalRealBridgeWorld', 'FrankaBridgeWorld']

@@ -7,14 +7,28 @@ through agimus-franka-ros2):
 
 * arm state: ``<joint_states_topic>`` (sensor_msgs/JointState);
 * arm command: ``<controller_name>/joint_trajectory`` (trajectory_msgs/JointTrajectory) for a
-  JointTrajectoryController. Each control step sends one point reached one control period later
-  whose velocities are the step's mean velocity, so the controller's cubic spline runs through
-  successive targets without stopping at each (allow_nonzero_velocity_at_trajectory_end);
+  JointTrajectoryController. Each control step sends the target shaped by
+  :class:`realm_ros.core.motion.JerkLimitedShaper` (``safety.shape_trajectory``; by default on
+  a real arm, not on the digital real): points every
+  ``safety.trajectory_sample_s`` with positions, velocities and accelerations whose velocity,
+  acceleration and jerk stay below libfranka's limits for the arm, continuous from the previous
+  command, ending in a braking tail to rest (what the arm does if no command follows). Without
+  shaping: one point one control period ahead at the step's mean velocity;
 * gripper: :mod:`realm_ros.backends.franka.grippers` (``franka.gripper``);
 * reflexes and errors: ``franka_robot_state_broadcaster/robot_state`` (franka_msgs/
   FrankaRobotState): a reflex ends the episode as an infrastructure failure
   (:class:`InfrastructureError`) and :meth:`FrankaBridgeWorld.recover` clears it as
-  franka_hardware documents, after the operator confirms.
+  franka_hardware documents, after the operator confirms. Every mode change is logged; a
+  recovery the bridge did not ask for (franka_hardware's ``automaticErrorRecovery``) is a fault
+  too, so motion resumes only through :meth:`FrankaBridgeWorld.recover`.
+
+A real arm's move to the reset pose (homing) waits for the operator's confirmation
+(``<namespace>/franka_bridge/confirm_motion``, std_srvs/SetBool, one confirmation per move;
+``franka.confirm_motion``), checks that the arm is at rest, inside its limits and fault-free,
+runs as a time-scaled move within the limits (:func:`realm_ros.core.motion.plan_move`) and
+checks the arm got there. A late joint state (older than ``safety.state_timeout_s``) holds the
+arm and waits; one older than ``safety.state_loss_s`` ends the reset or the episode as an
+infrastructure failure; neither kills the node.
 
 Every joint target passes :class:`realm_ros.core.safety.SafetyMonitor` with the arm's own limits
 and a watchdog holds the arm when commands stop. The bridge owns an rclpy node in the host
@@ -36,12 +50,13 @@ import rclpy
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from sensor_msgs.msg import CameraInfo, Image
 from sensor_msgs.msg import JointState as JointStateMsg
+from std_srvs.srv import SetBool
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from realm_ros.backends.franka import reset_motion
 from realm_ros.backends.franka.grippers import import_interfaces, make_gripper
 from realm_ros.backends.franka.robot_state import RobotStateWatch
-from realm_ros.core import control, robot
+from realm_ros.core import control, motion, robot
 from realm_ros.core.config import FrankaBridgeConfig, SafetyConfig, WorldConfig
 from realm_ros.core.errors import CommandRejected, ConfigError, EpisodeError, InfrastructureError
 from realm_ros.core.safety import SafetyMonitor
@@ -57,6 +72,16 @@ class FrankaBridgeWorld(World):
     name = 'franka'
     #: make_world passes the hosting ROS node (world_node) as ``host``.
     uses_host_node = True
+    #: The variant for ``franka.digital_real:=true``; the subclass registers itself
+    #: (``digital_real_variant=True`` in its class statement), so this module never imports it.
+    _digital_real_variant: type['FrankaBridgeWorld'] | None = None
+    #: ``safety.shape_trajectory:=auto`` shapes the trajectory (a real arm).
+    shapes_by_default = True
+
+    def __init_subclass__(cls, digital_real_variant: bool = False, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if digital_real_variant:
+            FrankaBridgeWorld._digital_real_variant = cls
 
     def __new__(cls, config: WorldConfig, host: Any = None,
                 bridge: FrankaBridgeConfig | None = None, **kwargs: Any) -> 'FrankaBridgeWorld':
@@ -66,8 +91,10 @@ class FrankaBridgeWorld(World):
             # Declared once, here; __init__ takes it from the instance.
             bridge = declare_config(host, FrankaBridgeConfig, prefix='franka.')
         if cls is FrankaBridgeWorld and bridge is not None and bridge.digital_real:
-            from realm_ros.backends.franka.digital_real import DigitalRealBridgeWorld
-            cls = DigitalRealBridgeWorld
+            if FrankaBridgeWorld._digital_real_variant is None:
+                raise ConfigError('franka.digital_real: the digital-real bridge is not loaded '
+                                  '(import realm_ros.backends.franka, not its bridge module)')
+            cls = FrankaBridgeWorld._digital_real_variant
         instance = super().__new__(cls)
         instance._declared_bridge = bridge
         return instance
@@ -93,6 +120,18 @@ class FrankaBridgeWorld(World):
         self._config = config
         self._dt = 1.0 / config.control_hz
         self.safety = SafetyMonitor(self.safety_config, self._dt, self.arm)
+        margin = self.safety_config.position_margin_rad
+        self.rate_limits = motion.rate_limits(self.arm, self.safety_config.velocity_scale,
+                                              self.safety_config.rate_limit_scale)
+        self.shaper = motion.JerkLimitedShaper(self.rate_limits, self.arm.lower + margin,
+                                               self.arm.upper - margin)
+        self._shaper_live = False  # False: restart the shaper at rest at the measured position
+        self.shaped = {'always': True, 'never': False}.get(self.safety_config.shape_trajectory,
+                                                     self.shapes_by_default)
+        #: Trajectories sent to the controller (count), for tests and logs.
+        self.trajectories_sent = 0
+        self._confirmed = threading.Event()
+        self._confirmed_at = 0.0
         self._prefix = self.arm.prefix
         self._arm_names = self.arm.joint_names
         self._cond = threading.Condition()
@@ -142,6 +181,7 @@ class FrankaBridgeWorld(World):
                 CameraInfo, topics.camera_info(name),
                 lambda msg, name=name: self._on_info(name, msg), qos.DRIVER_IN)
         self.robot_state = self._make_robot_state_watch()
+        self.node.create_service(SetBool, 'franka_bridge/confirm_motion', self._on_confirm)
         # Rate-limit gripper goals on the watchdog clock: sim time in lockstep (deterministic).
         self.gripper = make_gripper(self.node, cfg, clock=self._watch_time)
         self._setup()
@@ -171,6 +211,49 @@ class FrankaBridgeWorld(World):
         """Whether the variant's extra state for ``stamp`` has arrived (lockstep)."""
         del stamp
         return True
+
+    def _on_confirm(self, request: SetBool.Request,
+                    response: SetBool.Response) -> SetBool.Response:
+        """The operator allows (data=true) or withdraws (false) the next reset move."""
+        if request.data:
+            self._confirmed_at = time.monotonic()
+            self._confirmed.set()
+            response.message = 'the next reset move (homing) may run'
+        else:
+            self._confirmed.clear()
+            response.message = 'confirmation withdrawn: no reset move until confirmed'
+        self.log.warning(f'operator: {response.message}')
+        response.success = True
+        return response
+
+    def confirm_motion(self) -> None:
+        """Confirm the next reset move from code (what the service does; scripts, tests)."""
+        self._confirmed_at = time.monotonic()
+        self._confirmed.set()
+
+    def _await_confirmation(self, what: str) -> None:
+        """Block until the operator confirms ``what``; consume the confirmation.
+
+        Raises:
+            EpisodeError: no confirmation within ``franka.confirm_timeout_s``.
+        """
+        if not self.bridge_config.confirm_motion:
+            return
+        cfg = self.bridge_config
+        fresh = self._confirmed.is_set() and \
+            time.monotonic() - self._confirmed_at <= cfg.confirm_timeout_s
+        if not fresh:
+            self._confirmed.clear()
+            service = f'{self.node.get_namespace().rstrip("/")}/franka_bridge/confirm_motion'
+            self.log.warning(
+                f'{what}: waiting up to {cfg.confirm_timeout_s} s for the operator to confirm '
+                f'(ros2 service call {service} std_srvs/srv/SetBool "{{data: true}}")')
+            if not self._confirmed.wait(cfg.confirm_timeout_s):
+                raise EpisodeError(f'{what} not confirmed by the operator within '
+                                   f'{cfg.confirm_timeout_s} s (franka.confirm_timeout_s); the '
+                                   f'arm did not move. Confirm with {service}')
+        self._confirmed.clear()
+        self.log.info(f'{what}: confirmed by the operator')
 
     # -- ROS side (bridge executor thread) --------------------------------------------------
 
@@ -261,6 +344,32 @@ class FrankaBridgeWorld(World):
                 self._cond.wait(left)
             return self._arm_state
 
+    def _wait_state_fresh(self, what: str) -> None:
+        """Hold (publish nothing) until the joint state is fresh again.
+
+        A state older than ``safety.state_timeout_s`` is late: wait for the next one. Raises
+        InfrastructureError when it is older than ``safety.state_loss_s`` (the robot's state
+        stream is lost: the reset or episode ends as an infrastructure failure).
+        """
+        cfg = self.safety_config
+        if self._state_age() <= cfg.state_timeout_s:
+            return
+        self.log.warning(f'{what}: joint state {self._state_age():.3f} s old (> '
+                         f'safety.state_timeout_s {cfg.state_timeout_s} s): holding, waiting for '
+                         'a fresh one', throttle_duration_sec=1.0)
+        with self._cond:
+            self._cond.wait_for(lambda: self.spin_error is not None or (
+                time.monotonic() - self._arm_received) <= cfg.state_timeout_s,
+                max(cfg.state_loss_s - self._state_age(), 0.0))
+        self._check_alive()
+        age = self._state_age()
+        if age > cfg.state_timeout_s:
+            raise InfrastructureError(
+                f'{what}: no fresh joint state for {age:.2f} s (> safety.state_loss_s '
+                f'{cfg.state_loss_s} s) on {self.node.get_namespace().rstrip("/")}/'
+                f'{self.bridge_config.joint_states_topic}: the arm holds; the episode ends as '
+                'an infrastructure failure')
+
     def reset(self, spec: EpisodeSpec) -> Observation:
         self._check_alive()
         self.wait_for_state()
@@ -281,6 +390,7 @@ class FrankaBridgeWorld(World):
         target = self._reset_robot(spec)
         self._target_q = target
         self._published_q = None
+        self._shaper_live = False
         self._target_g = 0.0
         if self.gripper is not None:
             self.gripper.reset()
@@ -294,19 +404,36 @@ class FrankaBridgeWorld(World):
         return ''
 
     def _reset_robot(self, spec: EpisodeSpec) -> np.ndarray:
-        """Real arm: open the gripper and move to the reset pose through the safety rules."""
+        """Real arm: after the operator confirms, open the gripper and make a planned move to
+        the reset pose through the safety rules, checking the arm before and after."""
         goal = np.asarray(spec.initial_state.get('reset_q', robot.RESET_Q), dtype=float)
+        self._wait_state_fresh('reset')
+        state = self.wait_for_state()
+        reset_motion.check_arm(state.position, state.velocity, self.arm,
+                               'before the reset move')
+        self._await_confirmation(
+            f'move {self.arm.arm_id} to the reset pose {np.round(goal, 3).tolist()}')
+        self._check_alive()
         self._command_gripper(0.0)
 
         def command(target: np.ndarray) -> None:
             self._check_alive()
+            self._wait_state_fresh('reset move')
             q = self.wait_for_state().position
             self._target_q = self.safety.check(target, self._target_q, q, self._state_age())
             self._publish_target()
 
         self._target_q = self.wait_for_state().position.copy()
-        return reset_motion.move_to(goal, lambda: self.wait_for_state().position, command,
-                                    self.bridge_config.reset_speed, self._dt, self._target_q)
+        self._published_q = None
+        self._shaper_live = False
+        reached = reset_motion.planned_move(
+            goal, lambda: self.wait_for_state().position, command, self.rate_limits,
+            self.bridge_config.reset_speed, self._dt, self._target_q,
+            velocity=lambda: self.wait_for_state().velocity)
+        state = self.wait_for_state()
+        reset_motion.check_arm(state.position, state.velocity, self.arm,
+                               'after the reset move', goal)
+        return reached
 
     def apply(self, action: Action) -> Action:
         with self._cond:
@@ -337,7 +464,14 @@ class FrankaBridgeWorld(World):
             self._publish_target()
             self._wait_fresh(before)
         else:
+            if self._state_age() > self.safety_config.state_loss_s:
+                self._shaper_live = False
+                raise InfrastructureError(
+                    f'no fresh joint state for {self._state_age():.2f} s (> safety.state_loss_s '
+                    f'{self.safety_config.state_loss_s} s): the arm holds; the episode ends as '
+                    'an infrastructure failure')
             if self._state_age() > self.safety_config.state_timeout_s:
+                # Late: hold (the last trajectory ends at rest) and wait; commands are refused.
                 self.log.error(f'joint state stale ({self._state_age():.2f} s): not commanding',
                                throttle_duration_sec=2.0)
             else:
@@ -459,6 +593,7 @@ class FrankaBridgeWorld(World):
             if self._arm_state is not None:
                 self._target_q = self._arm_state.position.copy()
         self._published_q = None
+        self._shaper_live = False
         self.safety.arm_watchdog(self._watch_time())
 
     def close(self) -> None:
@@ -479,7 +614,10 @@ class FrankaBridgeWorld(World):
             return time.monotonic() - self._arm_received
 
     def _publish_target(self) -> None:
-        """One point one control period ahead, at the step's mean velocity (no stop-and-go)."""
+        """Send the target in force to the controller (shaped: see the module docstring)."""
+        if self.shaped:
+            self._publish_shaped()
+            return
         msg = JointTrajectory()
         msg.joint_names = list(self._arm_names)
         point = JointTrajectoryPoint()
@@ -491,6 +629,26 @@ class FrankaBridgeWorld(World):
         point.time_from_start = Duration(sec=0, nanosec=int(self._dt * 1e9))
         msg.points = [point]
         self._traj_pub.publish(msg)
+        self.trajectories_sent += 1
+        self._published_q = self._target_q.copy()
+
+    def _publish_shaped(self) -> None:
+        """One control period of the jerk-limited trajectory toward the target, plus its
+        braking tail, as points every ``safety.trajectory_sample_s``."""
+        if not self._shaper_live:
+            with self._cond:
+                start = (self._arm_state.position if self._arm_state is not None
+                         else self._target_q)
+            self.shaper.reset(np.clip(start, self.shaper.lower, self.shaper.upper))
+            self._shaper_live = True
+        plan = self.shaper.plan(self._target_q, self._dt)
+        msg = JointTrajectory()
+        msg.joint_names = list(self._arm_names)
+        msg.points = [_point(plan.t[k], plan.q[k], plan.v[k], plan.a[k])
+                      for k in motion.thin(plan.t, self.safety_config.trajectory_sample_s,
+                                           self._dt)]
+        self._traj_pub.publish(msg)
+        self.trajectories_sent += 1
         self._published_q = self._target_q.copy()
 
     def _command_gripper(self, g: float) -> None:
@@ -566,3 +724,13 @@ class FrankaBridgeWorld(World):
             return result
         finally:
             self.node.destroy_client(client)
+
+
+def _point(t: float, q: np.ndarray, v: np.ndarray, a: np.ndarray) -> JointTrajectoryPoint:
+    point = JointTrajectoryPoint()
+    point.positions = [float(x) for x in q]
+    point.velocities = [float(x) for x in v]
+    point.accelerations = [float(x) for x in a]
+    sec = int(t)
+    point.time_from_start = Duration(sec=sec, nanosec=int(round((t - sec) * 1e9)))
+    return point

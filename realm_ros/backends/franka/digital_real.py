@@ -6,7 +6,9 @@ robot bridge in four places, all here: it re-publishes the digital real's
 ``digital_real/privileged_state`` as this world's privileged state; it resets through
 the digital real's ``episode_spec`` parameter and ``reset`` service instead of moving the arm; in
 lockstep each step also waits for that privileged state; and there is no reflex to watch or
-recover from. Everything else (arm command, gripper adapters, safety) is the robot bridge's.
+recover from, unless ``franka.digital_real_reflexes`` asks for the digital real's injected ones
+(the soak, ``bench/soak_digital_real.py``). Everything else (arm command, gripper adapters,
+safety) is the robot bridge's.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
 from realm_ros.backends.franka.bridge import FrankaBridgeWorld
+from realm_ros.backends.franka.robot_state import RobotStateWatch
 from realm_ros.core.errors import EpisodeError
 from realm_ros.core.types import EpisodeSpec
 from realm_ros.ros import convert, qos, topics
@@ -29,14 +32,22 @@ from realm_ros.ros import convert, qos, topics
 DIGITAL_REAL_NODE = 'digital_real'
 
 
-class DigitalRealBridgeWorld(FrankaBridgeWorld):
-    """The franka bridge with the digital real on the robot side."""
+class DigitalRealBridgeWorld(FrankaBridgeWorld, digital_real_variant=True):
+    """The franka bridge with the digital real on the robot side (registered as the bridge's
+    ``franka.digital_real`` variant: bridge.py never imports this module)."""
+
+    #: ``safety.shape_trajectory:=auto`` sends one point per step here: the twin and the sysid
+    #: excitation do not model the shaper's lag (``always`` shapes, as the soak does).
+    shapes_by_default = False
 
     def describe(self) -> str:
         return 'DIGITAL REAL (simulated, node digital_real), not hardware'
 
-    def _make_robot_state_watch(self) -> None:
-        return None  # the digital real has no reflexes
+    def _make_robot_state_watch(self) -> RobotStateWatch | None:
+        # The digital real's reflexes are injected (soak, tests): watched only when asked.
+        if not self.bridge_config.digital_real_reflexes:
+            return None
+        return super()._make_robot_state_watch()
 
     def _setup(self) -> None:
         self._priv: tuple[float, dict[str, Any]] = (-1.0, {})
@@ -86,7 +97,10 @@ class DigitalRealBridgeWorld(FrankaBridgeWorld):
 
     def recover(self, confirm: Callable[[str], bool] | None = None,
                 timeout_s: float = 10.0) -> bool:
-        """The digital real has no reflexes: hold the measured position and return True."""
+        """Without ``franka.digital_real_reflexes``: hold the measured position, return True.
+        With it: the robot bridge's confirmed recovery sequence."""
+        if self.robot_state is not None:
+            return super().recover(confirm, timeout_s)
         del confirm, timeout_s
         self._hold_measured()
         return True

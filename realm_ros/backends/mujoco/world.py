@@ -200,7 +200,8 @@ class MujocoWorld(World):
 
     def apply(self, action: Action) -> Action:
         q_meas = self.data.qpos[self._arm_qpos].copy()
-        q_d, g = control.action_to_target(action, q_meas)
+        q_d, g = control.world_target(action, q_meas, self._target_q,
+                                      self.data.qvel[self._arm_dof], self.control_dt, self._config)
         if self._delay:
             self._pending.push(q_d, g)
         else:
