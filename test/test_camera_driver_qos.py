@@ -17,6 +17,7 @@ import pytest
 from rclpy.qos import qos_profile_sensor_data
 from rostest import ros_node, run_process
 from sensor_msgs.msg import CameraInfo, Image
+from std_srvs.srv import SetBool
 
 from realm_ros.ros import convert, topics
 
@@ -38,6 +39,8 @@ def test_bridge_takes_camera_info_from_a_volatile_best_effort_driver(tmp_path):
     with ros_node('camera_driver') as (node, executor):
         node_ns = f'{robot_ns}/{topics.camera_image("exterior_1")}'
         image_pub = node.create_publisher(Image, node_ns, qos_profile_sensor_data)
+        # The start-up reset moves the arm only once the operator confirms (issue 26).
+        confirm = node.create_client(SetBool, f'{robot_ns}/franka_bridge/confirm_motion')
         info_pub = node.create_publisher(
             CameraInfo, f'{robot_ns}/{topics.camera_info("exterior_1")}', qos_profile_sensor_data)
         frame = np.zeros((180, 320, 3), dtype=np.uint8)
@@ -66,7 +69,11 @@ def test_bridge_takes_camera_info_from_a_volatile_best_effort_driver(tmp_path):
             with run_process(robot, tmp_path / 'robot.log') as robot_proc:
                 assert 'up' in _wait_for(tmp_path / 'robot.log', 'digital real', robot_proc)
                 with run_process(world, tmp_path / 'world.log') as proc:
+                    text = _wait_for(tmp_path / 'world.log', 'for the operator to confirm', proc)
+                    assert confirm.wait_for_service(timeout_sec=30.0), text
+                    answer = confirm.call_async(SetBool.Request(data=True))  # spun by drive()
                     text = _wait_for(tmp_path / 'world.log', "world 'franka' up", proc)
+                    assert answer.done() and answer.result().success, text
                     assert "cameras ['exterior_1']" in text, text
                     assert proc.poll() is None, text
         finally:

@@ -3,7 +3,7 @@
 1. Paired evaluation of the scripted ladder, digital real vs the MuJoCo twin with its
    *default* parameters.
 2. System identification: excitation trajectories recorded on the digital real, friction and
-   armature fitted with CMA-ES.
+   armature fitted by least squares (Levenberg-Marquardt).
 3. The same evaluation with the *identified* twin; the real episodes are reused (a lab would
    not re-run the arm to re-check a re-identified twin).
 4. The agreement before and after, side by side.
@@ -90,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
               '--out', str(bags), '--trajectories', str(args.sysid_trajectories),
               '--duration', str(args.sysid_duration), '--seed', str(args.seed), *loud])
     if not params.exists():
-        _run('3/4 identify the twin (actuation latency, CMA-ES over friction and armature)',
+        _run('3/4 identify the twin (actuation latency, least squares over friction and armature)',
              ['sysid', 'fit', str(bags), '--backend', 'mujoco', '--out', str(params),
               '--seed', str(args.seed)])
     _run('4/4 paired evaluation, twin with identified parameters (real episodes reused)',
