@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import html
 import pathlib
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import matplotlib
 
@@ -52,19 +52,26 @@ def _scatter(summary: Mapping[str, Any], path: pathlib.Path) -> None:
     plt.close(fig)
 
 
-def _bars(summary: Mapping[str, Any], path: pathlib.Path) -> None:
-    entries = summary['per_policy']
-    x = np.arange(len(entries))
+def policy_bars(path: pathlib.Path, policies: Sequence[str],
+                series: Sequence[tuple[str, str, Mapping[str, Any]]]) -> None:
+    """Draw mean progression and success rate per policy, one bar per series, with CIs.
+
+    ``series``: ``(label, colour, {metric: (values, cis)})`` for the metrics ``progress`` and
+    ``success``; a missing value is NaN (no bar, no error bar). Shared by the paired
+    evaluation's report (real, sim) and the sweep's (one series per world).
+    """
+    x = np.arange(len(policies))
+    width = 0.8 / len(series)
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
     for ax, metric, label in ((axes[0], 'progress', 'mean progression'),
                               (axes[1], 'success', 'success rate')):
-        for offset, world, color in ((-0.2, 'real', REAL_COLOR), (0.2, 'sim', SIM_COLOR)):
-            values = np.array([e[f'{world}_{metric}'] for e in entries])
-            ci = np.array([e[f'{world}_{metric}_ci'] for e in entries])
-            err = np.vstack([values - ci[:, 0], ci[:, 1] - values]).clip(min=0)
-            ax.bar(x + offset, values, width=0.4, color=color, label=world, yerr=err,
-                   capsize=3, error_kw={'lw': 1})
-        ax.set_xticks(x, [e['policy'] for e in entries], rotation=20, fontsize=8)
+        for k, (name, color, data) in enumerate(series):
+            values = np.asarray(data[metric][0], dtype=float)
+            ci = np.asarray(data[metric][1], dtype=float).reshape(-1, 2)
+            err = np.nan_to_num(np.vstack([values - ci[:, 0], ci[:, 1] - values])).clip(min=0)
+            ax.bar(x + (k - (len(series) - 1) / 2) * width, values, width=width, color=color,
+                   label=name, yerr=err, capsize=3, error_kw={'lw': 1})
+        ax.set_xticks(x, list(policies), rotation=20, fontsize=8)
         ax.set_ylim(0, 1.1)
         ax.set_ylabel(label)
         ax.legend(fontsize=8)
@@ -72,6 +79,15 @@ def _bars(summary: Mapping[str, Any], path: pathlib.Path) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def _bars(summary: Mapping[str, Any], path: pathlib.Path) -> None:
+    entries = summary['per_policy']
+    series = [(world, color, {metric: ([e[f'{world}_{metric}'] for e in entries],
+                                       [e[f'{world}_{metric}_ci'] for e in entries])
+                              for metric in ('progress', 'success')})
+              for world, color in (('real', REAL_COLOR), ('sim', SIM_COLOR))]
+    policy_bars(path, [e['policy'] for e in entries], series)
 
 
 def _ranking(summary: Mapping[str, Any], path: pathlib.Path) -> None:

@@ -19,35 +19,21 @@ import matplotlib.pyplot as plt  # noqa: E402 - the backend must be chosen first
 import numpy as np  # noqa: E402
 
 from realm_ros.report import html_table as _table  # noqa: E402 - one style for both reports
+from realm_ros.report import policy_bars  # noqa: E402
 
 COLORS = ('#2471a3', '#c0392b', '#1e8449', '#7d3c98')
 
 
 def _bars(summary: Mapping[str, Any], path: pathlib.Path) -> None:
-    worlds = list(summary['per_world'])
     policies = summary['policies']
-    x = np.arange(len(policies))
-    width = 0.8 / len(worlds)
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
-    for ax, metric, label in ((axes[0], 'progress', 'mean progression'),
-                              (axes[1], 'success', 'success rate')):
-        for k, world in enumerate(worlds):
-            rows = {e['policy']: e for e in summary['per_world'][world]['per_policy']}
-            values = np.array([rows[p][metric] if p in rows else np.nan for p in policies])
-            ci = np.array([rows[p][f'{metric}_ci'] if p in rows else [np.nan] * 2
-                           for p in policies])
-            err = np.nan_to_num(np.vstack([values - ci[:, 0], ci[:, 1] - values])).clip(min=0)
-            ax.bar(x + (k - (len(worlds) - 1) / 2) * width, values, width=width,
-                   color=COLORS[k % len(COLORS)], label=world, yerr=err, capsize=3,
-                   error_kw={'lw': 1})
-        ax.set_xticks(x, policies, rotation=20, fontsize=8)
-        ax.set_ylim(0, 1.1)
-        ax.set_ylabel(label)
-        ax.legend(fontsize=8)
-        ax.set_title(f'{label} per policy (95% bootstrap CI)', fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    series = []
+    for k, world in enumerate(summary['per_world']):
+        rows = {e['policy']: e for e in summary['per_world'][world]['per_policy']}
+        series.append((world, COLORS[k % len(COLORS)], {
+            metric: ([rows[p][metric] if p in rows else np.nan for p in policies],
+                     [rows[p][f'{metric}_ci'] if p in rows else [np.nan] * 2 for p in policies])
+            for metric in ('progress', 'success')}))
+    policy_bars(path, policies, series)
 
 
 def _ranking(summary: Mapping[str, Any], path: pathlib.Path) -> bool:
