@@ -3,15 +3,20 @@
 Every (candidate, window) pair is one Warp world of the arm-only sysid model
 (:class:`TwinRollout`'s, contacts off), with its own friction and armature (the model's
 ``dof_frictionloss`` / ``dof_armature`` / ``dof_damping`` batched per world). The controls per
-physics step are the CPU twin's (``TwinRollout.batch_inputs``: the same target rows, FK of the
-mocap target and latency shift), uploaded once per call; the physics steps of a call replay as
-one captured CUDA graph (per world-count bucket and step count), so a call is one graph launch
-plus two copies. The least-squares fit (``core/sysid/lsq.py``) runs on it unchanged: a Jacobian
-is one call of 15 x windows worlds. MuJoCo Warp computes in float32, so its finite-difference
-step must be larger than the CPU's (``LeastSquaresOptions.fd_step`` 1e-3 here, 1e-6 on the
-CPU); ``bench/bench_sysid_warp.py`` checks rollouts and the fit against the CPU twin.
+physics step are the CPU twin's (the same target rows and FK of the mocap target,
+``TwinRollout._prepared``), uploaded once per set of windows; each physics step a kernel gathers
+every world's control row on the device from its window and latency delay (the twin's latency
+rule: the target in force before the window holds for ``delay`` steps). A call assigns only the
+per-world parameters and (window, delay) pairs and replays one captured CUDA graph (per
+world-count bucket, step count and window set: reset, start states, steps), so it is one graph
+launch plus small copies. The least-squares fits (``core/sysid/lsq.py``; ``lsq_batch.py``, every
+latency's LM in lockstep) run on it unchanged: a Jacobian is one call of 15 x windows
+worlds. MuJoCo Warp computes in float32, so its finite-difference step must be larger than the
+CPU's (``LeastSquaresOptions.fd_step`` 1e-3 here, 1e-6 on the CPU);
+``bench/bench_sysid_warp.py`` checks rollouts and the fit against the CPU twin.
 
-Needs ``mujoco-warp`` and ``warp-lang`` and an NVIDIA GPU; imported only by the bench.
+Needs ``mujoco-warp`` and ``warp-lang``; an NVIDIA GPU for speed (on Warp's CPU device the same
+code runs without graphs, for tests); imported only by the bench and the batched fit.
 """
 
 from __future__ import annotations
@@ -22,7 +27,6 @@ from typing import Sequence
 
 import numpy as np
 
-from realm_ros.backends.mujoco.mjx_rollout import pow2_bucket, split_controls
 from realm_ros.backends.mujoco.rollout import TwinRollout
 from realm_ros.core import robot
 from realm_ros.core.config import DynamicsParams
@@ -30,9 +34,77 @@ from realm_ros.core.errors import BackendUnavailable
 from realm_ros.core.sysid import BatchEvaluator, Trajectory
 
 
+def _kernels(wp):
+    """Build the two input kernels (Warp needs the module imported to define them)."""
+
+    @wp.kernel
+    def start_state(init_qpos: wp.array2d(dtype=wp.float32),
+                    init_qvel: wp.array2d(dtype=wp.float32), win: wp.array(dtype=wp.int32),
+                    qpos: wp.array2d(dtype=wp.float32), qvel: wp.array2d(dtype=wp.float32)):
+        w = wp.tid()
+        t = win[w]
+        for i in range(qpos.shape[1]):
+            qpos[w, i] = init_qpos[t, i]
+        for i in range(qvel.shape[1]):
+            qvel[w, i] = init_qvel[t, i]
+
+    @wp.kernel
+    def controls_at(table: wp.array3d(dtype=wp.float32), last: wp.array(dtype=wp.int32),
+                    win: wp.array(dtype=wp.int32), delay: wp.array(dtype=wp.int32),
+                    s: int, substeps: int, ctrl: wp.array2d(dtype=wp.float32),
+                    mocap_pos: wp.array2d(dtype=wp.vec3), mocap_quat: wp.array2d(dtype=wp.quat)):
+        # Row 0 of a window's table is the target in force before its first step (held while
+        # the latency delays the first target), rows 1.. its targets, each for ``substeps``.
+        w = wp.tid()
+        t = win[w]
+        j = s - delay[w]
+        row = int(0)
+        if j >= 0:
+            row = wp.min(j // substeps, last[t]) + 1
+        nu = ctrl.shape[1]
+        for i in range(nu):
+            ctrl[w, i] = table[t, row, i]
+        for k in range(mocap_pos.shape[1]):
+            c = nu + 3 * k
+            mocap_pos[w, k] = wp.vec3(table[t, row, c], table[t, row, c + 1],
+                                      table[t, row, c + 2])
+        for k in range(mocap_quat.shape[1]):
+            c = nu + 3 * mocap_pos.shape[1] + 4 * k
+            mocap_quat[w, k] = wp.quat(table[t, row, c], table[t, row, c + 1],
+                                       table[t, row, c + 2], table[t, row, c + 3])
+
+    return start_state, controls_at
+
+
+class _Windows:
+    """A set of windows on the device: per window its start state and its control rows (the
+    CPU twin's ``CONTROL_SPEC`` rows, :meth:`TwinRollout._prepared`), uploaded once."""
+
+    def __init__(self, owner: WarpRollout, windows: Sequence[Trajectory]) -> None:
+        wp, cpu = owner.wp, owner.cpu
+        m = cpu.model
+        self.windows = list(windows)  # kept alive: the cache is keyed by their ids
+        prepared = [cpu._prepared(w) for w in self.windows]
+        k_max = max(w.steps for w in self.windows)
+        table = np.zeros((len(prepared), k_max + 1, cpu.ncontrol), dtype=np.float32)
+        for i, (_, rows, held) in enumerate(prepared):
+            table[i, 0] = held
+            table[i, 1:1 + len(rows)] = rows
+        init = np.stack([state for state, _, _ in prepared])
+        self.k_max = k_max
+        self.table = wp.array(table, dtype=wp.float32)
+        self.last = wp.array(np.array([w.steps - 1 for w in self.windows], np.int32),
+                             dtype=wp.int32)
+        self.qpos = wp.array(init[:, 1:1 + m.nq].astype(np.float32), dtype=wp.float32)
+        self.qvel = wp.array(init[:, 1 + m.nq:1 + m.nq + m.nv].astype(np.float32),
+                             dtype=wp.float32)
+
+
 class _Batch:
-    """Device model, data, input/output buffers and the captured graph for one world count
-    and step count."""
+    """Device model, data and outputs and the captured graph for one world count and step
+    count. A call assigns only the per-world parameters and the (window, delay) of every
+    world; the graph resets the worlds, sets their start states and gathers each physics
+    step's controls on the device."""
 
     def __init__(self, owner: WarpRollout, nworld: int, nsteps: int) -> None:
         wp, mjw = owner.wp, owner.mjw
@@ -41,38 +113,53 @@ class _Batch:
         batched = {'dof_frictionloss': nworld, 'dof_armature': nworld, 'dof_damping': nworld}
         self.m = mjw.put_model(mjm, batch_sizes=batched)
         self.d = mjw.make_data(mjm, nworld=nworld, nconmax=1, njmax=owner.njmax)
-        d = self.d
-        nu, nm, nq = mjm.nu, mjm.nmocap, mjm.nq
-        self.ctrl = wp.zeros((nsteps, nworld, nu), dtype=d.ctrl.dtype)
-        self.mocap_pos = wp.zeros((nsteps, nworld, nm), dtype=d.mocap_pos.dtype)
-        self.mocap_quat = wp.zeros((nsteps, nworld, nm), dtype=d.mocap_quat.dtype)
+        self.win = wp.zeros(nworld, dtype=wp.int32)
+        self.delay = wp.zeros(nworld, dtype=wp.int32)
         substeps = owner.cpu.substeps
         self.nout = nsteps // substeps
-        self.qpos = wp.zeros((self.nout, nworld, nq), dtype=d.qpos.dtype)
-        # Compile the kernels with one uncaptured run (not capturable), then capture.
-        t = time.perf_counter()
-        self._steps(owner)
-        wp.synchronize()
-        with wp.ScopedCapture() as capture:
-            self._steps(owner)
-        self.graph = capture.graph
-        owner.timing['compile'] += time.perf_counter() - t
+        self.qpos = wp.zeros((self.nout, nworld, mjm.nq), dtype=self.d.qpos.dtype)
+        self.windows: _Windows | None = None
+        self.graphs: dict[int, object] = {}
 
-    def _steps(self, owner: WarpRollout) -> None:
+    def _steps(self, owner: WarpRollout, windows: _Windows) -> None:
         wp, mjw = owner.wp, owner.mjw
+        start_state, controls_at = owner.kernels
         substeps = owner.cpu.substeps
+        d = self.d
+        mjw.reset_data(self.m, d)
+        wp.launch(start_state, dim=self.nworld,
+                  inputs=[windows.qpos, windows.qvel, self.win, d.qpos, d.qvel])
         for s in range(self.nsteps):
-            wp.copy(self.d.ctrl, self.ctrl[s])
-            if self.d.mocap_pos.shape[1]:
-                wp.copy(self.d.mocap_pos, self.mocap_pos[s])
-                wp.copy(self.d.mocap_quat, self.mocap_quat[s])
-            mjw.step(self.m, self.d)
+            wp.launch(controls_at, dim=self.nworld,
+                      inputs=[windows.table, windows.last, self.win, self.delay, s, substeps,
+                              d.ctrl, d.mocap_pos, d.mocap_quat])
+            mjw.step(self.m, d)
             if (s + 1) % substeps == 0:
-                wp.copy(self.qpos[(s + 1) // substeps - 1], self.d.qpos)
+                wp.copy(self.qpos[(s + 1) // substeps - 1], d.qpos)
 
-    def replay(self, owner: WarpRollout) -> None:
-        """Run the ``nsteps`` physics steps: one launch of the captured graph."""
-        owner.wp.capture_launch(self.graph)
+    def run(self, owner: WarpRollout, windows: _Windows) -> None:
+        """Run the ``nsteps`` physics steps on ``windows``: on a GPU one launch of the graph
+        captured for them (the first call per window set compiles and captures)."""
+        wp = owner.wp
+        key = id(windows)
+        if not wp.get_device().is_cuda:
+            self._steps(owner, windows)
+            return
+        if key not in self.graphs:
+            t = time.perf_counter()
+            self._steps(owner, windows)  # compiles the kernels (not capturable)
+            wp.synchronize()
+            with wp.ScopedCapture() as capture:
+                self._steps(owner, windows)
+            self.graphs[key] = capture.graph
+            owner.timing['compile'] += time.perf_counter() - t
+        wp.capture_launch(self.graphs[key])
+
+
+def bucket(n: int) -> int:
+    """Return the world count for ``n`` rollouts: a multiple of 256 (at least 256), so a fit
+    captures a few graphs and pads by at most 255 worlds (a power of two wasted up to half)."""
+    return max(256, -(-n // 256) * 256)
 
 
 class WarpRollout(BatchEvaluator):
@@ -97,7 +184,9 @@ class WarpRollout(BatchEvaluator):
         self.cpu = TwinRollout(physics_hz, control_hz, nthread=1, latency_s=latency_s)
         self.njmax = njmax
         self.latency_s = self.cpu.latency_s
+        self.kernels = _kernels(wp)
         self._batches: dict[tuple[int, int], _Batch] = {}
+        self._windows: dict[tuple[int, ...], _Windows] = {}
         self._siblings: dict[float, WarpRollout] = {self.latency_s: self}
         self.timing = {'compile': 0.0, 'upload': 0.0, 'run': 0.0, 'download': 0.0}
 
@@ -126,19 +215,35 @@ class WarpRollout(BatchEvaluator):
                         trajectories: Sequence[Trajectory]) -> list[list[np.ndarray]]:
         """Return per group (latency s, candidates) :meth:`simulate`'s result, every group in
         one batch of worlds (a latency only changes the controls, which are per world)."""
-        wp = self.wp
+        return self.simulate_vectors(
+            [(lat, np.array([np.r_[p.friction, p.armature, p.damping] for p in params]))
+             for lat, params in groups], trajectories)
+
+    def simulate_vectors(self, groups: Sequence[tuple[float, np.ndarray]],
+                         trajectories: Sequence[Trajectory]) -> list[list[np.ndarray]]:
+        """:meth:`simulate_groups` with each group's candidates as a (P, 14) or (P, 21) array
+        ``[friction_1..7, armature_1..7(, damping_1..7)]`` (damping 0 when left out): the
+        batched fit's form (``core/sysid/lsq_batch.py``), no per-candidate objects."""
         cpu = self.cpu
         m = cpu.model
         n_t = len(trajectories)
-        inputs = [self.cpu.with_latency(lat).batch_inputs(trajectories) for lat, _ in groups]
-        init = inputs[0][0]
-        ctrl = np.concatenate([np.broadcast_to(c[None], (len(p),) + c.shape)
-                               for (_, c), (_, p) in zip(inputs, groups)])  # (P, T, S, nc)
-        params = [p for _, group in groups for p in group]
-        n_p = len(params)
-        nsteps = ctrl.shape[2]
+        key_w = tuple(id(w) for w in trajectories)
+        windows = self._windows.get(key_w)
+        if windows is None:
+            t = time.perf_counter()
+            if len(self._windows) > 16:
+                self._windows.clear()
+            windows = self._windows[key_w] = _Windows(self, trajectories)
+            self.timing['upload'] += time.perf_counter() - t
+        vectors = np.concatenate([np.atleast_2d(v) for _, v in groups])
+        if vectors.shape[1] == 14:
+            vectors = np.hstack([vectors, np.zeros((len(vectors), 7))])
+        delays = np.concatenate([np.full(len(v), cpu.with_latency(lat).delay_steps)
+                                 for lat, v in groups]).astype(np.int32)
+        n_p = len(vectors)
+        nsteps = windows.k_max * cpu.substeps
         n = n_p * n_t
-        nworld = pow2_bucket(max(n, 32))
+        nworld = bucket(n)
         key = (nworld, nsteps)
         if key not in self._batches:
             self._batches[key] = _Batch(self, nworld, nsteps)
@@ -148,25 +253,16 @@ class WarpRollout(BatchEvaluator):
         index = np.minimum(np.arange(nworld), n - 1)
         p_of, t_of = index // n_t, index % n_t
         arm = cpu.act.arm_dof
-        for field, name in (('dof_frictionloss', 'friction'), ('dof_armature', 'armature'),
-                            ('dof_damping', 'damping')):
+        for i, field in enumerate(('dof_frictionloss', 'dof_armature', 'dof_damping')):
             values = np.tile(getattr(m, field), (nworld, 1)).astype(np.float32)
-            values[:, arm] = np.array([getattr(params[p], name) for p in p_of])
+            values[:, arm] = vectors[p_of, 7 * i:7 * i + 7]
             getattr(batch.m, field).assign(values)
-        self.mjw.reset_data(batch.m, batch.d)
-        qpos = init[t_of, 1:1 + m.nq]
-        qvel = init[t_of, 1 + m.nq:1 + m.nq + m.nv]
-        batch.d.qpos.assign(qpos.astype(np.float32))
-        batch.d.qvel.assign(qvel.astype(np.float32))
-        c, pos, quat = split_controls(cpu, ctrl[p_of, t_of].transpose(1, 0, 2))
-        batch.ctrl.assign(np.ascontiguousarray(c, dtype=np.float32))
-        if m.nmocap:
-            batch.mocap_pos.assign(np.ascontiguousarray(pos, dtype=np.float32))
-            batch.mocap_quat.assign(np.ascontiguousarray(quat, dtype=np.float32))
+        batch.win.assign(t_of.astype(np.int32))
+        batch.delay.assign(delays[p_of])
         self.timing['upload'] += time.perf_counter() - t
         t = time.perf_counter()
-        batch.replay(self)
-        wp.synchronize()
+        batch.run(self, windows)
+        self.wp.synchronize()
         self.timing['run'] += time.perf_counter() - t
         t = time.perf_counter()
         out = batch.qpos.numpy()[:, :n][:, :, cpu.act.arm_qpos].astype(np.float64)
@@ -174,7 +270,8 @@ class WarpRollout(BatchEvaluator):
         out = out.transpose(1, 0, 2).reshape(n_p, n_t, batch.nout, robot.NUM_ARM_JOINTS)
         result, first = [], 0
         for _, group in groups:
-            block = out[first:first + len(group)]
+            size = len(np.atleast_2d(group))
+            block = out[first:first + size]
             result.append([block[:, i, :traj.steps] for i, traj in enumerate(trajectories)])
-            first += len(group)
+            first += size
         return result
