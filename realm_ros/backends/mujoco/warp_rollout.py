@@ -22,6 +22,7 @@ code runs without graphs, for tests); imported only by the bench and the batched
 from __future__ import annotations
 
 import copy
+import hashlib
 import time
 from typing import Sequence
 
@@ -83,7 +84,6 @@ class _Windows:
     def __init__(self, owner: WarpRollout, windows: Sequence[Trajectory]) -> None:
         wp, cpu = owner.wp, owner.cpu
         m = cpu.model
-        self.windows = list(windows)  # kept alive: the cache is keyed by their ids
         prepared = [cpu._prepared(w) for w in self.windows]
         k_max = max(w.steps for w in self.windows)
         table = np.zeros((len(prepared), k_max + 1, cpu.ncontrol), dtype=np.float32)
@@ -104,7 +104,8 @@ class _Batch:
     """Device model, data and outputs and the captured graph for one world count and step
     count. A call assigns only the per-world parameters and the (window, delay) of every
     world; the graph resets the worlds, sets their start states and gathers each physics
-    step's controls on the device."""
+    step's controls on the device from the batch's own window buffers, into which a new set
+    of windows is copied (device to device), so one graph serves every set of windows."""
 
     def __init__(self, owner: WarpRollout, nworld: int, nsteps: int) -> None:
         wp, mjw = owner.wp, owner.mjw
@@ -118,20 +119,38 @@ class _Batch:
         substeps = owner.cpu.substeps
         self.nout = nsteps // substeps
         self.qpos = wp.zeros((self.nout, nworld, mjm.nq), dtype=self.d.qpos.dtype)
-        self.windows: _Windows | None = None
-        self.graphs: dict[int, object] = {}
+        self.capacity = 0
+        self.loaded: _Windows | None = None
+        self.graph: object | None = None
 
-    def _steps(self, owner: WarpRollout, windows: _Windows) -> None:
+    def _load(self, owner: WarpRollout, windows: _Windows) -> None:
+        """Copy ``windows`` into the batch's buffers (grown, and the graph dropped, when a set
+        has more windows than they hold)."""
+        wp = owner.wp
+        n = windows.table.shape[0]
+        if n > self.capacity:
+            shape = windows.table.shape
+            self.table = wp.zeros((n,) + tuple(shape[1:]), dtype=wp.float32)
+            self.last = wp.zeros(n, dtype=wp.int32)
+            self.init_qpos = wp.zeros((n, windows.qpos.shape[1]), dtype=wp.float32)
+            self.init_qvel = wp.zeros((n, windows.qvel.shape[1]), dtype=wp.float32)
+            self.capacity, self.graph = n, None
+        for dest, src in ((self.table, windows.table), (self.last, windows.last),
+                          (self.init_qpos, windows.qpos), (self.init_qvel, windows.qvel)):
+            wp.copy(dest, src)
+        self.loaded = windows
+
+    def _steps(self, owner: WarpRollout) -> None:
         wp, mjw = owner.wp, owner.mjw
         start_state, controls_at = owner.kernels
         substeps = owner.cpu.substeps
         d = self.d
         mjw.reset_data(self.m, d)
         wp.launch(start_state, dim=self.nworld,
-                  inputs=[windows.qpos, windows.qvel, self.win, d.qpos, d.qvel])
+                  inputs=[self.init_qpos, self.init_qvel, self.win, d.qpos, d.qvel])
         for s in range(self.nsteps):
             wp.launch(controls_at, dim=self.nworld,
-                      inputs=[windows.table, windows.last, self.win, self.delay, s, substeps,
+                      inputs=[self.table, self.last, self.win, self.delay, s, substeps,
                               d.ctrl, d.mocap_pos, d.mocap_quat])
             mjw.step(self.m, d)
             if (s + 1) % substeps == 0:
@@ -139,27 +158,42 @@ class _Batch:
 
     def run(self, owner: WarpRollout, windows: _Windows) -> None:
         """Run the ``nsteps`` physics steps on ``windows``: on a GPU one launch of the graph
-        captured for them (the first call per window set compiles and captures)."""
+        (captured on the first call of this batch, the kernels compiled before)."""
         wp = owner.wp
-        key = id(windows)
+        if self.loaded is not windows:
+            self._load(owner, windows)
         if not wp.get_device().is_cuda:
-            self._steps(owner, windows)
+            self._steps(owner)
             return
-        if key not in self.graphs:
+        if self.graph is None:
             t = time.perf_counter()
-            self._steps(owner, windows)  # compiles the kernels (not capturable)
+            self._steps(owner)  # compiles the kernels (not capturable)
             wp.synchronize()
             with wp.ScopedCapture() as capture:
-                self._steps(owner, windows)
-            self.graphs[key] = capture.graph
+                self._steps(owner)
+            self.graph = capture.graph
             owner.timing['compile'] += time.perf_counter() - t
-        wp.capture_launch(self.graphs[key])
+        wp.capture_launch(self.graph)
+
+
+def _content_key(windows: Sequence[Trajectory]) -> bytes:
+    """Key a set of windows by what they hold (each fit cuts its windows anew: the same
+    windows, other objects)."""
+    h = hashlib.blake2b(digest_size=16)
+    for w in windows:
+        for part in (w.q0, w.dq0, w.targets, w.target0, w.gripper):
+            h.update(np.ascontiguousarray(part, dtype=np.float64).tobytes())
+        h.update(np.float64(w.gripper0).tobytes())
+    return h.digest()
 
 
 def bucket(n: int) -> int:
-    """Return the world count for ``n`` rollouts: a multiple of 256 (at least 256), so a fit
-    captures a few graphs and pads by at most 255 worlds (a power of two wasted up to half)."""
-    return max(256, -(-n // 256) * 256)
+    """Return the world count for ``n`` rollouts: a power of two from 256 to 2048, then a
+    multiple of 1024 (a fit's calls then share a few captured graphs, and padding stays
+    under half a call's worlds)."""
+    if n <= 2048:
+        return max(256, 1 << max(0, int(n - 1).bit_length()))
+    return -(-n // 1024) * 1024
 
 
 class WarpRollout(BatchEvaluator):
@@ -186,7 +220,7 @@ class WarpRollout(BatchEvaluator):
         self.latency_s = self.cpu.latency_s
         self.kernels = _kernels(wp)
         self._batches: dict[tuple[int, int], _Batch] = {}
-        self._windows: dict[tuple[int, ...], _Windows] = {}
+        self._windows: dict[bytes, _Windows] = {}
         self._siblings: dict[float, WarpRollout] = {self.latency_s: self}
         self.timing = {'compile': 0.0, 'upload': 0.0, 'run': 0.0, 'download': 0.0}
 
@@ -227,7 +261,7 @@ class WarpRollout(BatchEvaluator):
         cpu = self.cpu
         m = cpu.model
         n_t = len(trajectories)
-        key_w = tuple(id(w) for w in trajectories)
+        key_w = _content_key(trajectories)
         windows = self._windows.get(key_w)
         if windows is None:
             t = time.perf_counter()

@@ -251,13 +251,15 @@ def identify_batched(
     prune_after: int = 3,
     keep: int = 3,
     spread: int = 3,
+    prune_windows: int = 8,
 ) -> IdentifyResult:
     """Estimate the latency and fit friction and armature, every stage batched (see the module
     docstring). ``options``: ``window``, ``lm_windows``, ``lm`` (tolerances; its ``max_iter``
     replaced by ``generations``: the most iterations of one latency's LM) and ``seed``;
     ``profile``: ``max_latency_s``, ``physics_hz`` and ``search_windows``. ``prune_after``
-    iterations at every latency, then the ``keep`` best go on; ``spread`` dampings per round
-    (:class:`BatchedLeastSquares`)."""
+    iterations at every latency on ``prune_windows`` of the windows (a GPU's call costs about
+    in proportion to its worlds past a few thousand), then the ``keep`` best go on, on all
+    ``lm_windows``; ``spread`` dampings per round (:class:`BatchedLeastSquares`)."""
     t_start = time.perf_counter()
     options = options or FitOptions()
     profile = profile or ProfileOptions()
@@ -276,25 +278,32 @@ def identify_batched(
         solver.calls += 1
         return [float(loss(sim, pool)[0] / pool_steps) for sim in sims]
 
-    # Every latency from the box's centre, in lockstep, for a few iterations; then only the
-    # best few (by the residual they are fit on) on to xtol.
+    # Every latency from the box's centre, in lockstep, for a few iterations on a few
+    # windows; then only the best few on all the windows, to xtol.
     t = time.perf_counter()
+    few = residual_windows(trajectories, options.window, min(prune_windows, options.lm_windows)
+                           if prune_windows > 0 else options.lm_windows)
+    scout = BatchedLeastSquares(simulate_groups, few, candidates, lm, space, spread)
     centre = np.full(len(space.low), 0.5)
-    everyone = solver.start({k: centre for k in range(len(candidates))})
-    solver.run(everyone, min(prune_after, options.generations))
-    costs = [p.cost / solver.steps for p in everyone]
+    everyone = scout.start({k: centre for k in range(len(candidates))})
+    scout.run(everyone, min(prune_after, options.generations))
+    solver.calls += scout.calls
+    solver.evaluations += scout.evaluations
+    costs = [p.cost / scout.steps for p in everyone]
     searches = [LatencyEstimate(latency_s=candidates[int(np.argmin(costs))],
                                 candidates_s=candidates, losses=costs,
                                 params=space.from_unit(everyone[int(np.argmin(costs))].x),
                                 seconds=time.perf_counter() - t)]
     # Ranked by where each linearised fit would end (the costs themselves, a few iterations
     # from the centre, rank the latencies poorly).
-    kept = sorted(everyone, key=lambda p: p.predicted())[:max(keep, 1)]
-    for p in kept:
-        p.done = ''
-    rest = max(options.generations - min(prune_after, options.generations), 0)
-    solver.run(kept, rest)
+    ranked = sorted(everyone, key=lambda p: p.predicted())[:max(keep, 1)]
     log = [(candidates[p.key], p.iterations, False, time.perf_counter() - t) for p in everyone]
+    t = time.perf_counter()
+    kept = solver.start({p.key: p.x for p in ranked})
+    rest = max(options.generations - min(prune_after, options.generations), 1)
+    solver.run(kept, rest)
+    for p in kept:
+        log.append((candidates[p.key], p.iterations, True, time.perf_counter() - t))
     fitted = {p.key: p for p in kept}
     # Walk on while the best is at the edge of what was fitted (warm from it), within max_fits.
     while len(fitted) < profile.max_fits + keep:
