@@ -84,8 +84,8 @@ class _Windows:
     def __init__(self, owner: WarpRollout, windows: Sequence[Trajectory]) -> None:
         wp, cpu = owner.wp, owner.cpu
         m = cpu.model
-        prepared = [cpu._prepared(w) for w in self.windows]
-        k_max = max(w.steps for w in self.windows)
+        prepared = [cpu._prepared(w) for w in windows]
+        k_max = max(w.steps for w in windows)
         table = np.zeros((len(prepared), k_max + 1, cpu.ncontrol), dtype=np.float32)
         for i, (_, rows, held) in enumerate(prepared):
             table[i, 0] = held
@@ -93,7 +93,7 @@ class _Windows:
         init = np.stack([state for state, _, _ in prepared])
         self.k_max = k_max
         self.table = wp.array(table, dtype=wp.float32)
-        self.last = wp.array(np.array([w.steps - 1 for w in self.windows], np.int32),
+        self.last = wp.array(np.array([w.steps - 1 for w in windows], np.int32),
                              dtype=wp.int32)
         self.qpos = wp.array(init[:, 1:1 + m.nq].astype(np.float32), dtype=wp.float32)
         self.qvel = wp.array(init[:, 1 + m.nq:1 + m.nq + m.nv].astype(np.float32),
