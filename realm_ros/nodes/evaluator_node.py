@@ -35,7 +35,7 @@ from std_srvs.srv import SetBool, Trigger
 
 from realm_ros.core import allocation, perturbations
 from realm_ros.core.config import field
-from realm_ros.core.episode import EpisodeReferee
+from realm_ros.core.episode import EpisodeState
 from realm_ros.core.errors import ConfigError, DataError, InfrastructureError, RealmError
 from realm_ros.core.evaluation import (
     REAL,
@@ -90,18 +90,33 @@ class EvaluatorConfig:
 
 @dataclasses.dataclass
 class _WorldRun:
-    """What the evaluator follows of one world during one episode."""
+    """What the evaluator follows of one world during one episode: the world's ROS side and
+    its :class:`EpisodeState` (scored by the world, its progress received from messages)."""
 
     world: str
     ns: str
-    referee: EpisodeReferee
-    progress: Progress | None = None
-    started: float = 0.0
+    episode: EpisodeState
     finished: threading.Event = dataclasses.field(default_factory=threading.Event)
-    error: str = ''
     stamp: float = 0.0
     last_progress: float = 0.0  # monotonic time of the last progress message
     spec: dict[str, Any] = dataclasses.field(default_factory=dict)  # the episode it runs
+
+    @property
+    def progress(self) -> Progress | None:
+        """The last progress the world sent (None before the first)."""
+        return self.episode.progress if self.episode.received else None
+
+    @property
+    def started(self) -> bool:
+        return self.episode.wall_start is not None
+
+    @property
+    def error(self) -> str:
+        return self.episode.error
+
+    @error.setter
+    def error(self, value: str) -> None:
+        self.episode.fail(value)
 
 
 class EvaluatorNode(Node):
@@ -291,7 +306,7 @@ class EvaluatorNode(Node):
         """Run ``spec`` in each world that has not finished it yet, concurrently."""
         worlds = [w for w in (REAL, SIM) if not log.done(spec.pair_id, w)]
         runs = {w: _WorldRun(world=w, ns=self._ns[w],
-                             referee=EpisodeReferee(self.eval_config.max_steps),
+                             episode=EpisodeState(spec, tracked=False, started=False),
                              spec=json.loads(spec.to_json()))
                 for w in worlds}
         for world in worlds:
@@ -319,7 +334,7 @@ class EvaluatorNode(Node):
                 run.error = str(err)
                 run.finished.set()
         for run in [r for r in self._runs.values() if not r.finished.is_set()]:
-            run.started = run.last_progress = time.monotonic()
+            run.last_progress = run.episode.start()
             try:
                 self._activate(run.ns, True)
                 active.append(run)
@@ -440,7 +455,7 @@ class EvaluatorNode(Node):
         lines = [f'[{spec.pair_id}] set up the real scene: task {spec.task!r}, perturbation '
                  f'{spec.perturbation} (intensity {spec.intensity:g})']
         state, changes = perturbation_setup(spec)
-        if spec.perturbation != 'Default':
+        if spec.perturbation != perturbations.DEFAULT:
             scored = perturbations.scored_task(spec.task, spec.perturbation, spec.intensity,
                                                spec.seed)
             params = perturbations.sample(spec.task, spec.perturbation, spec.intensity,
@@ -511,10 +526,8 @@ class EvaluatorNode(Node):
             run = self._runs.get(world)
         if run is None or run.finished.is_set():
             return
-        progress = convert.progress_from_msg(msg)
-        run.progress = progress
         run.last_progress = time.monotonic()
-        if run.referee.update(progress.step, progress.max_progression):
+        if run.episode.receive(convert.progress_from_msg(msg)):
             run.finished.set()
 
     def _on_episode(self, world: str, msg: String) -> None:
@@ -549,10 +562,9 @@ class EvaluatorNode(Node):
         reached = progress.reached if progress else ()
         record = EpisodeResult(
             spec=spec, role=run.world, backend=self._backends[run.world],
-            outcome=run.referee.outcome(run.error), progression=run.referee.progression,
+            outcome=run.episode.outcome(), progression=run.episode.referee.progression,
             stages=tuple(stages), stages_reached=reached,
-            steps=progress.step if progress else 0, sim_time_s=None,
-            wall_time_s=time.monotonic() - run.started if run.started else 0.0,
+            steps=run.episode.steps, sim_time_s=None, wall_time_s=run.episode.wall_time(),
             error=run.error, scored_by=progress.source if progress else '').to_record()
         if run.world == REAL and spec.pair_id in self._operator_setups:
             record['operator_setup'] = self._operator_setups[spec.pair_id]
@@ -562,7 +574,7 @@ class EvaluatorNode(Node):
 def perturbation_setup(spec: EpisodeSpec) -> tuple[dict[str, Any], list[str]]:
     """Return the initial state the real scene must show (perturbed as the twin perturbs it:
     VB-POSE's poses, added objects' places) and the changes the operator makes by hand."""
-    if spec.perturbation == 'Default':
+    if spec.perturbation == perturbations.DEFAULT:
         return dict(spec.initial_state), []
     params = perturbations.sample(spec.task, spec.perturbation, spec.intensity, spec.seed)
     perturbed = perturbed_state_function()

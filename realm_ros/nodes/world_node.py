@@ -35,9 +35,9 @@ from trajectory_msgs.msg import JointTrajectory
 
 from realm_ros.core import tasks
 from realm_ros.core.config import WorldConfig
-from realm_ros.core.episode import make_tracker
+from realm_ros.core.episode import EpisodeState
 from realm_ros.core.errors import CommandRejected, InfrastructureError, RealmError
-from realm_ros.core.types import Action, EpisodeSpec, Observation
+from realm_ros.core.types import Action, EpisodeSpec, Observation, Progress
 from realm_ros.core.world import World, make_world
 from realm_ros.ros import convert, qos, topics
 from realm_ros.ros.params import declare_config, declare_episode_spec, episode_spec_text
@@ -69,9 +69,8 @@ class WorldNode(Node):
         self._status_pub = self.create_publisher(DiagnosticStatus, topics.WORLD_STATUS, qos.STATE)
         #: Set when the world failed (InfrastructureError); no steps until the next reset.
         self.fault = ''
-        self._spec: EpisodeSpec | None = None
-        self._tracker: tasks.ProgressTracker | None = None
-        self.progress = tasks.empty_progress('empty')
+        #: The running episode (None before the first successful reset).
+        self.episode: EpisodeState | None = None
         self._image_pubs = {}
         self._info_pubs = {}
         for name in self.config.cameras if self.config.camera_rate_hz > 0 else ():
@@ -198,13 +197,8 @@ class WorldNode(Node):
         """Reset the world and the progress tracker to ``spec``."""
         self._obs = self.world.reset(spec)
         self.fault = ''
-        self._spec = spec
-        self._steps = 0
-        self._tracker = make_tracker(spec.task, spec)
-        if self._tracker is None:
-            self.progress = tasks.empty_progress(spec.task)
-        else:
-            self.progress = self._tracker.update(self._obs.privileged, 0)
+        self.episode = EpisodeState(spec)
+        self.episode.begin(self._obs, self.world.time)
 
     def _control_step(self) -> None:
         """Apply the next queued action (if any) and advance one control period."""
@@ -234,11 +228,17 @@ class WorldNode(Node):
         if obs.images and not self._image_due():
             obs = dataclasses.replace(obs, images={})
         self._obs = obs
-        self._steps += 1
-        if self._tracker is not None:
-            self.progress = self._tracker.update(self._obs.privileged, self._steps)
+        if self.episode is not None:
+            self.episode.advance(obs)
         self._last_step_wall = time.monotonic()
         self._publish_observation(self._obs)
+
+    @property
+    def progress(self) -> Progress:
+        """The running episode's progress (the empty table's before the first reset)."""
+        if self.episode is None:
+            return tasks.empty_progress('empty')
+        return self.episode.progress
 
     def _image_due(self) -> bool:
         if not self._image_pubs:
@@ -266,9 +266,9 @@ class WorldNode(Node):
     def _publish_static(self) -> None:
         stamp = self._stamp()
         self._instr_pub.publish(String(data=self._obs.instruction))
-        if self._spec is not None:
+        if self.episode is not None:
             self._episode_pub.publish(String(data=json.dumps({
-                'spec': json.loads(self._spec.to_json()), 'stamp': self.world.time,
+                'spec': json.loads(self.episode.spec.to_json()), 'stamp': self.world.time,
                 'instruction': self._obs.instruction})))
         for name, pub in self._info_pubs.items():
             pub.publish(convert.camera_info(
