@@ -27,7 +27,7 @@ import pathlib
 import sys
 import threading
 import time
-from typing import Any
+from typing import Any, cast
 
 from diagnostic_msgs.msg import DiagnosticStatus
 from rclpy.callback_groups import ReentrantCallbackGroup
@@ -422,14 +422,16 @@ class EvaluatorNode(Node):
 def main(args: list[str] | None = None) -> int:
     """Run ``evaluator_node``: 0 when every pair is done, 2 on bad parameters or data, 1 if
     the evaluation failed, 130 when stopped (SIGINT/SIGTERM) before the end."""
-    return spin_node('evaluator_node', EvaluatorNode, args, close=lambda node: node.stop(),
-                     until=lambda node: node.finished.is_set(),
+    return spin_node('evaluator_node', EvaluatorNode, args,
+                     close=lambda node: cast(EvaluatorNode, node).stop(),
+                     until=lambda node: cast(EvaluatorNode, node).finished.is_set(),
                      executor=lambda: MultiThreadedExecutor(num_threads=4),
                      result=_exit_code, stopped=130)
 
 
-def _exit_code(node: EvaluatorNode) -> int:
+def _exit_code(node: Node) -> int:
     """Map the worker's outcome onto the exit code (one line on stderr for a failure)."""
+    assert isinstance(node, EvaluatorNode)
     if node.error is None:
         return 0
     if isinstance(node.error, (ConfigError, DataError)):

@@ -23,7 +23,7 @@ import dataclasses
 import json
 import sys
 import time
-from typing import Any
+from typing import Any, cast
 
 from diagnostic_msgs.msg import DiagnosticStatus
 from rclpy.node import Node
@@ -157,12 +157,13 @@ class WorldNode(Node):
             self.get_logger().error(f'reset failed: {err}')
             response.success, response.message = False, str(err)
             return response
+        obs = self._observation()
         self._publish_static()
-        self._publish_observation(self._obs)
+        self._publish_observation(obs)
         response.success = True
         response.message = json.dumps({
             'task': spec.task, 'seed': spec.seed, 'time': self.world.time,
-            'instruction': self._obs.instruction})
+            'instruction': obs.instruction})
         return response
 
     def _on_recover(self, request: SetBool.Request,
@@ -263,13 +264,20 @@ class WorldNode(Node):
             return convert.to_time(self.world.time)
         return self.get_clock().now().to_msg()
 
+    def _observation(self) -> Observation:
+        """The last observation (after a successful reset; a RealmError before one)."""
+        if self._obs is None:
+            raise RealmError('world not reset yet (the start-up reset failed)')
+        return self._obs
+
     def _publish_static(self) -> None:
         stamp = self._stamp()
-        self._instr_pub.publish(String(data=self._obs.instruction))
+        instruction = self._observation().instruction
+        self._instr_pub.publish(String(data=instruction))
         if self.episode is not None:
             self._episode_pub.publish(String(data=json.dumps({
                 'spec': json.loads(self.episode.spec.to_json()), 'stamp': self.world.time,
-                'instruction': self._obs.instruction})))
+                'instruction': instruction})))
         for name, pub in self._info_pubs.items():
             pub.publish(convert.camera_info(
                 self.config.camera_width, self.config.camera_height,
@@ -310,7 +318,8 @@ class WorldNode(Node):
 def main(args: list[str] | None = None) -> int:
     """Run ``world_node`` until interrupted; exit 2 on a bad parameter."""
     return spin_node('world_node', WorldNode, args,
-                     close=lambda node: node.world.close(), executor=events_executor)
+                     close=lambda node: cast(WorldNode, node).world.close(),
+                     executor=events_executor)
 
 
 if __name__ == '__main__':

@@ -206,7 +206,7 @@ def train(load: Callable[[TrainConfig], dict[str, Any]], config: TrainConfig,
     log = open(out / 'train_log.jsonl', 'w')
     train_start = time.monotonic()
     stage_iter = iter(stages)
-    next_stage = next(stage_iter)
+    next_stage: tuple[str | None, int] = next(stage_iter)
     model.train()
     for step in range(1, total + 1):
         for group in opt.param_groups:

@@ -130,9 +130,14 @@ def window_inputs(cpu: TwinRollout, trajectories: Sequence[Trajectory], length: 
     model, act = cpu.model, cpu.act
     pool = window_pool(trajectories, length)
     wanted = None if names is None else {n: i for i, n in enumerate(names)}
-    qpos, qvel, rows, measured, order = [], [], [], [], []
+    qpos: list[np.ndarray] = []
+    qvel: list[np.ndarray] = []
+    rows: list[np.ndarray] = []
+    measured: list[np.ndarray] = []
+    order: list[int] = []
     for traj in trajectories:
-        all_rows = cpu.control_rows(np.vstack([traj.target0[None], traj.targets]),
+        target0 = np.asarray(traj.target0)  # set by Trajectory.__post_init__, never None
+        all_rows = cpu.control_rows(np.vstack([target0[None], traj.targets]),
                                     np.r_[traj.gripper0, traj.gripper])
         for start in range(0, traj.steps - length + 1, length):
             name = f'{traj.name}@{start}'
