@@ -19,7 +19,7 @@ import time
 sys.path.insert(0, os.path.dirname(__file__))
 from benchlib import Recorder  # noqa: E402
 
-from realm_ros.commands import sweep  # noqa: E402
+from realm_ros.sweep import mjx as sweep  # noqa: E402
 
 
 def main() -> int:
@@ -36,7 +36,7 @@ def main() -> int:
     rec = Recorder('sweep_gpu')
     codes = args.codes.split(',')
     widths = [int(w) for w in args.worlds.split(',')]
-    its, ls = sweep._solver(args.solver)
+    its, ls = sweep.solver_iterations(args.solver)
     solver = args.solver or 'twin 100/50'
     seeds = -(-max(widths + [args.cpu_cells]) // len(codes))
     grid, _ = sweep.plan_grid(args.task, codes, seeds, 1.0, args.max_steps, 0)

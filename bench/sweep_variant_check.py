@@ -19,9 +19,9 @@ from benchlib import Recorder  # noqa: E402
 from realm_ros.backends.mujoco.batch import CpuStepper, run_batch  # noqa: E402
 from realm_ros.backends.mujoco.mjx_sweep import mjx_model  # noqa: E402
 from realm_ros.backends.mujoco.world import MujocoWorld  # noqa: E402
-from realm_ros.commands import sweep  # noqa: E402
 from realm_ros.core.config import WorldConfig  # noqa: E402
 from realm_ros.policies.scripted import ScriptedPolicy, infer_batch  # noqa: E402
+from realm_ros.sweep import mjx as sweep  # noqa: E402
 
 
 def run(cells, transform):
@@ -32,7 +32,7 @@ def run(cells, transform):
 
     def on_step(i, k, obs):
         qs[i].append(obs.joints.position)
-        if first[i] is None and sweep._robot_contact(obs.privileged):
+        if first[i] is None and sweep.robot_contact(obs.privileged):
             first[i] = k
 
     results = run_batch(worlds, [ScriptedPolicy() for _ in cells], cells,

@@ -151,8 +151,11 @@ def paired_eval_graph(config: EvalConfig, out_dir: str, lockstep: bool = True,
             (docs/arena.md); both worlds then render it. '' = no videos.
     """
     entries = config.policy_entries()
-    scripted = any(e.policy == 'scripted' for e in entries)
-    if scripted and config.real == 'franka':
+    needs = _policy_needs(entries)
+    # A policy that reads simulator-only state (PolicyNeeds.privileged: the scripted ladder)
+    # cannot face a real arm, which has none.
+    privileged = any(n.privileged for n in needs)
+    if privileged and config.real == 'franka':
         raise ConfigError('scripted policies read privileged object state, which a real arm '
                           'does not have; evaluate them against the digital real '
                           '(real: digital_real)')
@@ -160,7 +163,7 @@ def paired_eval_graph(config: EvalConfig, out_dir: str, lockstep: bool = True,
     # policy_node then subscribes to the cameras its policy declares (Policy.needs). The worlds
     # render only the cameras some policy under test declares (openpi's DROID client: 2 of
     # 3); the whole rig when --cameras is asked for and no policy declares any.
-    declared = _policy_cameras(entries)
+    declared = _policy_cameras(needs)
     camera_names = list(declared or (CAMERA_NAMES if config.cameras else ()))
     if videos:
         if videos not in CAMERA_NAMES:
@@ -170,7 +173,7 @@ def paired_eval_graph(config: EvalConfig, out_dir: str, lockstep: bool = True,
     cameras = bool(camera_names)
     policy = {'policy': entries[0].policy, 'policy_args': json.dumps(dict(entries[0].args)),
               **dict(policy or {}),
-              'use_privileged': scripted, 'start_active': False}
+              'use_privileged': privileged, 'start_active': False}
     real_lockstep = lockstep and config.real == 'digital_real'
     camera_rate = robot.CONTROL_HZ if cameras else 0.0  # 0 = no images rendered or published
     nodes = []
@@ -235,18 +238,25 @@ def paired_eval_graph(config: EvalConfig, out_dir: str, lockstep: bool = True,
     return nodes
 
 
-def _policy_cameras(entries: list) -> tuple[str, ...]:
-    """Return the cameras the policy entries declare, in rig order (built without connecting)."""
+def _policy_needs(entries: list) -> list[Any]:
+    """Return the :class:`~realm_ros.core.policy.PolicyNeeds` of the policy entries that can be
+    built here (built without connecting)."""
     from realm_ros.core.errors import RealmError
     from realm_ros.core.policy import policy_needs
-    wanted: set[str] = set()
+    needs = []
     for entry in entries:
         try:
-            wanted.update(policy_needs(entry.policy, **dict(entry.args)).cameras)
+            needs.append(policy_needs(entry.policy, **dict(entry.args)))
         except (RealmError, OSError):
             # The policy cannot be built here (a missing file, a missing package):
-            # policy_node reports that when it builds it; it does not decide the cameras.
+            # policy_node reports that when it builds it; it does not decide the graph.
             continue
+    return needs
+
+
+def _policy_cameras(needs: list[Any]) -> tuple[str, ...]:
+    """Return the cameras the policies' needs declare, in rig order."""
+    wanted: set[str] = {name for n in needs for name in n.cameras}
     return tuple(name for name in CAMERA_NAMES if name in wanted)
 
 

@@ -116,8 +116,6 @@ DEFINING = {'core/perturbations.py', 'core/skills.py', 'core/tasks.py'}
 #: Branches left in modules other issues own, with the attribute that replaces each; a file may
 #: hold at most this many (delete the entry once it is 0).
 LEFT_ELSEWHERE = {
-    'core/episode.py': 1,  # == 'Default' -> perturbations.DEFAULT / PerturbationDef.kinds
-    'nodes/evaluator_node.py': 2,  # == 'Default' -> perturbations.DEFAULT
     'nodes/operator_node.py': 1,  # != 'Default' -> perturbations.DEFAULT
 }
 

@@ -116,7 +116,7 @@ def test_run_batch_with_the_cpu_stepper_reproduces_run_episode():
 
 
 def test_grid_plans_cells_and_refuses_incompatible_pairs():
-    from realm_ros.commands.sweep import plan_grid
+    from realm_ros.sweep.mjx import plan_grid
 
     cells, skipped = plan_grid('push_switch', ['Default', 'V-SC', 'V-LIGHT'], 3, 1.0, 50, 0)
     assert [(c.perturbation, c.seed) for c in cells] == [
@@ -129,8 +129,8 @@ def test_grid_plans_cells_and_refuses_incompatible_pairs():
 
 
 def test_gpu_refuses_geometry_perturbations_by_name():
-    from realm_ros.commands.sweep import plan_grid, refuse_on_gpu
     from realm_ros.core.errors import ConfigError
+    from realm_ros.sweep.mjx import plan_grid, refuse_on_gpu
 
     cells, _ = plan_grid('stack_cubes', ['Default', 'V-SC', 'VB-MOBJ'], 1, 1.0, 10, 0)
     with pytest.raises(ConfigError, match='V-SC, VB-MOBJ'):

@@ -1,5 +1,7 @@
 """System identification: excitation safety, parameter mapping, batched twin rollouts, the fit."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -372,3 +374,64 @@ def test_mjx_inputs_split_the_control_rows_as_the_twin_writes_them():
     np.testing.assert_allclose(pos[0, 4], data.mocap_pos)
     np.testing.assert_allclose(quat[0, 4], data.mocap_quat)
     assert [pow2_bucket(n) for n in (1, 2, 3, 12, 13, 64, 65)] == [1, 2, 4, 16, 16, 64, 128]
+
+
+# -- one latency-profiled fit, by strategy (core/sysid/strategies.py) ------------------------
+
+def _small_request(**changes):
+    trajs = _delayed_data(seeds=(2,), duration=3.0)
+    options = sysid.FitOptions(method='cmaes', seed=1, generations=3, popsize=4, minibatch=3,
+                               window=15)
+    base = TwinRollout()
+    fields = {'make_evaluator': base.with_latency, **changes}
+    return sysid.FitRequest(trajs, options, sysid.ProfileOptions(max_latency_s=1 / 240),
+                            **fields), base
+
+
+def test_profiled_fit_runs_each_host_strategy_as_its_function():
+    """profiled_fit('fast' | 'full' | 'parallel') is identify's walk / identify_parallel, the
+    same fit for the same request; one given latency is a plain sysid.fit."""
+    from realm_ros.core.sysid.parallel import identify_parallel
+    request, base = _small_request()
+    for name in ('fast', 'full'):
+        got = sysid.profiled_fit(request, name)
+        want = sysid.identify(base.with_latency, request.trajectories, request.options,
+                              sysid.ProfileOptions(profile=name, max_latency_s=1 / 240))
+        assert (got.latency_s, got.fit.params, got.profile) == \
+            (want.latency_s, want.fit.params, want.profile)
+    got = sysid.profiled_fit(request, 'parallel')
+    want = identify_parallel(base.with_latency, request.trajectories, request.options,
+                             request.profile)
+    assert (got.latency_s, got.fit.params) == (want.latency_s, want.fit.params)
+    fixed = sysid.profiled_fit(dataclasses.replace(request, latencies=[1 / 240]), 'full')
+    plain = sysid.fit(base.with_latency(1 / 240), request.trajectories, request.options)
+    assert fixed.latency_s == 1 / 240 and fixed.fit.params == plain.params and not fixed.profile
+
+
+def test_profiled_fit_refuses_what_a_strategy_cannot_do():
+    request, _ = _small_request()
+    with pytest.raises(ConfigError, match='unknown fit strategy .*device'):
+        sysid.profiled_fit(request, 'nope')
+    with pytest.raises(ConfigError, match='cmaes only, not lm'):
+        sysid.profiled_fit(dataclasses.replace(
+            request, options=dataclasses.replace(request.options, method='lm')), 'parallel')
+    with pytest.raises(ConfigError, match='needs a simulator'):
+        sysid.profiled_fit(dataclasses.replace(request, make_evaluator=None), 'fast')
+    with pytest.raises(DataError, match='exactly one, got 2'):
+        sysid.profiled_fit(dataclasses.replace(request, latencies=[0.0, 0.01]), 'fast')
+
+
+def test_device_strategy_is_the_backends_own_loaded_by_name():
+    """Core names the device strategy by target only (no backend import in core); asking for it
+    loads mjx_fit's DEVICE, which refuses with one line where JAX is missing."""
+    from realm_ros.backends.mujoco import mjx_fit
+    from realm_ros.core.errors import BackendUnavailable
+    strategy = sysid.fit_strategy('device')
+    assert strategy is mjx_fit.DEVICE and strategy.methods == ('cmaes',)
+    request, _ = _small_request(make_evaluator=None)
+    assert strategy.bar_total(request) == 60  # DeviceFitOptions' 20 + 40 generations
+    try:
+        import jax  # noqa: F401
+    except ImportError:
+        with pytest.raises(BackendUnavailable, match='mujoco-mjx'):
+            sysid.profiled_fit(request, 'device')

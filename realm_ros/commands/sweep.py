@@ -29,19 +29,9 @@ from realm_ros.core.errors import ConfigError, InfrastructureError, RealmError
 from realm_ros.core.evaluation import PolicyEntry
 from realm_ros.core.sweep import Cell, SweepConfig, plan_cells, skipped_cells
 from realm_ros.core.types import DEFAULT_MAX_STEPS, record_role
-from realm_ros.sweep.mjx import (  # noqa: F401 - the screening helpers' old home (bench/)
-    GPU_REFUSED,
-    Trace,
-    agreement,
-    plan_grid,
-    refuse_on_gpu,
-    robot_contact,
-    run_cpu,
-    run_gpu,
-)
+from realm_ros.sweep.mjx import refuse_on_gpu, solver_iterations
 
 DEVICES = ('cpu', 'gpu')
-_robot_contact = robot_contact  # bench/sweep_variant_check.py's name for it
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -217,7 +207,7 @@ def run(args: argparse.Namespace) -> int:
         require_mjx()
         require_positive('--batch', args.batch)
         refuse_on_gpu([c.spec for c in cells if c.world == 'mjx'])
-        iterations, ls_iterations = _solver(args.solver_iterations)
+        iterations, ls_iterations = solver_iterations(args.solver_iterations)
         options['gpu'] = {'batch': args.batch, 'iterations': iterations,
                           'ls_iterations': ls_iterations}
     out = args.out.expanduser().resolve()
@@ -255,13 +245,3 @@ def _bar(total: int) -> Any:
         return None
     return tqdm(total=total, unit='cell', desc='sweep', file=sys.stderr)
 
-
-def _solver(text: str) -> tuple[int | None, int | None]:
-    if not text:
-        return None, None
-    try:
-        it, ls = (int(v) for v in text.split('/'))
-    except ValueError:
-        raise ConfigError(f'--solver-iterations must be N/M (e.g. 4/8), got {text!r}') from None
-    require_positive('--solver-iterations', min(it, ls))
-    return it, ls

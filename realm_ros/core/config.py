@@ -455,9 +455,10 @@ class SafetyConfig:
                 f'workspace_max {list(self.workspace_max)} on every axis')
 
 
-#: Gripper adapters of the franka bridge: the two hands a lab mounts, plus the digital real's
-#: stand-in for where neither franka_msgs nor control_msgs is installed (pip-only machines).
-GRIPPERS = (*robot.HANDS, 'width_topic', 'none')
+#: Gripper adapters of the franka bridge: the hands a lab mounts (:data:`robot.HANDS`, the
+#: ``gripper`` launch argument's choices, ``graph.GRIPPERS``), plus the digital real's stand-in
+#: for where neither franka_msgs nor control_msgs is installed (pip-only machines) and none.
+BRIDGE_GRIPPERS = (*robot.HANDS, 'width_topic', 'none')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -473,7 +474,7 @@ class FrankaBridgeConfig:
                        'grasp} (franka_msgs); robotiq_2f_85: control_msgs GripperCommand on '
                        '<gripper_namespace>/gripper_action; width_topic: std_msgs/Float64 on '
                        '<gripper_namespace>/width_command (digital real only); none',
-        choices=GRIPPERS)
+        choices=BRIDGE_GRIPPERS)
     namespace: str = field(
         '/', 'ROS namespace of the franka_ros2 graph (or the digital real), e.g. "/" or '
              '"/fr3"')

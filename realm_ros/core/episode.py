@@ -78,8 +78,9 @@ def make_tracker(task: str, spec: EpisodeSpec | None = None,
     """
     if task in ('', 'empty'):
         return None
-    if spec is None or spec.perturbation == 'Default':
+    if spec is None:
         return tasks.ProgressTracker(task, drawer_rule)
+    # A code without the ``rubric`` kind (Default among them) scores the task as it is.
     return tasks.ProgressTracker(perturbations.scored_task(
         task, spec.perturbation, spec.intensity, spec.seed), drawer_rule)
 
@@ -106,6 +107,106 @@ def episode_result(spec: EpisodeSpec, backend: str, outcome: EpisodeOutcome, pro
         scored_by=progress.source if tracked else '', progress=progress)
 
 
+class EpisodeState:
+    """Everything one running episode keeps between control steps: the one home of the loop's
+    state for every loop that runs episodes (:func:`run_episode`, the MuJoCo batch
+    ``backends/mujoco/batch.run_batch`` and so the MJX sweep, ``world_node``, the evaluator).
+
+    ``steps`` control steps taken, ``progress`` the rubric's latest (from the ``tracker`` of
+    the scored task, or given by :meth:`receive` when another process scores: the evaluator
+    follows ``progress`` messages), the ``referee`` that decides the end, the infrastructure
+    ``error`` that ended it ('' if none), and the clocks: ``wall_start`` (monotonic s, None
+    until the episode starts) and ``sim_start`` (the world's time after its reset).
+
+    Args:
+        spec: the episode; its task and perturbation choose the rubric.
+        drawer_rule: see :data:`~realm_ros.core.tasks.DRAWER_RULES`.
+        tracked: score here with a tracker (False: progress arrives through :meth:`receive`).
+        wall_start: the wall clock's start (monotonic s; default: now, or with
+            ``started=False`` none until :meth:`start`).
+    """
+
+    def __init__(self, spec: EpisodeSpec, drawer_rule: str = 'realm_code', tracked: bool = True,
+                 wall_start: float | None = None, started: bool = True) -> None:
+        self.spec = spec
+        self.tracker = make_tracker(spec.task, spec, drawer_rule) if tracked else None
+        self.referee = EpisodeReferee(spec.max_steps)
+        self.progress = tasks.empty_progress(spec.task)
+        self.received = False
+        self.steps = 0
+        self.error = ''
+        self.failed = False
+        self.wall_start = wall_start if wall_start is not None else (
+            time.monotonic() if started else None)
+        self.sim_start = 0.0
+
+    def start(self, now: float | None = None) -> float:
+        """Start the wall clock (now, or at monotonic ``now``); return its start."""
+        self.wall_start = time.monotonic() if now is None else now
+        return self.wall_start
+
+    def begin(self, obs: Observation, sim_time: float) -> Progress:
+        """The world was reset to ``obs`` at world time ``sim_time``: score the initial state."""
+        self.sim_start = sim_time
+        if self.tracker is not None:
+            self.progress = self.tracker.update(obs.privileged, 0)
+        return self.progress
+
+    def advance(self, obs: Observation, clock: tuple[float, float] | None = None) -> str:
+        """Count one control step that ended in ``obs`` and score it; return the error that ends
+        the episode ('' if none). ``clock``: the world time (before, after) the step, checked
+        for a clock that ran backwards (:func:`clock_error`); such a step is not scored."""
+        self.steps += 1
+        if clock is not None:
+            backwards = clock_error(self.steps, *clock)
+            if backwards:
+                self.fail(backwards)
+                return backwards
+        if self.tracker is not None:
+            self.progress = self.tracker.update(obs.privileged, self.steps)
+        return ''
+
+    def judge(self) -> bool:
+        """Tell the referee the progression after this step; return whether the episode is
+        over."""
+        return self.referee.update(self.steps, self.progress.max_progression)
+
+    def receive(self, progress: Progress) -> bool:
+        """Take ``progress`` scored elsewhere (a world's ``progress`` message): its step is the
+        step count; return whether the episode is over."""
+        self.progress, self.received = progress, True
+        self.steps = progress.step
+        return self.judge()
+
+    def fail(self, error: str) -> None:
+        """End the episode as an infrastructure failure (never scored), for ``error``."""
+        self.error, self.failed = error, True
+
+    @property
+    def over(self) -> bool:
+        """Whether the referee ended the episode (an error ends it too: see :meth:`outcome`)."""
+        return self.referee.over
+
+    def outcome(self) -> EpisodeOutcome:
+        """How the episode ended (:meth:`EpisodeReferee.outcome`; a failure is never scored)."""
+        if self.failed:
+            return EpisodeOutcome.INFRA_FAILURE
+        return self.referee.outcome(self.error)
+
+    def wall_time(self, now: float | None = None) -> float:
+        """Wall seconds since the start (0 when it never started)."""
+        if self.wall_start is None:
+            return 0.0
+        return (time.monotonic() if now is None else now) - self.wall_start
+
+    def result(self, backend: str, sim_now: float, now: float | None = None) -> EpisodeResult:
+        """Return the scored result of the episode as it stands, the world's clock at
+        ``sim_now``."""
+        return episode_result(self.spec, backend, self.outcome(), self.progress, self.steps,
+                              sim_now - self.sim_start, self.wall_time(now), self.error,
+                              self.tracker is not None)
+
+
 def run_episode(world: World, policy: Policy, spec: EpisodeSpec,
                 on_step: StepCallback | None = None,
                 drawer_rule: str = 'realm_code') -> EpisodeResult:
@@ -119,40 +220,24 @@ def run_episode(world: World, policy: Policy, spec: EpisodeSpec,
     so does a world clock that runs backwards (MuJoCo resets its state when the physics becomes
     unstable); any other error propagates.
     """
-    tracker = make_tracker(spec.task, spec, drawer_rule)
-    referee = EpisodeReferee(spec.max_steps)
-    start = time.monotonic()
-    steps = 0
-    progress = tasks.empty_progress(spec.task)
-    sim_start = 0.0
-
-    def result(outcome: EpisodeOutcome, error: str = '') -> EpisodeResult:
-        return episode_result(spec, world.name, outcome, progress, steps,
-                              world.time - sim_start, time.monotonic() - start, error,
-                              tracker is not None)
-
+    state = EpisodeState(spec, drawer_rule)
     try:
         obs = world.reset(spec)
-        sim_start = world.time
+        state.begin(obs, world.time)
         policy.reset(spec)
-        if tracker is not None:
-            progress = tracker.update(obs.privileged, 0)
-        while not referee.over:
+        while not state.over:
             chunk = policy.infer(obs)
             for k in range(len(chunk)):
                 action = world.apply(chunk[k])
                 before = world.time
                 obs = world.step()
-                steps += 1
-                backwards = clock_error(steps, before, world.time)
+                backwards = state.advance(obs, (before, world.time))
                 if backwards:
                     raise InfrastructureError(backwards)
-                if tracker is not None:
-                    progress = tracker.update(obs.privileged, steps)
                 if on_step is not None:
-                    on_step(steps, obs, action, progress)
-                if referee.update(steps, progress.max_progression):
+                    on_step(state.steps, obs, action, state.progress)
+                if state.judge():
                     break
     except InfrastructureError as err:
-        return result(EpisodeOutcome.INFRA_FAILURE, str(err))
-    return result(referee.outcome())
+        state.fail(str(err))
+    return state.result(world.name, world.time)

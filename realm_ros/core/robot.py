@@ -133,8 +133,8 @@ GRIPPER_MAX_WIDTH = 0.085
 #: Maximum opening of each gripper the bridge drives, m (Franka Hand: franka_gripper aborts goals
 #: beyond 0.08 m; Robotiq 2F-85: 85 mm stroke).
 GRIPPER_WIDTHS = {'franka_hand': 0.08, 'robotiq_2f_85': 0.085}
-#: The hands a lab mounts (the ``gripper`` launch argument; ``core.config.GRIPPERS`` adds the
-#: digital real's stand-ins).
+#: The hands a lab mounts (the ``gripper`` launch argument; ``core.config.BRIDGE_GRIPPERS``
+#: adds the digital real's stand-ins).
 HANDS = tuple(GRIPPER_WIDTHS)
 
 

@@ -11,8 +11,12 @@ On a real arm the operator sets up the scene: the evaluator prints what to place
 waits for ``<real_ns>/operator/confirm_reset``; the operator's stage marks arrive on the real
 world's ``progress`` topic like the twin's.
 
+The orchestration that is not ROS plumbing (which pairs run, the records, the summary and the
+report, the operator's text, when a silent world's episode ends) is
+:mod:`realm_ros.paired`'s; this node sets parameters, calls services and follows topics.
+
 Parameters: every field of :class:`realm_ros.core.evaluation.EvalConfig` plus those of
-:class:`EvaluatorConfig`.
+:class:`realm_ros.paired.EvaluatorConfig`.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ import pathlib
 import sys
 import threading
 import time
-from typing import Any, Callable
+from typing import Any, cast
 
 from diagnostic_msgs.msg import DiagnosticStatus
 from rclpy.callback_groups import ReentrantCallbackGroup
@@ -33,75 +37,53 @@ from sensor_msgs.msg import Image
 from std_msgs.msg import String
 from std_srvs.srv import SetBool, Trigger
 
-from realm_ros.core import allocation, perturbations
-from realm_ros.core.config import field
-from realm_ros.core.episode import EpisodeReferee
+from realm_ros.core.episode import EpisodeState
 from realm_ros.core.errors import ConfigError, DataError, InfrastructureError, RealmError
-from realm_ros.core.evaluation import (
-    REAL,
-    SIM,
-    EpisodeLog,
-    EvalConfig,
-    PolicyEntry,
-    format_table,
-    plan_pairs,
-    skipped_cells,
-    summarize,
-)
-from realm_ros.core.types import EpisodeResult, EpisodeSpec, Progress, record_role
-from realm_ros.core.world import initial_state_sampler, perturbed_state_function
+from realm_ros.core.evaluation import REAL, SIM, EpisodeLog, EvalConfig, PolicyEntry
+from realm_ros.core.types import EpisodeSpec, Progress
 from realm_ros.io.video import EpisodeVideo, video_relpath
+from realm_ros.paired import (  # noqa: F401 - EvaluatorConfig: its old home's name
+    EvaluatorConfig,
+    PairedEvaluation,
+    operator_confirmation,
+    operator_setup_text,
+    overdue,
+    world_record,
+)
 from realm_ros.ros import convert, qos, services, topics
 from realm_ros.ros.params import declare_config
 from realm_ros.ros.runner import spin_node
 
 
-@dataclasses.dataclass(frozen=True)
-class EvaluatorConfig:
-    """Where the evaluator writes and which worlds it drives."""
-
-    out_dir: str = field('realm_eval', 'output folder: episodes.jsonl, summary.json, report')
-    real_ns: str = field('/real', 'namespace of the real world')
-    sim_ns: str = field('/sim', 'namespace of the simulated world')
-    operator_scored_real: bool = field(
-        False, 'real stages come from an operator (real arm) instead of privileged state')
-    episode_timeout_s: float = field(
-        600.0, 'wall seconds before a stalled episode is ended as an infrastructure failure')
-    service_timeout_s: float = field(30.0, 'wall seconds to wait for a service answer')
-    stall_timeout_s: float = field(
-        60.0, 'wall seconds without a progress message from a running world before its episode '
-              'is ended as an infrastructure failure (world or policy down, messages lost)')
-    autostart: bool = field(True, 'start evaluating as soon as the graph is up')
-    recorders: str = field(
-        '', 'comma-separated recorder_node names (fully qualified) to split per pair, so each '
-            'pair gets its own bag')
-    quiet: bool = field(False, 'no progress bar and no table on stdout')
-    videos: str = field(
-        '', 'camera whose images are saved as one WebM video per episode and world, '
-            'videos/<role>/<episode id>.webm beside episodes.jsonl (the record names it); "" = '
-            'no videos and no image subscription')
-
-    def __post_init__(self) -> None:
-        for name in ('real_ns', 'sim_ns'):
-            if not getattr(self, name).startswith('/'):
-                raise ConfigError(f'EvaluatorConfig.{name} must be an absolute namespace, '
-                                  f'got {getattr(self, name)!r}')
-
-
 @dataclasses.dataclass
 class _WorldRun:
-    """What the evaluator follows of one world during one episode."""
+    """What the evaluator follows of one world during one episode: the world's ROS side and
+    its :class:`EpisodeState` (scored by the world, its progress received from messages)."""
 
     world: str
     ns: str
-    referee: EpisodeReferee
-    progress: Progress | None = None
-    started: float = 0.0
+    episode: EpisodeState
     finished: threading.Event = dataclasses.field(default_factory=threading.Event)
-    error: str = ''
     stamp: float = 0.0
     last_progress: float = 0.0  # monotonic time of the last progress message
     spec: dict[str, Any] = dataclasses.field(default_factory=dict)  # the episode it runs
+
+    @property
+    def progress(self) -> Progress | None:
+        """The last progress the world sent (None before the first)."""
+        return self.episode.progress if self.episode.received else None
+
+    @property
+    def started(self) -> bool:
+        return self.episode.wall_start is not None
+
+    @property
+    def error(self) -> str:
+        return self.episode.error
+
+    @error.setter
+    def error(self, value: str) -> None:
+        self.episode.fail(value)
 
 
 class EvaluatorNode(Node):
@@ -195,103 +177,17 @@ class EvaluatorNode(Node):
         finally:
             self.finished.set()
 
-    def run_all(self, progress_bar: Callable[..., Any] | None = None) -> dict[str, Any]:
-        """Run every unfinished pair, then write summary.json and report.html."""
-        self.out_dir.mkdir(parents=True, exist_ok=True)
-        log = EpisodeLog(self.out_dir / 'episodes.jsonl')
-        if log.skipped_lines:
-            self.get_logger().warning(
-                f'{log.skipped_lines} unreadable line(s) in episodes.jsonl; those episodes re-run')
-        for cell in skipped_cells(self.eval_config):
-            self.get_logger().warning(f'skipped {cell["task"]} / {cell["perturbation"]}: '
-                                      f'{cell["reason"]}')
-        decided = None
-        if self.eval_config.until_decided:
-            decided = self._run_until_decided(log)
-        else:
-            self._run_plan(log)
-        summary = summarize(log.records, skipped=skipped_cells(self.eval_config))
-        if decided is not None:
-            summary['until_decided'] = decided
-        summary['config'] = dataclasses.asdict(self.eval_config)
-        # Judgments of this run's videos (realm-ros arena), if any, beside the rubric ranking.
-        from realm_ros.arena.ranking import attach
-        attach(summary, self.out_dir)
-        (self.out_dir / 'summary.json').write_text(json.dumps(summary, indent=2))
-        from realm_ros.report import write_report
-        write_report(self.out_dir, summary, _report_meta(self.eval_config))
-        if not self.config.quiet:
-            print(format_table(summary), flush=True)
-            print(f'report: {self.out_dir / "report.html"}', flush=True)
-        return summary
-
-    def _run_plan(self, log: EpisodeLog) -> None:
-        """Run every unfinished pair of the fixed plan, in order."""
-        specs = plan_pairs(self.eval_config, sampler=initial_state_sampler())
-        todo = [s for s in specs if not (log.done(s.pair_id, REAL) and log.done(s.pair_id, SIM))]
-        self.get_logger().info(
-            f'{len(specs)} pairs planned, {len(specs) - len(todo)} already done, '
-            f'{len(todo)} to run; writing {self.out_dir}')
-        bar = _progress_bar(len(specs), len(specs) - len(todo), self.config.quiet)
-        for spec in todo:
-            if self._stopping.is_set():
-                raise KeyboardInterrupt
-            self.run_pair(spec, log)
-            bar.update(1)
-            bar.set_postfix_str(spec.pair_id)
-        bar.close()
-
-    def _run_until_decided(self, log: EpisodeLog) -> dict[str, Any]:
-        """Choose pairs one at a time until the real ranking is decided (or the budget is
-        spent); return the decision for summary.json (docs/deciding-rankings.md).
-
-        A re-run replays the finished pairs in the order they were chosen, so it resumes the
-        same sequence. A pair whose real episode failed (infrastructure) ends the run: the
-        choice of the next pair needs its score, and a re-run retries it.
-        """
-        ranking = allocation.decided_ranking(self.eval_config, seed=self.eval_config.seed)
-        sampler = initial_state_sampler()
-        bar = _progress_bar(ranking.budget, 0, self.config.quiet)
-        bar.set_description('pairs (until decided)')
-        stopped = ''
-        while (request := ranking.next()) is not None:
-            if self._stopping.is_set():
-                raise KeyboardInterrupt
-            spec = allocation.spec_for(self.eval_config, request, sampler)
-            if not (log.done(spec.pair_id, REAL) and log.done(spec.pair_id, SIM)):
-                self.run_pair(spec, log)
-            real = next((r for r in reversed(log.records) if r['pair_id'] == spec.pair_id
-                         and record_role(r) == REAL and r.get('outcome') != 'infra_failure'),
-                        None)
-            if real is None or not log.done(spec.pair_id, SIM):
-                stopped = (f'pair {spec.pair_id} did not finish (infrastructure); re-run the '
-                           'same command to retry it and go on')
-                self.get_logger().warning(stopped)
-                break
-            state = ranking.record(request, float(real['progression']))
-            bar.update(1)
-            bar.set_postfix_str(' > '.join(state.order) + f' (min P '
-                                f'{min(state.pair_probability):.2f})')
-        bar.close()
-        result = ranking.state.as_dict()
-        result['budget'] = ranking.budget
-        result['allocation'] = ranking.allocation
-        result['stopped'] = stopped or ('decided' if ranking.state.decided else
-                                        'budget spent before the ranking was decided')
-        scores = {p: v for p, v in ranking.scores.items()}
-        if all(scores.values()):
-            rows = allocation.fixed_design_power(scores, self.eval_config.until_decided)
-            result['fixed_design'] = [r.as_dict() for r in rows]
-            needed = [r.episodes_per_policy for r in rows]
-            result['fixed_design_total'] = (None if None in needed
-                                            else max(needed) * len(scores))  # type: ignore
-        return result
+    def run_all(self) -> dict[str, Any]:
+        """Run every unfinished pair, then write summary.json and report.html
+        (:class:`~realm_ros.paired.PairedEvaluation`, each pair over ROS by :meth:`run_pair`)."""
+        return PairedEvaluation(self.eval_config, self.config, self.run_pair,
+                                self.get_logger(), self._stopping.is_set).run()
 
     def run_pair(self, spec: EpisodeSpec, log: EpisodeLog) -> None:
         """Run ``spec`` in each world that has not finished it yet, concurrently."""
         worlds = [w for w in (REAL, SIM) if not log.done(spec.pair_id, w)]
         runs = {w: _WorldRun(world=w, ns=self._ns[w],
-                             referee=EpisodeReferee(self.eval_config.max_steps),
+                             episode=EpisodeState(spec, tracked=False, started=False),
                              spec=json.loads(spec.to_json()))
                 for w in worlds}
         for world in worlds:
@@ -319,7 +215,7 @@ class EvaluatorNode(Node):
                 run.error = str(err)
                 run.finished.set()
         for run in [r for r in self._runs.values() if not r.finished.is_set()]:
-            run.started = run.last_progress = time.monotonic()
+            run.last_progress = run.episode.start()
             try:
                 self._activate(run.ns, True)
                 active.append(run)
@@ -381,16 +277,11 @@ class EvaluatorNode(Node):
             for run in runs.values():
                 if run.finished.is_set():
                     continue
-                now = time.monotonic()
-                step = run.progress.step if run.progress else None
-                if now >= deadline:
-                    run.error = (f'episode stalled: no end after '
-                                 f'{self.config.episode_timeout_s:g} s (last step {step})')
-                elif now - run.last_progress > self.config.stall_timeout_s:
-                    run.error = (f'no progress from {run.ns} for {now - run.last_progress:.1f} '
-                                 f's (last step {step}): world or policy down, or messages lost')
-                else:
+                error = overdue(run.episode, run.ns, time.monotonic(), deadline,
+                                run.last_progress, self.config)
+                if not error:
                     continue
+                run.error = error
                 self.get_logger().error(f'{run.world}: {run.error}')
                 run.finished.set()
             if self._stopping.is_set():
@@ -437,24 +328,8 @@ class EvaluatorNode(Node):
             previous = self._operator.get('episode_index', -1)
         services.set_parameters(self, f'{ns}/operator', {'episode_spec': spec.to_json()},
                                 self.config.service_timeout_s, self._service_clients)
-        lines = [f'[{spec.pair_id}] set up the real scene: task {spec.task!r}, perturbation '
-                 f'{spec.perturbation} (intensity {spec.intensity:g})']
-        state, changes = perturbation_setup(spec)
-        if spec.perturbation != 'Default':
-            scored = perturbations.scored_task(spec.task, spec.perturbation, spec.intensity,
-                                               spec.seed)
-            params = perturbations.sample(spec.task, spec.perturbation, spec.intensity,
-                                          spec.seed)
-            lines.append(f'    instruction: "{params.get("instruction", scored.instruction)}"; '
-                         f'stages {", ".join(scored.stages)}')
-        for key, value in sorted(state.items()):
-            lines.append(f'    {key}: {value}')
-        if changes:
-            lines.append('  change by hand before this episode:')
-            lines += [f'    - {change}' for change in changes]
-        lines.append(f'  then confirm: press r in the operator terminal, or ros2 service call '
-                     f'{ns}/operator/confirm_reset std_srvs/srv/Trigger')
-        print('\n'.join(lines), flush=True)
+        text, changes = operator_setup_text(spec, ns)
+        print(text, flush=True)
         self.get_logger().info(f'waiting for the operator to confirm the reset of '
                                f'{spec.pair_id}')
 
@@ -468,9 +343,7 @@ class EvaluatorNode(Node):
                     f'the operator did not confirm the reset of {spec.pair_id} within '
                     f'{self.config.episode_timeout_s:g} s')
         # Recorded with the real episode: what was asked, and that the operator confirmed it.
-        self._operator_setups[spec.pair_id] = {
-            'perturbation': spec.perturbation, 'changes': changes, 'confirmed': True,
-            'confirmed_at': time.time()}
+        self._operator_setups[spec.pair_id] = operator_confirmation(spec, changes)
 
     def _on_operator_state(self, msg: String) -> None:
         try:
@@ -511,10 +384,8 @@ class EvaluatorNode(Node):
             run = self._runs.get(world)
         if run is None or run.finished.is_set():
             return
-        progress = convert.progress_from_msg(msg)
-        run.progress = progress
         run.last_progress = time.monotonic()
-        if run.referee.update(progress.step, progress.max_progression):
+        if run.episode.receive(convert.progress_from_msg(msg)):
             run.finished.set()
 
     def _on_episode(self, world: str, msg: String) -> None:
@@ -544,67 +415,23 @@ class EvaluatorNode(Node):
             run.finished.set()
 
     def _record(self, spec: EpisodeSpec, run: _WorldRun) -> dict[str, Any]:
-        progress = run.progress
-        stages = list(progress.stages) if progress else []
-        reached = progress.reached if progress else ()
-        record = EpisodeResult(
-            spec=spec, role=run.world, backend=self._backends[run.world],
-            outcome=run.referee.outcome(run.error), progression=run.referee.progression,
-            stages=tuple(stages), stages_reached=reached,
-            steps=progress.step if progress else 0, sim_time_s=None,
-            wall_time_s=time.monotonic() - run.started if run.started else 0.0,
-            error=run.error, scored_by=progress.source if progress else '').to_record()
-        if run.world == REAL and spec.pair_id in self._operator_setups:
-            record['operator_setup'] = self._operator_setups[spec.pair_id]
-        return record
-
-
-def perturbation_setup(spec: EpisodeSpec) -> tuple[dict[str, Any], list[str]]:
-    """Return the initial state the real scene must show (perturbed as the twin perturbs it:
-    VB-POSE's poses, added objects' places) and the changes the operator makes by hand."""
-    if spec.perturbation == 'Default':
-        return dict(spec.initial_state), []
-    params = perturbations.sample(spec.task, spec.perturbation, spec.intensity, spec.seed)
-    perturbed = perturbed_state_function()
-    state = dict(spec.initial_state)
-    if perturbed is not None and state:
-        state = perturbed(spec, params)
-    return state, perturbations.operator_instructions(spec.task, spec.perturbation, params)
-
-
-def _progress_bar(total: int, initial: int, quiet: bool) -> Any:
-    from tqdm import tqdm
-    return tqdm(total=total, initial=initial, desc='pairs', unit='pair', disable=quiet,
-                dynamic_ncols=True, file=sys.stderr)
-
-
-def _report_meta(config: EvalConfig) -> dict[str, Any]:
-    meta: dict[str, Any] = {
-        'real': 'digital real (MuJoCo with hidden dynamics, via the franka '
-                'bridge)' if config.real == 'digital_real' else 'Franka arm via franka_ros2',
-        'sim': f'{config.sim} twin, '
-               + (f'identified parameters {config.sim_params_file}' if config.sim_params_file
-                  else 'default parameters'),
-    }
-    if config.sim_params_file:
-        from realm_ros.core.config import DynamicsParams
-        params = DynamicsParams.from_yaml(config.sim_params_file)
-        meta['sim_params'] = {'friction': list(params.friction),
-                              'armature': list(params.armature)}
-    return meta
+        setup = self._operator_setups.get(spec.pair_id) if run.world == REAL else None
+        return world_record(spec, run.world, self._backends[run.world], run.episode, setup)
 
 
 def main(args: list[str] | None = None) -> int:
     """Run ``evaluator_node``: 0 when every pair is done, 2 on bad parameters or data, 1 if
     the evaluation failed, 130 when stopped (SIGINT/SIGTERM) before the end."""
-    return spin_node('evaluator_node', EvaluatorNode, args, close=lambda node: node.stop(),
-                     until=lambda node: node.finished.is_set(),
+    return spin_node('evaluator_node', EvaluatorNode, args,
+                     close=lambda node: cast(EvaluatorNode, node).stop(),
+                     until=lambda node: cast(EvaluatorNode, node).finished.is_set(),
                      executor=lambda: MultiThreadedExecutor(num_threads=4),
                      result=_exit_code, stopped=130)
 
 
-def _exit_code(node: EvaluatorNode) -> int:
+def _exit_code(node: Node) -> int:
     """Map the worker's outcome onto the exit code (one line on stderr for a failure)."""
+    assert isinstance(node, EvaluatorNode)
     if node.error is None:
         return 0
     if isinstance(node.error, (ConfigError, DataError)):

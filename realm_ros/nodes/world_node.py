@@ -23,7 +23,7 @@ import dataclasses
 import json
 import sys
 import time
-from typing import Any
+from typing import Any, cast
 
 from diagnostic_msgs.msg import DiagnosticStatus
 from rclpy.node import Node
@@ -35,9 +35,9 @@ from trajectory_msgs.msg import JointTrajectory
 
 from realm_ros.core import tasks
 from realm_ros.core.config import WorldConfig
-from realm_ros.core.episode import make_tracker
+from realm_ros.core.episode import EpisodeState
 from realm_ros.core.errors import CommandRejected, InfrastructureError, RealmError
-from realm_ros.core.types import Action, EpisodeSpec, Observation
+from realm_ros.core.types import Action, EpisodeSpec, Observation, Progress
 from realm_ros.core.world import World, make_world
 from realm_ros.ros import convert, qos, topics
 from realm_ros.ros.params import declare_config, declare_episode_spec, episode_spec_text
@@ -69,9 +69,8 @@ class WorldNode(Node):
         self._status_pub = self.create_publisher(DiagnosticStatus, topics.WORLD_STATUS, qos.STATE)
         #: Set when the world failed (InfrastructureError); no steps until the next reset.
         self.fault = ''
-        self._spec: EpisodeSpec | None = None
-        self._tracker: tasks.ProgressTracker | None = None
-        self.progress = tasks.empty_progress('empty')
+        #: The running episode (None before the first successful reset).
+        self.episode: EpisodeState | None = None
         self._image_pubs = {}
         self._info_pubs = {}
         for name in self.config.cameras if self.config.camera_rate_hz > 0 else ():
@@ -158,12 +157,13 @@ class WorldNode(Node):
             self.get_logger().error(f'reset failed: {err}')
             response.success, response.message = False, str(err)
             return response
+        obs = self._observation()
         self._publish_static()
-        self._publish_observation(self._obs)
+        self._publish_observation(obs)
         response.success = True
         response.message = json.dumps({
             'task': spec.task, 'seed': spec.seed, 'time': self.world.time,
-            'instruction': self._obs.instruction})
+            'instruction': obs.instruction})
         return response
 
     def _on_recover(self, request: SetBool.Request,
@@ -198,13 +198,8 @@ class WorldNode(Node):
         """Reset the world and the progress tracker to ``spec``."""
         self._obs = self.world.reset(spec)
         self.fault = ''
-        self._spec = spec
-        self._steps = 0
-        self._tracker = make_tracker(spec.task, spec)
-        if self._tracker is None:
-            self.progress = tasks.empty_progress(spec.task)
-        else:
-            self.progress = self._tracker.update(self._obs.privileged, 0)
+        self.episode = EpisodeState(spec)
+        self.episode.begin(self._obs, self.world.time)
 
     def _control_step(self) -> None:
         """Apply the next queued action (if any) and advance one control period."""
@@ -234,11 +229,17 @@ class WorldNode(Node):
         if obs.images and not self._image_due():
             obs = dataclasses.replace(obs, images={})
         self._obs = obs
-        self._steps += 1
-        if self._tracker is not None:
-            self.progress = self._tracker.update(self._obs.privileged, self._steps)
+        if self.episode is not None:
+            self.episode.advance(obs)
         self._last_step_wall = time.monotonic()
         self._publish_observation(self._obs)
+
+    @property
+    def progress(self) -> Progress:
+        """The running episode's progress (the empty table's before the first reset)."""
+        if self.episode is None:
+            return tasks.empty_progress('empty')
+        return self.episode.progress
 
     def _image_due(self) -> bool:
         if not self._image_pubs:
@@ -263,13 +264,20 @@ class WorldNode(Node):
             return convert.to_time(self.world.time)
         return self.get_clock().now().to_msg()
 
+    def _observation(self) -> Observation:
+        """The last observation (after a successful reset; a RealmError before one)."""
+        if self._obs is None:
+            raise RealmError('world not reset yet (the start-up reset failed)')
+        return self._obs
+
     def _publish_static(self) -> None:
         stamp = self._stamp()
-        self._instr_pub.publish(String(data=self._obs.instruction))
-        if self._spec is not None:
+        instruction = self._observation().instruction
+        self._instr_pub.publish(String(data=instruction))
+        if self.episode is not None:
             self._episode_pub.publish(String(data=json.dumps({
-                'spec': json.loads(self._spec.to_json()), 'stamp': self.world.time,
-                'instruction': self._obs.instruction})))
+                'spec': json.loads(self.episode.spec.to_json()), 'stamp': self.world.time,
+                'instruction': instruction})))
         for name, pub in self._info_pubs.items():
             pub.publish(convert.camera_info(
                 self.config.camera_width, self.config.camera_height,
@@ -310,7 +318,8 @@ class WorldNode(Node):
 def main(args: list[str] | None = None) -> int:
     """Run ``world_node`` until interrupted; exit 2 on a bad parameter."""
     return spin_node('world_node', WorldNode, args,
-                     close=lambda node: node.world.close(), executor=events_executor)
+                     close=lambda node: cast(WorldNode, node).world.close(),
+                     executor=events_executor)
 
 
 if __name__ == '__main__':

@@ -247,3 +247,17 @@ class BatchRunner:
 
     def close(self) -> None:
         """Nothing is kept between calls (each batch builds its stepper)."""
+
+
+def solver_iterations(text: str) -> tuple[int | None, int | None]:
+    """Parse ``--solver-iterations`` (``N/M``: MJX solver / line-search iterations; '' = the
+    model's own)."""
+    if not text:
+        return None, None
+    try:
+        it, ls = (int(v) for v in text.split('/'))
+    except ValueError:
+        raise ConfigError(f'--solver-iterations must be N/M (e.g. 4/8), got {text!r}') from None
+    if min(it, ls) <= 0:
+        raise ConfigError(f'--solver-iterations must be > 0, got {min(it, ls)}')
+    return it, ls

@@ -23,8 +23,7 @@ from typing import Any, Callable, Protocol, Sequence
 import numpy as np
 
 from realm_ros.backends.mujoco.world import MujocoWorld
-from realm_ros.core import tasks
-from realm_ros.core.episode import EpisodeReferee, clock_error, episode_result, make_tracker
+from realm_ros.core.episode import EpisodeState
 from realm_ros.core.errors import InfrastructureError
 from realm_ros.core.policy import ActionChunker, Policy, PolicyWrapper
 from realm_ros.core.types import ActionChunk, EpisodeResult, EpisodeSpec, Observation
@@ -137,29 +136,19 @@ def run_batch(worlds: Sequence[MujocoWorld], inners: Sequence[Policy],
     start = time.monotonic()
     chains, links = zip(*(prepared_chain(p, execute) for p in inners))
     chunkers = [_chunker(c) for c in chains]
-    trackers = [make_tracker(s.task, s, drawer_rule) for s in specs]
-    referees = [EpisodeReferee(s.max_steps) for s in specs]
-    prog = [tasks.empty_progress(s.task) for s in specs]
-    steps = [0] * n
-    sim_start = [0.0] * n
-    errors = [''] * n
+    states = [EpisodeState(s, drawer_rule, wall_start=start) for s in specs]
     results: list[EpisodeResult | None] = [None] * n
     obs: list[Observation] = []
     for i, (w, s) in enumerate(zip(worlds, specs)):
         obs.append(w.reset(s))
-        sim_start[i] = w.time
+        states[i].begin(obs[i], w.time)
         chains[i].reset(s)
-        if trackers[i] is not None:
-            prog[i] = trackers[i].update(obs[i].privileged, 0)
     stepper = stepper_factory(worlds)
     held: list[Rows | None] = [None] * n
-    live = [i for i in range(n) if not referees[i].over]
+    live = [i for i in range(n) if not states[i].over]
 
     def finish(i: int) -> None:
-        results[i] = episode_result(
-            specs[i], stepper.name, referees[i].outcome(errors[i]), prog[i], steps[i],
-            worlds[i].time - sim_start[i], time.monotonic() - start, errors[i],
-            trackers[i] is not None)
+        results[i] = states[i].result(stepper.name, worlds[i].time)
         if progress is not None:
             progress(1)
 
@@ -179,26 +168,22 @@ def run_batch(worlds: Sequence[MujocoWorld], inners: Sequence[Policy],
                 worlds[i].apply(chunk[0])
                 held[i] = worlds[i].period_controls()
             except InfrastructureError as err:
-                errors[i] = str(err)
+                states[i].fail(str(err))
                 ended.append(i)
-        rows = [held[i] if held[i] is not None else worlds[i].period_controls()
-                for i in range(n)]
-        states = stepper.step(rows)
+        rows = [row if row is not None else worlds[i].period_controls()
+                for i, row in enumerate(held)]
+        stepped = stepper.step(rows)
         for i in live:
             if i in ended:
                 continue
             before_t = worlds[i].time
-            obs[i] = worlds[i].load_step(*states[i])
-            steps[i] += 1
-            errors[i] = clock_error(steps[i], before_t, worlds[i].time)
-            if errors[i]:
+            obs[i] = worlds[i].load_step(*stepped[i])
+            if states[i].advance(obs[i], (before_t, worlds[i].time)):
                 ended.append(i)
                 continue
-            if trackers[i] is not None:
-                prog[i] = trackers[i].update(obs[i].privileged, steps[i])
             if on_step is not None:
-                on_step(i, steps[i], obs[i])
-            if referees[i].update(steps[i], prog[i].max_progression):
+                on_step(i, states[i].steps, obs[i])
+            if states[i].judge():
                 ended.append(i)
         for i in ended:
             finish(i)

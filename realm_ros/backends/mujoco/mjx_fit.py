@@ -52,6 +52,7 @@ from realm_ros.core.sysid.data import window_pool
 from realm_ros.core.sysid.latency import IdentifyResult, latency_candidates, scoring_windows
 from realm_ros.core.sysid.optimise import FitResult, Generation
 from realm_ros.core.sysid.space import ParamSpace
+from realm_ros.core.sysid.strategies import FitRequest, FitStrategy, register
 
 N_PARAMS = 14
 
@@ -129,9 +130,14 @@ def window_inputs(cpu: TwinRollout, trajectories: Sequence[Trajectory], length: 
     model, act = cpu.model, cpu.act
     pool = window_pool(trajectories, length)
     wanted = None if names is None else {n: i for i, n in enumerate(names)}
-    qpos, qvel, rows, measured, order = [], [], [], [], []
+    qpos: list[np.ndarray] = []
+    qvel: list[np.ndarray] = []
+    rows: list[np.ndarray] = []
+    measured: list[np.ndarray] = []
+    order: list[int] = []
     for traj in trajectories:
-        all_rows = cpu.control_rows(np.vstack([traj.target0[None], traj.targets]),
+        target0 = np.asarray(traj.target0)  # set by Trajectory.__post_init__, never None
+        all_rows = cpu.control_rows(np.vstack([target0[None], traj.targets]),
                                     np.r_[traj.gripper0, traj.gripper])
         for start in range(0, traj.steps - length + 1, length):
             name = f'{traj.name}@{start}'
@@ -550,3 +556,67 @@ def identify_on_device(rollout: MjxRollout, trajectories: Sequence[Trajectory],
     result = fit.run(progress)
     return result, dict(fit.timing)
 
+
+
+def fit_on_device(trajectories: Sequence[Trajectory], seed: int = 0,
+                  latencies: Sequence[float] | None = None, max_latency_s: float = 0.05,
+                  progress: Callable[[str, Generation], None] | None = None) -> IdentifyResult:
+    """The whole latency-profiled fit on the GPU (module docstring), its timing in
+    ``notes`` and, when the latency was estimated, where from in ``source``.
+
+    Args:
+        latencies: fit at these latencies, s (None: every candidate up to ``max_latency_s``).
+        seed: seeds the minibatches and the sampling (:class:`DeviceFitOptions`).
+
+    Compiled functions persist in JAX's compilation cache (``$JAX_COMPILATION_CACHE_DIR``,
+    else ``~/.cache/realm_ros/jax``).
+
+    Raises:
+        BackendUnavailable: no ``mujoco-mjx`` / ``jax`` here.
+    """
+    from realm_ros.backends.mujoco.mjx_rollout import enable_compilation_cache
+
+    t = time.perf_counter()
+    rollout = MjxRollout(**FIT_SOLVER)  # BackendUnavailable without mujoco-mjx / jax
+    model_s = time.perf_counter() - t
+    cache = enable_compilation_cache()  # before the first compilation
+    options = DeviceFitOptions(seed=seed)
+    estimated = latencies is None
+    lats = (latency_candidates(rollout.cpu.physics_hz, max_latency_s) if latencies is None
+            else [float(v) for v in latencies])
+    fit = DeviceFit(rollout, trajectories, options, lats)
+    ident = fit.run(progress=progress)
+    tm = fit.timing
+    host = tm['total'] - tm['trace'] - tm['compile'] - tm['run']
+    ident.notes.append(
+        f'device fit: {tm["total"]:.2f} s = tracing {tm["trace"]:.2f} s + XLA compilation or '
+        f'cache load {tm["compile"]:.2f} s + device run {tm["run"]:.2f} s (phase A '
+        f'{tm.get("phase_a.run", 0):.2f}, phase B {tm.get("phase_b.run", 0):.2f}, scoring '
+        f'{tm.get("score.run", 0):.2f}) + host {host:.2f} s; '
+        f'before it: model to the device {model_s:.2f} s, windows {tm["prepare"]:.2f} s; '
+        f'compilation cache {cache}')
+    if fit.exports:
+        states = sorted({v.split(' ')[0].rstrip(':') for v in fit.exports.values()})
+        ident.notes.append(f'traced stages ({", ".join(fit.exports)}): {"/".join(states)} '
+                           f'(jax.export; tracing is skipped when loaded)')
+    if estimated:
+        ident.source = (f'estimated (parallel profile on the GPU: {len(lats)} latencies x '
+                        f'{options.generations_a} generations, {options.keep} x '
+                        f'{options.generations_b})')
+    return ident
+
+
+def _device_run(request: FitRequest) -> IdentifyResult:
+    return fit_on_device(request.trajectories, request.options.seed, request.latencies,
+                         request.profile.max_latency_s, request.progress)
+
+
+def _device_generations(request: FitRequest) -> int:
+    options = DeviceFitOptions(seed=request.options.seed)
+    return options.generations_a + options.generations_b
+
+
+#: The device strategy of ``core.sysid.strategies`` (its ``STRATEGIES`` names this target).
+DEVICE = register(FitStrategy(
+    'device', _device_run, 'the whole fit in jitted MuJoCo MJX calls on a GPU',
+    kind='parallel profile on the GPU', methods=('cmaes',), generations=_device_generations))

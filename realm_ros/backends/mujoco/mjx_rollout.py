@@ -181,8 +181,8 @@ class MjxRollout(BatchEvaluator):
         nq, nv = self.cpu.model.nq, self.cpu.model.nv
         fric = np.zeros((n_l, n_c, 7))
         arm = np.full((n_l, n_c, 7), 0.1)
-        ctrl = None
-        init = None
+        ctrl: np.ndarray | None = None
+        init: np.ndarray | None = None
         for i, (lat, params) in enumerate(groups):
             for j in range(n_c):
                 p = params[min(j, len(params) - 1)]  # padding repeats the last candidate
@@ -194,6 +194,7 @@ class MjxRollout(BatchEvaluator):
                 init = np.empty((n_w, state.shape[1]))
                 init[:len(state)], init[len(state):] = state, state[-1]
             ctrl[i, :len(rows)], ctrl[i, len(rows):] = rows, rows[-1]
+        assert ctrl is not None and init is not None  # groups is not empty
         c, p, q = split_controls(self.cpu, ctrl)
         qpos0, qvel0 = init[:, 1:1 + nq], init[:, 1 + nq:1 + nq + nv]
         return [jnp.asarray(a) for a in (fric, arm, qpos0, qvel0, c, p, q)]

@@ -12,6 +12,7 @@ The progress bar (tqdm) lives here, not in core.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import pathlib
 import time
 from typing import Any, Callable
@@ -97,50 +98,6 @@ class ProgressBar:
             self._bar = None
 
 
-def fit_on_device(args: argparse.Namespace, train: list,
-                  bar: ProgressBar) -> tuple[sysid.FitResult, float, str]:
-    """The whole fit on the GPU (``backends/mujoco/mjx_fit.py``); return (fit, latency s,
-    where the latency came from). Compiled functions persist in JAX's compilation cache
-    (``$JAX_COMPILATION_CACHE_DIR``, else ``~/.cache/realm_ros/jax``)."""
-    from realm_ros.backends.mujoco.mjx_fit import FIT_SOLVER, DeviceFit, DeviceFitOptions
-    from realm_ros.backends.mujoco.mjx_rollout import MjxRollout, enable_compilation_cache
-
-    t = time.perf_counter()
-    rollout = MjxRollout(**FIT_SOLVER)  # BackendUnavailable without mujoco-mjx / jax
-    model_s = time.perf_counter() - t
-    cache = enable_compilation_cache()  # before the first compilation
-    options = DeviceFitOptions(seed=args.seed)
-    if args.no_latency or args.latency is not None:
-        lats = [0.0 if args.no_latency else float(args.latency)]
-        source = '--no-latency' if args.no_latency else 'given'
-    else:
-        lats = sysid.latency_candidates(rollout.cpu.physics_hz, args.max_latency)
-        source = ''
-    fit = DeviceFit(rollout, train, options, lats)
-    bar.total = options.generations_a + options.generations_b
-    ident = fit.run(progress=bar)
-    bar.close()
-    tm = fit.timing
-    host = tm['total'] - tm['trace'] - tm['compile'] - tm['run']
-    print(f'device fit: {tm["total"]:.2f} s = tracing {tm["trace"]:.2f} s + XLA compilation or '
-          f'cache load {tm["compile"]:.2f} s + device run {tm["run"]:.2f} s (phase A '
-          f'{tm.get("phase_a.run", 0):.2f}, phase B {tm.get("phase_b.run", 0):.2f}, scoring '
-          f'{tm.get("score.run", 0):.2f}) + host {host:.2f} s; '
-          f'before it: model to the device {model_s:.2f} s, windows {tm["prepare"]:.2f} s; '
-          f'compilation cache {cache}')
-    if fit.exports:
-        states = sorted({v.split(' ')[0].rstrip(':') for v in fit.exports.values()})
-        print(f'traced stages ({", ".join(fit.exports)}): {"/".join(states)} '
-              f'(jax.export; tracing is skipped when loaded)')
-    for latency_k, value in ident.profile.items():
-        print(f'fit at latency {1e3 * latency_k:.2f} ms: loss {1e6 * value:.3g} mrad^2 per step')
-    if not source:
-        source = (f'estimated (parallel profile on the GPU: {len(lats)} latencies x '
-                  f'{options.generations_a} generations, {options.keep} x '
-                  f'{options.generations_b})')
-    return ident.fit, ident.latency_s, source
-
-
 def method_name(method: str | None, device: str, backend: str = 'mujoco') -> str:
     """Return the ``sysid.METHODS`` entry of ``--method``: default ``lm`` on the CPU's MuJoCo
     twin, ``cmaes`` on the GPU (the MJX fit is CMA-ES) and for PhysX (whose evaluator has no
@@ -178,39 +135,39 @@ def fit_command(args: argparse.Namespace) -> int:
     options = sysid.FitOptions(method=args.method, seed=args.seed, generations=args.generations,
                                popsize=args.popsize, minibatch=args.minibatch, window=window,
                                lm_windows=args.lm_windows)
-    bar = ProgressBar(not args.quiet, args.generations)
+    fixed = args.no_latency or args.latency is not None
+    request = sysid.FitRequest(
+        train, options, sysid.ProfileOptions(profile=args.profile, max_latency_s=args.max_latency),
+        make_evaluator=None if on_device else make_evaluator,
+        latencies=[0.0 if args.no_latency else float(args.latency)] if fixed else None,
+        progress=None)
+    # --device gpu: the MJX fit on the MuJoCo twin; a GPU evaluator of another backend, every
+    # latency at once (a larger batch costs little); else the --profile walk on the CPU.
+    name = 'device' if on_device else 'parallel' if args.device == 'gpu' else args.profile
+    strategy = sysid.fit_strategy(name)
+    bar = ProgressBar(not args.quiet, strategy.bar_total(request))
+    request = dataclasses.replace(request, progress=bar)
     t0 = time.perf_counter()
-    searches: list[sysid.LatencyEstimate] = []
     try:
-        if on_device:
-            result, latency, source = fit_on_device(args, train, bar)
-        elif args.no_latency or args.latency is not None:
-            latency, source = ((0.0, '--no-latency') if args.no_latency
-                               else (args.latency, 'given'))
-            result = sysid.fit(make_evaluator(latency), train, options,
-                               progress=lambda g: bar('fit', g))
+        ident = sysid.profiled_fit(request, name)
+        bar.close()  # clear the last fit's bar before the table lines (it was left drawn)
+        for line in ident.notes:
+            print(line)
+        result, latency, searches = ident.fit, ident.latency_s, ident.searches
+        if fixed:
+            source = '--no-latency' if args.no_latency else 'given'
         else:
-            profile = sysid.ProfileOptions(profile=args.profile, max_latency_s=args.max_latency)
-            if args.device == 'gpu':  # every latency at once: a larger batch costs little
-                from realm_ros.core.sysid.parallel import identify_parallel
-                ident = identify_parallel(make_evaluator, train, options, profile,
-                                          progress=bar)
-                kind = 'parallel profile'
-            else:
-                ident = sysid.identify(make_evaluator, train, options, profile, progress=bar)
-                kind = f'{args.profile} profile'
-            result, latency, searches = ident.fit, ident.latency_s, ident.searches
             unit = 'LM iterations' if args.method == 'lm' else 'generations'
-            source = f'estimated ({ident.fits} fits, {kind}, {ident.generations} {unit})'
-            bar.close()  # clear the last fit's bar before the table lines (it was left drawn)
-            for latency_k, value in ident.profile.items():
-                print(f'fit at latency {1e3 * latency_k:.2f} ms: loss {1e6 * value:.3g} mrad^2 '
-                      'per step')
-            for k, search in enumerate(searches):
-                print(f'latency search {k + 1} ({search.seconds:.1f} s): best '
-                      f'{1e3 * search.latency_s:.2f} ms; loss per step by candidate, ms: '
-                      'mrad^2: ' + ', '.join(f'{1e3 * c:.1f}: {1e6 * v:.3g}'
-                                             for c, v in zip(search.candidates_s, search.losses)))
+            source = ident.source or (f'estimated ({ident.fits} fits, {strategy.kind}, '
+                                      f'{ident.generations} {unit})')
+        for latency_k, value in ident.profile.items():
+            print(f'fit at latency {1e3 * latency_k:.2f} ms: loss {1e6 * value:.3g} mrad^2 '
+                  'per step')
+        for k, search in enumerate(searches):
+            print(f'latency search {k + 1} ({search.seconds:.1f} s): best '
+                  f'{1e3 * search.latency_s:.2f} ms; loss per step by candidate, ms: '
+                  'mrad^2: ' + ', '.join(f'{1e3 * c:.1f}: {1e6 * v:.3g}'
+                                         for c, v in zip(search.candidates_s, search.losses)))
     finally:
         bar.close()
     fit_s = time.perf_counter() - t0
@@ -237,7 +194,7 @@ def fit_command(args: argparse.Namespace) -> int:
     print_table(rmse, result, fit_s, truth)
     if hidden is not None:
         print(f'latency: estimated {1e3 * latency:.2f} ms, true {1e3 * hidden.latency_s:.2f} ms '
-              f'(the twin replays whole physics steps: {1e3 / 240:.2f} ms each)')
+              f'(the twin replays whole physics steps: {1e3 / robot.PHYSICS_HZ:.2f} ms each)')
     print(f'wrote {out} and {report}/')
     return 0
 

@@ -64,8 +64,8 @@ class ExcitationDriver:
         self.cmd_topic = f'{namespace}/{topics.COMMAND}'
         self.node.create_subscription(JointState, self.js_topic, self.states.append, qos.STATE)
         self.commands = self.node.create_publisher(JointTrajectory, self.cmd_topic, qos.COMMAND)
-        self.reset_client = self.node.create_client(Trigger, f'{namespace}/{topics.RESET}')
-        self.split_client = self.node.create_client(Trigger, '/recorder/split')
+        self.reset_client: Any = self.node.create_client(Trigger, f'{namespace}/{topics.RESET}')
+        self.split_client: Any = self.node.create_client(Trigger, '/recorder/split')
 
     def spin_until(self, pred: Callable[[], bool], timeout: float) -> bool:
         deadline = time.monotonic() + timeout
@@ -91,8 +91,11 @@ class ExcitationDriver:
             seen = self.recorder.bag.counts.get(self.js_topic, 0)
             n_states = len(self.states)
             self.call(self.reset_client)
-            if self.spin_until(lambda s=seen, n=n_states: self.recorder.bag.counts.get(
-                    self.js_topic, 0) > s and len(self.states) > n, 2.0):
+            def seen_more(s: int = seen, n: int = n_states) -> bool:
+                return self.recorder.bag.counts.get(self.js_topic, 0) > s and \
+                    len(self.states) > n
+
+            if self.spin_until(seen_more, 2.0):
                 break
         else:
             raise DataError(f'no joint states from {self.ns} after reset')
@@ -143,7 +146,10 @@ class ExcitationDriver:
             self.send(q_d)
             if not self.lockstep:
                 next_time += period
-                self.spin_until(lambda t=next_time: time.monotonic() >= t, period * 2)
+                def due(t: float = next_time) -> bool:
+                    return time.monotonic() >= t
+
+                self.spin_until(due, period * 2)
         ok = self.spin_until(
             lambda: self.recorder.bag.counts.get(self.cmd_topic, 0) >= len(plan), 5.0)
         self.spin_until(lambda: False, 0.05 if self.lockstep else 0.5)  # trailing states
@@ -209,6 +215,7 @@ def record(args: argparse.Namespace) -> int:
                     raise DataError(f'trajectory {i}: {err}') from err
                 # Close the trajectory's bag before saying it is done: a kill after this line
                 # leaves it complete (the next bag opens with the split).
+                assert recorder.bag is not None  # open from the start until closed below
                 path = recorder.bag.path
                 if i < len(plans) - 1:
                     driver.call(driver.split_client)

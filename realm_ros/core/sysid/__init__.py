@@ -10,7 +10,10 @@ the parts in this order:
    intervals), ``realm-ros sysid fit``'s default.
 5. :mod:`.optimise`: the fit, by least squares, CMA-ES or simulated annealing.
 6. :mod:`.latency`: the whole-step latency search and the latency profile of fits, one
-   function with a per-method :class:`Fitter`.
+   function with a per-method :class:`Fitter`; :mod:`.parallel`: a fit at every latency at
+   once.
+7. :mod:`.strategies`: the one entry point, :func:`profiled_fit`, over registered
+   :class:`FitStrategy` s (``fast``, ``full``, ``parallel``, a backend's ``device``).
 
 Everything is re-exported here: ``from realm_ros.core import sysid; sysid.fit(...)``.
 """
@@ -49,13 +52,17 @@ from realm_ros.core.sysid.optimise import (
     on_plateau,
 )
 from realm_ros.core.sysid.space import ParamSpace
+from realm_ros.core.sysid.strategies import STRATEGIES, FitRequest, FitStrategy, profiled_fit
+from realm_ros.core.sysid.strategies import get as fit_strategy
+from realm_ros.core.sysid.strategies import register as register_strategy
 
 __all__ = [
     'Anneal', 'BatchEvaluator', 'check_trajectory', 'CmaEs', 'end_effector_points',
-    'estimate_latency', 'excitation_trajectory', 'ExcitationSpec', 'fit', 'FitOptions',
-    'FitResult', 'Fitter', 'FITTERS', 'Generation', 'identify', 'IdentifyResult', 'joint_rmse',
-    'latency_candidates', 'LatencyEstimate', 'least_squares_fit', 'LeastSquaresFitter',
-    'LeastSquaresOptions', 'loss', 'METHODS', 'on_plateau', 'ParamSpace', 'PopulationFitter',
-    'ProfileOptions', 'residual_windows', 'score', 'scoring_windows', 'Trajectory', 'windows',
-    'Workspace',
+    'estimate_latency', 'excitation_trajectory', 'ExcitationSpec', 'fit', 'fit_strategy',
+    'FitOptions', 'FitRequest', 'FitResult', 'Fitter', 'FitStrategy', 'FITTERS', 'Generation',
+    'identify', 'IdentifyResult', 'joint_rmse', 'latency_candidates', 'LatencyEstimate',
+    'least_squares_fit', 'LeastSquaresFitter', 'LeastSquaresOptions', 'loss', 'METHODS',
+    'on_plateau', 'ParamSpace', 'PopulationFitter', 'profiled_fit', 'ProfileOptions',
+    'register_strategy', 'residual_windows', 'score', 'scoring_windows', 'STRATEGIES',
+    'Trajectory', 'windows', 'Workspace',
 ]

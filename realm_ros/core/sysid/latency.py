@@ -244,6 +244,7 @@ class IdentifyResult:
     (s) to that fit's loss per window step (rad^2) on one fixed set of windows; ``searches``
     holds the latency searches in the order they ran; ``fit_log`` one line per fit (latency s,
     generations or LM iterations, warm-started, seconds); ``seconds`` the whole identification.
+    Every strategy of :mod:`.strategies` returns one.
     """
 
     fit: FitResult
@@ -252,6 +253,10 @@ class IdentifyResult:
     profile: dict[float, float]
     fit_log: list[tuple[float, int, bool, float]] = dataclasses.field(default_factory=list)
     seconds: float = 0.0
+    #: Where the latency came from, when the strategy says it itself ('' = from the profile).
+    source: str = ''
+    #: Lines the strategy reports about its run (the device fit's timing), printed by the CLI.
+    notes: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def fits(self) -> int:
