@@ -302,7 +302,7 @@ class EvaluatorNode(Node):
             for run in runs.values():
                 run.error = run.error or f'recording: {err}'
                 run.finished.set()
-        for world in [w for w in worlds if not runs[w].finished.is_set()]:
+        for world in worlds:
             try:
                 self._prepare(world, spec)
             except InfrastructureError as err:
