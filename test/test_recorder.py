@@ -125,13 +125,13 @@ def test_recorder_compresses_resizes_and_reports_its_window(tmp_path):
             assert spin_until(executor, lambda: img_pub.get_subscription_count() > 0
                               and cmd_pub.get_subscription_count() > 0, 10)
             image = np.full((12, 24, 3), 200, np.uint8)  # 2:1, padded to 16x16
-            for k in range(3, 9):
+            for n, k in enumerate(range(3, 9), start=1):
                 img_pub.publish(convert.image_to_msg(image, convert.to_time(k / 15.0), 'wrist'))
                 _publish_step(js_pub, cmd_pub, k)
-                executor.spin_once(timeout_sec=0.01)
-            _wait_recorded(executor, status, {'/real/joint_states': 6, '/real/command': 6,
-                                              '/real/cameras/wrist/image/compressed': 6,
-                                              '/real/instruction': 1})
+                # One step at a time, as a lockstep world: the image QoS keeps only 3.
+                _wait_recorded(executor, status, {'/real/joint_states': n, '/real/command': n,
+                                                  '/real/cameras/wrist/image/compressed': n})
+            _wait_recorded(executor, status, {'/real/instruction': 1})
             future = status.call_async(Trigger.Request())
             assert spin_until(executor, future.done, 10)
             answer = json.loads(future.result().message)
