@@ -192,9 +192,10 @@ def test_export_skips_what_it_cannot_or_should_not_export(tmp_path):
         window = _write_pair_bag(run / f'bags_real/{name}', '/real', 4)
         eb.note_bag(run, _record(name, 'real', steps), '/real',
                     [_status(run, f'bags_real/{name}', '/real', window)])
+        if name == 'a':
+            with open(run / eb.BAG_MAP_FILE, 'a') as f:
+                f.write('{"pair_id": "d", "ro')  # a line a kill cut: ignored, b's stays whole
     (run / 'episodes.jsonl').write_text(''.join(json.dumps(r) + '\n' for r in records))
-    with open(run / eb.BAG_MAP_FILE, 'a') as f:
-        f.write('{"pair_id": "d", "ro')  # a line a kill cut: ignored
     summary = eb.export_run(run, tmp_path / 'ds', 'real')
     assert summary.written == 1
     assert summary.skipped == {'infrastructure failure': 1,

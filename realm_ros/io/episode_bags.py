@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import pathlib
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
@@ -74,10 +75,20 @@ def note_bag(run_dir: str | pathlib.Path, record: Mapping[str, Any], namespace: 
     """Append ``record``'s line to ``run_dir/bags.jsonl`` (flushed); return it (None: no bag)."""
     line = bag_line(record, namespace, statuses, run_dir)
     if line is not None:
-        with open(pathlib.Path(run_dir) / BAG_MAP_FILE, 'a') as out:
-            out.write(json.dumps(line) + '\n')
+        path = pathlib.Path(run_dir) / BAG_MAP_FILE
+        # A line a kill cut has no newline: start on a fresh line so this one stays whole.
+        cut = path.is_file() and path.stat().st_size > 0 and not _ends_with_newline(path)
+        with open(path, 'a') as out:
+            out.write(('\n' if cut else '') + json.dumps(line) + '\n')
             out.flush()
+            os.fsync(out.fileno())
     return line
+
+
+def _ends_with_newline(path: pathlib.Path) -> bool:
+    with open(path, 'rb') as handle:
+        handle.seek(-1, os.SEEK_END)
+        return handle.read(1) == b'\n'
 
 
 def read_bag_map(run_dir: str | pathlib.Path) -> dict[tuple[str, str], list[dict[str, Any]]]:
