@@ -22,7 +22,7 @@ twin's actuator law.
 from __future__ import annotations
 
 import pathlib
-from typing import Sequence
+from typing import Sequence, Union
 import xml.etree.ElementTree as ET
 
 import numpy as np
@@ -65,17 +65,38 @@ def matrix_from_xyaxes(xyaxes: Sequence[float]) -> np.ndarray:
     return np.column_stack([x, y, np.cross(x, y)])
 
 
-def _fmt(values: Sequence[float]) -> str:
+#: A 3-vector (or any float vector): a sequence or a numpy array.
+Vector = Union[Sequence[float], np.ndarray]
+
+
+def _fmt(values: Vector) -> str:
     return ' '.join(f'{v:.9g}' for v in (0.0 if abs(v) < 1e-15 else v for v in values))
 
 
-def _origin(pos: Sequence[float], rot: np.ndarray | None = None) -> str:
+def _origin(pos: Vector, rot: np.ndarray | None = None) -> str:
     rpy = (0.0, 0.0, 0.0) if rot is None else rpy_from_matrix(rot)
     return f'<origin xyz="{_fmt(pos)}" rpy="{_fmt(rpy)}"/>'
 
 
 def _floats(text: str) -> list[float]:
     return [float(v) for v in text.split()]
+
+
+def _child(element: ET.Element, path: str) -> ET.Element:
+    """Return ``element.find(path)``; a missing one is the twin's MJCF changing under us."""
+    found = element.find(path)
+    if found is None:
+        raise RuntimeError(f'the twin MJCF has no {path!r} under {element.tag} '
+                           f'{element.get("name", "")!r}; update description.py')
+    return found
+
+
+def _attr(element: ET.Element, name: str) -> str:
+    value = element.get(name)
+    if value is None:
+        raise RuntimeError(f'the twin MJCF {element.tag} {element.get("name", "")!r} has no '
+                           f'{name!r}; update description.py')
+    return value
 
 
 class _TwinGripper:
@@ -90,15 +111,15 @@ class _TwinGripper:
         self.mount_pos = _floats(gripper.get('pos', '0 0 0'))
         self.fingers = {}
         for side in ('left_finger', 'right_finger'):
-            body = gripper.find(f'body[@name="{side}"]')
-            joint = body.find('joint')
-            self.fingers[side] = (_floats(body.get('pos', '0 0 0')), _floats(joint.get('axis')),
-                                  _floats(joint.get('range')))
-        tcp = gripper.find('site[@name="tcp"]')
-        self.tcp_pos = _floats(tcp.get('pos'))
-        cam = gripper.find('camera[@name="wrist"]')
-        self.wrist_pos = _floats(cam.get('pos'))
-        self.wrist_rot = matrix_from_xyaxes(_floats(cam.get('xyaxes')))
+            body = _child(gripper, f'body[@name="{side}"]')
+            joint = _child(body, 'joint')
+            self.fingers[side] = (_floats(body.get('pos', '0 0 0')), _floats(_attr(joint, 'axis')),
+                                  _floats(_attr(joint, 'range')))
+        tcp = _child(gripper, 'site[@name="tcp"]')
+        self.tcp_pos = _floats(_attr(tcp, 'pos'))
+        cam = _child(gripper, 'camera[@name="wrist"]')
+        self.wrist_pos = _floats(_attr(cam, 'pos'))
+        self.wrist_rot = matrix_from_xyaxes(_floats(_attr(cam, 'xyaxes')))
 
 
 def _inertial(index: int) -> str:
@@ -159,7 +180,7 @@ def _link(name: str, index: int | None, child_pos: np.ndarray | None, xacro: boo
     return ''.join(parts)
 
 
-def _fixed(name: str, parent: str, child: str, pos: Sequence[float],
+def _fixed(name: str, parent: str, child: str, pos: Vector,
            rot: np.ndarray | None = None) -> str:
     return (f'<joint name="{name}" type="fixed"><parent link="{parent}"/>'
             f'<child link="{child}"/>{_origin(pos, rot)}</joint>')

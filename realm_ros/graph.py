@@ -138,8 +138,10 @@ def paired_eval_graph(config: EvalConfig, out_dir: str, lockstep: bool = True,
         policy: policy_node parameters shared by both worlds (policy name, host, port, ...);
             the evaluator switches the policy per episode through the spec otherwise.
         monitor: add monitor_node (markers and divergence for RViz).
-        record: add one recorder_node per world (commands and joint states to rosbag2/MCAP
-            under ``out_dir/bags_<world>``, one bag per pair: the evaluator splits them).
+        record: add one recorder_node per world (commands, joint states and the cameras the
+            worlds publish, to rosbag2/MCAP under ``out_dir/bags_<world>``, one bag per pair:
+            the evaluator splits them and maps each episode to its bag in
+            ``out_dir/bags.jsonl``).
         operator: add operator_node for a real arm. ``realm-ros paired-eval`` hosts it and
             reads its keys in its own terminal; ``paired_eval.launch.py`` leaves it out (an
             interactive node cannot read keys inside launch): the operator runs it in a second
@@ -220,8 +222,10 @@ def paired_eval_graph(config: EvalConfig, out_dir: str, lockstep: bool = True,
         for ns in (REAL_NS, SIM_NS):
             world = ns.strip('/')
             recorders.append(f'/recorder_{world}')
+            # The cameras the policies use, as the world publishes them (raw, by default).
             nodes.append(NodeSpec('recorder_node', f'recorder_{world}', '', {
-                'out_dir': f'{out_dir}/bags_{world}', 'namespace': ns, 'bag_prefix': 'pair'}))
+                'out_dir': f'{out_dir}/bags_{world}', 'namespace': ns, 'bag_prefix': 'pair',
+                **({'cameras': camera_names} if cameras else {})}))
     nodes.append(NodeSpec('evaluator_node', 'evaluator', '', {
         'out_dir': out_dir,
         'real_ns': REAL_NS,

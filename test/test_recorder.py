@@ -100,6 +100,60 @@ def test_recorder_splits_and_sigint_leaves_readable_bags(tmp_path):
     assert len(mcap_msgs) == 21
 
 
+def test_recorder_compresses_resizes_and_reports_its_window(tmp_path):
+    """jpeg at a set size, the latched instruction, and ~/status's log-time window."""
+    from std_msgs.msg import String
+
+    from realm_ros.io import episode_bags
+
+    out = tmp_path / 'bags'
+    log = open(tmp_path / 'recorder.log', 'w')
+    proc = subprocess.Popen(
+        [str(BIN / 'recorder_node'), '--ros-args', '-p', f'out_dir:={out}',
+         '-p', 'namespace:=/real', '-p', 'cameras:=[wrist]', '-p', 'image_format:=jpeg',
+         '-p', 'image_width:=16', '-p', 'image_height:=16'],
+        stdout=log, stderr=subprocess.STDOUT)
+    try:
+        with ros_node('probe') as (node, executor):
+            instr = node.create_publisher(String, '/real/instruction', qos.LATCHED)
+            instr.publish(String(data='push the light switch'))
+            js_pub = node.create_publisher(JointState, '/real/joint_states', qos.STATE)
+            cmd_pub = node.create_publisher(JointTrajectory, '/real/command', qos.COMMAND)
+            img_pub = node.create_publisher(Image, '/real/cameras/wrist/image', qos.IMAGE)
+            status = node.create_client(Trigger, '/recorder/status')
+            assert status.wait_for_service(timeout_sec=30), (tmp_path / 'recorder.log').read_text()
+            assert spin_until(executor, lambda: img_pub.get_subscription_count() > 0
+                              and cmd_pub.get_subscription_count() > 0, 10)
+            image = np.full((12, 24, 3), 200, np.uint8)  # 2:1, padded to 16x16
+            for n, k in enumerate(range(3, 9), start=1):
+                img_pub.publish(convert.image_to_msg(image, convert.to_time(k / 15.0), 'wrist'))
+                _publish_step(js_pub, cmd_pub, k)
+                # One step at a time, as a lockstep world: the image QoS keeps only 3.
+                _wait_recorded(executor, status, {'/real/joint_states': n, '/real/command': n,
+                                                  '/real/cameras/wrist/image/compressed': n})
+            _wait_recorded(executor, status, {'/real/instruction': 1})
+            future = status.call_async(Trigger.Request())
+            assert spin_until(executor, future.done, 10)
+            answer = json.loads(future.result().message)
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=20) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        log.close()
+    assert answer['namespace'] == '/real'
+    assert answer['last_ns'] == round(8 / 15.0 * 1e9)
+    assert answer['first_ns'] in (0, round(3 / 15.0 * 1e9))  # the instruction may come first
+    ep = episode_bags.read_episode(answer['bag'], '/real', answer['first_ns'],
+                                   answer['last_ns'], ['wrist'])
+    assert ep.instruction == 'push the light switch' and len(ep.t) == 6 and ep.lag_s == 0.0
+    frame = ep.images['wrist'][0]
+    assert frame.shape == (16, 16, 3)
+    # The picture in the middle, black bands above and below (jpeg rings a little near them).
+    assert abs(int(frame[8, 8, 0]) - 200) <= 5 and float(frame[:2].mean()) < 60
+
+
 def test_recorder_without_out_dir_exits_2():
     proc = subprocess.run([str(BIN / 'recorder_node')], capture_output=True, text=True,
                           timeout=60)

@@ -98,11 +98,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help='rendered image size WxH, px (DROID stores 320x180)')
     parser.add_argument('--keep-failures', action='store_true',
                         help='also keep episodes the expert failed (noise can make it fail)')
+    parser.add_argument('--from-run', type=pathlib.Path, default=None, metavar='RUN_DIR',
+                        help='export the recorded episodes of a `paired-eval --record` run '
+                             'instead (bags and cameras; io/episode_bags.py)')
+    parser.add_argument('--run-world', default='real', choices=('real', 'twin'),
+                        help='with --from-run: the side of the run to export')
     parser.add_argument('--quiet', action='store_true', help='no progress bar')
 
 
 def run(args: argparse.Namespace) -> int:
     """Roll out the expert and write the dataset; print a one-line summary."""
+    if getattr(args, 'from_run', None) is not None:
+        return export(args)
     os.environ.setdefault('MUJOCO_GL', 'egl')
     from tqdm import tqdm
 
@@ -188,6 +195,27 @@ def run(args: argparse.Namespace) -> int:
     print(f'dataset {args.out}: {kept} episodes ({attempted} attempted this run), '
           f'{writer.frames} frames, LeRobot {args.format}, cameras {list(cameras)} at '
           f'{width}x{height}, {time.monotonic() - start:.0f} s')
+    return 0
+
+
+def export(args: argparse.Namespace) -> int:
+    """``--from-run``: write a paired run's recorded episodes of one world as a dataset."""
+    from realm_ros import console
+    from realm_ros.io.episode_bags import export_run
+
+    console.set_quiet(args.quiet)
+    with console.phase('export', total=0, unit='ep') as bar:
+        def progress(done: int, total: int) -> None:
+            bar.total = total
+            bar.update(done - bar.n)
+        summary = export_run(args.from_run, args.out, args.run_world, args.format,
+                             args.keep_failures, progress)
+    for why, n in summary.skipped.items():
+        console.warn(f'skipped {n} episode(s): {why}')
+    console.line(f'dataset {args.out}: {summary.written} episodes exported from '
+                 f'{args.from_run} ({args.run_world}), {summary.already} already there, '
+                 f'{summary.frames} frames, LeRobot {args.format}, cameras '
+                 f'{list(summary.cameras)}')
     return 0
 
 

@@ -22,6 +22,7 @@ import pathlib
 import sys
 from typing import Any, Sequence
 
+from realm_ros import console
 from realm_ros.commands import require_positive
 from realm_ros.core import perturbations
 from realm_ros.core.config import CAMERA_NAMES
@@ -78,6 +79,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--solver-iterations', default='',
                         help='gpu: MJX solver iterations/line-search iterations, e.g. 4/8')
     parser.add_argument('--quiet', action='store_true', help='no progress bar or table')
+    parser.add_argument('--verbose', action='store_true',
+                        help="every worker's output on the console too (default: "
+                             'OUT/logs/sweep-worker-N.log, Ray: its session logs)')
 
 
 def parse_servers(items: Sequence[str]) -> dict[str, tuple[str, ...]]:
@@ -139,12 +143,16 @@ def make_executor(args: argparse.Namespace, options: dict[str, Any],
 
     if args.workers is not None:
         require_positive('--workers', args.workers)
+    verbose = getattr(args, 'verbose', False)
     if args.ray is not None:
         from realm_ros.sweep.ray_executor import RayExecutor
         return RayExecutor(args.ray or os.environ.get('RAY_ADDRESS') or None, args.workers,
-                           hook=hook, options=options)
+                           hook=hook, options=options,
+                           init_kwargs={'log_to_driver': True} if verbose else None)
     if args.workers and args.workers > 1:
-        return ProcessExecutor(args.workers, hook=hook, options=options)
+        # Workers' lines in OUT/logs/ (as paired-eval's node logs), unless --verbose.
+        log_dir = None if verbose else _log_dir(args.out)
+        return ProcessExecutor(args.workers, hook=hook, options=options, log_dir=log_dir)
     return InProcessExecutor(hook=hook, options=options)
 
 
@@ -171,11 +179,12 @@ def finish(out: pathlib.Path, config: SweepConfig, cells: Sequence[Cell], run: A
                    f'{len(cells)} cells; executor {run.executor}; max {config.max_steps} steps')
     write_sweep_report(out, summary, {'title': 'realm_ros sweep', 'description': description})
     if not quiet:
-        print(format_sweep_table(summary))
+        console.line(format_sweep_table(summary))
         if run.ran and run.wall_s > 0:
-            print(f'\nthis run: {run.ran} cells in {run.wall_s:.1f} s ({run.ran / run.wall_s:.2f} '
-                  f'cells/s, {run.steps / run.wall_s:.0f} world-steps/s) on {run.executor}')
-        print(f'report: {out / "report.html"}')
+            console.line(f'\nthis run: {run.ran} cells in {run.wall_s:.1f} s '
+                         f'({run.ran / run.wall_s:.2f} cells/s, '
+                         f'{run.steps / run.wall_s:.0f} world-steps/s) on {run.executor}')
+        console.line(f'report: {out / "report.html"}')
     return summary
 
 
@@ -184,6 +193,8 @@ def run(args: argparse.Namespace) -> int:
     from realm_ros.sweep.driver import run_sweep
 
     os.environ.setdefault('MUJOCO_GL', 'egl')
+    console.set_quiet(args.quiet)
+    console.capture_warnings()
     config = build_config(args)
     servers = parse_servers(args.servers)
     video_camera = getattr(args, 'videos', None)
@@ -200,7 +211,7 @@ def run(args: argparse.Namespace) -> int:
 
     cells = plan_cells(config, cameras_for, servers)
     for cell in skipped_cells(config):
-        print(f'skipped {cell["task"]} / {cell["perturbation"]}: {cell["reason"]}')
+        console.warn(f'skipped {cell["task"]} / {cell["perturbation"]}: {cell["reason"]}')
     options: dict[str, Any] = {}
     if 'mjx' in config.worlds:
         from realm_ros.sweep.mjx import require_mjx
@@ -211,18 +222,18 @@ def run(args: argparse.Namespace) -> int:
         options['gpu'] = {'batch': args.batch, 'iterations': iterations,
                           'ls_iterations': ls_iterations}
     out = args.out.expanduser().resolve()
-    bar = None if args.quiet else _bar(len(cells))
+    bar = console.bar(len(cells), 'cells', unit='cell')
     hook = None
     if video_camera is not None:
         from realm_ros.sweep.videos import VideoHook
         hook = VideoHook(out, video_camera)
     executor = make_executor(args, options, hook)
     try:
-        if not args.quiet:
-            print(f'sweep: {len(cells)} cells on {executor.name}; writing {out}', flush=True)
+        console.line(f'sweep: {len(cells)} cells on {executor.name}; writing {out}')
+        if getattr(executor, 'log_dir', None):
+            console.line(f'worker logs: {executor.log_dir}')
         with executor:
-            run_info, log = run_sweep(cells, executor, out, args.batch,
-                                      progress=bar.update if bar is not None else None)
+            run_info, log = run_sweep(cells, executor, out, args.batch, progress=bar.update)
     except InfrastructureError as err:
         print(f'realm-ros sweep: {err}\n(finished cells are kept in {out}; re-run the same '
               'command to resume)', file=sys.stderr)
@@ -232,16 +243,13 @@ def run(args: argparse.Namespace) -> int:
               'same command to resume', file=sys.stderr)
         return 130
     finally:
-        if bar is not None:
-            bar.close()
+        bar.close()
     finish(out, config, cells, run_info, log, args.quiet)
     return 0
 
 
-def _bar(total: int) -> Any:
-    try:
-        from tqdm import tqdm
-    except ImportError:
-        return None
-    return tqdm(total=total, unit='cell', desc='sweep', file=sys.stderr)
+def _log_dir(out: pathlib.Path) -> str:
+    path = out.expanduser().resolve() / 'logs'
+    path.mkdir(parents=True, exist_ok=True)
+    return str(path)
 

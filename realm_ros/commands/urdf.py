@@ -32,6 +32,6 @@ def run(args: argparse.Namespace) -> int:
         for path in stale:
             print(f'out of date: {path} (run: realm-ros urdf --out-dir {args.out_dir})')
         return 1 if stale else 0
-    for path in description.write(args.out_dir):
-        print(f'wrote {path}')
+    for written in description.write(args.out_dir):
+        print(f'wrote {written}')
     return 0

@@ -7,6 +7,9 @@ import dataclasses
 from realm_ros.core.config import CAMERA_NAMES, field
 from realm_ros.core.errors import ConfigError
 
+#: How a recorder stores camera images: raw rgb8, or compressed (image_transport's names).
+IMAGE_FORMATS = ('raw', 'jpeg', 'png')
+
 
 @dataclasses.dataclass(frozen=True)
 class RecorderConfig:
@@ -16,6 +19,12 @@ class RecorderConfig:
     namespace: str = field('/real', 'namespace of the world whose topics are recorded')
     cameras: tuple[str, ...] = field(
         ('',), 'cameras whose images are recorded ("" = none; exterior_1, exterior_2, wrist)')
+    image_format: str = field(
+        'raw', 'how images are stored: raw (sensor_msgs/Image rgb8 on cameras/<name>/image) or '
+               'jpeg / png (sensor_msgs/CompressedImage on cameras/<name>/image/compressed)')
+    image_width: int = field(0, 'stored image width, px (resized with padding, as the VLA '
+                                'clients do); 0 = as the world publishes it')
+    image_height: int = field(0, 'stored image height, px; 0 = as the world publishes it')
     bag_prefix: str = field('run', 'bag directory names: <out_dir>/<bag_prefix>_<NNN>')
     use_header_stamps: bool = field(
         True, 'log time of each message = its header stamp (sim time in lockstep); false = '
@@ -30,5 +39,12 @@ class RecorderConfig:
             raise ConfigError(
                 f'RecorderConfig.cameras: unknown camera(s) {unknown}; choose from {CAMERA_NAMES}')
         object.__setattr__(self, 'cameras', cameras)
+        if self.image_format not in IMAGE_FORMATS:
+            raise ConfigError(f'RecorderConfig.image_format must be one of {list(IMAGE_FORMATS)}, '
+                              f'got {self.image_format!r}')
+        if self.image_width < 0 or self.image_height < 0 or \
+                (self.image_width == 0) != (self.image_height == 0):
+            raise ConfigError('RecorderConfig.image_width and image_height must both be > 0 '
+                              f'or both 0, got {self.image_width}x{self.image_height}')
         if not self.bag_prefix or '/' in self.bag_prefix:
             raise ConfigError('RecorderConfig.bag_prefix must be a non-empty name without "/"')

@@ -37,6 +37,10 @@ TYPESTORE = get_typestore(Stores.ROS2_KILTED)
 JOINT_STATE = 'sensor_msgs/msg/JointState'
 TRAJECTORY = 'trajectory_msgs/msg/JointTrajectory'
 IMAGE = 'sensor_msgs/msg/Image'
+COMPRESSED_IMAGE = 'sensor_msgs/msg/CompressedImage'
+STRING = 'std_msgs/msg/String'
+#: image_transport's suffix for a compressed image topic (``cameras/<name>/image/compressed``).
+COMPRESSED_SUFFIX = '/compressed'
 
 _T = TYPESTORE.types
 _Time = _T['builtin_interfaces/msg/Time']
@@ -100,7 +104,8 @@ class BagWriter:
             raise DataError(f'topic {topic} is {conn.msgtype}, cannot also write {msgtype}')
         return conn
 
-    def write_serialized(self, topic: str, msgtype: str, t_ns: int, data: bytes) -> None:
+    def write_serialized(self, topic: str, msgtype: str, t_ns: int,
+                         data: bytes | memoryview) -> None:
         """Write one CDR-serialised message (as rclpy's ``serialize_message`` returns it)."""
         if self.closed:
             raise DataError(f'bag {self.path} is closed')
@@ -116,7 +121,7 @@ class BagWriter:
         ``test/test_crash_safety.py``); with another storage writer this only does nothing.
         """
         self._flushed = time.monotonic()
-        storage = getattr(self._writer, 'storage', None)
+        storage: Any = getattr(self._writer, 'storage', None)
         chunk = getattr(storage, 'chunk', None)
         if chunk is None or not hasattr(storage, 'close_chunk') or not chunk.bio.tell():
             return
@@ -134,12 +139,12 @@ class BagWriter:
                           dq: Sequence[float] | None = None, gripper: float = 0.0,
                           names: Sequence[str] = robot.JOINT_NAMES) -> None:
         """Write a joint state: 7 arm joints (rad, rad/s) plus ``gripper`` (g in [0, 1])."""
-        dq = np.zeros(7) if dq is None else dq
+        dq_values = np.zeros(7) if dq is None else np.asarray(dq, float)
         msg = _T[JOINT_STATE](
             header=_Header(stamp=_stamp(t), frame_id='base_link'),
             name=list(names) + [robot.GRIPPER_JOINT],
             position=np.r_[np.asarray(q, float), gripper],
-            velocity=np.r_[np.asarray(dq, float), 0.0],
+            velocity=np.r_[dq_values, 0.0],
             effort=np.zeros(len(names) + 1))
         self.write(topic, msg)
 
@@ -162,11 +167,46 @@ class BagWriter:
                         data=np.ascontiguousarray(image, dtype=np.uint8).reshape(-1))
         self.write(topic, msg)
 
+    def write_compressed_image(self, topic: str, t: float, image: np.ndarray,
+                               fmt: str = 'jpeg') -> None:
+        """Write an (H, W, 3) uint8 RGB image as a ``jpeg`` or ``png`` CompressedImage."""
+        msg = _T[COMPRESSED_IMAGE](
+            header=_Header(stamp=_stamp(t), frame_id='camera_optical_frame'), format=fmt,
+            data=encode_image(image, fmt))
+        self.write(topic, msg)
+
     def close(self) -> None:
         """Finalise the bag (MCAP summary and metadata.yaml)."""
         if not self.closed:
             self.closed = True
             self._writer.close()
+
+
+def encode_image(image: np.ndarray, fmt: str) -> np.ndarray:
+    """Return an (H, W, 3) uint8 RGB image compressed as ``jpeg`` or ``png`` bytes (uint8)."""
+    import cv2
+
+    ok, buf = cv2.imencode('.jpg' if fmt == 'jpeg' else f'.{fmt}',
+                           np.ascontiguousarray(np.asarray(image, np.uint8)[..., ::-1]))
+    if not ok:
+        raise DataError(f'cannot encode a {np.shape(image)} image as {fmt}')
+    return np.asarray(buf, dtype=np.uint8).reshape(-1)
+
+
+def decode_image(msg: Any) -> np.ndarray:
+    """Return the (H, W, 3) uint8 RGB frame of a rosbags Image (rgb8/bgr8) or CompressedImage."""
+    if msg.__msgtype__ == COMPRESSED_IMAGE:
+        import cv2
+
+        bgr = cv2.imdecode(np.asarray(msg.data, np.uint8), cv2.IMREAD_COLOR)
+        if bgr is None:
+            raise DataError(f'cannot decode a {msg.format!r} compressed image')
+        return np.ascontiguousarray(bgr[..., ::-1])
+    if msg.encoding not in ('rgb8', 'bgr8'):
+        raise DataError(f'image encoding {msg.encoding!r} is not rgb8 or bgr8')
+    frame = (np.asarray(msg.data, np.uint8).reshape(msg.height, msg.step)[:, :msg.width * 3]
+             .reshape(msg.height, msg.width, 3))
+    return np.ascontiguousarray(frame[..., ::-1] if msg.encoding == 'bgr8' else frame)
 
 
 @dataclasses.dataclass
@@ -281,7 +321,7 @@ def read_run(path: str | pathlib.Path, namespace: str | None = None, prefix: str
         counts = {cmd_topic: 0, js_topic: 0}
         grip_cmd = 0.0
         for conn, _, raw in reader.messages(connections=wanted):
-            msg = TYPESTORE.deserialize_cdr(raw, conn.msgtype)
+            msg: Any = TYPESTORE.deserialize_cdr(raw, conn.msgtype)  # a generated message class
             if conn.topic in image_topics:
                 frames = images[image_topics[conn.topic]]
                 frames[0].append(_seconds(msg.header.stamp))

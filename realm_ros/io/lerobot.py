@@ -50,7 +50,7 @@ import json
 import os
 import pathlib
 import shutil
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -217,8 +217,14 @@ def episode_stats(episode: Episode, table, cameras: Sequence[str]
     return stats
 
 
+def _shape3(shape: Sequence[int]) -> tuple[int, int, int]:
+    """Return an image's (H, W, 3) shape as three ints."""
+    height, width, channels = (int(v) for v in shape)
+    return height, width, channels
+
+
 def _check_episode(episode: Episode, cameras: Sequence[str],
-                   shapes: dict[str, tuple[int, ...]]) -> None:
+                   shapes: Mapping[str, tuple[int, ...]]) -> None:
     n = len(episode)
     if n == 0:
         raise ConfigError('cannot write an empty episode')
@@ -294,7 +300,7 @@ class LeRobotWriter:
 
     format = 'v3.0'
 
-    def __init__(self, root: str | pathlib.Path, fps: int = 15, robot_type: str = 'panda',
+    def __init__(self, root: str | pathlib.Path, fps: float = 15, robot_type: str = 'panda',
                  cameras: Sequence[str] = ('exterior_1', 'wrist')) -> None:
         from realm_ros.io import ffmpeg_video as video
 
@@ -370,7 +376,7 @@ class LeRobotWriter:
         for camera in self.cameras:
             key = IMAGE_PREFIX + camera
             frames = np.asarray(episode.images[camera], dtype=np.uint8)
-            self.image_shapes.setdefault(camera, tuple(frames.shape[1:]))  # type: ignore
+            self.image_shapes.setdefault(camera, _shape3(frames.shape[1:]))
             part = tmp / f'{camera}.mp4'
             video.encode(frames, part, self.fps, self.codec)
             last = self._video_file(key, self.rows[-1][f'videos/{key}/chunk_index'],
@@ -467,7 +473,7 @@ class LeRobotWriter:
                               f'{[IMAGE_PREFIX + c for c in self.cameras]}')
         for camera in self.cameras:
             feature = info['features'][IMAGE_PREFIX + camera]
-            self.image_shapes[camera] = tuple(feature['shape'])  # type: ignore[assignment]
+            self.image_shapes[camera] = _shape3(feature['shape'])
             codec = feature.get('info', {}).get('video.codec')
             if codec and codec != self.codec[1]:
                 raise ConfigError(f'{self.root} videos are {codec}; this ffmpeg writes '
@@ -576,7 +582,7 @@ class LeRobotV21Writer:
 
     format = 'v2.1'
 
-    def __init__(self, root: str | pathlib.Path, fps: int = 15, robot_type: str = 'panda',
+    def __init__(self, root: str | pathlib.Path, fps: float = 15, robot_type: str = 'panda',
                  cameras: Sequence[str] = ('exterior_1', 'wrist')) -> None:
         from realm_ros.io import ffmpeg_video as video
 
@@ -610,7 +616,7 @@ class LeRobotV21Writer:
         table = _frame_table(episode, index, self.frames, task_index, self.fps)
         for camera in self.cameras:
             frames = np.asarray(episode.images[camera], dtype=np.uint8)
-            self.image_shapes.setdefault(camera, tuple(frames.shape[1:]))  # type: ignore
+            self.image_shapes.setdefault(camera, _shape3(frames.shape[1:]))
             path = self.root / V21_VIDEO_PATH.format(
                 episode_chunk=chunk, video_key=IMAGE_PREFIX + camera, episode_index=index)
             _replace(path, lambda p, f=frames: video.encode(f, p, self.fps, self.codec))
@@ -658,8 +664,7 @@ class LeRobotV21Writer:
         if keys != sorted(IMAGE_PREFIX + c for c in self.cameras):
             raise ConfigError(f'{self.root} has cameras {keys}')
         for camera in self.cameras:
-            self.image_shapes[camera] = tuple(  # type: ignore[assignment]
-                info['features'][IMAGE_PREFIX + camera]['shape'])
+            self.image_shapes[camera] = _shape3(info['features'][IMAGE_PREFIX + camera]['shape'])
         meta = self.root / 'meta'
         rows = [json.loads(x) for x in (meta / 'episodes.jsonl').read_text().splitlines()
                 if x.strip()]
@@ -682,7 +687,7 @@ class LeRobotV21Writer:
 WRITERS = {'v3.0': LeRobotWriter, 'v2.1': LeRobotV21Writer}
 
 
-def open_writer(root: str | pathlib.Path, format: str = CODEBASE_VERSION, fps: int = 15,
+def open_writer(root: str | pathlib.Path, format: str = CODEBASE_VERSION, fps: float = 15,
                 cameras: Sequence[str] = ('exterior_1', 'wrist'), robot_type: str = 'panda'):
     """The writer for ``format`` ('v3.0' or 'v2.1'), new or reopened at ``root``."""
     if format not in WRITERS:
@@ -923,25 +928,25 @@ def check_dataset(root: str | pathlib.Path) -> list[str]:
             spans.setdefault(str(vpath), []).append((start, stop))
     for vpath, ranges in spans.items():
         track = read_video_track(vpath)
-        name = pathlib.Path(vpath).relative_to(root)
+        rel = pathlib.Path(vpath).relative_to(root)
         if track.has_ctts:
-            problems.append(f'{name}: frames are reordered (B-frames: ctts box)')
+            problems.append(f'{rel}: frames are reordered (B-frames: ctts box)')
         grid = np.arange(track.frames) / fps
         pts = np.asarray(track.sample_pts)
         if len(pts) and np.abs(pts - grid).max() >= TOLERANCE_S:
             k = int(np.argmax(np.abs(pts - grid)))
-            problems.append(f'{name}: frame {k} at {pts[k]:.6f} s, not {grid[k]:.6f} s')
+            problems.append(f'{rel}: frame {k} at {pts[k]:.6f} s, not {grid[k]:.6f} s')
         length = track.frames / fps
         if abs(track.duration_s - length) >= TOLERANCE_S:
-            problems.append(f'{name}: stream length {track.duration_s:.6f} s for '
+            problems.append(f'{rel}: stream length {track.duration_s:.6f} s for '
                             f'{track.frames} frames ({length:.6f} s)')
         for seg, _ in track.edits:
             if abs(seg - length) >= TOLERANCE_S:
-                problems.append(f'{name}: edit list length {seg:.6f} s, not {length:.6f} s')
+                problems.append(f'{rel}: edit list length {seg:.6f} s, not {length:.6f} s')
         ranges.sort()
         if abs(ranges[0][0]) >= TOLERANCE_S or abs(ranges[-1][1] - length) >= TOLERANCE_S or \
                 any(abs(a[1] - b[0]) >= TOLERANCE_S for a, b in zip(ranges, ranges[1:])):
-            problems.append(f'{name}: episode spans {ranges} do not tile its {length:.6f} s')
+            problems.append(f'{rel}: episode spans {ranges} do not tile its {length:.6f} s')
     return problems
 
 

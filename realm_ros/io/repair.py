@@ -132,7 +132,7 @@ def _parse(op: int, content: memoryview, scan: _Scan) -> None:
 def _parse_chunk(rec: _Buf, available: int, scan: _Scan) -> None:
     rec.u64(), rec.u64()
     size, _crc, compression, length = rec.u64(), rec.u32(), rec.string(), rec.u64()
-    data = rec.data[rec.pos:rec.pos + min(length, available - rec.pos)]
+    data: bytes | memoryview = rec.data[rec.pos:rec.pos + min(length, available - rec.pos)]
     if compression:
         try:
             data = _decompress(compression, bytes(data), size)

@@ -41,6 +41,7 @@ from realm_ros.core.episode import EpisodeState
 from realm_ros.core.errors import ConfigError, DataError, InfrastructureError, RealmError
 from realm_ros.core.evaluation import REAL, SIM, EpisodeLog, EvalConfig, PolicyEntry
 from realm_ros.core.types import EpisodeSpec, Progress
+from realm_ros.io import episode_bags
 from realm_ros.io.video import EpisodeVideo, video_relpath
 from realm_ros.paired import (  # noqa: F401 - EvaluatorConfig: its old home's name
     EvaluatorConfig,
@@ -190,19 +191,19 @@ class EvaluatorNode(Node):
                              episode=EpisodeState(spec, tracked=False, started=False),
                              spec=json.loads(spec.to_json()))
                 for w in worlds}
-        for world in worlds:
-            try:
-                self._prepare(world, spec)
-            except InfrastructureError as err:
-                runs[world].error = str(err)
-                runs[world].finished.set()
-        try:
+        try:  # before the resets, so a pair's bag holds its reset too (io/episode_bags.py)
             self._split_bags(spec)
         except InfrastructureError as err:
             # No bag for this pair: it is not run, and a re-run retries it (issue 15).
             for run in runs.values():
                 run.error = run.error or f'recording: {err}'
                 run.finished.set()
+        for world in worlds:
+            try:
+                self._prepare(world, spec)
+            except InfrastructureError as err:
+                runs[world].error = str(err)
+                runs[world].finished.set()
         with self._lock:
             self._runs = {w: r for w, r in runs.items() if not r.finished.is_set()}
         self._start_videos(spec, list(self._runs))
@@ -229,10 +230,13 @@ class EvaluatorNode(Node):
         with self._lock:
             self._runs = {}
         videos = self._end_videos(keep=True)
+        bags = services.recorder_status(self, self.config.recorders,
+                                        self.config.service_timeout_s, self._service_clients)
         for world in worlds:
             record = self._record(spec, runs[world])
             if videos.get(world):
                 record['video'] = video_relpath(world, spec.pair_id)
+            episode_bags.note_bag(self.out_dir, record, self._ns[world], bags)  # before log
             log.append(record)
 
     def _start_videos(self, spec: EpisodeSpec, worlds: list[str]) -> None:

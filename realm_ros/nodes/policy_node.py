@@ -319,8 +319,13 @@ class PolicyNode(Node):
 
 def main(args: list[str] | None = None) -> int:
     """Run ``policy_node`` until interrupted; exit 2 on a bad parameter."""
-    return spin_node('policy_node', PolicyNode, args,
-                     close=lambda node: node.policy.close(), executor=events_executor)
+    return spin_node('policy_node', PolicyNode, args, close=_close, executor=events_executor)
+
+
+def _close(node: Node) -> None:
+    """Close the hosted policy (its server connection, its model)."""
+    if isinstance(node, PolicyNode):
+        node.policy.close()
 
 
 if __name__ == '__main__':

@@ -21,7 +21,7 @@ realm_ros.nodes.world_policy_container ...``).
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable, cast
 
 from rclpy.node import Node
 
@@ -29,6 +29,9 @@ from realm_ros.nodes.policy_node import PolicyNode
 from realm_ros.nodes.world_node import WorldNode
 from realm_ros.ros.intra import IntraProcess
 from realm_ros.ros.runner import events_executor, spin_node
+
+if TYPE_CHECKING:
+    from rclpy.executors import Executor
 
 
 def build(executor: IntraProcess | None = None, **kwargs: Any) -> list[Node]:
@@ -47,7 +50,7 @@ def build(executor: IntraProcess | None = None, **kwargs: Any) -> list[Node]:
         world.world.close()
         world.destroy_node()
         raise
-    intra = world.declare_parameter('intra_process', True).value
+    intra = bool(world.declare_parameter('intra_process', True).value)
     if intra and executor is not None:
         paired = executor.connect([world, policy])
         world.get_logger().info(
@@ -70,8 +73,10 @@ def main(args: list[str] | None = None) -> int:
     def executor() -> IntraProcess:  # after rclpy.init: the events executor takes the context
         made.append(IntraProcess(events_executor()))
         return made[0]
+    # IntraProcess stands in for the executor it wraps (add_node, remove_node, spin_once,
+    # shutdown): what spin_node calls on one.
     return spin_node('world_policy_container', lambda: build(made[0]), args, close=_close,
-                     executor=executor)
+                     executor=cast('Callable[[], Executor]', executor))
 
 
 if __name__ == '__main__':

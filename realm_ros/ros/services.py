@@ -7,6 +7,7 @@ never blocks a callback (the nav2 simple-commander facade works only outside the
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from typing import Any
@@ -91,3 +92,23 @@ def set_parameters(node: Node, target_node: str, values: dict[str, Any],
               if not r.successful]
     if failed:
         raise InfrastructureError(f'{target_node} refused parameters: {failed}')
+
+
+def recorder_status(node: Node, recorders: str, timeout_s: float = 30.0,
+                    clients: dict | None = None) -> list[dict[str, Any]]:
+    """Return each recorder's ``~/status`` (JSON: bag, counts, namespace, first_ns, last_ns).
+
+    ``recorders`` is the evaluator's comma-separated list of fully qualified recorder names. A
+    recorder that does not answer is logged and left out: its episode then has no bag-map line
+    (the episode itself is still recorded and scored).
+    """
+    from std_srvs.srv import Trigger
+
+    answers = []
+    for name in filter(None, (r.strip() for r in recorders.split(','))):
+        try:
+            answers.append(json.loads(call(node, Trigger, f'{name}/status',
+                                           timeout_s=timeout_s, clients=clients).message))
+        except (InfrastructureError, json.JSONDecodeError) as err:
+            node.get_logger().error(f'{name} status: {err}; its bag is not mapped')
+    return answers

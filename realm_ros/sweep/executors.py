@@ -158,10 +158,16 @@ class InProcessExecutor(Executor):
 
 
 def _process_main(conn: Any, index: int, kind: str, hook: CellHook | None,
-                  options: Mapping[str, Any] | None) -> None:
-    """A worker process: build a runner once, then run each unit it is sent until ``None``."""
+                  options: Mapping[str, Any] | None, log_dir: str | None = None) -> None:
+    """A worker process: build a runner once, then run each unit it is sent until ``None``.
+
+    ``log_dir``: the worker's stdout and stderr (Python's and C libraries') go to
+    ``log_dir/sweep-worker-<index>.log`` instead of the console.
+    """
     import os
     os.environ.setdefault('MUJOCO_GL', 'egl')
+    if log_dir:
+        _log_to_file(os.path.join(log_dir, f'sweep-worker-{index}.log'))
     runner: Runner | None = None
     failure: tuple[str, str] | None = None
     try:
@@ -192,6 +198,18 @@ def _process_main(conn: Any, index: int, kind: str, hook: CellHook | None,
             runner.close()
 
 
+def _log_to_file(path: str) -> None:
+    """Point this process's file descriptors 1 and 2 (and sys.stdout/stderr) at ``path``."""
+    import os
+    import sys
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+
+
 @dataclasses.dataclass(eq=False)
 class _Process:
     index: int
@@ -207,14 +225,16 @@ class ProcessExecutor(Executor):
         workers: CPU worker processes.
         gpu_workers: GPU batch worker processes (started only if there are ``gpu`` units).
         max_replacements: worker processes started to replace lost ones, at most.
+        log_dir: a folder for each worker's console output (None: the console).
     """
 
     name = 'processes'
 
     def __init__(self, workers: int, gpu_workers: int = 1, hook: CellHook | None = None,
                  options: Mapping[str, Mapping[str, Any]] | None = None,
-                 max_replacements: int | None = None) -> None:
+                 max_replacements: int | None = None, log_dir: str | None = None) -> None:
         super().__init__(hook, options)
+        self.log_dir = log_dir
         if workers < 1 or gpu_workers < 1:
             raise ConfigError(f'--workers must be >= 1, got {workers}')
         self.counts = {'cpu': workers, 'gpu': gpu_workers}
@@ -232,7 +252,7 @@ class ProcessExecutor(Executor):
         parent, child = self._context.Pipe()
         process = self._context.Process(
             target=_process_main, args=(child, self._started, kind, self.hook,
-                                        self.options.get(kind)),
+                                        self.options.get(kind), self.log_dir),
             name=f'sweep-worker-{self._started}', daemon=True)
         process.start()
         child.close()

@@ -23,6 +23,7 @@ import sys
 import time
 from typing import Any, Mapping, Sequence
 
+from realm_ros import console
 from realm_ros.core.errors import (
     BackendUnavailable,
     ConfigError,
@@ -111,8 +112,9 @@ class RayExecutor(Executor):
         self._owns_ray = not ray.is_initialized()
         if self._owns_ray:
             try:
+                # Workers' lines stay in Ray's session logs unless asked for (sweep --verbose).
                 ray.init(address=address or None, include_dashboard=False,
-                         log_to_driver=False, **dict(init_kwargs or {}))
+                         **{'log_to_driver': False, **dict(init_kwargs or {})})
             except ConnectionError as err:
                 raise InfrastructureError(f'--ray {address or ""}: cannot reach a Ray cluster: '
                                           f'{err}') from None
@@ -197,8 +199,8 @@ class RayExecutor(Executor):
             done, _ = ray.wait(refs, num_returns=1, timeout=WAIT_NOTE_S)
             if not done:
                 if time.monotonic() - last_answer > WAIT_NOTE_S:
-                    print(f'sweep: waiting for Ray ({len(inflight)} unit(s) running, '
-                          f'{len(waiting)} worker(s) starting)', flush=True)
+                    console.line(f'sweep: waiting for Ray ({len(inflight)} unit(s) running, '
+                                 f'{len(waiting)} worker(s) starting)')
                 continue
             last_answer = time.monotonic()
             ref = done[0]

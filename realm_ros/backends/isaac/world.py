@@ -174,7 +174,7 @@ class IsaacEngine:
         if not ok:
             raise ConfigError(f'Isaac Sim could not open {usd_path}')
         manager = importlib.import_module('isaacsim.core.simulation_manager').SimulationManager
-        self._world = None
+        self._world: Any = None  # isaacsim.core.api.World (5.x) or None (6.x manager)
         if hasattr(manager, 'setup_simulation'):  # 6.x
             manager.setup_simulation(dt=1.0 / physics_hz, device='cpu')
             app_utils.play()

@@ -106,7 +106,7 @@ def _quat_from_matrix(m: np.ndarray) -> np.ndarray:
     return quat / np.linalg.norm(quat)
 
 
-def _fmt(values: Sequence[float]) -> str:
+def _fmt(values: Sequence[float] | np.ndarray) -> str:
     return ' '.join(f'{v:.9g}' for v in values)
 
 

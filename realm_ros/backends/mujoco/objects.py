@@ -123,7 +123,8 @@ def build(name: str, prefix: str, max_dim: float | None = None) -> Built:
     if name in _CONTAINERS:
         hx, hy, height, rgba = _CONTAINERS[name]
         t = 0.005
-        walls = [(hx + t, hy + t, t, 0, 0, t)]
+        # (half sizes x, y, z; centre x, y, z), m
+        walls: list[tuple[float, ...]] = [(hx + t, hy + t, t, 0.0, 0.0, t)]
         walls += [(t, hy + t, height / 2, sx * (hx + t), 0, height / 2) for sx in (-1, 1)]
         walls += [(hx + t, t, height / 2, 0, sy * (hy + t), height / 2) for sy in (-1, 1)]
         geoms = ''.join(f'<geom {_OBJ} type="box" size="{a:.4f} {b:.4f} {c:.4f}" '
@@ -147,7 +148,8 @@ def build(name: str, prefix: str, max_dim: float | None = None) -> Built:
     geoms = (f'<geom {_OBJ} type="mesh" mesh="{mesh}" pos="{pos[0]:.5f} {pos[1]:.5f} '
              f'{pos[2]:.5f}" quat="{" ".join(f"{q:.7g}" for q in quat)}" rgba="{rgba}" '
              f'mass="{_MESH_MASS}"/>')
-    return Built(geoms, assets, tuple(float(v) for v in (hi - lo) * scale))
+    ext = (hi - lo) * scale
+    return Built(geoms, assets, (float(ext[0]), float(ext[1]), float(ext[2])))
 
 
 # -- geometry of geoms (extents, vertices) ----------------------------------------------------

@@ -116,7 +116,7 @@ class TwinRollout(BatchEvaluator):
         if entry is None or entry[0] is not traj:
             if len(self._cache) > 20000:
                 self._cache.clear()
-            rows = self.control_rows(np.vstack([traj.target0[None], traj.targets]),
+            rows = self.control_rows(np.vstack([np.asarray(traj.target0)[None], traj.targets]),
                                      np.r_[traj.gripper0, traj.gripper])
             entry = (traj, self.initial_state(traj), rows[1:], rows[0])
             self._cache[id(traj)] = entry

@@ -58,20 +58,21 @@ class PhysxRollout(BatchEvaluator):
         if not PhysX.get_cpu_mode():
             PhysX.set_cpu_mode(True)
             configure_threads()
-        self._physx = PhysX()
+        self._physx: PhysX | None = PhysX()
         self._stage = ovstage.Stage('realm_sysid')
         ovstage.population.open_usd(self._stage, str(path), ordinal=1,
                                     domains=ovstage.PopulationDomain.ALL)
         self._stage.advance_write_floor(ordinal=1).wait()
-        self._physx.wait_task(self._physx.attach_ovstage(self._stage, read_ordinal=1))
+        self._engine.wait_task(self._engine.attach_ovstage(self._stage, read_ordinal=1))
         targets = [f'/World/env{i}' for i in range(1, self.envs)]
         if targets:
-            anchors = [(3.0 * (i % 8), 3.0 * (i // 8), 0.0, 0.0, 0.0, 0.0, 1.0)
-                       for i in range(1, self.envs)]
-            self._physx.clone(SOURCE, targets, anchor_transforms=anchors)
-            self._physx.wait_all()
-        self._physx.warmup()
-        self._physx.wait_all()
+            anchors: list[Sequence[float]] = [
+                (3.0 * (i % 8), 3.0 * (i // 8), 0.0, 0.0, 0.0, 0.0, 1.0)
+                for i in range(1, self.envs)]
+            self._engine.clone(SOURCE, targets, anchor_transforms=anchors)
+            self._engine.wait_all()
+        self._engine.warmup()
+        self._engine.wait_all()
         roots = [f'{p}/joints/root_fixed' for p in [SOURCE] + targets]
         self._views = {}
         self._buf = {}
@@ -84,7 +85,7 @@ class PhysxRollout(BatchEvaluator):
                     ('force', TensorType.ARTICULATION_DOF_ACTUATION_FORCE),
                     ('armature', TensorType.ARTICULATION_DOF_ARMATURE),
                     ('friction', TensorType.ARTICULATION_DOF_FRICTION_PROPERTIES)):
-                view = self._physx.create_tensor_binding(prim_paths=roots,
+                view = self._engine.create_tensor_binding(prim_paths=roots,
                                                          tensor_type=tensor_type)
                 self._views[key] = view
                 self._buf[key] = np.zeros(view.shape, dtype=np.float32)
@@ -143,7 +144,7 @@ class PhysxRollout(BatchEvaluator):
             tg = np.r_[tr.gripper, np.repeat(tr.gripper[-1:], k_max - tr.steps)]
             tq, tg = np.repeat(tq, self.substeps, 0), np.repeat(tg, self.substeps)
             if self.delay_steps:
-                tq = np.vstack([np.repeat(tr.target0[None], self.delay_steps, 0),
+                tq = np.vstack([np.repeat(np.asarray(tr.target0)[None], self.delay_steps, 0),
                                 tq[:-self.delay_steps]])
                 tg = np.r_[np.full(self.delay_steps, tr.gripper0), tg[:-self.delay_steps]]
             sched_q[i], sched_g[i] = tq, tg
@@ -161,11 +162,18 @@ class PhysxRollout(BatchEvaluator):
             self._write('force', force)
             self.timing['controller'] += time.perf_counter() - t
             t = time.perf_counter()
-            self._physx.step_sync(self.dt)
+            self._engine.step_sync(self.dt)
             self.timing['rollout'] += time.perf_counter() - t
             if (s + 1) % self.substeps == 0:
                 result[:, s // self.substeps] = self._read('q')[:, self._arm]
         return result[:n]
+
+    @property
+    def _engine(self) -> PhysX:
+        """The PhysX instance; after :meth:`close` there is none."""
+        if self._physx is None:
+            raise RuntimeError('this PhysX rollout is closed')
+        return self._physx
 
     def close(self) -> None:
         for view in self._views.values():

@@ -119,16 +119,16 @@ class KitlessEngine:
         if not PhysX.get_cpu_mode():
             PhysX.set_cpu_mode(True)  # process-wide and sticky; set before the first instance
             configure_threads()
-        self._physx = PhysX()
+        self._physx: PhysX | None = PhysX()
         self._stage = ovstage.Stage(label)
         try:
             ovstage.population.open_usd(self._stage, str(usd_path), ordinal=1,
                                         domains=ovstage.PopulationDomain.ALL)
             self._stage.advance_write_floor(ordinal=1).wait()
-            self._physx.wait_task(self._physx.attach_ovstage(self._stage, read_ordinal=1))
-            self._physx.wait_all()
-            self._physx.warmup()
-            self._physx.wait_all()
+            self._engine.wait_task(self._engine.attach_ovstage(self._stage, read_ordinal=1))
+            self._engine.wait_all()
+            self._engine.warmup()
+            self._engine.wait_all()
         except Exception:
             self.close()
             raise
@@ -136,7 +136,7 @@ class KitlessEngine:
 
     def articulation(self, root_joint: str, prim: str) -> _Bindings:
         del prim
-        view = _Bindings(self._physx, root_joint, {
+        view = _Bindings(self._engine, root_joint, {
             'q': TensorType.ARTICULATION_DOF_POSITION,
             'dq': TensorType.ARTICULATION_DOF_VELOCITY,
             'target': TensorType.ARTICULATION_DOF_POSITION_TARGET,
@@ -149,15 +149,22 @@ class KitlessEngine:
         return view
 
     def rigid_body(self, prim: str) -> _Bindings:
-        view = _Bindings(self._physx, prim, {'pose': TensorType.RIGID_BODY_POSE,
+        view = _Bindings(self._engine, prim, {'pose': TensorType.RIGID_BODY_POSE,
                                              'vel': TensorType.RIGID_BODY_VELOCITY,
                                              'mass': TensorType.RIGID_BODY_MASS,
                                              'inertia': TensorType.RIGID_BODY_INERTIA})
         self._views.append(view)
         return view
 
+    @property
+    def _engine(self) -> PhysX:
+        """The PhysX instance; after :meth:`close` there is none."""
+        if self._physx is None:
+            raise RuntimeError('this PhysX engine is closed')
+        return self._physx
+
     def step(self, dt: float) -> None:
-        self._physx.step_sync(dt)
+        self._engine.step_sync(dt)
 
     def close(self) -> None:
         for view in getattr(self, '_views', []):
