@@ -178,7 +178,39 @@ def test_fit_device_gpu_without_mjx_names_the_missing_packages(tmp_path, capsys)
     write_run(run.path, run)
     out = tmp_path / 'P.yaml'
     code = main(['sysid', 'fit', str(tmp_path / 'bags'), '--out', str(out), '--holdout', '0',
-                 '--device', 'gpu', '--quiet'])
+                 '--device', 'gpu', '--engine', 'mjx', '--quiet'])
     assert code == 2
     assert 'mujoco-mjx' in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_fit_device_gpu_warp_without_a_gpu_says_so(tmp_path, capsys):
+    """``realm-ros sysid fit --device gpu`` (MuJoCo Warp, the default engine) where there is no
+    CUDA GPU or no mujoco-warp: one line naming what is missing, exit 2, nothing written."""
+    try:
+        import warp
+        warp.config.quiet = True
+        if warp.is_cuda_available():
+            pytest.skip('a CUDA GPU is here: the Warp fit would run')
+    except ImportError:
+        pass
+    from realm_ros.cli import main
+    from realm_ros.io.bags import RunData, write_run
+
+    traj = _trajectories(1)[0]
+    k = traj.steps
+    run = RunData(path=tmp_path / 'bags' / 'b0', command_t=1 + traj.dt * np.arange(k),
+                  command_q=traj.targets, command_gripper=traj.gripper,
+                  state_t=1 + traj.dt * np.arange(k + 1),
+                  state_q=np.vstack([traj.q0[None], traj.measured]),
+                  state_dq=np.vstack([traj.dq0[None], traj.measured_dq]),
+                  state_effort=np.zeros((k + 1, 7)),
+                  state_gripper=np.r_[traj.gripper0, traj.gripper])
+    write_run(run.path, run)
+    out = tmp_path / 'P.yaml'
+    code = main(['sysid', 'fit', str(tmp_path / 'bags'), '--out', str(out), '--holdout', '0',
+                 '--device', 'gpu', '--quiet'])
+    err = capsys.readouterr().err.strip()
+    assert code == 2
+    assert len(err.splitlines()) == 1 and ('mujoco-warp' in err or 'CUDA' in err), err
     assert not out.exists()

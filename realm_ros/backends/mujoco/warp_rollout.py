@@ -22,6 +22,7 @@ code runs without graphs, for tests); imported only by the bench and the batched
 from __future__ import annotations
 
 import copy
+import dataclasses
 import hashlib
 import time
 from typing import Sequence
@@ -32,7 +33,10 @@ from realm_ros.backends.mujoco.rollout import TwinRollout
 from realm_ros.core import robot
 from realm_ros.core.config import DynamicsParams
 from realm_ros.core.errors import BackendUnavailable
-from realm_ros.core.sysid import BatchEvaluator, Trajectory
+from realm_ros.core.sysid import BatchEvaluator, FitRequest, FitStrategy, Trajectory
+from realm_ros.core.sysid.latency import IdentifyResult
+from realm_ros.core.sysid.lsq_batch import identify_batched
+from realm_ros.core.sysid.strategies import register
 
 
 def _kernels(wp):
@@ -214,6 +218,12 @@ class WarpRollout(BatchEvaluator):
                                      f'({exc})') from exc
         self.wp, self.mjw = wp, mjw
         wp.init()
+        if device is None:
+            if not wp.is_cuda_available():
+                raise BackendUnavailable('the Warp sysid rollout found no CUDA GPU (MuJoCo Warp '
+                                         "runs on Warp's CPU device only for tests: pass "
+                                         "device='cpu'); fit on the CPU without --device gpu")
+            device = 'cuda:0'
         self.device = device
         self.cpu = TwinRollout(physics_hz, control_hz, nthread=1, latency_s=latency_s)
         self.njmax = njmax
@@ -258,6 +268,11 @@ class WarpRollout(BatchEvaluator):
         """:meth:`simulate_groups` with each group's candidates as a (P, 14) or (P, 21) array
         ``[friction_1..7, armature_1..7(, damping_1..7)]`` (damping 0 when left out): the
         batched fit's form (``core/sysid/lsq_batch.py``), no per-candidate objects."""
+        with self.wp.ScopedDevice(self.device):
+            return self._simulate_vectors(groups, trajectories)
+
+    def _simulate_vectors(self, groups: Sequence[tuple[float, np.ndarray]],
+                          trajectories: Sequence[Trajectory]) -> list[list[np.ndarray]]:
         cpu = self.cpu
         m = cpu.model
         n_t = len(trajectories)
@@ -309,3 +324,24 @@ class WarpRollout(BatchEvaluator):
             result.append([block[:, i, :traj.steps] for i, traj in enumerate(trajectories)])
             first += size
         return result
+
+
+#: MuJoCo Warp computes in float32: the least-squares forward-difference step (unit-cube units)
+#: must be well above its rounding (the CPU's 1e-6 is below it).
+WARP_FD_STEP = 1e-3
+
+
+def _warp_run(request: FitRequest) -> IdentifyResult:
+    """The batched least-squares fit (``core/sysid/lsq_batch.py``) on a :class:`WarpRollout`."""
+    lm = request.options.lm
+    if lm.fd_step < WARP_FD_STEP:
+        lm = dataclasses.replace(lm, fd_step=WARP_FD_STEP)
+    options = dataclasses.replace(request.options, lm=lm)
+    rollout = WarpRollout(physics_hz=request.profile.physics_hz)
+    return identify_batched(rollout.simulate_vectors, request.trajectories, options,
+                            request.profile, request.space, latencies=request.latencies)
+
+
+WARP = register(FitStrategy(
+    'warp', _warp_run, 'least squares at every latency in lockstep on MuJoCo Warp (a GPU)',
+    kind='every latency in lockstep on MuJoCo Warp', methods=('lm',)))

@@ -77,8 +77,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                      help='lm (default on cpu) = least squares (Levenberg-Marquardt) on a '
                           'fixed residual of --lm-windows windows: exact on noise-free data, at '
                           'the noise floor on noisy data, with confidence intervals; a local '
-                          'method, from the centre of the parameter box. cma (cmaes; default '
-                          'and only choice on --device gpu) = CMA-ES on random minibatches '
+                          'method, from the centre of the parameter box (also the default '
+                          'and only choice on --device gpu --engine warp). cma (cmaes; default '
+                          'and only choice on --engine mjx) = CMA-ES on random minibatches '
                           "(REALM's method): a global search, the fallback when LM stops at a "
                           'poor fit (a held-out RMSE far above the encoder noise). anneal = '
                           "simulated annealing (SIMPLER's baseline)")
@@ -113,11 +114,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                           'short warm-started fits at its neighbours; full = a full fit from '
                           'scratch at every latency visited (the simple path)')
     fit.add_argument('--device', choices=('cpu', 'gpu'), default='cpu',
-                     help='cpu = mujoco.rollout threads; gpu = the whole fit (every latency, '
-                          'the CMA-ES population, the windows) in jitted MuJoCo MJX calls on '
-                          'JAX, with its own schedule (mjx_fit.DeviceFitOptions: 3-step '
-                          'windows; --generations, --popsize, --minibatch, --window, --profile '
-                          'apply to cpu only); needs the gpu extra and a GPU')
+                     help='cpu = mujoco.rollout threads; gpu = on a GPU, by --engine')
+    fit.add_argument('--engine', choices=('warp', 'mjx'), default='warp',
+                     help='--device gpu: warp = least squares at every latency in lockstep '
+                          'on MuJoCo Warp (core/sysid/lsq_batch.py; --lm-windows, --window, '
+                          '--generations apply; needs the warp extra); mjx = the whole fit '
+                          '(every latency, the CMA-ES population, the windows) in jitted '
+                          'MuJoCo MJX calls on JAX, with its own schedule '
+                          '(mjx_fit.DeviceFitOptions: 3-step windows; --generations, '
+                          '--popsize, --minibatch, --window, --profile apply to cpu only; '
+                          'needs the gpu extra)')
     fit.add_argument('--threads', type=int, default=2, help='rollout threads (cpu)')
     fit.add_argument('--namespace', default=None, help='world namespace inside the bags')
     fit.add_argument('--truth', default='',

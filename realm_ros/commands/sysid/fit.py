@@ -3,9 +3,10 @@
 ``fit`` estimates the actuation latency (``sysid.identify``: the fast latency profile by
 default, ``--profile full`` for the simple one), fits friction and armature by least squares
 (``--method lm``, the default; ``--method cma`` for CMA-ES), and writes PARAMS.yaml plus a
-report folder (``report.py``). ``--device gpu`` runs the whole fit
-(every latency, the CMA-ES population, the windows) in jitted MuJoCo MJX calls on a GPU
-(``backends/mujoco/mjx_fit.py``).
+report folder (``report.py``). ``--device gpu`` runs on a GPU: ``--engine warp`` (default)
+least squares at every latency in lockstep on MuJoCo Warp (``backends/mujoco/warp_rollout.py``,
+``core/sysid/lsq_batch.py``), ``--engine mjx`` the whole CMA-ES fit (every latency, the
+population, the windows) in jitted MuJoCo MJX calls (``backends/mujoco/mjx_fit.py``).
 The progress bar (tqdm) lives here, not in core.
 """
 
@@ -98,12 +99,14 @@ class ProgressBar:
             self._bar = None
 
 
-def method_name(method: str | None, device: str, backend: str = 'mujoco') -> str:
-    """Return the ``sysid.METHODS`` entry of ``--method``: default ``lm`` on the CPU's MuJoCo
-    twin, ``cmaes`` on the GPU (the MJX fit is CMA-ES) and for PhysX (whose evaluator has no
-    least-squares solver); ``cma`` is ``cmaes``."""
+def method_name(method: str | None, device: str, backend: str = 'mujoco',
+                engine: str = 'warp') -> str:
+    """Return the ``sysid.METHODS`` entry of ``--method``: default ``lm`` on the MuJoCo twin
+    (CPU, or a GPU's MuJoCo Warp), ``cmaes`` on MJX (its fit is CMA-ES) and for PhysX (whose
+    evaluator has no least-squares solver); ``cma`` is ``cmaes``."""
     if method is None:
-        return 'cmaes' if device == 'gpu' or backend != 'mujoco' else 'lm'
+        mjx = device == 'gpu' and engine == 'mjx'
+        return 'cmaes' if mjx or backend != 'mujoco' else 'lm'
     return 'cmaes' if method == 'cma' else method
 
 
@@ -121,13 +124,18 @@ def fit_command(args: argparse.Namespace) -> int:
         raise ConfigError(f'--latency must be in [0, 0.5] s, got {args.latency}')
     if not 0.0 < args.max_latency <= 0.5:
         raise ConfigError(f'--max-latency must be in (0, 0.5] s, got {args.max_latency}')
+    engine = getattr(args, 'engine', 'mjx')
     on_device = args.device == 'gpu' and args.backend == 'mujoco'
-    args.method = method_name(args.method, args.device, args.backend)
+    args.method = method_name(args.method, args.device, args.backend, engine)
+    make_evaluator = None
     if not on_device:
         make_evaluator = make_evaluators(args.device, args.threads, args.backend)
-    elif args.method != 'cmaes':
-        raise ConfigError(f'--device gpu runs CMA-ES only; use --method cma, not '
+    elif engine == 'mjx' and args.method != 'cmaes':
+        raise ConfigError(f'--device gpu --engine mjx runs CMA-ES only; use --method cma, not '
                           f'{args.method}')
+    elif engine == 'warp' and args.method != 'lm':
+        raise ConfigError(f'--device gpu --engine warp runs least squares only; use --method '
+                          f'lm (or --engine mjx for CMA-ES), not {args.method}')
     if args.generations is None:
         args.generations = 12 if args.method == 'lm' else 80
     print(f'fitting on {len(train)} trajectories ({sum(t.steps for t in train)} steps), '
@@ -138,12 +146,14 @@ def fit_command(args: argparse.Namespace) -> int:
     fixed = args.no_latency or args.latency is not None
     request = sysid.FitRequest(
         train, options, sysid.ProfileOptions(profile=args.profile, max_latency_s=args.max_latency),
-        make_evaluator=None if on_device else make_evaluator,
+        make_evaluator=make_evaluator,
         latencies=[0.0 if args.no_latency else float(args.latency)] if fixed else None,
         progress=None)
-    # --device gpu: the MJX fit on the MuJoCo twin; a GPU evaluator of another backend, every
-    # latency at once (a larger batch costs little); else the --profile walk on the CPU.
-    name = 'device' if on_device else 'parallel' if args.device == 'gpu' else args.profile
+    # --device gpu: Warp's lockstep least squares or the MJX fit on the MuJoCo twin; a GPU
+    # evaluator of another backend, every latency at once (a larger batch costs little); else
+    # the --profile walk on the CPU.
+    name = (('warp' if engine == 'warp' else 'device') if on_device
+            else 'parallel' if args.device == 'gpu' else args.profile)
     strategy = sysid.fit_strategy(name)
     bar = ProgressBar(not args.quiet, strategy.bar_total(request))
     request = dataclasses.replace(request, progress=bar)

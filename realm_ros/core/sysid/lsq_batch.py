@@ -58,8 +58,8 @@ class SimulateGroups(Protocol):
     (P, K, 7) array of joint positions after each control step
     (:meth:`WarpRollout.simulate_vectors`)."""
 
-    def __call__(self, groups: Groups,
-                 windows: Sequence[Trajectory]) -> list[list[np.ndarray]]: ...
+    def __call__(self, groups: Groups, windows: Sequence[Trajectory], /
+                 ) -> list[list[np.ndarray]]: ...
 
 
 def params_of(vectors: np.ndarray) -> list[DynamicsParams]:
@@ -252,6 +252,7 @@ def identify_batched(
     keep: int = 3,
     spread: int = 3,
     prune_windows: int = 8,
+    latencies: Sequence[float] | None = None,
 ) -> IdentifyResult:
     """Estimate the latency and fit friction and armature, every stage batched (see the module
     docstring). ``options``: ``window``, ``lm_windows``, ``lm`` (tolerances; its ``max_iter``
@@ -259,11 +260,15 @@ def identify_batched(
     ``profile``: ``max_latency_s``, ``physics_hz`` and ``search_windows``. ``prune_after``
     iterations at every latency on ``prune_windows`` of the windows (a GPU's call costs about
     in proportion to its worlds past a few thousand), then the ``keep`` best go on, on all
-    ``lm_windows``; ``spread`` dampings per round (:class:`BatchedLeastSquares`)."""
+    ``lm_windows``; ``spread`` dampings per round (:class:`BatchedLeastSquares`).
+    ``latencies``: fit at these only, s (one: a plain fit at a known latency); None: every
+    candidate of :func:`~.latency.latency_candidates`."""
     t_start = time.perf_counter()
     options = options or FitOptions()
     profile = profile or ProfileOptions()
-    candidates = latency_candidates(profile.physics_hz, profile.max_latency_s)
+    candidates = (list(latencies) if latencies else
+                  latency_candidates(profile.physics_hz, profile.max_latency_s))
+    keep = min(keep, len(candidates))
     windows = residual_windows(trajectories, options.window, options.lm_windows)
     lm = dataclasses.replace(options.lm, max_iter=options.generations)
     solver = BatchedLeastSquares(simulate_groups, windows, candidates, lm, space, spread)

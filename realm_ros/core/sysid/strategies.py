@@ -10,6 +10,8 @@ replayed, the same way every time (the profile rule of :mod:`.latency`), by one
   ``backends/mujoco/mjx_fit.py`` defines (``DEVICE``); registered here by its
   ``'module:attribute'`` target, imported when first asked for, so core never imports a
   backend.
+* ``warp``: least squares at every latency in lockstep (:mod:`.lsq_batch`) on MuJoCo Warp,
+  ``backends/mujoco/warp_rollout.py``'s ``WARP``, registered the same way.
 
 Adding a strategy is one registration (docs/extending.md): a :class:`FitStrategy` whose
 ``run(request: FitRequest) -> IdentifyResult`` does the fit, passed to :func:`register` where
@@ -101,6 +103,7 @@ class FitStrategy:
 #: target of a backend's (imported by :func:`get` on first use, then replaced by it).
 STRATEGIES: dict[str, Union[FitStrategy, str]] = {
     'device': 'realm_ros.backends.mujoco.mjx_fit:DEVICE',
+    'warp': 'realm_ros.backends.mujoco.warp_rollout:WARP',
 }
 
 
