@@ -324,10 +324,10 @@ def make_units(cells: Sequence[Cell], batch: int = 1024) -> list[Unit]:
     from realm_ros.core.sweep import BATCH_WORLDS
 
     units: list[Unit] = []
-    grouped: dict[str, list[Cell]] = {}
+    grouped: dict[tuple[str, str], list[Cell]] = {}
     for cell in cells:
         if cell.world in BATCH_WORLDS:
-            grouped.setdefault(cell.spec.task, []).append(cell)
+            grouped.setdefault((cell.world, cell.spec.task), []).append(cell)
         else:
             units.append(Unit(len(units), (cell,), 'cpu'))
     for members in grouped.values():

@@ -185,8 +185,8 @@ def make_runner(kind: str, worker_index: int = 0, hook: CellHook | None = None,
     (the MJX :class:`~realm_ros.sweep.mjx.BatchRunner`, ``options``: batch, solver
     iterations)."""
     if kind == 'gpu':
-        from realm_ros.sweep.mjx import BatchRunner
-        return BatchRunner(**dict(options or {}))
+        from realm_ros.sweep.warp import GpuRunner
+        return GpuRunner(**dict(options or {}))
     if kind != 'cpu':
         raise ConfigError(f'unknown worker kind {kind!r}; choose cpu or gpu')
     return CellRunner(worker_index, hook)
