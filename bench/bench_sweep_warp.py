@@ -46,6 +46,8 @@ def main() -> int:
     parser.add_argument('--device', default='', help='Warp device (default: cuda:0 if any)')
     parser.add_argument('--cpu-episodes', type=int, default=4)
     parser.add_argument('--shadows', action='store_true', help='ray-traced shadows on')
+    parser.add_argument('--no-graph', action='store_true',
+                        help='launch the physics steps one by one (no CUDA graph)')
     parser.add_argument('--seed', type=int, default=0)
     parser.add_argument('--processes', type=int, default=1,
                         help='batch processes sharing the device, worlds split between them '
@@ -56,7 +58,7 @@ def main() -> int:
     from realm_ros.backends.mujoco.warp_sweep import ALL_CAMERAS, default_device
     from realm_ros.core.evaluation import PolicyEntry
     from realm_ros.core.sweep import SweepConfig, plan_cells
-    from realm_ros.sweep.warp import compare, cpu_runner, cpu_twin
+    from realm_ros.sweep.compare_cpu import compare, cpu_runner, cpu_twin
 
     width, height = (int(v) for v in args.image_size.lower().split('x'))
     widths = [int(w) for w in args.worlds.split(',')]
@@ -75,7 +77,7 @@ def main() -> int:
 
     cells = plan_cells(config, cameras_for)
     options = {'batch': max(widths), 'device': device, 'image_size': (width, height),
-               'shadows': args.shadows}
+               'shadows': args.shadows, 'graph': False if args.no_graph else None}
     cams = f'{len(cells[0].cameras)} cameras {width}x{height}'
     first_records: list[dict] = []
     for w in widths:
@@ -120,11 +122,16 @@ def main() -> int:
                    'kernel compile or cache load, render context, graph capture)', compile_s,
                    's', worlds=w, device=device, processes=per)
     if args.cpu_episodes:
-        chosen = cells[:args.cpu_episodes]
+        chosen = cells[:min(args.cpu_episodes, widths[0])]
         cpu = cpu_runner((width, height))
         t = time.perf_counter()
         try:
             records_cpu = [cpu.run(cpu_twin(c)) for c in chosen]
+        except Exception as err:  # noqa: BLE001 - e.g. no OpenGL (EGL) for the CPU twin here
+            print(f'[sweep_warp] the CPU twin could not run here ({type(err).__name__}: {err}); '
+                  'the Warp figures above are recorded (MUJOCO_GL=egl needs a GL driver)',
+                  file=sys.stderr)
+            return 1
         finally:
             cpu.close()
         wall = time.perf_counter() - t

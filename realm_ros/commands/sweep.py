@@ -288,7 +288,7 @@ def run(args: argparse.Namespace) -> int:
     finish(out, config, cells, run_info, log, args.quiet)
     compare_n = getattr(args, 'compare_cpu', 0)
     if compare_n:
-        from realm_ros.sweep.warp import compare_with_cpu
+        from realm_ros.sweep.compare_cpu import compare_with_cpu
         compare_with_cpu(out, cells, log.records, compare_n, quiet=args.quiet)
     return 0
 

@@ -17,12 +17,12 @@ host); each world holds a :class:`LearnedView` (its instruction) in the usual po
 ``run_batch``'s ``infer_batch``: learned worlds per checkpoint, scripted worlds through
 ``policies.scripted.infer_batch``.
 
-:func:`compare` is ``--compare-cpu``'s check: the same cells' records from the CPU twin
-(``run_episode``) against the Warp ones, per cell, within :data:`TOLERANCE`.
+``sweep/compare_cpu.py`` checks a GPU run's records against the CPU twin (``--compare-cpu``).
 """
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import time
 from typing import Any, Callable, Mapping, Sequence, cast
@@ -38,14 +38,6 @@ from realm_ros.core.types import ActionChunk, ActionMode, EpisodeSpec, Observati
 #: The policies a Warp batch drives (others run on the CPU twin: ``--device cpu``).
 WARP_POLICIES = ('learned', 'scripted')
 
-#: ``--compare-cpu``'s tolerance, per cell and over the compared cells. float32 physics and a
-#: different renderer (ray tracing against OpenGL) make a vision policy see slightly different
-#: pictures, so its chunks, and after a few chunks its path, differ; what must hold is the
-#: outcome: |progression difference| <= ``progression`` on at least ``cells`` of the cells, and
-#: the same success on at least ``cells`` of them.
-TOLERANCE = {'progression': 0.25, 'cells': 0.8}
-
-
 @dataclasses.dataclass
 class WarpOptions:
     """How the Warp batch runs: worlds per batch, device, image size, solver capacities."""
@@ -56,6 +48,8 @@ class WarpOptions:
     nconmax: int = 96
     njmax: int = 512
     shadows: bool = False
+    #: Replay each control period as one captured CUDA graph (None: on CUDA devices).
+    graph: bool | None = None
 
 
 def refuse_on_warp(cells: Sequence[Cell]) -> None:
@@ -157,8 +151,15 @@ def run_warp(cells: Sequence[Cell], runner: WarpBatchRunner,
                     if any(c in cell.cameras for cell in cells))
     t0 = time.perf_counter()
     worlds, inners, execute = [], [], []
+    # One world built per (task, twin parameters), the others copied from it before their
+    # reset (a copy costs a fifth of a build); reset rebuilds a copy whose perturbation changes
+    # the scene, as it rebuilds any world.
+    templates: dict[tuple[str, str], Any] = {}
     for i, cell in enumerate(cells):
-        world = _world(cell, cameras, opts.image_size)
+        key = (cell.spec.task, cell.sim_params_file)
+        if key not in templates:
+            templates[key] = _world(cell, cameras, opts.image_size)
+        world = copy.deepcopy(templates[key])
         world.reset(cell.spec)
         worlds.append(world)
         if cell.entry.policy == 'learned':
@@ -184,7 +185,7 @@ def run_warp(cells: Sequence[Cell], runner: WarpBatchRunner,
             def factory(ws: Sequence[Any], steppers: list = steppers) -> Any:
                 steppers.append(warp_sweep.WarpStepper(
                     ws, cameras, opts.image_size, device, opts.nconmax, opts.njmax,
-                    opts.shadows))
+                    opts.shadows, opts.graph))
                 return steppers[-1]
 
             # Views index the batch's worlds (the stepper's order), not the cells.
@@ -201,14 +202,14 @@ def run_warp(cells: Sequence[Cell], runner: WarpBatchRunner,
                 records[i] = results[k].to_record()
                 timing['world_steps'] += results[k].steps
                 timing['sim_s'] += results[k].steps / robot.CONTROL_HZ
-            for key, value in steppers[0].timing.items():
-                timing[key] = timing.get(key, 0.0) + value
+            for name, value in steppers[0].timing.items():
+                timing[name] = timing.get(name, 0.0) + value
             timing['groups'] += 1
     for batch in runner._learned.values():
-        for key, value in batch.timing.items():
-            timing[f'policy_{key}'] = timing.get(f'policy_{key}', 0.0) + value
-            batch.timing[key] = 0
-    for w in worlds:
+        for name, value in batch.timing.items():
+            timing[f'policy_{name}'] = timing.get(f'policy_{name}', 0.0) + value
+            batch.timing[name] = 0
+    for w in [*worlds, *templates.values()]:
         w.close()
     return records, timing
 
@@ -388,55 +389,6 @@ class GpuRunner:
         self._runners.clear()
 
 
-def compare(gpu: Sequence[Mapping[str, Any]], cpu: Sequence[Mapping[str, Any]],
-            tolerance: Mapping[str, float] = TOLERANCE) -> dict[str, Any]:
-    """Return the per-cell agreement of two runs of the same cells (records in the same order)
-    and whether it is within ``tolerance`` (:data:`TOLERANCE`)."""
-    rows = []
-    for g, c in zip(gpu, cpu):
-        if g['pair_id'] != c['pair_id']:
-            raise ConfigError(f'compare: cells differ ({g["pair_id"]} vs {c["pair_id"]})')
-        rows.append({'pair_id': g['pair_id'], 'gpu_progression': g['progression'],
-                     'cpu_progression': c['progression'], 'gpu_success': g['success'],
-                     'cpu_success': c['success'], 'gpu_steps': g['steps'],
-                     'cpu_steps': c['steps']})
-    n = len(rows)
-    if not n:
-        raise ConfigError('compare: no cells')
-    close = sum(abs(r['gpu_progression'] - r['cpu_progression']) <= tolerance['progression']
-                for r in rows) / n
-    same = sum(bool(r['gpu_success']) == bool(r['cpu_success']) for r in rows) / n
-    return {'cells': n, 'progression_within': close, 'same_success': same,
-            'mean_abs_progression_diff': sum(abs(r['gpu_progression'] - r['cpu_progression'])
-                                             for r in rows) / n,
-            'gpu_success_rate': sum(bool(r['gpu_success']) for r in rows) / n,
-            'cpu_success_rate': sum(bool(r['cpu_success']) for r in rows) / n,
-            'tolerance': dict(tolerance),
-            'within_tolerance': close >= tolerance['cells'] and same >= tolerance['cells'],
-            'per_cell': rows}
-
-
-def cpu_runner(image_size: tuple[int, int] = (320, 180)) -> Any:
-    """The CPU sweep's :class:`CellRunner` with cameras of ``image_size`` (the Warp batch's)."""
-    from realm_ros.sweep.runner import CellRunner
-
-    def factory(backend: str, cameras: tuple[str, ...], sim_params_file: str) -> Any:
-        from realm_ros.core.config import WorldConfig
-        from realm_ros.core.world import make_world
-
-        return make_world(WorldConfig(backend=backend, cameras=cameras,
-                                      camera_rate_hz=robot.CONTROL_HZ if cameras else 0.0,
-                                      camera_width=image_size[0], camera_height=image_size[1],
-                                      sim_params_file=sim_params_file))
-
-    return CellRunner(world_factory=factory)
-
-
-def cpu_twin(cell: Cell) -> Cell:
-    """``cell`` on the CPU twin (world ``mujoco``), for ``--compare-cpu``."""
-    return dataclasses.replace(cell, world='mujoco')
-
-
 def require_warp() -> None:
     """Raise :class:`BackendUnavailable` naming the ``warp`` extra unless Warp imports."""
     from realm_ros.backends.mujoco.warp_sweep import warp_available
@@ -445,42 +397,3 @@ def require_warp() -> None:
     if not warp_available():
         raise BackendUnavailable("--device gpu for learned policies needs mujoco-warp and "
                                  "warp-lang: pip install 'realm_ros[warp]'")
-
-
-def compare_with_cpu(out: Any, cells: Sequence[Cell], records: Sequence[Mapping[str, Any]],
-                     n: int, quiet: bool = False) -> dict[str, Any]:
-    """``--compare-cpu N``: run the first ``n`` GPU cells of ``cells`` on the CPU twin
-    (``run_episode``, the CPU sweep's worker), compare their records with the GPU's
-    (:func:`compare`) and write ``OUT/compare_cpu.json`` (and the CPU records,
-    ``OUT/compare_cpu.jsonl``)."""
-    import json
-    import pathlib
-
-    from realm_ros.core.sweep import BATCH_WORLDS
-    from realm_ros.core.types import record_role
-
-    by_key = {(r['pair_id'], record_role(r)): r for r in records}
-    chosen = [c for c in cells if c.world in BATCH_WORLDS and c.key in by_key][:n]
-    if not chosen:
-        raise ConfigError('--compare-cpu: no GPU cells were run')
-    runner = cpu_runner()
-    t = time.perf_counter()
-    try:
-        cpu = [runner.run(cpu_twin(c)) for c in chosen]
-    finally:
-        runner.close()
-    cpu_s = time.perf_counter() - t
-    result = compare([by_key[c.key] for c in chosen], cpu)
-    result['cpu_wall_s'] = cpu_s
-    result['cpu_sim_s'] = sum(r['steps'] for r in cpu) / robot.CONTROL_HZ
-    folder = pathlib.Path(out)
-    (folder / 'compare_cpu.json').write_text(json.dumps(result, indent=2))
-    (folder / 'compare_cpu.jsonl').write_text(''.join(json.dumps(r) + '\n' for r in cpu))
-    if not quiet:
-        verdict = 'within' if result['within_tolerance'] else 'OUTSIDE'
-        print(f"compare-cpu: {result['cells']} cells: progression within "
-              f"{TOLERANCE['progression']} on {result['progression_within']:.0%}, same success "
-              f"on {result['same_success']:.0%} ({verdict} the tolerance, >= "
-              f"{TOLERANCE['cells']:.0%} each); CPU {result['cpu_sim_s']:.0f} s simulated in "
-              f"{cpu_s:.0f} s: {folder / 'compare_cpu.json'}")
-    return result

@@ -175,6 +175,7 @@ class WarpStepper:
             self._before_t = wp.zeros_like(d.time)
             self.naconmax = int(d.naconmax) if hasattr(d, 'naconmax') else nconmax * n
             self.njmax = njmax
+            self._base, self._nconmax = base, nconmax
             # Derived quantities of the initial state (body poses for the first render), as
             # MujocoWorld.reset's mj_forward gives the CPU twin.
             mjw.forward(self.m, d)
@@ -193,8 +194,9 @@ class WarpStepper:
 
     # -- physics ---------------------------------------------------------------------------
 
-    def _period(self) -> None:
-        wp, mjw, d = self.wp, self.mjw, self.d
+    def _period(self, d: Any = None) -> None:
+        wp, mjw = self.wp, self.mjw
+        d = self.d if d is None else d
         s = self.substeps
         for k in range(s):
             wp.copy(d.ctrl, self._ctrl[k])
@@ -206,6 +208,24 @@ class WarpStepper:
                 wp.copy(self._before_v, d.qvel)
                 wp.copy(self._before_t, d.time)
             mjw.step(self.m, d)
+
+    def _capture(self) -> None:
+        """Capture the period's physics steps as a CUDA graph. MuJoCo Warp builds some kernels
+        at their first call, which cannot happen inside a capture: one uncaptured period runs
+        first, on a scratch copy of the data (the worlds' own state must not advance)."""
+        wp, mjw = self.wp, self.mjw
+        scratch = mjw.make_data(self._base, nworld=self.n, nconmax=self._nconmax,
+                                njmax=self.njmax)
+        for name in ('qpos', 'qvel', 'time', 'ctrl', 'mocap_pos', 'mocap_quat', 'act'):
+            src = getattr(self.d, name, None)
+            if src is not None and src.size:
+                wp.copy(getattr(scratch, name), src)
+        self._period(scratch)
+        wp.synchronize()
+        del scratch
+        with wp.ScopedCapture() as capture:
+            self._period()
+        self._graph = capture.graph
 
     def step(self, rows: Sequence[Rows]) -> list[tuple[State, State]]:
         """Integrate one control period of every world (``batch.Stepper``)."""
@@ -223,12 +243,7 @@ class WarpStepper:
             first = self.timing['calls'] == 0
             if self._use_graph:
                 if self._graph is None:
-                    self._period()  # compiles (an uncaptured run), then capture
-                    wp.synchronize()
-                    with wp.ScopedCapture() as capture:
-                        self._period()
-                    self._graph = capture.graph
-                    self._restore_first = True
+                    self._capture()
                 wp.capture_launch(self._graph)
             else:
                 self._period()
