@@ -45,6 +45,17 @@ def test_device_gpu_runs_learned_policies_on_warp_and_the_scripted_ladder_on_mjx
                                      '--policies', learned))
 
 
+def test_gpu_workers_share_the_gpu_as_batch_worker_processes(tmp_path):
+    from realm_ros.sweep.executors import InProcessExecutor, ProcessExecutor
+
+    ex = sweep_cmd.make_executor(_args(tmp_path, '--device', 'gpu', '--gpu-workers', '3'), {})
+    assert isinstance(ex, ProcessExecutor) and ex.counts == {'cpu': 1, 'gpu': 3}
+    ex = sweep_cmd.make_executor(_args(tmp_path, '--device', 'gpu'), {})
+    assert isinstance(ex, InProcessExecutor)
+    with pytest.raises(ConfigError, match='--gpu-workers'):
+        sweep_cmd.make_executor(_args(tmp_path, '--gpu-workers', '0'), {})
+
+
 def test_warp_and_mjx_cells_of_one_task_go_to_separate_gpu_units():
     from realm_ros.sweep.executors import make_units
 
@@ -67,6 +78,23 @@ def test_warp_refuses_what_it_cannot_batch_with_the_reason():
         refuse_on_warp(cells('scripted:0', 'V-AUG'))
     with pytest.raises(ConfigError, match='V-SC'):
         refuse_on_warp(cells('scripted:0', 'V-SC'))
+
+
+def test_the_gpu_worker_builds_the_batch_its_options_name_at_start():
+    """With ``warp`` options (the sweep has warp cells) the GPU worker builds the Warp batch
+    worker when it starts, so a missing package is said once, before any unit."""
+    pytest.importorskip('warp')
+    pytest.importorskip('mujoco_warp')
+    from realm_ros.sweep.warp import GpuRunner, WarpBatchRunner
+
+    runner = GpuRunner(batch=4, warp={'device': 'cpu'})
+    assert list(runner._runners) == ['warp']
+    assert isinstance(runner._runners['warp'], WarpBatchRunner)
+    assert runner._runners['warp'].options.batch == 4
+    with pytest.raises(ConfigError, match='one world'):
+        runner.run_cells(plan_cells(SweepConfig(tasks=('push_switch',), policies=('scripted:0',),
+                                                worlds=('warp', 'mjx'))))
+    runner.close()
 
 
 def test_compare_cpu_needs_the_gpu_and_exits_2(tmp_path, capsys):

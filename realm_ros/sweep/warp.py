@@ -360,7 +360,7 @@ def make_infer_batch(stepper_ref: Callable[[], Any]
 
 class GpuRunner:
     """The ``gpu`` worker kind: ``mjx`` cells to the MJX batch worker, ``warp`` cells to the
-    Warp one (each built on first use)."""
+    Warp one (the one the options name is built at once, the other on first use)."""
 
     def __init__(self, batch: int = 1024, iterations: int | None = None,
                  ls_iterations: int | None = None,
@@ -369,19 +369,25 @@ class GpuRunner:
                                             'ls_iterations': ls_iterations}
         self.warp_options = {'batch': batch, **dict(warp or {})}
         self._runners: dict[str, Any] = {}
+        # The worker the sweep's options name is built now, so a missing package is said once,
+        # when the worker starts (not as a failing unit): Warp when the sweep has warp cells
+        # (``warp`` options), else MJX.
+        self._runner('warp' if warp is not None else 'mjx')
 
-    def run_cells(self, cells: Sequence[Cell]) -> list[dict]:
-        worlds = {c.world for c in cells}
-        if len(worlds) != 1:
-            raise ConfigError(f'a GPU unit holds one world, got {sorted(worlds)}')
-        world = worlds.pop()
+    def _runner(self, world: str) -> Any:
         if world not in self._runners:
             if world == 'warp':
                 self._runners[world] = WarpBatchRunner(**self.warp_options)
             else:
                 from realm_ros.sweep.mjx import BatchRunner
                 self._runners[world] = BatchRunner(**self.mjx_options)
-        return self._runners[world].run_cells(cells)
+        return self._runners[world]
+
+    def run_cells(self, cells: Sequence[Cell]) -> list[dict]:
+        worlds = {c.world for c in cells}
+        if len(worlds) != 1:
+            raise ConfigError(f'a GPU unit holds one world, got {sorted(worlds)}')
+        return self._runner(worlds.pop()).run_cells(cells)
 
     def close(self) -> None:
         for runner in self._runners.values():
