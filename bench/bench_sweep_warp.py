@@ -11,6 +11,11 @@ Real-time factor = simulated seconds of all worlds / wall seconds. The CPU figur
 in this process, and its agreement with the Warp records of the same cells
 (``sweep.warp.compare``: progression within 0.25 and the same success).
 
+``--processes P`` splits the worlds between P batch processes sharing the device (the
+sweep's ``--gpu-workers``; the host side of a batch, policy chains and scoring, is Python and
+takes one core per process), after one compile in this process; the wall time runs from the
+first process's start to the last one's end.
+
 Prints and appends to bench/results/bench.jsonl. Needs mujoco-warp, warp-lang and torch; runs
 on the CPU device when there is no GPU (use tiny sizes: ``--worlds 2 --max-steps 4
 --image-size 64x36``).
@@ -80,6 +85,15 @@ def main() -> int:
                'shadows': args.shadows, 'graph': False if args.no_graph else None}
     cams = f'{len(cells[0].cameras)} cameras {width}x{height}'
     first_records: list[dict] = []
+    if args.processes > 1:
+        # Compile (or load from ~/.cache/warp) once here, so the worker processes only load the
+        # cached kernels instead of compiling the same ones side by side.
+        t = time.perf_counter()
+        _shard(0, cells[:2], options, args.warmup_steps, None, args.warmup_steps)
+        cold = time.perf_counter() - t
+        rec.figure(f'sweep Warp {args.task} 2 worlds, {args.warmup_steps} steps twice in this '
+                   'process before the workers start (kernel compile or cache load, render '
+                   'context, graph capture)', cold, 's', device=device)
     for w in widths:
         group = cells[:w]
         shards = [group[k::args.processes] for k in range(args.processes)]
@@ -150,9 +164,11 @@ def main() -> int:
     return 0
 
 
-def _shard(index: int, cells: list, options: dict, warmup: int, queue: Any) -> dict:
-    """Run ``cells`` in one Warp batch after a ``warmup``-step first run; with ``queue``
-    (a worker process) wait for the others before the timed run and put the result there."""
+def _shard(index: int, cells: list, options: dict, warmup: int, queue: Any,
+           steps: int = 0) -> dict:
+    """Run ``cells`` in one Warp batch (``steps``: that many steps each) after a
+    ``warmup``-step first run; with ``queue`` (a worker process) wait for the others before
+    the timed run and put the result there."""
     from realm_ros.sweep.warp import WarpBatchRunner, run_warp
 
     runner = WarpBatchRunner(**options)
@@ -164,6 +180,9 @@ def _shard(index: int, cells: list, options: dict, warmup: int, queue: Any) -> d
     if queue is not None:
         queue[1].wait()
     start = time.time()
+    if steps:
+        cells = [dataclasses.replace(c, spec=dataclasses.replace(c.spec, max_steps=steps))
+                 for c in cells]
     records, timing = run_warp(cells, runner)
     result = {'index': index, 'records': records, 'timing': timing, 'first_run_s': first,
               'start': start, 'end': time.time()}
