@@ -319,8 +319,8 @@ class ProcessExecutor(Executor):
 
 
 def make_units(cells: Sequence[Cell], batch: int = 1024) -> list[Unit]:
-    """Return the units of ``cells``: one per CPU cell; ``mjx`` cells in batches of up to
-    ``batch`` per task (a batch worker groups them by scene geometry)."""
+    """Return the units of ``cells``: one per CPU cell; ``mjx`` and ``warp`` cells in batches
+    of up to ``batch`` per world and task (a batch worker groups them by scene geometry)."""
     from realm_ros.core.sweep import BATCH_WORLDS
 
     units: list[Unit] = []
