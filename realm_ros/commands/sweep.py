@@ -9,7 +9,10 @@ Flags mean what ``paired-eval``'s of the same name mean (``--out``, ``--tasks``,
 machine that sees the folder); ``OUT/summary.json`` and ``OUT/report.html`` hold per world the
 per-policy, per-task and per-perturbation results with bootstrap CIs, the Bradley-Terry
 ranking, and what was retried. ``--device gpu`` runs the scripted ladder's cells batched in
-MJX (world ``mjx``; needs ``mujoco-mjx`` and ``jax``). docs/scaling.md: clusters.
+MJX (world ``mjx``; needs ``mujoco-mjx`` and ``jax``) and learned policies' cells batched on
+MuJoCo Warp (world ``warp``: cameras ray traced and the policy run on the device; needs
+``mujoco-warp``; ``--gpu-engine`` picks one for all), ``--compare-cpu N`` re-runs N of them on
+the CPU twin and checks the records agree. docs/scaling.md: clusters; docs/performance.md.
 """
 
 from __future__ import annotations
@@ -33,6 +36,8 @@ from realm_ros.core.types import DEFAULT_MAX_STEPS, record_role
 from realm_ros.sweep.mjx import refuse_on_gpu, solver_iterations
 
 DEVICES = ('cpu', 'gpu')
+#: What ``--device gpu`` runs the twin's cells on (``--gpu-engine``).
+GPU_ENGINES = ('auto', 'mjx', 'warp')
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -74,8 +79,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help='run on Ray: no address = a local Ray (or RAY_ADDRESS), auto = '
                              'the cluster of this machine, or HOST:PORT')
     parser.add_argument('--device', default='cpu', choices=DEVICES,
-                        help='gpu: the scripted cells batched in MJX (world mjx)')
-    parser.add_argument('--batch', type=int, default=1024, help='gpu: worlds per MJX batch')
+                        help='gpu: the scripted cells batched in MJX (world mjx), learned '
+                             'policies batched on MuJoCo Warp (world warp)')
+    parser.add_argument('--gpu-engine', default='auto', choices=GPU_ENGINES,
+                        help='gpu: mjx or warp for every cell (auto: mjx when every policy '
+                             'is scripted, else warp)')
+    parser.add_argument('--compare-cpu', nargs='?', type=int, const=8, default=0, metavar='N',
+                        help='gpu: re-run the first N (8) GPU cells on the CPU twin and check '
+                             'the records agree (OUT/compare_cpu.json)')
+    parser.add_argument('--batch', type=int, default=1024,
+                        help='gpu: worlds per MJX or Warp batch')
+    parser.add_argument('--gpu-workers', type=int, default=1,
+                        help='gpu: batch worker processes sharing the GPU, one batch each '
+                             '(the host side of a Warp batch, scoring and the policy chains, '
+                             'is Python: more processes use more cores)')
     parser.add_argument('--solver-iterations', default='',
                         help='gpu: MJX solver iterations/line-search iterations, e.g. 4/8')
     parser.add_argument('--quiet', action='store_true', help='no progress bar or table')
@@ -122,7 +139,8 @@ def build_config(args: argparse.Namespace) -> SweepConfig:
         args.perturbations
     worlds = tuple(args.worlds)
     if args.device == 'gpu':
-        worlds = tuple(dict.fromkeys('mjx' if w == 'mujoco' else w for w in worlds))
+        engine = gpu_engine(getattr(args, 'gpu_engine', 'auto'), args.policies)
+        worlds = tuple(dict.fromkeys(engine if w == 'mujoco' else w for w in worlds))
     sim_params = args.sim_params
     if sim_params:
         path = pathlib.Path(sim_params).expanduser().resolve()
@@ -134,6 +152,17 @@ def build_config(args: argparse.Namespace) -> SweepConfig:
                        episodes_per_cell=args.episodes_per_cell, max_steps=args.max_steps,
                        seed=args.seed, worlds=worlds, cameras=args.cameras,
                        execute_horizon=args.execute_horizon, sim_params_file=sim_params)
+
+
+def gpu_engine(engine: str, policies: Sequence[str]) -> str:
+    """Return the GPU world of ``--gpu-engine``: ``mjx`` or ``warp`` (auto: ``mjx`` when every
+    policy is scripted, the batch MJX's agreement was measured on, else ``warp``)."""
+    if engine not in GPU_ENGINES:
+        raise ConfigError(f'--gpu-engine: choose one of {list(GPU_ENGINES)}, got {engine!r}')
+    if engine != 'auto':
+        return engine
+    scripted = all(PolicyEntry.parse(p).policy == 'scripted' for p in policies)
+    return 'mjx' if scripted else 'warp'
 
 
 def make_executor(args: argparse.Namespace, options: dict[str, Any],
@@ -149,10 +178,13 @@ def make_executor(args: argparse.Namespace, options: dict[str, Any],
         return RayExecutor(args.ray or os.environ.get('RAY_ADDRESS') or None, args.workers,
                            hook=hook, options=options,
                            init_kwargs={'log_to_driver': True} if verbose else None)
-    if args.workers and args.workers > 1:
+    gpu_workers = getattr(args, 'gpu_workers', 1)
+    require_positive('--gpu-workers', gpu_workers)
+    if (args.workers and args.workers > 1) or gpu_workers > 1:
         # Workers' lines in OUT/logs/ (as paired-eval's node logs), unless --verbose.
         log_dir = None if verbose else _log_dir(args.out)
-        return ProcessExecutor(args.workers, hook=hook, options=options, log_dir=log_dir)
+        return ProcessExecutor(args.workers or 1, gpu_workers, hook=hook, options=options,
+                               log_dir=log_dir)
     return InProcessExecutor(hook=hook, options=options)
 
 
@@ -202,8 +234,8 @@ def run(args: argparse.Namespace) -> int:
         if video_camera not in CAMERA_NAMES:
             raise ConfigError(f'--videos: unknown camera {video_camera!r}; choose one of '
                               f'{list(CAMERA_NAMES)}')
-        if 'mjx' in config.worlds:
-            raise ConfigError('--videos: the GPU batch (--device gpu) renders no cameras')
+        if 'mjx' in config.worlds or 'warp' in config.worlds:
+            raise ConfigError('--videos: the GPU batch (--device gpu) keeps no videos')
 
     def cameras_for(entry: PolicyEntry) -> tuple[str, ...]:
         wanted = set(policy_cameras(entry, config.cameras)) | {video_camera}
@@ -212,6 +244,10 @@ def run(args: argparse.Namespace) -> int:
     cells = plan_cells(config, cameras_for, servers)
     for cell in skipped_cells(config):
         console.warn(f'skipped {cell["task"]} / {cell["perturbation"]}: {cell["reason"]}')
+    if getattr(args, 'compare_cpu', 0) and args.device != 'gpu':
+        raise ConfigError('--compare-cpu checks a GPU run against the CPU twin: add --device gpu')
+    if getattr(args, 'compare_cpu', 0) < 0:
+        raise ConfigError(f'--compare-cpu must be a positive cell count, got {args.compare_cpu}')
     options: dict[str, Any] = {}
     if 'mjx' in config.worlds:
         from realm_ros.sweep.mjx import require_mjx
@@ -221,6 +257,12 @@ def run(args: argparse.Namespace) -> int:
         iterations, ls_iterations = solver_iterations(args.solver_iterations)
         options['gpu'] = {'batch': args.batch, 'iterations': iterations,
                           'ls_iterations': ls_iterations}
+    if 'warp' in config.worlds:
+        from realm_ros.sweep.warp import refuse_on_warp, require_warp
+        require_warp()
+        require_positive('--batch', args.batch)
+        refuse_on_warp([c for c in cells if c.world == 'warp'])
+        options.setdefault('gpu', {'batch': args.batch})['warp'] = {}
     out = args.out.expanduser().resolve()
     bar = console.bar(len(cells), 'cells', unit='cell')
     hook = None
@@ -245,6 +287,10 @@ def run(args: argparse.Namespace) -> int:
     finally:
         bar.close()
     finish(out, config, cells, run_info, log, args.quiet)
+    compare_n = getattr(args, 'compare_cpu', 0)
+    if compare_n:
+        from realm_ros.sweep.compare_cpu import compare_with_cpu
+        compare_with_cpu(out, cells, log.records, compare_n, quiet=args.quiet)
     return 0
 
 

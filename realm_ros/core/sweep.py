@@ -9,7 +9,7 @@ its :class:`Cell`: the same grid gives the same records on any executor (``realm
 
 Records are :meth:`EpisodeResult.to_record` lines in the crash-safe
 :class:`~realm_ros.core.evaluation.EpisodeLog`, keyed by ``(pair_id, world)``, where the world
-is the record's backend (``mujoco``, ``physx``, ``mjx``): a re-run skips what is done.
+is the record's backend (``mujoco``, ``physx``, ``mjx``, ``warp``): a re-run skips what is done.
 """
 
 from __future__ import annotations
@@ -26,10 +26,12 @@ from realm_ros.core.evaluation import EvalConfig, PolicyEntry, derive_seed, scor
 from realm_ros.core.types import DEFAULT_MAX_STEPS, EpisodeSpec, record_role
 
 #: Worlds a sweep runs: the MuJoCo twin, the twin on kit-less PhysX, and the twin batched in
-#: MJX on a GPU (``--device gpu``; the scripted ladder only, run by a GPU batch worker).
-WORLDS = ('mujoco', 'physx', 'mjx')
+#: MJX on a GPU (``--device gpu``; the scripted ladder only, run by a GPU batch worker), and the
+#: twin batched on MuJoCo Warp (``--device gpu`` for learned policies: cameras ray traced and
+#: the policy run on the device, ``sweep/warp.py``).
+WORLDS = ('mujoco', 'physx', 'mjx', 'warp')
 #: Worlds whose cells a GPU batch worker runs (a CPU worker runs the others).
-BATCH_WORLDS = ('mjx',)
+BATCH_WORLDS = ('mjx', 'warp')
 #: Record fields that differ between two runs of the same cell (the wall clock).
 TIMING_FIELDS = ('wall_time_s',)
 

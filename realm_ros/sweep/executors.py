@@ -339,15 +339,15 @@ class ProcessExecutor(Executor):
 
 
 def make_units(cells: Sequence[Cell], batch: int = 1024) -> list[Unit]:
-    """Return the units of ``cells``: one per CPU cell; ``mjx`` cells in batches of up to
-    ``batch`` per task (a batch worker groups them by scene geometry)."""
+    """Return the units of ``cells``: one per CPU cell; ``mjx`` and ``warp`` cells in batches
+    of up to ``batch`` per world and task (a batch worker groups them by scene geometry)."""
     from realm_ros.core.sweep import BATCH_WORLDS
 
     units: list[Unit] = []
-    grouped: dict[str, list[Cell]] = {}
+    grouped: dict[tuple[str, str], list[Cell]] = {}
     for cell in cells:
         if cell.world in BATCH_WORLDS:
-            grouped.setdefault(cell.spec.task, []).append(cell)
+            grouped.setdefault((cell.world, cell.spec.task), []).append(cell)
         else:
             units.append(Unit(len(units), (cell,), 'cpu'))
     for members in grouped.values():

@@ -182,11 +182,11 @@ def infra_record(cell: Cell, error: str) -> dict[str, Any]:
 def make_runner(kind: str, worker_index: int = 0, hook: CellHook | None = None,
                 options: Mapping[str, Any] | None = None) -> Runner:
     """Return the runner a worker of ``kind`` hosts: ``cpu`` (:class:`CellRunner`) or ``gpu``
-    (the MJX :class:`~realm_ros.sweep.mjx.BatchRunner`, ``options``: batch, solver
-    iterations)."""
+    (:class:`~realm_ros.sweep.warp.GpuRunner`: the MJX or MuJoCo Warp batch worker,
+    ``options``: batch, solver iterations, ``warp``)."""
     if kind == 'gpu':
-        from realm_ros.sweep.mjx import BatchRunner
-        return BatchRunner(**dict(options or {}))
+        from realm_ros.sweep.warp import GpuRunner
+        return GpuRunner(**dict(options or {}))
     if kind != 'cpu':
         raise ConfigError(f'unknown worker kind {kind!r}; choose cpu or gpu')
     return CellRunner(worker_index, hook)

@@ -1,0 +1,308 @@
+"""Whole-episode sweeps on MuJoCo Warp: N twin worlds stepped, rendered and driven in one batch.
+
+:class:`WarpStepper` is a :class:`~realm_ros.backends.mujoco.batch.Stepper`: the worlds of one
+group (same scene structure, :func:`~realm_ros.backends.mujoco.mjx_sweep.structure_key`) share
+one MuJoCo Warp model, whose fields that differ between worlds (B-HOBJ's masses and damping,
+V-LIGHT's lights, V-VIEW's cameras, ...) get a per-world leading dimension (``put_model``'s
+``batch_sizes``); one call integrates every world's control period (``physics_hz /
+control_hz`` = 16 physics steps at 15 Hz) from the control rows the host computed
+(:meth:`MujocoWorld.period_controls`: the latency queue and the target-frame mocap are the
+CPU twin's), and hands back the state before the period's last physics step and after it
+(:meth:`MujocoWorld.load_step` rebuilds ``mj_step``'s data from them on the host, where the
+task's privileged state, the progress tracker and the referee run in the same code as
+:func:`~realm_ros.core.episode.run_episode`). On CUDA the period's physics steps replay as one
+captured graph; on the CPU device (tests) they are launched one by one.
+
+:meth:`WarpStepper.render` draws the cameras the policies use for every world at once with
+MuJoCo Warp's ray tracer (``create_render_context`` / ``refit_bvh`` / ``render``) and returns
+them as a torch tensor on the same device (``wp.to_torch``: no copy), where
+``sweep/warp.py``'s ``LearnedBatch`` runs the learned checkpoint on them for every world that
+asks for a chunk this step, in one forward pass.
+
+The model is the twin's own (elliptic cones, the scene's integrator, cylinders and ellipsoids,
+friction and armature): MuJoCo Warp 4.0 implements all of them, unlike MJX 3.17
+(``mjx_sweep.py``). What differs from the CPU twin: float32, Warp's solver and collision
+(the same algorithms, not the same floating-point sums), and the pictures (a ray tracer, not
+OpenGL: no reflections, shadows off by default, area resizing on the device). The sweep's
+``--compare-cpu`` and ``bench/bench_sweep_warp.py`` measure what that changes
+(docs/performance.md).
+
+Needs ``mujoco-warp`` and ``warp-lang`` (and torch for learned policies); imported only for
+``--device gpu``.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Sequence
+
+import numpy as np
+
+from realm_ros.backends.mujoco.batch import Rows, State
+from realm_ros.backends.mujoco.mjx_sweep import structure_key
+from realm_ros.backends.mujoco.world import MujocoWorld
+from realm_ros.core.errors import BackendUnavailable, ConfigError, InfrastructureError
+
+#: The cameras of a three-camera sweep (the DROID rig's), in the renderer's order.
+ALL_CAMERAS = ('exterior_1', 'exterior_2', 'wrist')
+
+
+def import_warp() -> tuple[Any, Any]:
+    """Return ``(warp, mujoco_warp)`` or raise :class:`BackendUnavailable` naming them."""
+    try:
+        import mujoco_warp as mjw  # type: ignore[import-untyped]  # ships no type information
+        import warp as wp
+    except ImportError as err:
+        raise BackendUnavailable(
+            "--device gpu on MuJoCo Warp needs 'mujoco-warp' and 'warp-lang' "
+            "(pip install 'realm_ros[warp]'; an NVIDIA GPU for speed)") from err
+    # No banner, no line per kernel module loaded (Warp prints them at its INFO level).
+    wp.config.quiet = True  # type: ignore[attr-defined]  # warp.config's names are dynamic
+    if hasattr(wp, 'LOG_WARNING'):
+        wp.config.log_level = wp.LOG_WARNING
+    wp.init()
+    return wp, mjw
+
+
+def warp_available() -> bool:
+    """Whether mujoco_warp and warp import (without initialising them)."""
+    import importlib.util
+
+    return all(importlib.util.find_spec(m) is not None for m in ('warp', 'mujoco_warp'))
+
+
+def default_device() -> str:
+    """``cuda:0`` when Warp sees a GPU, else ``cpu``."""
+    wp, _ = import_warp()
+    return 'cuda:0' if wp.get_cuda_device_count() > 0 else 'cpu'
+
+
+def batched_fields(worlds: Sequence[MujocoWorld], mjw: Any) -> dict[str, np.ndarray]:
+    """Return the MuJoCo Warp model fields whose values differ between ``worlds``, stacked
+    (N, ...). Fields Warp does not hold only matter to the host, where each world keeps its own
+    model (``load_step``).
+
+    Raises:
+        ConfigError: a differing field MuJoCo Warp holds shared (not batchable per world).
+    """
+    import dataclasses
+
+    models = [w.model for w in worlds]
+    warp_fields: dict[str, bool] = {}
+    for f in dataclasses.fields(mjw.Model):
+        shape = getattr(f.type, 'shape', None)
+        if isinstance(shape, tuple):
+            warp_fields[f.name] = shape[:1] == ('*',)
+    out: dict[str, np.ndarray] = {}
+    shared: list[str] = []
+    for name, batchable in warp_fields.items():
+        first = getattr(models[0], name, None)
+        if not isinstance(first, np.ndarray) or first.dtype == object or not first.size:
+            continue
+        arrays = [np.asarray(getattr(m, name)) for m in models]
+        if all(np.array_equal(a, first) for a in arrays[1:]):
+            continue
+        if batchable:
+            out[name] = np.stack(arrays)
+        else:
+            shared.append(name)
+    if shared:
+        raise ConfigError(f'--device gpu (MuJoCo Warp): fields that differ between the worlds '
+                          f'of one batch are shared in MuJoCo Warp: {sorted(shared)}; run these '
+                          'cells with --device cpu')
+    return out
+
+
+class WarpStepper:
+    """One MuJoCo Warp batch of same-structure worlds (see the module docstring).
+
+    Args:
+        worlds: reset :class:`MujocoWorld` s with equal :func:`structure_key`.
+        cameras: cameras :meth:`render` draws (empty: no render context).
+        image_size: (width, height) of each camera, px.
+        device: Warp device (``cuda:0``, ``cpu``; None: :func:`default_device`).
+        nconmax, njmax: contacts and constraint rows allocated per world.
+        shadows: the renderer's shadows (the twin's OpenGL key light casts them).
+    """
+
+    name = 'warp'
+
+    def __init__(self, worlds: Sequence[MujocoWorld], cameras: Sequence[str] = (),
+                 image_size: tuple[int, int] = (320, 180), device: str | None = None,
+                 nconmax: int = 96, njmax: int = 512, shadows: bool = False,
+                 graph: bool | None = None) -> None:
+        wp, mjw = import_warp()
+        self.wp, self.mjw = wp, mjw
+        if len({structure_key(w) for w in worlds}) != 1:
+            raise ConfigError('WarpStepper: the worlds of one batch must share their scene '
+                              'structure (group cells by structure_key)')
+        self.device = device or default_device()
+        self.timing = {'compile': 0.0, 'physics': 0.0, 'render': 0.0, 'transfer': 0.0,
+                       'calls': 0, 'renders': 0}
+        base = worlds[0].model
+        self.n = n = len(worlds)
+        self.substeps = worlds[0]._substeps
+        self.cameras = tuple(cameras)
+        self.image_size = (int(image_size[0]), int(image_size[1]))
+        t0 = time.perf_counter()
+        with wp.ScopedDevice(self.device):
+            fields = batched_fields(worlds, mjw)
+            self.varying = sorted(fields)
+            self.m = mjw.put_model(base, batch_sizes={k: n for k in fields})
+            for name, values in fields.items():
+                target = getattr(self.m, name)
+                ref = target.numpy()
+                target.assign(values.astype(ref.dtype).reshape(ref.shape))
+            self.d = mjw.make_data(base, nworld=n, nconmax=nconmax, njmax=njmax)
+            d = self.d
+            dtype = np.float32
+            d.qpos.assign(np.stack([w.data.qpos for w in worlds]).astype(dtype))
+            d.qvel.assign(np.stack([w.data.qvel for w in worlds]).astype(dtype))
+            d.time.assign(np.array([w.data.time for w in worlds], dtype=dtype))
+            d.ctrl.assign(np.stack([w.data.ctrl for w in worlds]).astype(dtype))
+            if base.na:
+                d.act.assign(np.stack([w.data.act for w in worlds]).astype(dtype))
+            self.nm = base.nmocap
+            if self.nm:
+                d.mocap_pos.assign(np.stack([w.data.mocap_pos for w in worlds]).astype(dtype))
+                d.mocap_quat.assign(np.stack([w.data.mocap_quat for w in worlds]).astype(dtype))
+            s = self.substeps
+            self._ctrl = wp.zeros((s, n, base.nu), dtype=float)
+            self._mpos = wp.zeros((s, n, max(self.nm, 1)), dtype=wp.vec3)
+            self._mquat = wp.zeros((s, n, max(self.nm, 1)), dtype=wp.quat)
+            self._before_q = wp.zeros_like(d.qpos)
+            self._before_v = wp.zeros_like(d.qvel)
+            self._before_t = wp.zeros_like(d.time)
+            self.naconmax = int(d.naconmax) if hasattr(d, 'naconmax') else nconmax * n
+            self.njmax = njmax
+            self._base, self._nconmax = base, nconmax
+            # Derived quantities of the initial state (body poses for the first render), as
+            # MujocoWorld.reset's mj_forward gives the CPU twin.
+            mjw.forward(self.m, d)
+            self.rc = None
+            if self.cameras:
+                self.rc = mjw.create_render_context(
+                    base, nworld=n, cam_res=self.image_size, render_rgb=True,
+                    render_depth=False, cam_active=list(self.cameras), use_shadows=shadows)
+                adr = self.rc.rgb_adr.numpy()
+                self._rgb_adr = [int(adr[i]) for i in range(len(self.cameras))]
+            wp.synchronize()
+        self.timing['setup'] = time.perf_counter() - t0
+        self._graph: Any = None
+        self._use_graph = (self.device.startswith('cuda') if graph is None else graph)
+        self._torch_images: Any = None
+
+    # -- physics ---------------------------------------------------------------------------
+
+    def _period(self, d: Any = None) -> None:
+        wp, mjw = self.wp, self.mjw
+        d = self.d if d is None else d
+        s = self.substeps
+        for k in range(s):
+            wp.copy(d.ctrl, self._ctrl[k])
+            if self.nm:
+                wp.copy(d.mocap_pos, self._mpos[k])
+                wp.copy(d.mocap_quat, self._mquat[k])
+            if k == s - 1:
+                wp.copy(self._before_q, d.qpos)
+                wp.copy(self._before_v, d.qvel)
+                wp.copy(self._before_t, d.time)
+            mjw.step(self.m, d)
+
+    def _capture(self) -> None:
+        """Capture the period's physics steps as a CUDA graph. MuJoCo Warp builds some kernels
+        at their first call, which cannot happen inside a capture: one uncaptured period runs
+        first, on a scratch copy of the data (the worlds' own state must not advance)."""
+        wp, mjw = self.wp, self.mjw
+        scratch = mjw.make_data(self._base, nworld=self.n, nconmax=self._nconmax,
+                                njmax=self.njmax)
+        for name in ('qpos', 'qvel', 'time', 'ctrl', 'mocap_pos', 'mocap_quat', 'act'):
+            src = getattr(self.d, name, None)
+            if src is not None and src.size:
+                wp.copy(getattr(scratch, name), src)
+        self._period(scratch)
+        wp.synchronize()
+        del scratch
+        with wp.ScopedCapture() as capture:
+            self._period()
+        self._graph = capture.graph
+
+    def step(self, rows: Sequence[Rows]) -> list[tuple[State, State]]:
+        """Integrate one control period of every world (``batch.Stepper``)."""
+        wp = self.wp
+        t = time.perf_counter()
+        ctrl = np.stack([r[0] for r in rows]).transpose(1, 0, 2)
+        with wp.ScopedDevice(self.device):
+            self._ctrl.assign(np.ascontiguousarray(ctrl, dtype=np.float32))
+            if self.nm:
+                self._mpos.assign(np.ascontiguousarray(
+                    np.stack([r[1] for r in rows]).transpose(1, 0, 2, 3), dtype=np.float32))
+                self._mquat.assign(np.ascontiguousarray(
+                    np.stack([r[2] for r in rows]).transpose(1, 0, 2, 3), dtype=np.float32))
+            t1 = time.perf_counter()
+            first = self.timing['calls'] == 0
+            if self._use_graph:
+                if self._graph is None:
+                    self._capture()
+                wp.capture_launch(self._graph)
+            else:
+                self._period()
+            wp.synchronize()
+            t2 = time.perf_counter()
+            q1, v1, s1 = self.d.qpos.numpy(), self.d.qvel.numpy(), self.d.time.numpy()
+            q0, v0, s0 = (self._before_q.numpy(), self._before_v.numpy(),
+                          self._before_t.numpy())
+            self._check_capacity()
+        t3 = time.perf_counter()
+        self.timing['transfer'] += (t1 - t) + (t3 - t2)
+        self.timing['compile' if first else 'physics'] += t2 - t1
+        self.timing['calls'] += 1
+        q0, v0, q1, v1 = (a.astype(float) for a in (q0, v0, q1, v1))
+        self._torch_images = None
+        return [((q0[i], v0[i], float(s0[i])), (q1[i], v1[i], float(s1[i])))
+                for i in range(self.n)]
+
+    def _check_capacity(self) -> None:
+        """Raise InfrastructureError if a world overflowed its contact or constraint rows."""
+        d = self.d
+        nacon = int(d.nacon.numpy()[0]) if hasattr(d, 'nacon') else 0
+        if nacon > self.naconmax:
+            raise InfrastructureError(f'MuJoCo Warp: {nacon} contacts overflow the '
+                                      f'{self.naconmax} allocated (raise nconmax)')
+        if hasattr(d, 'nefc'):
+            nefc = int(np.max(d.nefc.numpy()))
+            if nefc > self.njmax:
+                raise InfrastructureError(f'MuJoCo Warp: {nefc} constraint rows overflow the '
+                                          f'{self.njmax} allocated per world (raise njmax)')
+
+    # -- cameras ---------------------------------------------------------------------------
+
+    def render(self) -> Any:
+        """Return every world's images of the current state: a torch uint8 tensor
+        (N, cameras, H, W, 3) RGB on this stepper's device (rendered once per state)."""
+        if self.rc is None:
+            raise ConfigError('WarpStepper.render: the stepper was built without cameras')
+        if self._torch_images is not None:
+            return self._torch_images
+        import torch
+
+        wp, mjw = self.wp, self.mjw
+        t = time.perf_counter()
+        with wp.ScopedDevice(self.device):
+            mjw.refit_bvh(self.m, self.d, self.rc)
+            mjw.render(self.m, self.d, self.rc)
+            wp.synchronize()
+            packed = wp.to_torch(self.rc.rgb_data)  # (N, pixels) packed ARGB, no copy
+        w, h = self.image_size
+        raw = packed.view(torch.uint8).view(self.n, -1, 4)  # little endian: B, G, R, A
+        cams = [raw[:, a:a + w * h, :3].flip(-1).reshape(self.n, h, w, 3)
+                for a in self._rgb_adr]
+        self._torch_images = torch.stack(cams, dim=1)
+        self.timing['renders'] += 1
+        self.timing['render'] += time.perf_counter() - t
+        return self._torch_images
+
+    def host_images(self, index: int) -> dict[str, np.ndarray]:
+        """World ``index``'s images of the current state as (H, W, 3) uint8 arrays."""
+        images = self.render()[index].cpu().numpy()
+        return {c: images[k] for k, c in enumerate(self.cameras)}

@@ -1,0 +1,111 @@
+"""``--compare-cpu``: a GPU sweep's records (``mjx`` or ``warp``) against the CPU twin's.
+
+:func:`compare_with_cpu` re-runs the first N GPU cells with ``run_episode`` on the CPU twin
+(the CPU sweep's :class:`~realm_ros.sweep.runner.CellRunner`, cameras of the GPU batch's
+size) and :func:`compare` checks them per cell within :data:`TOLERANCE`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Any, Mapping, Sequence
+
+from realm_ros.core import robot
+from realm_ros.core.errors import ConfigError
+from realm_ros.core.sweep import Cell
+
+#: ``--compare-cpu``'s tolerance, per cell and over the compared cells. float32 physics and a
+#: different renderer (ray tracing against OpenGL) make a vision policy see slightly different
+#: pictures, so its chunks, and after a few chunks its path, differ; what must hold is the
+#: outcome: |progression difference| <= ``progression`` on at least ``cells`` of the cells, and
+#: the same success on at least ``cells`` of them.
+TOLERANCE = {'progression': 0.25, 'cells': 0.8}
+
+
+def compare(gpu: Sequence[Mapping[str, Any]], cpu: Sequence[Mapping[str, Any]],
+            tolerance: Mapping[str, float] = TOLERANCE) -> dict[str, Any]:
+    """Return the per-cell agreement of two runs of the same cells (records in the same order)
+    and whether it is within ``tolerance`` (:data:`TOLERANCE`)."""
+    rows = []
+    for g, c in zip(gpu, cpu):
+        if g['pair_id'] != c['pair_id']:
+            raise ConfigError(f'compare: cells differ ({g["pair_id"]} vs {c["pair_id"]})')
+        rows.append({'pair_id': g['pair_id'], 'gpu_progression': g['progression'],
+                     'cpu_progression': c['progression'], 'gpu_success': g['success'],
+                     'cpu_success': c['success'], 'gpu_steps': g['steps'],
+                     'cpu_steps': c['steps']})
+    n = len(rows)
+    if not n:
+        raise ConfigError('compare: no cells')
+    close = sum(abs(r['gpu_progression'] - r['cpu_progression']) <= tolerance['progression']
+                for r in rows) / n
+    same = sum(bool(r['gpu_success']) == bool(r['cpu_success']) for r in rows) / n
+    return {'cells': n, 'progression_within': close, 'same_success': same,
+            'mean_abs_progression_diff': sum(abs(r['gpu_progression'] - r['cpu_progression'])
+                                             for r in rows) / n,
+            'gpu_success_rate': sum(bool(r['gpu_success']) for r in rows) / n,
+            'cpu_success_rate': sum(bool(r['cpu_success']) for r in rows) / n,
+            'tolerance': dict(tolerance),
+            'within_tolerance': close >= tolerance['cells'] and same >= tolerance['cells'],
+            'per_cell': rows}
+
+
+def cpu_runner(image_size: tuple[int, int] = (320, 180)) -> Any:
+    """The CPU sweep's :class:`CellRunner` with cameras of ``image_size`` (the Warp batch's)."""
+    from realm_ros.sweep.runner import CellRunner
+
+    def factory(backend: str, cameras: tuple[str, ...], sim_params_file: str) -> Any:
+        from realm_ros.core.config import WorldConfig
+        from realm_ros.core.world import make_world
+
+        return make_world(WorldConfig(backend=backend, cameras=cameras,
+                                      camera_rate_hz=robot.CONTROL_HZ if cameras else 0.0,
+                                      camera_width=image_size[0], camera_height=image_size[1],
+                                      sim_params_file=sim_params_file))
+
+    return CellRunner(world_factory=factory)
+
+
+def cpu_twin(cell: Cell) -> Cell:
+    """``cell`` on the CPU twin (world ``mujoco``), for ``--compare-cpu``."""
+    return dataclasses.replace(cell, world='mujoco')
+
+
+def compare_with_cpu(out: Any, cells: Sequence[Cell], records: Sequence[Mapping[str, Any]],
+                     n: int, quiet: bool = False) -> dict[str, Any]:
+    """``--compare-cpu N``: run the first ``n`` GPU cells of ``cells`` on the CPU twin
+    (``run_episode``, the CPU sweep's worker), compare their records with the GPU's
+    (:func:`compare`) and write ``OUT/compare_cpu.json`` (and the CPU records,
+    ``OUT/compare_cpu.jsonl``)."""
+    import json
+    import pathlib
+
+    from realm_ros.core.sweep import BATCH_WORLDS
+    from realm_ros.core.types import record_role
+
+    by_key = {(r['pair_id'], record_role(r)): r for r in records}
+    chosen = [c for c in cells if c.world in BATCH_WORLDS and c.key in by_key][:n]
+    if not chosen:
+        raise ConfigError('--compare-cpu: no GPU cells were run')
+    runner = cpu_runner()
+    t = time.perf_counter()
+    try:
+        cpu = [runner.run(cpu_twin(c)) for c in chosen]
+    finally:
+        runner.close()
+    cpu_s = time.perf_counter() - t
+    result = compare([by_key[c.key] for c in chosen], cpu)
+    result['cpu_wall_s'] = cpu_s
+    result['cpu_sim_s'] = sum(r['steps'] for r in cpu) / robot.CONTROL_HZ
+    folder = pathlib.Path(out)
+    (folder / 'compare_cpu.json').write_text(json.dumps(result, indent=2))
+    (folder / 'compare_cpu.jsonl').write_text(''.join(json.dumps(r) + '\n' for r in cpu))
+    if not quiet:
+        verdict = 'within' if result['within_tolerance'] else 'OUTSIDE'
+        print(f"compare-cpu: {result['cells']} cells: progression within "
+              f"{TOLERANCE['progression']} on {result['progression_within']:.0%}, same success "
+              f"on {result['same_success']:.0%} ({verdict} the tolerance, >= "
+              f"{TOLERANCE['cells']:.0%} each); CPU {result['cpu_sim_s']:.0f} s simulated in "
+              f"{cpu_s:.0f} s: {folder / 'compare_cpu.json'}")
+    return result
