@@ -115,6 +115,29 @@ def test_workspace_box_on_the_tcp(monitor):
     SafetyMonitor(relaxed, 1.0).check(prev, prev, prev, 0.0)  # 0.05 m above the table: fine
 
 
+def test_a_target_the_arm_lags_toward_the_box_wall_is_refused_at_rest_allowed():
+    """The look-ahead rule: an arm behind its target overshoots it; a target whose TCP is inside
+    the box but whose TCP + lag is outside is refused while the arm lags toward the wall, and the
+    same target is fine once the arm has caught up (or when it moves back in)."""
+    cfg = SafetyConfig(velocity_scale=3.0, max_target_error_rad=1.0,
+                       workspace_max=(1.0, 0.4, 1.0))
+    wall = Q0.copy()
+    wall[1], wall[3], wall[5] = 0.3, -2.0, 2.3  # stretched out: TCP at x 0.60 m
+    near = wall.copy()
+    near[0] = np.arcsin(0.385 / np.hypot(*tcp_position(wall, 0.165)[:2]))  # TCP y 0.385
+    behind = wall.copy()
+    behind[0] = near[0] - 0.15  # the arm 0.08 m behind, toward +y
+    assert 0.38 < tcp_position(near, 0.165)[1] < 0.4
+    monitor = SafetyMonitor(cfg, DT)
+    with pytest.raises(CommandRejected, match='would overshoot the workspace box'):
+        monitor.check(near, behind, behind, 0.0)
+    np.testing.assert_array_equal(monitor.check(near, near, near, 0.0), near)  # caught up
+    monitor.check(behind, near, near, 0.0)  # moving back in from the wall
+    # Without the look-ahead (the rule before): accepted while the arm lags.
+    SafetyMonitor(dataclasses.replace(cfg, workspace_lookahead=0.0), DT).check(
+        near, behind, behind, 0.0)
+
+
 def test_watchdog_holds_once_until_the_next_valid_command(monitor):
     monitor.accept(10.0)
     assert not monitor.watchdog_expired(10.4)
