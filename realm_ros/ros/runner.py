@@ -33,6 +33,7 @@ import threading
 from typing import Any, Callable, Mapping, Sequence
 
 import rclpy
+from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValueException
 from rclpy.executors import Executor, ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
@@ -238,6 +239,10 @@ def spin_node(prog: str, factory: Callable[[], Node | Sequence[Node]],
             elif result is not None:
                 code = result(node)
         except ConfigError as err:
+            print(f'{prog}: invalid parameter: {err}', file=sys.stderr)
+            code = 2
+        except (InvalidParameterTypeException, InvalidParameterValueException) as err:
+            # A parameter declared without realm_ros.ros.params (its message names it).
             print(f'{prog}: invalid parameter: {err}', file=sys.stderr)
             code = 2
         except ImportError as err:  # BackendUnavailable included: a missing SDK or lab package
