@@ -74,6 +74,7 @@ import numpy as np
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.action import ActionServer
 from rclpy.node import Node
+from rclpy.publisher import Publisher
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import CameraInfo, Image
 from sensor_msgs.msg import JointState as JointStateMsg
@@ -168,7 +169,7 @@ class DigitalRealNode(Node):
         self.create_service(Trigger, 'digital_real/stall_cameras',
                             lambda req, res: self._on_drop('images', res))
         self._franka_msgs = _optional('franka_msgs')
-        self._state_pub = None
+        self._state_pub: Publisher | None = None
         if self._franka_msgs is not None:
             self._serve_franka_msgs()
         if cfg.gripper == 'robotiq_2f_85':
@@ -622,6 +623,11 @@ def _split_dynamics_arg(argv: list[str]) -> tuple[list[str], str]:
     return out, path
 
 
+def _close_world(node: Node) -> None:
+    assert isinstance(node, DigitalRealNode)
+    node.world.close()
+
+
 def main(args: list[str] | None = None) -> int:
     """Run ``digital_real [--dynamics FILE] [--ros-args ...]``; exit 2 on a bad parameter."""
     argv = _renamed_params_files(list(sys.argv if args is None else args))
@@ -631,7 +637,7 @@ def main(args: list[str] | None = None) -> int:
         print(f'digital_real: {err}', file=sys.stderr)
         return 2
     return spin_node('digital_real', lambda: DigitalRealNode(dynamics_file=dynamics), argv,
-                     close=lambda node: node.world.close())
+                     close=_close_world)
 
 
 def main_fake_franka(args: list[str] | None = None) -> int:

@@ -105,6 +105,11 @@ def _descriptor(f: dataclasses.Field, default: Any) -> ParameterDescriptor:
     return ParameterDescriptor(description=text, type=ptype)
 
 
+def _factory_default(f: dataclasses.Field) -> Any:
+    factory: Any = f.default_factory  # every schema field has a default or a factory
+    return factory()
+
+
 def declare_config(node: Node, cls: type[T], prefix: str = '',
                    overrides: Mapping[str, Any] | None = None) -> T:
     """Declare every field of ``cls`` on ``node`` and return the validated config.
@@ -114,7 +119,7 @@ def declare_config(node: Node, cls: type[T], prefix: str = '',
     """
     values = {}
     for f in dataclasses.fields(cls):  # type: ignore[arg-type]
-        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
+        default = f.default if f.default is not dataclasses.MISSING else _factory_default(f)
         if overrides and f.name in overrides:
             default = overrides[f.name]
         name = f'{prefix}{f.name}'

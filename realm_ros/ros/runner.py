@@ -58,7 +58,7 @@ class StopRequest:
         self._event = threading.Event()
         self.signal_name = ''
         self._cleaning_up = False
-        self._previous: dict[int, object] = {}
+        self._previous: dict[int, Any] = {}  # signal.getsignal's handlers
 
     def __enter__(self) -> 'StopRequest':
         if threading.current_thread() is threading.main_thread():
@@ -194,7 +194,8 @@ def events_executor() -> Executor:
 
 def init(args: Sequence[str] | None = None) -> None:
     """``rclpy.init`` without rclpy's signal handlers (:class:`StopRequest` handles them)."""
-    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+    rclpy.init(args=None if args is None else list(args),
+               signal_handler_options=SignalHandlerOptions.NO)
 
 
 def spin_node(prog: str, factory: Callable[[], Node | Sequence[Node]],
