@@ -193,3 +193,30 @@ def test_robot_fault_reads_franka_robot_mode_and_errors():
     assert 'cartesian_reflex' in robot_fault(2, {'cartesian_reflex': True})
     assert robot_fault(5, {}).startswith('robot_mode USER_STOPPED')
     assert 'unknown (9)' in robot_fault(9, {})
+
+
+def test_franka_hardware_state_machine_as_the_digital_real_imitates_it():
+    """The digital real's franka_hardware states, without ROS: reflex -> error recovery ->
+    hardware active -> controller active; automaticErrorRecovery keeps last_motion_errors."""
+    from realm_ros.backends.franka.hardware_state import FrankaHardwareState
+
+    state = FrankaHardwareState(controller_manager=True)
+    assert state.active and state.robot_mode() == 'MOVE'
+    state.reflex('joint_reflex', now=10.0)
+    assert not state.active and state.robot_mode() == 'REFLEX'
+    assert state.errors == {'joint_reflex'} == state.last_motion_errors
+    assert not state.activate_controller()  # not before recovery and the hardware
+    state.error_recovery()
+    assert state.mode == 'recovered' and not state.errors and state.robot_mode() == 'IDLE'
+    state.set_hardware_active()
+    assert state.mode == 'inactive_controller' and not state.active
+    assert state.activate_controller() and state.active
+    state.reflex('joint_reflex', now=20.0)
+    assert not state.auto_recover_due(20.5, 1.0) and not state.auto_recover_due(30.0, -1.0)
+    assert state.auto_recover_due(21.0, 1.0)
+    state.auto_recover()
+    assert state.active and state.last_motion_errors == {'joint_reflex'} and not state.errors
+    plain = FrankaHardwareState()  # no controller_manager: recovery is immediate
+    plain.reflex('cartesian_reflex', now=0.0)
+    plain.error_recovery()
+    assert plain.active
