@@ -19,7 +19,10 @@ scored record.
 Checked on every step: the measured joints inside the arm's limits, the measured TCP inside the
 workspace box (+0.02 m), every applied target at least the position margin inside the limits.
 Figures: hours simulated, episodes, faults, retries, records lost (planned minus scored), limit
-and workspace violations, printed as JSON.
+and workspace violations, printed as JSON. Every step with the measured TCP outside the exact box
+is counted (``steps_outside_box``, ``worst_workspace_excursion``) and the worst eight are kept
+with the target's TCP, the episode, the step and the planned fault (``workspace_events``);
+``progress.json`` in the output folder has the figures so far after every run.
 """
 
 from __future__ import annotations
