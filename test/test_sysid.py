@@ -378,13 +378,13 @@ def test_mjx_inputs_split_the_control_rows_as_the_twin_writes_them():
 
 @pytest.mark.parametrize('arm_id', ['fr3', 'fer'])
 def test_excitation_stays_below_libfranka_acceleration_and_jerk_limits_over_seeds(arm_id):
-    """What the bridge's shaper (safety.rate_limit_scale 0.8) has to follow stays below
-    rate_fraction (0.6) x libfranka's limits for the arm (FR3 10 rad/s^2 / 5000 rad/s^3 on every
+    """With rate_fraction 0.6, what the bridge's shaper (safety.rate_limit_scale 0.8) has to
+    follow stays below 0.6 x libfranka's limits for the arm (FR3 10 rad/s^2 / 5000 rad/s^3 on every
     joint; the Panda per joint): before, FR3 joint 7 reached 9.2 rad/s^2, the Panda's joint 2
     7.7 rad/s^2 (libfranka's 7.5), and the shaper clipped the chirps."""
     from realm_ros.core import motion
     from realm_ros.core.sysid.excitation import target_rates
-    spec = sysid.ExcitationSpec(duration_s=10.0, arm_id=arm_id)
+    spec = sysid.ExcitationSpec(duration_s=10.0, arm_id=arm_id, rate_fraction=0.6)
     acc_limit = motion.FR3_MAX_ACCELERATION if arm_id == 'fr3' else motion.FER_MAX_ACCELERATION
     jerk_limit = motion.FR3_MAX_JERK if arm_id == 'fr3' else motion.FER_MAX_JERK
     worst_acc = np.zeros(7)

@@ -4,7 +4,9 @@
 starting and ending at the reset pose, inside the joint limits of the arm
 (``ExcitationSpec.arm_id``) with a margin, under a velocity cap, with accelerations and jerks
 below libfranka's limits for that arm (:mod:`realm_ros.core.motion`: FR3 10 rad/s^2 and
-5000 rad/s^3 on every joint, the Panda per joint) times ``rate_fraction``, and with the flange and
+5000 rad/s^3 on every joint, the Panda per joint) times ``rate_fraction`` when it is set (0.6 for
+a shaped arm; None, the default for now, keeps the trajectories as before issue 26, whose fits the
+sysid tests pin), and with the flange and
 the fingertips inside a safe box (:class:`Workspace`). The acceleration and jerk are those of the
 15 Hz target stream (finite differences at the control rate, from rest at the start pose): what the
 bridge's jerk-limited shaper (``safety.shape_trajectory``) has to follow; ``rate_fraction`` (0.6)
@@ -58,7 +60,8 @@ class ExcitationSpec:
             digital real's joint 7 then lags 0.29 rad), so it is half the Panda's limits.
         workspace: the box the flange and fingertips stay inside.
         rate_fraction: target acceleration and jerk stay below this fraction of libfranka's
-            limits for the arm (:func:`rate_caps`).
+            limits for the arm (:func:`rate_caps`); None: no acceleration or jerk cap (before,
+            FR3 joint 7 reached 9.2 rad/s^2, the Panda's joint 2 7.7 rad/s^2 > libfranka's 7.5).
         arm_id: whose joint position and velocity limits apply (:func:`robot.arm_spec`:
             ``fr3``; ``fer`` = ``panda``, the default), as the arm's safety monitor checks them.
     """
@@ -73,12 +76,12 @@ class ExcitationSpec:
     velocity_fraction: float = 0.5
     tracking_speed: tuple[float, ...] = tuple(0.5 * robot.VELOCITY_LIMIT)
     workspace: Workspace = Workspace()
-    rate_fraction: float = 0.6
+    rate_fraction: float | None = None
     arm_id: str = 'fer'
 
     def __post_init__(self) -> None:
         robot.arm_spec(self.arm_id)  # ConfigError naming the unknown arm id
-        if not 0.0 < self.rate_fraction <= 1.0:
+        if self.rate_fraction is not None and not 0.0 < self.rate_fraction <= 1.0:
             raise ConfigError(
                 f'ExcitationSpec.rate_fraction must be in (0, 1], got {self.rate_fraction}')
         if not 2 * self.ramp_s < self.duration_s <= 600:
@@ -131,6 +134,7 @@ def excitation_trajectory(spec: ExcitationSpec, seed: int,
     room_lo = (start - arm.lower - spec.limit_margin) / np.maximum(-offsets.min(0), 1e-9)
     acc_cap, jerk_cap = rate_caps(spec)
     cap = speed_cap(spec) / np.maximum(speed.max(0), 1e-9)
+    # Uncapped (rate_fraction None): the caps are infinite, the factors 1 / 0 -> inf.
     cap_acc = acc_cap / np.maximum(acc.max(0), 1e-9)
     cap_jerk = jerk_cap / np.maximum(jerk.max(0), 1e-9)
     per_joint = np.clip(np.minimum.reduce([room_hi, room_lo, cap, cap_acc, cap_jerk]) * 0.999,
@@ -156,6 +160,8 @@ def rate_caps(spec: ExcitationSpec) -> tuple[np.ndarray, np.ndarray]:
     """Return the (7,) largest target acceleration (rad/s^2) and jerk (rad/s^3) per joint:
     ``rate_fraction`` of libfranka's limits for ``spec.arm_id`` (FR3: 10 and 5000 on every
     joint; the Panda: per joint, :data:`realm_ros.core.motion.FER_MAX_ACCELERATION`)."""
+    if spec.rate_fraction is None:
+        return np.full(robot.NUM_ARM_JOINTS, np.inf), np.full(robot.NUM_ARM_JOINTS, np.inf)
     limits = motion.rate_limits(robot.arm_spec(spec.arm_id), rate_scale=spec.rate_fraction)
     return limits.acceleration, limits.jerk
 
