@@ -45,4 +45,3 @@ class DigitalRealWorld(MujocoWorld):
             joint_noise_std=hidden.joint_noise_std,
             object_mass_scale=hidden.object_mass_scale,
             object_friction_scale=hidden.object_friction_scale)
-
