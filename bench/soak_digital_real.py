@@ -19,7 +19,10 @@ scored record.
 Checked on every step: the measured joints inside the arm's limits, the measured TCP inside the
 workspace box (+0.02 m), every applied target at least the position margin inside the limits.
 Figures: hours simulated, episodes, faults, retries, records lost (planned minus scored), limit
-and workspace violations, printed as JSON.
+and workspace violations, printed as JSON. Every step with the measured TCP outside the exact box
+is counted (``steps_outside_box``, ``worst_workspace_excursion``) and the worst eight are kept
+with the target's TCP, the episode, the step and the planned fault (``workspace_events``);
+``progress.json`` in the output folder has the figures so far after every run.
 """
 
 from __future__ import annotations
@@ -188,7 +191,8 @@ class SoakWorld:
         return applied
 
 
-def _check_step(world: Any, obs: Any, stats: dict[str, Any]) -> None:
+def _check_step(world: Any, obs: Any, stats: dict[str, Any],
+                context: dict[str, Any] | None = None) -> None:
     from realm_ros.core.safety import tcp_position
     q = obs.joints.position
     arm = world.arm
@@ -197,9 +201,23 @@ def _check_step(world: Any, obs: Any, stats: dict[str, Any]) -> None:
         stats['worst_limit_excursion'] = max(stats['worst_limit_excursion'], float(np.max(
             np.maximum(arm.lower - q, q - arm.upper))))
     cfg = world.safety_config
+    box_min, box_max = np.array(cfg.workspace_min), np.array(cfg.workspace_max)
     tcp = tcp_position(q, cfg.tcp_offset_m)
-    if np.any(tcp < np.array(cfg.workspace_min) - 0.02) or np.any(
-            tcp > np.array(cfg.workspace_max) + 0.02):
+    excursion = float(np.max(np.maximum(box_min - tcp, tcp - box_max)))
+    if excursion > 0.0:
+        # Where and why: the measured TCP against the TCP of the target in force.
+        target_tcp = tcp_position(world._target_q, cfg.tcp_offset_m)
+        event = {'excursion_m': round(excursion, 4), 'tcp': np.round(tcp, 4).tolist(),
+                 'target_tcp': np.round(target_tcp, 4).tolist(),
+                 'q': np.round(q, 4).tolist(), **(context or {})}
+        events = stats.setdefault('workspace_events', [])
+        events.append(event)
+        events.sort(key=lambda e: -e['excursion_m'])
+        del events[8:]
+        stats['steps_outside_box'] = stats.get('steps_outside_box', 0) + 1
+    stats['worst_workspace_excursion'] = max(stats.get('worst_workspace_excursion', 0.0),
+                                             excursion)
+    if excursion > 0.02:
         stats['workspace_violations'] += 1
     stats['steps'] += 1
 
@@ -255,9 +273,12 @@ def run_soak(out: pathlib.Path, episodes: int = 20, max_steps: int = 100, seed: 
                     kind = str(rng.choice(kinds))
 
                     def on_step(step: int, obs: Any, action: Any, progress: Any,
-                                fault_at: int = fault_at, kind: str = kind) -> None:
+                                fault_at: int = fault_at, kind: str = kind,
+                                pair_id: str = spec.pair_id) -> None:
                         del action, progress
-                        _check_step(world, obs, stats)
+                        _check_step(world, obs, stats, {
+                            'pair_id': pair_id, 'step': step, 'fault': kind,
+                            'fault_at': fault_at})
                         if step == fault_at:
                             faults[kind] += 1
                             injector.inject(kind)
@@ -266,6 +287,9 @@ def run_soak(out: pathlib.Path, episodes: int = 20, max_steps: int = 100, seed: 
                     record = result.to_record()
                     record['role'] = 'real'
                     episode_log.append(record)
+                    # Progress, so a long soak can be looked at while it runs.
+                    (out / 'progress.json').write_text(json.dumps(
+                        {'runs': len(episode_log.records), 'faults': faults, **stats}))
                     if result.outcome.value == 'infra_failure':
                         # The operator looks at the arm and confirms; motion may resume.
                         if not world.recover(confirm=lambda question: True):

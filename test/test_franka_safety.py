@@ -199,6 +199,49 @@ def _interfaces():
 
 @pytest.mark.ros
 @pytest.mark.slow
+@pytest.mark.parametrize('lookahead', [1.0, 0.0])
+def test_digital_real_ramp_into_the_workspace_wall_stays_inside_the_box(lookahead):
+    """The soak's workspace violation: targets ramped at 0.8 x joint 1's velocity limit toward
+    the box's y wall, every one checked by the bridge's SafetyMonitor, on the digital real's
+    physics (FR3, in-process, lockstep: what digital_real runs). The arm lags the ramp and
+    overshoots the last target it accepted: with only the target's TCP checked
+    (``workspace_lookahead:=0``) the TCP ends 0.026 m outside the box (y 0.426 m); with the
+    look-ahead it stays inside."""
+    from realm_ros.backends.digital_real import DigitalRealWorld
+    from realm_ros.core.config import DigitalRealConfig
+    from realm_ros.core.errors import CommandRejected
+    from realm_ros.core.safety import SafetyMonitor, tcp_position
+    from realm_ros.core.types import Action, EpisodeSpec
+
+    arm = robot.arm_spec('fr3')
+    config = SafetyConfig(workspace_lookahead=lookahead)
+    world = DigitalRealWorld(DigitalRealConfig(arm_id='fr3', lockstep=True).world_config())
+    start = [0.0, 0.3, 0.0, -2.0, 0.0, 2.3, 0.8]  # stretched out: TCP at x 0.60 m, y 0
+    world.reset(EpisodeSpec(task='empty', seed=0, max_steps=60,
+                            initial_state={'reset_q': start}))
+    monitor = SafetyMonitor(config, DT, arm)
+    target = world.joint_state().position.copy()
+    worst = -1.0
+    box_min, box_max = np.array(config.workspace_min), np.array(config.workspace_max)
+    for _ in range(60):
+        q = world.joint_state().position
+        want = target.copy()
+        want[0] += 0.8 * arm.velocity[0] * DT
+        try:
+            target = monitor.check(want, target, q, 0.0)
+        except CommandRejected:
+            pass  # the arm holds the target in force
+        world.apply(Action(arm=target, gripper=0.0))
+        world.step()
+        tcp = tcp_position(world.joint_state().position, config.tcp_offset_m)
+        worst = max(worst, float(np.max(np.maximum(box_min - tcp, tcp - box_max))))
+    print(f'workspace_lookahead {lookahead}: worst TCP excursion {worst:+.4f} m')
+    if lookahead:
+        assert worst < 0.0
+    else:
+        assert worst > 0.02  # the soak's violation: > 0.02 m outside
+
+
 def test_digital_real_target_at_each_joint_limit_is_shaped_or_refused(tmp_path):
     from rostest import run_process
 

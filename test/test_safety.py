@@ -115,6 +115,29 @@ def test_workspace_box_on_the_tcp(monitor):
     SafetyMonitor(relaxed, 1.0).check(prev, prev, prev, 0.0)  # 0.05 m above the table: fine
 
 
+def test_a_target_the_arm_lags_toward_the_box_wall_is_refused_at_rest_allowed():
+    """The look-ahead rule: an arm behind its target overshoots it; a target whose TCP is inside
+    the box but whose TCP + lag is outside is refused while the arm lags toward the wall, and the
+    same target is fine once the arm has caught up (or when it moves back in)."""
+    cfg = SafetyConfig(velocity_scale=3.0, max_target_error_rad=1.0,
+                       workspace_max=(1.0, 0.4, 1.0))
+    wall = Q0.copy()
+    wall[1], wall[3], wall[5] = 0.3, -2.0, 2.3  # stretched out: TCP at x 0.60 m
+    near = wall.copy()
+    near[0] = np.arcsin(0.385 / np.hypot(*tcp_position(wall, 0.165)[:2]))  # TCP y 0.385
+    behind = wall.copy()
+    behind[0] = near[0] - 0.15  # the arm 0.08 m behind, toward +y
+    assert 0.38 < tcp_position(near, 0.165)[1] < 0.4
+    monitor = SafetyMonitor(cfg, DT)
+    with pytest.raises(CommandRejected, match='would overshoot the workspace box'):
+        monitor.check(near, behind, behind, 0.0)
+    np.testing.assert_array_equal(monitor.check(near, near, near, 0.0), near)  # caught up
+    monitor.check(behind, near, near, 0.0)  # moving back in from the wall
+    # Without the look-ahead (the rule before): accepted while the arm lags.
+    SafetyMonitor(dataclasses.replace(cfg, workspace_lookahead=0.0), DT).check(
+        near, behind, behind, 0.0)
+
+
 def test_watchdog_holds_once_until_the_next_valid_command(monitor):
     monitor.accept(10.0)
     assert not monitor.watchdog_expired(10.4)
@@ -170,3 +193,30 @@ def test_robot_fault_reads_franka_robot_mode_and_errors():
     assert 'cartesian_reflex' in robot_fault(2, {'cartesian_reflex': True})
     assert robot_fault(5, {}).startswith('robot_mode USER_STOPPED')
     assert 'unknown (9)' in robot_fault(9, {})
+
+
+def test_franka_hardware_state_machine_as_the_digital_real_imitates_it():
+    """The digital real's franka_hardware states, without ROS: reflex -> error recovery ->
+    hardware active -> controller active; automaticErrorRecovery keeps last_motion_errors."""
+    from realm_ros.backends.franka.hardware_state import FrankaHardwareState
+
+    state = FrankaHardwareState(controller_manager=True)
+    assert state.active and state.robot_mode() == 'MOVE'
+    state.reflex('joint_reflex', now=10.0)
+    assert not state.active and state.robot_mode() == 'REFLEX'
+    assert state.errors == {'joint_reflex'} == state.last_motion_errors
+    assert not state.activate_controller()  # not before recovery and the hardware
+    state.error_recovery()
+    assert state.mode == 'recovered' and not state.errors and state.robot_mode() == 'IDLE'
+    state.set_hardware_active()
+    assert state.mode == 'inactive_controller' and not state.active
+    assert state.activate_controller() and state.active
+    state.reflex('joint_reflex', now=20.0)
+    assert not state.auto_recover_due(20.5, 1.0) and not state.auto_recover_due(30.0, -1.0)
+    assert state.auto_recover_due(21.0, 1.0)
+    state.auto_recover()
+    assert state.active and state.last_motion_errors == {'joint_reflex'} and not state.errors
+    plain = FrankaHardwareState()  # no controller_manager: recovery is immediate
+    plain.reflex('cartesian_reflex', now=0.0)
+    plain.error_recovery()
+    assert plain.active

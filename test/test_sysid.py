@@ -435,3 +435,31 @@ def test_device_strategy_is_the_backends_own_loaded_by_name():
     except ImportError:
         with pytest.raises(BackendUnavailable, match='mujoco-mjx'):
             sysid.profiled_fit(request, 'device')
+
+@pytest.mark.parametrize('arm_id', ['fr3', 'fer'])
+def test_excitation_stays_below_libfranka_acceleration_and_jerk_limits_over_seeds(arm_id):
+    """With rate_fraction 0.6, what the bridge's shaper (safety.rate_limit_scale 0.8) has to
+    follow stays below 0.6 x libfranka's limits for the arm (FR3 10 rad/s^2 / 5000 rad/s^3 on every
+    joint; the Panda per joint): before, FR3 joint 7 reached 9.2 rad/s^2, the Panda's joint 2
+    7.7 rad/s^2 (libfranka's 7.5), and the shaper clipped the chirps."""
+    from realm_ros.core import motion
+    from realm_ros.core.sysid.excitation import target_rates
+    spec = sysid.ExcitationSpec(duration_s=10.0, arm_id=arm_id, rate_fraction=0.6)
+    acc_limit = motion.FR3_MAX_ACCELERATION if arm_id == 'fr3' else motion.FER_MAX_ACCELERATION
+    jerk_limit = motion.FR3_MAX_JERK if arm_id == 'fr3' else motion.FER_MAX_JERK
+    worst_acc = np.zeros(7)
+    worst_jerk = np.zeros(7)
+    for seed in range(40):
+        q = sysid.excitation_trajectory(spec, seed)
+        _, acc, jerk = target_rates(q, spec.control_hz)
+        worst_acc = np.maximum(worst_acc, acc.max(0))
+        worst_jerk = np.maximum(worst_jerk, jerk.max(0))
+    print(f'{arm_id}: max acceleration / libfranka {np.round(worst_acc / acc_limit, 3)}, '
+          f'jerk / libfranka {np.round(worst_jerk / jerk_limit, 4)}')
+    assert np.all(worst_acc <= spec.rate_fraction * acc_limit + 1e-9)
+    assert np.all(worst_jerk <= spec.rate_fraction * jerk_limit + 1e-9)
+    assert np.all(worst_acc > 0.3 * spec.rate_fraction * acc_limit)  # still excites
+    # The same trajectory against half the acceleration cap: refused, naming the rule.
+    q = sysid.excitation_trajectory(spec, 0)
+    verdict = sysid.check_trajectory(q, dataclasses.replace(spec, rate_fraction=0.3))
+    assert verdict is not None and 'acceleration' in verdict

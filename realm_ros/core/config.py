@@ -418,6 +418,10 @@ class SafetyConfig:
     tcp_offset_m: float = field(
         robot.TCP_OFFSET, 'TCP distance from the flange along its z axis, m (0.165 = Robotiq '
                           '2F-85 fingertips, 0.1034 = Franka Hand)')
+    workspace_lookahead: float = field(
+        1.0, 'the arm overshoots a target it lags behind: a target is refused when its TCP plus '
+             'this many times the TCP lag (target TCP - measured TCP) leaves the workspace box '
+             'further than the target in force does (0 = check the target TCP only)')
     watchdog_s: float = field(
         0.5, 'hold the measured position if no valid command arrives for this long, s')
     state_timeout_s: float = field(
@@ -445,6 +449,7 @@ class SafetyConfig:
                              'state_loss_s': (0.01, 600.0), 'rate_limit_scale': (0.01, 1.0),
                              'trajectory_sample_s': (0.001, 0.1),
                              'max_target_error_rad': (0.001, 1.0), 'tcp_offset_m': (0.0, 0.5),
+                             'workspace_lookahead': (0.0, 5.0),
                              'watchdog_s': (0.01, 60.0), 'state_timeout_s': (0.001, 60.0)})
         for name in ('workspace_min', 'workspace_max'):
             _check_vector(self, name, 3, -3.0, 3.0)

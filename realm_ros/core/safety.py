@@ -15,7 +15,12 @@ numbers; the bridge then keeps the previous target (the arm holds). Rules, in th
 5. maximum per-step target change relative to the arm: ``|q_target - q_measured| <=
    max_target_error_rad`` per joint (bounds the impedance torque right after a hold or reset);
 6. workspace: the TCP (``tcp_offset_m`` along the flange z axis, forward kinematics of
-   ``core.robot``) inside the ``base_link`` box ``[workspace_min, workspace_max]``, m.
+   ``core.robot``) inside the ``base_link`` box ``[workspace_min, workspace_max]``, m; and,
+   since an impedance-controlled arm that lags its target overshoots it when the target stops
+   (a ramp at 0.8 x joint 1's velocity limit into the box's y wall: the digital real's TCP ended
+   0.026 m outside with only the target checked), the look-ahead point ``TCP(target) +
+   workspace_lookahead * (TCP(target) - TCP(measured))`` must not leave the box further than the
+   target in force's look-ahead point does (moving back in, or along the wall, stays allowed).
 
 What reaches the controller is shaped further by :mod:`realm_ros.core.motion` (velocity,
 acceleration and jerk below libfranka's limits for the arm). A watchdog
@@ -123,7 +128,25 @@ class SafetyMonitor:
             raise CommandRejected(
                 f'safety: TCP at {np.round(tcp, 4).tolist()} m (base_link) leaves the workspace '
                 f'box {list(self.config.workspace_min)} .. {list(self.config.workspace_max)}')
+        k = self.config.workspace_lookahead
+        if k > 0:
+            measured = tcp_position(np.asarray(q_measured, dtype=float), self.config.tcp_offset_m)
+            ahead = tcp + k * (tcp - measured)
+            out = self._box_excess(ahead)
+            if out > 1e-9:
+                previous = tcp_position(np.asarray(q_previous_target, dtype=float),
+                                        self.config.tcp_offset_m)
+                if out > max(self._box_excess(previous + k * (previous - measured)), 0.0) + 1e-9:
+                    raise CommandRejected(
+                        f'safety: the arm lags its target by '
+                        f'{np.linalg.norm(tcp - measured):.4f} m at the TCP and would overshoot '
+                        f'the workspace box by {out:.4f} m (look-ahead '
+                        f'{np.round(ahead, 4).tolist()} m, workspace_lookahead {k}); holding')
         return q
+
+    def _box_excess(self, point: np.ndarray) -> float:
+        """How far (m) ``point`` lies outside the workspace box (<= 0: inside)."""
+        return float(np.max(np.maximum(self._box_min - point, point - self._box_max)))
 
     def accept(self, now: float) -> None:
         """Record that a valid command arrived at ``now`` (s); feeds the watchdog."""

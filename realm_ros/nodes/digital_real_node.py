@@ -74,6 +74,7 @@ import numpy as np
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.action import ActionServer
 from rclpy.node import Node
+from rclpy.publisher import Publisher
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import CameraInfo, Image
 from sensor_msgs.msg import JointState as JointStateMsg
@@ -81,6 +82,7 @@ from std_msgs.msg import Float64, String
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
+from realm_ros.backends.franka.hardware_state import FrankaHardwareState
 from realm_ros.core import robot
 from realm_ros.core.config import (
     DigitalRealConfig,
@@ -120,19 +122,13 @@ class DigitalRealNode(Node):
         self._upper = np.minimum(self.arm.upper, robot.JOINT_UPPER)
         self._max_width = robot.GRIPPER_WIDTHS[cfg.gripper]
         self._gripper_g = 0.0
-        # franka_hardware-like state: 'active' follows commands; 'reflex' after a limit
-        # violation (errors set, commands ignored); 'recovered' after error recovery until the
-        # hardware component and the controller are active again.
-        self.hardware = 'active'
-        self._errors: set[str] = set()
+        # franka_hardware-like state (active / reflex / recovered / inactive_controller).
+        self.hardware_state = FrankaHardwareState()
         self.gripper_goals: list[tuple[str, float]] = []  # (action, width m) as received
         self._schedule: list[tuple[float, np.ndarray]] = []  # (wall time due, q_d rad)
         self._target_q = robot.RESET_Q.copy()
         self._time_offset = 0.0  # lockstep: sim time of earlier episodes (monotonic stamps)
         self.rejected = 0
-        self._last_motion_errors: set[str] = set()
-        self._reflex_at = 0.0
-        self._auto_recovering = False
         self._stall_until = 0.0
         self._next_stall = 0.0
         self.stalls = 0
@@ -168,7 +164,7 @@ class DigitalRealNode(Node):
         self.create_service(Trigger, 'digital_real/stall_cameras',
                             lambda req, res: self._on_drop('images', res))
         self._franka_msgs = _optional('franka_msgs')
-        self._state_pub = None
+        self._state_pub: Publisher | None = None
         if self._franka_msgs is not None:
             self._serve_franka_msgs()
         if cfg.gripper == 'robotiq_2f_85':
@@ -205,6 +201,11 @@ class DigitalRealNode(Node):
             f'{"served" if self._franka_msgs else "not installed"}, hidden dynamics '
             f'{cfg.dynamics_file or "(default file)"}')
 
+    @property
+    def hardware(self) -> str:
+        """The imitated franka_hardware state (:class:`FrankaHardwareState` mode)."""
+        return self.hardware_state.mode
+
     # -- commands ---------------------------------------------------------------------------
 
     def _on_trajectory(self, msg: JointTrajectory) -> None:
@@ -214,13 +215,13 @@ class DigitalRealNode(Node):
             self.rejected += 1
             self.get_logger().warning(f'joint_trajectory rejected: {err}')
             return
-        if self.hardware == 'active':
+        if self.hardware_state.active:
             beyond = [q for _, q in points if np.any(q < self.arm.lower) or np.any(
                 q > self.arm.upper)]
             if beyond:
                 # libfranka stops the arm on a target beyond the joint limits.
                 self._reflex('joint_position_limits_violation')
-        if self.hardware != 'active':
+        if not self.hardware_state.active:
             self.rejected += 1
             self.get_logger().warning(f'joint_trajectory ignored: hardware {self.hardware}',
                                       throttle_duration_sec=2.0)
@@ -300,7 +301,7 @@ class DigitalRealNode(Node):
                                 self._on_set_hardware)
             self.create_service(cm.srv.SwitchController, 'controller_manager/switch_controller',
                                 self._on_switch_controller)
-        self._controller_manager = cm is not None
+        self.hardware_state.controller_manager = cm is not None
 
     def _finish(self, goal_handle: Any, action_type: Any, ok: bool, error: str = '') -> Any:
         result = action_type.Result()
@@ -341,10 +342,7 @@ class DigitalRealNode(Node):
         return out
 
     def _reflex(self, error: str) -> None:
-        self._errors.add(error)
-        self._last_motion_errors = set(self._errors)
-        self._reflex_at = time.monotonic()
-        self.hardware = 'reflex'
+        self.hardware_state.reflex(error, time.monotonic())
         self._schedule = []
         self._set_target(self.world.joint_state().position)
         self.get_logger().error(f'digital real: reflex ({error}); commands ignored until error '
@@ -359,39 +357,36 @@ class DigitalRealNode(Node):
         return response
 
     def _on_error_recovery(self, goal_handle: Any) -> Any:
-        self._errors.clear()
-        if self.hardware == 'reflex':
-            # franka_hardware: recovered, but the hardware component is unconfigured until it
-            # is set active again (without controller_manager_msgs here: at once).
-            self.hardware = 'recovered' if self._controller_manager else 'active'
+        # franka_hardware: recovered, but the hardware component is unconfigured until it is
+        # set active again (without controller_manager_msgs here: at once).
+        self.hardware_state.error_recovery()
         self._publish_robot_state()
         goal_handle.succeed()
         return self._franka_msgs.action.ErrorRecovery.Result()
 
     def _on_set_hardware(self, request: Any, response: Any) -> Any:
         response.ok = request.target_state.label == 'active' or request.target_state.id == 3
-        if response.ok and self.hardware == 'recovered':
-            self.hardware = 'inactive_controller'
+        if response.ok:
+            self.hardware_state.set_hardware_active()
         return response
 
     def _on_switch_controller(self, request: Any, response: Any) -> Any:
         response.ok = self.config.controller_name in list(request.activate_controllers) or \
             not request.activate_controllers
-        if response.ok and self.hardware == 'inactive_controller':
-            self.hardware = 'active'
+        if response.ok and self.hardware_state.activate_controller():
             self._set_target(self.world.joint_state().position)
         return response
 
     def _auto_recover(self, now: float) -> None:
         """franka_hardware's automaticErrorRecovery(): clear the reflex without being asked."""
-        after = self.get_parameter('auto_recover_s').value
-        if self.hardware != 'reflex' or after < 0 or now - self._reflex_at < after:
+        state = self.hardware_state
+        if not state.auto_recover_due(now, self.get_parameter('auto_recover_s').value):
             return
-        self._errors.clear()
-        self._auto_recovering = True
+        state.errors.clear()
+        state.auto_recovering = True
         self._publish_robot_state()  # AUTOMATIC_ERROR_RECOVERY
-        self._auto_recovering = False
-        self.hardware = 'active'
+        state.auto_recovering = False
+        state.auto_recover()
         self._set_target(self.world.joint_state().position)
         self.get_logger().warning('digital real: automatic error recovery (as franka_hardware '
                                   'automaticErrorRecovery); following commands again')
@@ -412,14 +407,10 @@ class DigitalRealNode(Node):
             return
         msg = self._franka_msgs.msg.FrankaRobotState()
         msg.header.stamp = self._stamp()
-        cls = type(msg)
-        msg.robot_mode = cls.ROBOT_MODE_MOVE if self.hardware == 'active' else (
-            cls.ROBOT_MODE_REFLEX if self.hardware == 'reflex' else cls.ROBOT_MODE_IDLE)
-        if self._auto_recovering:
-            msg.robot_mode = cls.ROBOT_MODE_AUTOMATIC_ERROR_RECOVERY
-        for name in self._errors:
+        msg.robot_mode = getattr(type(msg), f'ROBOT_MODE_{self.hardware_state.robot_mode()}')
+        for name in self.hardware_state.errors:
             setattr(msg.current_errors, name, True)
-        for name in self._last_motion_errors:
+        for name in self.hardware_state.last_motion_errors:
             setattr(msg.last_motion_errors, name, True)
         state = self._state
         msg.measured_joint_state.name = list(self._arm_names)
@@ -439,9 +430,10 @@ class DigitalRealNode(Node):
 
     def _on_reset(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
         del request
-        if self.hardware != 'active':
+        if not self.hardware_state.active:
             response.success = False
-            response.message = (f'digital real in {self.hardware} state ({sorted(self._errors)})'
+            response.message = (f'digital real in {self.hardware} state '
+                                f'({sorted(self.hardware_state.errors)})'
                                 '; recover first')
             return response
         try:
@@ -622,6 +614,11 @@ def _split_dynamics_arg(argv: list[str]) -> tuple[list[str], str]:
     return out, path
 
 
+def _close_world(node: Node) -> None:
+    assert isinstance(node, DigitalRealNode)
+    node.world.close()
+
+
 def main(args: list[str] | None = None) -> int:
     """Run ``digital_real [--dynamics FILE] [--ros-args ...]``; exit 2 on a bad parameter."""
     argv = _renamed_params_files(list(sys.argv if args is None else args))
@@ -631,7 +628,7 @@ def main(args: list[str] | None = None) -> int:
         print(f'digital_real: {err}', file=sys.stderr)
         return 2
     return spin_node('digital_real', lambda: DigitalRealNode(dynamics_file=dynamics), argv,
-                     close=lambda node: node.world.close())
+                     close=_close_world)
 
 
 def main_fake_franka(args: list[str] | None = None) -> int:

@@ -10,10 +10,12 @@ import dataclasses
 from typing import Any, Mapping, TypeVar
 
 from rcl_interfaces.msg import ParameterDescriptor, ParameterType
+from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValueException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
 from realm_ros.core.config import from_mapping
+from realm_ros.core.errors import ConfigError
 
 T = TypeVar('T')
 
@@ -31,6 +33,65 @@ _SCALAR_TYPES = {
 }
 
 
+#: What each parameter type accepts, for error lines.
+_TYPE_WORDS = {
+    ParameterType.PARAMETER_STRING: 'a string',
+    ParameterType.PARAMETER_DOUBLE: 'a number',
+    ParameterType.PARAMETER_INTEGER: 'an integer',
+    ParameterType.PARAMETER_BOOL: 'true or false',
+    ParameterType.PARAMETER_STRING_ARRAY: 'a list of strings, e.g. [a, b]',
+    ParameterType.PARAMETER_DOUBLE_ARRAY: 'a list of numbers, e.g. [0.1, 0.2]',
+    ParameterType.PARAMETER_INTEGER_ARRAY: 'a list of integers, e.g. [1, 2]',
+    ParameterType.PARAMETER_BOOL_ARRAY: 'a list of true/false',
+}
+#: Given type -> expected type that takes it unchanged in meaning (an integer for a number).
+_WIDENED = {
+    (ParameterType.PARAMETER_INTEGER, ParameterType.PARAMETER_DOUBLE): float,
+    (ParameterType.PARAMETER_INTEGER_ARRAY, ParameterType.PARAMETER_DOUBLE_ARRAY): float,
+}
+
+
+def type_words(ptype: int) -> str:
+    """Say what a parameter of ``ParameterType`` ``ptype`` takes (``'a number'``)."""
+    return _TYPE_WORDS.get(ptype, Parameter.Type(ptype).name.lower())
+
+
+def _given(node: Node, name: str) -> Parameter | None:
+    """The value given for ``name`` on the command line or in a parameter file, if any."""
+    # rclpy keeps the overrides (``-p``, ``--params-file``) until a parameter is declared.
+    overrides: dict[str, Parameter] = getattr(node, '_parameter_overrides', {})
+    return overrides.get(name)
+
+
+def _widen_override(node: Node, name: str, ptype: int) -> None:
+    """Let an integer stand for a number (``-p state_timeout_s:=1`` for 1.0)."""
+    given = _given(node, name)
+    if given is None:
+        return
+    cast = _WIDENED.get((given.type_.value, ptype))
+    if cast is None:
+        return
+    value = given.value
+    value = [cast(v) for v in value] if isinstance(value, (list, tuple)) else cast(value)
+    node._parameter_overrides[name] = Parameter(name, Parameter.Type(ptype), value)
+
+
+def declare_typed(node: Node, name: str, default: Any,
+                  descriptor: ParameterDescriptor) -> Parameter:
+    """``node.declare_parameter`` that turns a value of the wrong type into a ConfigError naming
+    the parameter and the type it takes (one line, no traceback); an integer is taken for a
+    number."""
+    _widen_override(node, name, descriptor.type)
+    try:
+        return node.declare_parameter(name, default, descriptor)
+    except (InvalidParameterTypeException, InvalidParameterValueException) as err:
+        given = _given(node, name)
+        got = (f'{given.value!r} ({type_words(given.type_.value)})' if given is not None
+               else str(err))
+        raise ConfigError(f'parameter {name!r} of node {node.get_name()!r} must be '
+                          f'{type_words(descriptor.type)}, got {got}') from None
+
+
 def _descriptor(f: dataclasses.Field, default: Any) -> ParameterDescriptor:
     text = f.metadata.get('help', '')
     choices = f.metadata.get('choices')
@@ -44,6 +105,11 @@ def _descriptor(f: dataclasses.Field, default: Any) -> ParameterDescriptor:
     return ParameterDescriptor(description=text, type=ptype)
 
 
+def _factory_default(f: dataclasses.Field) -> Any:
+    factory: Any = f.default_factory  # every schema field has a default or a factory
+    return factory()
+
+
 def declare_config(node: Node, cls: type[T], prefix: str = '',
                    overrides: Mapping[str, Any] | None = None) -> T:
     """Declare every field of ``cls`` on ``node`` and return the validated config.
@@ -53,17 +119,17 @@ def declare_config(node: Node, cls: type[T], prefix: str = '',
     """
     values = {}
     for f in dataclasses.fields(cls):  # type: ignore[arg-type]
-        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
+        default = f.default if f.default is not dataclasses.MISSING else _factory_default(f)
         if overrides and f.name in overrides:
             default = overrides[f.name]
         name = f'{prefix}{f.name}'
         descriptor = _descriptor(f, default)
         if isinstance(default, tuple) and not default:
             # An empty list has no type of its own: declare the typed parameter unset.
-            param = node.declare_parameter(name, Parameter.Type(descriptor.type), descriptor)
+            param = declare_typed(node, name, Parameter.Type(descriptor.type), descriptor)
         else:
-            param = node.declare_parameter(
-                name, list(default) if isinstance(default, tuple) else default, descriptor)
+            param = declare_typed(
+                node, name, list(default) if isinstance(default, tuple) else default, descriptor)
         value = param.value
         if isinstance(default, float) and isinstance(value, int):
             value = float(value)

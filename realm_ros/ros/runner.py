@@ -33,6 +33,7 @@ import threading
 from typing import Any, Callable, Mapping, Sequence
 
 import rclpy
+from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValueException
 from rclpy.executors import Executor, ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
@@ -57,7 +58,7 @@ class StopRequest:
         self._event = threading.Event()
         self.signal_name = ''
         self._cleaning_up = False
-        self._previous: dict[int, object] = {}
+        self._previous: dict[int, Any] = {}  # signal.getsignal's handlers
 
     def __enter__(self) -> 'StopRequest':
         if threading.current_thread() is threading.main_thread():
@@ -193,7 +194,8 @@ def events_executor() -> Executor:
 
 def init(args: Sequence[str] | None = None) -> None:
     """``rclpy.init`` without rclpy's signal handlers (:class:`StopRequest` handles them)."""
-    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+    rclpy.init(args=None if args is None else list(args),
+               signal_handler_options=SignalHandlerOptions.NO)
 
 
 def spin_node(prog: str, factory: Callable[[], Node | Sequence[Node]],
@@ -238,6 +240,10 @@ def spin_node(prog: str, factory: Callable[[], Node | Sequence[Node]],
             elif result is not None:
                 code = result(node)
         except ConfigError as err:
+            print(f'{prog}: invalid parameter: {err}', file=sys.stderr)
+            code = 2
+        except (InvalidParameterTypeException, InvalidParameterValueException) as err:
+            # A parameter declared without realm_ros.ros.params (its message names it).
             print(f'{prog}: invalid parameter: {err}', file=sys.stderr)
             code = 2
         except ImportError as err:  # BackendUnavailable included: a missing SDK or lab package

@@ -1,6 +1,7 @@
 """The ``franka`` backend: bridge to franka_ros2 (FR3, Panda via agimus-franka-ros2).
 
-Modules: :mod:`.bridge` (the world), :mod:`.grippers` (Franka Hand, Robotiq 2F-85 and the
+Modules: :mod:`.bridge` (the world), :mod:`.hardware_state` (franka_hardware's states as the
+digital real imitates them), :mod:`.grippers` (Franka Hand, Robotiq 2F-85 and the
 digital real's width topic), :mod:`.reset_motion` (a real arm's move to the reset pose),
 :mod:`.robot_state` (reflex detection), :mod:`.digital_real` (the variant for the
 digital real).

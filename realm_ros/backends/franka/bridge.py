@@ -77,6 +77,8 @@ class FrankaBridgeWorld(World):
     _digital_real_variant: type['FrankaBridgeWorld'] | None = None
     #: ``safety.shape_trajectory:=auto`` shapes the trajectory (a real arm).
     shapes_by_default = True
+    #: The bridge config ``__new__`` declared on the host (``__init__`` takes it from here).
+    _declared_bridge: FrankaBridgeConfig | None = None
 
     def __init_subclass__(cls, digital_real_variant: bool = False, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -454,12 +456,12 @@ class FrankaBridgeWorld(World):
         self._check_alive()
         if self.safety.watchdog_expired(self._watch_time()):
             with self._cond:
-                self._target_q = self._arm_state.position.copy()
+                self._target_q = self._held_state().position.copy()
             self.log.warning(f'watchdog: no valid command for {self.safety_config.watchdog_s} s;'
                              ' holding the measured position')
         if self._config.lockstep:
             with self._cond:
-                before = self._arm_state.stamp
+                before = self._held_state().stamp
             self._command_gripper(self._target_g)
             self._publish_target()
             self._wait_fresh(before)
@@ -551,7 +553,8 @@ class FrankaBridgeWorld(World):
     def _error_recovery(self, timeout_s: float) -> None:
         from rclpy.action import ActionClient
         action = import_interfaces('franka_msgs.action', 'error recovery')
-        client = ActionClient(self.node, action.ErrorRecovery, 'action_server/error_recovery')
+        client: ActionClient = ActionClient(self.node, action.ErrorRecovery,
+                                            'action_server/error_recovery')
         try:
             if not client.wait_for_server(timeout_sec=timeout_s):
                 raise InfrastructureError(
@@ -604,6 +607,12 @@ class FrankaBridgeWorld(World):
             rclpy.try_shutdown(context=self._context)
 
     # -- helpers ----------------------------------------------------------------------------
+
+    def _held_state(self) -> JointState:
+        """The newest arm state (held ``_cond``); a step runs only after reset received one."""
+        if self._arm_state is None:
+            raise EpisodeError('no joint state received from the robot yet: reset first')
+        return self._arm_state
 
     def _state_age(self) -> float:
         if self._config.lockstep:
@@ -714,7 +723,7 @@ class FrankaBridgeWorld(World):
         return future.result()
 
     def _call(self, srv_type: Any, name: str, request: Any, timeout_s: float = 10.0) -> Any:
-        client = self.node.create_client(srv_type, name)
+        client: Any = self.node.create_client(srv_type, name)
         try:
             if not client.wait_for_service(timeout_sec=timeout_s):
                 raise EpisodeError(f'service {self.node.get_namespace()}/{name} not available')

@@ -119,9 +119,9 @@ class FrankaHandGripper(Gripper):
         from rclpy.action import ActionClient
         self.action = import_interfaces('franka_msgs.action', 'the franka_hand gripper')
         ns = config.gripper_namespace
-        self._move = ActionClient(node, self.action.Move, f'{ns}/move')
-        self._grasp = ActionClient(node, self.action.Grasp, f'{ns}/grasp')
-        self._homing = ActionClient(node, self.action.Homing, f'{ns}/homing')
+        self._move: ActionClient = ActionClient(node, self.action.Move, f'{ns}/move')
+        self._grasp: ActionClient = ActionClient(node, self.action.Grasp, f'{ns}/grasp')
+        self._homing: ActionClient = ActionClient(node, self.action.Homing, f'{ns}/homing')
 
     def ready(self) -> bool:
         return self._move.server_is_ready() and self._grasp.server_is_ready()
@@ -155,8 +155,8 @@ class Robotiq2F85Gripper(Gripper):
         super().__init__(node, config, **kwargs)
         from rclpy.action import ActionClient
         self.action = import_interfaces('control_msgs.action', 'the robotiq_2f_85 gripper')
-        self._client = ActionClient(node, self.action.GripperCommand,
-                                    config.gripper_command_action)
+        self._client: ActionClient = ActionClient(node, self.action.GripperCommand,
+                                                  config.gripper_command_action)
 
     def ready(self) -> bool:
         return self._client.server_is_ready()

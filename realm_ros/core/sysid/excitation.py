@@ -2,8 +2,16 @@
 
 :func:`excitation_trajectory` returns absolute position targets at the control rate (15 Hz),
 starting and ending at the reset pose, inside the joint limits of the arm
-(``ExcitationSpec.arm_id``) with a margin, under a velocity cap, and with the flange and the
-fingertips inside a safe box (:class:`Workspace`).
+(``ExcitationSpec.arm_id``) with a margin, under a velocity cap, with accelerations and jerks
+below libfranka's limits for that arm (:mod:`realm_ros.core.motion`: FR3 10 rad/s^2 and
+5000 rad/s^3 on every joint, the Panda per joint) times ``rate_fraction`` when it is set (0.6 for
+a shaped arm; None, the default for now, keeps the trajectories as before issue 26, whose fits the
+sysid tests pin), and with the flange and
+the fingertips inside a safe box (:class:`Workspace`). The acceleration and jerk are those of the
+15 Hz target stream (finite differences at the control rate, from rest at the start pose): what the
+bridge's jerk-limited shaper (``safety.shape_trajectory``) has to follow; ``rate_fraction`` (0.6)
+stays below the shaper's own ``safety.rate_limit_scale`` (0.8), so the shaper does not clip the
+excitation's accelerations.
 """
 
 from __future__ import annotations
@@ -12,7 +20,7 @@ import dataclasses
 
 import numpy as np
 
-from realm_ros.core import robot
+from realm_ros.core import motion, robot
 from realm_ros.core.errors import ConfigError
 
 
@@ -51,6 +59,9 @@ class ExcitationSpec:
             with a faster arm's rated limits (FR3's wrist is rated twice the Panda's, and the
             digital real's joint 7 then lags 0.29 rad), so it is half the Panda's limits.
         workspace: the box the flange and fingertips stay inside.
+        rate_fraction: target acceleration and jerk stay below this fraction of libfranka's
+            limits for the arm (:func:`rate_caps`); None: no acceleration or jerk cap (before,
+            FR3 joint 7 reached 9.2 rad/s^2, the Panda's joint 2 7.7 rad/s^2 > libfranka's 7.5).
         arm_id: whose joint position and velocity limits apply (:func:`robot.arm_spec`:
             ``fr3``; ``fer`` = ``panda``, the default), as the arm's safety monitor checks them.
     """
@@ -65,10 +76,14 @@ class ExcitationSpec:
     velocity_fraction: float = 0.5
     tracking_speed: tuple[float, ...] = tuple(0.5 * robot.VELOCITY_LIMIT)
     workspace: Workspace = Workspace()
+    rate_fraction: float | None = None
     arm_id: str = 'fer'
 
     def __post_init__(self) -> None:
         robot.arm_spec(self.arm_id)  # ConfigError naming the unknown arm id
+        if self.rate_fraction is not None and not 0.0 < self.rate_fraction <= 1.0:
+            raise ConfigError(
+                f'ExcitationSpec.rate_fraction must be in (0, 1], got {self.rate_fraction}')
         if not 2 * self.ramp_s < self.duration_s <= 600:
             raise ConfigError(
                 f'ExcitationSpec.duration_s must be in (2 * ramp_s, 600], got {self.duration_s}')
@@ -109,16 +124,21 @@ def excitation_trajectory(spec: ExcitationSpec, seed: int,
     envelope[:ramp_n] = fade
     envelope[-ramp_n:] = fade[::-1]
     envelope[-1] = 0.0
-    # Per joint: the largest amplitude that keeps the margin to both limits and the speed cap
-    # (so one fast joint does not shrink the others); then one common factor for the workspace.
+    # Per joint: the largest amplitude that keeps the margin to both limits, the speed cap and
+    # the acceleration and jerk caps (so one fast joint does not shrink the others; all scale
+    # linearly with the amplitude); then one common factor for the workspace.
     offsets = np.asarray(spec.amplitude) * shape * envelope[:, None]
-    prev = np.vstack([np.zeros(robot.NUM_ARM_JOINTS), offsets])
-    speed = np.max(np.abs(np.diff(prev, axis=0)), axis=0) * spec.control_hz
+    speed, acc, jerk = target_rates(start + offsets, spec.control_hz, start)
     arm = robot.arm_spec(spec.arm_id)
     room_hi = (arm.upper - spec.limit_margin - start) / np.maximum(offsets.max(0), 1e-9)
     room_lo = (start - arm.lower - spec.limit_margin) / np.maximum(-offsets.min(0), 1e-9)
-    cap = speed_cap(spec) / np.maximum(speed, 1e-9)
-    per_joint = np.clip(np.minimum.reduce([room_hi, room_lo, cap]) * 0.999, 0.0, 1.0)
+    acc_cap, jerk_cap = rate_caps(spec)
+    cap = speed_cap(spec) / np.maximum(speed.max(0), 1e-9)
+    # Uncapped (rate_fraction None): the caps are infinite, the factors 1 / 0 -> inf.
+    cap_acc = acc_cap / np.maximum(acc.max(0), 1e-9)
+    cap_jerk = jerk_cap / np.maximum(jerk.max(0), 1e-9)
+    per_joint = np.clip(np.minimum.reduce([room_hi, room_lo, cap, cap_acc, cap_jerk]) * 0.999,
+                        0.0, 1.0)
     offsets = offsets * per_joint
     scale = 1.0
     while scale >= 0.05:
@@ -136,6 +156,29 @@ def speed_cap(spec: ExcitationSpec) -> np.ndarray:
                       np.asarray(spec.tracking_speed, dtype=float))
 
 
+def rate_caps(spec: ExcitationSpec) -> tuple[np.ndarray, np.ndarray]:
+    """Return the (7,) largest target acceleration (rad/s^2) and jerk (rad/s^3) per joint:
+    ``rate_fraction`` of libfranka's limits for ``spec.arm_id`` (FR3: 10 and 5000 on every
+    joint; the Panda: per joint, :data:`realm_ros.core.motion.FER_MAX_ACCELERATION`)."""
+    if spec.rate_fraction is None:
+        return np.full(robot.NUM_ARM_JOINTS, np.inf), np.full(robot.NUM_ARM_JOINTS, np.inf)
+    limits = motion.rate_limits(robot.arm_spec(spec.arm_id), rate_scale=spec.rate_fraction)
+    return limits.acceleration, limits.jerk
+
+
+def target_rates(q: np.ndarray, control_hz: float, start: np.ndarray | None = None
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Return |velocity|, |acceleration| and |jerk| (each (K, 7)) of the targets ``q`` (K, 7)
+    sent every ``1 / control_hz`` s from rest at ``start`` (default: the reset pose), by finite
+    differences at the control rate."""
+    prev = robot.RESET_Q if start is None else np.asarray(start, dtype=float)
+    full = np.vstack([prev, prev, prev, np.asarray(q, dtype=float)])
+    v = np.diff(full, axis=0) * control_hz
+    a = np.diff(v, axis=0) * control_hz
+    j = np.diff(a, axis=0) * control_hz
+    return np.abs(v[2:]), np.abs(a[1:]), np.abs(j)
+
+
 def check_trajectory(q: np.ndarray, spec: ExcitationSpec,
                      start: np.ndarray | None = None) -> str | None:
     """Return why the (K, 7) targets ``q`` are unsafe, or ``None`` if they are safe."""
@@ -144,10 +187,16 @@ def check_trajectory(q: np.ndarray, spec: ExcitationSpec,
     high = arm.upper - spec.limit_margin
     if np.any(q < low) or np.any(q > high):
         return 'joint limit (with margin) exceeded'
-    prev = robot.RESET_Q if start is None else start
-    speed = np.abs(np.diff(np.vstack([prev, q]), axis=0)) * spec.control_hz
+    speed, acc, jerk = target_rates(q, spec.control_hz, start)
     if np.any(speed > speed_cap(spec)):
         return 'target velocity above the cap'
+    acc_cap, jerk_cap = rate_caps(spec)
+    if np.any(acc > acc_cap):
+        return (f"target acceleration above rate_fraction {spec.rate_fraction} x libfranka's "
+                f'limit for {spec.arm_id} on joint {int(np.argmax((acc / acc_cap).max(0))) + 1}')
+    if np.any(jerk > jerk_cap):
+        return (f"target jerk above rate_fraction {spec.rate_fraction} x libfranka's limit for "
+                f'{spec.arm_id} on joint {int(np.argmax((jerk / jerk_cap).max(0))) + 1}')
     for row in q:
         flange, tip = end_effector_points(row)
         if not (spec.workspace.contains(flange) and spec.workspace.contains(tip)):
