@@ -1,7 +1,8 @@
 """Does ``cameras calibrate`` recover hidden camera offsets? Random offsets nobody tuned on.
 
 Run: ``.venv/bin/python bench/bench_camera_calibration.py [--offsets 20] [--size 320x180]
-[--poses 16] [--masks seg|appearance]``.
+[--poses 16] [--masks seg|appearance] [--first 1000] [--jobs N]`` (``--jobs``: offsets in
+parallel processes, one core each; set ``OMP_NUM_THREADS=1``).
 
 For each of ``--offsets`` seeds (1000, 1001, ...), both exterior cameras get a random lab
 calibration error off DROID's rig (``core.appearance.camera_offsets``: 2 cm in a random
@@ -86,6 +87,27 @@ def synthetic_recording(offset_seed: int, size: tuple[int, int], poses: int, mas
                               if masks == 'seg' else None)
 
 
+def one_offset(job: tuple) -> tuple[list[tuple[float, float, float]], float]:
+    """Render and calibrate one offset; print its lines; return the errors and the seconds
+    per camera of the fit."""
+    seed, size, poses, masks_kind, root, tmp = job
+    rig = camera_rig.load_rig('')
+    t0 = time.time()
+    recording, truth, masks = synthetic_recording(seed, size, poses, masks_kind, root, tmp)
+    t1 = time.time()
+    result = cal.calibrate(recording, rig, masks=masks)
+    rows = []
+    for name, fit in result.fits.items():
+        start = fit.start.error_to(truth[name])
+        got = fit.pose.error_to(truth[name])
+        rows.append(got)
+        print(f'offset {seed} {name}: start {start[0] * 100:5.2f} cm {start[1]:5.2f} deg '
+              f'{start[2]:5.2f} fov -> {got[0] * 100:5.2f} cm {got[1]:5.2f} deg '
+              f'{got[2]:5.2f} fov; loss {fit.loss_start:.2f} -> {fit.loss:.2f} px '
+              f'({time.time() - t0:.0f} s)', flush=True)
+    return rows, (time.time() - t1) / len(result.fits)
+
+
 def main() -> None:
     """Run the bench."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -93,31 +115,34 @@ def main() -> None:
     parser.add_argument('--size', default='320x180')
     parser.add_argument('--poses', type=int, default=16)
     parser.add_argument('--masks', default='appearance', choices=('seg', 'appearance'))
+    parser.add_argument('--first', type=int, default=1000, help='the first offset seed')
+    parser.add_argument('--jobs', type=int, default=1,
+                        help='offsets calibrated in parallel (processes; one core each)')
     args = parser.parse_args()
     w, h = (int(v) for v in args.size.split('x'))
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    rig = camera_rig.load_rig('')
-    rows = []
     tmp = tempfile.mkdtemp(prefix='realm_calib_')
-    for k in range(args.offsets):
-        t0 = time.time()
-        recording, truth, masks = synthetic_recording(1000 + k, (w, h), args.poses, args.masks,
-                                                      root, tmp)
-        result = cal.calibrate(recording, rig, masks=masks)
-        for name, fit in result.fits.items():
-            start = fit.start.error_to(truth[name])
-            got = fit.pose.error_to(truth[name])
-            rows.append(got)
-            print(f'offset {1000 + k} {name}: start {start[0] * 100:5.2f} cm {start[1]:5.2f} deg '
-                  f'{start[2]:5.2f} fov -> {got[0] * 100:5.2f} cm {got[1]:5.2f} deg '
-                  f'{got[2]:5.2f} fov; loss {fit.loss_start:.2f} -> {fit.loss:.2f} px '
-                  f'({time.time() - t0:.0f} s)', flush=True)
+    print(f'load before: {os.getloadavg()[0]:.1f} (1 min), {os.cpu_count()} cores, '
+          f'{args.jobs} job(s)', flush=True)
+    seeds = range(args.first, args.first + args.offsets)
+    jobs = [(seed, (w, h), args.poses, args.masks, root, tmp) for seed in seeds]
+    if args.jobs > 1:
+        import multiprocessing
+
+        with multiprocessing.get_context('spawn').Pool(args.jobs) as pool:
+            results = list(pool.imap(one_offset, jobs))
+    else:
+        results = [one_offset(job) for job in jobs]
+    rows = [row for rows_, _ in results for row in rows_]
+    seconds = [s for _, s in results]
     errors = np.array(rows)
     ok = (errors[:, 0] <= 0.01) & (errors[:, 1] <= 0.5) & (errors[:, 2] <= 1.0)
     print(f'{int(ok.sum())}/{len(ok)} cameras within 1 cm, 0.5 deg, 1 deg of FOV; median '
           f'{np.median(errors[:, 0]) * 100:.2f} cm {np.median(errors[:, 1]):.2f} deg '
           f'{np.median(errors[:, 2]):.2f} deg; worst {errors[:, 0].max() * 100:.2f} cm '
-          f'{errors[:, 1].max():.2f} deg {errors[:, 2].max():.2f} deg')
+          f'{errors[:, 1].max():.2f} deg {errors[:, 2].max():.2f} deg; '
+          f'{np.mean(seconds):.0f} s per camera (median {np.median(seconds):.0f}); load after '
+          f'{os.getloadavg()[0]:.1f}')
 
 
 if __name__ == '__main__':

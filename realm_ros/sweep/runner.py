@@ -179,23 +179,25 @@ def make_sweep_world(backend: str, cameras: tuple[str, ...], sim_params_file: st
     return make_world(config)
 
 
-def make_looked_world(cell: Cell) -> World:
+def make_looked_world(cell: Cell, **config: Any) -> World:
     """Return the MuJoCo twin with ``cell``'s look: its visual match, or its variant of
     :class:`~realm_ros.core.appearance.VariantSet` (built here from (index, count, seed), so
-    a worker on any machine dresses the same variant)."""
+    a worker on any machine dresses the same variant). ``config``: more
+    :class:`~realm_ros.core.config.WorldConfig` fields (a sheet's camera size)."""
     from realm_ros.backends.mujoco.appearance import AppearanceLook
     from realm_ros.core.appearance import VariantSet
     from realm_ros.core.config import WorldConfig
     from realm_ros.core.world import make_world
 
-    config = WorldConfig(backend='mujoco', cameras=cell.cameras,
-                         camera_rate_hz=robot.CONTROL_HZ if cell.cameras else 0.0,
-                         sim_params_file=cell.sim_params_file,
-                         visual_match_dir=cell.visual_match_dir)
+    fields = {'camera_rate_hz': robot.CONTROL_HZ if cell.cameras else 0.0, **config}
+    world_config = WorldConfig(backend='mujoco', cameras=cell.cameras,
+                               sim_params_file=cell.sim_params_file,
+                               visual_match_dir=cell.visual_match_dir, **fields)
     if not cell.variant:
-        return make_world(config)
+        return make_world(world_config)
     index, count, seed = cell.variant
-    return make_world(config, look=AppearanceLook(VariantSet(count, seed).appearance(index)))
+    return make_world(world_config,
+                      look=AppearanceLook(VariantSet(count, seed).appearance(index)))
 
 
 def infra_record(cell: Cell, error: str) -> dict[str, Any]:
