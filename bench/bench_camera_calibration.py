@@ -83,8 +83,31 @@ def synthetic_recording(offset_seed: int, size: tuple[int, int], poses: int, mas
     truth = {c: cal.CameraPose.from_spec(camera_rig.camera_from_entry(c, data['cameras'][c], c))
              for c in cameras}
     recording = cal.Recording(qs, gs, {c: np.stack(v) for c, v in images.items()})
-    return recording, truth, ({c: np.stack(v) for c, v in seen.items()}
-                              if masks == 'seg' else None)
+    segs = {c: np.stack(v) for c, v in seen.items()}
+    if masks != 'seg':
+        mask_quality(recording, truth, segs)
+        return recording, truth, None
+    return recording, truth, segs
+
+
+def mask_quality(recording: cal.Recording, truth: dict[str, cal.CameraPose],
+                 segs: dict[str, np.ndarray]) -> None:
+    """Print how well background subtraction finds the robot at its best: against the clean
+    plate of the true camera (what the calibration's last stage approaches)."""
+    rig = camera_rig.load_rig('')
+    points = cal.moving_points(cal.twin_geometry(rig, recording.size), recording)
+    for c, seg in segs.items():
+        frames = recording.images[c]
+        plate, unknown = cal.clean_plate(frames, cal.robot_raster(truth[c], points,
+                                                                  recording.size))
+        seen = cal.masks_against(frames, plate)
+        known = seg & ~unknown[None]
+        found = (seen & known).sum() / known.sum() * 100
+        false = (seen & ~seg).sum() / seg.sum() * 100
+        never = (seg & unknown[None]).sum() / seg.sum() * 100
+        print(f'  {c} masks at the true plate: {found:.0f} % of the robot pixels with evidence '
+              f'found, {false:.1f} % as many false; {never:.0f} % of the robot pixels never free '
+              '(no evidence)', flush=True)
 
 
 def one_offset(job: tuple) -> tuple[list[tuple[float, float, float]], float]:
@@ -108,6 +131,94 @@ def one_offset(job: tuple) -> tuple[list[tuple[float, float, float]], float]:
     return rows, (time.time() - t1) / len(result.fits)
 
 
+def wrist_observability(size: tuple[int, int], poses: int, root: str) -> None:
+    """Print what the wrist camera's recording could tell about its mount offset.
+
+    (a) Observability: the Jacobian of the wrist image's robot-outline residuals (the same
+    signed-distance residuals as the exterior cameras' last stage, MuJoCo's segmentation as
+    the seen mask) with respect to a move of the camera in its own frame (= a mount offset),
+    over the recording's frames: its singular values and the RMS px one unit (cm / deg) moves
+    the residuals along the weakest direction. (b) The seen mask: the camera moves with the
+    hand, so no temporal plate exists; the fingers stay put in the image for one opening, so
+    pixels that hardly change over the frames of one opening are the candidates: how many of
+    the robot's pixels that test finds, and how much else it takes.
+    """
+    import cv2
+    import mujoco
+
+    from realm_ros.backends.digital_real import DigitalRealWorld
+    from realm_ros.backends.mujoco.actuation import ArmActuation
+    from realm_ros.backends.mujoco.render import FrameRenderer
+    from realm_ros.backends.mujoco.visual_match import robot_geoms, seg_mask
+    from realm_ros.core.config import WorldConfig
+    from realm_ros.core.types import EpisodeSpec
+
+    rig = camera_rig.load_rig('')
+    geometry = cal.twin_geometry(rig, size)
+    world = DigitalRealWorld(WorldConfig(task='', backend='digital_real', cameras=('wrist',),
+                                         camera_width=size[0], camera_height=size[1],
+                                         appearance_file=f'{root}/config/appearance/'
+                                                         'lab_demo.yaml'))
+    world.reset(EpisodeSpec(task='empty', seed=0))
+    act = ArmActuation(world.model)
+    renderer = FrameRenderer(world.model, size[0], size[1], shadows=False)
+    robot = robot_geoms(world.model)
+    cam = geometry.model.camera('wrist').id
+    fovy = float(geometry.model.cam_fovy[cam])
+    qs = cal.record_waypoints(poses, 3)
+    images, seen, local = [], [], []
+    try:
+        for k, q in enumerate(qs):
+            g = cal.gripper_for(k)
+            act.set_arm_state(world.data, q, gripper=g)
+            mujoco.mj_forward(world.model, world.data)
+            world.step_physics(0)
+            world.data.time = 0.1 * (k + 1)
+            images.append(world.look.finish(world, renderer.render(world.data, ('wrist',)),
+                                            lambda: {})['wrist'])
+            seen.append(seg_mask(renderer.render(world.data, ('wrist',),
+                                                 segmentation=True)['wrist'], robot))
+            pts = geometry.points(q, g)
+            mujoco.mj_forward(geometry.model, geometry.data)
+            pos = geometry.data.cam_xpos[cam].copy()
+            rot = geometry.data.cam_xmat[cam].reshape(3, 3).copy()
+            local.append((pts - pos) @ rot)  # the robot in the camera's own frame
+    finally:
+        renderer.close()
+        world.close()
+    ident = cal.CameraPose(np.zeros(3), np.eye(3), fovy)
+    chosen = [p[cal.edge_points(ident, p, size)] for p in local]
+    sdfs = [cal.signed_distance(m) for m in seen]
+
+    def residuals(theta: np.ndarray) -> np.ndarray:
+        pose = ident.moved(theta)
+        out = []
+        for pts, sdf in zip(chosen, sdfs):
+            uv = pose.project(pts, *size)[0].astype(np.float32)
+            out.append(cv2.remap(sdf, uv[:, 0:1] - 0.5, uv[:, 1:2] - 0.5,
+                                 cv2.INTER_LINEAR)[:, 0])
+        return np.nan_to_num(np.concatenate(out))
+
+    jac = np.stack([(residuals(e) - residuals(-e)) / 0.2 for e in np.eye(7) * 0.1], 1)
+    sv = np.linalg.svd(jac, compute_uv=False)
+    print(f'wrist: robot {np.mean([m.mean() for m in seen]) * 100:.1f} % of the image; '
+          f'outline residuals {len(jac)} over {len(qs)} frames, singular values '
+          f'{np.round(sv, 1).tolist()}; the weakest direction moves them '
+          f'{sv[-1] / len(jac) ** 0.5:.3f} px RMS per cm/deg')
+    stack = np.stack(images).astype(np.float32)
+    masks = np.stack(seen)
+    gs = np.array([cal.gripper_for(k) for k in range(len(qs))])
+    for g in (0.0, 1.0):
+        sel = gs == g
+        still = np.median(np.abs(stack[sel] - np.median(stack[sel], 0)).sum(-1), 0) < 20
+        always = masks[sel].all(0)
+        print(f'wrist, gripper {g:.0f}: pixels still over {int(sel.sum())} frames '
+              f'{still.mean() * 100:.1f} % of the image; of the robot pixels in every frame '
+              f'{(still & always).sum() / max(always.sum(), 1) * 100:.0f} % found, and '
+              f'{(still & ~masks[sel].any(0)).sum() / max(always.sum(), 1):.1f}x as many '
+              'pixels that are never robot')
+
+
 def main() -> None:
     """Run the bench."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -116,11 +227,17 @@ def main() -> None:
     parser.add_argument('--poses', type=int, default=16)
     parser.add_argument('--masks', default='appearance', choices=('seg', 'appearance'))
     parser.add_argument('--first', type=int, default=1000, help='the first offset seed')
+    parser.add_argument('--wrist', action='store_true',
+                        help="instead: what the recording could tell about the wrist camera's "
+                             'mount offset (observability, and the seen mask)')
     parser.add_argument('--jobs', type=int, default=1,
                         help='offsets calibrated in parallel (processes; one core each)')
     args = parser.parse_args()
     w, h = (int(v) for v in args.size.split('x'))
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    if args.wrist:
+        wrist_observability((w, h), args.poses, root)
+        return
     tmp = tempfile.mkdtemp(prefix='realm_calib_')
     print(f'load before: {os.getloadavg()[0]:.1f} (1 min), {os.cpu_count()} cores, '
           f'{args.jobs} job(s)', flush=True)

@@ -86,7 +86,9 @@ def test_edge_least_squares_recovers_a_moved_camera_from_perfect_masks(seg_recor
     theta, evaluations = cal.refine_edges(start, np.zeros(7), points, masks)
     dp, da, df = start.moved(theta).error_to(truth)
     assert evaluations > 0
-    assert dp < 0.01 and da < 0.5 and df < 1.0, (dp, da, df)
+    # Well inside the bounds (1 cm, 0.5 deg, 1 deg): the loss and the optimiser alone
+    # (measured 0.21 cm, 0.12 deg, 0.06 deg).
+    assert dp < 0.005 and da < 0.25 and df < 0.3, (dp, da, df)
     assert dp < before[0] or da < before[1]
 
 
