@@ -219,6 +219,23 @@ def wrist_observability(size: tuple[int, int], poses: int, root: str) -> None:
               'pixels that are never robot')
 
 
+def compare(rig_file: str, appearance_file: str) -> None:
+    """Print how far DROID's rig and ``rig_file`` (``cameras calibrate``'s) are from the
+    cameras of ``appearance_file`` (the lab's truth)."""
+    import yaml
+
+    truth = yaml.safe_load(open(appearance_file))['cameras']
+    nominal = {c.name: c for c in camera_rig.load_rig('').exterior}
+    fitted = {c.name: c for c in camera_rig.load_rig(rig_file).exterior}
+    for name, entry in truth.items():
+        if name not in fitted:
+            continue
+        true = cal.CameraPose.from_spec(camera_rig.camera_from_entry(name, entry, name))
+        for label, spec in (('DROID rig', nominal[name]), ('calibrated', fitted[name])):
+            dp, da, df = cal.CameraPose.from_spec(spec).error_to(true)
+            print(f'{name} {label}: {dp * 100:.2f} cm, {da:.2f} deg, {df:.2f} deg of FOV')
+
+
 def main() -> None:
     """Run the bench."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -227,6 +244,9 @@ def main() -> None:
     parser.add_argument('--poses', type=int, default=16)
     parser.add_argument('--masks', default='appearance', choices=('seg', 'appearance'))
     parser.add_argument('--first', type=int, default=1000, help='the first offset seed')
+    parser.add_argument('--compare', default='', metavar='RIG',
+                        help="instead: RIG's and DROID's cameras against --appearance's")
+    parser.add_argument('--appearance', default='config/appearance/lab_demo.yaml')
     parser.add_argument('--wrist', action='store_true',
                         help="instead: what the recording could tell about the wrist camera's "
                              'mount offset (observability, and the seen mask)')
@@ -237,6 +257,9 @@ def main() -> None:
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     if args.wrist:
         wrist_observability((w, h), args.poses, root)
+        return
+    if args.compare:
+        compare(args.compare, args.appearance)
         return
     tmp = tempfile.mkdtemp(prefix='realm_calib_')
     print(f'load before: {os.getloadavg()[0]:.1f} (1 min), {os.cpu_count()} cores, '

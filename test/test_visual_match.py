@@ -236,4 +236,16 @@ def test_sweep_runs_the_variants_world_and_paired_eval_va_on_a_small_plan(tmp_pa
     assert {json.loads(x)['role'] for x in lines} == {'variant_0', 'variant_1_background'}
     run_variant_aggregation(config, VariantSet(2), tmp_path / 'pe')  # resumes: nothing new
     assert len((tmp_path / 'pe' / 'variants' / 'episodes.jsonl').read_text().splitlines()) == 2
+    # paired-eval's step after the pairs: the section in summary.json and the report, beside
+    # the twin (here the pairs are variant 0's episodes in both roles).
+    from realm_ros.commands.paired_eval import variant_aggregation
+    from realm_ros.core.evaluation import summarize
+
+    first = json.loads(lines[0])
+    pairs = [{**first, 'role': role, 'world': role} for role in ('real', 'sim')]
+    section = variant_aggregation(config, VariantSet(2), tmp_path / 'pe', summarize(pairs),
+                                  quiet=True)
+    written = json.loads((tmp_path / 'pe' / 'summary.json').read_text())
+    assert written['variant_aggregation']['per_policy'] == section['per_policy']
+    assert 'Variant aggregation' in (tmp_path / 'pe' / 'report.html').read_text()
     assert cli.main(['sweep', '--out', str(tmp_path / 'bad'), '--worlds', 'matched']) == 2

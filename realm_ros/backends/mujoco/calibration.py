@@ -4,25 +4,25 @@ RobotArena infinity's camera-robot calibration without its learned models. The r
 (``realm-ros cameras record``) holds joint states and images of the arm moving through every
 exterior camera's view over a cleared table. Per exterior camera:
 
-1. *Robot pixels, seen*: the per-pixel temporal median of the frames is the background plate
-   (the arm covers any pixel in fewer than half the frames, except its base); a pixel is robot
-   where it differs from the plate by more than ``threshold`` and is not a shadow (darker than
-   the plate by a common factor in every channel).
-2. *Robot, modelled*: the twin's visual robot geometry (mesh vertices and points sampled on
+1. *Robot, modelled*: the twin's visual robot geometry (mesh vertices and points sampled on
    its surfaces) at each frame's recorded joints, projected through a pinhole camera
    with MuJoCo's conventions (square pixels, ``f = H / 2 / tan(fovy / 2)``); parts that move
    less than ``STATIC_M`` over the recording are left out (they are in the plate).
-3. *Loss*: the mean, over frames, of the robust (capped) distance-transform distance of each
-   projected point to the seen mask, plus that of each seen boundary pixel to the projected
-   robot: a symmetric silhouette chamfer, px.
-4. *Search*: seven parameters (position 3, cm; rotation vector in the camera frame 3, deg;
-   vertical FOV 1, deg) from the rig file's camera, coarse to fine (half resolution, then
-   full), by CMA-ES (``cma``).
+2. *Robot pixels, seen*: background subtraction against a plate made of the frames where the
+   twin's robot at the rig file's camera, grown by ``PRIOR_GROW`` of the image width, leaves
+   the pixel free (the plain temporal median holds the arm where it stays long); a pixel is
+   robot where it differs from the plate by more than ``threshold`` and is not a shadow
+   (darker than the plate by one factor in every channel, no darker than ``SHADOW_MIN``).
+3. *Coarse*: CMA-ES (``cma``) over seven parameters (position 3, cm; rotation vector in the
+   camera frame 3, deg; vertical FOV 1, deg) from the rig file's camera, at half then full
+   resolution, on a symmetric silhouette chamfer (capped distance transforms).
+4. *Fine*, twice: a clean plate without the robot where the fit places it, the masks again,
+   then Gauss-Newton on the seen silhouette's signed distance at the model's outline points
+   (:func:`refine_edges`): smooth where the chamfer's valley is flat.
 
 The result is a rig file (``config/cameras/droid.yaml``'s format: ``position``,
 ``quaternion_xyzw`` of the optical frame, ``fovy_deg``) the twin reads as it is. The wrist
-camera is not calibrated (its mount offset would need the gripper in view of an exterior
-camera at a known pose; it keeps the rig's entry).
+camera is not calibrated (it keeps the rig's entry; docs/visual-matching.md says why).
 """
 
 from __future__ import annotations
@@ -669,5 +669,6 @@ def gripper_for(k: int) -> float:
 
 
 __all__ = ['CameraFit', 'CameraPose', 'Calibration', 'Recording', 'RobotGeometry',
-           'SilhouetteLoss', 'calibrate', 'fit_camera', 'gripper_for',
-           'moving_points', 'plate_and_masks', 'record_waypoints', 'twin_geometry', 'write_rig']
+           'SilhouetteLoss', 'calibrate', 'edge_points', 'fit_camera', 'gripper_for',
+           'moving_points', 'plate_and_masks', 'record_waypoints', 'refine_edges',
+           'signed_distance', 'twin_geometry', 'write_rig']
