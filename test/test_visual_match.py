@@ -160,9 +160,9 @@ def test_episode_takes_visual_match_and_refuses_a_missing_folder(tmp_path, capsy
 
 def test_variants_change_one_axis_each_and_keep_the_physics():
     from realm_ros.core.appearance import VariantSet
-    from realm_ros.sweep.runner import make_looked_world
     from realm_ros.core.evaluation import PolicyEntry
     from realm_ros.core.sweep import Cell
+    from realm_ros.sweep.runner import make_looked_world
 
     variants = VariantSet(5, seed=3)
     assert [variants.axis(k) for k in range(5)] == ['', 'background', 'lighting', 'table',
