@@ -244,6 +244,8 @@ def main() -> None:
     parser.add_argument('--poses', type=int, default=16)
     parser.add_argument('--masks', default='appearance', choices=('seg', 'appearance'))
     parser.add_argument('--first', type=int, default=1000, help='the first offset seed')
+    parser.add_argument('--mask-check', action='store_true',
+                        help="instead: render each offset and print the masks' quality only")
     parser.add_argument('--compare', default='', metavar='RIG',
                         help="instead: RIG's and DROID's cameras against --appearance's")
     parser.add_argument('--appearance', default='config/appearance/lab_demo.yaml')
@@ -260,6 +262,12 @@ def main() -> None:
         return
     if args.compare:
         compare(args.compare, args.appearance)
+        return
+    if args.mask_check:
+        tmp = tempfile.mkdtemp(prefix='realm_calib_')
+        for seed in range(args.first, args.first + args.offsets):
+            print(f'offset {seed}:')
+            synthetic_recording(seed, (w, h), args.poses, 'appearance', root, tmp)
         return
     tmp = tempfile.mkdtemp(prefix='realm_calib_')
     print(f'load before: {os.getloadavg()[0]:.1f} (1 min), {os.cpu_count()} cores, '
