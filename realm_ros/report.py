@@ -219,6 +219,24 @@ def _variant_aggregation(summary: Mapping[str, Any]) -> list[str]:
     return parts
 
 
+def add_variant_aggregation(out_dir: str | pathlib.Path, summary: Mapping[str, Any]) -> None:
+    """Put ``summary``'s variant aggregation section into an existing ``report.html`` (after
+    the policies' table; replacing one an earlier run put there)."""
+    path = pathlib.Path(out_dir) / 'report.html'
+    if not path.is_file():
+        return
+    text = path.read_text()
+    start = text.find('<h2>Variant aggregation</h2>')
+    if start >= 0:
+        end = text.find('<h2>', start + 1)
+        text = text[:start] + (text[end:] if end >= 0 else '</body></html>')
+    section = '\n'.join(_variant_aggregation(summary))
+    anchor = '<h2>Bradley-Terry ranking</h2>'
+    at = text.find(anchor)
+    at = at if at >= 0 else text.rfind('</body>')
+    path.write_text(text[:at] + section + '\n' + text[at:])
+
+
 def write_report(out_dir: str | pathlib.Path, summary: Mapping[str, Any],
                  meta: Mapping[str, Any] | None = None) -> pathlib.Path:
     """Write the figures and ``report.html`` into ``out_dir``; return the HTML path.

@@ -240,12 +240,17 @@ def test_sweep_runs_the_variants_world_and_paired_eval_va_on_a_small_plan(tmp_pa
     # the twin (here the pairs are variant 0's episodes in both roles).
     from realm_ros.commands.paired_eval import variant_aggregation
     from realm_ros.core.evaluation import summarize
+    from realm_ros.report import write_report
 
     first = json.loads(lines[0])
     pairs = [{**first, 'role': role, 'world': role} for role in ('real', 'sim')]
-    section = variant_aggregation(config, VariantSet(2), tmp_path / 'pe', summarize(pairs),
-                                  quiet=True)
+    summary = summarize(pairs)
+    write_report(tmp_path / 'pe', summary)  # the evaluator's report, before the variants
+    section = variant_aggregation(config, VariantSet(2), tmp_path / 'pe', summary, quiet=True)
+    variant_aggregation(config, VariantSet(2), tmp_path / 'pe', summary, quiet=True)  # again
     written = json.loads((tmp_path / 'pe' / 'summary.json').read_text())
     assert written['variant_aggregation']['per_policy'] == section['per_policy']
-    assert 'Variant aggregation' in (tmp_path / 'pe' / 'report.html').read_text()
+    html = (tmp_path / 'pe' / 'report.html').read_text()
+    assert html.count('<h2>Variant aggregation</h2>') == 1  # once, however often it runs
+    assert html.index('Variant aggregation') < html.index('Bradley-Terry')
     assert cli.main(['sweep', '--out', str(tmp_path / 'bad'), '--worlds', 'matched']) == 2

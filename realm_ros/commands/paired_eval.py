@@ -170,8 +170,7 @@ def variant_aggregation(config: EvalConfig, variants: Any, out: pathlib.Path,
     import json
 
     from realm_ros.commands.sweep import policy_cameras
-    from realm_ros.nodes.evaluator_node import _report_meta
-    from realm_ros.report import write_report
+    from realm_ros.report import add_variant_aggregation
     from realm_ros.sweep.variants import format_table, run_variant_aggregation
 
     path = out / 'summary.json'
@@ -185,8 +184,7 @@ def variant_aggregation(config: EvalConfig, variants: Any, out: pathlib.Path,
     section['visual_match_dir'] = config.visual_match_dir or ''
     summary['variant_aggregation'] = section
     path.write_text(json.dumps(summary, indent=2))
-    if 'per_policy' in summary:
-        write_report(out, summary, _report_meta(config))
+    add_variant_aggregation(out, summary)
     if not quiet:
         print(format_table(section), flush=True)
     return section
