@@ -10,6 +10,11 @@ renders every camera. Prints the mean absolute pixel error (0-255, over RGB) bet
 digital real and each twin per camera, over the whole image, the robot's pixels and the task
 objects' pixels (regions from the digital real's own segmentation render). ``--out`` writes a
 sheet: real | twin | matched twin per camera, the first seed.
+
+``--variants N --out sheet.png`` (no ``--match``) instead draws the twin's N looks of
+SIMPLER's variant aggregation (``core.appearance.VariantSet``; ``paired-eval
+--variant-aggregation N``, the sweep's ``variants`` world): one row per variant, the exterior
+cameras side by side, the task reset at ``--seeds``' first seed.
 """
 
 from __future__ import annotations
@@ -20,6 +25,34 @@ import os
 os.environ.setdefault('MUJOCO_GL', 'egl')
 
 import numpy as np  # noqa: E402
+
+
+def variants_sheet(count: int, task: str, size: tuple[int, int], out: str) -> None:
+    """Write the twin's ``count`` variants as one sheet (rows: variants)."""
+    import imageio.v2 as imageio
+
+    from realm_ros.core.appearance import VariantSet
+    from realm_ros.core.evaluation import PolicyEntry
+    from realm_ros.core.sweep import Cell
+    from realm_ros.core.types import EpisodeSpec
+    from realm_ros.sweep.runner import make_looked_world
+
+    variants = VariantSet(count)
+    spec = EpisodeSpec(task=task, seed=0, max_steps=1)
+    rows = []
+    for k in range(count):
+        cell = Cell(world=variants.name(k), entry=PolicyEntry.parse('scripted:0'), spec=spec,
+                    cameras=('exterior_1', 'exterior_2'), variant=(k, count, variants.seed))
+        world = make_looked_world(cell, camera_width=size[0], camera_height=size[1])
+        try:
+            world.reset(spec)
+            images = world.render()
+            rows.append(np.concatenate([images['exterior_1'], images['exterior_2']], 1))
+            print(f'{variants.name(k)}: {variants.mapping(k)}')
+        finally:
+            world.close()
+    imageio.imwrite(out, np.concatenate(rows, 0))
+    print(f'sheet: {out}')
 
 
 def main() -> None:
@@ -37,7 +70,9 @@ def main() -> None:
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument('--match', required=True)
+    parser.add_argument('--match', default='')
+    parser.add_argument('--variants', type=int, default=0,
+                        help="draw the twin's N variant looks to --out instead")
     parser.add_argument('--task', default='put_green_block_in_bowl')
     parser.add_argument('--seeds', type=int, default=3)
     parser.add_argument('--size', default='160x90')
@@ -45,6 +80,11 @@ def main() -> None:
     parser.add_argument('--out', default='')
     args = parser.parse_args()
     w, h = (int(v) for v in args.size.split('x'))
+    if args.variants:
+        variants_sheet(args.variants, args.task, (w, h), args.out or 'variants.png')
+        return
+    if not args.match:
+        parser.error('--match DIR is needed (or --variants N)')
     config = WorldConfig(task=args.task, camera_width=w, camera_height=h)
     real = DigitalRealWorld(dataclasses.replace(config, backend='digital_real',
                                                 appearance_file=args.appearance))

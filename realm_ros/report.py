@@ -194,6 +194,49 @@ def _preferences(section: Mapping[str, Any] | None) -> list[str]:
 html_table = _table
 
 
+def _variant_aggregation(summary: Mapping[str, Any]) -> list[str]:
+    """The variant aggregation section (``paired-eval --variant-aggregation N``), beside the
+    twin's (plain or visually matched) scores."""
+    va = summary.get('variant_aggregation')
+    if not va:
+        return []
+    twin = 'visually matched twin' if va.get('visual_match_dir') else 'twin'
+    sim = {e['policy']: e for e in summary.get('per_policy', [])}
+    axes = html.escape(', '.join(a or 'own' for a in va['axes']))
+    parts = [f"<h2>Variant aggregation</h2><p>SIMPLER's VA: the sim side of the same plan on "
+             f"{va['count']} looks of the twin ({axes}), each variant's mean progression "
+             f'averaged; beside the {twin} the pairs ran on.</p>']
+    parts.append(_table(
+        ['policy', 'real progress', f'{twin} progress', 'VA progress', 'spread over variants',
+         'VA success'],
+        [[r['policy'], sim.get(r['policy'], {}).get('real_progress', float('nan')),
+          sim.get(r['policy'], {}).get('sim_progress', float('nan')), r['progress'],
+          r['progress_spread'], r['success']] for r in va['per_policy']]))
+    a = va.get('agreement') or {}
+    if 'pearson_r' in a:
+        parts.append(f'<p>VA vs real: Pearson r = {a["pearson_r"]:.3f}, MMRV = '
+                     f'{a["mmrv"]:.3f}, mean |gap| = {a["mean_abs_gap"]:.3f}.</p>')
+    return parts
+
+
+def add_variant_aggregation(out_dir: str | pathlib.Path, summary: Mapping[str, Any]) -> None:
+    """Put ``summary``'s variant aggregation section into an existing ``report.html`` (after
+    the policies' table; replacing one an earlier run put there)."""
+    path = pathlib.Path(out_dir) / 'report.html'
+    if not path.is_file():
+        return
+    text = path.read_text()
+    start = text.find('<h2>Variant aggregation</h2>')
+    if start >= 0:
+        end = text.find('<h2>', start + 1)
+        text = text[:start] + (text[end:] if end >= 0 else '</body></html>')
+    section = '\n'.join(_variant_aggregation(summary))
+    anchor = '<h2>Bradley-Terry ranking</h2>'
+    at = text.find(anchor)
+    at = at if at >= 0 else text.rfind('</body>')
+    path.write_text(text[:at] + section + '\n' + text[at:])
+
+
 def write_report(out_dir: str | pathlib.Path, summary: Mapping[str, Any],
                  meta: Mapping[str, Any] | None = None) -> pathlib.Path:
     """Write the figures and ``report.html`` into ``out_dir``; return the HTML path.
@@ -241,6 +284,7 @@ def write_report(out_dir: str | pathlib.Path, summary: Mapping[str, Any],
           e['sim_progress'], e['sim_progress_ci'], e['real_success'], e['sim_success']]
          for e in summary['per_policy']]))
     parts.append('<img src="policy_bars.png" alt="per-policy bars">')
+    parts += _variant_aggregation(summary)
     parts.append('<h2>Bradley-Terry ranking</h2><img src="ranking.png" alt="ranking">')
     parts += _preferences(summary.get('preferences'))
     if summary.get('kruskal'):

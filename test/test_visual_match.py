@@ -153,3 +153,104 @@ def test_episode_takes_visual_match_and_refuses_a_missing_folder(tmp_path, capsy
     capsys.readouterr()
     assert cli.main(['episode', '--task', TASK, '--visual-match', str(tmp_path / 'nope')]) == 2
     assert 'folder not found' in capsys.readouterr().err
+
+
+# -- variant aggregation (SIMPLER's VA) and the sweep's looked worlds ------------------------
+
+
+def test_variants_change_one_axis_each_and_keep_the_physics():
+    from realm_ros.core.appearance import VariantSet
+    from realm_ros.core.evaluation import PolicyEntry
+    from realm_ros.core.sweep import Cell
+    from realm_ros.sweep.runner import make_looked_world
+
+    variants = VariantSet(5, seed=3)
+    assert [variants.axis(k) for k in range(5)] == ['', 'background', 'lighting', 'table',
+                                                    'distractors']
+    assert variants.mapping(4) == VariantSet(5, seed=3).mapping(4)
+    assert variants.mapping(1) != VariantSet(5, seed=4).mapping(1)
+    with pytest.raises(ConfigError, match='>= 1'):
+        VariantSet(0)
+    spec = EpisodeSpec(task=TASK, seed=2, max_steps=5)
+    entry = PolicyEntry.parse('scripted:0')
+    frames, qpos = {}, {}
+    for k in range(5):
+        world = make_looked_world(Cell(world=variants.name(k), entry=entry, spec=spec,
+                                       cameras=('exterior_1',), variant=(k, 5, 3)))
+        try:
+            world.reset(spec)
+            frames[k] = world.render()['exterior_1']
+            qpos[k] = world.data.qpos.copy()
+        finally:
+            world.close()
+    for k in range(1, 5):  # every variant looks different, moves the same
+        changed = np.abs(frames[k].astype(int) - frames[0]).sum(-1) > 30
+        assert changed.mean() > 0.003, variants.name(k)
+        np.testing.assert_array_equal(qpos[k], qpos[0])
+
+
+def test_variant_aggregation_averages_per_variant_scores():
+    from realm_ros.core.appearance import VariantSet
+    from realm_ros.sweep.variants import aggregate
+
+    variants = VariantSet(3)
+
+    def rec(policy, k, progression):
+        return {'policy': policy, 'role': variants.name(k), 'progression': progression,
+                'success': progression >= 1.0, 'outcome': 'success', 'pair_id': 'x'}
+
+    records = [rec('a', 0, 1.0), rec('a', 1, 0.5), rec('a', 1, 0.0), rec('a', 2, 1.0),
+               rec('b', 0, 0.2), rec('b', 1, 0.2), rec('b', 2, 0.2),
+               {**rec('b', 2, 0.0), 'outcome': 'infra_failure'}]
+    out = aggregate(records, variants, real={'a': 0.9, 'b': 0.1})
+    a, b = out['per_policy']
+    assert a['progress'] == pytest.approx((1.0 + 0.25 + 1.0) / 3)
+    assert a['progress_spread'] == pytest.approx(0.75)
+    assert b['progress'] == pytest.approx(0.2) and out['infra_failures'] == 1
+    assert out['agreement']['mmrv'] == 0.0
+
+
+@pytest.mark.slow
+def test_sweep_runs_the_variants_world_and_paired_eval_va_on_a_small_plan(tmp_path):
+    import json
+
+    from realm_ros.core.appearance import VariantSet
+    from realm_ros.core.evaluation import EvalConfig
+    from realm_ros.sweep.variants import run_variant_aggregation
+
+    out = tmp_path / 'sweep'
+    assert cli.main(['sweep', '--out', str(out), '--tasks', TASK, '--policies', 'scripted:0',
+                     '--episodes-per-cell', '2', '--max-steps', '15', '--worlds', 'mujoco',
+                     'variants', '--twin-variants', '2', '--quiet']) == 0
+    summary = json.loads((out / 'summary.json').read_text())
+    assert summary['worlds'] == ['mujoco', 'variants']
+    assert summary['per_world']['variants']['episodes'] == 2
+    # The scripted ladder reads state, not pixels: the same scores on every look.
+    assert (summary['per_world']['variants']['per_policy'][0]['progress']
+            == summary['per_world']['mujoco']['per_policy'][0]['progress'])
+    config = EvalConfig(tasks=(TASK,), policies=('scripted:0',), episodes_per_cell=1,
+                        max_steps=15)
+    section = run_variant_aggregation(config, VariantSet(2), tmp_path / 'pe')
+    assert section['per_policy'][0]['variants'] == 2
+    lines = (tmp_path / 'pe' / 'variants' / 'episodes.jsonl').read_text().splitlines()
+    assert {json.loads(x)['role'] for x in lines} == {'variant_0', 'variant_1_background'}
+    run_variant_aggregation(config, VariantSet(2), tmp_path / 'pe')  # resumes: nothing new
+    assert len((tmp_path / 'pe' / 'variants' / 'episodes.jsonl').read_text().splitlines()) == 2
+    # paired-eval's step after the pairs: the section in summary.json and the report, beside
+    # the twin (here the pairs are variant 0's episodes in both roles).
+    from realm_ros.commands.paired_eval import variant_aggregation
+    from realm_ros.core.evaluation import summarize
+    from realm_ros.report import write_report
+
+    first = json.loads(lines[0])
+    pairs = [{**first, 'role': role, 'world': role} for role in ('real', 'sim')]
+    summary = summarize(pairs)
+    write_report(tmp_path / 'pe', summary)  # the evaluator's report, before the variants
+    section = variant_aggregation(config, VariantSet(2), tmp_path / 'pe', summary, quiet=True)
+    variant_aggregation(config, VariantSet(2), tmp_path / 'pe', summary, quiet=True)  # again
+    written = json.loads((tmp_path / 'pe' / 'summary.json').read_text())
+    assert written['variant_aggregation']['per_policy'] == section['per_policy']
+    html = (tmp_path / 'pe' / 'report.html').read_text()
+    assert html.count('<h2>Variant aggregation</h2>') == 1  # once, however often it runs
+    assert html.index('Variant aggregation') < html.index('Bradley-Terry')
+    assert cli.main(['sweep', '--out', str(tmp_path / 'bad'), '--worlds', 'matched']) == 2

@@ -162,4 +162,4 @@ def resize(image, scale: float):
 
     picture = Image.fromarray(image)
     size = (max(1, round(picture.width * scale)), max(1, round(picture.height * scale)))
-    return np.asarray(picture.resize(size, Image.LANCZOS))
+    return np.asarray(picture.resize(size, Image.Resampling.LANCZOS))

@@ -54,6 +54,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              'lab_demo.yaml format; the twin never reads it)')
     parser.add_argument('--visual-match', default=None, metavar='DIR',
                         help='the twin: a `realm-ros cameras match` folder (visual matching)')
+    parser.add_argument('--variant-aggregation', type=int, default=0, metavar='N',
+                        help="SIMPLER's variant aggregation: after the pairs, the sim side of "
+                             'the same plan on N looks of the twin (its own, backgrounds, '
+                             'lighting, table textures, distractors; SIMPLER uses 9), averaged, '
+                             'in summary.json and the report beside the twin')
     parser.add_argument('--seed', type=int, default=None, help='seed of the evaluation')
     parser.add_argument('--cameras', action='store_true', default=None,
                         help='render and publish camera images (vision policies)')
@@ -158,6 +163,33 @@ def build_nodes(config: EvalConfig, out_dir: pathlib.Path, runner: NodeRunner,
     return nodes
 
 
+def variant_aggregation(config: EvalConfig, variants: Any, out: pathlib.Path,
+                        summary: dict[str, Any] | None, quiet: bool = False) -> dict[str, Any]:
+    """Run the sim side of the plan on every variant (``realm_ros.sweep.variants``), add the
+    aggregate to ``summary.json`` beside the twin's, and write the report again."""
+    import json
+
+    from realm_ros.commands.sweep import policy_cameras
+    from realm_ros.report import add_variant_aggregation
+    from realm_ros.sweep.variants import format_table, run_variant_aggregation
+
+    path = out / 'summary.json'
+    if summary is None and path.is_file():
+        summary = json.loads(path.read_text())
+    summary = dict(summary or {})
+    real = {e['policy']: e['real_progress'] for e in summary.get('per_policy', [])}
+    section = run_variant_aggregation(
+        config, variants, out, real,
+        cameras_for=lambda entry: policy_cameras(entry, bool(config.cameras)))
+    section['visual_match_dir'] = config.visual_match_dir or ''
+    summary['variant_aggregation'] = section
+    path.write_text(json.dumps(summary, indent=2))
+    add_variant_aggregation(out, summary)
+    if not quiet:
+        print(format_table(section), flush=True)
+    return section
+
+
 def run(args: argparse.Namespace) -> int:
     """Run the evaluation; Ctrl-C stops it and keeps every finished episode."""
     import rclpy
@@ -169,6 +201,13 @@ def run(args: argparse.Namespace) -> int:
     console.capture_warnings()
     config = load_config(args)
     out = args.out.expanduser().resolve()
+    variants = None
+    if getattr(args, 'variant_aggregation', 0):
+        from realm_ros.core.appearance import VariantSet
+        variants = VariantSet(args.variant_aggregation, config.seed)
+        if config.sim != 'mujoco':
+            raise ConfigError(f'--variant-aggregation dresses the MuJoCo twin; --sim is '
+                              f'{config.sim!r}')
     if args.reuse_real is not None:
         reused = reuse_real(config, out, args.reuse_real)
         console.line(f'reusing {reused} real episode(s) from {args.reuse_real}')
@@ -201,7 +240,9 @@ def run(args: argparse.Namespace) -> int:
             threading.Thread(target=read_terminal, args=(operator, sys.stdin),
                              daemon=True).start()
         evaluator = next(n for n in nodes if n.get_name() == 'evaluator')
-        evaluator.run_all()
+        summary = evaluator.run_all()
+        if variants is not None:
+            variant_aggregation(config, variants, out, summary, args.quiet)
     except InfrastructureError as err:
         print(f'realm-ros paired-eval: {err}\n(finished episodes are kept in {out}; '
               're-run the same command to resume)', file=sys.stderr)

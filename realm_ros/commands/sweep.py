@@ -64,8 +64,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              '<episode id>.webm, named in its record, for the arena')
     parser.add_argument('--cameras', action='store_true',
                         help='render every camera (vision policies get theirs anyway)')
-    parser.add_argument('--worlds', nargs='+', default=['mujoco'], choices=('mujoco', 'physx'),
-                        help='worlds: the MuJoCo twin, the twin on kit-less PhysX')
+    parser.add_argument('--worlds', nargs='+', default=['mujoco'],
+                        choices=('mujoco', 'physx', 'matched', 'variants'),
+                        help='worlds: the MuJoCo twin, the twin on kit-less PhysX, the visually '
+                             'matched twin (--visual-match), the twin over --twin-variants looks '
+                             '(episode k on variant k mod N)')
+    parser.add_argument('--visual-match', default='', metavar='DIR',
+                        help='world matched: a `realm-ros cameras match` folder (adds the '
+                             'matched world)')
+    parser.add_argument('--twin-variants', type=int, default=9, metavar='N',
+                        help="world variants: SIMPLER's variant aggregation over N looks "
+                             '(backgrounds, lighting, table textures, distractors; default 9)')
     parser.add_argument('--execute-horizon', type=int, default=0,
                         help="actions executed open loop per chunk (0 = each policy's own)")
     parser.add_argument('--sim-params', default='', help='identified twin parameters YAML')
@@ -141,6 +150,14 @@ def build_config(args: argparse.Namespace) -> SweepConfig:
     if args.device == 'gpu':
         engine = gpu_engine(getattr(args, 'gpu_engine', 'auto'), args.policies)
         worlds = tuple(dict.fromkeys(engine if w == 'mujoco' else w for w in worlds))
+    match = getattr(args, 'visual_match', '')
+    if match:
+        match_dir = pathlib.Path(match).expanduser().resolve()
+        if not (match_dir / 'match.yaml').is_file():
+            raise ConfigError(f'--visual-match: {match} has no match.yaml (realm-ros cameras '
+                              'match)')
+        match = str(match_dir)
+        worlds = tuple(dict.fromkeys((*worlds, 'matched')))
     sim_params = args.sim_params
     if sim_params:
         path = pathlib.Path(sim_params).expanduser().resolve()
@@ -151,7 +168,9 @@ def build_config(args: argparse.Namespace) -> SweepConfig:
                        perturbations=tuple(codes), intensities=tuple(args.intensity),
                        episodes_per_cell=args.episodes_per_cell, max_steps=args.max_steps,
                        seed=args.seed, worlds=worlds, cameras=args.cameras,
-                       execute_horizon=args.execute_horizon, sim_params_file=sim_params)
+                       execute_horizon=args.execute_horizon, sim_params_file=sim_params,
+                       visual_match_dir=match,
+                       twin_variants=getattr(args, 'twin_variants', 9))
 
 
 def gpu_engine(engine: str, policies: Sequence[str]) -> str:

@@ -365,5 +365,92 @@ def camera_offsets(entry: Mapping[str, Any], rng: np.random.Generator,
     return out
 
 
-__all__ = ['Appearance', 'Clutter', 'Light', 'Material', 'SensorModel', 'camera_offsets',
+#: What a twin variant changes, one axis per variant (SIMPLER's variant aggregation).
+VARIANT_AXES = ('background', 'lighting', 'table', 'distractors')
+#: SIMPLER's count of variants (its visual variant aggregation): the twin's own look and two of
+#: each axis.
+VARIANT_COUNT = 9
+
+
+@dataclasses.dataclass(frozen=True)
+class VariantSet:
+    """SIMPLER's variant aggregation for a lab with no recording: ``count`` looks of the twin.
+
+    Variant 0 is the twin's own look; variant k >= 1 changes one axis of
+    :data:`VARIANT_AXES` in turn (k = 1: background, 2: lighting, 3: table, 4: distractors,
+    5: background again, ...), drawn from ``seed`` and k: walls and floor of another colour and
+    texture; the key light from another direction, warmer or cooler, brighter or darker; the
+    table's colour and texture; three to five visual-only objects on the table's edges (no
+    collision, no mass). The cameras and the sensor are the twin's. Each variant is an
+    :class:`Appearance` (the hidden appearance's own schema), so a variant is written and read
+    as an appearance file and a world dresses it with the same code.
+    """
+
+    count: int = VARIANT_COUNT
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if isinstance(self.count, bool) or not isinstance(self.count, int) or self.count < 1:
+            raise ConfigError(f'variant aggregation: the number of variants must be an '
+                              f'integer >= 1, got {self.count!r}')
+
+    def axis(self, k: int) -> str:
+        """Return what variant ``k`` changes ('' for variant 0, the twin's own look)."""
+        return '' if k == 0 else VARIANT_AXES[(k - 1) % len(VARIANT_AXES)]
+
+    def name(self, k: int) -> str:
+        """Return variant ``k``'s label, e.g. ``variant_3_table``."""
+        return f'variant_{k}' + (f'_{self.axis(k)}' if k else '')
+
+    def mapping(self, k: int) -> dict[str, Any]:
+        """Return variant ``k`` as an appearance file's content."""
+        if not 0 <= k < self.count:
+            raise ConfigError(f'variant {k} out of range (0..{self.count - 1})')
+        rng = np.random.default_rng([self.seed, k, 24])
+        out: dict[str, Any] = {'seed': int(self.seed * 100 + k)}
+        axis = self.axis(k)
+
+        def colour(low: float, high: float) -> list[float]:
+            return [round(float(v), 3) for v in rng.uniform(low, high, 3)]
+
+        if axis == 'background':
+            out['materials'] = {
+                'walls': {'rgb': colour(0.25, 0.85),
+                          'texture': str(rng.choice(['plaster', 'tiles', 'concrete', '']))},
+                'floor': {'rgb': colour(0.15, 0.6),
+                          'texture': str(rng.choice(['concrete', 'tiles', 'wood']))}}
+        elif axis == 'lighting':
+            turn = rng.uniform(-0.6, 0.6, 2)
+            out['light'] = {'direction': [round(float(turn[0]), 3), round(float(turn[1]), 3),
+                                          -1.0],
+                            'colour_temperature_k': round(float(rng.uniform(2900, 7500))),
+                            'intensity': round(float(rng.uniform(0.3, 0.95)), 3),
+                            'shadows': True,
+                            'ambient': round(float(rng.uniform(0.2, 0.5)), 3)}
+        elif axis == 'table':
+            out['materials'] = {'table': {
+                'rgb': colour(0.2, 0.8), 'specular': round(float(rng.uniform(0.05, 0.4)), 3),
+                'texture': str(rng.choice(['laminate', 'wood', 'concrete', 'tiles']))}}
+        elif axis == 'distractors':
+            items = []
+            for _ in range(int(rng.integers(3, 6))):
+                shape = str(rng.choice(SHAPES))
+                side = 1.0 if rng.uniform() < 0.5 else -1.0
+                xy = [round(float(rng.uniform(0.25, 0.85)), 3),
+                      round(float(side * rng.uniform(0.38, 0.55)), 3)]
+                size = [round(float(v), 3) for v in
+                        rng.uniform(0.02, 0.05, {'box': 3, 'cylinder': 2, 'sphere': 1}[shape])]
+                height = size[-1] if shape != 'sphere' else size[0]
+                items.append({'shape': shape, 'pos': [*xy, round(height, 3)], 'size': size,
+                              'rgb': colour(0.05, 0.95)})
+            out['clutter'] = items
+        return out
+
+    def appearance(self, k: int) -> Appearance:
+        """Return variant ``k`` as an :class:`Appearance`."""
+        return Appearance.from_mapping(self.mapping(k), self.name(k))
+
+
+__all__ = ['Appearance', 'Clutter', 'Light', 'Material', 'SensorModel', 'VARIANT_AXES',
+           'VARIANT_COUNT', 'VariantSet', 'camera_offsets',
            'colour_temperature_rgb', 'gaussian_blur', 'jpeg_like']

@@ -26,10 +26,14 @@ from realm_ros.core.evaluation import EvalConfig, PolicyEntry, derive_seed, scor
 from realm_ros.core.types import DEFAULT_MAX_STEPS, EpisodeSpec, record_role
 
 #: Worlds a sweep runs: the MuJoCo twin, the twin on kit-less PhysX, and the twin batched in
-#: MJX on a GPU (``--device gpu``; the scripted ladder only, run by a GPU batch worker), and the
+#: MJX on a GPU (``--device gpu``; the scripted ladder only, run by a GPU batch worker), the
 #: twin batched on MuJoCo Warp (``--device gpu`` for learned policies: cameras ray traced and
-#: the policy run on the device, ``sweep/warp.py``).
-WORLDS = ('mujoco', 'physx', 'mjx', 'warp')
+#: the policy run on the device, ``sweep/warp.py``), and the twin with another look.
+WORLDS = ('mujoco', 'physx', 'mjx', 'warp', 'matched', 'variants')
+#: Worlds that are the MuJoCo twin with another look: ``matched`` (visual matching, a
+#: ``cameras match`` folder) and ``variants`` (SIMPLER's variant aggregation: episode k on
+#: variant k mod N of :class:`~realm_ros.core.appearance.VariantSet`).
+LOOK_WORLDS = ('matched', 'variants')
 #: Worlds whose cells a GPU batch worker runs (a CPU worker runs the others).
 BATCH_WORLDS = ('mjx', 'warp')
 #: Record fields that differ between two runs of the same cell (the wall clock).
@@ -53,6 +57,8 @@ class SweepConfig:
     cameras: bool = False  # render every camera (vision policies get theirs anyway)
     execute_horizon: int = 0  # actions executed open loop per chunk (0 = the policy's)
     sim_params_file: str = ''  # identified twin parameters YAML
+    visual_match_dir: str = ''  # world matched: a `realm-ros cameras match` folder
+    twin_variants: int = 9  # world variants: how many looks (SIMPLER's 9)
 
     def __post_init__(self) -> None:
         for name in ('tasks', 'policies', 'perturbations', 'intensities', 'worlds'):
@@ -65,6 +71,12 @@ class SweepConfig:
         unknown = [w for w in self.worlds if w not in WORLDS]
         if unknown:
             raise ConfigError(f'SweepConfig.worlds: unknown {unknown}; choose from {list(WORLDS)}')
+        if 'matched' in self.worlds and not self.visual_match_dir:
+            raise ConfigError('SweepConfig.worlds: matched needs visual_match_dir '
+                              '(--visual-match DIR, a `realm-ros cameras match` folder)')
+        if 'variants' in self.worlds:
+            from realm_ros.core.appearance import VariantSet
+            VariantSet(self.twin_variants, self.seed)  # checks the count
         if self.execute_horizon < 0:
             raise ConfigError(f'SweepConfig.execute_horizon must be >= 0, got '
                               f'{self.execute_horizon}')
@@ -103,6 +115,15 @@ class Cell:
     execute_horizon: int = 0
     sim_params_file: str = ''
     servers: tuple[str, ...] = ()
+    #: A look on the MuJoCo twin: a visual-match folder, or a variant (index, count, seed) of
+    #: :class:`~realm_ros.core.appearance.VariantSet`.
+    visual_match_dir: str = ''
+    variant: tuple[int, ...] = ()
+
+    @property
+    def backend(self) -> str:
+        """The World backend that runs the cell (the MuJoCo twin for a looked world)."""
+        return 'mujoco' if self.visual_match_dir or self.variant else self.world
 
     @property
     def key(self) -> tuple[str, str]:
@@ -155,8 +176,18 @@ def plan_cells(config: SweepConfig,
                                 world=world, entry=entry, spec=spec, cameras=cams[entry.label],
                                 execute_horizon=config.execute_horizon,
                                 sim_params_file=config.sim_params_file,
-                                servers=tuple((servers or {}).get(entry.label, ()))))
+                                servers=tuple((servers or {}).get(entry.label, ())),
+                                **_look(config, world, k)))
     return cells
+
+
+def _look(config: SweepConfig, world: str, k: int) -> dict[str, Any]:
+    """Return the look fields of world ``world``'s cell of episode ``k``."""
+    if world == 'matched':
+        return {'visual_match_dir': config.visual_match_dir}
+    if world == 'variants':
+        return {'variant': (k % config.twin_variants, config.twin_variants, config.seed)}
+    return {}
 
 
 def skipped_cells(config: SweepConfig) -> list[dict[str, str]]:

@@ -83,10 +83,14 @@ class CellRunner:
 
     def world(self, cell: Cell) -> World:
         """Return the warm world for ``cell`` (built on first use)."""
-        key = (cell.world, cell.cameras, cell.sim_params_file)
+        key = (cell.world, cell.cameras, cell.sim_params_file, cell.visual_match_dir,
+               cell.variant)
         if key not in self._worlds:
-            self._worlds[key] = self._world_factory(cell.world, cell.cameras,
-                                                    cell.sim_params_file)
+            if cell.visual_match_dir or cell.variant:
+                self._worlds[key] = make_looked_world(cell)
+            else:
+                self._worlds[key] = self._world_factory(cell.world, cell.cameras,
+                                                        cell.sim_params_file)
         return self._worlds[key]
 
     def policy(self, cell: Cell) -> Policy:
@@ -118,8 +122,10 @@ class CellRunner:
             # A policy client that lost its server may hold a dead connection: build it anew.
             self._drop_policy(policy)
         record = result.to_record()
-        if result.backend != cell.world:
+        if result.backend != cell.backend:
             raise ConfigError(f'world {cell.world!r} ran as backend {result.backend!r}')
+        if cell.backend != cell.world:  # a looked twin: the record's role names the world
+            record['role'] = record['world'] = cell.world
         if self.hook is not None:
             record.update(self.hook.end(cell, record))
         return record
@@ -173,10 +179,34 @@ def make_sweep_world(backend: str, cameras: tuple[str, ...], sim_params_file: st
     return make_world(config)
 
 
+def make_looked_world(cell: Cell, **config: Any) -> World:
+    """Return the MuJoCo twin with ``cell``'s look: its visual match, or its variant of
+    :class:`~realm_ros.core.appearance.VariantSet` (built here from (index, count, seed), so
+    a worker on any machine dresses the same variant). ``config``: more
+    :class:`~realm_ros.core.config.WorldConfig` fields (a sheet's camera size)."""
+    from realm_ros.backends.mujoco.appearance import AppearanceLook
+    from realm_ros.core.appearance import VariantSet
+    from realm_ros.core.config import WorldConfig
+    from realm_ros.core.world import make_world
+
+    fields = {'camera_rate_hz': robot.CONTROL_HZ if cell.cameras else 0.0, **config}
+    world_config = WorldConfig(backend='mujoco', cameras=cell.cameras,
+                               sim_params_file=cell.sim_params_file,
+                               visual_match_dir=cell.visual_match_dir, **fields)
+    if not cell.variant:
+        return make_world(world_config)
+    index, count, seed = cell.variant
+    return make_world(world_config,
+                      look=AppearanceLook(VariantSet(count, seed).appearance(index)))
+
+
 def infra_record(cell: Cell, error: str) -> dict[str, Any]:
     """Return the record of a cell that could not run (``infra_failure``, never scored)."""
-    return EpisodeResult(spec=cell.spec, outcome=EpisodeOutcome.INFRA_FAILURE, progression=0.0,
-                         backend=cell.world, error=error, sim_time_s=None).to_record()
+    record = EpisodeResult(spec=cell.spec, outcome=EpisodeOutcome.INFRA_FAILURE, progression=0.0,
+                         backend=cell.backend, error=error, sim_time_s=None).to_record()
+    if cell.backend != cell.world:
+        record['role'] = record['world'] = cell.world
+    return record
 
 
 def make_runner(kind: str, worker_index: int = 0, hook: CellHook | None = None,

@@ -4,25 +4,25 @@ RobotArena infinity's camera-robot calibration without its learned models. The r
 (``realm-ros cameras record``) holds joint states and images of the arm moving through every
 exterior camera's view over a cleared table. Per exterior camera:
 
-1. *Robot pixels, seen*: the per-pixel temporal median of the frames is the background plate
-   (the arm covers any pixel in fewer than half the frames, except its base); a pixel is robot
-   where it differs from the plate by more than ``threshold`` and is not a shadow (darker than
-   the plate by a common factor in every channel).
-2. *Robot, modelled*: the twin's visual robot geometry (mesh vertices and points sampled on
+1. *Robot, modelled*: the twin's visual robot geometry (mesh vertices and points sampled on
    its surfaces) at each frame's recorded joints, projected through a pinhole camera
    with MuJoCo's conventions (square pixels, ``f = H / 2 / tan(fovy / 2)``); parts that move
    less than ``STATIC_M`` over the recording are left out (they are in the plate).
-3. *Loss*: the mean, over frames, of the robust (capped) distance-transform distance of each
-   projected point to the seen mask, plus that of each seen boundary pixel to the projected
-   robot: a symmetric silhouette chamfer, px.
-4. *Search*: seven parameters (position 3, cm; rotation vector in the camera frame 3, deg;
-   vertical FOV 1, deg) from the rig file's camera, coarse to fine (half resolution, then
-   full), by CMA-ES (``cma``).
+2. *Robot pixels, seen*: background subtraction against a plate made of the frames where the
+   twin's robot at the rig file's camera, grown by ``PRIOR_GROW`` of the image width, leaves
+   the pixel free (the plain temporal median holds the arm where it stays long); a pixel is
+   robot where it differs from the plate by more than ``threshold`` and is not a shadow
+   (darker than the plate by one factor in every channel, no darker than ``SHADOW_MIN``).
+3. *Coarse*: CMA-ES (``cma``) over seven parameters (position 3, cm; rotation vector in the
+   camera frame 3, deg; vertical FOV 1, deg) from the rig file's camera, at half then full
+   resolution, on a symmetric silhouette chamfer (capped distance transforms).
+4. *Fine*, twice: a clean plate without the robot where the fit places it, the masks again,
+   then Gauss-Newton on the seen silhouette's signed distance at the model's outline points
+   (:func:`refine_edges`): smooth where the chamfer's valley is flat.
 
 The result is a rig file (``config/cameras/droid.yaml``'s format: ``position``,
 ``quaternion_xyzw`` of the optical frame, ``fovy_deg``) the twin reads as it is. The wrist
-camera is not calibrated (its mount offset would need the gripper in view of an exterior
-camera at a known pose; it keeps the rig's entry).
+camera is not calibrated (it keeps the rig's entry; docs/visual-matching.md says why).
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ import pathlib
 from typing import Any, Mapping, Sequence
 
 import numpy as np
+import numpy.typing as npt
 
 from realm_ros.backends.mujoco import camera_rig
 from realm_ros.backends.mujoco.actuation import ArmActuation
@@ -47,6 +48,13 @@ STATIC_M = 0.06
 POINTS_PER_M2 = 20000.0
 #: Distances above this count as this in the loss (robustness to shadows, clutter), px.
 CAP_PX = 6.0
+#: A pixel darker than the plate by a factor below this in every channel is not a shadow.
+SHADOW_MIN = 0.6
+#: The robot's points in its boundary pixels lie this far inside its edge on average, px
+#: (a point marks the pixel it falls in; measured at the true pose, ``test_calibration``).
+EDGE_BIAS_PX = 0.31
+#: Edge residuals above this count linearly (inside) or fade out (outside, twice it), px.
+HUBER_PX = 1.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,7 +74,7 @@ class CameraPose:
         z = np.cross(x, y)
         return cls(np.asarray(spec.pos, float), np.stack([x, y, z], 1), float(spec.fovy))
 
-    def moved(self, theta: Sequence[float]) -> CameraPose:
+    def moved(self, theta: npt.ArrayLike) -> CameraPose:
         """Return this pose moved by ``theta`` = (dx, dy, dz cm; rotation vector deg, camera
         frame; dfovy deg)."""
         from scipy.spatial.transform import Rotation
@@ -215,7 +223,10 @@ def _masks(stack: np.ndarray, plate: np.ndarray, threshold: float) -> np.ndarray
     ratio = (f + 8.0) / (p + 8.0)
     # A shadow takes the key light away: darker in every channel, by roughly one factor
     # (the key light's colour tilts it a little).
-    shadow = np.all(ratio < 0.93, axis=-1) & (ratio.max(-1) - ratio.min(-1) < 0.25)
+    # A shadow keeps some light (ambient, the fill): darker still is a dark part of the robot
+    # (the Panda's black joints against a light wall), not a shadow.
+    shadow = (np.all(ratio < 0.93, axis=-1) & np.all(ratio > SHADOW_MIN, axis=-1)
+              & (ratio.max(-1) - ratio.min(-1) < 0.25))
     masks = (diff > threshold) & ~shadow
     kernel = np.ones((3, 3), np.uint8)
     return np.stack([cv2.morphologyEx(m.astype(np.uint8), cv2.MORPH_OPEN, kernel) > 0
@@ -285,7 +296,7 @@ class SilhouetteLoss:
             raster = np.zeros((h, w), np.uint8)
             raster[np.minimum(uvi[:, 1].astype(int), h - 1),
                    np.minimum(uvi[:, 0].astype(int), w - 1)] = 1
-            raster = cv2.morphologyEx(raster, cv2.MORPH_CLOSE, kernel)
+            raster = np.asarray(cv2.morphologyEx(raster, cv2.MORPH_CLOSE, kernel), np.uint8)
             dt_model = cv2.distanceTransform(1 - raster, cv2.DIST_L2, 5)
             d_seen = dt_model[ys, xs] if len(ys) else np.zeros(1)
             total += float(np.minimum(d_model, CAP_PX).mean()
@@ -308,8 +319,12 @@ class CameraFit:
 
 #: Coarse to fine: (image scale, CMA-ES step size in cm / deg, iterations) per stage.
 STAGES = ((0.5, 1.5, 25), (1.0, 0.4, 30))
-#: The fine stage after the clean plate.
+#: The fine stage after the clean plate (callers' CMA-ES refinement; ``calibrate`` ends with
+#: :func:`refine_edges` instead).
 REFINE = ((1.0, 0.2, 20),)
+#: The first plate leaves out the twin's robot at the rig's pose grown by this fraction of the
+#: image width (a lab's calibration error: a few centimetres, a degree or two).
+PRIOR_GROW = 0.03
 
 
 def fit_camera(name: str, start: CameraPose, points: Sequence[np.ndarray], masks: np.ndarray,
@@ -342,6 +357,106 @@ def fit_camera(name: str, start: CameraPose, points: Sequence[np.ndarray], masks
         theta = np.asarray(best, float)
     pose = start.moved(theta)
     return CameraFit(name, start, pose, loss_start, full(pose), evaluations), theta
+
+
+def signed_distance(mask: np.ndarray, unknown: np.ndarray | None = None) -> np.ndarray:
+    """Return the seen silhouette's signed distance (H, W) float32, px: negative inside,
+    positive outside, zero half a pixel beyond the last robot pixel centre; NaN where
+    ``unknown`` (no evidence)."""
+    import cv2
+
+    m = mask.astype(np.uint8)
+    outside = cv2.distanceTransform(1 - m, cv2.DIST_L2, 5)
+    inside = cv2.distanceTransform(m, cv2.DIST_L2, 5)
+    sdf = np.where(mask, 0.5 - inside, outside - 0.5).astype(np.float32)
+    if unknown is not None:
+        sdf[unknown] = np.nan
+    return sdf
+
+
+def edge_points(pose: CameraPose, points: np.ndarray, size: tuple[int, int]) -> np.ndarray:
+    """Return the indices of ``points`` on the projected robot's outline at ``pose``: those in
+    the boundary pixels of its raster, away from the image border."""
+    import cv2
+
+    w, h = size
+    uv, front = pose.project(points, w, h)
+    ok = front & (uv[:, 0] >= 0) & (uv[:, 0] < w) & (uv[:, 1] >= 0) & (uv[:, 1] < h)
+    index = np.flatnonzero(ok)
+    u, v = uv[index, 0].astype(int), uv[index, 1].astype(int)
+    raster = np.zeros((h, w), np.uint8)
+    raster[v, u] = 1
+    kernel = np.ones((3, 3), np.uint8)
+    raster = np.asarray(cv2.morphologyEx(raster, cv2.MORPH_CLOSE, kernel), np.uint8)
+    edge = raster & (1 - np.asarray(cv2.erode(raster, kernel), np.uint8))
+    edge[:2], edge[-2:], edge[:, :2], edge[:, -2:] = 0, 0, 0, 0
+    return index[edge[v, u] > 0]
+
+
+def refine_edges(start: CameraPose, theta0: npt.ArrayLike, points: Sequence[np.ndarray],
+                 masks: np.ndarray, unknown: np.ndarray | None = None, iterations: int = 15,
+                 per_frame: int = 1500) -> tuple[np.ndarray, int]:
+    """Refine ``theta0`` by Gauss-Newton on the silhouettes' edges, at full resolution.
+
+    The residuals are the seen silhouette's signed distance (bilinear, sub-pixel) at the
+    projected robot's outline points (:func:`edge_points`, corrected by ``EDGE_BIAS_PX``):
+    smooth in the parameters and zero only where both outlines coincide, so the valley the
+    capped chamfer leaves flat (shifts below half a pixel) has a floor. Each iteration picks
+    the outline points at the current pose (as ICP does), takes the Jacobian by central
+    differences (0.05 cm / deg) and solves the weighted normal equations. Weights: a model
+    outline inside the seen robot (negative residual) is evidence the robot is larger, Huber
+    beyond ``HUBER_PX``; one outside it may be robot that background subtraction missed (a
+    white arm before a pale wall), so positive residuals get Tukey's biweight, none beyond
+    ``2 * HUBER_PX``. Steps are clipped to 1 cm / deg; it stops below 0.005. Returns the
+    parameters and the number of loss evaluations.
+    """
+    import cv2
+
+    _, h, w = masks.shape
+    sdfs = [signed_distance(m, unknown) for m in masks]
+    theta = np.asarray(theta0, float).copy()
+    evaluations = 0
+    for k in range(iterations):
+        pose = start.moved(theta)
+        rng = np.random.default_rng(k)
+        chosen = []
+        for pts in points:
+            sel = edge_points(pose, pts, (w, h))
+            if len(sel) > per_frame:
+                sel = np.sort(rng.choice(sel, per_frame, replace=False))
+            chosen.append(pts[sel])
+        if not sum(len(c) for c in chosen):
+            break
+
+        def residuals(t: np.ndarray, chosen: list[np.ndarray] = chosen) -> np.ndarray:
+            moved = start.moved(t)
+            out = []
+            for pts, sdf in zip(chosen, sdfs):
+                uv = moved.project(pts, w, h)[0].astype(np.float32)
+                d = cv2.remap(sdf, uv[:, 0:1] - 0.5, uv[:, 1:2] - 0.5, cv2.INTER_LINEAR,
+                              borderMode=cv2.BORDER_CONSTANT,
+                              borderValue=(float('nan'),))[:, 0]
+                out.append(d + EDGE_BIAS_PX)
+            return np.concatenate(out)
+
+        r = residuals(theta)
+        jac = np.stack([(residuals(theta + e) - residuals(theta - e)) / 0.1
+                        for e in np.eye(7) * 0.05], 1)
+        evaluations += 15
+        ok = np.isfinite(r) & np.isfinite(jac).all(1)
+        r, jac = r[ok], jac[ok]
+        if len(r) < 7:
+            break
+        cap = 2.0 * HUBER_PX
+        weight = np.where(r > 0, np.where(r < cap, (1.0 - (r / cap) ** 2) ** 2, 0.0),
+                          np.minimum(1.0, HUBER_PX / np.maximum(np.abs(r), 1e-9)))
+        root = np.sqrt(weight)
+        step = -np.linalg.lstsq(jac * root[:, None], r * root, rcond=None)[0]
+        step = np.clip(step, -1.0, 1.0)
+        theta = np.clip(theta + step, -8.0, 8.0)
+        if float(np.abs(step).max()) < 0.005:
+            break
+    return theta, evaluations
 
 
 def robot_raster(pose: CameraPose, points: Sequence[np.ndarray], size: tuple[int, int],
@@ -479,20 +594,34 @@ def calibrate(recording: Recording, rig: camera_rig.Rig, seed: int = 0,
             raise DataError(f'{recording.path}: no {name} images to calibrate it from')
         frames = recording.images[name]
         if masks is not None:
-            fits[name], _ = fit_camera(name, starts[name], points, masks[name], seed=seed,
-                                       stages=STAGES + REFINE)
+            first, theta = fit_camera(name, starts[name], points, masks[name], seed=seed)
+            theta, n = refine_edges(starts[name], theta, points, masks[name])
+            pose = starts[name].moved(theta)
+            loss = SilhouetteLoss(points, masks[name], 1.0, seed=seed)(pose)
+            fits[name] = dataclasses.replace(first, pose=pose, loss=loss,
+                                             evaluations=first.evaluations + n)
             continue
-        _, seen = plate_and_masks(frames)
+        # The plate from the frames where the twin at the rig's pose leaves a pixel free (the
+        # robot grown by the rig's error, a few percent of the image), the masks against it.
+        grow = max(2, round(PRIOR_GROW * size[0]))
+        plate, unknown = clean_plate(frames, robot_raster(starts[name], points, size, grow))
+        seen = masks_against(frames, plate)
         if seen.mean() < 1e-3:
             raise DataError(f'{recording.path}: {name} never sees the arm move')
-        first, theta = fit_camera(name, starts[name], points, seen, seed=seed)
-        # The median plate keeps the arm where it stood in most frames (above its base): a
-        # clean plate without the robot the first fit places, then the fine stage again.
-        plate, unknown = clean_plate(frames, robot_raster(first.pose, points, size))
-        fit, _ = fit_camera(name, starts[name], points, masks_against(frames, plate), seed=seed,
-                            stages=REFINE, unknown=unknown, theta0=theta)
-        fits[name] = dataclasses.replace(fit, loss_start=first.loss_start,
-                                         evaluations=first.evaluations + fit.evaluations)
+        first, theta = fit_camera(name, starts[name], points, seen, seed=seed, unknown=unknown)
+        evaluations = first.evaluations
+        # Then, twice: a clean plate without the robot the fit places, the masks against it,
+        # the edges' least squares at full resolution.
+        for _ in range(2):
+            pose = starts[name].moved(theta)
+            plate, unknown = clean_plate(frames, robot_raster(pose, points, size))
+            seen = masks_against(frames, plate)
+            theta, n = refine_edges(starts[name], theta, points, seen, unknown)
+            evaluations += n
+        full = SilhouetteLoss(points, seen, 1.0, seed=seed, unknown=unknown)
+        pose = starts[name].moved(theta)
+        fits[name] = CameraFit(name, starts[name], pose, first.loss_start, full(pose),
+                               evaluations)
     return Calibration(fits, rig.source, size)
 
 
@@ -520,7 +649,7 @@ def record_waypoints(n: int, seed: int = 0) -> np.ndarray:
         raise ConfigError(f'the recording needs at least 2 poses, got {n}')
     rng = np.random.default_rng(seed)
     span = np.array([1.1, 0.45, 0.5, 0.55, 0.8, 0.5, 1.2])
-    out = []
+    out: list[np.ndarray] = []
     while len(out) < n:
         q = robot.RESET_Q + rng.uniform(-1.0, 1.0, 7) * span
         q = np.clip(q, robot.JOINT_LOWER + 0.1, robot.JOINT_UPPER - 0.1)
@@ -540,5 +669,6 @@ def gripper_for(k: int) -> float:
 
 
 __all__ = ['CameraFit', 'CameraPose', 'Calibration', 'Recording', 'RobotGeometry',
-           'SilhouetteLoss', 'calibrate', 'fit_camera', 'gripper_for',
-           'moving_points', 'plate_and_masks', 'record_waypoints', 'twin_geometry', 'write_rig']
+           'SilhouetteLoss', 'calibrate', 'edge_points', 'fit_camera', 'gripper_for',
+           'moving_points', 'plate_and_masks', 'record_waypoints', 'refine_edges',
+           'signed_distance', 'twin_geometry', 'write_rig']

@@ -44,7 +44,7 @@ class Rig:
 def _vector(entry: Mapping[str, Any], key: str, n: int, where: str) -> tuple[float, ...]:
     value = entry.get(key)
     try:
-        out = tuple(float(v) for v in value)
+        out = tuple(float(v) for v in value)  # type: ignore[union-attr]  # None: TypeError
     except (TypeError, ValueError):
         raise ConfigError(f'{where}.{key} must be a list of {n} numbers, got {value!r}') from None
     if len(out) != n or not all(math.isfinite(v) for v in out):
@@ -96,7 +96,13 @@ def camera_from_entry(name: str, entry: Mapping[str, Any], where: str) -> Camera
         raise ConfigError(f'{where} needs fovy_deg, or fy_px and height_px')
     if not 5.0 <= fovy <= 170.0:
         raise ConfigError(f'{where}: vertical field of view must be in [5, 170] deg, got {fovy}')
-    return CameraSpec(name, pos, tuple(target), fovy=fovy, parent=parent, up=up, xyaxes=xyaxes)
+    return CameraSpec(name, _xyz(pos), _xyz(target), fovy=fovy, parent=parent, up=_xyz(up),
+                      xyaxes=xyaxes)
+
+
+def _xyz(v: Any) -> tuple[float, float, float]:
+    """A 3-vector (checked by :func:`_vector`) as the three floats ``CameraSpec`` holds."""
+    return float(v[0]), float(v[1]), float(v[2])
 
 
 @functools.lru_cache(maxsize=16)

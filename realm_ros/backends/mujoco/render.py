@@ -75,7 +75,7 @@ class FrameRenderer:
     def _open(self, shadows: Toggle, reflections: Toggle) -> None:
         self._renderer = mujoco.Renderer(self.model, self.height, self.width)
         try:
-            from OpenGL import GL
+            from OpenGL import GL  # type: ignore[import-untyped]  # ships no stubs
             name = GL.glGetString(GL.GL_RENDERER)
             self.gl_renderer = name.decode() if isinstance(name, bytes) else str(name or '')
         except Exception:  # no PyOpenGL, or it cannot read this context: assume a GPU

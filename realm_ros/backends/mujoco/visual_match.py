@@ -157,7 +157,7 @@ class VisualMatchLook(Look):
             plate = self.plates[camera]
             if plate.shape[:2] != (height, width):
                 plate = np.asarray(Image.fromarray(plate).resize((width, height),
-                                                                 Image.BILINEAR))
+                                                                 Image.Resampling.BILINEAR))
             self._plates_at[key] = plate
         return self._plates_at[key]
 
