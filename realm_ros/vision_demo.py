@@ -99,9 +99,10 @@ class Column:
 
 
 def _variants(base: WorldConfig, inputs: Inputs) -> list[WorldConfig]:
-    from realm_ros.core.world import _import_target
+    import importlib
 
-    source = _import_target(inputs.variant_source)
+    module, _, function = inputs.variant_source.partition(':')
+    source = getattr(importlib.import_module(module), function)
     return list(source(base))
 
 
