@@ -330,6 +330,9 @@ def run(config: VisionDemoConfig, inputs: Inputs, out: pathlib.Path,
 
     store = EpisodeStore(out, config.fingerprint())
     entries = config.entries()
+    if on_episode is not None:
+        for _ in range(finished(store, config, inputs)):
+            on_episode()
     for task, columns in plan(config, inputs):
         instruction = tasks.get_task(task).instruction
         twins: dict[str, list[Any]] = {}
@@ -352,12 +355,11 @@ def run(config: VisionDemoConfig, inputs: Inputs, out: pathlib.Path,
                             real_world = make_world(config.real(task))
                         result, real_frames = _episode(real_world, entry, spec, config.execute)
                         if not store.has(real_key):
-                            row = _row(result, REAL, entry, 0, None)
-                            store.add(row)
+                            store.add(_row(result, REAL, entry, 0, None))
                             if seed == 0:
                                 store.keep_frames(REAL, task, real_frames)
-                        if on_episode is not None:
-                            on_episode()
+                            if on_episode is not None:
+                                on_episode()
                     for col, variant in todo:
                         key = f'{col.name}/{variant}'
                         if key not in twins:
@@ -377,6 +379,15 @@ def run(config: VisionDemoConfig, inputs: Inputs, out: pathlib.Path,
             for worlds in twins.values():
                 worlds[0].close()
     return store
+
+
+def finished(store: EpisodeStore, config: VisionDemoConfig, inputs: Inputs) -> int:
+    """Episodes of the plan already in ``store`` (a resumed run's head start)."""
+    names = {REAL} | {c.name for _, columns in plan(config, inputs) for c in columns}
+    labels = {e.label for e in config.entries()}
+    return sum(1 for (col, task, policy, seed, _) in store.records
+               if col in names and task in config.tasks and policy in labels
+               and seed < config.episodes)
 
 
 def count_episodes(config: VisionDemoConfig, inputs: Inputs) -> int:

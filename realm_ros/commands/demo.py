@@ -64,7 +64,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              'twin raw / calibrated / matched / variants / + sysid')
     vision.add_argument('--policies', nargs='+', default=None,
                         help='--vision: label=policy:key=value entries (default: the '
-                             'checkpoints/learned_real ladder)')
+                             'checkpoints/learned_real ladder and the twin-trained '
+                             'checkpoints/learned/final.pt)')
     vision.add_argument('--appearance', default='', metavar='FILE',
                         help="--vision: the digital real's hidden appearance (default "
                              "config/appearance/lab_demo.yaml; none = the twin's look)")
@@ -226,8 +227,12 @@ def run_vision(args: argparse.Namespace) -> int:
     appearance, _ = resolve_hidden(WORLDS['digital_real'], args.appearance, '')
     dynamics = _file(args.real_dynamics, '--real-dynamics') if args.real_dynamics else str(
         pathlib.Path(__file__).resolve().parents[1] / 'data' / 'digital_real_dynamics.yaml')
-    policies = args.policies or [f'{stage}=learned:path={_shipped(stage)}'
-                                 for stage in ('early', 'middle', 'final')]
+    # The real-trained ladder acts mostly on its joints; the twin-trained final checkpoint
+    # relies on the picture (docs/vision-demo.md), so the visual gap has something to move.
+    policies = args.policies or [
+        *(f'{stage}=learned:path={_shipped(f"learned_real/{stage}")}'
+          for stage in ('early', 'middle', 'final')),
+        f'twin_final=learned:path={_shipped("learned/final")}']
     config = vision_demo.VisionDemoConfig(
         tasks=tuple(args.tasks or ('push_switch', 'pick_spoon')), policies=tuple(policies),
         episodes=args.episodes_per_cell or 10, max_steps=args.max_steps or 120,
@@ -258,8 +263,8 @@ def run_vision(args: argparse.Namespace) -> int:
     return 0
 
 
-def _shipped(stage: str) -> str:
-    """The shipped real-trained checkpoint ``stage`` (source tree or installed share)."""
+def _shipped(name: str) -> str:
+    """The shipped checkpoint ``checkpoints/NAME.pt`` (source tree or installed share)."""
     from realm_ros.graph import share_path
 
-    return str(share_path(f'checkpoints/learned_real/{stage}.pt'))
+    return str(share_path(f'checkpoints/{name}.pt'))
