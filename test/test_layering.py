@@ -22,7 +22,8 @@ RANKS = {
     'core': 0,
     'io': 1, 'policies': 1, 'backends': 1, 'scorers': 1, 'console': 1,
     'ros': 2, 'description': 2, 'report': 2, 'arena': 2, 'sweep': 2, 'paired': 2,
-    'nodes': 3, 'graph': 3,
+    'vision_demo': 2,
+    'nodes': 3, 'graph': 3, 'demonstrations': 3,
     'commands': 4, 'cli': 4,
 }
 #: Sibling packages of one rank that must not import each other either.

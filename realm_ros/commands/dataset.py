@@ -103,6 +103,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              'instead (bags and cameras; io/episode_bags.py)')
     parser.add_argument('--run-world', default='real', choices=('real', 'twin'),
                         help='with --from-run: the side of the run to export')
+    parser.add_argument('--world', default='twin', choices=('twin', 'digital_real', 'franka'),
+                        help='where the demonstrations are recorded: the twin, the digital real '
+                             '(hidden dynamics and appearance, as a lab records) or a lab arm '
+                             '(realm_ros/demonstrations.py)')
+    parser.add_argument('--appearance', default='', metavar='FILE',
+                        help='--world digital_real: its hidden appearance YAML (default '
+                             "config/appearance/lab_demo.yaml; none = the twin's look)")
+    parser.add_argument('--dynamics', default='', metavar='FILE',
+                        help='--world digital_real: its hidden dynamics YAML (default '
+                             'realm_ros/data/digital_real_dynamics.yaml)')
+    parser.add_argument('--demonstrator', default='scripted',
+                        help='registered policy that demonstrates (default: the scripted expert; '
+                             '--world franka needs another, e.g. a teleoperation server)')
+    parser.add_argument('--demonstrator-args', default='',
+                        help="JSON object of the demonstrator's settings")
+    parser.add_argument('--yes', action='store_true',
+                        help='--world franka: do not ask the operator to confirm each scene')
     parser.add_argument('--quiet', action='store_true', help='no progress bar')
 
 
@@ -114,12 +131,18 @@ def run(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from realm_ros.commands.episode import parse_image_size
-    from realm_ros.core.config import CAMERA_NAMES, WorldConfig
+    from realm_ros.core.config import CAMERA_NAMES
     from realm_ros.core.episode import run_episode
     from realm_ros.core.policy import standard_chain
     from realm_ros.core.world import make_world
+    from realm_ros.demonstrations import (
+        DemoSite,
+        confirm_scene,
+        demo_world,
+        demonstrator_factory,
+        resolve_hidden,
+    )
     from realm_ros.io.lerobot import Episode, open_writer
-    from realm_ros.policies.scripted import ScriptedPolicy
 
     require_positive('--episodes', args.episodes)
     require_non_negative('--noise', args.noise, 'rad')
@@ -133,14 +156,27 @@ def run(args: argparse.Namespace) -> int:
     if unknown or not cameras:
         raise ConfigError(f'--cameras: unknown or none {unknown}; choose from {CAMERA_NAMES}')
     width, height = parse_image_size(args.image_size)
+    place = demo_world(args.world)
+    place.check(args.demonstrator, args.noise, args.appearance, args.dynamics)
+    appearance, dynamics = resolve_hidden(place, args.appearance, args.dynamics)
+    site = DemoSite(cameras, width, height, appearance, dynamics)
+    try:
+        demonstrator_args = json.loads(args.demonstrator_args or '{}')
+    except json.JSONDecodeError as err:
+        raise ConfigError(f'--demonstrator-args is not JSON: {err}') from None
+    if not isinstance(demonstrator_args, dict):
+        raise ConfigError('--demonstrator-args must be a JSON object')
+    make_demonstrator = demonstrator_factory(args.demonstrator, demonstrator_args)
     # SIGTERM (and SIGINT, which a background job ignores) ends the run like Ctrl-C: the
     # finished episodes stay in the dataset (its meta/ is rewritten after every episode).
     signal.signal(signal.SIGTERM, _interrupt)
     settings = {'format': args.format, 'tasks': names, 'seed_offset': args.seed_offset,
                 'noise': args.noise, 'max_steps': args.max_steps, 'cameras': list(cameras),
-                'image_size': [width, height], 'keep_failures': bool(args.keep_failures)}
+                'image_size': [width, height], 'keep_failures': bool(args.keep_failures),
+                'world': place.name, 'appearance': appearance, 'dynamics': dynamics,
+                'demonstrator': args.demonstrator}
     _check_settings(args.out, settings)
-    writer = open_writer(args.out, args.format, fps=robot.CONTROL_HZ, cameras=cameras)
+    writer = open_writer(args.out, args.format, fps=round(robot.CONTROL_HZ), cameras=cameras)
     (args.out / 'meta').mkdir(parents=True, exist_ok=True)
     (args.out / RUN_FILE).write_text(json.dumps(settings, indent=2) + '\n')
     done = _attempted(args.out, writer)
@@ -159,17 +195,19 @@ def run(args: argparse.Namespace) -> int:
             if not seeds:
                 continue
             task = tasks.get_task(name)
-            world = make_world(WorldConfig(task=name, cameras=cameras,
-                                           camera_rate_hz=robot.CONTROL_HZ,
-                                           camera_width=width, camera_height=height))
+            world = make_world(place.world_config(name, site))
             try:
                 for seed in seeds:
+                    if place.lab and not args.yes and not confirm_scene(
+                            name, seed, task.instruction, input):
+                        return 130
                     rng = np.random.default_rng([seed, 7])
                     noise = float(rng.uniform(0.0, args.noise))
-                    recorder = NoisyRecorder(ScriptedPolicy(skill=0, horizon=1), noise, rng,
-                                             cameras)
+                    recorder = NoisyRecorder(make_demonstrator(), noise, rng, cameras)
                     policy = standard_chain(recorder, execute=1)
-                    spec = EpisodeSpec(task=name, seed=seed, policy='scripted:expert+noise',
+                    label = ('scripted:expert+noise' if args.demonstrator == 'scripted'
+                             else args.demonstrator)
+                    spec = EpisodeSpec(task=name, seed=seed, policy=label,
                                        max_steps=args.max_steps, instruction=task.instruction)
                     result = run_episode(world, policy, spec)
                     attempted += 1
@@ -194,7 +232,7 @@ def run(args: argparse.Namespace) -> int:
         bar.close()
     print(f'dataset {args.out}: {kept} episodes ({attempted} attempted this run), '
           f'{writer.frames} frames, LeRobot {args.format}, cameras {list(cameras)} at '
-          f'{width}x{height}, {time.monotonic() - start:.0f} s')
+          f'{width}x{height}, recorded in {place.describe}, {time.monotonic() - start:.0f} s')
     return 0
 
 
@@ -229,6 +267,7 @@ def _check_settings(out: pathlib.Path, settings: dict) -> None:
     if not path.is_file():
         return
     before = json.loads(path.read_text())
+    before.setdefault('world', 'twin')  # written before --world existed: the twin's
     for key, value in settings.items():
         if key in before and before[key] != value:
             flag = '--' + key.replace('_', '-')

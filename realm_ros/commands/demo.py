@@ -8,6 +8,13 @@
    not re-run the arm to re-check a re-identified twin).
 4. The agreement before and after, side by side.
 
+``realm-ros demo --vision`` is the second demo (:mod:`realm_ros.vision_demo`,
+docs/vision-demo.md): a learned ladder trained on the digital real's demonstrations, digital real
+(hidden appearance and dynamics) vs the twin as it is, with calibrated cameras, calibrated +
+visual matching, variant aggregation (where available) and with sysid too. Its steps: record the
+calibration sweep, calibrate, match, record and fit sysid (each a public command, skipped when
+its output exists or is given), then the paired episodes in process, the table and two figures.
+
 Each step is the public command a user would type (printed before it runs), and each output
 folder can be inspected or resumed on its own. The console shows one progress bar per step,
 warnings, errors and the tables; node logs are in each step's ``logs/`` (``--verbose``: on the
@@ -32,10 +39,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare the demo's knobs (defaults finish in about ten minutes on 2 cores)."""
     parser.add_argument('--out', type=pathlib.Path, default=pathlib.Path('demo_out'),
                         help='output folder (resumable)')
-    parser.add_argument('--tasks', nargs='+',
-                        default=['pick_spoon', 'put_green_block_in_bowl', 'open_drawer'])
-    parser.add_argument('--episodes-per-cell', type=int, default=4)
-    parser.add_argument('--max-steps', type=int, default=300)
+    parser.add_argument('--tasks', nargs='+', default=None,
+                        help='tasks (default: pick_spoon put_green_block_in_bowl open_drawer; '
+                             '--vision: push_switch pick_spoon)')
+    parser.add_argument('--episodes-per-cell', type=int, default=None,
+                        help='episodes per task and policy (default 4; --vision 10)')
+    parser.add_argument('--max-steps', type=int, default=None,
+                        help='control steps per episode (default 300; --vision 120)')
     parser.add_argument('--sysid-trajectories', type=int, default=5)
     parser.add_argument('--sysid-duration', type=float, default=8.0)
     parser.add_argument('--seed', type=int, default=0)
@@ -46,7 +56,36 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         '--real-dynamics', default='',
         help='hidden dynamics YAML of the digital real, used by the evaluation and the sysid '
              'recording alike (default: config/dynamics/sysid_demo.yaml, whose joint friction '
-             'is strong enough for the open-loop velocity ladder to show the twin gap)')
+             'is strong enough for the open-loop velocity ladder to show the twin gap; '
+             '--vision: realm_ros/data/digital_real_dynamics.yaml)')
+    vision = parser.add_argument_group('--vision (docs/vision-demo.md)')
+    vision.add_argument('--vision', action='store_true',
+                        help='the vision demo: real-trained learned ladder, digital real vs the '
+                             'twin raw / calibrated / matched / variants / + sysid')
+    vision.add_argument('--policies', nargs='+', default=None,
+                        help='--vision: label=policy:key=value entries (default: the '
+                             'checkpoints/learned_real ladder and the twin-trained '
+                             'checkpoints/learned/final.pt)')
+    vision.add_argument('--appearance', default='', metavar='FILE',
+                        help="--vision: the digital real's hidden appearance (default "
+                             "config/appearance/lab_demo.yaml; none = the twin's look)")
+    vision.add_argument('--image-size', default='160x90',
+                        help='--vision: rendered size WxH in both worlds and the calibration '
+                             'recording, px')
+    vision.add_argument('--columns', default=','.join(_COLUMNS),
+                        help='--vision: twin set-ups (raw, calibrated, matched, variants, sysid)')
+    vision.add_argument('--rig', default='', metavar='FILE',
+                        help='--vision: a calibrated rig to use instead of calibrating')
+    vision.add_argument('--visual-match', default='', metavar='DIR',
+                        help='--vision: a `cameras match` folder to use instead of matching')
+    vision.add_argument('--sim-params', default='', metavar='FILE',
+                        help='--vision: identified parameters to use instead of sysid')
+    vision.add_argument('--calibration-poses', type=int, default=16,
+                        help='--vision: arm poses of the calibration recording')
+    vision.add_argument('--quiet', action='store_true', help='--vision: no progress bar')
+
+
+_COLUMNS = ('raw', 'calibrated', 'matched', 'variants', 'sysid')
 
 
 def _run(step: str, argv: list[str]) -> None:
@@ -60,9 +99,14 @@ def _run(step: str, argv: list[str]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the four steps and print the before/after agreement."""
+    """Run the four steps and print the before/after agreement (``--vision``: the vision demo)."""
     from realm_ros.graph import share_path
 
+    if args.vision:
+        return run_vision(args)
+    args.tasks = args.tasks or ['pick_spoon', 'put_green_block_in_bowl', 'open_drawer']
+    args.episodes_per_cell = args.episodes_per_cell or 4
+    args.max_steps = args.max_steps or 300
     out = args.out
     # The demo's whole graph lives on this machine: keep its DDS traffic off a lab's graph
     # (and off another demo running beside it) unless the user chose a domain.
@@ -112,3 +156,115 @@ def run(args: argparse.Namespace) -> int:
               f'   gap {b["mean_abs_gap"]:.3f} -> {c.get("mean_abs_gap", float("nan")):.3f}')
     print(f'\nreports: {out / "before" / "report.html"}  {out / "after" / "report.html"}')
     return 0
+
+
+def _file(path: str, flag: str) -> str:
+    resolved = pathlib.Path(path).expanduser().resolve()
+    if not resolved.exists():
+        raise RealmError(f'{flag}: not found: {path}')
+    return str(resolved)
+
+
+def _vision_inputs(args: argparse.Namespace, out: pathlib.Path, columns: list[str],
+                   appearance: str, dynamics: str) -> tuple[str, str, str]:
+    """Make (or take) the calibrated rig, the visual match and the identified parameters the
+    asked columns need; each step is the public command, skipped when its output exists."""
+    need_rig = bool({'calibrated', 'matched', 'sysid'} & set(columns))
+    need_match = bool({'matched', 'sysid'} & set(columns))
+    rig = _file(args.rig, '--rig') if args.rig else ''
+    match = _file(args.visual_match, '--visual-match') if args.visual_match else ''
+    params = _file(args.sim_params, '--sim-params') if args.sim_params else ''
+    calib = out / 'calibration'
+    bag, done = calib / 'bag', calib / 'bag.done'
+    if ((need_rig and not rig) or (need_match and not match)) and not done.exists():
+        if bag.exists():
+            shutil.rmtree(bag)  # a recording that was cut short: recording is cheap, redo it
+        calib.mkdir(parents=True, exist_ok=True)
+        _run('record the calibration sweep on the digital real (table cleared)',
+             ['cameras', 'record', '--backend', 'digital_real', '--out', str(bag),
+              '--image-size', args.image_size, '--poses', str(args.calibration_poses),
+              '--seed', str(args.seed), '--yes',
+              *(['--appearance', appearance] if appearance else [])])
+        done.write_text('recorded\n')
+    if need_rig and not rig:
+        rig = str((calib / 'rig.yaml').resolve())
+        if not pathlib.Path(rig).exists():
+            _run("calibrate the twin's cameras from the recording",
+                 ['cameras', 'calibrate', str(bag), '--out', rig, '--seed', str(args.seed)])
+    if need_match and not match:
+        match = str((calib / 'match').resolve())
+        if not (pathlib.Path(match) / 'match.yaml').exists():
+            _run('visual matching: clean plates and colour transforms',
+                 ['cameras', 'match', str(bag), '--out', match, '--rig', rig])
+    if 'sysid' in columns and not params:
+        bags = out / 'sysid' / 'bags'
+        params = str((out / 'sysid' / 'params.yaml').resolve())
+        if not pathlib.Path(params).exists():
+            if bags.exists():
+                shutil.rmtree(bags)
+            _run('record excitation trajectories on the digital real',
+                 ['sysid', 'record', '--backend', 'digital_real', '--dynamics', dynamics,
+                  '--out', str(bags), '--trajectories', str(args.sysid_trajectories),
+                  '--duration', str(args.sysid_duration), '--seed', str(args.seed)])
+            _run('identify the twin (least squares over friction and armature)',
+                 ['sysid', 'fit', str(bags), '--backend', 'mujoco', '--out', params,
+                  '--seed', str(args.seed)])
+    return rig, match, params
+
+
+def run_vision(args: argparse.Namespace) -> int:
+    """The vision demo: make the twin's inputs, run the paired episodes, print the table."""
+    from realm_ros import console, vision_demo
+    from realm_ros.commands.episode import parse_image_size
+    from realm_ros.demonstrations import WORLDS, resolve_hidden
+
+    os.environ.setdefault('MUJOCO_GL', 'egl')
+    console.set_quiet(args.quiet)
+    out = (args.out if args.out != pathlib.Path('demo_out') else pathlib.Path('demo_vision_out'))
+    out = out.expanduser().resolve()
+    width, height = parse_image_size(args.image_size)
+    columns = [vision_demo.column(c).name for c in args.columns.split(',') if c]
+    appearance, _ = resolve_hidden(WORLDS['digital_real'], args.appearance, '')
+    dynamics = _file(args.real_dynamics, '--real-dynamics') if args.real_dynamics else str(
+        pathlib.Path(__file__).resolve().parents[1] / 'data' / 'digital_real_dynamics.yaml')
+    # The real-trained ladder acts mostly on its joints; the twin-trained final checkpoint
+    # relies on the picture (docs/vision-demo.md), so the visual gap has something to move.
+    policies = args.policies or [
+        *(f'{stage}=learned:path={_shipped(f"learned_real/{stage}")}'
+          for stage in ('early', 'middle', 'final')),
+        f'twin_final=learned:path={_shipped("learned/final")}']
+    config = vision_demo.VisionDemoConfig(
+        tasks=tuple(args.tasks or ('push_switch', 'pick_spoon')), policies=tuple(policies),
+        episodes=args.episodes_per_cell or 10, max_steps=args.max_steps or 120,
+        width=width, height=height, appearance_file=appearance, dynamics_file=dynamics,
+        columns=tuple(columns), seed=args.seed)
+    config.entries()
+    rig, match, params = _vision_inputs(args, out, columns, appearance, dynamics)
+    inputs = vision_demo.Inputs(rig_file=rig, match_dir=match, params_file=params)
+    for name in columns:
+        col = vision_demo.column(name)
+        if col.missing(inputs):
+            console.warn(f'column {name}: not available ({col.unavailable(col.missing(inputs))})')
+    total = vision_demo.count_episodes(config, inputs)
+    console.line(f'\n=== vision demo: {len(config.tasks)} task(s) x {len(policies)} policies x '
+                 f'{config.episodes} seeds; digital real + {len(columns)} twin column(s), '
+                 f'{total} episodes in {out}')
+    start = time.monotonic()
+    try:
+        with console.phase('episodes', total=total, unit='ep') as bar:
+            store = vision_demo.run(config, inputs, out, on_episode=lambda: bar.update(1))
+    except KeyboardInterrupt:
+        console.error(f'interrupted: finished episodes are kept in {out}; re-run to resume')
+        return 130
+    summary = vision_demo.write_outputs(store, config, inputs)
+    console.line(f'    ({time.monotonic() - start:.0f} s)\n')
+    console.line((out / vision_demo.TABLE_FILE).read_text())
+    console.line('files: ' + '  '.join(summary['files'].values()))
+    return 0
+
+
+def _shipped(name: str) -> str:
+    """The shipped checkpoint ``checkpoints/NAME.pt`` (source tree or installed share)."""
+    from realm_ros.graph import share_path
+
+    return str(share_path(f'checkpoints/{name}.pt'))

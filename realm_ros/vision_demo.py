@@ -1,0 +1,649 @@
+"""The vision demo: does the twin rank a real-trained learned ladder as the real arm does?
+
+Real VLAs are trained on real robot data and evaluated in simulation. Here a learned ladder
+(checkpoints of clearly different quality) trained on demonstrations recorded on the digital real,
+with its hidden appearance and dynamics (``realm-ros dataset --world digital_real``), runs the
+same episodes (task, seed, policy) in the digital real and in the twin under five set-ups, one
+per :class:`Column`:
+
+(a) ``raw``: the twin as it is (DROID's rig, its own look);
+(b) ``calibrated``: the twin's cameras from ``realm-ros cameras calibrate``;
+(c) ``matched``: calibrated + visual matching (``realm-ros cameras match``: clean plates,
+    colour transforms);
+(d) ``variants``: variant aggregation (SIMPLER's VA), the twin's score averaged over
+    variants; *not available* until a variant source is registered (:data:`VARIANT_SOURCE`);
+(e) ``sysid``: matched + the identified parameters (``realm-ros sysid fit``).
+
+Per column: per-policy mean progression and success (bootstrap 95 % CIs over episodes), Pearson
+r, MMRV(sim, real) and the mean absolute gap over the per-policy mean progressions, each with a
+paired bootstrap CI over the episode seeds (a resample draws seeds, and each drawn seed brings
+its real *and* its twin episode), SimplerEnv's Kruskal-Wallis test per policy, and the image
+distance: the mean absolute pixel error (0-255) between the digital real's and the twin's first
+frame of every episode (same initial state, same seed), per camera. A contact sheet shows
+real | twin | matched (and every other column) for seed 0 of each task.
+
+Everything runs in process without ROS (:func:`realm_ros.core.episode.run_episode`, the loop
+every runner is checked against). Every finished episode is appended to ``episodes.jsonl``
+and its first frames are kept, so an interrupted run resumes where it stopped; a column whose
+inputs are missing is reported as not available rather than failing the table.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import pathlib
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from realm_ros.core import metrics, robot, tasks
+from realm_ros.core.config import WorldConfig
+from realm_ros.core.errors import ConfigError, DataError
+from realm_ros.core.evaluation import PolicyEntry
+from realm_ros.core.policy import Policy, PolicyWrapper
+from realm_ros.core.types import ActionChunk, EpisodeResult, EpisodeSpec, Observation
+
+REAL = 'real'
+EPISODES_FILE = 'episodes.jsonl'
+SUMMARY_FILE = 'summary.json'
+TABLE_FILE = 'table.md'
+SHEET_FILE = 'contact_sheet.png'
+DISTANCE_FILE = 'image_distance.png'
+#: The twin's inputs one column needs; :class:`Inputs` holds the files that provide them.
+RIG, MATCH, PARAMS, VARIANTS = 'rig', 'match', 'params', 'variants'
+#: ``module:function(base: WorldConfig) -> list[WorldConfig]`` giving the twin's variants for
+#: variant aggregation (column d); '' while no variant source exists in this tree. The lead
+#: points it at the paired-eval variant option's library function when that lands.
+VARIANT_SOURCE = ''
+
+
+@dataclasses.dataclass(frozen=True)
+class Inputs:
+    """The files the twin's columns are built from ('' = not made: the column is unavailable)."""
+
+    rig_file: str = ''
+    match_dir: str = ''
+    params_file: str = ''
+    variant_source: str = VARIANT_SOURCE
+
+    def has(self, need: str) -> bool:
+        """Whether the input ``need`` (:data:`RIG` ...) is there."""
+        return bool({RIG: self.rig_file, MATCH: self.match_dir, PARAMS: self.params_file,
+                     VARIANTS: self.variant_source}[need])
+
+
+@dataclasses.dataclass(frozen=True)
+class Column:
+    """One way of setting up the twin: a letter, a name, its inputs and how it builds worlds."""
+
+    letter: str
+    name: str
+    label: str
+    needs: tuple[str, ...]
+    build: Callable[[WorldConfig, Inputs], list[WorldConfig]]
+
+    def unavailable(self, missing: Sequence[str]) -> str:
+        """Why the column is not in the table, for a person."""
+        why = {RIG: 'no calibrated rig', MATCH: 'no visual match', PARAMS: 'no sysid fit',
+               VARIANTS: 'no variant source in this tree'}
+        return ', '.join(why[m] for m in missing)
+
+    def missing(self, inputs: Inputs) -> list[str]:
+        """The inputs this column lacks (empty: available)."""
+        return [n for n in self.needs if not inputs.has(n)]
+
+    def worlds(self, base: WorldConfig, inputs: Inputs) -> list[WorldConfig]:
+        """The twin's world configs; more than one are variants whose scores are averaged."""
+        return self.build(base, inputs)
+
+
+def _variants(base: WorldConfig, inputs: Inputs) -> list[WorldConfig]:
+    import importlib
+
+    module, _, function = inputs.variant_source.partition(':')
+    source = getattr(importlib.import_module(module), function)
+    return list(source(base))
+
+
+COLUMNS: tuple[Column, ...] = (
+    Column('a', 'raw', 'twin as it is', (), lambda b, i: [b]),
+    Column('b', 'calibrated', 'calibrated cameras', (RIG,),
+           lambda b, i: [dataclasses.replace(b, camera_rig_file=i.rig_file)]),
+    Column('c', 'matched', 'calibrated + visual matching', (MATCH,),
+           lambda b, i: [dataclasses.replace(b, visual_match_dir=i.match_dir)]),
+    Column('d', 'variants', 'variant aggregation', (VARIANTS,), _variants),
+    Column('e', 'sysid', 'matched + sysid', (MATCH, PARAMS),
+           lambda b, i: [dataclasses.replace(b, visual_match_dir=i.match_dir,
+                                             sim_params_file=i.params_file)]),
+)
+COLUMN_NAMES = tuple(c.name for c in COLUMNS)
+
+
+def column(name: str) -> Column:
+    """Return the column called ``name`` or lettered ``name`` (ConfigError listing them)."""
+    for c in COLUMNS:
+        if name in (c.name, c.letter):
+            return c
+    raise ConfigError(f'--columns: unknown {name!r}; choose from {list(COLUMN_NAMES)}')
+
+
+@dataclasses.dataclass(frozen=True)
+class VisionDemoConfig:
+    """What the demo runs: tasks, the ladder, seeds, steps, cameras and the digital real's files.
+
+    Attributes:
+        policies: ``label=policy:key=value`` entries (paired-eval's syntax), best last or first:
+            the order is kept in the tables.
+        episodes: seeds 0..episodes-1 per task and policy (the evaluation's seeds; the
+            demonstrations use 1000 and up).
+        cameras: rendered in both worlds (the policies' cameras); the image distance is per camera.
+        appearance_file, dynamics_file: the digital real's hidden files ('' = the twin's look /
+            the default hidden dynamics).
+    """
+
+    tasks: tuple[str, ...]
+    policies: tuple[str, ...]
+    episodes: int
+    max_steps: int
+    width: int
+    height: int
+    cameras: tuple[str, ...] = ('exterior_1', 'wrist')
+    appearance_file: str = ''
+    dynamics_file: str = ''
+    columns: tuple[str, ...] = COLUMN_NAMES
+    execute: int = 8
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.episodes < 1 or self.max_steps < 1:
+            raise ConfigError('--episodes and --max-steps must be at least 1')
+        if len(self.policies) < 2:
+            raise ConfigError('--policies: a ladder needs at least two policies')
+        for name in self.tasks:
+            tasks.get_task(name)
+        for name in self.columns:
+            column(name)
+
+    def entries(self) -> list[PolicyEntry]:
+        """The parsed policy entries, labels unique."""
+        entries = [PolicyEntry.parse(p) for p in self.policies]
+        labels = [e.label for e in entries]
+        if len(set(labels)) != len(labels):
+            raise ConfigError(f'--policies: labels must be unique, got {labels}')
+        return entries
+
+    def base(self, task: str) -> WorldConfig:
+        """The twin's world config for ``task`` before any column's changes."""
+        return WorldConfig(task=task, cameras=self.cameras, camera_rate_hz=robot.CONTROL_HZ,
+                           camera_width=self.width, camera_height=self.height)
+
+    def real(self, task: str) -> WorldConfig:
+        """The digital real's world config for ``task`` (hidden appearance and dynamics)."""
+        return dataclasses.replace(self.base(task), backend='digital_real',
+                                   appearance_file=self.appearance_file,
+                                   dynamics_file=self.dynamics_file)
+
+    def fingerprint(self) -> dict[str, Any]:
+        """What makes an episode record comparable: a resumed run must match it."""
+        return {'width': self.width, 'height': self.height, 'cameras': list(self.cameras),
+                'appearance_file': self.appearance_file, 'dynamics_file': self.dynamics_file,
+                'max_steps': self.max_steps, 'execute': self.execute,
+                'policies': list(self.policies)}
+
+
+class FirstFrames(PolicyWrapper):
+    """A policy wrapper keeping the first observation's images (the episode's initial frame)."""
+
+    def __init__(self, inner: Policy) -> None:
+        super().__init__(inner)
+        self.first: dict[str, np.ndarray] = {}
+
+    def reset(self, spec: EpisodeSpec) -> None:
+        self.first = {}
+        super().reset(spec)
+
+    def infer(self, obs: Observation) -> ActionChunk:
+        if not self.first:
+            self.first = {k: np.asarray(v, dtype=np.uint8).copy() for k, v in obs.images.items()}
+        return super().infer(obs)
+
+
+def image_distance(real: Mapping[str, np.ndarray], twin: Mapping[str, np.ndarray]
+                   ) -> dict[str, float]:
+    """Mean absolute pixel error (0-255) per camera both frames hold (same size required)."""
+    out = {}
+    for name in sorted(set(real) & set(twin)):
+        a, b = np.asarray(real[name], float), np.asarray(twin[name], float)
+        if a.shape != b.shape:
+            raise DataError(f'{name}: real frame {a.shape} vs twin {b.shape}')
+        out[name] = float(np.mean(np.abs(a - b)))
+    return out
+
+
+class EpisodeStore:
+    """``episodes.jsonl`` (one record per finished episode) and each seed-0 first frame."""
+
+    def __init__(self, out: pathlib.Path, fingerprint: Mapping[str, Any]) -> None:
+        self.out = out
+        self.path = out / EPISODES_FILE
+        self.frames = out / 'frames'
+        out.mkdir(parents=True, exist_ok=True)
+        meta = out / 'run.json'
+        if meta.is_file():
+            before = json.loads(meta.read_text())
+            for key, value in fingerprint.items():
+                if before.get(key) != value:
+                    raise ConfigError(f'{out} was run with {key} {before.get(key)!r}, not '
+                                      f'{value!r}; use the same settings to resume, or a new '
+                                      '--out')
+        meta.write_text(json.dumps(dict(fingerprint), indent=2) + '\n')
+        self.records: dict[tuple[str, str, str, int, int], dict[str, Any]] = {}
+        if self.path.is_file():
+            for line in self.path.read_text().splitlines():
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError:
+                    continue  # a line cut by a kill: that episode is run again
+                self.records[self.key(row)] = row
+
+    @staticmethod
+    def key(row: Mapping[str, Any]) -> tuple[str, str, str, int, int]:
+        """(column, task, policy, seed, variant) of a record."""
+        return (row['column'], row['task'], row['policy'], int(row['seed']),
+                int(row.get('variant', 0)))
+
+    def has(self, key: tuple[str, str, str, int, int]) -> bool:
+        """Whether this episode has finished already."""
+        return key in self.records
+
+    def add(self, row: dict[str, Any]) -> None:
+        """Append a finished episode (flushed, so a kill keeps it)."""
+        self.records[self.key(row)] = row
+        with open(self.path, 'a') as f:
+            f.write(json.dumps(row) + '\n')
+
+    def frame_path(self, column_name: str, task: str, camera: str) -> pathlib.Path:
+        """Where seed 0's first frame of ``camera`` in ``column_name`` is kept (PNG)."""
+        return self.frames / column_name / f'{task}_{camera}.png'
+
+    def first_frames(self, column_name: str, task: str, seed: int,
+                     cameras: Sequence[str]) -> dict[str, np.ndarray] | None:
+        """Seed 0's kept first frames (other seeds: None; the real episode is re-rendered)."""
+        if seed != 0:
+            return None
+        import imageio.v2 as imageio
+
+        paths = {c: self.frame_path(column_name, task, c) for c in cameras}
+        if not all(p.is_file() for p in paths.values()):
+            return None
+        return {c: np.asarray(imageio.imread(p)) for c, p in paths.items()}
+
+    def keep_frames(self, column_name: str, task: str, frames: Mapping[str, np.ndarray]) -> None:
+        """Keep seed 0's first frames for the contact sheet."""
+        import imageio.v2 as imageio
+
+        for camera, image in frames.items():
+            path = self.frame_path(column_name, task, camera)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            imageio.imwrite(path, image)
+
+
+def _episode(world: Any, entry: PolicyEntry, spec: EpisodeSpec, execute: int
+             ) -> tuple[EpisodeResult, dict[str, np.ndarray]]:
+    from realm_ros.core.episode import run_episode
+    from realm_ros.core.policy import make_policy, standard_chain
+
+    inner = make_policy(entry.policy, **dict(entry.args))
+    watcher = FirstFrames(inner)
+    policy = standard_chain(watcher, execute=execute)
+    try:
+        result = run_episode(world, policy, spec)
+    finally:
+        policy.close()
+    return result, watcher.first
+
+
+def _row(result: EpisodeResult, column_name: str, entry: PolicyEntry, variant: int,
+         distance: Mapping[str, float] | None) -> dict[str, Any]:
+    return {'column': column_name, 'task': result.spec.task, 'policy': entry.label,
+            'seed': int(result.spec.seed), 'variant': variant,
+            'progression': float(result.progression), 'success': bool(result.success),
+            'outcome': str(result.outcome.value), 'steps': int(result.steps),
+            'wall_s': round(float(result.wall_time_s), 2), 'image_mae': dict(distance or {})}
+
+
+def plan(config: VisionDemoConfig, inputs: Inputs) -> list[tuple[str, list[Column]]]:
+    """Return [(task, available columns)] and check every asked column's availability."""
+    available = [c for c in (column(n) for n in config.columns) if not c.missing(inputs)]
+    return [(task, available) for task in config.tasks]
+
+
+def run(config: VisionDemoConfig, inputs: Inputs, out: pathlib.Path,
+        on_episode: Callable[[], None] | None = None) -> EpisodeStore:
+    """Run every episode not yet in ``out``: per task, seed and policy, the digital real's then
+    each available column's twin episodes. Returns the store.
+
+    ``on_episode`` is called after each finished (or resumed) episode, for a progress bar.
+    """
+    from realm_ros.core.world import make_world
+
+    store = EpisodeStore(out, config.fingerprint())
+    entries = config.entries()
+    if on_episode is not None:
+        for _ in range(finished(store, config, inputs)):
+            on_episode()
+    for task, columns in plan(config, inputs):
+        instruction = tasks.get_task(task).instruction
+        twins: dict[str, list[Any]] = {}
+        real_world = None
+        try:
+            for seed in range(config.episodes):
+                for entry in entries:
+                    spec = EpisodeSpec(task=task, seed=seed, policy=entry.label,
+                                       max_steps=config.max_steps, instruction=instruction)
+                    real_key = (REAL, task, entry.label, seed, 0)
+                    todo = [(c, v) for c in columns
+                            for v in range(len(c.worlds(config.base(task), inputs)))
+                            if not store.has((c.name, task, entry.label, seed, v))]
+                    real_frames = store.first_frames(REAL, task, seed, config.cameras) \
+                        if store.has(real_key) else None
+                    if not store.has(real_key) or (todo and real_frames is None):
+                        # The real episode (again, if a twin episode still needs its frames:
+                        # the same seed and policy give the same episode).
+                        if real_world is None:
+                            real_world = make_world(config.real(task))
+                        result, real_frames = _episode(real_world, entry, spec, config.execute)
+                        if not store.has(real_key):
+                            store.add(_row(result, REAL, entry, 0, None))
+                            if seed == 0:
+                                store.keep_frames(REAL, task, real_frames)
+                            if on_episode is not None:
+                                on_episode()
+                    for col, variant in todo:
+                        key = f'{col.name}/{variant}'
+                        if key not in twins:
+                            twins[key] = [make_world(col.worlds(config.base(task),
+                                                                inputs)[variant])]
+                        result, frames = _episode(twins[key][0], entry, spec, config.execute)
+                        distance = image_distance(real_frames or {}, frames)
+                        row = _row(result, col.name, entry, variant, distance)
+                        store.add(row)
+                        if seed == 0 and variant == 0:
+                            store.keep_frames(col.name, task, frames)
+                        if on_episode is not None:
+                            on_episode()
+        finally:
+            if real_world is not None:
+                real_world.close()
+            for worlds in twins.values():
+                worlds[0].close()
+    return store
+
+
+def finished(store: EpisodeStore, config: VisionDemoConfig, inputs: Inputs) -> int:
+    """Episodes of the plan already in ``store`` (a resumed run's head start)."""
+    names = {REAL} | {c.name for _, columns in plan(config, inputs) for c in columns}
+    labels = {e.label for e in config.entries()}
+    return sum(1 for (col, task, policy, seed, _) in store.records
+               if col in names and task in config.tasks and policy in labels
+               and seed < config.episodes)
+
+
+def count_episodes(config: VisionDemoConfig, inputs: Inputs) -> int:
+    """Episodes the whole plan holds (real + every available column's variants)."""
+    n = 0
+    for task, columns in plan(config, inputs):
+        per_seed = 1 + sum(len(c.worlds(config.base(task), inputs)) for c in columns)
+        n += per_seed * config.episodes * len(config.policies)
+    return n
+
+
+# ----------------------------------------------------------------------------- summary
+
+def _cells(records: Iterable[Mapping[str, Any]], column_name: str, task_names: Sequence[str],
+           policies: Sequence[str], seeds: int) -> dict[tuple[str, str], np.ndarray] | None:
+    """{(task, policy): (seeds, 2) [real, twin] progression and success... } or None if any
+    episode is missing. Variants of one seed are averaged (variant aggregation)."""
+    real: dict[tuple[str, str, int], Mapping[str, Any]] = {}
+    twin: dict[tuple[str, str, int], list[Mapping[str, Any]]] = {}
+    for r in records:
+        if r.get('outcome') == 'infra_failure':
+            continue
+        key = (r['task'], r['policy'], int(r['seed']))
+        if r['column'] == REAL:
+            real[key] = r
+        elif r['column'] == column_name:
+            twin.setdefault(key, []).append(r)
+    cells = {}
+    for task in task_names:
+        for policy in policies:
+            rows = []
+            for seed in range(seeds):
+                key = (task, policy, seed)
+                if key not in real or key not in twin:
+                    return None
+                t = twin[key]
+                rows.append([float(real[key]['progression']), float(real[key]['success']),
+                             float(np.mean([x['progression'] for x in t])),
+                             float(np.mean([float(x['success']) for x in t]))])
+            cells[(task, policy)] = np.asarray(rows)
+    return cells
+
+
+def _agreement(cells: Mapping[tuple[str, str], np.ndarray], task_names: Sequence[str],
+               policies: Sequence[str], idx: np.ndarray | None = None) -> dict[str, float]:
+    """Agreement over per-policy mean progression (averaged over ``task_names``)."""
+    real, sim = [], []
+    for policy in policies:
+        r, s = [], []
+        for task in task_names:
+            c = cells[(task, policy)] if idx is None else cells[(task, policy)][idx]
+            r.append(c[:, 0].mean())
+            s.append(c[:, 2].mean())
+        real.append(float(np.mean(r)))
+        sim.append(float(np.mean(s)))
+    return metrics.agreement(sim=sim, real=real).as_dict()
+
+
+def _agreement_ci(cells: Mapping[tuple[str, str], np.ndarray], task_names: Sequence[str],
+                  policies: Sequence[str], seeds: int, seed: int, n: int = 1000
+                  ) -> dict[str, list[float]]:
+    """Paired bootstrap over seeds: each draw of seeds takes both worlds' episodes."""
+    rng = np.random.default_rng(seed)
+    draws: dict[str, list[float]] = {'pearson_r': [], 'mmrv': [], 'mean_abs_gap': []}
+    for _ in range(n):
+        idx = rng.integers(0, seeds, seeds)
+        a = _agreement(cells, task_names, policies, idx)
+        for k in draws:
+            draws[k].append(float(a[k]))
+    return {k: [float(np.quantile(v, 0.025)), float(np.quantile(v, 0.975))]
+            for k, v in draws.items()}
+
+
+def summarize(records: Sequence[Mapping[str, Any]], config: VisionDemoConfig,
+              inputs: Inputs) -> dict[str, Any]:
+    """Return ``summary.json``: per column (and per task), per-policy scores with CIs, the
+    agreement with paired-bootstrap CIs, Kruskal-Wallis per policy and the image distance."""
+    policies = [e.label for e in config.entries()]
+    out: dict[str, Any] = {'tasks': list(config.tasks), 'policies': policies,
+                           'episodes_per_cell': config.episodes, 'columns': {}}
+    for col in (column(n) for n in config.columns):
+        entry: dict[str, Any] = {'letter': col.letter, 'label': col.label}
+        missing = col.missing(inputs)
+        cells = None if missing else _cells(records, col.name, config.tasks, policies,
+                                            config.episodes)
+        if missing or cells is None:
+            entry['available'] = False
+            entry['reason'] = (f'not available ({col.unavailable(missing)})' if missing
+                               else 'not available (episodes missing: run again to resume)')
+            out['columns'][col.name] = entry
+            continue
+        entry['available'] = True
+        scopes = {'all': list(config.tasks), **{t: [t] for t in config.tasks}}
+        for scope, names in scopes.items():
+            block: dict[str, Any] = {'per_policy': []}
+            for k, policy in enumerate(policies):
+                stacked = np.concatenate([cells[(t, policy)] for t in names])
+                row: dict[str, Any] = {'policy': policy, 'episodes': len(stacked)}
+                for world, (pi, si) in ((REAL, (0, 1)), ('sim', (2, 3))):
+                    row[f'{world}_progress'] = float(stacked[:, pi].mean())
+                    row[f'{world}_progress_ci'] = list(metrics.bootstrap_ci(
+                        stacked[:, pi], seed=config.seed + k))
+                    row[f'{world}_success'] = float(stacked[:, si].mean())
+                    row[f'{world}_success_ci'] = list(metrics.bootstrap_ci(
+                        stacked[:, si], seed=config.seed + k + 100))
+                row['kruskal'] = metrics.kruskal_sim_real(sim=stacked[:, 2], real=stacked[:, 0])
+                block['per_policy'].append(row)
+            block['agreement'] = _agreement(cells, names, policies)
+            block['agreement_ci'] = _agreement_ci(cells, names, policies, config.episodes,
+                                                  config.seed)
+            entry[scope] = block
+        distances: dict[str, list[float]] = {}
+        for r in records:
+            if r['column'] == col.name:
+                for camera, value in r.get('image_mae', {}).items():
+                    distances.setdefault(camera, []).append(float(value))
+        entry['image_mae'] = {c: {'mean': float(np.mean(v)), 'ci': list(
+            metrics.bootstrap_ci(v, seed=config.seed)), 'frames': len(v)}
+            for c, v in sorted(distances.items())}
+        out['columns'][col.name] = entry
+    return out
+
+
+def _fmt_ci(value: float, ci: Sequence[float]) -> str:
+    return f'{value:.2f} [{ci[0]:.2f}, {ci[1]:.2f}]'
+
+
+def format_table(summary: Mapping[str, Any], scope: str = 'all') -> str:
+    """The Markdown table: one column per twin set-up, rows for each policy's real and twin
+    scores, the agreement figures with CIs, Kruskal-Wallis p per policy and image distances."""
+    cols = summary['columns']
+    names = list(cols)
+    head = ' | '.join(f'({cols[n]["letter"]}) {cols[n]["label"]}' for n in names)
+    lines = [f'| {scope} | digital real | {head} |', '|---|---|' + '---|' * len(names)]
+
+    available = [n for n in names if cols[n]['available']]
+
+    def row_of(text: Callable[[Mapping[str, Any]], str]) -> str:
+        return ' | '.join(text(cols[n][scope]) if n in available else cols[n]['reason']
+                          for n in names)
+
+    def score(entry: Mapping[str, Any], world: str) -> str:
+        return (f'{entry[f"{world}_success"]:.2f} / '
+                + _fmt_ci(entry[f'{world}_progress'], entry[f'{world}_progress_ci']))
+
+    policies = summary['policies']
+    for k, policy in enumerate(policies):
+        real = score(cols[available[0]][scope]['per_policy'][k], REAL) if available else ''
+
+        def sim_score(block: Mapping[str, Any], k: int = k) -> str:
+            return score(block['per_policy'][k], 'sim')
+
+        lines.append(f'| {policy}: success / progression | {real} | {row_of(sim_score)} |')
+    for metric, title in (('pearson_r', 'Pearson r'), ('mmrv', 'MMRV'),
+                          ('mean_abs_gap', 'mean abs gap')):
+
+        def figure(block: Mapping[str, Any], m: str = metric) -> str:
+            return _fmt_ci(block['agreement'][m], block['agreement_ci'][m])
+
+        lines.append(f'| {title} [95 % CI] | | {row_of(figure)} |')
+
+    def kruskal(block: Mapping[str, Any]) -> str:
+        return ', '.join(f'{p["kruskal"]["pvalue"]:.2f}' for p in block['per_policy'])
+
+    lines.append(f'| Kruskal-Wallis p ({", ".join(policies)}) | | {row_of(kruskal)} |')
+    if scope == 'all':
+        cameras = sorted({c for n in names if cols[n]['available']
+                          for c in cols[n]['image_mae']})
+        for camera in cameras:
+            row = ' | '.join(
+                (cols[n]['reason'] if not cols[n]['available'] else
+                 _fmt_ci(cols[n]['image_mae'][camera]['mean'],
+                         cols[n]['image_mae'][camera]['ci'])) for n in names)
+            lines.append(f'| image distance {camera} (mean abs px, 0-255) | 0 | {row} |')
+    return '\n'.join(lines)
+
+
+# ----------------------------------------------------------------------------- figures
+
+def distance_figure(summary: Mapping[str, Any], path: pathlib.Path) -> pathlib.Path:
+    """Bar chart: mean absolute pixel error real vs twin per column and camera, with CIs."""
+    import matplotlib
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+
+    cols = [(n, c) for n, c in summary['columns'].items() if c['available']]
+    cameras = sorted({cam for _, c in cols for cam in c['image_mae']})
+    fig, ax = plt.subplots(figsize=(1.6 + 1.4 * max(1, len(cols)), 3.2), dpi=110)
+    width = 0.8 / max(1, len(cameras))
+    for j, camera in enumerate(cameras):
+        xs = np.arange(len(cols)) + (j - (len(cameras) - 1) / 2) * width
+        means = [c['image_mae'][camera]['mean'] for _, c in cols]
+        lo = [m - c['image_mae'][camera]['ci'][0] for m, (_, c) in zip(means, cols)]
+        hi = [c['image_mae'][camera]['ci'][1] - m for m, (_, c) in zip(means, cols)]
+        ax.bar(xs, means, width, yerr=[lo, hi], capsize=3, label=camera)
+    ax.set_xticks(np.arange(len(cols)))
+    ax.set_xticklabels([f'({c["letter"]}) {n}' for n, c in cols], fontsize=8)
+    ax.set_ylabel('mean |real - twin| (0-255)')
+    ax.set_title('first frame of each episode, digital real vs twin', fontsize=9)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def contact_sheet(store: EpisodeStore, config: VisionDemoConfig, path: pathlib.Path
+                  ) -> pathlib.Path | None:
+    """Rows: (task, camera); columns: real | twin | calibrated | matched | ... (seed 0)."""
+    import imageio.v2 as imageio
+    from PIL import Image, ImageDraw
+
+    names = [REAL, *[n for n in COLUMN_NAMES if n in config.columns]]
+    rows = []
+    for task in config.tasks:
+        for camera in config.cameras:
+            tiles = []
+            for name in names:
+                p = store.frame_path(name, task, camera)
+                if not p.is_file():
+                    continue
+                image = Image.fromarray(np.asarray(imageio.imread(p))[..., :3])
+                if image.width < 240:
+                    scale = 240 / image.width
+                    image = image.resize((240, round(image.height * scale)),
+                                         Image.Resampling.NEAREST)
+                draw = ImageDraw.Draw(image)
+                draw.rectangle((0, 0, image.width, 12), fill=(20, 20, 20))
+                title = 'digital real' if name == REAL else name
+                draw.text((3, 0), f'{title}  {task} {camera}', fill=(240, 240, 240))
+                tiles.append(np.asarray(image))
+            if tiles:
+                h = max(t.shape[0] for t in tiles)
+                tiles = [np.pad(t, ((0, h - t.shape[0]), (0, 2), (0, 0))) for t in tiles]
+                rows.append(np.concatenate(tiles, 1))
+    if not rows:
+        return None
+    w = max(r.shape[1] for r in rows)
+    sheet = np.concatenate([np.pad(r, ((0, 2), (0, w - r.shape[1]), (0, 0))) for r in rows], 0)
+    imageio.imwrite(path, sheet)
+    return path
+
+
+def write_outputs(store: EpisodeStore, config: VisionDemoConfig, inputs: Inputs) -> dict[str, Any]:
+    """Summarise the store; write summary.json, table.md and the two figures; return the
+    summary with the paths under ``'files'``."""
+    summary = summarize(list(store.records.values()), config, inputs)
+    out = store.out
+    (out / SUMMARY_FILE).write_text(json.dumps(summary, indent=2) + '\n')
+    tables = [format_table(summary, 'all')] + [format_table(summary, t) for t in config.tasks]
+    (out / TABLE_FILE).write_text('\n\n'.join(tables) + '\n')
+    files = {'summary': str(out / SUMMARY_FILE), 'table': str(out / TABLE_FILE)}
+    if any(c['available'] for c in summary['columns'].values()):
+        files['image_distance'] = str(distance_figure(summary, out / DISTANCE_FILE))
+    sheet = contact_sheet(store, config, out / SHEET_FILE)
+    if sheet is not None:
+        files['contact_sheet'] = str(sheet)
+    summary['files'] = files
+    return summary
