@@ -87,6 +87,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--batch', type=int, default=1024, help='gpu: worlds per MJX batch')
     parser.add_argument('--solver-iterations', default='',
                         help='gpu: MJX solver iterations/line-search iterations, e.g. 4/8')
+    parser.add_argument('--until-decided', type=float, default=None, metavar='P',
+                        help="choose each next cell (policy, condition) where it most reduces "
+                             "the uncertainty of the first world's ranking; stop when every "
+                             'adjacent pair of policies is ordered with probability P or at '
+                             '--budget (docs/deciding-rankings.md)')
+    parser.add_argument('--budget', type=int, default=None,
+                        help='with --until-decided: at most this many episodes of the ranked '
+                             'world (default: four times the grid)')
+    parser.add_argument('--allocation', choices=('adaptive', 'uniform'), default='adaptive',
+                        help='with --until-decided: adaptive, or uniform round-robin')
     parser.add_argument('--quiet', action='store_true', help='no progress bar or table')
 
 
@@ -227,12 +237,20 @@ def run(args: argparse.Namespace) -> int:
         from realm_ros.sweep.videos import VideoHook
         hook = VideoHook(out, video_camera)
     executor = make_executor(args, options, hook)
+    decided = None
     try:
         if not args.quiet:
             print(f'sweep: {len(cells)} cells on {executor.name}; writing {out}', flush=True)
         with executor:
-            run_info, log = run_sweep(cells, executor, out, args.batch,
-                                      progress=bar.update if bar is not None else None)
+            if getattr(args, 'until_decided', None) is not None:
+                from realm_ros.sweep.decided import run_until_decided
+                decided = run_until_decided(
+                    config, executor, out, args.until_decided, args.budget, args.allocation,
+                    cameras_for, servers, progress=bar.update if bar is not None else None)
+                cells, run_info, log = decided.cells, decided.run, decided.log
+            else:
+                run_info, log = run_sweep(cells, executor, out, args.batch,
+                                          progress=bar.update if bar is not None else None)
     except InfrastructureError as err:
         print(f'realm-ros sweep: {err}\n(finished cells are kept in {out}; re-run the same '
               'command to resume)', file=sys.stderr)
@@ -244,7 +262,12 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if bar is not None:
             bar.close()
-    finish(out, config, cells, run_info, log, args.quiet)
+    summary = finish(out, config, cells, run_info, log, args.quiet)
+    if decided is not None:
+        from realm_ros.sweep.decided import describe
+        summary['until_decided'] = decided.decision
+        (out / 'summary.json').write_text(json.dumps(summary, indent=2))
+        print(describe(decided.decision))
     return 0
 
 
