@@ -249,6 +249,7 @@ def test_a_scorer_proposes_the_stages_and_the_record_keeps_who_decided(tmp_path)
                 camera.publish(image_to_msg(bar_frame(stage, rng, (180, 320)),
                                             node.get_clock().now().to_msg(), 'exterior_1'))
                 spin_until(executor, lambda: False, 0.08)
+            spin_until(executor, lambda: False, 0.5)  # the last frames reach the node first
 
         # The node loads the checkpoint (and torch) before it is up: seconds, more under load.
         assert spin_until(executor, lambda: bool(c.states), 90)
@@ -268,7 +269,7 @@ def test_a_scorer_proposes_the_stages_and_the_record_keeps_who_decided(tmp_path)
         assert c.call('end_episode').success
         # The next episode: the operator marks the first stage, accepts the rest, corrects.
         assert c.call('confirm_reset').success
-        show([0, 0, 1, 1, 2, 2, 2])
+        show([0, 0, 1, 1, 2, 2, 2, 2, 2])
         assert c.call('mark_stage').success
         assert c.call('propose_stages').success
         assert 'accepted 1 proposed' in c.call('accept_stages').message
