@@ -88,7 +88,7 @@ setup(
     version='0.1.0',
     packages=find_packages(exclude=['test', 'test.*', 'bench']),
     data_files=data_files(),
-    package_data={'realm_ros': ['data/*.yaml', 'data/*.json']},
+    package_data={'realm_ros': ['data/*.yaml', 'data/*.json', 'data/*.pt']},
     include_package_data=True,
     zip_safe=True,
     python_requires='>=3.10',

@@ -42,8 +42,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     'cameras': ('realm_ros.commands.cameras', 'contact sheet of every camera of the twin, per '
                 'task (check a camera rig)'),
     'bag': ('realm_ros.commands.bag', 'check and repair rosbag2/MCAP bags cut short by a crash'),
-    'score': ('realm_ros.commands.score', "an episode's progress from its video, by a VLM behind "
-              'an OpenAI-compatible endpoint (beside the rubric, never mixed)'),
+    'score': ('realm_ros.commands.score', "episodes' progress from their videos, by a VLM behind "
+              "an OpenAI-compatible endpoint or realm_ros's learned scorer (beside the rubric, "
+              'never mixed); train / eval the learned scorer'),
     'arena': ('realm_ros.commands.arena', 'blind A/B judging of episode videos in a browser '
               '(serve) and the Bradley-Terry ranking of the answers (rank)'),
 }

@@ -190,6 +190,29 @@ def _preferences(section: Mapping[str, Any] | None) -> list[str]:
                 f'rho = {agreement["spearman_rho"]:.2f}{ci("spearman_rho")}, MMRV(preference, '
                 f'rubric progression) = {agreement["mmrv"]:.3f}{ci("mmrv")}.</p>')
     return parts
+def _scorers(section: Mapping[str, Any] | None) -> list[str]:
+    """Each progress scorer's column beside the rubric's (``realm-ros score RUN_DIR``): its mean
+    over the same episodes, never averaged into the rubric's (docs/scoring.md)."""
+    if not section:
+        return []
+    parts = ['<h2>Progress scorers (beside the rubric, never mixed)</h2>']
+    for name, part in section.items():
+        rows = []
+        for policy, roles in part.get('per_policy', {}).items():
+            for role, cell in roles.items():
+                rows.append([policy, role, cell['episodes'], cell['rubric'], cell['scorer']])
+        parts.append(f'<h3>{html.escape(str(name))}: {part.get("episodes", 0)} episodes</h3>')
+        parts.append(_table(['policy', 'world', 'episodes', 'rubric progression',
+                             f'scorer {name}'], rows))
+        agreement = part.get('agreement')
+        if agreement:
+            parts.append(
+                f'<p>Per episode against the rubric: Pearson r = {agreement["pearson_r"]:.3f}, '
+                f'mean |scorer - rubric| = {agreement["mean_abs_error"]:.3f}, success accuracy '
+                f'= {agreement["success_accuracy"]:.3f}.</p>')
+    return parts
+
+
 #: The report's table style, shared with the sweep's report (``realm_ros/sweep/report.py``).
 html_table = _table
 
@@ -285,6 +308,7 @@ def write_report(out_dir: str | pathlib.Path, summary: Mapping[str, Any],
          for e in summary['per_policy']]))
     parts.append('<img src="policy_bars.png" alt="per-policy bars">')
     parts += _variant_aggregation(summary)
+    parts += _scorers(summary.get('scorers'))
     parts.append('<h2>Bradley-Terry ranking</h2><img src="ranking.png" alt="ranking">')
     parts += _preferences(summary.get('preferences'))
     if summary.get('kruskal'):

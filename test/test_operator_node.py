@@ -10,7 +10,7 @@ from diagnostic_msgs.msg import DiagnosticStatus
 import numpy as np
 import pytest
 from rostest import BIN, ros_node, run_process, spin_until
-from sensor_msgs.msg import JointState
+from sensor_msgs.msg import Image, JointState
 from std_msgs.msg import String
 from std_srvs.srv import SetBool, Trigger
 
@@ -221,3 +221,67 @@ def test_confirm_motion_is_forwarded_to_the_franka_bridge(tmp_path):
         answer = client.call('confirm_motion')
         assert answer.success and 'next reset move' in answer.message, answer.message
         assert spin_until(executor, lambda: received == [True], 10), received
+
+
+def test_a_scorer_proposes_the_stages_and_the_record_keeps_who_decided(tmp_path):
+    """The learned scorer (a tiny one trained on drawn frames) proposes stages from the camera
+    frames of the running episode; accepted unchanged, the scorer decided; corrected, the
+    operator did."""
+    pytest.importorskip('torch')
+    from scorer_bars import bar_frame, train_tiny
+
+    from realm_ros.ros.convert import image_to_msg
+    from realm_ros.scorers.learned import LearnedScorer
+
+    checkpoint = train_tiny(tmp_path / 'tiny.pt')
+    name = LearnedScorer(checkpoint).name
+    spec = EpisodeSpec(task='pick_spoon', seed=1, policy='scripted', pair_id='pick-1')
+    with operator_process(tmp_path, '-p', 'terminal_ui:=false', '-p', 'scorer:=learned',
+                          '-p', f'scorer_checkpoint:={checkpoint}', '-p', 'scorer_fps:=50.0',
+                          '-p', f"episode_spec:='{spec.to_json()}'"), \
+            ros_node('operator_scorer_client') as (node, executor):
+        c = Client(node, executor)
+        camera = node.create_publisher(Image, '/real/cameras/exterior_1/image', qos.IMAGE)
+        rng = np.random.default_rng(0)
+
+        def show(stages):
+            for stage in stages:  # the camera's frames while the episode runs
+                camera.publish(image_to_msg(bar_frame(stage, rng, (180, 320)),
+                                            node.get_clock().now().to_msg(), 'exterior_1'))
+                spin_until(executor, lambda: False, 0.08)
+            spin_until(executor, lambda: False, 0.5)  # the last frames reach the node first
+
+        # The node loads the checkpoint (and torch) before it is up: seconds, more under load.
+        assert spin_until(executor, lambda: bool(c.states), 90)
+        refused = c.call('propose_stages')
+        assert not refused.success and 'no episode is running' in refused.message
+        assert c.call('confirm_reset').success
+        assert spin_until(executor, lambda: c.states and c.states[-1]['state'] == 'running', 10)
+        assert spin_until(executor, lambda: camera.get_subscription_count() > 0, 10)
+        show([0, 0, 0, 1, 1, 1, 2, 2, 2, 2])
+        proposed = c.call('propose_stages')
+        assert proposed.success, proposed.message
+        assert f'{name} proposes 2 stage(s): REACH at' in proposed.message
+        accepted = c.call('accept_stages')
+        assert accepted.success and 'accepted 2 proposed stage(s)' in accepted.message
+        assert spin_until(executor, lambda: c.latest() and c.latest().met == (
+            True, True, False), 10)
+        assert c.call('end_episode').success
+        # The next episode: the operator marks the first stage, accepts the rest, corrects.
+        assert c.call('confirm_reset').success
+        show([0, 0, 1, 1, 2, 2, 2, 2, 2])
+        assert c.call('mark_stage').success
+        assert c.call('propose_stages').success
+        assert 'accepted 1 proposed' in c.call('accept_stages').message
+        assert c.call('undo').success
+        assert c.call('end_episode').success
+    first, second = [json.loads(line)
+                     for line in (tmp_path / 'ops.jsonl').read_text().splitlines()]
+    assert first['stages_reached'] == ['REACH', 'GRASP']
+    assert first['decided_by'] == name and first['stages_decided_by'] == [name, name]
+    proposal = first['stage_proposal']
+    assert proposal['scorer'] == name and proposal['accepted'] and not proposal['corrected']
+    assert [p['stage'] for p in proposal['stages']] == ['REACH', 'GRASP']
+    assert second['stages_reached'] == ['REACH']
+    assert second['decided_by'] == 'operator' and second['stages_decided_by'] == ['operator']
+    assert second['stage_proposal']['corrected']

@@ -190,3 +190,62 @@ def test_score_command_on_a_video(tmp_path):
                          capture_output=True, text=True, timeout=60, env=dict(os.environ))
     assert bad.returncode == 2 and 'does not exist' in bad.stderr
     assert 'Traceback' not in bad.stderr
+
+
+def test_the_scorer_registry_builds_by_name_and_refuses_unknown_names():
+    assert {'learned', 'vlm'} <= set(scoring.SCORERS)
+    scorer = scoring.make_scorer('vlm', endpoint='http://127.0.0.1:9/v1', model='m')
+    assert isinstance(scorer, VlmScorer) and scorer.name == 'vlm:m'
+    with pytest.raises(ConfigError, match='unknown scorer'):
+        scoring.make_scorer('oracle')
+    with pytest.raises(ConfigError, match='module:Class'):
+        scoring.register('x', 'no_colon')
+
+
+def test_proposals_from_a_progress_curve():
+    result = scoring.aggregate('vlm:m', [0, 1, 2, 3, 4], [[0.0, 0.2, 0.5, 0.4, 0.7]])
+    proposals = scoring.proposals_from_curve(result, ('REACH', 'GRASP', 'LIFT_LARGE'))
+    # thresholds 1/6, 1/2, 5/6 of the running maximum: REACH at 1 s, GRASP at 2 s, no lift
+    assert [(p.stage, p.time_s) for p in proposals] == [('REACH', 1.0), ('GRASP', 2.0)]
+
+
+def test_stage_review_keeps_who_decided():
+    proposals = [scoring.StageProposal('REACH', 1.0, 0.9), scoring.StageProposal('GRASP', 2.0)]
+    review = scoring.StageReview()
+    assert review.record_fields() == {'stages_decided_by': [], 'decided_by': 'operator'}
+    with pytest.raises(ConfigError, match='no stage proposal'):
+        review.to_accept(0)
+    assert 'proposes 2 stage(s): REACH at 1.0 s' in review.propose('learned:x@1', proposals)
+    for _ in review.to_accept(0):
+        review.marked('learned:x@1')
+    fields = review.record_fields()
+    assert fields['decided_by'] == 'learned:x@1'
+    assert fields['stages_decided_by'] == ['learned:x@1'] * 2
+    assert fields['stage_proposal']['accepted'] and not fields['stage_proposal']['corrected']
+    assert fields['stage_proposal']['stages'][0] == {'stage': 'REACH', 'time_s': 1.0,
+                                                     'confidence': 0.9}
+    review.undone()  # the operator corrects: GRASP was not met
+    fields = review.record_fields()
+    assert fields['decided_by'] == 'operator'
+    assert fields['stages_decided_by'] == ['learned:x@1']
+    assert fields['stage_proposal']['corrected']
+    # Accepting after the operator marked the first stage marks only the rest.
+    review.reset()
+    review.propose('learned:x@1', proposals)
+    review.marked('operator')
+    assert [p.stage for p in review.to_accept(1)] == ['GRASP']
+
+
+def test_run_dir_section_keeps_scores_beside_the_rubric():
+    records = [{'pair_id': f'p{k}', 'role': role, 'policy': 'a' if k < 2 else 'b',
+                'progression': [1.0, 0.5, 0.0][min(k, 2)]}
+               for k in range(3) for role in ('real', 'sim')]
+    scores = [{'pair_id': f'p{k}', 'role': 'real', 'scorer': 's', 'scorer_progression': v}
+              for k, v in enumerate([0.9, 0.6, 0.1])]
+    scores.append({'pair_id': 'gone', 'role': 'real', 'scorer': 's', 'scorer_progression': 1.0})
+    section = scoring.run_dir_section(records, scores)['s']
+    assert section['episodes'] == 3
+    assert section['per_policy']['a']['real'] == {'episodes': 2, 'scorer': pytest.approx(0.75),
+                                                  'rubric': pytest.approx(0.75)}
+    assert 'sim' not in section['per_policy']['a']
+    assert section['agreement']['pearson_r'] > 0.95

@@ -101,3 +101,33 @@ def test_metrics_power_bad_input(tmp_path, args, message):
     proc = _realm('metrics', *args, timeout=60)
     assert proc.returncode == 2 and message in proc.stderr, proc.stderr
     assert 'Traceback' not in proc.stderr
+
+
+def test_sweep_until_decided_spends_episodes_where_they_decide_and_resumes(tmp_path):
+    """The sweep's cells chosen one at a time (in-process MuJoCo, no cameras): two policies far
+    apart; the run stops once their order is decided, well before the budget."""
+    out = tmp_path / 'sweep'
+    args = ['sweep', '--out', str(out), '--tasks', 'push_switch', '--policies', 'scripted:0',
+            'scripted:3', '--max-steps', '60', '--episodes-per-cell', '3', '--quiet',
+            '--until-decided', '0.8', '--budget', '12']
+    proc = _realm(*args)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    summary = json.loads((out / 'summary.json').read_text())
+    decided = summary['until_decided']
+    assert decided['decided'] and decided['stopped'] == 'decided'
+    assert decided['order'] == ['scripted-0', 'scripted-3']
+    assert decided['world'] == 'mujoco' and decided['allocation'] == 'adaptive'
+    records = [json.loads(line) for line in (out / 'episodes.jsonl').read_text().splitlines()]
+    assert len(records) == decided['episodes_spent'] == decided['cells_spent'] < 12
+    assert min(decided['episodes'].values()) >= 2
+    # The cells are the fixed grid's (same pair ids), the k-th of a policy on its k-th index.
+    assert 'push_switch/Default@1/0/scripted-0' in {r['pair_id'] for r in records}
+    assert f'{decided["episodes_spent"]} episodes spent' in proc.stdout
+    again = _realm(*args)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert len((out / 'episodes.jsonl').read_text().splitlines()) == len(records)
+    assert json.loads((out / 'summary.json').read_text())['until_decided']['order'] == \
+        decided['order']
+    bad = _realm('sweep', '--out', str(tmp_path / 'bad'), '--until-decided', '1.5', '--quiet')
+    assert bad.returncode == 2 and 'until_decided' in bad.stderr and 'Traceback' not in \
+        bad.stderr

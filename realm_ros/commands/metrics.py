@@ -101,13 +101,13 @@ def read_scores(path: pathlib.Path) -> dict[str, dict[str, tuple[float, ...]]]:
     if missing:
         raise DataError(f'{path}: missing column(s) {missing}; the header must name '
                         f'policy, real, sim and optionally group (found {header})')
-    groups: dict[str, dict[str, tuple[float, float]]] = {}
+    groups: dict[str, dict[str, tuple[float, ...]]] = {}
     for line, row in enumerate(reader, start=2):
         row = {(k or '').strip(): (v or '').strip() for k, v in row.items()}
         policy = row['policy']
         if not policy:
             raise DataError(f'{path}:{line}: empty policy name')
-        values = []
+        values: list[float] = []
         for column in ('real', 'sim'):
             try:
                 value = float(row[column])

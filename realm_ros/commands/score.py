@@ -1,10 +1,19 @@
-"""``realm-ros score``: progress of an episode from its video, by a VLM (docs/scoring.md).
+"""``realm-ros score``: episodes' progress from their videos, beside the rubric (docs/scoring.md).
 
-``realm-ros score --video EPISODE.mp4 --instruction TEXT --endpoint URL --model NAME`` samples
-the video at 1 frame per second, asks the model behind an OpenAI-compatible chat endpoint for the
-progress at every sampled frame (RobotArena-infinity's protocol, three passes, per-frame median,
-mean of the last 30 %) and prints one JSON object: the curve, the score and who scored it. The
-score is a scorer's, reported beside the rubric's, never in place of it.
+Four forms:
+
+* ``realm-ros score --video EPISODE.webm --instruction TEXT [--task T] [--scorer vlm|learned]``
+  scores one video and prints one JSON object (curve, score, who scored it, proposed stages);
+* ``realm-ros score RUN_DIR [--scorer ...]`` scores every episode video of a run folder
+  (``paired-eval --videos``, ``sweep --videos``) into ``RUN_DIR/scores.jsonl``, beside
+  ``episodes.jsonl`` and never in it; ``summary.json`` gains a ``scorers`` section and the
+  report a scorer column. Episodes already scored by the same scorer are skipped (resumable);
+* ``realm-ros score train [--out CKPT]`` runs the labelled episodes of the twin and the digital
+  real (cached under ``--data-dir``) and trains the learned progress-and-stage scorer on CPU;
+* ``realm-ros score eval [--checkpoint CKPT]`` measures a learned scorer against the rubric on
+  held-out digital-real episodes and on a policy it never saw.
+
+A scorer's score is a scorer's: reported beside the rubric's, never in place of it.
 """
 
 from __future__ import annotations
@@ -13,27 +22,57 @@ import argparse
 import json
 import pathlib
 import sys
+import time
+from typing import Any
 
 from realm_ros.core.errors import ConfigError, DataError
 
+MODES = ('train', 'eval')
+DEFAULT_DATA_DIR = pathlib.Path('data/progress_scorer')
+SCORES_FILE = 'scores.jsonl'
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Declare the video, the instruction and the endpoint."""
-    parser.add_argument('--video', required=True, type=pathlib.Path, help='episode video (mp4, '
-                        'webm: anything imageio-ffmpeg reads)')
-    parser.add_argument('--instruction', required=True, help="the episode's instruction")
-    parser.add_argument('--task', default='', help='task name (for --task-range)')
-    parser.add_argument('--endpoint', required=True,
-                        help='OpenAI-compatible API base URL, e.g. http://gpu-box:8000/v1')
-    parser.add_argument('--model', required=True, help='model name the endpoint serves')
-    parser.add_argument('--runs', type=int, default=3, help='passes over the episode (median)')
-    parser.add_argument('--fps', type=float, default=1.0, help='frames per second shown')
+    """Declare the forms' arguments (see the module docstring)."""
+    parser.add_argument('target', nargs='?', default=None, metavar='RUN_DIR|train|eval',
+                        help='a run folder to score, or train / eval the learned scorer '
+                             '(omit with --video)')
+    parser.add_argument('--video', type=pathlib.Path, default=None,
+                        help='one episode video (mp4, webm: anything imageio-ffmpeg reads)')
+    parser.add_argument('--instruction', default='',
+                        help="the episode's instruction (default: the task's)")
+    parser.add_argument('--task', default='', help='task name (the learned scorer needs it)')
+    parser.add_argument('--scorer', default=None,
+                        help='scorer name: vlm or learned (default: vlm with --endpoint, else '
+                             'learned)')
+    parser.add_argument('--checkpoint', type=pathlib.Path, default=None,
+                        help='learned scorer checkpoint (default: the shipped '
+                             'realm_ros/data/progress_scorer.pt)')
+    parser.add_argument('--endpoint', default='',
+                        help='vlm: OpenAI-compatible API base URL, e.g. http://gpu-box:8000/v1')
+    parser.add_argument('--model', default='', help='vlm: model name the endpoint serves')
+    parser.add_argument('--runs', type=int, default=3, help='vlm: passes over the episode')
+    parser.add_argument('--fps', type=float, default=None,
+                        help='frames per second scored (vlm 1, learned 3)')
     parser.add_argument('--task-range', nargs=2, type=float, default=None,
                         metavar=('FLOOR', 'CEILING'),
-                        help='rescale the raw score: clip((raw - floor) / (ceiling - floor))')
+                        help='vlm: rescale the raw score: clip((raw - floor) / (ceiling - floor))')
     parser.add_argument('--api-key-env', default='OPENAI_API_KEY',
-                        help='environment variable with the API key (sent if set)')
-    parser.add_argument('--timeout', type=float, default=120.0, help='seconds per request')
+                        help='vlm: environment variable with the API key (sent if set)')
+    parser.add_argument('--timeout', type=float, default=120.0, help='vlm: seconds per request')
+    parser.add_argument('--out', type=pathlib.Path, default=None,
+                        help='train: checkpoint to write (default: the shipped one)')
+    parser.add_argument('--data-dir', type=pathlib.Path, default=DEFAULT_DATA_DIR,
+                        help='train/eval: labelled episodes are cached here (train.npz, '
+                             'heldout.npz, unseen.npz); delete them to run the episodes anew')
+    parser.add_argument('--epochs', type=int, default=None, help='train: epochs (default 20)')
+    parser.add_argument('--seed', type=int, default=0, help='train: seed')
+    parser.add_argument('--device', default='cpu', help='train: torch device (cpu, cuda)')
+    parser.add_argument('--appearance', default=None, metavar='FILE',
+                        help="train/eval: the digital real's hidden appearance YAML (default "
+                             'config/appearance/lab_demo.yaml)')
+    parser.add_argument('--json', type=pathlib.Path, default=None,
+                        help='eval: also write the figures here')
 
 
 def read_video(path: pathlib.Path) -> tuple[list, list[float]]:
@@ -46,7 +85,7 @@ def read_video(path: pathlib.Path) -> tuple[list, list[float]]:
         raise DataError(f'--video: {path} does not exist')
     import imageio.v2 as imageio
     try:
-        reader = imageio.get_reader(str(path))
+        reader: Any = imageio.get_reader(str(path))  # iterates frames (its stub: Array)
         fps = float(reader.get_meta_data().get('fps') or 0.0)
         frames = [frame[..., :3] for frame in reader]
         reader.close()
@@ -57,22 +96,237 @@ def read_video(path: pathlib.Path) -> tuple[list, list[float]]:
     return frames, [k / fps for k in range(len(frames))]
 
 
-def run(args: argparse.Namespace) -> int:
-    """Score the video and print the JSON verdict."""
+def build_scorer(args: argparse.Namespace) -> Any:
+    """Return the scorer the arguments name (through the scorer registry)."""
     from realm_ros.core import scoring
-    from realm_ros.scorers.vlm import VlmScorer
 
-    if args.fps <= 0:
+    name = args.scorer or ('vlm' if args.endpoint else 'learned')
+    if args.fps is not None and args.fps <= 0:
         raise ConfigError(f'--fps must be > 0, got {args.fps}')
-    ranges = {args.task: tuple(args.task_range)} if args.task_range else None
-    scorer = VlmScorer(args.endpoint, args.model, runs=args.runs, fps=args.fps,
-                       task_ranges=ranges, api_key_env=args.api_key_env,
-                       timeout_s=args.timeout)
-    frames, times = read_video(args.video)
-    result = scorer.score(scoring.EpisodeFrames(frames=frames, times_s=times,
-                                                instruction=args.instruction, task=args.task))
+    kwargs: dict[str, Any] = {}
+    if name == 'vlm' or args.endpoint:
+        kwargs = {'endpoint': args.endpoint, 'model': args.model, 'runs': args.runs,
+                  'api_key_env': args.api_key_env, 'timeout_s': args.timeout,
+                  'task_ranges': {args.task: tuple(args.task_range)} if args.task_range
+                  else None}
+        if not args.endpoint:
+            raise ConfigError('--scorer vlm needs --endpoint URL and --model NAME')
+    elif args.checkpoint is not None:
+        kwargs['checkpoint'] = args.checkpoint
+    if args.fps is not None:
+        kwargs['fps'] = args.fps
+    return scoring.make_scorer(name, **kwargs)
+
+
+def episode_frames(frames: list, times: list[float], task: str, instruction: str) -> Any:
+    """Return the :class:`EpisodeFrames` of a decoded video (instruction: the task's if empty)."""
+    from realm_ros.core import scoring, tasks
+    if not instruction and task in tasks.TASKS:
+        instruction = tasks.TASKS[task].instruction
+    return scoring.EpisodeFrames(frames=frames, times_s=times, instruction=instruction,
+                                 task=task)
+
+
+def score_video(scorer: Any, path: pathlib.Path, task: str, instruction: str
+                ) -> dict[str, Any]:
+    """Return one video's score record: the scorer's fields and its proposed stages."""
+    from realm_ros.core import annotation, scoring
+
+    frames, times = read_video(path)
+    episode = episode_frames(frames, times, task, instruction)
+    result = scorer.score(episode)
     out = result.as_record()
     out['dropped_runs'] = list(result.dropped_runs)
+    if task:
+        stages = annotation.stages_for_task(task)
+        out['stage_proposals'] = [
+            {'stage': p.stage, 'time_s': p.time_s, 'confidence': p.confidence}
+            for p in scoring.propose_stages(scorer, episode, stages)]
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    """Dispatch on the form."""
+    if args.target == 'train':
+        return run_train(args)
+    if args.target == 'eval':
+        return run_eval(args)
+    if args.target is not None:
+        if args.video is not None:
+            raise ConfigError('give either RUN_DIR or --video, not both')
+        return run_dir(args, pathlib.Path(args.target))
+    if args.video is None:
+        raise ConfigError('nothing to score: give RUN_DIR, --video FILE, train or eval')
+    if not args.instruction and not args.task:
+        raise ConfigError('--video needs --instruction TEXT or --task NAME')
+    scorer = build_scorer(args)
+    out = score_video(scorer, args.video, args.task, args.instruction)
     json.dump(out, sys.stdout, indent=2)
     sys.stdout.write('\n')
     return 0
+
+
+# -- a run folder -------------------------------------------------------------------------------
+
+def _jsonl(path: pathlib.Path) -> list[dict[str, Any]]:
+    if not path.is_file():
+        return []
+    out = []
+    for line in path.read_text().splitlines():
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue  # a line torn by a kill mid-write; that episode is scored again
+    return out
+
+
+def run_dir(args: argparse.Namespace, folder: pathlib.Path) -> int:
+    """Score every episode video of ``folder`` into ``scores.jsonl`` and the summary."""
+    from realm_ros.core import scoring
+    from realm_ros.core.evaluation import EpisodeLog, scored
+    from realm_ros.core.types import json_default, record_role
+
+    folder = folder.expanduser().resolve()
+    path = folder / 'episodes.jsonl'
+    if not path.is_file():
+        raise ConfigError(f'{folder}: no episodes.jsonl (not a run folder)')
+    records = [dict(r, role=record_role(r)) for r in scored(EpisodeLog(path).records)]
+    with_video = [r for r in records if r.get('video') and (folder / r['video']).is_file()]
+    if not with_video:
+        raise ConfigError(f'{folder}: no episode videos (run paired-eval or sweep with --videos)')
+    scorer = build_scorer(args)
+    scores_path = folder / SCORES_FILE
+    done = {(s['pair_id'], s['role']) for s in _jsonl(scores_path)
+            if s.get('scorer') == scorer.name}
+    todo = [r for r in with_video if (r['pair_id'], r['role']) not in done]
+    start = time.monotonic()
+    with scores_path.open('a') as handle:
+        for k, record in enumerate(todo, start=1):
+            out = score_video(scorer, folder / record['video'], str(record['task']),
+                              str(record.get('instruction') or ''))
+            line = {'pair_id': record['pair_id'], 'role': record['role'],
+                    'task': record['task'], 'policy': record.get('policy', ''),
+                    'video': record['video'], **out}
+            handle.write(json.dumps(line, default=json_default) + '\n')
+            handle.flush()
+            print(f'[{k}/{len(todo)}] {record["role"]} {record["pair_id"]}: '
+                  f'{scorer.name} {out["scorer_progression"]:.2f} (rubric '
+                  f'{float(record["progression"]):.2f})', file=sys.stderr)
+    section = scoring.run_dir_section(records, _jsonl(scores_path))
+    print(f'{len(todo)} episode(s) scored by {scorer.name} in {time.monotonic() - start:.1f} s '
+          f'({len(done)} already); scores in {scores_path}')
+    for name, part in section.items():
+        agreement = part.get('agreement')
+        if agreement:
+            print(f'{name}: {part["episodes"]} episodes, Pearson r vs the rubric '
+                  f'{agreement["pearson_r"]:.3f}, success accuracy '
+                  f'{agreement["success_accuracy"]:.3f}')
+    _write_summary(folder, section)
+    return 0
+
+
+def _write_summary(folder: pathlib.Path, section: dict[str, Any]) -> None:
+    """Put the ``scorers`` section into summary.json and re-write the report, if there is one."""
+    path = folder / 'summary.json'
+    if not path.is_file():
+        return
+    summary = json.loads(path.read_text())
+    summary['scorers'] = section
+    path.write_text(json.dumps(summary, indent=2))
+    if 'per_policy' not in summary or 'pairs' not in summary:
+        return  # a sweep's summary: the sweep report is its own
+    from realm_ros.report import write_report
+    config = summary.get('config') or {}
+    write_report(folder, summary, {
+        'real': config.get('real', ''),
+        'sim': f'{config.get("sim", "")} twin, '
+               + (f'identified parameters {config["sim_params_file"]}'
+                  if config.get('sim_params_file') else 'default parameters')})
+
+
+# -- the learned scorer: train and measure ------------------------------------------------------
+
+def labelled(name: str, data_dir: pathlib.Path, appearance: str) -> list[Any]:
+    """Return the labelled episodes of plan ``name`` (run now, or read from the cache)."""
+    from realm_ros.scorers import learned
+
+    plan = learned.PLANS[name]
+    cache = data_dir / f'{name}.npz'
+    if cache.is_file():
+        episodes = learned.load_episodes(cache)
+        print(f'{name}: {len(episodes)} labelled episodes from {cache}', file=sys.stderr)
+        return episodes
+    start = time.monotonic()
+    count = [0]
+    total = len(plan.worlds) * len(plan.tasks) * len(plan.policies) * len(plan.seeds)
+
+    def progress(episode: Any) -> None:
+        count[0] += 1
+        print(f'[{count[0]}/{total}] {name}: {episode.world} {episode.task} {episode.policy} '
+              f'seed {episode.seed}: {len(episode.met)} frames, rubric '
+              f'{episode.progression:.2f} ({time.monotonic() - start:.0f} s)', file=sys.stderr)
+
+    episodes = learned.collect(plan.worlds, plan.tasks, plan.policies, plan.seeds,
+                               plan.max_steps, appearance_file=appearance, on_episode=progress)
+    learned.save_episodes(cache, episodes)
+    return episodes
+
+
+def _appearance(args: argparse.Namespace) -> str:
+    from realm_ros.graph import share_path
+    from realm_ros.scorers import learned
+    path = pathlib.Path(args.appearance) if args.appearance else share_path(learned.APPEARANCE)
+    if not path.is_file():
+        raise ConfigError(f'--appearance: {path} does not exist')
+    return str(path)
+
+
+def run_train(args: argparse.Namespace) -> int:
+    """Run (or read) the training episodes, train the scorer, write the checkpoint."""
+    from realm_ros.scorers import learned
+
+    config = learned.TrainConfig(seed=args.seed, device=args.device, **(
+        {'epochs': args.epochs} if args.epochs is not None else {}))
+    if config.epochs < 1:
+        raise ConfigError(f'--epochs must be >= 1, got {config.epochs}')
+    out = args.out or learned.DEFAULT_CHECKPOINT
+    episodes = labelled('train', args.data_dir, _appearance(args))
+    start = time.monotonic()
+    checkpoint = learned.train(episodes, config,
+                               log=lambda line: print(line, file=sys.stderr))
+    checkpoint['meta']['train_s'] = round(time.monotonic() - start, 1)
+    learned.save_checkpoint(out, checkpoint)
+    meta = checkpoint['meta']
+    print(f'trained on {meta["episodes"]} episodes ({meta["frames"]} frames; worlds '
+          f'{", ".join(meta["worlds"])}; policies {", ".join(meta["policies"])}) in '
+          f'{meta["train_s"]} s; wrote {out} ({pathlib.Path(out).stat().st_size / 1e3:.0f} kB)')
+    return 0
+
+
+def run_eval(args: argparse.Namespace) -> int:
+    """Measure the learned scorer against the rubric on the held-out and unseen-policy sets."""
+    from realm_ros.scorers import learned
+
+    scorer = learned.LearnedScorer(args.checkpoint or learned.DEFAULT_CHECKPOINT)
+    appearance = _appearance(args)
+    figures: dict[str, Any] = {'scorer': scorer.name}
+    rows = []
+    for name in ('heldout', 'unseen'):
+        result = learned.evaluate(scorer, labelled(name, args.data_dir, appearance))
+        figures[name] = result
+        rows.append((name, result))
+    print(f'{scorer.name} against the rubric (digital real, hidden appearance):')
+    print('| set | episodes | frames | Pearson r | mean abs error | stage accuracy | '
+          'final stage accuracy | success accuracy | rubric success rate |')
+    print('|---|---|---|---|---|---|---|---|---|')
+    for name, r in rows:
+        print(f'| {name} | {r["episodes"]} | {r["frames"]} | {r["pearson_r"]:.3f} | '
+              f'{r["mean_abs_error"]:.3f} | {r["stage_accuracy"]:.3f} | '
+              f'{r["final_stage_accuracy"]:.3f} | {r["success_accuracy"]:.3f} | '
+              f'{r["rubric_success_rate"]:.2f} |')
+    if args.json is not None:
+        args.json.write_text(json.dumps(figures, indent=2, default=float))
+    return 0
+
+
+__all__ = ['add_arguments', 'build_scorer', 'read_video', 'run', 'score_video']

@@ -104,6 +104,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              'is Python: more processes use more cores)')
     parser.add_argument('--solver-iterations', default='',
                         help='gpu: MJX solver iterations/line-search iterations, e.g. 4/8')
+    parser.add_argument('--until-decided', type=float, default=None, metavar='P',
+                        help="choose each next cell (policy, condition) where it most reduces "
+                             "the uncertainty of the first world's ranking; stop when every "
+                             'adjacent pair of policies is ordered with probability P or at '
+                             '--budget (docs/deciding-rankings.md)')
+    parser.add_argument('--budget', type=int, default=None,
+                        help='with --until-decided: at most this many episodes of the ranked '
+                             'world (default: four times the grid)')
+    parser.add_argument('--allocation', choices=('adaptive', 'uniform'), default='adaptive',
+                        help='with --until-decided: adaptive, or uniform round-robin')
     parser.add_argument('--quiet', action='store_true', help='no progress bar or table')
     parser.add_argument('--verbose', action='store_true',
                         help="every worker's output on the console too (default: "
@@ -289,12 +299,21 @@ def run(args: argparse.Namespace) -> int:
         from realm_ros.sweep.videos import VideoHook
         hook = VideoHook(out, video_camera)
     executor = make_executor(args, options, hook)
+    decided = None
     try:
         console.line(f'sweep: {len(cells)} cells on {executor.name}; writing {out}')
         if getattr(executor, 'log_dir', None):
             console.line(f'worker logs: {executor.log_dir}')
         with executor:
-            run_info, log = run_sweep(cells, executor, out, args.batch, progress=bar.update)
+            if getattr(args, 'until_decided', None) is not None:
+                from realm_ros.sweep.decided import run_until_decided
+                decided = run_until_decided(
+                    config, executor, out, args.until_decided, args.budget, args.allocation,
+                    cameras_for, servers, progress=bar.update)
+                cells, run_info, log = decided.cells, decided.run, decided.log
+            else:
+                run_info, log = run_sweep(cells, executor, out, args.batch,
+                                          progress=bar.update)
     except InfrastructureError as err:
         print(f'realm-ros sweep: {err}\n(finished cells are kept in {out}; re-run the same '
               'command to resume)', file=sys.stderr)
@@ -305,7 +324,12 @@ def run(args: argparse.Namespace) -> int:
         return 130
     finally:
         bar.close()
-    finish(out, config, cells, run_info, log, args.quiet)
+    summary = finish(out, config, cells, run_info, log, args.quiet)
+    if decided is not None:
+        from realm_ros.sweep.decided import describe
+        summary['until_decided'] = decided.decision
+        (out / 'summary.json').write_text(json.dumps(summary, indent=2))
+        print(describe(decided.decision))
     compare_n = getattr(args, 'compare_cpu', 0)
     if compare_n:
         from realm_ros.sweep.compare_cpu import compare_with_cpu

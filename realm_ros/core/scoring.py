@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections import Counter
 import dataclasses
+import importlib
 import math
 import re
 from typing import Any, Mapping, Protocol, Sequence
@@ -29,7 +30,7 @@ from typing import Any, Mapping, Protocol, Sequence
 import numpy as np
 from numpy.typing import ArrayLike
 
-from realm_ros.core.errors import DataError
+from realm_ros.core.errors import ConfigError, DataError
 
 #: Frames per second a VLM is shown (RobotArena-infinity).
 SAMPLE_FPS = 1.0
@@ -221,8 +222,189 @@ def agreement_with_rubric(scorer: Sequence[float], rubric: Sequence[float],
     }
 
 
+# -- the scorer registry ------------------------------------------------------------------------
+
+#: Scorer name -> ``module:Class``, imported only when built (a scorer may need torch or a
+#: server). A new scorer is one :func:`register` call; commands and nodes build scorers by name.
+SCORERS: dict[str, str] = {
+    'learned': 'realm_ros.scorers.learned:LearnedScorer',
+    'vlm': 'realm_ros.scorers.vlm:VlmScorer',
+}
+
+
+def register(name: str, target: str) -> None:
+    """Register a scorer class as ``module:Class`` under ``name``."""
+    if ':' not in target:
+        raise ConfigError(f'scorer {name!r}: target must be module:Class, got {target!r}')
+    SCORERS[name] = target
+
+
+def make_scorer(name: str, /, **kwargs: Any) -> ProgressScorer:
+    """Build the scorer registered as ``name`` with its own settings.
+
+    Raises:
+        ConfigError: unknown name (the message lists the registered ones).
+    """
+    target = SCORERS.get(name)
+    if target is None:
+        raise ConfigError(f'unknown scorer {name!r}; choose from {sorted(SCORERS)}')
+    module, _, attr = target.partition(':')
+    cls = getattr(importlib.import_module(module), attr)
+    scorer: ProgressScorer = cls(**kwargs)
+    return scorer
+
+
+# -- stage proposals (a scorer proposes, the operator decides) ---------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class StageProposal:
+    """A scorer's proposal for one stage of an episode: the first time it sees it met."""
+
+    stage: str
+    time_s: float
+    confidence: float = float('nan')
+
+
+def proposals_from_curve(scored: ScoredEpisode, stages: Sequence[str]) -> list[StageProposal]:
+    """Return the stages a progress curve implies: stage k (of N) at the first sample whose
+    running maximum reaches ``(k - 0.5) / N`` (a VLM's curve; the learned scorer reads its own
+    stage classes instead)."""
+    n = len(stages)
+    if n == 0:
+        return []
+    running = np.maximum.accumulate(np.asarray(scored.curve, dtype=float))
+    t0 = scored.times_s[0] if scored.times_s else 0.0
+    out = []
+    for k, stage in enumerate(stages, start=1):
+        reached = np.flatnonzero(running >= (k - 0.5) / n)
+        if reached.size == 0:
+            break
+        out.append(StageProposal(stage, float(scored.times_s[int(reached[0])] - t0)))
+    return out
+
+
+def propose_stages(scorer: ProgressScorer, episode: EpisodeFrames,
+                   stages: Sequence[str]) -> list[StageProposal]:
+    """Return ``scorer``'s stage proposals for ``episode``: its own ``propose_stages`` if it
+    has one (the learned scorer's stage classes), else read off its progress curve."""
+    own = getattr(scorer, 'propose_stages', None)
+    if callable(own):
+        return list(own(episode))
+    return proposals_from_curve(scorer.score(episode), stages)
+
+
+OPERATOR = 'operator'
+
+
+class StageReview:
+    """Who decided each stage of an operator's episode: the operator, or a scorer's proposal
+    the operator accepted (pure; ``operator_node`` keeps one per world).
+
+    The marks themselves stay the annotator's (REALM's order, sticky, undo); this keeps beside
+    them the latest proposal and, for every stage met, ``operator`` or the scorer's name.
+    """
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget the proposal and the deciders (a new episode)."""
+        self.scorer = ''
+        self.proposals: list[StageProposal] = []
+        self.decided: list[str] = []
+        self.accepted = False
+        self.corrected = False
+
+    def propose(self, scorer: str, proposals: Sequence[StageProposal]) -> str:
+        """Keep ``scorer``'s proposals; return the line shown to the operator."""
+        self.scorer, self.proposals = scorer, list(proposals)
+        if not self.proposals:
+            return f'{scorer} proposes no stage met yet'
+        listed = ', '.join(f'{p.stage} at {p.time_s:.1f} s' for p in self.proposals)
+        return f'{scorer} proposes {len(self.proposals)} stage(s): {listed}; accept (c) or mark'
+
+    def to_accept(self, met: int) -> list[StageProposal]:
+        """Return the proposed stages past the ``met`` already marked (what accepting marks).
+
+        Raises:
+            ConfigError: there is no proposal to accept.
+        """
+        if not self.scorer:
+            raise ConfigError('no stage proposal to accept: ask the scorer first (p)')
+        self.accepted = True
+        return self.proposals[met:]
+
+    def marked(self, by: str) -> None:
+        """A stage was marked, by the operator or (accepting) by the scorer."""
+        self.decided.append(by)
+        if by == OPERATOR and self.scorer:
+            self.corrected = True
+
+    def undone(self) -> None:
+        """The latest mark was undone (by the operator)."""
+        if self.decided:
+            self.decided.pop()
+        if self.scorer:
+            self.corrected = True
+
+    def record_fields(self) -> dict[str, Any]:
+        """The fields an episode record keeps: the proposal, who decided each stage met, and
+        ``decided_by``: the scorer if the operator accepted its proposal unchanged, else
+        ``operator``."""
+        out: dict[str, Any] = {'stages_decided_by': list(self.decided)}
+        by_scorer = self.accepted and not self.corrected and bool(self.decided) and all(
+            d == self.scorer for d in self.decided)
+        out['decided_by'] = self.scorer if by_scorer else OPERATOR
+        if self.scorer:
+            out['stage_proposal'] = {
+                'scorer': self.scorer, 'accepted': self.accepted, 'corrected': self.corrected,
+                'stages': [dataclasses.asdict(p) for p in self.proposals]}
+        return out
+
+
+# -- a run folder's scores beside its rubric ---------------------------------------------------
+
+def run_dir_section(records: Sequence[Mapping[str, Any]],
+                    scores: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Return the summary's ``scorers`` section: per scorer, per policy and role the mean
+    scorer progression beside the mean rubric progression of the same episodes, and the
+    scorer's agreement with the rubric over them (never one number of both)."""
+    rubric = {(r.get('pair_id'), r.get('role') or r.get('world')): r for r in records}
+    out: dict[str, Any] = {}
+    for name in sorted({str(s['scorer']) for s in scores}):
+        rows: dict[str, dict[str, dict[str, Any]]] = {}
+        paired: list[tuple[float, float]] = []
+        for s in scores:
+            if s['scorer'] != name:
+                continue
+            record = rubric.get((s.get('pair_id'), s.get('role')))
+            if record is None:
+                continue
+            cell = rows.setdefault(str(record.get('policy', '')), {}).setdefault(
+                str(s.get('role')), {'episodes': 0, 'scorer': 0.0, 'rubric': 0.0})
+            cell['episodes'] += 1
+            cell['scorer'] += float(s['scorer_progression'])
+            cell['rubric'] += float(record['progression'])
+            paired.append((float(s['scorer_progression']), float(record['progression'])))
+        for roles in rows.values():
+            for cell in roles.values():
+                cell['scorer'] /= cell['episodes']
+                cell['rubric'] /= cell['episodes']
+        section: dict[str, Any] = {'per_policy': rows, 'episodes': len(paired)}
+        if len(paired) >= 2:
+            s_vals, r_vals = zip(*paired)
+            try:
+                section['agreement'] = agreement_with_rubric(s_vals, r_vals)
+            except (DataError, ValueError) as err:
+                section['agreement_error'] = str(err)
+        out[name] = section
+    return out
+
+
 __all__ = [
-    'EpisodeFrames', 'LAST_FRACTION', 'ProgressScorer', 'RUNS', 'SAMPLE_FPS', 'ScoredEpisode',
-    'aggregate', 'agreement_with_rubric', 'last_fraction_mean', 'median_curve',
-    'parse_progress', 'rescale', 'sample_indices',
+    'EpisodeFrames', 'LAST_FRACTION', 'OPERATOR', 'ProgressScorer', 'RUNS', 'SAMPLE_FPS',
+    'SCORERS', 'ScoredEpisode', 'StageProposal', 'StageReview', 'aggregate',
+    'agreement_with_rubric', 'last_fraction_mean', 'make_scorer', 'median_curve',
+    'parse_progress', 'propose_stages', 'proposals_from_curve', 'register', 'rescale',
+    'run_dir_section', 'sample_indices',
 ]

@@ -18,6 +18,10 @@ Services (relative; std_srvs only, so any client can drive it):
                                        ``confirm_motion_service`` (parameter, default
                                        ``/franka_bridge/confirm_motion``); also the stdin line
                                        ``confirm_motion``
+    operator/propose_stages  Trigger   the scorer (parameter ``scorer``) proposes the stages of
+                                       the running episode from its camera frames (key p)
+    operator/accept_stages   Trigger   mark the proposed stages not yet marked (key c); the
+                                       operator corrects with undo / mark_stage as usual
 Every response's ``message`` says what happened, or why it was refused (``success=false``).
 Topics:
     progress (out, latched)        diagnostic_msgs/DiagnosticStatus, ``source='operator'``: the
@@ -25,9 +29,14 @@ Topics:
                                    monitor treat real and sim alike
     operator/state (out, latched)  std_msgs/String JSON ``{state, episode_index, task, ...}``
     joint_states (in)              counts the world's control steps during an episode
-Parameters: :class:`realm_ros.core.annotation.OperatorConfig` fields and ``episode_spec`` (JSON
-:class:`~realm_ros.core.types.EpisodeSpec`, read at each ``confirm_reset``). Each ended episode is
-appended as one JSON line to ``record_file``.
+    cameras/<scorer_camera>/image (in)  the frames a scorer reads (only with ``scorer`` set)
+Parameters: :class:`realm_ros.core.annotation.OperatorConfig` fields, ``episode_spec`` (JSON
+:class:`~realm_ros.core.types.EpisodeSpec`, read at each ``confirm_reset``) and the stage
+proposals' ``scorer`` ('' = none, ``learned``, ``vlm``), ``scorer_checkpoint``,
+``scorer_endpoint``, ``scorer_model``, ``scorer_camera``, ``scorer_fps``. Each ended episode is
+appended as one JSON line to ``record_file``; it keeps who decided each stage
+(``stages_decided_by``, ``decided_by``: the operator, or the scorer's name and version when the
+operator accepted its proposal unchanged) and the proposal itself (``stage_proposal``).
 Terminal: single keys (``h`` lists them); with stdin a pipe, one key (or command name) per line.
 """
 
@@ -40,14 +49,15 @@ import threading
 from typing import Any, Callable, TextIO
 
 from diagnostic_msgs.msg import DiagnosticStatus
+import numpy as np
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.node import Node
-from sensor_msgs.msg import JointState
+from sensor_msgs.msg import Image, JointState
 from std_msgs.msg import String
 from std_srvs.srv import SetBool, Trigger
 
-from realm_ros.core import annotation, perturbations, tasks
-from realm_ros.core.errors import RealmError
+from realm_ros.core import annotation, perturbations, scoring, tasks
+from realm_ros.core.errors import ConfigError, RealmError
 from realm_ros.core.types import EpisodeSpec
 from realm_ros.ros import convert, qos, topics
 from realm_ros.ros.params import (
@@ -57,6 +67,13 @@ from realm_ros.ros.params import (
     episode_spec_text,
 )
 from realm_ros.ros.runner import spin_node
+
+#: The terminal's keys: the annotator's and the stage proposals' (p: propose, c: accept).
+KEYS: dict[str, str] = {**annotation.KEYS, 'p': 'propose_stages', 'c': 'accept_stages'}
+HELP = annotation.HELP + '  [p] scorer proposes stages  [c] accept the proposal'
+#: Frames kept per episode for the scorer, at most (at 3 per second, 5 minutes: 150 MB of
+#: 320x180 frames; REALM's 800-step episode is 53 s).
+MAX_FRAMES = 900
 
 
 class OperatorNode(Node):
@@ -74,6 +91,20 @@ class OperatorNode(Node):
                 description="the franka bridge's std_srvs/SetBool that allows the arm's next "
                             'reset move (<franka.namespace>/franka_bridge/confirm_motion)'))
         self._motion_client: Any = None
+        for name, default, text in (
+                ('scorer', '', "stage proposals: a registered scorer's name (learned, vlm); "
+                               "'' = none"),
+                ('scorer_checkpoint', '', "learned scorer checkpoint ('' = the shipped one)"),
+                ('scorer_endpoint', '', 'vlm scorer: OpenAI-compatible API base URL'),
+                ('scorer_model', '', 'vlm scorer: model name'),
+                ('scorer_camera', 'exterior_1', 'camera whose frames the scorer reads')):
+            self.declare_parameter(name, default, ParameterDescriptor(description=text))
+        self.declare_parameter('scorer_fps', 3.0, ParameterDescriptor(
+            description='frames per second kept for the scorer'))
+        self.review = scoring.StageReview()
+        self._scorer: Any = None
+        self._frames: list[tuple[float, np.ndarray]] = []
+        self._frame_lock = threading.Lock()
         self.quit_requested = False
         self._steps = 0
         self._keys: queue.Queue[str] = queue.Queue()
@@ -81,19 +112,24 @@ class OperatorNode(Node):
         self._state_pub = self.create_publisher(String, 'operator/state', qos.LATCHED)
         self.create_subscription(JointState, topics.JOINT_STATES, self._on_joint_state,
                                  qos.ANY_PUBLISHER)
+        if self._param('scorer'):
+            self.scorer()  # built now (a checkpoint loads in seconds): a bad one exits 2 here
+            self.create_subscription(Image, topics.camera_image(self._param('scorer_camera')),
+                                     self._on_image, qos.ANY_PUBLISHER)
         commands: dict[str, Callable[[], str]] = {
             'confirm_reset': self._confirm_reset,
-            'mark_stage': lambda: self.annotator.mark_stage(self._now()),
-            'undo': lambda: self.annotator.undo(self._now()),
+            'mark_stage': self._mark_stage,
+            'undo': self._undo,
             'end_episode': lambda: self._end(None),
             'abort': lambda: self._end(None, abort=True),
             'confirm_motion': self._confirm_motion,
+            'propose_stages': self._propose_stages,
+            'accept_stages': self._accept_stages,
         }
         self._commands = {**commands, 'success': lambda: self._end(True),
                           'failure': lambda: self._end(False)}
         for name in commands:
-            self.create_service(Trigger, f'operator/{name}',
-                                lambda req, res, name=name: self._on_trigger(name, res))
+            self.create_service(Trigger, f'operator/{name}', self._trigger_callback(name))
         self.create_service(SetBool, 'operator/success', self._on_success)
         self.create_timer(0.05, self._drain_keys)
         if self.config.publish_hz > 0:
@@ -108,7 +144,7 @@ class OperatorNode(Node):
         """Run one command by name (a service's or a key's); return (ok, message)."""
         fn = self._commands.get(command)
         if fn is None:
-            return False, f'unknown command {command!r}; {annotation.HELP}'
+            return False, f'unknown command {command!r}; {HELP}'
         try:
             message = fn()
         except RealmError as err:
@@ -135,13 +171,96 @@ class OperatorNode(Node):
         spec = (EpisodeSpec.from_json(text) if text
                 else EpisodeSpec(task=self.config.task or 'empty'))
         stages = self.config.stages
-        if not stages and spec.perturbation != 'Default' and spec.task in tasks.TASKS:
+        if not stages and spec.perturbation != perturbations.DEFAULT and spec.task in tasks.TASKS:
             # SB-NOUN / SB-VRB: the operator marks the stages of the task as perturbed.
             stages = perturbations.scored_task(spec.task, spec.perturbation, spec.intensity,
                                                spec.seed).stages
         message = self.annotator.confirm_reset(self._now(), spec, stages)
         self._steps = 0
+        self.review.reset()
+        with self._frame_lock:
+            self._frames = []
         return message
+
+    # -- stages: marked by the operator, or proposed by a scorer and accepted -----------------
+
+    def _param(self, name: str) -> Any:
+        return self.get_parameter(name).value
+
+    def _met(self) -> int:
+        return sum(self.annotator.progress().met)
+
+    def _mark_stage(self) -> str:
+        message = self.annotator.mark_stage(self._now())
+        self.review.marked(scoring.OPERATOR)
+        return message
+
+    def _undo(self) -> str:
+        message = self.annotator.undo(self._now())
+        self.review.undone()
+        return message
+
+    def scorer(self) -> Any:
+        """Return the stage-proposing scorer (built on first use from the parameters)."""
+        name = self._param('scorer')
+        if not name:
+            raise ConfigError('no scorer to propose stages: set the parameter scorer '
+                              '(learned or vlm)')
+        if self._scorer is None:
+            kwargs: dict[str, Any] = {}
+            if name == 'vlm':
+                kwargs = {'endpoint': self._param('scorer_endpoint'),
+                          'model': self._param('scorer_model')}
+            elif self._param('scorer_checkpoint'):
+                kwargs = {'checkpoint': self._param('scorer_checkpoint')}
+            try:
+                self._scorer = scoring.make_scorer(name, **kwargs)
+            except (RealmError, ImportError) as err:  # a bad checkpoint, torch missing
+                raise ConfigError(f'parameter scorer {name!r}: {err}') from None
+        return self._scorer
+
+    def _propose_stages(self) -> str:
+        if self.annotator.state is not annotation.State.RUNNING:
+            raise ConfigError('no episode is running: confirm the scene reset first (r)')
+        scorer = self.scorer()
+        with self._frame_lock:
+            frames = list(self._frames)
+        if not frames:
+            raise ConfigError(f'no frames of camera {self._param("scorer_camera")!r} '
+                              'received in this episode yet')
+        spec = self.annotator.spec
+        instruction = spec.instruction or (tasks.TASKS[spec.task].instruction
+                                           if spec.task in tasks.TASKS else spec.task)
+        t0 = frames[0][0]
+        episode = scoring.EpisodeFrames(frames=[f for _, f in frames],
+                                        times_s=[t - t0 for t, _ in frames],
+                                        instruction=instruction, task=spec.task)
+        proposals = scoring.propose_stages(scorer, episode, self.annotator.stages)
+        return self.review.propose(scorer.name, proposals)
+
+    def _accept_stages(self) -> str:
+        met = self._met()
+        todo = self.review.to_accept(met)
+        for k, proposal in enumerate(todo):
+            expected = self.annotator.stages[met + k]
+            if proposal.stage != expected:
+                raise ConfigError(f'the proposal names stage {proposal.stage!r} where the '
+                                  f"episode's next stage is {expected!r}; mark it by hand")
+            self.annotator.mark_stage(self._now())
+            self.review.marked(self.review.scorer)
+        return (f'accepted {len(todo)} proposed stage(s) of {self.review.scorer} '
+                f'({self._met()}/{len(self.annotator.stages)} met)')
+
+    def _on_image(self, msg: Image) -> None:
+        if self.annotator.state is not annotation.State.RUNNING:
+            return
+        now = self._now()
+        fps = float(self._param('scorer_fps'))
+        with self._frame_lock:
+            if self._frames and (now - self._frames[-1][0] < 1.0 / fps - 1e-3
+                                 or len(self._frames) >= MAX_FRAMES):
+                return
+            self._frames.append((now, convert.image_from_msg(msg)))
 
     def _on_parameters(self, params: list[Any]) -> SetParametersResult:
         """Show the operator what to change by hand when the next episode's spec arrives."""
@@ -158,13 +277,24 @@ class OperatorNode(Node):
         return SetParametersResult(successful=True)
 
     def _end(self, success: bool | None, abort: bool = False) -> str:
+        before = self._met() if self.annotator.state is annotation.State.RUNNING else 0
         record = self.annotator.end(self._now(), success=success, abort=abort,
                                     steps=self._steps)
+        for _ in range(len(record['stages_reached']) - before):
+            self.review.marked(scoring.OPERATOR)  # judged success: the rest are the operator's
+        record.update(self.review.record_fields())
         annotation.append_record(self.config.record_file, record)
         return json.dumps({k: record[k] for k in (
             'episode_index', 'task', 'outcome', 'progression', 'stages_reached', 'steps')})
 
     # -- callbacks --------------------------------------------------------------------------
+
+    def _trigger_callback(self, name: str) -> Callable[[Any, Any], Any]:
+        """Return the Trigger service callback that runs command ``name``."""
+        def callback(request: Any, response: Any) -> Any:
+            del request
+            return self._on_trigger(name, response)
+        return callback
 
     def _on_trigger(self, name: str, response: Trigger.Response) -> Any:
         response.success, response.message = self.execute(name)
@@ -187,9 +317,9 @@ class OperatorNode(Node):
                 key = self._keys.get_nowait()
             except queue.Empty:
                 return
-            command = annotation.KEYS.get(key, key)
+            command = KEYS.get(key, key)
             if command == 'help':
-                print(annotation.HELP, flush=True)
+                print(HELP, flush=True)
             elif command == 'quit':
                 self.quit_requested = True
             else:
@@ -233,7 +363,7 @@ def perturbation_prompt(spec: EpisodeSpec) -> list[str]:
 
 def read_terminal(node: OperatorNode, stream: TextIO) -> None:
     """Feed keys from ``stream``: single keys on a terminal, one key or command per line else."""
-    print(annotation.HELP, flush=True)
+    print(HELP, flush=True)
     print(node.annotator.status_line(), flush=True)
     if stream.isatty():  # main() put the terminal in cbreak mode: keys arrive without Enter
         while not node.quit_requested:
@@ -264,14 +394,14 @@ def main(args: list[str] | None = None) -> int:
             threading.Thread(target=read_terminal, args=(node, sys.stdin), daemon=True).start()
         return node
 
-    def close(node: OperatorNode) -> None:
+    def close(node: Node) -> None:
         del node
         if saved_tty is not None:
             import termios
             termios.tcsetattr(sys.stdin.fileno(), termios.TCSADRAIN, saved_tty)
 
     return spin_node('operator_node', make, args, close=close,
-                     until=lambda node: node.quit_requested)
+                     until=lambda node: isinstance(node, OperatorNode) and node.quit_requested)
 
 
 if __name__ == '__main__':

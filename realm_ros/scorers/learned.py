@@ -1,0 +1,540 @@
+"""realm_ros's own learned progress-and-stage scorer: a small CNN over low-resolution frames.
+
+What it predicts, per sampled frame: how many of the task's rubric stages are met (a class in
+``0..N``, the task's N stages, REALM's tiered rubric), hence the stage and the progress
+(``expected stages met / N``). It is trained on episodes of the twin and the digital real whose
+every sampled frame is labelled by the episode referee's rubric (``ProgressTracker``: stages met
+so far, sticky), and it runs on CPU.
+
+* **input**: the current frame and the episode's first frame, each resized (area) to 64x36 RGB,
+  stacked as 6 channels (what moved since the start is what the stages are about), and the task
+  (an embedding per task it was trained on);
+* **network**: four strided 3x3 convolutions (16-32-64-64 channels, GroupNorm, ReLU), global
+  average pooling, the task embedding concatenated, a 64-unit MLP, one logit per stage count;
+  logits past the task's N are masked out. About 60 k parameters, a 250 kB checkpoint;
+* **episode**: frames sampled at 3 per second; the per-frame expected progress is median
+  filtered (3 frames) and made monotone (running maximum: the rubric's stages stay met), so a
+  stage is proposed at the first frame whose filtered count reaches it; the episode's
+  progression is the last value of that curve (the rubric's: its maximum), success = every
+  stage proposed.
+
+Checkpoints are one ``torch.save`` dict (float16 weights) loaded with ``weights_only=True``:
+``{'format', 'config', 'tasks', 'stages', 'state_dict', 'meta'}``. The shipped one is
+``realm_ros/data/progress_scorer.pt`` (``realm-ros score train``, docs/scoring.md).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import math
+import pathlib
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from realm_ros.core import scoring, tasks
+from realm_ros.core.errors import ConfigError, DataError
+
+FORMAT = 'realm_ros.progress_scorer/1'
+#: Frame size the network sees (width, height): 320x180 DROID frames downscaled 5x.
+IMAGE_W, IMAGE_H = 64, 36
+#: Frames per second the scorer samples (every 5th control step at 15 Hz).
+SAMPLE_FPS = 3.0
+#: Most stages of any task (REALM: 5), so classes 0..MAX_STAGES.
+MAX_STAGES = 5
+DEFAULT_CHECKPOINT = pathlib.Path(__file__).resolve().parents[1] / 'data' / 'progress_scorer.pt'
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """Which episodes a labelled set holds: every (world, task, policy, seed)."""
+
+    worlds: tuple[str, ...]
+    tasks: tuple[str, ...]
+    policies: tuple[str, ...]
+    seeds: tuple[int, ...]
+    max_steps: int = 200
+
+
+#: The tasks the shipped scorer knows: one of each of three skills (push, pick, put).
+TASKS = ('push_switch', 'pick_spoon', 'put_green_block_in_bowl')
+#: The three scripted rungs it is trained on; ``scripted:2`` (sloppy) is never seen.
+TRAIN_POLICIES = ('scripted:0', 'scripted:1', 'scripted:3')
+#: The training set, the held-out digital-real set (other seeds), and the unseen policy's set.
+PLANS = {
+    'train': Plan(('mujoco', 'digital_real'), TASKS, TRAIN_POLICIES, tuple(range(8))),
+    'heldout': Plan(('digital_real',), TASKS, TRAIN_POLICIES, tuple(range(100, 105))),
+    'unseen': Plan(('digital_real',), TASKS, ('scripted:2',), tuple(range(100, 108))),
+}
+#: The digital real's hidden look the plans use (the twin never reads it).
+APPEARANCE = 'config/appearance/lab_demo.yaml'
+
+
+def small_frame(frame: np.ndarray) -> np.ndarray:
+    """Return ``frame`` (H, W, 3 RGB) resized with area averaging to IMAGE_H x IMAGE_W uint8."""
+    import cv2
+    image = np.asarray(frame)
+    if image.ndim != 3 or image.shape[2] < 3:
+        raise DataError(f'a frame must be (H, W, 3) RGB, got shape {image.shape}')
+    image = np.ascontiguousarray(image[..., :3], dtype=np.uint8)
+    if image.shape[:2] == (IMAGE_H, IMAGE_W):
+        return image
+    return cv2.resize(image, (IMAGE_W, IMAGE_H), interpolation=cv2.INTER_AREA)
+
+
+@dataclasses.dataclass
+class LabelledEpisode:
+    """One episode's sampled frames with the rubric's stages met at each (the training data).
+
+    Attributes:
+        task, world, policy, seed: where it came from (``world``: mujoco or digital_real).
+        frames: (T, IMAGE_H, IMAGE_W, 3) uint8, the first the episode's first step.
+        times_s: (T,) seconds from the episode's start.
+        met: (T,) stages met at each frame (the rubric's, sticky).
+        n_stages: the task's stage count N.
+    """
+
+    task: str
+    world: str
+    policy: str
+    seed: int
+    frames: np.ndarray
+    times_s: np.ndarray
+    met: np.ndarray
+    n_stages: int
+
+    @property
+    def progression(self) -> float:
+        """The rubric's episode progression (maximum stages met / N)."""
+        return float(self.met.max()) / self.n_stages
+
+    @property
+    def success(self) -> bool:
+        return int(self.met.max()) == self.n_stages
+
+
+def collect(worlds: Sequence[str], task_names: Sequence[str], policies: Sequence[str],
+            seeds: Sequence[int], max_steps: int = 200, appearance_file: str = '',
+            camera: str = 'exterior_1', stride: int = 5,
+            on_episode: Callable[[LabelledEpisode], None] | None = None
+            ) -> list[LabelledEpisode]:
+    """Run every (world, task, policy, seed) episode in process and label its frames.
+
+    The world renders ``camera`` at 320x180 (the episode videos' size) only on every
+    ``stride``-th control step (15 Hz / 5 = 3 frames per second), which is resized to the
+    scorer's 64x36; the label of each frame is the rubric's stages met at that step.
+    ``appearance_file`` gives the digital real its hidden look (the twin never reads it).
+    """
+    from realm_ros.core import robot
+    from realm_ros.core.config import WorldConfig
+    from realm_ros.core.evaluation import PolicyEntry
+    from realm_ros.core.policy import make_policy, standard_chain
+    from realm_ros.core.types import EpisodeSpec
+    from realm_ros.core.world import make_world
+
+    for name in task_names:
+        tasks.get_task(name)
+    out: list[LabelledEpisode] = []
+    for world_name in worlds:
+        config = WorldConfig(backend=world_name, cameras=(camera,),
+                             camera_rate_hz=robot.CONTROL_HZ / stride,
+                             appearance_file=appearance_file if world_name == 'digital_real'
+                             else '')
+        world = make_world(config)
+        try:
+            for text in policies:
+                entry = PolicyEntry.parse(text)
+                inner = make_policy(entry.policy, common={'seed': 0}, **dict(entry.args))
+                policy = standard_chain(inner, execute=inner.needs.horizon)
+                for name in task_names:
+                    for seed in seeds:
+                        spec = EpisodeSpec(task=name, seed=int(seed), policy=entry.label,
+                                           max_steps=max_steps)
+                        frames, times, met = _labelled_run(world, policy, spec, camera)
+                        if not frames:
+                            continue
+                        episode = LabelledEpisode(
+                            task=name, world=world_name, policy=entry.label, seed=int(seed),
+                            frames=np.stack(frames), times_s=np.asarray(times) - times[0],
+                            met=np.asarray(met, dtype=np.int64),
+                            n_stages=len(tasks.get_task(name).stages))
+                        out.append(episode)
+                        if on_episode is not None:
+                            on_episode(episode)
+                policy.close()
+        finally:
+            world.close()
+    return out
+
+
+def _labelled_run(world: Any, policy: Any, spec: Any, camera: str
+                  ) -> tuple[list[np.ndarray], list[float], list[int]]:
+    """Run one episode; return its rendered frames (small), their times and stages met."""
+    from realm_ros.core import robot
+    from realm_ros.core.episode import run_episode
+
+    frames: list[np.ndarray] = []
+    times: list[float] = []
+    met: list[int] = []
+
+    def on_step(step: int, obs: Any, action: Any, progress: Any) -> None:
+        if camera in obs.images:  # rendered when due: every stride-th step
+            frames.append(small_frame(obs.images[camera]))
+            times.append(step / robot.CONTROL_HZ)
+            met.append(int(sum(progress.met)))
+
+    run_episode(world, policy, spec, on_step=on_step)
+    return frames, times, met
+
+
+def save_episodes(path: str | pathlib.Path, episodes: Sequence[LabelledEpisode]) -> None:
+    """Write labelled episodes to one compressed ``.npz`` (frames concatenated)."""
+    if not episodes:
+        raise DataError('no labelled episodes to save')
+    lengths = np.asarray([len(e.met) for e in episodes])
+    meta = np.asarray([[e.task, e.world, e.policy, str(e.seed), str(e.n_stages)]
+                       for e in episodes])
+    path = pathlib.Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(path.name + '.partial.npz')
+    np.savez_compressed(partial, frames=np.concatenate([e.frames for e in episodes]),
+                        times_s=np.concatenate([e.times_s for e in episodes]),
+                        met=np.concatenate([e.met for e in episodes]), lengths=lengths,
+                        meta=meta)
+    partial.replace(path)
+
+
+def load_episodes(path: str | pathlib.Path) -> list[LabelledEpisode]:
+    """Read :func:`save_episodes` output."""
+    path = pathlib.Path(path)
+    if not path.is_file():
+        raise DataError(f'labelled episodes {path} do not exist')
+    with np.load(path) as data:
+        try:
+            frames, times, met = data['frames'], data['times_s'], data['met']
+            lengths, meta = data['lengths'], data['meta']
+        except KeyError as err:
+            raise DataError(f'{path}: not a labelled-episode file (no {err})') from None
+    out = []
+    start = 0
+    for n, (task, world, policy, seed, n_stages) in zip(lengths, meta):
+        end = start + int(n)
+        out.append(LabelledEpisode(task=str(task), world=str(world), policy=str(policy),
+                                   seed=int(seed), frames=frames[start:end],
+                                   times_s=times[start:end], met=met[start:end],
+                                   n_stages=int(n_stages)))
+        start = end
+    return out
+
+
+# -- the network --------------------------------------------------------------------------------
+
+def _torch() -> Any:
+    try:
+        import torch
+    except ImportError as err:
+        raise ImportError('the learned progress scorer needs torch (pip install '
+                          "'realm_ros[torch]')", name='torch') from err
+    return torch
+
+
+def build_net(n_tasks: int, width: int = 16) -> Any:
+    """Return the scorer's network (see the module docstring)."""
+    torch = _torch()
+    nn = torch.nn
+
+    class ScorerNet(nn.Module):  # type: ignore[name-defined]  # nn is a local alias of torch.nn
+        def __init__(self) -> None:
+            super().__init__()
+            chans = [6, width, 2 * width, 4 * width, 4 * width]
+            layers: list[Any] = []
+            for a, b in zip(chans, chans[1:]):
+                layers += [nn.Conv2d(a, b, 3, stride=2, padding=1), nn.GroupNorm(4, b),
+                           nn.ReLU()]
+            self.conv = nn.Sequential(*layers)
+            self.task = nn.Embedding(max(1, n_tasks), 16)
+            self.head = nn.Sequential(nn.Linear(4 * width + 16, 64), nn.ReLU(),
+                                      nn.Linear(64, MAX_STAGES + 1))
+
+        def forward(self, images: Any, task: Any) -> Any:
+            x = self.conv(images).mean(dim=(2, 3))
+            return self.head(torch.cat([x, self.task(task)], dim=1))
+
+    return ScorerNet()
+
+
+def _inputs(torch: Any, current: np.ndarray, first: np.ndarray) -> Any:
+    """(B, H, W, 3) uint8 current and first frames -> (B, 6, H, W) float in [-1, 1]."""
+    x = np.concatenate([current, first], axis=-1).astype(np.float32) / 127.5 - 1.0
+    return torch.from_numpy(np.ascontiguousarray(x.transpose(0, 3, 1, 2)))
+
+
+def _masked(torch: Any, logits: Any, n_stages: Any) -> Any:
+    classes = torch.arange(MAX_STAGES + 1, device=logits.device).unsqueeze(0)
+    return logits.masked_fill(classes > n_stages.unsqueeze(1), -1e9)
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainConfig:
+    """Training settings (kept in the checkpoint)."""
+
+    epochs: int = 20
+    batch: int = 128
+    lr: float = 3e-3
+    weight_decay: float = 1e-4
+    width: int = 16
+    seed: int = 0
+    threads: int = 1
+    device: str = 'cpu'  # 'cuda' trains on a GPU (the checkpoint is the same format)
+
+
+def train(episodes: Sequence[LabelledEpisode], config: TrainConfig = TrainConfig(),
+          log: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Train a scorer on ``episodes`` and return its checkpoint dict (CPU, deterministic for a
+    seed and thread count)."""
+    if not episodes:
+        raise DataError('no labelled episodes to train on')
+    torch = _torch()
+    torch.manual_seed(config.seed)
+    torch.set_num_threads(config.threads)
+    rng = np.random.default_rng(config.seed)
+    task_names = sorted({e.task for e in episodes})
+    stages = {name: list(tasks.get_task(name).stages) for name in task_names}
+    current = np.concatenate([e.frames for e in episodes])
+    first = np.concatenate([np.repeat(e.frames[:1], len(e.frames), axis=0) for e in episodes])
+    labels = torch.from_numpy(np.concatenate([e.met for e in episodes]).astype(np.int64))
+    task_ids = torch.from_numpy(np.concatenate(
+        [np.full(len(e.met), task_names.index(e.task)) for e in episodes]).astype(np.int64))
+    n_stages = torch.from_numpy(np.concatenate(
+        [np.full(len(e.met), e.n_stages) for e in episodes]).astype(np.int64))
+    device = torch.device(config.device)
+    net = build_net(len(task_names), config.width).to(device)
+    labels, task_ids, n_stages = labels.to(device), task_ids.to(device), n_stages.to(device)
+    optimiser = torch.optim.AdamW(net.parameters(), lr=config.lr,
+                                  weight_decay=config.weight_decay)
+    steps_per_epoch = max(1, math.ceil(len(labels) / config.batch))
+    schedule = torch.optim.lr_scheduler.OneCycleLR(optimiser, max_lr=config.lr,
+                                                   total_steps=config.epochs * steps_per_epoch)
+    # Class weights: stage counts are unbalanced (most frames sit at 0 or at the last stage).
+    counts = np.bincount(labels.cpu().numpy(), minlength=MAX_STAGES + 1).astype(float)
+    weights = torch.tensor(np.where(counts > 0, (counts.sum() / np.maximum(counts, 1)) ** 0.5,
+                                    0.0), dtype=torch.float32)
+    loss_fn = torch.nn.CrossEntropyLoss(weight=weights.to(device))
+    history = []
+    net.train()
+    for epoch in range(config.epochs):
+        order = rng.permutation(len(labels))
+        total = 0.0
+        for k in range(steps_per_epoch):
+            idx = order[k * config.batch:(k + 1) * config.batch]
+            x = _inputs(torch, *_augment(current[idx], first[idx], rng)).to(device)
+            logits = _masked(torch, net(x, task_ids[idx]), n_stages[idx])
+            loss = loss_fn(logits, labels[idx])
+            optimiser.zero_grad()
+            loss.backward()
+            optimiser.step()
+            schedule.step()
+            total += float(loss.item()) * len(idx)
+        history.append(total / len(labels))
+        if log is not None:
+            log(f'epoch {epoch + 1}/{config.epochs}: loss {history[-1]:.4f}')
+    state = {k: v.detach().cpu().to(torch.float16) if v.is_floating_point() else v.cpu()
+             for k, v in net.state_dict().items()}
+    return {'format': FORMAT, 'config': dataclasses.asdict(config), 'tasks': task_names,
+            'stages': stages, 'state_dict': state,
+            'meta': {'episodes': len(episodes), 'frames': int(len(labels)),
+                     'worlds': sorted({e.world for e in episodes}),
+                     'policies': sorted({e.policy for e in episodes}),
+                     'loss': history}}
+
+
+def _augment(current: np.ndarray, first: np.ndarray, rng: np.random.Generator
+             ) -> tuple[np.ndarray, np.ndarray]:
+    """Shift each (current, first) pair by the same up to 2 px and scale both by one brightness
+    gain in 0.85-1.15 (the same for both: what differs between them is what moved)."""
+    out = np.empty_like(current), np.empty_like(first)
+    gain = rng.uniform(0.85, 1.15, size=(len(current), 1, 1, 1))
+    shifts = rng.integers(0, 5, size=(len(current), 2))
+    for i, (dy, dx) in enumerate(shifts):
+        for k, frames in enumerate((current, first)):
+            padded = np.pad(frames[i], ((2, 2), (2, 2), (0, 0)), mode='edge')
+            out[k][i] = padded[dy:dy + IMAGE_H, dx:dx + IMAGE_W]
+    return (np.clip(out[0] * gain, 0, 255).astype(np.uint8),
+            np.clip(out[1] * gain, 0, 255).astype(np.uint8))
+
+
+def save_checkpoint(path: str | pathlib.Path, checkpoint: Mapping[str, Any]) -> None:
+    """Write a checkpoint (``torch.save``), atomically."""
+    torch = _torch()
+    path = pathlib.Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(path.name + '.partial')
+    torch.save(dict(checkpoint), partial)
+    partial.replace(path)
+
+
+def load_checkpoint(path: str | pathlib.Path) -> dict[str, Any]:
+    """Read a checkpoint written by :func:`save_checkpoint` (no pickled code)."""
+    torch = _torch()
+    path = pathlib.Path(path)
+    if not path.is_file():
+        raise ConfigError(f'scorer checkpoint {path} does not exist')
+    try:
+        data = torch.load(path, map_location='cpu', weights_only=True)
+    except Exception as err:  # noqa: BLE001 - torch raises many kinds on a bad file
+        raise DataError(f'{path}: not a scorer checkpoint ({err})') from None
+    if not isinstance(data, dict) or data.get('format') != FORMAT:
+        raise DataError(f'{path}: not a {FORMAT} checkpoint')
+    return data
+
+
+# -- scoring ------------------------------------------------------------------------------------
+
+class LearnedScorer:
+    """Scores episodes with a trained checkpoint (a :class:`~realm_ros.core.scoring.ProgressScorer`
+    by the registry name ``learned``).
+
+    ``name`` is ``learned:<file stem>@<first 8 hex of the file's sha256>``: the record names the
+    exact weights that scored it.
+    """
+
+    def __init__(self, checkpoint: str | pathlib.Path | Mapping[str, Any] = DEFAULT_CHECKPOINT,
+                 fps: float = SAMPLE_FPS) -> None:
+        torch = _torch()
+        if isinstance(checkpoint, Mapping):
+            data = dict(checkpoint)
+            digest = hashlib.sha256(repr(sorted(data['meta'].items())).encode()).hexdigest()
+            stem = 'memory'
+        else:
+            path = pathlib.Path(checkpoint)
+            data = load_checkpoint(path)
+            digest = hashlib.sha256(path.read_bytes()).hexdigest()
+            stem = path.stem
+        self.name = f'learned:{stem}@{digest[:8]}'
+        self.version = digest[:8]
+        self.tasks: list[str] = list(data['tasks'])
+        self.stage_names: dict[str, list[str]] = {k: list(v) for k, v in data['stages'].items()}
+        self.meta = dict(data.get('meta', {}))
+        self.fps = float(fps)
+        self.net = build_net(len(self.tasks), int(data['config'].get('width', 16)))
+        self.net.load_state_dict({k: v.float() if v.is_floating_point() else v
+                                  for k, v in data['state_dict'].items()})
+        self.net.eval()
+        self._torch = torch
+
+    def _task(self, task: str) -> tuple[int, int]:
+        if task not in self.tasks:
+            raise DataError(f'the learned scorer {self.name} was trained on tasks {self.tasks}; '
+                            f'it cannot score {task!r}')
+        return self.tasks.index(task), len(self.stage_names[task])
+
+    def probabilities(self, frames: Sequence[np.ndarray], task: str) -> np.ndarray:
+        """Return (T, N + 1) probabilities of each stage count for every frame of an episode
+        (the first of ``frames`` is its first frame)."""
+        torch = self._torch
+        index, n = self._task(task)
+        small = np.stack([small_frame(f) for f in frames])
+        first = np.repeat(small[:1], len(small), axis=0)
+        out = []
+        with torch.no_grad():
+            for start in range(0, len(small), 256):
+                x = _inputs(torch, small[start:start + 256], first[start:start + 256])
+                k = len(x)
+                logits = _masked(torch, self.net(x, torch.full((k,), index)),
+                                 torch.full((k,), n))
+                out.append(torch.softmax(logits, dim=1)[:, :n + 1].numpy())
+        return np.concatenate(out).astype(float)
+
+    def curves(self, frames: Sequence[np.ndarray], task: str) -> tuple[np.ndarray, np.ndarray]:
+        """Return the per-frame (raw expected progress, monotone filtered most likely count)."""
+        _, n = self._task(task)
+        probs = self.probabilities(frames, task)
+        expected = probs @ np.arange(n + 1)
+        # The most likely count per frame (an expectation between two likely counts would name
+        # a stage neither is), median filtered against one-frame flickers, then monotone.
+        filtered = _median3(np.argmax(probs, axis=1).astype(float))
+        return expected / n, np.maximum.accumulate(filtered)
+
+    def score(self, episode: scoring.EpisodeFrames) -> scoring.ScoredEpisode:
+        """Return the episode's monotone progress curve and its progression (its last value)."""
+        indices = scoring.sample_indices(episode.times_s, self.fps)
+        frames = [episode.frames[i] for i in indices]
+        raw, count = self.curves(frames, episode.task)
+        _, n = self._task(episode.task)
+        curve = np.clip(count / n, 0.0, 1.0)
+        score = float(curve[-1])
+        return scoring.ScoredEpisode(
+            scorer=self.name, times_s=tuple(float(episode.times_s[i]) for i in indices),
+            curve=tuple(float(v) for v in curve), score=score, raw_score=score,
+            runs=(tuple(float(v) for v in raw),))
+
+    def propose_stages(self, episode: scoring.EpisodeFrames) -> list[scoring.StageProposal]:
+        """Return the stages this scorer sees met, each at the first sampled frame whose
+        filtered stage count reaches it (in order; none past the last one seen)."""
+        indices = scoring.sample_indices(episode.times_s, self.fps)
+        frames = [episode.frames[i] for i in indices]
+        probs = self.probabilities(frames, episode.task)
+        _, count = self.curves(frames, episode.task)
+        names = self.stage_names[episode.task]
+        proposals = []
+        for k, stage in enumerate(names, start=1):
+            reached = np.flatnonzero(count >= k - 0.5)
+            if reached.size == 0:
+                break
+            i = int(reached[0])
+            proposals.append(scoring.StageProposal(
+                stage=stage, time_s=float(episode.times_s[indices[i]] - episode.times_s[0]),
+                confidence=float(probs[i, k:].sum())))
+        return proposals
+
+
+def _median3(values: np.ndarray) -> np.ndarray:
+    if values.size < 3:
+        return values.copy()
+    padded = np.concatenate([values[:1], values, values[-1:]])
+    return np.median(np.stack([padded[:-2], padded[1:-1], padded[2:]]), axis=0)
+
+
+def stage_counts(scorer: LearnedScorer, episode: LabelledEpisode) -> np.ndarray:
+    """Return the scorer's per-frame (monotone, rounded) stage counts of a labelled episode."""
+    _, count = scorer.curves(list(episode.frames), episode.task)
+    return np.rint(count).astype(int)
+
+
+def evaluate(scorer: LearnedScorer, episodes: Iterable[LabelledEpisode]) -> dict[str, Any]:
+    """Return the scorer's agreement with the rubric over ``episodes``.
+
+    ``pearson_r`` of episode progressions, ``mean_abs_error``, ``success_accuracy`` (the scorer's
+    "every stage seen" against the rubric's success), ``stage_accuracy`` (sampled frames whose
+    stage count matches the rubric's at that frame) and ``final_stage_accuracy`` (episodes whose
+    last stage count matches).
+    """
+    predicted, truth, hits, frames, final_hits, succ_hits = [], [], 0, 0, 0, 0
+    n_episodes = 0
+    for episode in episodes:
+        counts = stage_counts(scorer, episode)
+        n = episode.n_stages
+        predicted.append(float(counts[-1]) / n)
+        truth.append(episode.progression)
+        hits += int(np.sum(counts == episode.met))
+        frames += len(counts)
+        final_hits += int(counts[-1] == episode.met[-1])
+        succ_hits += int((counts[-1] == n) == episode.success)
+        n_episodes += 1
+    if n_episodes < 2:
+        raise DataError(f'need at least two episodes to measure agreement, got {n_episodes}')
+    agreement = scoring.agreement_with_rubric(predicted, truth)
+    return {
+        'episodes': n_episodes, 'frames': frames,
+        'pearson_r': agreement['pearson_r'], 'mean_abs_error': agreement['mean_abs_error'],
+        'stage_accuracy': hits / frames, 'final_stage_accuracy': final_hits / n_episodes,
+        'success_accuracy': succ_hits / n_episodes,
+        'rubric_success_rate': float(np.mean([t >= 1.0 - 1e-9 for t in truth])),
+    }
+
+
+__all__ = ['DEFAULT_CHECKPOINT', 'FORMAT', 'LabelledEpisode', 'LearnedScorer', 'PLANS', 'Plan',
+           'TrainConfig', 'build_net', 'collect', 'evaluate', 'load_checkpoint',
+           'load_episodes', 'save_checkpoint', 'save_episodes', 'small_frame', 'stage_counts',
+           'train']

@@ -1,0 +1,130 @@
+"""The learned progress-and-stage scorer: trained here (tiny, on drawn frames whose bar grows
+with the stage), its checkpoint, its scores and stage proposals, and ``realm-ros score RUN_DIR``
+writing scores beside the rubric into a run folder and its report.
+
+The shipped checkpoint is checked too: it loads, knows its tasks and scores an episode."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import numpy as np
+import pytest
+
+pytest.importorskip('torch')
+
+from scorer_bars import TASK, bar_episode, train_tiny  # noqa: E402
+
+from realm_ros.core import scoring  # noqa: E402
+from realm_ros.core.errors import DataError  # noqa: E402
+from realm_ros.scorers import learned  # noqa: E402
+
+
+@pytest.fixture(scope='module')
+def tiny(tmp_path_factory):
+    """A tiny scorer trained on drawn episodes (a few seconds on CPU), saved to a file."""
+    return train_tiny(tmp_path_factory.mktemp('scorer') / 'tiny.pt')
+
+
+def test_a_tiny_scorer_learns_the_stages_of_held_out_episodes(tiny):
+    scorer = learned.LearnedScorer(tiny)
+    assert scorer.name.startswith('learned:tiny@') and len(scorer.version) == 8
+    held_out = [bar_episode(final, 100 + final) for final in range(4)] * 2
+    figures = learned.evaluate(scorer, held_out)
+    assert figures['episodes'] == 8 and figures['frames'] == 8 * 12
+    assert figures['stage_accuracy'] > 0.8
+    assert figures['pearson_r'] > 0.9
+    assert figures['success_accuracy'] == 1.0
+
+
+def test_scores_and_proposals_are_monotone_and_in_order(tiny):
+    scorer = learned.LearnedScorer(tiny)
+    episode = bar_episode(2, 7)
+    frames = scoring.EpisodeFrames(frames=list(episode.frames), times_s=episode.times_s,
+                                   instruction='pick up the spoon', task=TASK)
+    result = scorer.score(frames)
+    assert result.scorer == scorer.name
+    assert all(b >= a for a, b in zip(result.curve, result.curve[1:]))
+    assert result.score == pytest.approx(result.curve[-1])
+    assert result.score == pytest.approx(2 / 3, abs=0.2)
+    proposals = scoring.propose_stages(scorer, frames, ('REACH', 'GRASP', 'LIFT_LARGE'))
+    assert [p.stage for p in proposals] == ['REACH', 'GRASP']
+    assert proposals[0].time_s < proposals[1].time_s
+    assert 0.0 <= proposals[0].confidence <= 1.0
+
+
+def test_unknown_task_and_bad_files_are_one_line_errors(tiny, tmp_path):
+    scorer = learned.LearnedScorer(tiny)
+    frames = scoring.EpisodeFrames(frames=[np.zeros((36, 64, 3), np.uint8)], times_s=[0.0],
+                                   instruction='x', task='stack_cubes')
+    with pytest.raises(DataError, match="trained on tasks \\['pick_spoon'\\]"):
+        scorer.score(frames)
+    bad = tmp_path / 'bad.pt'
+    bad.write_bytes(b'not a checkpoint')
+    with pytest.raises(DataError, match='not a scorer checkpoint'):
+        learned.LearnedScorer(bad)
+
+
+def test_labelled_episodes_round_trip(tmp_path):
+    episodes = [bar_episode(1, 0), bar_episode(3, 1, frames=10)]
+    learned.save_episodes(tmp_path / 'set.npz', episodes)
+    back = learned.load_episodes(tmp_path / 'set.npz')
+    assert [len(e.met) for e in back] == [12, 10]
+    assert back[1].progression == 1.0 and back[1].success and not back[0].success
+    assert np.array_equal(back[0].frames, episodes[0].frames)
+
+
+def test_the_shipped_checkpoint_loads_and_scores():
+    if not learned.DEFAULT_CHECKPOINT.is_file():
+        pytest.fail(f'{learned.DEFAULT_CHECKPOINT} is missing: realm-ros score train')
+    scorer = scoring.make_scorer('learned')
+    assert set(learned.TASKS) <= set(scorer.tasks)
+    assert learned.DEFAULT_CHECKPOINT.stat().st_size < 1_000_000
+    rng = np.random.default_rng(0)
+    frames = [rng.integers(0, 255, (180, 320, 3), dtype=np.uint8) for _ in range(10)]
+    result = scorer.score(scoring.EpisodeFrames(frames=frames, times_s=np.arange(10) / 3.0,
+                                                instruction='push the switch',
+                                                task='push_switch'))
+    assert len(result.curve) == 10 and 0.0 <= result.score <= 1.0
+
+
+def test_score_a_run_folder_beside_the_rubric(tiny, tmp_path):
+    from arena_rundir import make_run_dir
+    from rostest import BIN
+
+    from realm_ros.core.evaluation import summarize
+
+    run = make_run_dir(tmp_path / 'run', seeds=2, roles=('real', 'sim'), frames=15)
+    records = [json.loads(line) for line in (run / 'episodes.jsonl').read_text().splitlines()]
+    summary = summarize(records)
+    summary['config'] = {'real': 'digital_real', 'sim': 'mujoco', 'sim_params_file': ''}
+    (run / 'summary.json').write_text(json.dumps(summary))
+    before = (run / 'episodes.jsonl').read_text()
+    command = [str(BIN / 'realm-ros'), 'score', str(run), '--scorer', 'learned',
+               '--checkpoint', str(tiny)]
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=120,
+                          env=dict(os.environ))
+    assert proc.returncode == 0, proc.stderr
+    assert (run / 'episodes.jsonl').read_text() == before  # the rubric's records untouched
+    scores = [json.loads(line) for line in (run / 'scores.jsonl').read_text().splitlines()]
+    assert len(scores) == len(records) == 16
+    name = scores[0]['scorer']
+    assert name.startswith('learned:tiny@')
+    assert all('progression' not in s and 0.0 <= s['scorer_progression'] <= 1.0 for s in scores)
+    section = json.loads((run / 'summary.json').read_text())['scorers'][name]
+    assert section['episodes'] == 16
+    assert set(section['per_policy']['qxalpha']) == {'real', 'sim'}
+    assert section['per_policy']['qxalpha']['real']['rubric'] == pytest.approx(1.0)
+    html = (run / 'report.html').read_text()
+    assert 'Progress scorers (beside the rubric, never mixed)' in html
+    assert f'scorer {name}' in html
+    again = subprocess.run(command, capture_output=True, text=True, timeout=120,
+                           env=dict(os.environ))
+    assert again.returncode == 0 and '0 episode(s) scored' in again.stdout
+    assert len((run / 'scores.jsonl').read_text().splitlines()) == 16  # resumed, not redone
+    missing = subprocess.run([str(BIN / 'realm-ros'), 'score', str(tmp_path / 'nothing')],
+                             capture_output=True, text=True, timeout=60, env=dict(os.environ))
+    assert missing.returncode == 2 and 'no episodes.jsonl' in missing.stderr
+    assert 'Traceback' not in missing.stderr
