@@ -115,9 +115,7 @@ PACKAGE = pathlib.Path(__file__).resolve().parents[1] / 'realm_ros'
 DEFINING = {'core/perturbations.py', 'core/skills.py', 'core/tasks.py'}
 #: Branches left in modules other issues own, with the attribute that replaces each; a file may
 #: hold at most this many (delete the entry once it is 0).
-LEFT_ELSEWHERE = {
-    'nodes/operator_node.py': 1,  # != 'Default' -> perturbations.DEFAULT
-}
+LEFT_ELSEWHERE: dict[str, int] = {}
 
 
 def _names() -> set[str]:

@@ -65,7 +65,7 @@ FLOOR_Z = -0.76
 def mesh_dir() -> pathlib.Path | None:
     """Return pybullet_data's ``franka_panda/meshes`` folder, or None if not installed."""
     try:
-        import pybullet_data  # type: ignore[import-untyped]  # ships no stubs
+        import pybullet_data
     except ImportError:
         _LOG.warning('pybullet_data is not installed: the twin keeps its primitive arm '
                      '(pip install pybullet for the Panda meshes)')

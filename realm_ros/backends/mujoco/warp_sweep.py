@@ -50,7 +50,7 @@ ALL_CAMERAS = ('exterior_1', 'exterior_2', 'wrist')
 def import_warp() -> tuple[Any, Any]:
     """Return ``(warp, mujoco_warp)`` or raise :class:`BackendUnavailable` naming them."""
     try:
-        import mujoco_warp as mjw  # type: ignore[import-untyped]  # ships no type information
+        import mujoco_warp as mjw
         import warp as wp
     except ImportError as err:
         raise BackendUnavailable(
