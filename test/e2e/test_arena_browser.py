@@ -24,7 +24,7 @@ import pytest
 CHROMIUM = os.environ.get('REALM_ROS_CHROMIUM', '/usr/bin/chromium')
 FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
          '--disable-component-update', '--disable-sync', '--no-first-run']
-REPO = pathlib.Path(__file__).resolve().parents[1]
+REPO = pathlib.Path(__file__).resolve().parents[2]
 
 pytestmark = [
     pytest.mark.slow,

@@ -124,7 +124,7 @@ def test_launch_files_accept_the_old_values():
     """``real_backend:=fake`` / ``backend:=fake`` pass launch's own choice check."""
     import ast
     import pathlib
-    root = pathlib.Path(__file__).resolve().parents[1] / 'launch'
+    root = pathlib.Path(__file__).resolve().parents[2] / 'launch'
     for name, arg in (('paired_eval.launch.py', 'real_backend'), ('world.launch.py', 'backend')):
         tree = ast.parse((root / name).read_text())
         (call,) = [n for n in ast.walk(tree) if isinstance(n, ast.Call)

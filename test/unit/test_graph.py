@@ -10,7 +10,7 @@ from realm_ros.core.errors import ConfigError
 from realm_ros.core.evaluation import EvalConfig
 from realm_ros.graph import NODE_CLASSES, evaluator_parameters, paired_eval_graph, share_path
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 def _package(call):

@@ -27,8 +27,8 @@ CASES = {
     'isaac': ('world_node', ['-p', 'backend:=isaac'], (), {}),
     'isaac_tried': ('world_node', ['-p', 'backend:=isaac'], (),
                     {'REALM_ROS_TRY_NOT_RUN': 'isaac'}),
-    # franka_msgs may be importable here (test/interfaces' generated types): a stand-in makes
-    # it absent, or the node would come up and wait for an arm.
+    # franka_msgs may be importable here (test/helpers/interfaces' generated types): a stand-in
+    # makes it absent, or the node would come up and wait for an arm.
     'franka': ('world_node', ['-p', 'backend:=franka'], ('franka_msgs',), {}),
     'mujoco': ('world_node', ['-p', 'backend:=mujoco'], ('mujoco',), {}),
     'physx': ('world_node', ['-p', 'backend:=physx'], ('ovphysx',), {}),

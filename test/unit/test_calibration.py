@@ -15,7 +15,7 @@ from realm_ros.backends.mujoco.visual_match import robot_geoms, seg_mask
 from realm_ros.commands.cameras_calibration import load_recording
 from realm_ros.core.errors import ConfigError
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 LAB = ROOT / 'config' / 'appearance' / 'lab_demo.yaml'
 
 

@@ -1,11 +1,11 @@
 """Generate and compile Python types for franka_msgs, control_msgs, controller_manager_msgs.
 
-These packages are not on PyPI; their definitions (``test/interfaces``) are. rosidl's generators
-and the ROS wheels' headers and libraries are in the venv, so the types a lab's franka_ros2 uses
-are built here with gcc/g++ the way ``rosidl_generate_interfaces`` would: C structs, the C,
-introspection and Fast-DDS type supports, and the Python extension. The result is cached under
-``$REALM_ROS_INTERFACE_CACHE`` (default ``~/.cache/realm_ros/ros_interfaces``), keyed by the
-definitions, so a test session pays the minute of compiling once.
+These packages are not on PyPI; their definitions (``test/helpers/interfaces``) are. rosidl's
+generators and the ROS wheels' headers and libraries are in the venv, so the types a lab's
+franka_ros2 uses are built here with gcc/g++ the way ``rosidl_generate_interfaces`` would: C
+structs, the C, introspection and Fast-DDS type supports, and the Python extension. The result is
+cached under ``$REALM_ROS_INTERFACE_CACHE`` (default ``~/.cache/realm_ros/ros_interfaces``), keyed
+by the definitions, so a test session pays the minute of compiling once.
 
 Usage in tests: ``ros_interfaces.activate()`` (builds if needed, then puts the packages on
 ``sys.path``/``PYTHONPATH`` and ``LD_LIBRARY_PATH`` for this process and its children).

@@ -15,7 +15,7 @@ from realm_ros.core.config import WorldConfig
 from realm_ros.core.errors import ConfigError
 from realm_ros.core.types import Action, ActionMode, EpisodeSpec
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 LAB = ROOT / 'config' / 'appearance' / 'lab_demo.yaml'
 SMALL = {'camera_width': 64, 'camera_height': 36}
 

@@ -114,7 +114,7 @@ def test_sysid_record_on_the_digital_real_replays_exactly_in_the_twin(tmp_path):
     from realm_ros.core import sysid
     from realm_ros.core.config import DigitalRealDynamics
 
-    dynamics = (pathlib.Path(__file__).resolve().parents[1] / 'config'
+    dynamics = (pathlib.Path(__file__).resolve().parents[2] / 'config'
                 / 'dynamics/sysid_demo_ideal.yaml')
     proc = subprocess.run(
         [str(BIN / 'realm-ros'), 'sysid', 'record', '--backend', 'digital_real', '--out',

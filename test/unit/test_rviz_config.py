@@ -7,7 +7,7 @@ import yaml
 from realm_ros.core.config import CAMERA_NAMES
 from realm_ros.ros import topics
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 def _config():

@@ -17,7 +17,7 @@ from realm_ros.core.config import (
     from_mapping,
 )
 
-CONFIG = pathlib.Path(__file__).resolve().parents[1] / 'config'
+CONFIG = pathlib.Path(__file__).resolve().parents[2] / 'config'
 
 
 def _params(name):

@@ -22,7 +22,7 @@ from realm_ros.core.config import DigitalRealConfig, FrankaBridgeConfig, SafetyC
 from realm_ros.core.monitor import MonitorConfig
 from realm_ros.core.recording import RecorderConfig
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 LAUNCH_FILES = sorted((ROOT / 'launch').glob('*.launch.py'))
 SHARE_FOLDERS = ('config', 'launch', 'urdf', 'rviz', 'realm_ros')
 

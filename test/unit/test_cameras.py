@@ -27,7 +27,7 @@ from realm_ros.policies.openpi import OpenPIPolicy
 from realm_ros.policies.scripted import ScriptedPolicy
 from realm_ros.policies.server import PolicyServer
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 FAST = {'timeout_s': 5.0, 'retries': 0, 'backoff_s': 0.01}
 
 

@@ -79,7 +79,7 @@ def test_mistyped_values_are_refused_before_use():
     assert world.control_hz == 15.0 and world.cameras == ('wrist',)
 
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 def test_paired_eval_yaml_fuzz(tmp_path):

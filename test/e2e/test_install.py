@@ -23,7 +23,7 @@ import pytest
 
 pytestmark = pytest.mark.slow
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 SHARE_FOLDERS = ('launch', 'config', 'urdf', 'rviz')
 SOURCES = ('setup.py', 'setup.cfg', 'package.xml', 'pyproject.toml', 'resource', 'realm_ros',
            *SHARE_FOLDERS)

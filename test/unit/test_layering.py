@@ -13,7 +13,7 @@ import pathlib
 
 import pytest
 
-PACKAGE = pathlib.Path(__file__).resolve().parents[1] / 'realm_ros'
+PACKAGE = pathlib.Path(__file__).resolve().parents[2] / 'realm_ros'
 CORE = PACKAGE / 'core'
 FORBIDDEN = ('rclpy', 'mujoco', 'isaacsim', 'omni', 'launch', 'launch_ros', 'torch', 'jax')
 

@@ -1,7 +1,7 @@
 """The franka bridge against a franka_ros2-shaped robot with the real franka_msgs/control_msgs.
 
-franka_msgs, control_msgs and controller_manager_msgs are generated from their upstream
-definitions with rosidl and compiled here (``test/ros_interfaces.py``; cached). digital_real then
+franka_msgs, control_msgs and controller_manager_msgs are generated from their upstream definitions
+with rosidl and compiled here (``test/helpers/ros_interfaces.py``; cached). digital_real then
 serves franka_ros2's interfaces with those very types: the gripper actions, FrankaRobotState and
 the error-recovery action, as franka_gripper and franka_hardware do; world_node ``backend:=franka``
 talks to it over DDS with ``fr3_`` names (FR3, franka_ros2) and ``fer_`` names (Panda,

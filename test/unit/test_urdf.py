@@ -13,7 +13,7 @@ from realm_ros import description
 from realm_ros.backends.mujoco import model as mjcf
 from realm_ros.core import robot, rotations
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 URDF = ROOT / 'urdf' / 'panda_droid.urdf'
 XACRO = ROOT / 'urdf' / 'panda_droid.urdf.xacro'
 

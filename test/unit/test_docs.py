@@ -6,7 +6,7 @@ import sys
 
 from realm_ros.commands import docs_params
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 def test_parameters_page_matches_the_config_schemas():

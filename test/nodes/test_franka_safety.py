@@ -453,7 +453,7 @@ def test_short_soak_loses_nothing_and_violates_no_limit(tmp_path):
     _interfaces()
     import pathlib
     import sys
-    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / 'bench'))
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / 'bench'))
     from soak_digital_real import run_soak
 
     # A generous step timeout: a loaded machine must not add failures of its own (it may).

@@ -15,8 +15,8 @@ It answers DROID joint velocities (zeros: hold still, gripper open) or, with
 ``*_jointpos`` checkpoint answers). It records, per request, the mean brightness of each image
 and the fraction of pixels that are not black, for the tests to assert on.
 
-Run it as a process for the node graph: ``python test/droid_openpi_server.py --port P --log F``
-(one JSON line per request in F).
+Run it as a process for the node graph:
+``python test/helpers/droid_openpi_server.py --port P --log F`` (one JSON line per request in F).
 """
 
 from __future__ import annotations

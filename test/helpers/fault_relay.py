@@ -2,7 +2,7 @@
 
 Run as a process between a policy and a world (issue 15 fault injection)::
 
-    python test/fault_relay.py --ros-args -r __ns:=/sim -p input:=command_unreliable \
+    python test/helpers/fault_relay.py --ros-args -r __ns:=/sim -p input:=command_unreliable \
         -p output:=command -p delay_s:=0.03 -p drop_probability:=0.0 -p seed:=0
 
 ``delay_s`` is the largest random delay, s (uniform, order kept); ``drop_probability`` may be

@@ -16,7 +16,7 @@ from realm_ros.core.config import WorldConfig
 from realm_ros.core.errors import ConfigError
 from realm_ros.core.types import EpisodeSpec
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 TASK = 'put_green_block_in_bowl'
 W, H = 80, 44
 IDENTITY = [[1, 0, 0], [0, 1, 0], [0, 0, 1], [0, 0, 0]]

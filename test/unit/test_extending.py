@@ -110,7 +110,7 @@ def test_registering_checks_the_record(toys):
 
 # -- no string dispatch on perturbation codes or skill names ---------------------------------
 
-PACKAGE = pathlib.Path(__file__).resolve().parents[1] / 'realm_ros'
+PACKAGE = pathlib.Path(__file__).resolve().parents[2] / 'realm_ros'
 #: The modules that define the codes and skills (and so may name them).
 DEFINING = {'core/perturbations.py', 'core/skills.py', 'core/tasks.py'}
 #: Branches left in modules other issues own, with the attribute that replaces each; a file may

@@ -3,7 +3,7 @@
 The paired-evaluation graph of ``realm_ros/graph.py`` runs here as a lab launches it, one
 process per node (params files from the same specs), with a real openpi policy server
 (``realm-ros serve``) behind both policy nodes and an unreliable relay
-(``test/fault_relay.py``) on the twin's command link. One fault per pair:
+(``test/helpers/fault_relay.py``) on the twin's command link. One fault per pair:
 
 * pair 0: the policy server is killed mid-episode, restarted at once;
 * pair 1: the relay drops commands (the lockstep twin then waits; the evaluator sees no
@@ -44,7 +44,7 @@ from realm_ros.io.repair import find_cut_bags
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
 
-HERE = pathlib.Path(__file__).resolve().parent
+HELPERS = pathlib.Path(__file__).resolve().parents[1] / 'helpers'
 PAIRS = 5
 
 
@@ -78,7 +78,7 @@ class Graph:
             for a, b in remaps:
                 argv += ['-r', f'{a}:={b}']
             self.argv[key] = argv + ['--params-file', str(path)]
-        self.argv['relay'] = [sys.executable, str(HERE / 'fault_relay.py'), '--ros-args',
+        self.argv['relay'] = [sys.executable, str(HELPERS / 'fault_relay.py'), '--ros-args',
                               '-r', '__ns:=/sim', '-p', 'delay_s:=0.03', '-p', 'seed:=1']
         self.evaluator = self.argv.pop('evaluator')
 
