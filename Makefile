@@ -13,7 +13,7 @@ export RMW_IMPLEMENTATION ?= rmw_fastrtps_cpp
 export MUJOCO_GL ?= egl
 export PYTHONUNBUFFERED := 1
 
-.PHONY: setup test test-fast demo bench lint clean sysdeps
+.PHONY: setup test test-fast test-unit demo bench lint clean sysdeps
 
 setup: $(STAMP)
 
@@ -37,7 +37,7 @@ sysdeps:
 	    apt-get install -y -qq libegl1 libegl-mesa0 libgl1-mesa-dri libgles2 >/dev/null; \
 	  else echo 'run as root or: sudo apt-get install libegl1 libegl-mesa0 libgl1-mesa-dri'; fi; \
 	fi
-	@# The arena's browser test (test/test_arena_browser.py) runs Debian's Chromium headless.
+	@# The arena's browser test (test/e2e/test_arena_browser.py) runs Debian's Chromium headless.
 	@if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then \
 	  echo 'installing chromium for the arena browser test'; \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && \
@@ -50,6 +50,10 @@ test: setup
 
 test-fast: setup
 	$(PY) -m pytest -m 'not slow'
+
+# The pure, in-process tests only (test/unit: no node, no DDS, no browser; docs/testing.md).
+test-unit: setup
+	$(PY) -m pytest test/unit
 
 demo: setup
 	$(VENV)/bin/realm-ros demo --out demo_out

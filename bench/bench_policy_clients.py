@@ -10,7 +10,7 @@ of the model's own inference time:
 * ``openpi-client (PyPI)``: openpi's own ``WebsocketClientPolicy.infer`` with the already
   resized request dict, against the same server (the protocol's floor with openpi's code);
 * ``gr00t n1.6 (realm_ros)``: :class:`Gr00tPolicy.infer` (two 180x320 frames x T=2, state,
-  language) against a GR00T-protocol ZeroMQ server process (test/gr00t_loopback_server.py).
+  language) against a GR00T-protocol ZeroMQ server process (test/helpers/gr00t_loopback_server.py).
 
 Run: ``.venv/bin/python bench/bench_policy_clients.py [--requests 300]``. Prints p50/p99 ms.
 The request loops are bounded; the server processes are stopped at the end.
@@ -56,7 +56,7 @@ def _percentiles(samples_ms: list[float]) -> tuple[float, float]:
 
 def _serve_gr00t(port: int, seconds: float) -> None:
     """Child process: a GR00T-protocol server answering a constant (1, 15, 7) chunk."""
-    sys.path.insert(0, str(ROOT / 'test'))
+    sys.path.insert(0, str(ROOT / 'test' / 'helpers'))
     from gr00t_loopback_server import Gr00tLoopbackServer
 
     def constant(observation):

@@ -43,7 +43,7 @@ def twin() -> float:
 
 
 def digital_real() -> tuple[float, int, int]:
-    sys.path.insert(0, str(ROOT / 'test'))
+    sys.path.insert(0, str(ROOT / 'test' / 'helpers'))
     from rostest import run_process
 
     from realm_ros.backends.franka import FrankaBridgeWorld

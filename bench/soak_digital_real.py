@@ -1,10 +1,10 @@
 """Soak the franka bridge against the digital real in accelerated (lockstep) time, with faults.
 
 Run: ``python bench/soak_digital_real.py [--episodes 40] [--max-steps 150] [--fault-rate 0.3]
-[--cameras] [--out DIR]``. ``test/test_franka_safety.py`` runs a short version.
+[--cameras] [--out DIR]``. ``test/nodes/test_franka_safety.py`` runs a short version.
 
 What runs: a ``digital_real`` process (FR3, lockstep, franka_msgs served: the generated types of
-``test/ros_interfaces.py``) behind :class:`DigitalRealBridgeWorld` with
+``test/helpers/ros_interfaces.py``) behind :class:`DigitalRealBridgeWorld` with
 ``franka.digital_real_reflexes`` (its FrankaRobotState watched as a real arm's), every episode
 :func:`realm_ros.core.episode.run_episode` with a fuzzing policy (small moves, targets exactly at
 joint limits, some jumps), recorded in an :class:`EpisodeLog` as ``paired-eval`` records them.
@@ -226,7 +226,7 @@ def run_soak(out: pathlib.Path, episodes: int = 20, max_steps: int = 100, seed: 
              fault_rate: float = 0.3, cameras: bool = False, max_passes: int = 20,
              step_timeout_s: float = 2.0, log: Any = print) -> dict[str, Any]:
     """Run the soak (see the module docstring) in ``out``; return its figures."""
-    sys.path.insert(0, str(ROOT / 'test'))
+    sys.path.insert(0, str(ROOT / 'test' / 'helpers'))
     import ros_interfaces
     ros_interfaces.activate()
 

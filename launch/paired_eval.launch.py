@@ -2,7 +2,7 @@
 
 The node list and every parameter come from ``realm_ros.graph.paired_eval_graph``, the same
 definition ``realm-ros paired-eval`` runs in one process; this file only maps launch arguments
-onto that definition (test/test_graph.py checks the two agree), and adds what only a lab
+onto that definition (test/unit/test_graph.py checks the two agree), and adds what only a lab
 machine has: a ``robot_state_publisher`` per world (TF prefixes ``real/`` and ``sim/``, see
 ``description.launch.py``) and optionally RViz with ``rviz/realm.rviz``.
 
@@ -70,7 +70,7 @@ def _nodes(context):
     from realm_ros.core.evaluation import EvalConfig
     from realm_ros.graph import evaluator_parameters, paired_eval_graph
 
-    # Literal names so test/test_launch_files.py can check each is declared.
+    # Literal names so test/unit/test_launch_files.py can check each is declared.
     values = {
         'real_backend': LaunchConfiguration('real_backend'),
         'sim_backend': LaunchConfiguration('sim_backend'),

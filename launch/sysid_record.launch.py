@@ -32,7 +32,7 @@ def _nodes(context):
         digital_real_params_file,
     )
 
-    # Literal names so test/test_launch_files.py can check each is declared.
+    # Literal names so test/unit/test_launch_files.py can check each is declared.
     configurations = {
         'robot': LaunchConfiguration('robot'),
         'namespace': LaunchConfiguration('namespace'),

@@ -4,7 +4,7 @@ One source of truth: the arm comes from :mod:`realm_ros.core.robot` (modified-DH
 inertials, joint limits), and the gripper, TCP and cameras from the twin's own MJCF
 (:mod:`realm_ros.backends.mujoco.model`, parsed, so the URDF cannot drift from the twin). The
 committed ``urdf/panda_droid.urdf`` and ``urdf/panda_droid.urdf.xacro`` are this module's output
-(``realm-ros urdf --out-dir urdf``); ``test/test_urdf.py`` checks they are up to date and that
+(``realm-ros urdf --out-dir urdf``); ``test/unit/test_urdf.py`` checks they are up to date and that
 their forward kinematics equal the twin's.
 
 Frames (ROS conventions, REP 103/105): ``base_link`` is the robot base, z up, x forward, and is

@@ -3,7 +3,7 @@
 ``launch/paired_eval.launch.py`` turns these specs into ``launch_ros`` Node actions;
 ``realm-ros paired-eval`` instantiates the same node classes in one process with the same
 parameters. Neither adds a node or a parameter of its own, so the two cannot drift
-(``test/test_graph.py`` checks both against this list).
+(``test/unit/test_graph.py`` checks both against this list).
 """
 
 from __future__ import annotations

@@ -1,9 +1,20 @@
-"""Shared test set-up: isolate DDS per test session, helpers to run nodes as processes."""
+"""Shared test set-up for every folder: helpers importable, DDS isolated per test session.
+
+The tests live by layer (docs/testing.md): ``unit/`` (pure, in-process), ``nodes/`` (rclpy nodes
+and node processes over DDS), ``e2e/`` (whole runs); ``helpers/`` holds the modules and scripted
+servers they share, put on ``sys.path`` here so ``from rostest import ...`` works from any folder.
+"""
 
 from __future__ import annotations
 
 import os
+import pathlib
 import random
+import sys
+
+HELPERS = str(pathlib.Path(__file__).resolve().parent / 'helpers')
+if HELPERS not in sys.path:
+    sys.path.insert(0, HELPERS)
 
 # One DDS domain per test session, discovery on this machine only, so parallel sessions
 # (and a lab's running graph) never cross-talk. Set before anything initialises rclpy.

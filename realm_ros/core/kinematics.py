@@ -12,7 +12,7 @@ error in scalars, and the null-space projection ``(I - pinv(J) J) v`` applied as
 ``v - J^T (J J^T)^-1 J v`` in the same batched solve as the damped step (no SVD). The simple
 path (:func:`tcp_pose_reference`, :func:`tcp_jacobian_reference`, :func:`solve_ik_reference`:
 :func:`realm_ros.core.robot.forward_kinematics`, ``np.cross`` per joint, ``pinv``) is the
-definition the fast path is tested against (``test/test_kinematics.py``) and benchmarked
+definition the fast path is tested against (``test/unit/test_kinematics.py``) and benchmarked
 against (``bench/bench_episodes.py``). Both agree to about 1e-12 rad per solve.
 """
 
@@ -291,7 +291,7 @@ def solve_ik_batch(position: ArrayLike, rotation: ArrayLike, q_start: ArrayLike,
 
     The same iteration as :func:`solve_ik`, problem for problem: each one stops as soon as its
     own error is below ``tolerance`` (it is then left as it is while the others go on), so each
-    row equals :func:`solve_ik` on that row (``test/test_kinematics.py``: within 1e-9 rad). A
+    row equals :func:`solve_ik` on that row (``test/unit/test_kinematics.py``: within 1e-9 rad). A
     row whose ``J J^T`` is singular takes :func:`solve_ik`'s pinv step for that iteration.
     """
     q = np.array(q_start, dtype=float)

@@ -118,7 +118,7 @@ class BagWriter:
         """Write the pending MCAP chunk and hand the file's buffer to the OS.
 
         Uses rosbags' MCAP writer (``close_chunk``, ``bio``; checked by
-        ``test/test_crash_safety.py``); with another storage writer this only does nothing.
+        ``test/e2e/test_crash_safety.py``); with another storage writer this only does nothing.
         """
         self._flushed = time.monotonic()
         storage: Any = getattr(self._writer, 'storage', None)

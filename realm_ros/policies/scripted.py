@@ -526,7 +526,7 @@ def infer_batch(policies: Sequence[Policy],
     """Return ``[p.infer(obs) for p, obs in zip(policies, observations)]`` with the IK of every
     closed-loop policy on the fast path solved in one :func:`kinematics.solve_ik_batch`.
 
-    The same chunks as the loop (``test/test_sweep.py``: within 1e-9 rad): the waypoint
+    The same chunks as the loop (``test/unit/test_sweep.py``: within 1e-9 rad): the waypoint
     logic runs per policy as in :meth:`ScriptedPolicy.infer`, only the damped least-squares
     solves are stacked. Other policies (chunks, velocities, the reference IK) run their own
     :meth:`~ScriptedPolicy.infer`. Used by the batched sweeps (``mjx_sweep.py``).

@@ -326,7 +326,7 @@ def main(argv: list[str] | None = None) -> int:
     """Console script ``policy_server`` (same options as ``realm-ros serve``).
 
     Parses its own arguments rather than going through ``realm_ros.cli``: the policies layer
-    must not import the command layer above it (test/test_layering.py).
+    must not import the command layer above it (test/unit/test_layering.py).
     """
     parser = argparse.ArgumentParser(
         prog='policy_server', description='serve a policy to openpi websocket clients')

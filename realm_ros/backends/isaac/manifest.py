@@ -3,7 +3,7 @@
 Every Isaac Sim extension ships ``config/python_api.md``: its public classes, methods and
 signatures as text. :func:`parse_python_api` reads that format; :func:`build_manifest` keeps
 the modules the backend uses and writes ``isaac_api_manifest.json`` beside this file (names and
-signatures: interface facts). ``test/test_isaac_backend.py`` runs the backend against objects
+signatures: interface facts). ``test/unit/test_isaac_backend.py`` runs the backend against objects
 built from this manifest, so a call that is not in Isaac Sim 6.x's API, or whose arguments do
 not bind to the published signature, fails the test.
 

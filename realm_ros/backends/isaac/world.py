@@ -2,7 +2,7 @@
 
 NOT RUN: no machine this project has had can run Isaac Sim (it needs an RTX GPU, even
 headless). Every Isaac Sim call below is checked against the 6.2 API manifest taken from the
-wheels' ``config/python_api.md`` (``isaac_api_manifest.json``, ``test/test_isaac_backend.py``
+wheels' ``config/python_api.md`` (``isaac_api_manifest.json``, ``test/unit/test_isaac_backend.py``
 drives this module against objects built from that manifest), but the app itself has not been
 launched. ``realm-ros doctor`` prints the command a lab runs to try it.
 

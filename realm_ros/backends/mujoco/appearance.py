@@ -11,7 +11,7 @@ snapshots or renders it (:meth:`Look.dress`), and what happens to each rendered 
 procedural textures, light and clutter, and the camera sensor on every frame. The visually
 matched twin's look is :class:`realm_ros.backends.mujoco.visual_match.VisualMatchLook`.
 Everything here is visual: the physics of a dressed world is the twin's
-(``test/test_appearance.py`` steps both and compares).
+(``test/unit/test_appearance.py`` steps both and compares).
 """
 
 from __future__ import annotations

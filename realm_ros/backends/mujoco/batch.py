@@ -12,7 +12,7 @@ stepper integrates every world's period at once, and each world takes its new st
 (holding its last target) but is no longer read.
 
 Two steppers: :class:`CpuStepper` (``mj_step`` per world: the loop reproduces ``run_episode``
-exactly, ``test/test_sweep.py``) and ``mjx_sweep.MjxStepper`` (MJX on the GPU).
+exactly, ``test/unit/test_sweep.py``) and ``mjx_sweep.MjxStepper`` (MJX on the GPU).
 """
 
 from __future__ import annotations

@@ -65,7 +65,7 @@ _EXECUTABLES: dict = {}
 #: worlds, the same rollouts (max |dq| 9.3e-6 rad against the CPU); 4 is 3.8e-4 rad off.
 #: ``iterations`` 4 instead of 100: 8 % less per step (1.39 instead of 1.51 ms at 2,048
 #: worlds), max |dq| 2.0e-5 rad against the CPU (``bench/bench_sysid_gpu.py --step-profile``,
-#: one H200; ``test/test_sysid_gpu.py`` holds the fit's rollouts to 1e-4 rad).
+#: one H200; ``test/unit/test_sysid_gpu.py`` holds the fit's rollouts to 1e-4 rad).
 FIT_SOLVER = {'iterations': 4, 'ls_iterations': 8}
 
 #: XLA options that record a whole stage, its ``while`` loops and conditionals included (the
@@ -123,7 +123,7 @@ def window_inputs(cpu: TwinRollout, trajectories: Sequence[Trajectory], length: 
     rows ``ctrl``/``mpos``/``mquat`` (W, length + 1, ...) with row 0 the target in force before
     the window, and ``measured`` (W, length, 7).
 
-    The same values as :meth:`TwinRollout._prepared` per window (``test/test_sysid.py`` checks
+    The same values as :meth:`TwinRollout._prepared` per window (``test/unit/test_sysid.py`` checks
     it), computed once per trajectory: the control rows of a trajectory (one FK per target)
     are sliced, and the initial states are the model's ``qpos0`` with the arm and fingers set.
     """

@@ -76,7 +76,7 @@ class CameraSpec:
 
 #: DROID's rig (the numbers of ``config/cameras/droid.yaml``, where they are explained): two
 #: exterior ZED 2s either side of the robot looking at the workspace, a ZED Mini on the wrist.
-#: ``test/test_cameras.py`` checks that the file and these agree.
+#: ``test/unit/test_cameras.py`` checks that the file and these agree.
 DEFAULT_CAMERAS = (
     CameraSpec('exterior_1', (0.55, 0.85, 0.50), (0.45, 0.0, 0.26), fovy=68.0),
     CameraSpec('exterior_2', (0.55, -0.85, 0.50), (0.45, 0.0, 0.26), fovy=68.0),
@@ -285,7 +285,7 @@ def build_mjcf(
         wrist: the wrist camera, in the gripper frame.
         visuals: dress the twin for cameras (:mod:`realm_ros.backends.mujoco.visuals`): the
             Panda's meshes, a lab room, textures, shadows. Visual geoms only: the physics is
-            the same with or without them (``test/test_cameras.py`` checks it).
+            the same with or without them (``test/unit/test_cameras.py`` checks it).
         look_options: keyword arguments of :func:`visuals.look` (``shadows``, ``antialias``).
     """
     width, height = image_size

@@ -12,7 +12,7 @@ The model is the arm alone (no table, objects or cameras) with contacts disabled
 dynamically identical to the world's model for the arm as long as the arm touches nothing: the
 arm's own geoms never collide with each other (contype 2 / conaffinity 1) and excitation
 trajectories keep the gripper above the table (``core.sysid.Workspace``).
-``test/test_sysid.py`` checks that a rollout equals :class:`MujocoWorld` stepping.
+``test/unit/test_sysid.py`` checks that a rollout equals :class:`MujocoWorld` stepping.
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 
 Everything here is visual only: geoms of class ``visual`` (``contype = conaffinity = 0``, no
 mass) on bodies whose inertials are explicit, lights, materials and textures. The physics of a
-twin built with visuals is the physics of the twin without them (``test/test_cameras.py`` steps
-both and compares).
+twin built with visuals is the physics of the twin without them
+(``test/unit/test_cameras.py`` steps both and compares).
 
 The Panda's visual meshes come from ``pybullet_data`` (the ``pybullet`` wheel on PyPI ships
 ``franka_panda/meshes``, Franka Emika's meshes from franka_ros under the Apache-2.0 licence, in

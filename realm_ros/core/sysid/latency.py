@@ -8,8 +8,8 @@ and fit stalls in that trade-off. So :func:`identify` profiles the loss over the
 fits: the best (latency, fit) pair by the loss of each fit at its own latency on one fixed set
 of windows.
 
-Two ways to build that profile, same rule, same answer within tolerance (``test/test_sysid.py``
-and ``bench/bench_sysid.py`` compare them):
+Two ways to build that profile, same rule, same answer within tolerance
+(``test/unit/test_sysid.py`` and ``bench/bench_sysid.py`` compare them):
 
 * ``profile='full'`` (the simple path): a full fit from scratch at every latency visited.
 * ``profile='fast'`` (default): a short scout fit without latency only to place the search;

@@ -8,7 +8,7 @@ latency's estimate is scored on the fixed windows (:func:`latency.scoring_window
 latency, and the best wins: the profile of the module docstring of ``latency.py``, with a fit at
 every latency instead of a walk. Per latency, the generations are exactly those of
 :func:`optimise.fit` with the same options (same minibatches, same seeds), which
-``test/test_sysid.py`` checks on the CPU.
+``test/unit/test_sysid.py`` checks on the CPU.
 """
 
 from __future__ import annotations

@@ -1,0 +1,156 @@
+"""Camera calibration from a recording: the projection, the rig it writes, record and calibrate."""
+
+import pathlib
+
+import cv2
+import mujoco
+import numpy as np
+import pytest
+
+from realm_ros import cli
+from realm_ros.backends.mujoco import calibration as cal
+from realm_ros.backends.mujoco import camera_rig, visual_match
+from realm_ros.backends.mujoco.render import FrameRenderer
+from realm_ros.backends.mujoco.visual_match import robot_geoms, seg_mask
+from realm_ros.commands.cameras_calibration import load_recording
+from realm_ros.core.errors import ConfigError
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+LAB = ROOT / 'config' / 'appearance' / 'lab_demo.yaml'
+
+
+def test_projected_robot_matches_mujocos_segmentation_render():
+    rig = camera_rig.load_rig('')
+    w, h = 160, 90
+    geometry = cal.twin_geometry(rig, (w, h))
+    renderer = FrameRenderer(geometry.model, w, h, shadows=False)
+    robot = robot_geoms(geometry.model)
+    try:
+        for q in cal.record_waypoints(3, seed=4):
+            points = geometry.points(q, 0.0)
+            mujoco.mj_forward(geometry.model, geometry.data)
+            segs = renderer.render(geometry.data, ('exterior_1', 'exterior_2'), segmentation=True)
+            for spec in rig.exterior:
+                seen = seg_mask(segs[spec.name], robot)
+                drawn = cal.robot_raster(cal.CameraPose.from_spec(spec), [points], (w, h), 0)[0]
+                # Same camera model: every rendered robot pixel is drawn, and what is drawn
+                # beyond it is the half-pixel rim (a point marks the pixel it falls in).
+                assert (seen & ~drawn).sum() <= 0.01 * seen.sum(), spec.name
+                rim = cv2.dilate(seen.astype(np.uint8), np.ones((3, 3), np.uint8)) > 0
+                assert (drawn & ~rim).sum() <= 0.01 * seen.sum(), spec.name
+                assert (drawn & ~seen).sum() > 0  # (the test can see a rim)
+    finally:
+        renderer.close()
+
+
+@pytest.fixture(scope='module')
+def seg_recording():
+    """The twin's robot masks (MuJoCo's segmentation) at the rig's cameras, 8 poses, 160x90."""
+    rig = camera_rig.load_rig('')
+    w, h = 160, 90
+    geometry = cal.twin_geometry(rig, (w, h))
+    renderer = FrameRenderer(geometry.model, w, h, shadows=False)
+    robot = robot_geoms(geometry.model)
+    qs = cal.record_waypoints(8, seed=21)
+    points, masks = [], []
+    try:
+        for k, q in enumerate(qs):
+            points.append(geometry.points(q, cal.gripper_for(k)))
+            mujoco.mj_forward(geometry.model, geometry.data)
+            segs = renderer.render(geometry.data, ('exterior_1',), segmentation=True)
+            masks.append(seg_mask(segs['exterior_1'], robot))
+    finally:
+        renderer.close()
+    return cal.CameraPose.from_spec(rig.exterior[0]), points, np.stack(masks)
+
+
+def test_edge_residuals_are_unbiased_at_the_true_pose(seg_recording):
+    truth, points, masks = seg_recording
+    residuals = []
+    for pts, mask in zip(points, masks):
+        sel = cal.edge_points(truth, pts, (160, 90))
+        uv = truth.project(pts[sel], 160, 90)[0].astype(np.float32)
+        sdf = cal.signed_distance(mask)
+        d = cv2.remap(sdf, uv[:, 0:1] - 0.5, uv[:, 1:2] - 0.5, cv2.INTER_LINEAR)[:, 0]
+        residuals.append(d + cal.EDGE_BIAS_PX)
+    r = np.concatenate(residuals)
+    assert len(r) > 1000
+    assert abs(np.median(r)) < 0.15 and np.percentile(np.abs(r), 90) < 1.0
+
+
+def test_edge_least_squares_recovers_a_moved_camera_from_perfect_masks(seg_recording):
+    truth, points, masks = seg_recording
+    start = truth.moved([0.6, 0.3, -0.5, 0.3, -0.25, 0.2, 0.5])
+    before = start.error_to(truth)
+    assert before[0] > 0.008 and before[1] > 0.4
+    theta, evaluations = cal.refine_edges(start, np.zeros(7), points, masks)
+    dp, da, df = start.moved(theta).error_to(truth)
+    assert evaluations > 0
+    # Well inside the issue's bounds (1 cm, 0.5 deg, 1 deg): the loss and the optimiser alone
+    # (measured 0.21 cm, 0.12 deg, 0.06 deg).
+    assert dp < 0.005 and da < 0.25 and df < 0.3, (dp, da, df)
+    assert dp < before[0] or da < before[1]
+
+
+def test_rig_entry_round_trips_through_the_rig_file(tmp_path):
+    start = cal.CameraPose.from_spec(camera_rig.load_rig('').exterior[0])
+    moved = start.moved([1.0, -2.0, 0.5, 0.8, -0.3, 1.2, -1.5])
+    content = {'cameras': {'exterior_1': moved.rig_entry()}}
+    cal.write_rig(tmp_path / 'rig.yaml', content, header='test')
+    back = cal.CameraPose.from_spec(camera_rig.load_rig(str(tmp_path / 'rig.yaml')).exterior[0])
+    dp, da, df = back.error_to(moved)
+    assert dp < 1e-6 and da < 1e-4 and df < 1e-4
+    dp, da, df = start.error_to(moved)
+    assert dp == pytest.approx(np.linalg.norm([0.01, 0.02, 0.005]))
+    assert da == pytest.approx(np.linalg.norm([0.8, 0.3, 1.2]), rel=1e-3)
+
+
+def test_waypoints_stay_above_the_table_and_swing_the_shoulder():
+    from realm_ros.core import robot
+
+    poses = cal.record_waypoints(12, seed=0)
+    np.testing.assert_array_equal(poses, cal.record_waypoints(12, seed=0))
+    assert np.ptp(poses[:, 0]) > 1.2  # both exterior cameras' sides
+    for q in poses:
+        assert min(f[2, 3] for f in robot.forward_kinematics(q)[2:]) > 0.12
+    with pytest.raises(ConfigError, match='at least 2'):
+        cal.record_waypoints(1)
+
+
+def test_plate_and_masks_find_a_moving_square():
+    frames = np.full((9, 30, 40, 3), 90, np.uint8)
+    for k in range(9):
+        frames[k, 10:16, 3 + 4 * k:9 + 4 * k] = 230
+    plate, masks = cal.plate_and_masks(frames)
+    assert np.all(plate == 90)
+    assert masks[4, 10:16, 19:25].all() and masks[4].sum() == 36
+    shadow = frames.copy()
+    shadow[:, 20:25, 5:30] = 60  # darker by one factor: a shadow, not the robot
+    assert not cal.plate_and_masks(np.concatenate([shadow[:4], frames[4:]]))[1][0, 20:25].any()
+
+
+@pytest.mark.slow
+def test_record_calibrate_match_on_a_small_recording(tmp_path, capsys):
+    bag = tmp_path / 'bag'
+    assert cli.main(['cameras', 'record', '--appearance', str(LAB), '--out', str(bag),
+                     '--image-size', '96x54', '--poses', '6']) == 0
+    recording = load_recording(bag)
+    assert recording.q.shape == (6, 7) and recording.images['exterior_1'].shape == (6, 54, 96, 3)
+    assert set(recording.images) == {'exterior_1', 'exterior_2', 'wrist'}
+    assert cli.main(['cameras', 'record', '--out', str(bag)]) == 2  # never overwrites
+    capsys.readouterr()
+    rig = tmp_path / 'rig.yaml'
+    assert cli.main(['cameras', 'calibrate', str(bag), '--out', str(rig)]) == 0
+    lines = {line.split()[0]: line.split() for line in capsys.readouterr().out.splitlines()
+             if line.startswith('exterior')}
+    for name in ('exterior_1', 'exterior_2'):
+        residual, before = float(lines[name][1]), float(lines[name][2])
+        assert residual < before, name
+    assert len(camera_rig.load_rig(str(rig)).exterior) == 2
+    for png in ('exterior_1_overlay.png', 'exterior_2_overlay.png', 'before_after.png'):
+        assert (tmp_path / 'rig_check' / png).stat().st_size > 0
+    match = tmp_path / 'match'
+    assert cli.main(['cameras', 'match', str(bag), '--rig', str(rig), '--out', str(match)]) == 0
+    look = visual_match.VisualMatchLook.load(match)
+    assert set(look.plates) == {'exterior_1', 'exterior_2'} and 'wrist' in look.colours
+    assert look.plates['exterior_1'].shape == (54, 96, 3)

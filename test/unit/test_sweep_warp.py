@@ -1,0 +1,257 @@
+"""The MuJoCo Warp sweep (``--device gpu`` for learned policies): wiring, tolerance, the device
+image preparation, and (with mujoco-warp) Warp episodes against the CPU twin.
+
+The pure tests run everywhere. The Warp episode tests need ``mujoco-warp`` and ``warp-lang``
+(the ``warp`` extra, not installed in CI: they skip) and, on a machine without a GPU, compile
+Warp's kernels for the CPU (minutes the first time, cached in ``~/.cache/warp`` after): they
+run only with ``REALM_WARP_CPU=1`` (and are marked slow).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import pathlib
+
+import numpy as np
+import pytest
+
+from realm_ros.commands import sweep as sweep_cmd
+from realm_ros.core.errors import ConfigError
+from realm_ros.core.sweep import Cell, SweepConfig, plan_cells
+from realm_ros.sweep.compare_cpu import TOLERANCE, compare
+from realm_ros.sweep.warp import refuse_on_warp
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+CHECKPOINT = ROOT / 'checkpoints' / 'learned' / 'final.pt'
+
+
+def _args(tmp_path, *extra: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    sweep_cmd.add_arguments(parser)
+    return parser.parse_args(['--out', str(tmp_path / 'out'), *extra])
+
+
+def test_device_gpu_runs_learned_policies_on_warp_and_the_scripted_ladder_on_mjx(tmp_path):
+    learned = f'final=learned:path={CHECKPOINT}'
+    config = sweep_cmd.build_config(_args(tmp_path, '--device', 'gpu', '--policies', learned))
+    assert config.worlds == ('warp',)
+    config = sweep_cmd.build_config(_args(tmp_path, '--device', 'gpu'))
+    assert config.worlds == ('mjx',)
+    config = sweep_cmd.build_config(_args(tmp_path, '--device', 'gpu', '--gpu-engine', 'warp'))
+    assert config.worlds == ('warp',)
+    with pytest.raises(ConfigError, match='mjx'):
+        sweep_cmd.build_config(_args(tmp_path, '--device', 'gpu', '--gpu-engine', 'mjx',
+                                     '--policies', learned))
+
+
+def test_gpu_workers_share_the_gpu_as_batch_worker_processes(tmp_path):
+    from realm_ros.sweep.executors import InProcessExecutor, ProcessExecutor
+
+    ex = sweep_cmd.make_executor(_args(tmp_path, '--device', 'gpu', '--gpu-workers', '3'), {})
+    assert isinstance(ex, ProcessExecutor) and ex.counts == {'cpu': 1, 'gpu': 3}
+    ex = sweep_cmd.make_executor(_args(tmp_path, '--device', 'gpu'), {})
+    assert isinstance(ex, InProcessExecutor)
+    with pytest.raises(ConfigError, match='--gpu-workers'):
+        sweep_cmd.make_executor(_args(tmp_path, '--gpu-workers', '0'), {})
+
+
+def test_warp_and_mjx_cells_of_one_task_go_to_separate_gpu_units():
+    from realm_ros.sweep.executors import make_units
+
+    cells = [c for world in ('warp', 'mjx') for c in plan_cells(SweepConfig(
+        tasks=('push_switch',), policies=('scripted:0',), episodes_per_cell=3, worlds=(world,)))]
+    units = make_units(cells, batch=8)
+    assert sorted(len(u.cells) for u in units) == [3, 3]
+    assert all(len({c.world for c in u.cells}) == 1 and u.kind == 'gpu' for u in units)
+
+
+def test_warp_refuses_what_it_cannot_batch_with_the_reason():
+    def cells(policy: str, code: str = 'Default') -> list[Cell]:
+        return plan_cells(SweepConfig(tasks=('push_switch',), policies=(policy,),
+                                      perturbations=(code,), worlds=('warp',)))
+
+    refuse_on_warp(cells('scripted:0', 'V-LIGHT'))
+    with pytest.raises(ConfigError, match='hold'):
+        refuse_on_warp(cells('hold'))
+    with pytest.raises(ConfigError, match='V-AUG'):
+        refuse_on_warp(cells('scripted:0', 'V-AUG'))
+    with pytest.raises(ConfigError, match='V-SC'):
+        refuse_on_warp(cells('scripted:0', 'V-SC'))
+
+
+def test_the_gpu_worker_builds_the_batch_its_options_name_at_start():
+    """With ``warp`` options (the sweep has warp cells) the GPU worker builds the Warp batch
+    worker when it starts, so a missing package is said once, before any unit."""
+    pytest.importorskip('warp')
+    pytest.importorskip('mujoco_warp')
+    from realm_ros.sweep.warp import GpuRunner, WarpBatchRunner
+
+    runner = GpuRunner(batch=4, warp={'device': 'cpu'})
+    assert list(runner._runners) == ['warp']
+    assert isinstance(runner._runners['warp'], WarpBatchRunner)
+    assert runner._runners['warp'].options.batch == 4
+    with pytest.raises(ConfigError, match='one world'):
+        runner.run_cells(plan_cells(SweepConfig(tasks=('push_switch',), policies=('scripted:0',),
+                                                worlds=('warp', 'mjx'))))
+    runner.close()
+
+
+def test_compare_cpu_needs_the_gpu_and_exits_2(tmp_path, capsys):
+    from realm_ros.cli import main
+
+    code = main(['sweep', '--out', str(tmp_path / 'o'), '--compare-cpu', '2', '--quiet'])
+    assert code == 2
+    assert '--device gpu' in capsys.readouterr().err
+
+
+def _record(pair: str, progression: float, success: bool) -> dict:
+    return {'pair_id': pair, 'progression': progression, 'success': success, 'steps': 10}
+
+
+def test_compare_counts_cells_within_the_tolerance():
+    cpu = [_record(f'c{i}', p, s) for i, (p, s) in enumerate(
+        [(1.0, True), (0.5, False), (0.25, False), (0.0, False), (1.0, True)])]
+    same = compare(cpu, cpu)
+    assert same['within_tolerance'] and same['progression_within'] == 1.0
+    # One cell off by 0.5 and with the other success: 4/5 = 0.8 still passes, two do not.
+    one = list(cpu)
+    one[0] = _record('c0', 0.5, False)
+    result = compare(one, cpu)
+    assert result['progression_within'] == 0.8 and result['same_success'] == 0.8
+    assert result['within_tolerance'] is (0.8 >= TOLERANCE['cells'])
+    two = list(one)
+    two[4] = _record('c4', 0.25, False)
+    assert not compare(two, cpu)['within_tolerance']
+    with pytest.raises(ConfigError, match='cells differ'):
+        compare(cpu[:1], cpu[1:2])
+
+
+def test_device_image_preparation_follows_prepare_image():
+    """The device's resize-with-pad (torch, area averaging) gives the host's ``prepare_image``
+    (cv2 INTER_AREA) picture: same padding bands exactly, pixels within a few levels."""
+    torch = pytest.importorskip('torch')
+    from realm_ros.policies.learned import prepare_image
+    from realm_ros.sweep.warp import resize_with_pad_torch
+
+    rng = np.random.default_rng(0)
+    y, x = np.mgrid[0:180, 0:320]
+    image = np.stack([(x * 0.8) % 256, (y * 1.4) % 256, 128 + 60 * np.sin(x / 9.0)], -1)
+    image[40:90, 100:180] = (220, 30, 40)  # a block with sharp edges
+    image = np.clip(image + rng.normal(0, 4, image.shape), 0, 255).astype(np.uint8)
+    host = prepare_image(image, 128).astype(int)
+    device = resize_with_pad_torch(torch.from_numpy(image)[None], 128)[0].numpy().astype(int)
+    assert device.shape == host.shape == (3, 128, 128)
+    assert (device[:, :28] == 0).all() and (host[:, :28] == 0).all()
+    assert (device[:, 100:] == 0).all() and (host[:, 100:] == 0).all()
+    diff = np.abs(device - host)[:, 28:100]
+    assert diff.mean() < 2.0, diff.mean()
+    assert np.percentile(diff, 99) <= 12, np.percentile(diff, 99)
+
+
+def test_a_copied_world_resets_to_the_fresh_worlds_state():
+    """run_warp copies one built world per task: the copy's reset gives the state a freshly
+    built world's reset gives (same seeded initial state, same privileged state)."""
+    import copy
+
+    from realm_ros.sweep.warp import _world
+
+    cells = _cells('scripted:0', 2, 5, cameras=())
+    template = _world(cells[0], (), (64, 36))
+    for cell in cells:
+        fresh, copied = _world(cell, (), (64, 36)), copy.deepcopy(template)
+        a, b = fresh.reset(cell.spec), copied.reset(cell.spec)
+        assert np.array_equal(fresh.data.qpos, copied.data.qpos)
+        assert np.array_equal(fresh.data.mocap_pos, copied.data.mocap_pos)
+        assert np.array_equal(a.joints.position, b.joints.position)
+        assert a.privileged.keys() == b.privileged.keys()
+        for key in a.privileged:
+            assert repr(a.privileged[key]) == repr(b.privileged[key]), key
+
+
+# -- MuJoCo Warp on the CPU device --------------------------------------------------------
+
+warp_cpu = pytest.mark.skipif(
+    os.environ.get('REALM_WARP_CPU') != '1',
+    reason='Warp episodes on the CPU device compile for minutes: set REALM_WARP_CPU=1')
+
+
+def _warp_runner(size=(64, 36)):
+    pytest.importorskip('warp')
+    pytest.importorskip('mujoco_warp')
+    from realm_ros.sweep.warp import WarpBatchRunner
+
+    return WarpBatchRunner(batch=4, device='cpu', image_size=size)
+
+
+def _cells(policy: str, n: int, steps: int, cameras=('exterior_1', 'wrist')) -> list[Cell]:
+    import dataclasses
+
+    cells = plan_cells(SweepConfig(tasks=('push_switch',), policies=(policy,),
+                                   episodes_per_cell=n, max_steps=steps, worlds=('warp',)),
+                       lambda entry: tuple(cameras))
+    return [dataclasses.replace(c, cameras=tuple(cameras)) for c in cells]
+
+
+@pytest.mark.slow
+@warp_cpu
+def test_warp_scripted_episodes_follow_the_cpu_twin():
+    """Two push_switch worlds, the scripted expert, a few control steps: Warp's joint paths
+    follow the CPU twin's run_episode to float32 precision and the records have its shape."""
+    from realm_ros.backends.mujoco import warp_sweep
+    from realm_ros.backends.mujoco.batch import run_batch
+    from realm_ros.core.policy import make_policy
+    from realm_ros.sweep.compare_cpu import cpu_twin
+    from realm_ros.sweep.runner import CellRunner
+    from realm_ros.sweep.warp import _world
+
+    runner = _warp_runner()
+    cells = _cells('scripted:0', 2, 5, cameras=())
+    worlds = [_world(c, (), (64, 36)) for c in cells]
+    qs: list[list[np.ndarray]] = [[], []]
+    results = run_batch(
+        worlds, [make_policy('scripted', skill=0) for _ in cells], [c.spec for c in cells],
+        lambda ws: warp_sweep.WarpStepper(ws, device=runner.device()),
+        on_step=lambda i, k, obs: qs[i].append(obs.joints.position), execute=8,
+        infer_batch=None)
+    cpu_runner = CellRunner()
+    try:
+        for i, cell in enumerate(cells):
+            trace: list[np.ndarray] = []
+            world = cpu_runner.world(cpu_twin(cell))
+            from realm_ros.core.episode import run_episode
+            from realm_ros.core.policy import standard_chain
+
+            record = run_episode(world, standard_chain(make_policy('scripted', skill=0)),
+                                 cell.spec, on_step=lambda k, o, a, p, trace=trace: trace.append(
+                                     o.joints.position)).to_record()
+            div = np.max(np.abs(np.array(trace) - np.array(qs[i])))
+            print(f'world {i}: Warp vs CPU twin joint divergence {div:.2e} rad over 5 steps')
+            assert div < 1e-5, div
+            warp_record = results[i].to_record()
+            assert set(warp_record) == set(record)
+            assert warp_record['backend'] == 'warp' and warp_record['steps'] == record['steps']
+    finally:
+        cpu_runner.close()
+
+
+@pytest.mark.slow
+@warp_cpu
+def test_warp_learned_sweep_renders_batched_and_matches_the_cpu_records():
+    """Two worlds of the learned checkpoint, 9 control steps (two chunks: the second query
+    reads the images the device rendered after 8 steps): the records agree with the CPU
+    twin's within the sweep's tolerance, and the cameras were rendered on the device twice."""
+    from realm_ros.sweep.compare_cpu import cpu_runner, cpu_twin
+    from realm_ros.sweep.warp import run_warp
+
+    runner = _warp_runner()
+    cells = _cells(f'final=learned:path={CHECKPOINT}', 2, 9)
+    records, timing = run_warp(cells, runner)
+    assert timing['renders'] == 2 and timing['policy_calls'] == 2
+    assert [r['steps'] for r in records] == [9, 9]
+    cpu_side = cpu_runner((64, 36))
+    try:
+        cpu = [cpu_side.run(cpu_twin(c)) for c in cells]
+    finally:
+        cpu_side.close()
+    assert compare(records, cpu)['within_tolerance']
