@@ -46,7 +46,7 @@ def digital_real() -> tuple[float, int, int]:
     sys.path.insert(0, str(ROOT / 'test' / 'helpers'))
     from rostest import run_process
 
-    from realm_ros.backends.franka import FrankaBridgeWorld
+    from realm_ros.backends.franka import make_bridge_world
     from realm_ros.core import robot
     from realm_ros.core.config import FrankaBridgeConfig, WorldConfig
     from realm_ros.core.errors import CommandRejected
@@ -59,7 +59,7 @@ def digital_real() -> tuple[float, int, int]:
     log = pathlib.Path(tempfile.mkdtemp(prefix='limit_approach_')) / 'digital_real.log'
     with run_process(['digital_real', '--ros-args', '-r', '__ns:=/limit_approach',
                       '-p', 'arm_id:=fr3', '-p', 'lockstep:=true'], log):
-        world = FrankaBridgeWorld(
+        world = make_bridge_world(
             WorldConfig(backend='franka', cameras=(), camera_rate_hz=0.0, lockstep=True),
             bridge=FrankaBridgeConfig(arm_id='fr3', gripper='width_topic',
                                       namespace='/limit_approach', digital_real=True))

@@ -230,7 +230,7 @@ def run_soak(out: pathlib.Path, episodes: int = 20, max_steps: int = 100, seed: 
     import ros_interfaces
     ros_interfaces.activate()
 
-    from realm_ros.backends.franka import FrankaBridgeWorld
+    from realm_ros.backends.franka import make_bridge_world
     from realm_ros.core.config import FrankaBridgeConfig, SafetyConfig, WorldConfig
     from realm_ros.core.episode import run_episode
     from realm_ros.core.evaluation import EpisodeLog
@@ -254,7 +254,7 @@ def run_soak(out: pathlib.Path, episodes: int = 20, max_steps: int = 100, seed: 
                              cameras=('wrist',) if cameras else (),
                              camera_rate_hz=15.0 if cameras else 0.0)
         # Shaped as a real arm's trajectory (the digital real's default is one point per step).
-        world = FrankaBridgeWorld(config, bridge=FrankaBridgeConfig(
+        world = make_bridge_world(config, bridge=FrankaBridgeConfig(
             arm_id='fr3', gripper='width_topic', namespace=NS, digital_real=True,
             digital_real_reflexes=True, step_timeout_s=step_timeout_s),
             safety=SafetyConfig(shape_trajectory='always'))

@@ -23,7 +23,7 @@ BACKENDS: dict[str, str] = {
     'digital_real': 'realm_ros.backends.digital_real:DigitalRealWorld',
     'physx': 'realm_ros.backends.physx.world:PhysxWorld',
     'isaac': 'realm_ros.backends.isaac:IsaacWorld',
-    'franka': 'realm_ros.backends.franka:FrankaBridgeWorld',
+    'franka': 'realm_ros.backends.franka:make_bridge_world',
 }
 
 

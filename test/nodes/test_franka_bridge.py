@@ -194,7 +194,7 @@ def test_digital_real_bad_dynamics_file_exits_2(tmp_path):
 
 def test_bridge_in_process_refuses_unsafe_and_stale_commands(tmp_path):
     """The bridge without world_node (own context), against a real-time digital_real process."""
-    from realm_ros.backends.franka import FrankaBridgeWorld
+    from realm_ros.backends.franka import make_bridge_world
     from realm_ros.core.config import FrankaBridgeConfig, WorldConfig
     from realm_ros.core.errors import CommandRejected
     from realm_ros.core.types import Action
@@ -202,7 +202,7 @@ def test_bridge_in_process_refuses_unsafe_and_stale_commands(tmp_path):
     args = ['digital_real', '--ros-args', '-r', '__ns:=/fb', '-p', 'arm_id:=fer']
     config = WorldConfig(backend='franka', cameras=(), camera_rate_hz=0.0)
     with run_process(args, tmp_path / 'digital_real.log') as proc:
-        world = FrankaBridgeWorld(config, bridge=FrankaBridgeConfig(
+        world = make_bridge_world(config, bridge=FrankaBridgeConfig(
             arm_id='panda', gripper='width_topic', namespace='/fb', digital_real=True))
         try:
             obs = world.reset(EpisodeSpec(task='empty', seed=3))

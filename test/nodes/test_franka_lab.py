@@ -94,7 +94,7 @@ def test_reflex_is_detected_ends_the_episode_and_recovers_only_when_confirmed(tm
     from franka_msgs.msg import FrankaRobotState
     from std_srvs.srv import Trigger
 
-    from realm_ros.backends.franka import FrankaBridgeWorld
+    from realm_ros.backends.franka import make_bridge_world
     from realm_ros.core.config import FrankaBridgeConfig, WorldConfig
     from realm_ros.core.errors import CommandRejected, InfrastructureError
     from realm_ros.core.types import Action, EpisodeSpec
@@ -108,7 +108,7 @@ def test_reflex_is_detected_ends_the_episode_and_recovers_only_when_confirmed(tm
         node.create_subscription(FrankaRobotState,
                                  '/lab_reflex/franka_robot_state_broadcaster/robot_state',
                                  lambda m: modes.append(m.robot_mode), qos.STATE)
-        world = FrankaBridgeWorld(config, bridge=FrankaBridgeConfig(
+        world = make_bridge_world(config, bridge=FrankaBridgeConfig(
             arm_id='fr3', gripper='franka_hand', namespace='/lab_reflex'))
         try:
             world.confirm_motion()  # the operator allows the homing move

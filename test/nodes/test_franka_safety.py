@@ -245,7 +245,7 @@ def test_digital_real_ramp_into_the_workspace_wall_stays_inside_the_box(lookahea
 def test_digital_real_target_at_each_joint_limit_is_shaped_or_refused(tmp_path):
     from rostest import run_process
 
-    from realm_ros.backends.franka import FrankaBridgeWorld
+    from realm_ros.backends.franka import make_bridge_world
     from realm_ros.core.config import FrankaBridgeConfig
     from realm_ros.core.errors import CommandRejected
     from realm_ros.core.types import Action, EpisodeSpec
@@ -260,7 +260,7 @@ def test_digital_real_target_at_each_joint_limit_is_shaped_or_refused(tmp_path):
     config = WorldConfig(backend='franka', cameras=(), camera_rate_hz=0.0, lockstep=True)
     refusals, shaped = [], []
     with run_process(digital_real, tmp_path / 'digital_real.log'):
-        world = FrankaBridgeWorld(config, bridge=FrankaBridgeConfig(
+        world = make_bridge_world(config, bridge=FrankaBridgeConfig(
             arm_id='fr3', gripper='width_topic', namespace='/lim', digital_real=True),
             safety=SafetyConfig(shape_trajectory='always'))  # as a real arm's
         try:
@@ -401,7 +401,7 @@ def test_real_arm_moves_only_when_the_operator_confirms(tmp_path):
     from std_srvs.srv import Trigger
     from trajectory_msgs.msg import JointTrajectory
 
-    from realm_ros.backends.franka import FrankaBridgeWorld
+    from realm_ros.backends.franka import make_bridge_world
     from realm_ros.core.config import FrankaBridgeConfig
     from realm_ros.core.errors import EpisodeError, InfrastructureError
     from realm_ros.core.types import Action, EpisodeSpec
@@ -420,7 +420,7 @@ def test_real_arm_moves_only_when_the_operator_confirms(tmp_path):
         node.create_subscription(FrankaRobotState,
                                  f'{ns}/franka_robot_state_broadcaster/robot_state',
                                  lambda m: modes.append(m.robot_mode), qos.STATE)
-        world = FrankaBridgeWorld(config, bridge=FrankaBridgeConfig(
+        world = make_bridge_world(config, bridge=FrankaBridgeConfig(
             arm_id='fr3', gripper='franka_hand', namespace=ns, confirm_timeout_s=1.0))
         try:
             # Homing never starts unconfirmed: the reset fails and nothing was sent.

@@ -34,7 +34,8 @@ Every joint target passes :class:`realm_ros.core.safety.SafetyMonitor` with the 
 and a watchdog holds the arm when commands stop. The bridge owns an rclpy node in the host
 node's context, spun by its own executor thread, so :meth:`step` can wait for the robot's next
 joint state inside a callback of ``world_node`` without deadlocking it. The digital real's
-variant is :class:`realm_ros.backends.franka.digital_real.DigitalRealBridgeWorld`.
+variant is :class:`realm_ros.backends.franka.digital_real.DigitalRealBridgeWorld`;
+:func:`realm_ros.backends.franka.make_bridge_world` builds the one the config names.
 """
 
 from __future__ import annotations
@@ -72,34 +73,8 @@ class FrankaBridgeWorld(World):
     name = 'franka'
     #: make_world passes the hosting ROS node (world_node) as ``host``.
     uses_host_node = True
-    #: The variant for ``franka.digital_real:=true``; the subclass registers itself
-    #: (``digital_real_variant=True`` in its class statement), so this module never imports it.
-    _digital_real_variant: type['FrankaBridgeWorld'] | None = None
     #: ``safety.shape_trajectory:=auto`` shapes the trajectory (a real arm).
     shapes_by_default = True
-    #: The bridge config ``__new__`` declared on the host (``__init__`` takes it from here).
-    _declared_bridge: FrankaBridgeConfig | None = None
-
-    def __init_subclass__(cls, digital_real_variant: bool = False, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        if digital_real_variant:
-            FrankaBridgeWorld._digital_real_variant = cls
-
-    def __new__(cls, config: WorldConfig, host: Any = None,
-                bridge: FrankaBridgeConfig | None = None, **kwargs: Any) -> 'FrankaBridgeWorld':
-        """Build the digital-real variant when ``franka.digital_real`` is set."""
-        del config, kwargs
-        if bridge is None and host is not None:
-            # Declared once, here; __init__ takes it from the instance.
-            bridge = declare_config(host, FrankaBridgeConfig, prefix='franka.')
-        if cls is FrankaBridgeWorld and bridge is not None and bridge.digital_real:
-            if FrankaBridgeWorld._digital_real_variant is None:
-                raise ConfigError('franka.digital_real: the digital-real bridge is not loaded '
-                                  '(import realm_ros.backends.franka, not its bridge module)')
-            cls = FrankaBridgeWorld._digital_real_variant
-        instance = super().__new__(cls)
-        instance._declared_bridge = bridge
-        return instance
 
     def __init__(self, config: WorldConfig, host: Any = None,
                  bridge: FrankaBridgeConfig | None = None,
@@ -113,7 +88,11 @@ class FrankaBridgeWorld(World):
                 makes its own context (scripts, tests).
             bridge, safety: explicit configs; used instead of the host's parameters.
         """
-        bridge = bridge or getattr(self, '_declared_bridge', None)
+        if bridge is None and host is not None:
+            bridge = declare_config(host, FrankaBridgeConfig, prefix='franka.')
+        if bridge is not None and bridge.digital_real and type(self) is FrankaBridgeWorld:
+            raise ConfigError('franka.digital_real: build the bridge with realm_ros.backends.'
+                              'franka.make_bridge_world (it picks the digital-real variant)')
         if host is not None:
             safety = safety or declare_config(host, SafetyConfig, prefix='safety.')
         self.bridge_config = bridge or FrankaBridgeConfig()

@@ -32,9 +32,9 @@ from realm_ros.ros import convert, qos, topics
 DIGITAL_REAL_NODE = 'digital_real'
 
 
-class DigitalRealBridgeWorld(FrankaBridgeWorld, digital_real_variant=True):
-    """The franka bridge with the digital real on the robot side (registered as the bridge's
-    ``franka.digital_real`` variant: bridge.py never imports this module)."""
+class DigitalRealBridgeWorld(FrankaBridgeWorld):
+    """The franka bridge with the digital real on the robot side (the world
+    :func:`~realm_ros.backends.franka.make_bridge_world` builds for ``franka.digital_real``)."""
 
     #: ``safety.shape_trajectory:=auto`` sends one point per step here: the twin and the sysid
     #: excitation do not model the shaper's lag (``always`` shapes, as the soak does).
