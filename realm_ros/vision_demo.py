@@ -10,8 +10,9 @@ per :class:`Column`:
 (b) ``calibrated``: the twin's cameras from ``realm-ros cameras calibrate``;
 (c) ``matched``: calibrated + visual matching (``realm-ros cameras match``: clean plates,
     colour transforms);
-(d) ``variants``: variant aggregation (SIMPLER's VA), the twin's score averaged over
-    variants; *not available* until a variant source is registered (:data:`VARIANT_SOURCE`);
+(d) ``variants``: variant aggregation (SIMPLER's VA): the calibrated twin over ``variants``
+    looks of :class:`~realm_ros.core.appearance.VariantSet` (variant 0 its own look, then
+    background, lighting, table, distractors in turn), each episode's score averaged over them;
 (e) ``sysid``: matched + the identified parameters (``realm-ros sysid fit``).
 
 Per column: per-policy mean progression and success (bootstrap 95 % CIs over episodes), Pearson
@@ -19,8 +20,9 @@ r, MMRV(sim, real) and the mean absolute gap over the per-policy mean progressio
 paired bootstrap CI over the episode seeds (a resample draws seeds, and each drawn seed brings
 its real *and* its twin episode), SimplerEnv's Kruskal-Wallis test per policy, and the image
 distance: the mean absolute pixel error (0-255) between the digital real's and the twin's first
-frame of every episode (same initial state, same seed), per camera. A contact sheet shows
-real | twin | matched (and every other column) for seed 0 of each task.
+frame of every episode (same initial state, same seed), per camera (for the variants: the
+mean over variants). A contact sheet shows real | twin | matched (and every other column) for
+seed 0 of each task.
 
 Everything runs in process without ROS (:func:`realm_ros.core.episode.run_episode`, the loop
 every runner is checked against). Every finished episode is appended to ``episodes.jsonl``
@@ -38,6 +40,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 
 from realm_ros.core import metrics, robot, tasks
+from realm_ros.core.appearance import VariantSet
 from realm_ros.core.config import WorldConfig
 from realm_ros.core.errors import ConfigError, DataError
 from realm_ros.core.evaluation import PolicyEntry
@@ -52,25 +55,53 @@ SHEET_FILE = 'contact_sheet.png'
 DISTANCE_FILE = 'image_distance.png'
 #: The twin's inputs one column needs; :class:`Inputs` holds the files that provide them.
 RIG, MATCH, PARAMS, VARIANTS = 'rig', 'match', 'params', 'variants'
-#: ``module:function(base: WorldConfig) -> list[WorldConfig]`` giving the twin's variants for
-#: variant aggregation (column d); '' while no variant source exists in this tree. The lead
-#: points it at the paired-eval variant option's library function when that lands.
-VARIANT_SOURCE = ''
+#: Settings a run folder's ``run.json`` may predate: taken as these values when it lacks them.
+FINGERPRINT_DEFAULTS: Mapping[str, Any] = {'variant_seed': 0}
 
 
 @dataclasses.dataclass(frozen=True)
 class Inputs:
-    """The files the twin's columns are built from ('' = not made: the column is unavailable)."""
+    """What the twin's columns are built from ('' or 0 = not made: the column is unavailable).
+
+    ``variants``: how many looks of :class:`~realm_ros.core.appearance.VariantSet` (seeded by
+    ``variant_seed``) the variant-aggregation column averages over. Variant k's look does not
+    depend on the count, so a run resumed with more variants keeps the episodes it has.
+    """
 
     rig_file: str = ''
     match_dir: str = ''
     params_file: str = ''
-    variant_source: str = VARIANT_SOURCE
+    variants: int = 0
+    variant_seed: int = 0
 
     def has(self, need: str) -> bool:
         """Whether the input ``need`` (:data:`RIG` ...) is there."""
         return bool({RIG: self.rig_file, MATCH: self.match_dir, PARAMS: self.params_file,
-                     VARIANTS: self.variant_source}[need])
+                     VARIANTS: self.variants}[need])
+
+    def variant_set(self) -> VariantSet:
+        """The looks of the variant-aggregation column (ConfigError if none are asked)."""
+        return VariantSet(self.variants, self.variant_seed)
+
+
+@dataclasses.dataclass(frozen=True)
+class Twin:
+    """One twin world of a column: its config and, for a variant, its look's index in
+    ``inputs.variant_set()`` (None: the look the config gives)."""
+
+    config: WorldConfig
+    variant: int | None = None
+
+    def make(self, inputs: Inputs) -> Any:
+        """Build the world (a variant dressed by ``AppearanceLook``, as the sweep does)."""
+        from realm_ros.core.world import make_world
+
+        if self.variant is None:
+            return make_world(self.config)
+        from realm_ros.backends.mujoco.appearance import AppearanceLook
+
+        look = AppearanceLook(inputs.variant_set().appearance(self.variant))
+        return make_world(self.config, look=look)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -81,41 +112,40 @@ class Column:
     name: str
     label: str
     needs: tuple[str, ...]
-    build: Callable[[WorldConfig, Inputs], list[WorldConfig]]
+    build: Callable[[WorldConfig, Inputs], list[Twin]]
 
     def unavailable(self, missing: Sequence[str]) -> str:
         """Why the column is not in the table, for a person."""
         why = {RIG: 'no calibrated rig', MATCH: 'no visual match', PARAMS: 'no sysid fit',
-               VARIANTS: 'no variant source in this tree'}
+               VARIANTS: 'no variants asked (--variants 0)'}
         return ', '.join(why[m] for m in missing)
 
     def missing(self, inputs: Inputs) -> list[str]:
         """The inputs this column lacks (empty: available)."""
         return [n for n in self.needs if not inputs.has(n)]
 
-    def worlds(self, base: WorldConfig, inputs: Inputs) -> list[WorldConfig]:
-        """The twin's world configs; more than one are variants whose scores are averaged."""
+    def worlds(self, base: WorldConfig, inputs: Inputs) -> list[Twin]:
+        """The twin's worlds; more than one are variants whose scores are averaged."""
         return self.build(base, inputs)
 
 
-def _variants(base: WorldConfig, inputs: Inputs) -> list[WorldConfig]:
-    import importlib
-
-    module, _, function = inputs.variant_source.partition(':')
-    source = getattr(importlib.import_module(module), function)
-    return list(source(base))
+def _variants(base: WorldConfig, inputs: Inputs) -> list[Twin]:
+    # SIMPLER's variant aggregation looks through the real cameras' poses (calibrated) and
+    # changes only the look; the physics is the twin's default, as in (b) and (c).
+    calibrated = dataclasses.replace(base, camera_rig_file=inputs.rig_file)
+    return [Twin(calibrated, k) for k in range(inputs.variant_set().count)]
 
 
 COLUMNS: tuple[Column, ...] = (
-    Column('a', 'raw', 'twin as it is', (), lambda b, i: [b]),
+    Column('a', 'raw', 'twin as it is', (), lambda b, i: [Twin(b)]),
     Column('b', 'calibrated', 'calibrated cameras', (RIG,),
-           lambda b, i: [dataclasses.replace(b, camera_rig_file=i.rig_file)]),
+           lambda b, i: [Twin(dataclasses.replace(b, camera_rig_file=i.rig_file))]),
     Column('c', 'matched', 'calibrated + visual matching', (MATCH,),
-           lambda b, i: [dataclasses.replace(b, visual_match_dir=i.match_dir)]),
-    Column('d', 'variants', 'variant aggregation', (VARIANTS,), _variants),
+           lambda b, i: [Twin(dataclasses.replace(b, visual_match_dir=i.match_dir))]),
+    Column('d', 'variants', 'variant aggregation', (RIG, VARIANTS), _variants),
     Column('e', 'sysid', 'matched + sysid', (MATCH, PARAMS),
-           lambda b, i: [dataclasses.replace(b, visual_match_dir=i.match_dir,
-                                             sim_params_file=i.params_file)]),
+           lambda b, i: [Twin(dataclasses.replace(b, visual_match_dir=i.match_dir,
+                                                  sim_params_file=i.params_file))]),
 )
 COLUMN_NAMES = tuple(c.name for c in COLUMNS)
 
@@ -233,8 +263,9 @@ class EpisodeStore:
         if meta.is_file():
             before = json.loads(meta.read_text())
             for key, value in fingerprint.items():
-                if before.get(key) != value:
-                    raise ConfigError(f'{out} was run with {key} {before.get(key)!r}, not '
+                was = before.get(key, FINGERPRINT_DEFAULTS.get(key))
+                if was != value:
+                    raise ConfigError(f'{out} was run with {key} {was!r}, not '
                                       f'{value!r}; use the same settings to resume, or a new '
                                       '--out')
         meta.write_text(json.dumps(dict(fingerprint), indent=2) + '\n')
@@ -263,9 +294,12 @@ class EpisodeStore:
         with open(self.path, 'a') as f:
             f.write(json.dumps(row) + '\n')
 
-    def frame_path(self, column_name: str, task: str, camera: str) -> pathlib.Path:
-        """Where seed 0's first frame of ``camera`` in ``column_name`` is kept (PNG)."""
-        return self.frames / column_name / f'{task}_{camera}.png'
+    def frame_path(self, column_name: str, task: str, camera: str, variant: int = 0
+                   ) -> pathlib.Path:
+        """Where seed 0's first frame of ``camera`` in ``column_name`` (its ``variant``) is
+        kept (PNG)."""
+        suffix = f'_variant_{variant}' if variant else ''
+        return self.frames / column_name / f'{task}_{camera}{suffix}.png'
 
     def first_frames(self, column_name: str, task: str, seed: int,
                      cameras: Sequence[str]) -> dict[str, np.ndarray] | None:
@@ -279,12 +313,13 @@ class EpisodeStore:
             return None
         return {c: np.asarray(imageio.imread(p)) for c, p in paths.items()}
 
-    def keep_frames(self, column_name: str, task: str, frames: Mapping[str, np.ndarray]) -> None:
+    def keep_frames(self, column_name: str, task: str, frames: Mapping[str, np.ndarray],
+                    variant: int = 0) -> None:
         """Keep seed 0's first frames for the contact sheet."""
         import imageio.v2 as imageio
 
         for camera, image in frames.items():
-            path = self.frame_path(column_name, task, camera)
+            path = self.frame_path(column_name, task, camera, variant)
             path.parent.mkdir(parents=True, exist_ok=True)
             imageio.imwrite(path, image)
 
@@ -328,7 +363,7 @@ def run(config: VisionDemoConfig, inputs: Inputs, out: pathlib.Path,
     """
     from realm_ros.core.world import make_world
 
-    store = EpisodeStore(out, config.fingerprint())
+    store = EpisodeStore(out, {**config.fingerprint(), 'variant_seed': inputs.variant_seed})
     entries = config.entries()
     if on_episode is not None:
         for _ in range(finished(store, config, inputs)):
@@ -363,14 +398,14 @@ def run(config: VisionDemoConfig, inputs: Inputs, out: pathlib.Path,
                     for col, variant in todo:
                         key = f'{col.name}/{variant}'
                         if key not in twins:
-                            twins[key] = [make_world(col.worlds(config.base(task),
-                                                                inputs)[variant])]
+                            twins[key] = [col.worlds(config.base(task), inputs)[variant]
+                                          .make(inputs)]
                         result, frames = _episode(twins[key][0], entry, spec, config.execute)
                         distance = image_distance(real_frames or {}, frames)
                         row = _row(result, col.name, entry, variant, distance)
                         store.add(row)
-                        if seed == 0 and variant == 0:
-                            store.keep_frames(col.name, task, frames)
+                        if seed == 0:
+                            store.keep_frames(col.name, task, frames, variant)
                         if on_episode is not None:
                             on_episode()
         finally:
@@ -381,13 +416,22 @@ def run(config: VisionDemoConfig, inputs: Inputs, out: pathlib.Path,
     return store
 
 
+def _worlds_of(config: VisionDemoConfig, inputs: Inputs) -> dict[str, int]:
+    """{column name: twin worlds (variants) per episode} of the available columns, real: 1."""
+    out = {REAL: 1}
+    for task, columns in plan(config, inputs):
+        for c in columns:
+            out[c.name] = len(c.worlds(config.base(task), inputs))
+    return out
+
+
 def finished(store: EpisodeStore, config: VisionDemoConfig, inputs: Inputs) -> int:
     """Episodes of the plan already in ``store`` (a resumed run's head start)."""
-    names = {REAL} | {c.name for _, columns in plan(config, inputs) for c in columns}
+    worlds = _worlds_of(config, inputs)
     labels = {e.label for e in config.entries()}
-    return sum(1 for (col, task, policy, seed, _) in store.records
-               if col in names and task in config.tasks and policy in labels
-               and seed < config.episodes)
+    return sum(1 for (col, task, policy, seed, variant) in store.records
+               if col in worlds and variant < worlds[col] and task in config.tasks
+               and policy in labels and seed < config.episodes)
 
 
 def count_episodes(config: VisionDemoConfig, inputs: Inputs) -> int:
@@ -402,9 +446,11 @@ def count_episodes(config: VisionDemoConfig, inputs: Inputs) -> int:
 # ----------------------------------------------------------------------------- summary
 
 def _cells(records: Iterable[Mapping[str, Any]], column_name: str, task_names: Sequence[str],
-           policies: Sequence[str], seeds: int) -> dict[tuple[str, str], np.ndarray] | None:
-    """{(task, policy): (seeds, 2) [real, twin] progression and success... } or None if any
-    episode is missing. Variants of one seed are averaged (variant aggregation)."""
+           policies: Sequence[str], seeds: int, variants: int = 1
+           ) -> dict[tuple[str, str], np.ndarray] | None:
+    """{(task, policy): (seeds, 4) [real progression, real success, twin progression, twin
+    success]} or None if any episode is missing. The twin's ``variants`` (indices 0..variants-1)
+    of one seed are averaged (variant aggregation); all of them must be there."""
     real: dict[tuple[str, str, int], Mapping[str, Any]] = {}
     twin: dict[tuple[str, str, int], list[Mapping[str, Any]]] = {}
     for r in records:
@@ -413,7 +459,7 @@ def _cells(records: Iterable[Mapping[str, Any]], column_name: str, task_names: S
         key = (r['task'], r['policy'], int(r['seed']))
         if r['column'] == REAL:
             real[key] = r
-        elif r['column'] == column_name:
+        elif r['column'] == column_name and int(r.get('variant', 0)) < variants:
             twin.setdefault(key, []).append(r)
     cells = {}
     for task in task_names:
@@ -424,6 +470,8 @@ def _cells(records: Iterable[Mapping[str, Any]], column_name: str, task_names: S
                 if key not in real or key not in twin:
                     return None
                 t = twin[key]
+                if len(t) < variants:
+                    return None
                 rows.append([float(real[key]['progression']), float(real[key]['success']),
                              float(np.mean([x['progression'] for x in t])),
                              float(np.mean([float(x['success']) for x in t]))])
@@ -471,8 +519,9 @@ def summarize(records: Sequence[Mapping[str, Any]], config: VisionDemoConfig,
     for col in (column(n) for n in config.columns):
         entry: dict[str, Any] = {'letter': col.letter, 'label': col.label}
         missing = col.missing(inputs)
+        worlds = 0 if missing else len(col.worlds(config.base(config.tasks[0]), inputs))
         cells = None if missing else _cells(records, col.name, config.tasks, policies,
-                                            config.episodes)
+                                            config.episodes, worlds)
         if missing or cells is None:
             entry['available'] = False
             entry['reason'] = (f'not available ({col.unavailable(missing)})' if missing
@@ -480,6 +529,7 @@ def summarize(records: Sequence[Mapping[str, Any]], config: VisionDemoConfig,
             out['columns'][col.name] = entry
             continue
         entry['available'] = True
+        entry['worlds'] = worlds
         scopes = {'all': list(config.tasks), **{t: [t] for t in config.tasks}}
         for scope, names in scopes.items():
             block: dict[str, Any] = {'per_policy': []}
@@ -499,14 +549,29 @@ def summarize(records: Sequence[Mapping[str, Any]], config: VisionDemoConfig,
             block['agreement_ci'] = _agreement_ci(cells, names, policies, config.episodes,
                                                   config.seed)
             entry[scope] = block
-        distances: dict[str, list[float]] = {}
-        for r in records:
-            if r['column'] == col.name:
-                for camera, value in r.get('image_mae', {}).items():
-                    distances.setdefault(camera, []).append(float(value))
-        entry['image_mae'] = {c: {'mean': float(np.mean(v)), 'ci': list(
-            metrics.bootstrap_ci(v, seed=config.seed)), 'frames': len(v)}
-            for c, v in sorted(distances.items())}
+        mine = [r for r in records if r['column'] == col.name
+                and r['task'] in config.tasks and r['policy'] in policies
+                and int(r['seed']) < config.episodes and int(r.get('variant', 0)) < worlds]
+        # Per episode (task, policy, seed) the mean over its variants, then over episodes.
+        per_episode: dict[str, dict[tuple[str, str, int], list[float]]] = {}
+        for r in mine:
+            for camera, value in r.get('image_mae', {}).items():
+                per_episode.setdefault(camera, {}).setdefault(
+                    (r['task'], r['policy'], int(r['seed'])), []).append(float(value))
+        entry['image_mae'] = {}
+        for camera, episodes in sorted(per_episode.items()):
+            v = [float(np.mean(x)) for x in episodes.values()]
+            entry['image_mae'][camera] = {
+                'mean': float(np.mean(v)), 'ci': list(metrics.bootstrap_ci(v, seed=config.seed)),
+                'frames': sum(len(x) for x in episodes.values()), 'episodes': len(v)}
+        if worlds > 1:
+            looks = inputs.variant_set()
+            entry['variants'] = [looks.name(k) for k in range(worlds)]
+            entry['per_variant'] = {
+                policy: [float(np.mean([r['progression'] for r in mine
+                                        if r['policy'] == policy and int(r['variant']) == k
+                                        and r.get('outcome') != 'infra_failure']))
+                         for k in range(worlds)] for policy in policies}
         out['columns'][col.name] = entry
     return out
 
@@ -594,19 +659,27 @@ def distance_figure(summary: Mapping[str, Any], path: pathlib.Path) -> pathlib.P
     return path
 
 
-def contact_sheet(store: EpisodeStore, config: VisionDemoConfig, path: pathlib.Path
-                  ) -> pathlib.Path | None:
-    """Rows: (task, camera); columns: real | twin | calibrated | matched | ... (seed 0)."""
+def contact_sheet(store: EpisodeStore, config: VisionDemoConfig, path: pathlib.Path,
+                  inputs: Inputs | None = None) -> pathlib.Path | None:
+    """Rows: (task, camera); columns: real | twin | calibrated | matched | ... (seed 0). The
+    variants' column shows one variant per axis (variant 0 is the calibrated twin's look)."""
     import imageio.v2 as imageio
     from PIL import Image, ImageDraw
 
-    names = [REAL, *[n for n in COLUMN_NAMES if n in config.columns]]
+    tiles_of: list[tuple[str, int, str]] = [(REAL, 0, 'digital real')]
+    for name in (n for n in COLUMN_NAMES if n in config.columns):
+        count = inputs.variants if inputs is not None and name == 'variants' else 0
+        if count > 1:
+            looks = VariantSet(count, inputs.variant_seed if inputs else 0)
+            tiles_of += [(name, k, f'var {k} {looks.axis(k)}') for k in range(1, min(count, 5))]
+        else:
+            tiles_of.append((name, 0, name))
     rows = []
     for task in config.tasks:
         for camera in config.cameras:
             tiles = []
-            for name in names:
-                p = store.frame_path(name, task, camera)
+            for name, variant, title in tiles_of:
+                p = store.frame_path(name, task, camera, variant)
                 if not p.is_file():
                     continue
                 image = Image.fromarray(np.asarray(imageio.imread(p))[..., :3])
@@ -616,7 +689,6 @@ def contact_sheet(store: EpisodeStore, config: VisionDemoConfig, path: pathlib.P
                                          Image.Resampling.NEAREST)
                 draw = ImageDraw.Draw(image)
                 draw.rectangle((0, 0, image.width, 12), fill=(20, 20, 20))
-                title = 'digital real' if name == REAL else name
                 draw.text((3, 0), f'{title}  {task} {camera}', fill=(240, 240, 240))
                 tiles.append(np.asarray(image))
             if tiles:
@@ -642,7 +714,7 @@ def write_outputs(store: EpisodeStore, config: VisionDemoConfig, inputs: Inputs)
     files = {'summary': str(out / SUMMARY_FILE), 'table': str(out / TABLE_FILE)}
     if any(c['available'] for c in summary['columns'].values()):
         files['image_distance'] = str(distance_figure(summary, out / DISTANCE_FILE))
-    sheet = contact_sheet(store, config, out / SHEET_FILE)
+    sheet = contact_sheet(store, config, out / SHEET_FILE, inputs)
     if sheet is not None:
         files['contact_sheet'] = str(sheet)
     summary['files'] = files

@@ -11,7 +11,8 @@
 ``realm-ros demo --vision`` is the second demo (:mod:`realm_ros.vision_demo`,
 docs/vision-demo.md): a learned ladder trained on the digital real's demonstrations, digital real
 (hidden appearance and dynamics) vs the twin as it is, with calibrated cameras, calibrated +
-visual matching, variant aggregation (where available) and with sysid too. Its steps: record the
+visual matching, variant aggregation (the calibrated twin over ``--variants`` looks) and with
+sysid too. Its steps: record the
 calibration sweep, calibrate, match, record and fit sysid (each a public command, skipped when
 its output exists or is given), then the paired episodes in process, the table and two figures.
 
@@ -32,7 +33,7 @@ import subprocess
 import sys
 import time
 
-from realm_ros.core.errors import RealmError
+from realm_ros.core.errors import ConfigError, RealmError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -80,12 +81,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help='--vision: a `cameras match` folder to use instead of matching')
     vision.add_argument('--sim-params', default='', metavar='FILE',
                         help='--vision: identified parameters to use instead of sysid')
+    vision.add_argument('--variants', type=int, default=VARIANTS, metavar='N',
+                        help="--vision: column (d), SIMPLER's variant aggregation over N looks "
+                             'of the calibrated twin (core.appearance.VariantSet: its own look, '
+                             'then background, lighting, table, distractors; SIMPLER uses 9); '
+                             f'0 = no column (d) (default {VARIANTS})')
     vision.add_argument('--calibration-poses', type=int, default=16,
                         help='--vision: arm poses of the calibration recording')
     vision.add_argument('--quiet', action='store_true', help='--vision: no progress bar')
 
 
 _COLUMNS = ('raw', 'calibrated', 'matched', 'variants', 'sysid')
+#: --vision's default variant count: the twin's own look and one variant per axis.
+VARIANTS = 5
 
 
 def _run(step: str, argv: list[str]) -> None:
@@ -169,7 +177,7 @@ def _vision_inputs(args: argparse.Namespace, out: pathlib.Path, columns: list[st
                    appearance: str, dynamics: str) -> tuple[str, str, str]:
     """Make (or take) the calibrated rig, the visual match and the identified parameters the
     asked columns need; each step is the public command, skipped when its output exists."""
-    need_rig = bool({'calibrated', 'matched', 'sysid'} & set(columns))
+    need_rig = bool({'calibrated', 'matched', 'variants', 'sysid'} & set(columns))
     need_match = bool({'matched', 'sysid'} & set(columns))
     rig = _file(args.rig, '--rig') if args.rig else ''
     match = _file(args.visual_match, '--visual-match') if args.visual_match else ''
@@ -239,8 +247,11 @@ def run_vision(args: argparse.Namespace) -> int:
         width=width, height=height, appearance_file=appearance, dynamics_file=dynamics,
         columns=tuple(columns), seed=args.seed)
     config.entries()
+    if args.variants < 0:
+        raise ConfigError(f'--variants must be 0 or more, got {args.variants}')
     rig, match, params = _vision_inputs(args, out, columns, appearance, dynamics)
-    inputs = vision_demo.Inputs(rig_file=rig, match_dir=match, params_file=params)
+    inputs = vision_demo.Inputs(rig_file=rig, match_dir=match, params_file=params,
+                                variants=args.variants, variant_seed=args.seed)
     for name in columns:
         col = vision_demo.column(name)
         if col.missing(inputs):

@@ -3,13 +3,15 @@
 Real MuJoCo worlds (the digital real with its hidden appearance and dynamics, the twin), the
 shipped real-trained checkpoints, 64x36 images, one seed and a few steps: the table's structure,
 a column without its input reported as not available, resuming, and figures that come from the
-episodes (the hidden appearance makes the image distance; without it the first frames agree).
+episodes (the hidden appearance makes the image distance; without it the first frames agree;
+the variant-aggregation column averages its variants' episodes).
 """
 
 from __future__ import annotations
 
 import json
 import pathlib
+import shutil
 
 import numpy as np
 import pytest
@@ -23,19 +25,27 @@ REPO = pathlib.Path(__file__).resolve().parents[2]
 LADDER = [f'{s}=learned:path={REPO}/checkpoints/learned_real/{s}.pt' for s in ('early', 'final')]
 
 
-def _demo(out: pathlib.Path, appearance: str) -> int:
+LAB = str(REPO / 'config/appearance/lab_demo.yaml')
+
+
+def _demo(out: pathlib.Path, appearance: str, variants: int = 2, seed: int = 0) -> int:
     return cli.main(['demo', '--vision', '--out', str(out), '--tasks', 'push_switch',
                      '--episodes-per-cell', '1', '--max-steps', '3', '--image-size', '64x36',
                      '--columns', 'raw,calibrated,variants', '--rig',
                      str(REPO / 'config/cameras/droid.yaml'), '--appearance', appearance,
+                     '--variants', str(variants), '--seed', str(seed),
                      '--policies', *LADDER, '--quiet'])
+
+
+def _rows(folder: pathlib.Path) -> list[dict]:
+    return [json.loads(x) for x in (folder / 'episodes.jsonl').read_text().splitlines()]
 
 
 @pytest.fixture(scope='module')
 def runs(tmp_path_factory):
     root = tmp_path_factory.mktemp('vision')
-    assert _demo(root / 'lab', str(REPO / 'config/appearance/lab_demo.yaml')) == 0
-    assert _demo(root / 'plain', 'none') == 0
+    assert _demo(root / 'lab', LAB) == 0
+    assert _demo(root / 'plain', 'none', variants=0) == 0
     return root
 
 
@@ -43,9 +53,10 @@ def test_table_structure_and_unavailable_column(runs):
     summary = json.loads((runs / 'lab' / 'summary.json').read_text())
     assert summary['policies'] == ['early', 'final']
     assert list(summary['columns']) == ['raw', 'calibrated', 'variants']
-    variants = summary['columns']['variants']
-    assert variants['available'] is False and variants['reason'].startswith('not available')
-    for name in ('raw', 'calibrated'):
+    plain = json.loads((runs / 'plain' / 'summary.json').read_text())['columns']['variants']
+    assert plain['available'] is False
+    assert plain['reason'] == 'not available (no variants asked (--variants 0))'
+    for name in ('raw', 'calibrated', 'variants'):
         block = summary['columns'][name]['all']
         assert [p['policy'] for p in block['per_policy']] == ['early', 'final']
         assert set(block['agreement_ci']) == {'pearson_r', 'mmrv', 'mean_abs_gap'}
@@ -54,9 +65,49 @@ def test_table_structure_and_unavailable_column(runs):
     for row in ('early: success / progression', 'Pearson r', 'MMRV', 'mean abs gap',
                 'Kruskal-Wallis p', 'image distance exterior_1', 'image distance wrist'):
         assert row in table
-    assert 'not available (no variant source in this tree)' in table
+    assert '(d) variant aggregation' in table and 'not available' not in table
     for name in ('contact_sheet.png', 'image_distance.png'):
         assert (runs / 'lab' / name).stat().st_size > 1000
+
+
+def test_variant_aggregation_comes_from_its_episodes(runs):
+    summary = json.loads((runs / 'lab' / 'summary.json').read_text())
+    column = summary['columns']['variants']
+    assert column['available'] is True and column['worlds'] == 2
+    assert column['variants'] == ['variant_0', 'variant_1_background']
+    rows = {(r['policy'], r['variant']): r for r in _rows(runs / 'lab')
+            if r['column'] == 'variants'}
+    assert sorted(rows) == [('early', 0), ('early', 1), ('final', 0), ('final', 1)]
+    calibrated = {r['policy']: r for r in _rows(runs / 'lab') if r['column'] == 'calibrated'}
+    for k, policy in enumerate(('early', 'final')):
+        mine = [rows[(policy, v)] for v in (0, 1)]
+        entry = column['all']['per_policy'][k]
+        assert entry['sim_progress'] == pytest.approx(np.mean([r['progression'] for r in mine]))
+        assert column['per_variant'][policy] == [r['progression'] for r in mine]
+        # Variant 0 is the calibrated twin's own look; variant 1 repaints walls and floor.
+        v0, v1 = (r['image_mae']['exterior_1'] for r in mine)
+        assert v0 == pytest.approx(calibrated[policy]['image_mae']['exterior_1'])
+        assert abs(v1 - v0) > 0.5
+    # The column's image distance: per episode the mean over its variants, then over episodes.
+    expected = np.mean([np.mean([rows[(p, v)]['image_mae']['exterior_1'] for v in (0, 1)])
+                        for p in ('early', 'final')])
+    assert column['image_mae']['exterior_1']['mean'] == pytest.approx(expected)
+    assert column['image_mae']['exterior_1']['frames'] == 4
+
+
+def test_more_variants_resume_and_other_variant_seed_refused(runs, tmp_path):
+    folder = tmp_path / 'more'
+    shutil.copytree(runs / 'lab', folder)
+    before = _rows(folder)
+    assert _demo(folder, LAB, variants=3) == 0
+    after = _rows(folder)
+    assert after[:len(before)] == before  # nothing run again
+    assert sorted((r['column'], r['variant']) for r in after[len(before):]) == [
+        ('variants', 2), ('variants', 2)]
+    summary = json.loads((folder / 'summary.json').read_text())
+    assert summary['columns']['variants']['worlds'] == 3
+    # The variants' looks come from --seed: another seed on the same folder is refused.
+    assert _demo(folder, LAB, variants=3, seed=1) == 2
 
 
 def test_image_distance_comes_from_the_episodes(runs):
@@ -68,16 +119,16 @@ def test_image_distance_comes_from_the_episodes(runs):
     # same initial state); lab_demo's cameras, materials, light and sensor make the gap.
     assert distance('plain') < 1.0
     assert distance('lab') > 10.0
-    rows = [json.loads(x) for x in (runs / 'lab' / 'episodes.jsonl').read_text().splitlines()]
-    assert {r['column'] for r in rows} == {'real', 'raw', 'calibrated'}
-    assert len(rows) == 2 * 3
+    rows = _rows(runs / 'lab')
+    assert {r['column'] for r in rows} == {'real', 'raw', 'calibrated', 'variants'}
+    assert len(rows) == 2 * 5  # per policy: real, raw, calibrated, two variants
     kept = np.mean([r['image_mae']['exterior_1'] for r in rows if r['column'] == 'raw'])
     assert kept == pytest.approx(distance('lab'))
 
 
 def test_resume_runs_nothing_twice(runs):
     before = (runs / 'lab' / 'episodes.jsonl').read_text()
-    assert _demo(runs / 'lab', str(REPO / 'config/appearance/lab_demo.yaml')) == 0
+    assert _demo(runs / 'lab', LAB) == 0
     assert (runs / 'lab' / 'episodes.jsonl').read_text() == before
     # Other settings on the same folder are refused, naming the field.
     assert cli.main(['demo', '--vision', '--out', str(runs / 'lab'), '--tasks', 'push_switch',
