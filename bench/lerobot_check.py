@@ -118,6 +118,11 @@ def ensure_venv(venv: pathlib.Path, python: str, release: str) -> pathlib.Path:
             '--no-install-recommends', 'ffmpeg'], env=dict(os.environ,
                                                          DEBIAN_FRONTEND='noninteractive'))
     if not py.exists():
+        works = shutil.which(python) and subprocess.run(
+            [python, '-c', 'pass'], capture_output=True).returncode == 0  # a pyenv shim may not
+        if not works:
+            sys.exit(f'lerobot_check: no interpreter {python!r} to make {venv}; pass --python '
+                     f'(lerobot {release} needs {RELEASES[release][1]})')
         sh([python, '-m', 'venv', str(venv)])
     for group in RELEASES[release][2]:
         sh([str(py), '-m', 'pip', 'install', '-q', *group])
