@@ -1,14 +1,17 @@
 """Does the real lerobot load a fresh ``realm-ros dataset`` folder? (issue 28; not in make test)
 
-Run: ``.venv/bin/python bench/lerobot_check.py [--data DIR] [--episodes 6] [--steps 3]``.
+Run: ``.venv/bin/python bench/lerobot_check.py [--lerobot 0.6.1] [--python PY] [--venv DIR]
+[--data DIR] [--episodes 3] [--steps 3]``.
 
-1. Makes the lerobot venv (``--venv``, default /work/venvs/lerobot) if it is not there:
-   Debian's FFmpeg libraries (torchcodec loads them), then ``torch==2.9.1 torchvision==0.24.1``
-   and ``lerobot==0.4.4 torchcodec==0.8.1``. Why these: this machine has Python 3.11, and
-   lerobot 0.5 and later need 3.12, so 0.4.4 is the newest that installs; it pins
-   ``torch<2.11`` and ``torchvision<0.26``, and PyPI's torchvision does not import beside the
-   CPU torch 2.13 file on this disk, so torch 2.9.1 (with its matching torchvision, a CUDA
-   build that runs on the CPU) it is; torchcodec 0.8 is the release built for torch 2.9.
+1. Makes the lerobot venv (``--venv``; default /work/venvs/lerobot312 for 0.6.1,
+   /work/venvs/lerobot for 0.4.4) with ``--python`` (default ``python3.12`` / ``python3.11``)
+   if it is not there: Debian's FFmpeg libraries (torchcodec loads them), then the release's
+   pins (``RELEASES``). 0.6.1 (the newest, needs Python 3.12): ``lerobot[dataset,diffusion,
+   training]==0.6.1``, which brings torch 2.11, torchvision 0.26, torchcodec 0.11 and av 15
+   from PyPI (a CUDA build of torch that runs on the CPU; PyPI has no CPU-only Linux torch).
+   0.4.4 (the newest for Python 3.11): ``torch==2.9.1 torchvision==0.24.1``, then
+   ``lerobot==0.4.4 torchcodec==0.8.1`` (PyPI's torchvision does not import beside the CPU
+   torch 2.13 file on this disk; torchcodec 0.8 is the release built for torch 2.9).
 2. Writes a fresh dataset with ``realm-ros dataset`` (v3.0, two tasks, failures kept so every
    episode counts), or takes ``--data``.
 3. In the lerobot venv, with the hub offline: ``LeRobotDataset(repo_id, root=DIR)`` with
@@ -33,8 +36,13 @@ import sys
 import tempfile
 import time
 
-LEROBOT = 'lerobot==0.4.4'
-PINS = (['torch==2.9.1', 'torchvision==0.24.1'], [LEROBOT, 'torchcodec==0.8.1'])
+#: lerobot release -> (default venv, default interpreter, pip install groups in order).
+RELEASES = {
+    '0.6.1': ('/work/venvs/lerobot312', 'python3.12',
+              (['lerobot[dataset,diffusion,training]==0.6.1'],)),
+    '0.4.4': ('/work/venvs/lerobot', 'python3.11',
+              (['torch==2.9.1', 'torchvision==0.24.1'], ['lerobot==0.4.4', 'torchcodec==0.8.1'])),
+}
 REPO_ID = 'realm_ros/check'
 
 INNER = r"""
@@ -54,6 +62,12 @@ try:
     report['versions']['lerobot'] = version('lerobot')
 except Exception:
     pass
+try:  # lerobot-train's flags differ between releases (eval_freq became env_eval_freq)
+    import dataclasses
+    from lerobot.configs.train import TrainPipelineConfig
+    report['train_fields'] = [f.name for f in dataclasses.fields(TrainPipelineConfig)]
+except Exception:
+    report['train_fields'] = []
 for backend in ('torchcodec', 'pyav'):
     for delta in (False, True):
         t0 = time.monotonic()
@@ -89,10 +103,14 @@ def sh(cmd: list[str], **kw) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, check=True, **kw)
 
 
-def ensure_venv(venv: pathlib.Path) -> pathlib.Path:
+def ensure_venv(venv: pathlib.Path, python: str, release: str) -> pathlib.Path:
     py = venv / 'bin' / 'python'
-    probe = [str(py), '-c', 'import lerobot, torchcodec.decoders']
-    if py.exists() and subprocess.run(probe, capture_output=True).returncode == 0:
+    probe = [str(py), '-c', 'import lerobot, torchcodec.decoders; from importlib.metadata '
+             'import version; print(version("lerobot"))']
+    found = subprocess.run(probe, capture_output=True, text=True) if py.exists() else None
+    if found is not None and found.returncode == 0:
+        if found.stdout.strip() != release:
+            print(f'{venv} has lerobot {found.stdout.strip()}, not {release}: checking that')
         return py
     if shutil.which('apt-get') and not any(pathlib.Path('/usr/lib').rglob('libavcodec.so.*')):
         sh(['apt-get', 'update', '-qq'])
@@ -100,8 +118,13 @@ def ensure_venv(venv: pathlib.Path) -> pathlib.Path:
             '--no-install-recommends', 'ffmpeg'], env=dict(os.environ,
                                                          DEBIAN_FRONTEND='noninteractive'))
     if not py.exists():
-        sh(['python3.11', '-m', 'venv', str(venv)])
-    for group in PINS:
+        works = shutil.which(python) and subprocess.run(
+            [python, '-c', 'pass'], capture_output=True).returncode == 0  # a pyenv shim may not
+        if not works:
+            sys.exit(f'lerobot_check: no interpreter {python!r} to make {venv}; pass --python '
+                     f'(lerobot {release} needs {RELEASES[release][1]})')
+        sh([python, '-m', 'venv', str(venv)])
+    for group in RELEASES[release][2]:
         sh([str(py), '-m', 'pip', 'install', '-q', *group])
     return py
 
@@ -115,14 +138,22 @@ def make_dataset(out: pathlib.Path, episodes: int, max_steps: int) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument('--venv', type=pathlib.Path, default=pathlib.Path('/work/venvs/lerobot'))
+    parser.add_argument('--lerobot', choices=sorted(RELEASES), default='0.6.1',
+                        help='lerobot release to install into a new venv (default the newest)')
+    parser.add_argument('--python', default=None,
+                        help='interpreter that makes a new venv (default python3.12 for 0.5+, '
+                             'python3.11 for 0.4.4), e.g. ~/.pyenv/versions/3.12.1/bin/python')
+    parser.add_argument('--venv', type=pathlib.Path, default=None,
+                        help='lerobot venv (made if missing; default per --lerobot)')
     parser.add_argument('--data', type=pathlib.Path, default=None,
                         help='dataset folder to check (default: write a fresh one)')
     parser.add_argument('--episodes', type=int, default=3, help='episodes per task (fresh set)')
     parser.add_argument('--max-steps', type=int, default=40, help='steps per episode')
     parser.add_argument('--steps', type=int, default=3, help='lerobot-train steps (0: none)')
     args = parser.parse_args()
-    py = ensure_venv(args.venv)
+    default_venv, default_python, _ = RELEASES[args.lerobot]
+    args.venv = args.venv or pathlib.Path(default_venv)
+    py = ensure_venv(args.venv, args.python or default_python, args.lerobot)
     work = pathlib.Path(tempfile.mkdtemp(prefix='lerobot_check_'))
     data = args.data or work / 'data'
     if args.data is None:
@@ -154,7 +185,11 @@ def main() -> int:
            f'--dataset.root={data}', '--policy.type=diffusion', '--policy.device=cpu',
            '--policy.push_to_hub=false', f'--steps={args.steps}', '--batch_size=2',
            '--num_workers=0', f'--output_dir={train}', '--wandb.enable=false',
-           '--save_checkpoint=false', '--log_freq=1', '--eval_freq=0']
+           '--save_checkpoint=false', '--log_freq=1']
+    fields = report.get('train_fields', [])
+    # no ImageNet download (no hub here): 0.6's diffusion defaults to ResNet18 weights
+    cmd.append('--policy.pretrained_backbone_weights=null')
+    cmd.append('--env_eval_freq=0' if 'env_eval_freq' in fields else '--eval_freq=0')
     print('+ ' + ' '.join(cmd), flush=True)
     run = subprocess.run(cmd, env=env, capture_output=True, text=True)
     steps = re.findall(r'step:(\d+) .*?loss:([0-9.]+)', run.stdout + run.stderr)

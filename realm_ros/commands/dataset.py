@@ -128,8 +128,7 @@ def run(args: argparse.Namespace) -> int:
     if getattr(args, 'from_run', None) is not None:
         return export(args)
     os.environ.setdefault('MUJOCO_GL', 'egl')
-    from tqdm import tqdm
-
+    from realm_ros import console
     from realm_ros.commands.episode import parse_image_size
     from realm_ros.core.config import CAMERA_NAMES
     from realm_ros.core.episode import run_episode
@@ -185,10 +184,11 @@ def run(args: argparse.Namespace) -> int:
     start = time.monotonic()
     todo = [(name, args.seed_offset + i) for name in names for i in range(args.episodes)
             if (name, args.seed_offset + i) not in done]
-    if writer.resumed:
+    if writer.resumed:  # before the bar, and shown under --quiet too (it only hides the bar)
         print(f'dataset {args.out}: resuming with {writer.resumed} episodes written, '
               f'{len(todo)} of {args.episodes * len(names)} attempts to go', flush=True)
-    bar = tqdm(total=len(todo), unit='ep', disable=args.quiet, desc='dataset')
+    console.set_quiet(args.quiet)
+    bar = console.bar(len(todo), 'dataset', unit='ep')
     try:
         for name in names:
             seeds = [seed for task, seed in todo if task == name]
