@@ -7,11 +7,13 @@ every sampled frame is labelled by the episode referee's rubric (``ProgressTrack
 so far, sticky), and it runs on CPU.
 
 * **input**: the current frame and the episode's first frame, each resized (area) to 64x36 RGB,
-  stacked as 6 channels (what moved since the start is what the stages are about), and the task
-  (an embedding per task it was trained on);
-* **network**: four strided 3x3 convolutions (16-32-64-64 channels, GroupNorm, ReLU), global
-  average pooling, the task embedding concatenated, a 64-unit MLP, one logit per stage count;
-  logits past the task's N are masked out. About 60 k parameters, a 250 kB checkpoint;
+  and their difference, stacked as 9 channels (what moved since the start is what the stages
+  are about), and the task (an embedding per task it was trained on);
+* **network**: four strided 3x3 convolutions (16-32-64-64 channels, GroupNorm, ReLU), the last
+  3x4 feature map flattened (where things are is what the stages are about), the task
+  embedding concatenated, a 64-unit MLP, one logit per stage count; logits past the task's N
+  are masked out. About 112 k parameters, a 233 kB checkpoint (the first checkpoint's 6-channel,
+  average-pooled network still loads: ``config`` says which);
 * **episode**: frames sampled at 3 per second; the per-frame expected progress is median
   filtered (3 frames) and made monotone (running maximum: the rubric's stages stay met), so a
   stage is proposed at the first frame whose filtered count reaches it; the episode's
