@@ -8,8 +8,9 @@ Four forms:
   (``paired-eval --videos``, ``sweep --videos``) into ``RUN_DIR/scores.jsonl``, beside
   ``episodes.jsonl`` and never in it; ``summary.json`` gains a ``scorers`` section and the
   report a scorer column. Episodes already scored by the same scorer are skipped (resumable);
-* ``realm-ros score train [--out CKPT]`` runs the labelled episodes of the twin and the digital
-  real (cached under ``--data-dir``) and trains the learned progress-and-stage scorer on CPU;
+* ``realm-ros score train [--out CKPT] [--validate]`` runs the labelled episodes of the twin
+  and the digital real (cached under ``--data-dir``) and trains the learned progress-and-stage
+  scorer on CPU (``--validate``: on all but seeds 6-7, and prints its agreement on those);
 * ``realm-ros score eval [--checkpoint CKPT]`` measures a learned scorer against the rubric on
   held-out digital-real episodes and on a policy it never saw.
 
@@ -65,7 +66,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--data-dir', type=pathlib.Path, default=DEFAULT_DATA_DIR,
                         help='train/eval: labelled episodes are cached here (train.npz, '
                              'heldout.npz, unseen.npz); delete them to run the episodes anew')
-    parser.add_argument('--epochs', type=int, default=None, help='train: epochs (default 20)')
+    parser.add_argument('--epochs', type=int, default=None,
+                        help="train: epochs (default: the shipped settings', 40)")
+    parser.add_argument('--validate', action='store_true',
+                        help="train: hold the training plan's seeds 6-7 back, train on the "
+                             "rest and print the scorer's agreement on them (writes no "
+                             'checkpoint unless --out is given)')
     parser.add_argument('--seed', type=int, default=0, help='train: seed')
     parser.add_argument('--device', default='cpu', help='train: torch device (cpu, cuda)')
     parser.add_argument('--appearance', default=None, metavar='FILE',
@@ -282,48 +288,82 @@ def _appearance(args: argparse.Namespace) -> str:
 
 
 def run_train(args: argparse.Namespace) -> int:
-    """Run (or read) the training episodes, train the scorer, write the checkpoint."""
+    """Run (or read) the training episodes, train the scorer, write the checkpoint.
+
+    With ``--validate``, train on the plan's episodes but those of the validation seeds and
+    print the scorer's agreement on those (how the shipped settings were chosen, blind to the
+    held-out and unseen-policy sets)."""
+    import dataclasses
+
     from realm_ros.scorers import learned
 
-    config = learned.TrainConfig(seed=args.seed, device=args.device, **(
+    config = dataclasses.replace(learned.SHIPPED, seed=args.seed, device=args.device, **(
         {'epochs': args.epochs} if args.epochs is not None else {}))
     if config.epochs < 1:
         raise ConfigError(f'--epochs must be >= 1, got {config.epochs}')
-    out = args.out or learned.DEFAULT_CHECKPOINT
     episodes = labelled('train', args.data_dir, _appearance(args))
+    validation: list[Any] = []
+    if args.validate:
+        episodes, validation = learned.split(episodes)
+        if not episodes or len(validation) < 2:
+            raise DataError(f'--validate: the training set has no episodes of seeds '
+                            f'{learned.VALIDATION_SEEDS} to hold back')
     start = time.monotonic()
     checkpoint = learned.train(episodes, config,
                                log=lambda line: print(line, file=sys.stderr))
     checkpoint['meta']['train_s'] = round(time.monotonic() - start, 1)
-    learned.save_checkpoint(out, checkpoint)
     meta = checkpoint['meta']
     print(f'trained on {meta["episodes"]} episodes ({meta["frames"]} frames; worlds '
           f'{", ".join(meta["worlds"])}; policies {", ".join(meta["policies"])}) in '
-          f'{meta["train_s"]} s; wrote {out} ({pathlib.Path(out).stat().st_size / 1e3:.0f} kB)')
+          f'{meta["train_s"]} s')
+    if args.validate:
+        scorer = learned.LearnedScorer(checkpoint)
+        digital = [e for e in validation if e.world == 'digital_real']
+        _print_table(f'validation (training plan, seeds {learned.VALIDATION_SEEDS})', [
+            ('validation', learned.evaluate(scorer, validation),
+             learned.baselines(validation, episodes)),
+            ('validation digital_real', learned.evaluate(scorer, digital),
+             learned.baselines(digital, episodes))])
+        if args.out is None:
+            return 0
+    out = args.out or learned.DEFAULT_CHECKPOINT
+    learned.save_checkpoint(out, checkpoint)
+    print(f'wrote {out} ({pathlib.Path(out).stat().st_size / 1e3:.0f} kB)')
     return 0
 
 
+def _print_table(title: str, rows: list[tuple[str, dict[str, Any], dict[str, Any]]]) -> None:
+    """Print agreement figures with the constant baselines beside them (a Markdown table)."""
+    print(f'{title}:')
+    print('| set | episodes | frames | Pearson r | mean abs error (mean-progression baseline) | '
+          'stage accuracy (majority-count baseline) | final stage accuracy | '
+          'success accuracy (always-success baseline) |')
+    print('|---|---|---|---|---|---|---|---|')
+    for name, r, b in rows:
+        print(f'| {name} | {r["episodes"]} | {r["frames"]} | {r["pearson_r"]:.3f} | '
+              f'{r["mean_abs_error"]:.3f} ({b["mean_progression_abs_error"]:.3f}) | '
+              f'{r["stage_accuracy"]:.3f} ({b["majority_stage_accuracy"]:.3f}) | '
+              f'{r["final_stage_accuracy"]:.3f} | {r["success_accuracy"]:.3f} '
+              f'({b["always_success_accuracy"]:.3f}) |')
+
+
 def run_eval(args: argparse.Namespace) -> int:
-    """Measure the learned scorer against the rubric on the held-out and unseen-policy sets."""
+    """Measure the learned scorer against the rubric on the held-out and unseen-policy sets,
+    with the constant baselines (their constants from the training set) beside it."""
     from realm_ros.scorers import learned
 
     scorer = learned.LearnedScorer(args.checkpoint or learned.DEFAULT_CHECKPOINT)
     appearance = _appearance(args)
+    reference = labelled('train', args.data_dir, appearance)
     figures: dict[str, Any] = {'scorer': scorer.name}
     rows = []
     for name in ('heldout', 'unseen'):
-        result = learned.evaluate(scorer, labelled(name, args.data_dir, appearance))
+        episodes = labelled(name, args.data_dir, appearance)
+        result = learned.evaluate(scorer, episodes)
+        result['baselines'] = learned.baselines(episodes, reference)
         figures[name] = result
-        rows.append((name, result))
-    print(f'{scorer.name} against the rubric (digital real, hidden appearance):')
-    print('| set | episodes | frames | Pearson r | mean abs error | stage accuracy | '
-          'final stage accuracy | success accuracy | rubric success rate |')
-    print('|---|---|---|---|---|---|---|---|---|')
-    for name, r in rows:
-        print(f'| {name} | {r["episodes"]} | {r["frames"]} | {r["pearson_r"]:.3f} | '
-              f'{r["mean_abs_error"]:.3f} | {r["stage_accuracy"]:.3f} | '
-              f'{r["final_stage_accuracy"]:.3f} | {r["success_accuracy"]:.3f} | '
-              f'{r["rubric_success_rate"]:.2f} |')
+        rows.append((name, result, result['baselines']))
+    _print_table(f'{scorer.name} against the rubric (digital real, hidden appearance)', rows)
     if args.json is not None:
         args.json.write_text(json.dumps(figures, indent=2, default=float))
     return 0

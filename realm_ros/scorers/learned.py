@@ -7,11 +7,13 @@ every sampled frame is labelled by the episode referee's rubric (``ProgressTrack
 so far, sticky), and it runs on CPU.
 
 * **input**: the current frame and the episode's first frame, each resized (area) to 64x36 RGB,
-  stacked as 6 channels (what moved since the start is what the stages are about), and the task
-  (an embedding per task it was trained on);
-* **network**: four strided 3x3 convolutions (16-32-64-64 channels, GroupNorm, ReLU), global
-  average pooling, the task embedding concatenated, a 64-unit MLP, one logit per stage count;
-  logits past the task's N are masked out. About 60 k parameters, a 250 kB checkpoint;
+  and their difference, stacked as 9 channels (what moved since the start is what the stages
+  are about), and the task (an embedding per task it was trained on);
+* **network**: four strided 3x3 convolutions (16-32-64-64 channels, GroupNorm, ReLU), the last
+  3x4 feature map flattened (where things are is what the stages are about), the task
+  embedding concatenated, a 64-unit MLP, one logit per stage count; logits past the task's N
+  are masked out. About 112 k parameters, a 233 kB checkpoint (the first checkpoint's 6-channel,
+  average-pooled network still loads: ``config`` says which);
 * **episode**: frames sampled at 3 per second; the per-frame expected progress is median
   filtered (3 frames) and made monotone (running maximum: the rubric's stages stay met), so a
   stage is proposed at the first frame whose filtered count reaches it; the episode's
@@ -43,6 +45,10 @@ IMAGE_W, IMAGE_H = 64, 36
 SAMPLE_FPS = 3.0
 #: Most stages of any task (REALM: 5), so classes 0..MAX_STAGES.
 MAX_STAGES = 5
+#: Ways the network pools its last feature map (see :func:`build_net`).
+POOLS = ('mean', 'flat')
+#: Its size after four stride-2 convolutions of 36x64.
+_FEATURE_H, _FEATURE_W = 3, 4
 DEFAULT_CHECKPOINT = pathlib.Path(__file__).resolve().parents[1] / 'data' / 'progress_scorer.pt'
 
 
@@ -239,35 +245,51 @@ def _torch() -> Any:
     return torch
 
 
-def build_net(n_tasks: int, width: int = 16) -> Any:
-    """Return the scorer's network (see the module docstring)."""
+def build_net(n_tasks: int, width: int = 16, diff: bool = False, pool: str = 'mean') -> Any:
+    """Return the scorer's network (see the module docstring).
+
+    ``diff``: the input has a third image, the current frame minus the first (9 channels, not
+    6); ``pool``: ``'flat'`` keeps where things are (the last 3x4 feature map flattened),
+    ``'mean'`` (the first checkpoint's) averages it away.
+    """
     torch = _torch()
     nn = torch.nn
+    if pool not in POOLS:
+        raise ConfigError(f'pool must be one of {POOLS}, got {pool!r}')
 
     class ScorerNet(nn.Module):  # type: ignore[name-defined]  # nn is a local alias of torch.nn
         def __init__(self) -> None:
             super().__init__()
-            chans = [6, width, 2 * width, 4 * width, 4 * width]
+            chans = [9 if diff else 6, width, 2 * width, 4 * width, 4 * width]
             layers: list[Any] = []
             for a, b in zip(chans, chans[1:]):
                 layers += [nn.Conv2d(a, b, 3, stride=2, padding=1), nn.GroupNorm(4, b),
                            nn.ReLU()]
             self.conv = nn.Sequential(*layers)
             self.task = nn.Embedding(max(1, n_tasks), 16)
-            self.head = nn.Sequential(nn.Linear(4 * width + 16, 64), nn.ReLU(),
+            features = 4 * width * (_FEATURE_H * _FEATURE_W if pool == 'flat' else 1)
+            self.head = nn.Sequential(nn.Linear(features + 16, 64), nn.ReLU(),
                                       nn.Linear(64, MAX_STAGES + 1))
 
         def forward(self, images: Any, task: Any) -> Any:
-            x = self.conv(images).mean(dim=(2, 3))
+            x = self.conv(images)
+            x = x.flatten(1) if pool == 'flat' else x.mean(dim=(2, 3))
             return self.head(torch.cat([x, self.task(task)], dim=1))
 
     return ScorerNet()
 
 
-def _inputs(torch: Any, current: np.ndarray, first: np.ndarray) -> Any:
-    """(B, H, W, 3) uint8 current and first frames -> (B, 6, H, W) float in [-1, 1]."""
+def _inputs(torch: Any, current: np.ndarray, first: np.ndarray, diff: bool = False) -> Any:
+    """(B, H, W, 3) uint8 current and first frames -> (B, 6, H, W) float in [-1, 1], or with
+    ``diff`` (B, 9, H, W): a third image, current minus first, in [-2, 2]."""
     x = np.concatenate([current, first], axis=-1).astype(np.float32) / 127.5 - 1.0
-    return torch.from_numpy(np.ascontiguousarray(x.transpose(0, 3, 1, 2)))
+    tensor = torch.from_numpy(np.ascontiguousarray(x.transpose(0, 3, 1, 2)))
+    return _with_diff(torch, tensor) if diff else tensor
+
+
+def _with_diff(torch: Any, pair: Any) -> Any:
+    """(B, 6, H, W) current and first -> (B, 9, H, W) with current minus first appended."""
+    return torch.cat([pair, pair[:, :3] - pair[:, 3:]], dim=1)
 
 
 def _masked(torch: Any, logits: Any, n_stages: Any) -> Any:
@@ -287,6 +309,24 @@ class TrainConfig:
     seed: int = 0
     threads: int = 1
     device: str = 'cpu'  # 'cuda' trains on a GPU (the checkpoint is the same format)
+    diff: bool = False  # a third input image: the current frame minus the first
+    pool: str = 'mean'  # 'flat' keeps the last feature map's layout (see build_net)
+    class_weight_power: float = 0.5  # class weights (inverse frequency) ** this; 0: none
+
+
+#: The settings of the shipped checkpoint (chosen on a validation split of the training
+#: episodes, seeds VALIDATION_SEEDS; docs/scoring.md).
+SHIPPED = TrainConfig(epochs=40, diff=True, pool='flat')
+#: The training plan's seeds held back for validation (``realm-ros score train --validate``).
+VALIDATION_SEEDS = (6, 7)
+
+
+def split(episodes: Sequence[LabelledEpisode], seeds: Sequence[int] = VALIDATION_SEEDS
+          ) -> tuple[list[LabelledEpisode], list[LabelledEpisode]]:
+    """Return (episodes not of ``seeds``, episodes of ``seeds``): a validation split of the
+    training episodes by seed (whole episodes, so no frame of a validation episode is seen)."""
+    keep = set(int(s) for s in seeds)
+    return ([e for e in episodes if e.seed not in keep], [e for e in episodes if e.seed in keep])
 
 
 def train(episodes: Sequence[LabelledEpisode], config: TrainConfig = TrainConfig(),
@@ -303,13 +343,16 @@ def train(episodes: Sequence[LabelledEpisode], config: TrainConfig = TrainConfig
     stages = {name: list(tasks.get_task(name).stages) for name in task_names}
     current = np.concatenate([e.frames for e in episodes])
     first = np.concatenate([np.repeat(e.frames[:1], len(e.frames), axis=0) for e in episodes])
+    # Every (current, first) pair once as a padded float tensor; a batch is cut from it.
+    pairs = _inputs(torch, current, first)
+    padded = torch.nn.functional.pad(pairs, (_SHIFT, _SHIFT, _SHIFT, _SHIFT), mode='replicate')
     labels = torch.from_numpy(np.concatenate([e.met for e in episodes]).astype(np.int64))
     task_ids = torch.from_numpy(np.concatenate(
         [np.full(len(e.met), task_names.index(e.task)) for e in episodes]).astype(np.int64))
     n_stages = torch.from_numpy(np.concatenate(
         [np.full(len(e.met), e.n_stages) for e in episodes]).astype(np.int64))
     device = torch.device(config.device)
-    net = build_net(len(task_names), config.width).to(device)
+    net = build_net(len(task_names), config.width, config.diff, config.pool).to(device)
     labels, task_ids, n_stages = labels.to(device), task_ids.to(device), n_stages.to(device)
     optimiser = torch.optim.AdamW(net.parameters(), lr=config.lr,
                                   weight_decay=config.weight_decay)
@@ -318,8 +361,9 @@ def train(episodes: Sequence[LabelledEpisode], config: TrainConfig = TrainConfig
                                                    total_steps=config.epochs * steps_per_epoch)
     # Class weights: stage counts are unbalanced (most frames sit at 0 or at the last stage).
     counts = np.bincount(labels.cpu().numpy(), minlength=MAX_STAGES + 1).astype(float)
-    weights = torch.tensor(np.where(counts > 0, (counts.sum() / np.maximum(counts, 1)) ** 0.5,
-                                    0.0), dtype=torch.float32)
+    weights = torch.tensor(np.where(
+        counts > 0, (counts.sum() / np.maximum(counts, 1)) ** config.class_weight_power, 0.0),
+        dtype=torch.float32)
     loss_fn = torch.nn.CrossEntropyLoss(weight=weights.to(device))
     history = []
     net.train()
@@ -328,8 +372,10 @@ def train(episodes: Sequence[LabelledEpisode], config: TrainConfig = TrainConfig
         total = 0.0
         for k in range(steps_per_epoch):
             idx = order[k * config.batch:(k + 1) * config.batch]
-            x = _inputs(torch, *_augment(current[idx], first[idx], rng)).to(device)
-            logits = _masked(torch, net(x, task_ids[idx]), n_stages[idx])
+            x = _augment(torch, padded[torch.from_numpy(idx)], rng)
+            if config.diff:
+                x = _with_diff(torch, x)
+            logits = _masked(torch, net(x.to(device), task_ids[idx]), n_stages[idx])
             loss = loss_fn(logits, labels[idx])
             optimiser.zero_grad()
             loss.backward()
@@ -349,19 +395,25 @@ def train(episodes: Sequence[LabelledEpisode], config: TrainConfig = TrainConfig
                      'loss': history}}
 
 
-def _augment(current: np.ndarray, first: np.ndarray, rng: np.random.Generator
-             ) -> tuple[np.ndarray, np.ndarray]:
-    """Shift each (current, first) pair by the same up to 2 px and scale both by one brightness
-    gain in 0.85-1.15 (the same for both: what differs between them is what moved)."""
-    out = np.empty_like(current), np.empty_like(first)
-    gain = rng.uniform(0.85, 1.15, size=(len(current), 1, 1, 1))
-    shifts = rng.integers(0, 5, size=(len(current), 2))
-    for i, (dy, dx) in enumerate(shifts):
-        for k, frames in enumerate((current, first)):
-            padded = np.pad(frames[i], ((2, 2), (2, 2), (0, 0)), mode='edge')
-            out[k][i] = padded[dy:dy + IMAGE_H, dx:dx + IMAGE_W]
-    return (np.clip(out[0] * gain, 0, 255).astype(np.uint8),
-            np.clip(out[1] * gain, 0, 255).astype(np.uint8))
+#: Most pixels a training pair is shifted by (each way).
+_SHIFT = 2
+
+
+def _augment(torch: Any, padded: Any, rng: np.random.Generator) -> Any:
+    """Cut each padded (current, first) pair (B, 6, H + 4, W + 4) at the same shift of up to
+    2 px for both frames and scale both by one brightness gain in 0.85-1.15 (the same for both:
+    what differs between them is what moved)."""
+    n = padded.shape[0]
+    out = torch.empty((n, padded.shape[1], IMAGE_H, IMAGE_W), dtype=padded.dtype)
+    shifts = rng.integers(0, 2 * _SHIFT + 1, size=(n, 2))
+    for dy in range(2 * _SHIFT + 1):
+        for dx in range(2 * _SHIFT + 1):
+            rows = np.flatnonzero((shifts[:, 0] == dy) & (shifts[:, 1] == dx))
+            if rows.size:
+                index = torch.from_numpy(rows)
+                out[index] = padded[index, :, dy:dy + IMAGE_H, dx:dx + IMAGE_W]
+    gain = torch.from_numpy(rng.uniform(0.85, 1.15, size=(n, 1, 1, 1)).astype(np.float32))
+    return ((out + 1.0) * gain).clamp(0.0, 2.0) - 1.0
 
 
 def save_checkpoint(path: str | pathlib.Path, checkpoint: Mapping[str, Any]) -> None:
@@ -417,7 +469,10 @@ class LearnedScorer:
         self.stage_names: dict[str, list[str]] = {k: list(v) for k, v in data['stages'].items()}
         self.meta = dict(data.get('meta', {}))
         self.fps = float(fps)
-        self.net = build_net(len(self.tasks), int(data['config'].get('width', 16)))
+        config = data['config']
+        self.diff = bool(config.get('diff', False))
+        self.net = build_net(len(self.tasks), int(config.get('width', 16)), self.diff,
+                             str(config.get('pool', 'mean')))
         self.net.load_state_dict({k: v.float() if v.is_floating_point() else v
                                   for k, v in data['state_dict'].items()})
         self.net.eval()
@@ -439,7 +494,8 @@ class LearnedScorer:
         out = []
         with torch.no_grad():
             for start in range(0, len(small), 256):
-                x = _inputs(torch, small[start:start + 256], first[start:start + 256])
+                x = _inputs(torch, small[start:start + 256], first[start:start + 256],
+                            self.diff)
                 k = len(x)
                 logits = _masked(torch, self.net(x, torch.full((k,), index)),
                                  torch.full((k,), n))
@@ -534,7 +590,36 @@ def evaluate(scorer: LearnedScorer, episodes: Iterable[LabelledEpisode]) -> dict
     }
 
 
+def baselines(episodes: Sequence[LabelledEpisode], reference: Sequence[LabelledEpisode]
+              ) -> dict[str, Any]:
+    """Return what constant answers score on ``episodes``, the constants taken from
+    ``reference`` (the training episodes, so nothing is read off the set measured):
+
+    ``always_success_accuracy`` (answering success for every episode), ``mean_abs_error`` of
+    answering the reference's mean progression for every episode (its Pearson r is undefined:
+    a constant does not vary), and ``majority_stage_accuracy`` (answering, for every frame, the
+    stage count most frequent in the reference's frames of the same task).
+    """
+    episodes = list(episodes)
+    if not episodes or not reference:
+        raise DataError('baselines need episodes and reference episodes')
+    mean = float(np.mean([e.progression for e in reference]))
+    majority = {}
+    for task in {e.task for e in reference}:
+        counts = np.bincount(np.concatenate([e.met for e in reference if e.task == task]))
+        majority[task] = int(np.argmax(counts))
+    hits = sum(int(np.sum(e.met == majority.get(e.task, 0))) for e in episodes)
+    frames = sum(len(e.met) for e in episodes)
+    return {
+        'always_success_accuracy': float(np.mean([e.success for e in episodes])),
+        'mean_progression': mean,
+        'mean_progression_abs_error': float(np.mean([abs(e.progression - mean)
+                                                     for e in episodes])),
+        'majority_stage_accuracy': hits / frames,
+    }
+
+
 __all__ = ['DEFAULT_CHECKPOINT', 'FORMAT', 'LabelledEpisode', 'LearnedScorer', 'PLANS', 'Plan',
-           'TrainConfig', 'build_net', 'collect', 'evaluate', 'load_checkpoint',
-           'load_episodes', 'save_checkpoint', 'save_episodes', 'small_frame', 'stage_counts',
-           'train']
+           'SHIPPED', 'TrainConfig', 'VALIDATION_SEEDS', 'baselines', 'build_net', 'collect',
+           'evaluate', 'load_checkpoint', 'load_episodes', 'save_checkpoint', 'save_episodes',
+           'small_frame', 'split', 'stage_counts', 'train']

@@ -34,7 +34,9 @@ def bar_episode(final: int, seed: int, frames: int = 12) -> learned.LabelledEpis
 def train_tiny(path: pathlib.Path) -> pathlib.Path:
     """Train a tiny scorer on drawn episodes of every final stage and save it to ``path``."""
     episodes = [bar_episode(final, seed) for final in range(4) for seed in range(6)]
+    # The shipped scorer's inputs and pooling (the difference image, the flattened map).
     checkpoint = learned.train(episodes, learned.TrainConfig(epochs=10, batch=32, width=8,
-                                                             lr=5e-3, threads=1))
+                                                             lr=5e-3, threads=1, diff=True,
+                                                             pool='flat'))
     learned.save_checkpoint(path, checkpoint)
     return path

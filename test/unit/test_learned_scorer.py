@@ -76,6 +76,36 @@ def test_labelled_episodes_round_trip(tmp_path):
     assert np.array_equal(back[0].frames, episodes[0].frames)
 
 
+def test_the_validation_split_holds_whole_episodes_back_by_seed():
+    episodes = [bar_episode(final, seed) for final in range(2) for seed in range(8)]
+    fit, validation = learned.split(episodes)
+    assert {e.seed for e in validation} == set(learned.VALIDATION_SEEDS) == {6, 7}
+    assert len(fit) + len(validation) == len(episodes)
+    assert not {e.seed for e in fit} & {e.seed for e in validation}
+
+
+def test_baselines_are_constants_of_the_reference_set():
+    reference = [bar_episode(3, 0), bar_episode(3, 1), bar_episode(1, 2)]  # mean 7/9
+    measured = [bar_episode(3, 5), bar_episode(0, 6)]
+    b = learned.baselines(measured, reference)
+    assert b['always_success_accuracy'] == 0.5
+    assert b['mean_progression'] == pytest.approx(7 / 9)
+    assert b['mean_progression_abs_error'] == pytest.approx(((1 - 7 / 9) + 7 / 9) / 2)
+    # The reference's frames: count 0 x9, 1 x15, 2 x6, 3 x6, so the majority answer is 1,
+    # right on 3 of the measured 24 frames (frames 3-5 of the first; the second stays at 0).
+    assert b['majority_stage_accuracy'] == pytest.approx(3 / 24)
+
+
+def test_an_old_six_channel_mean_pooled_checkpoint_still_loads():
+    episodes = [bar_episode(final, seed) for final in range(4) for seed in range(2)]
+    checkpoint = learned.train(episodes, learned.TrainConfig(epochs=1, batch=32, width=8))
+    for key in ('diff', 'pool', 'class_weight_power'):  # what the first checkpoints lack
+        del checkpoint['config'][key]
+    scorer = learned.LearnedScorer(checkpoint)
+    assert not scorer.diff
+    assert scorer.probabilities(list(episodes[0].frames), TASK).shape == (12, 4)
+
+
 def test_the_shipped_checkpoint_loads_and_scores():
     if not learned.DEFAULT_CHECKPOINT.is_file():
         pytest.fail(f'{learned.DEFAULT_CHECKPOINT} is missing: realm-ros score train')
