@@ -36,3 +36,23 @@ def world_per_task(make: Callable[[str], Any]) -> Iterator[Callable[[str], Any]]
     yield get
     for world in cache.values():
         world.close()
+
+
+def write_trajectory_bags(folder: Any, trajs: Any) -> Any:
+    """Write each sysid ``Trajectory`` as a rosbag2/MCAP bag ``folder/bags/traj_NNN`` (commands
+    at 15 Hz from t = 1 s, the state before each command); return ``folder/bags``."""
+    import numpy as np
+
+    from realm_ros.io.bags import RunData, write_run
+
+    for i, traj in enumerate(trajs):
+        k = traj.steps
+        run = RunData(path=folder / 'bags' / f'traj_{i:03d}',
+                      command_t=1 + traj.dt * np.arange(k), command_q=traj.targets,
+                      command_gripper=traj.gripper, state_t=1 + traj.dt * np.arange(k + 1),
+                      state_q=np.vstack([traj.q0[None], traj.measured]),
+                      state_dq=np.vstack([traj.dq0[None], traj.measured_dq]),
+                      state_effort=np.zeros((k + 1, 7)),
+                      state_gripper=np.r_[traj.gripper0, traj.gripper])
+        write_run(run.path, run)
+    return folder / 'bags'

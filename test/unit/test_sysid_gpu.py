@@ -9,6 +9,7 @@ import dataclasses
 
 import numpy as np
 import pytest
+from twin_helpers import write_trajectory_bags
 
 from realm_ros.backends.mujoco.rollout import TwinRollout
 from realm_ros.core import robot, sysid
@@ -164,20 +165,10 @@ def test_fit_device_gpu_without_mjx_names_the_missing_packages(tmp_path, capsys)
     if importlib.util.find_spec('jax') is not None:
         pytest.skip('JAX is installed here: the device path would run')
     from realm_ros.cli import main
-    from realm_ros.io.bags import RunData, write_run
 
-    traj = _trajectories(1)[0]
-    k = traj.steps
-    run = RunData(path=tmp_path / 'bags' / 'b0', command_t=1 + traj.dt * np.arange(k),
-                  command_q=traj.targets, command_gripper=traj.gripper,
-                  state_t=1 + traj.dt * np.arange(k + 1),
-                  state_q=np.vstack([traj.q0[None], traj.measured]),
-                  state_dq=np.vstack([traj.dq0[None], traj.measured_dq]),
-                  state_effort=np.zeros((k + 1, 7)),
-                  state_gripper=np.r_[traj.gripper0, traj.gripper])
-    write_run(run.path, run)
+    bags = write_trajectory_bags(tmp_path, _trajectories(1))
     out = tmp_path / 'P.yaml'
-    code = main(['sysid', 'fit', str(tmp_path / 'bags'), '--out', str(out), '--holdout', '0',
+    code = main(['sysid', 'fit', str(bags), '--out', str(out), '--holdout', '0',
                  '--device', 'gpu', '--engine', 'mjx', '--quiet'])
     assert code == 2
     assert 'mujoco-mjx' in capsys.readouterr().err
@@ -195,20 +186,10 @@ def test_fit_device_gpu_warp_without_a_gpu_says_so(tmp_path, capsys):
     except ImportError:
         pass
     from realm_ros.cli import main
-    from realm_ros.io.bags import RunData, write_run
 
-    traj = _trajectories(1)[0]
-    k = traj.steps
-    run = RunData(path=tmp_path / 'bags' / 'b0', command_t=1 + traj.dt * np.arange(k),
-                  command_q=traj.targets, command_gripper=traj.gripper,
-                  state_t=1 + traj.dt * np.arange(k + 1),
-                  state_q=np.vstack([traj.q0[None], traj.measured]),
-                  state_dq=np.vstack([traj.dq0[None], traj.measured_dq]),
-                  state_effort=np.zeros((k + 1, 7)),
-                  state_gripper=np.r_[traj.gripper0, traj.gripper])
-    write_run(run.path, run)
+    bags = write_trajectory_bags(tmp_path, _trajectories(1))
     out = tmp_path / 'P.yaml'
-    code = main(['sysid', 'fit', str(tmp_path / 'bags'), '--out', str(out), '--holdout', '0',
+    code = main(['sysid', 'fit', str(bags), '--out', str(out), '--holdout', '0',
                  '--device', 'gpu', '--quiet'])
     err = capsys.readouterr().err.strip()
     assert code == 2

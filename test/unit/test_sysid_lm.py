@@ -3,6 +3,7 @@ confidence intervals, the latency profile's rule with it, and the CLI (``--metho
 
 import numpy as np
 import pytest
+from twin_helpers import write_trajectory_bags
 import yaml
 
 from realm_ros.backends.mujoco.rollout import TwinRollout
@@ -120,28 +121,13 @@ def test_latency_profile_with_least_squares_finds_a_delay():
     assert np.abs(_vector(ident.fit.params) / _vector(TRUE) - 1).max() < 1e-3
 
 
-def _bags(tmp_path, trajs):
-    from realm_ros.io.bags import RunData, write_run
-    for i, traj in enumerate(trajs):
-        k = traj.steps
-        run = RunData(path=tmp_path / 'bags' / f'traj_{i:03d}',
-                      command_t=1 + traj.dt * np.arange(k), command_q=traj.targets,
-                      command_gripper=traj.gripper, state_t=1 + traj.dt * np.arange(k + 1),
-                      state_q=np.vstack([traj.q0[None], traj.measured]),
-                      state_dq=np.vstack([traj.q0[None] * 0, traj.measured_dq]),
-                      state_effort=np.zeros((k + 1, 7)),
-                      state_gripper=np.r_[traj.gripper0, traj.gripper])
-        write_run(run.path, run)
-    return tmp_path / 'bags'
-
-
 def test_fit_command_lm_default_and_method_cma(tmp_path, capsys):
     """``sysid fit`` fits by least squares unless told otherwise, writes the intervals into
     PARAMS.yaml's metadata and the report; ``--method cma`` still runs CMA-ES; bad input is
     one line and exit 2."""
     from realm_ros.cli import main
     from realm_ros.core.config import sim_params_latency
-    bags = _bags(tmp_path, _data(seeds=(2, 3, 4)))
+    bags = write_trajectory_bags(tmp_path, _data(seeds=(2, 3, 4)))
     out = tmp_path / 'lm' / 'P.yaml'
     assert main(['sysid', 'fit', str(bags), '--out', str(out), '--latency', '0', '--holdout',
                  '1', '--lm-windows', '0', '--quiet']) == 0

@@ -145,20 +145,17 @@ class BatchedLeastSquares:
                                                                             np.ndarray]]:
         """Return per (problem key, x) the residual at x and the Jacobian there (forward
         differences), all in one call."""
-        groups = []
-        for key, x in points:
-            h = self._steps_at(x)
-            xs = [x] + [x + h[j] * np.eye(len(x))[j] for j in range(len(x))]
-            groups.append((self.latencies[key], _physical(self.space, np.stack(xs))))
+        steps = [self._steps_at(x) for _, x in points]
+        groups = [(self.latencies[key], _physical(self.space, np.vstack([x, x + np.diag(h)])))
+                  for (key, x), h in zip(points, steps)]
         sims = self.simulate_groups(groups, self.windows)
         self.calls += 1
         out = []
-        for (_, x), sim in zip(points, sims):
+        for (_, x), h, sim in zip(points, steps, sims):
             n_p = len(x) + 1
             self.evaluations += n_p
             flat = np.concatenate([s.reshape(n_p, -1) for s in sim], axis=1) - self.measured
             r = flat[0].astype(np.float64)
-            h = self._steps_at(x)
             jac = ((flat[1:] - flat[:1]) / h[:, None]).T.astype(np.float64)
             out.append((r, jac))
         return out
