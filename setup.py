@@ -138,7 +138,8 @@ setup(
         ],
         # setuptools >= 70.1 builds wheels itself: test_install.py's pip install runs
         # without build isolation (no download), so the test environment's setuptools builds.
-        'test': ['pytest>=7', 'pytest-timeout>=2', 'ruff>=0.5', 'mypy>=1.10', 'ros-test-msgs',
+        # pytest-xdist: `make test` runs the suite on two workers (docs/testing.md).
+        'test': ['pytest>=7', 'pytest-timeout>=2', 'pytest-xdist>=3.5', 'ruff>=0.5', 'mypy>=1.10', 'ros-test-msgs',
                  'setuptools>=70.1',
                  'openpi-client>=0.1.2',
                  'yourdfpy>=0.0.56', 'xacro>=2.0',

@@ -17,8 +17,18 @@ if HELPERS not in sys.path:
     sys.path.insert(0, HELPERS)
 
 # One DDS domain per test session, discovery on this machine only, so parallel sessions
-# (and a lab's running graph) never cross-talk. Set before anything initialises rclpy.
-os.environ.setdefault('ROS_DOMAIN_ID', str(random.Random(os.getpid()).randint(1, 100)))
+# (and a lab's running graph) never cross-talk. Set before anything initialises rclpy. Under
+# pytest-xdist (`make test` runs two workers) each worker takes its own domain: the run's
+# shared id picks a base, the worker number the offset (the workers inherit the controller's
+# environment, so a domain this file chose there is chosen again here).
+_WORKER = os.environ.get('PYTEST_XDIST_WORKER', '')
+if 'ROS_DOMAIN_ID' not in os.environ or os.environ.get('REALM_TEST_DOMAIN') == 'conftest':
+    if _WORKER.startswith('gw'):
+        _base = random.Random(os.environ.get('PYTEST_XDIST_TESTRUNUID', '')).randint(1, 80)
+        os.environ['ROS_DOMAIN_ID'] = str(_base + int(_WORKER[2:]) % 20)
+    else:
+        os.environ['ROS_DOMAIN_ID'] = str(random.Random(os.getpid()).randint(1, 100))
+    os.environ['REALM_TEST_DOMAIN'] = 'conftest'
 os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
 os.environ.setdefault('RMW_IMPLEMENTATION', 'rmw_fastrtps_cpp')
 os.environ.setdefault('MUJOCO_GL', 'egl')

@@ -329,6 +329,25 @@ def load_yaml(path: str | pathlib.Path) -> dict[str, Any]:
     return data
 
 
+def ros_parameters(data: Mapping[str, Any]) -> dict[str, Any]:
+    """Return the parameters of a ROS parameter file's one node entry (``/**:`` or a node
+    name, holding ``ros__parameters``), or ``data`` itself when it is a plain mapping."""
+    if len(data) == 1:
+        (body,) = data.values()
+        if isinstance(body, dict) and set(body) == {'ros__parameters'}:
+            return dict(body['ros__parameters'] or {})
+    return dict(data)
+
+
+def safety_from_params_file(path: str | pathlib.Path) -> 'SafetyConfig':
+    """Return the ``safety.*`` section of a world_node parameter file (e.g.
+    ``config/franka_bridge.yaml``) as a :class:`SafetyConfig`; absent: the defaults."""
+    section = ros_parameters(load_yaml(path)).get('safety', {})
+    if not isinstance(section, dict):
+        raise ConfigError(f'{path}: safety must be a mapping of SafetyConfig fields')
+    return from_mapping(SafetyConfig, section, where=f'{path}: safety')
+
+
 def from_mapping(cls: type[T], data: Mapping[str, Any], where: str = '') -> T:
     """Build config ``cls`` from a mapping; unknown keys raise :class:`ConfigError` naming them."""
     names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]

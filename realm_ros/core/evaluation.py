@@ -22,7 +22,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from realm_ros.core import metrics, perturbations, tasks
-from realm_ros.core.config import field, from_mapping, load_yaml, renamed
+from realm_ros.core.config import field, from_mapping, load_yaml, renamed, ros_parameters
 from realm_ros.core.errors import ConfigError, DataError
 from realm_ros.core.types import (
     DEFAULT_MAX_STEPS,
@@ -165,12 +165,8 @@ class EvalConfig:
     @classmethod
     def from_yaml(cls, path: str | pathlib.Path, **overrides: Any) -> 'EvalConfig':
         """Load the YAML config and apply non-None ``overrides`` (CLI flags)."""
-        data = load_yaml(path)
         # The same file serves as the evaluator node's ROS parameter file.
-        if len(data) == 1:
-            (body,) = data.values()
-            if isinstance(body, dict) and set(body) == {'ros__parameters'}:
-                data = dict(body['ros__parameters'] or {})
+        data = ros_parameters(load_yaml(path))
         data.update({k: v for k, v in overrides.items() if v is not None})
         return from_mapping(cls, data, where=str(path))
 

@@ -43,6 +43,23 @@ def tcp_position(q: np.ndarray, tcp_offset_m: float) -> np.ndarray:
     return flange[:3, 3] + flange[:3, 2] * tcp_offset_m
 
 
+def box_excess(points: np.ndarray, config: SafetyConfig) -> np.ndarray:
+    """How far (m) each point (..., 3) lies outside ``config``'s workspace box (<= 0: inside,
+    by that much)."""
+    p = np.asarray(points, dtype=float)
+    return np.max(np.maximum(np.asarray(config.workspace_min) - p,
+                             p - np.asarray(config.workspace_max)), axis=-1)
+
+
+def lookahead_point(tcp_target: np.ndarray, tcp_measured: np.ndarray,
+                    config: SafetyConfig) -> np.ndarray:
+    """Where an impedance-controlled arm lagging its target may overshoot to (m, ``base_link``):
+    ``TCP(target) + workspace_lookahead * (TCP(target) - TCP(measured))`` (rule 6). Points may be
+    (..., 3); the sysid excitation plans against the same point (``core.sysid.excitation``)."""
+    target = np.asarray(tcp_target, dtype=float)
+    return target + config.workspace_lookahead * (target - np.asarray(tcp_measured, dtype=float))
+
+
 class SafetyMonitor:
     """Checks joint targets against :class:`SafetyConfig` and runs the command watchdog.
 
@@ -131,22 +148,20 @@ class SafetyMonitor:
         k = self.config.workspace_lookahead
         if k > 0:
             measured = tcp_position(np.asarray(q_measured, dtype=float), self.config.tcp_offset_m)
-            ahead = tcp + k * (tcp - measured)
-            out = self._box_excess(ahead)
+            ahead = lookahead_point(tcp, measured, self.config)
+            out = float(box_excess(ahead, self.config))
             if out > 1e-9:
                 previous = tcp_position(np.asarray(q_previous_target, dtype=float),
                                         self.config.tcp_offset_m)
-                if out > max(self._box_excess(previous + k * (previous - measured)), 0.0) + 1e-9:
+                before = float(box_excess(lookahead_point(previous, measured, self.config),
+                                          self.config))
+                if out > max(before, 0.0) + 1e-9:
                     raise CommandRejected(
                         f'safety: the arm lags its target by '
                         f'{np.linalg.norm(tcp - measured):.4f} m at the TCP and would overshoot '
                         f'the workspace box by {out:.4f} m (look-ahead '
                         f'{np.round(ahead, 4).tolist()} m, workspace_lookahead {k}); holding')
         return q
-
-    def _box_excess(self, point: np.ndarray) -> float:
-        """How far (m) ``point`` lies outside the workspace box (<= 0: inside)."""
-        return float(np.max(np.maximum(self._box_min - point, point - self._box_max)))
 
     def accept(self, now: float) -> None:
         """Record that a valid command arrived at ``now`` (s); feeds the watchdog."""

@@ -59,7 +59,13 @@ from realm_ros.backends.franka.grippers import import_interfaces, make_gripper
 from realm_ros.backends.franka.robot_state import RobotStateWatch
 from realm_ros.core import control, motion, robot
 from realm_ros.core.config import FrankaBridgeConfig, SafetyConfig, WorldConfig
-from realm_ros.core.errors import CommandRejected, ConfigError, EpisodeError, InfrastructureError
+from realm_ros.core.errors import (
+    BackendUnavailable,
+    CommandRejected,
+    ConfigError,
+    EpisodeError,
+    InfrastructureError,
+)
 from realm_ros.core.safety import SafetyMonitor
 from realm_ros.core.types import Action, ActionMode, EpisodeSpec, JointState, Observation
 from realm_ros.core.world import World
@@ -165,6 +171,10 @@ class FrankaBridgeWorld(World):
         self.node.create_service(SetBool, 'franka_bridge/confirm_motion', self._on_confirm)
         # Rate-limit gripper goals on the watchdog clock: sim time in lockstep (deterministic).
         self.gripper = make_gripper(self.node, cfg, clock=self._watch_time)
+        # The error recovery client lives as long as the node: created and destroyed while the
+        # executor thread spins, a client's handle can vanish under the executor's wait set
+        # (a soak once logged ``RCLError: action client pointer is invalid``).
+        self._recovery_client = self._make_recovery_client()
         self._setup()
         self._executor = SingleThreadedExecutor(context=self._context)
         self._executor.add_node(self.node)
@@ -529,24 +539,31 @@ class FrankaBridgeWorld(World):
             self.robot_state.clear()
         return True
 
-    def _error_recovery(self, timeout_s: float) -> None:
-        from rclpy.action import ActionClient
-        action = import_interfaces('franka_msgs.action', 'error recovery')
-        client: ActionClient = ActionClient(self.node, action.ErrorRecovery,
-                                            'action_server/error_recovery')
+    def _make_recovery_client(self) -> Any:
+        """The franka_msgs ErrorRecovery action client, or None without franka_msgs (then
+        :meth:`recover` says which package is missing)."""
         try:
-            if not client.wait_for_server(timeout_sec=timeout_s):
-                raise InfrastructureError(
-                    f'error recovery action {self.node.get_namespace()}/action_server/'
-                    'error_recovery not available (franka_hardware running?)')
-            handle = self._wait_future(client.send_goal_async(action.ErrorRecovery.Goal()),
-                                       timeout_s)
-            if handle is None or not handle.accepted:
-                raise InfrastructureError('error recovery goal was not accepted')
-            if self._wait_future(handle.get_result_async(), timeout_s) is None:
-                raise InfrastructureError(f'error recovery did not finish within {timeout_s} s')
-        finally:
-            client.destroy()
+            action = import_interfaces('franka_msgs.action', 'error recovery')
+        except BackendUnavailable:
+            return None
+        from rclpy.action import ActionClient
+        return ActionClient(self.node, action.ErrorRecovery, 'action_server/error_recovery')
+
+    def _error_recovery(self, timeout_s: float) -> None:
+        action = import_interfaces('franka_msgs.action', 'error recovery')
+        client = self._recovery_client
+        if client is None:  # franka_msgs appeared after start-up: not expected, but say so
+            raise InfrastructureError('error recovery client was not created at start-up')
+        if not client.wait_for_server(timeout_sec=timeout_s):
+            raise InfrastructureError(
+                f'error recovery action {self.node.get_namespace()}/action_server/'
+                'error_recovery not available (franka_hardware running?)')
+        handle = self._wait_future(client.send_goal_async(action.ErrorRecovery.Goal()),
+                                   timeout_s)
+        if handle is None or not handle.accepted:
+            raise InfrastructureError('error recovery goal was not accepted')
+        if self._wait_future(handle.get_result_async(), timeout_s) is None:
+            raise InfrastructureError(f'error recovery did not finish within {timeout_s} s')
 
     def _reactivate(self, timeout_s: float) -> None:
         """Set FrankaHardwareInterface active and (re)activate the controller."""

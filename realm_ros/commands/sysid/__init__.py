@@ -60,6 +60,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     rec.add_argument('--duration', type=float, default=10.0, help='seconds per trajectory')
     rec.add_argument('--seed', type=int, default=0, help='seed of the excitation')
     rec.add_argument('--namespace', default='/real', help="the world's namespace")
+    rec.add_argument('--world-params', default='', metavar='FILE',
+                     help="--backend franka: the lab world_node's parameter file (e.g. "
+                          "config/franka_bridge.yaml); the excitation keeps to its safety.* "
+                          "workspace box and look-ahead, so the bridge never holds one of its "
+                          "targets (default: SafetyConfig's defaults, as the digital real)")
     rec.add_argument('--quiet', action='store_true', help='no progress bar')
     rec.add_argument('--verbose', action='store_true',
                      help="every node's log lines on the console (default: ROS's log files)")

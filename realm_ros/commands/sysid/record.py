@@ -20,6 +20,7 @@ import numpy as np
 
 from realm_ros.commands.sysid.graph import digital_real_graph
 from realm_ros.core import robot, sysid
+from realm_ros.core.config import SafetyConfig, safety_from_params_file
 from realm_ros.core.errors import ConfigError, DataError
 
 #: Watchdog of the excitation driver: largest allowed |q_measured - q_next_target|, rad, and
@@ -159,8 +160,12 @@ class ExcitationDriver:
 
 def excitation_plans(args: argparse.Namespace) -> list[np.ndarray]:
     """Return the (K, 7) target arrays ``record`` executes: ``--trajectories`` excitations of
-    ``--duration`` s from ``--seed``, within the joint limits of ``--arm-id``."""
-    spec = sysid.ExcitationSpec(duration_s=args.duration, arm_id=args.arm_id)
+    ``--duration`` s from ``--seed``, within the joint limits of ``--arm-id`` and planned against
+    the world's safety rules (``--world-params``' ``safety.*``; default: SafetyConfig's)."""
+    world_params = getattr(args, 'world_params', '')
+    spec = sysid.ExcitationSpec(
+        duration_s=args.duration, arm_id=args.arm_id,
+        safety=safety_from_params_file(world_params) if world_params else SafetyConfig())
     return [sysid.excitation_trajectory(spec, args.seed * 1000 + i)
             for i in range(args.trajectories)]
 
@@ -180,6 +185,9 @@ def record(args: argparse.Namespace) -> int:
         raise ConfigError('--trajectories must be >= 1')
     if args.backend == 'franka' and args.dynamics:
         raise ConfigError('--dynamics applies to --backend digital_real only')
+    if args.backend != 'franka' and getattr(args, 'world_params', ''):
+        raise ConfigError('--world-params applies to --backend franka only (the digital real '
+                          "brought up here checks SafetyConfig's defaults)")
     plans = excitation_plans(args)
     ns = args.namespace.rstrip('/')
     lockstep = args.backend == 'digital_real'

@@ -1,17 +1,22 @@
 """Excitation trajectories: safe joint-space multisines for system identification.
 
 :func:`excitation_trajectory` returns absolute position targets at the control rate (15 Hz),
-starting and ending at the reset pose, inside the joint limits of the arm
-(``ExcitationSpec.arm_id``) with a margin, under a velocity cap, with accelerations and jerks
-below libfranka's limits for that arm (:mod:`realm_ros.core.motion`: FR3 10 rad/s^2 and
-5000 rad/s^3 on every joint, the Panda per joint) times ``rate_fraction`` when it is set (0.6 for
-a shaped arm; None, the default for now, keeps the trajectories as before issue 26, whose fits the
-sysid tests pin), and with the flange and
-the fingertips inside a safe box (:class:`Workspace`). The acceleration and jerk are those of the
-15 Hz target stream (finite differences at the control rate, from rest at the start pose): what the
-bridge's jerk-limited shaper (``safety.shape_trajectory``) has to follow; ``rate_fraction`` (0.6)
-stays below the shaper's own ``safety.rate_limit_scale`` (0.8), so the shaper does not clip the
-excitation's accelerations.
+starting and ending at the reset pose, and keeps them to every rule the arm's bridge applies:
+
+* inside the joint limits of the arm (``ExcitationSpec.arm_id``) with a margin, under a velocity
+  cap;
+* accelerations and jerks below ``rate_fraction`` (0.6) of libfranka's limits for that arm
+  (:mod:`realm_ros.core.motion`: FR3 10 rad/s^2 and 5000 rad/s^3 on every joint, the Panda per
+  joint). They are those of the 15 Hz target stream (finite differences at the control rate,
+  from rest at the start pose): what the bridge's jerk-limited shaper
+  (``safety.shape_trajectory``) has to follow; 0.6 stays below the shaper's own
+  ``safety.rate_limit_scale`` (0.8), so the shaper does not clip the excitation;
+* the flange and the fingertips inside a safe box (:class:`Workspace`);
+* the bridge's own workspace rule (:mod:`realm_ros.core.safety`, rule 6, the same functions):
+  every target's TCP inside the safety box, and so is its look-ahead point, with the arm
+  predicted to lag its targets by ``lag_s``. The bridge then never holds an excitation target,
+  which would leave a refused target in the bag (before this, ``make demo``'s trajectory 3 lost
+  one and its fit's gap rose from 0.000 to 0.004).
 """
 
 from __future__ import annotations
@@ -20,7 +25,8 @@ import dataclasses
 
 import numpy as np
 
-from realm_ros.core import motion, robot
+from realm_ros.core import motion, robot, safety
+from realm_ros.core.config import SafetyConfig
 from realm_ros.core.errors import ConfigError
 
 
@@ -60,10 +66,18 @@ class ExcitationSpec:
             digital real's joint 7 then lags 0.29 rad), so it is half the Panda's limits.
         workspace: the box the flange and fingertips stay inside.
         rate_fraction: target acceleration and jerk stay below this fraction of libfranka's
-            limits for the arm (:func:`rate_caps`); None: no acceleration or jerk cap (before,
-            FR3 joint 7 reached 9.2 rad/s^2, the Panda's joint 2 7.7 rad/s^2 > libfranka's 7.5).
+            limits for the arm (:func:`rate_caps`); None: no acceleration or jerk cap (then
+            FR3 joint 7 reaches 9.2 rad/s^2, the Panda's joint 2 7.7 rad/s^2 > libfranka's 7.5).
         arm_id: whose joint position and velocity limits apply (:func:`robot.arm_spec`:
             ``fr3``; ``fer`` = ``panda``, the default), as the arm's safety monitor checks them.
+        safety: the bridge's safety rules the targets must pass (the world's ``safety.*``):
+            its TCP box and workspace look-ahead.
+        lag_s: how far the arm is predicted to lag its targets for the look-ahead, s: the
+            measured TCP is taken as the target's TCP ``lag_s`` earlier. 0.2 s (3 control
+            steps) bounds the look-ahead excess of every trajectory recorded on the demo's
+            heavy-friction digital real (``config/dynamics/sysid_demo.yaml``).
+        lookahead_margin_m: the predicted look-ahead point stays this far inside the box, m
+            (per step the delayed-target prediction can miss the true lag by a few cm).
     """
 
     duration_s: float = 10.0
@@ -76,8 +90,11 @@ class ExcitationSpec:
     velocity_fraction: float = 0.5
     tracking_speed: tuple[float, ...] = tuple(0.5 * robot.VELOCITY_LIMIT)
     workspace: Workspace = Workspace()
-    rate_fraction: float | None = None
+    rate_fraction: float | None = 0.6
     arm_id: str = 'fer'
+    safety: SafetyConfig = SafetyConfig()
+    lag_s: float = 0.2
+    lookahead_margin_m: float = 0.02
 
     def __post_init__(self) -> None:
         robot.arm_spec(self.arm_id)  # ConfigError naming the unknown arm id
@@ -87,6 +104,11 @@ class ExcitationSpec:
         if not 2 * self.ramp_s < self.duration_s <= 600:
             raise ConfigError(
                 f'ExcitationSpec.duration_s must be in (2 * ramp_s, 600], got {self.duration_s}')
+        if not 0.0 <= self.lag_s <= 2.0:
+            raise ConfigError(f'ExcitationSpec.lag_s must be in [0, 2] s, got {self.lag_s}')
+        if not 0.0 <= self.lookahead_margin_m <= 0.2:
+            raise ConfigError('ExcitationSpec.lookahead_margin_m must be in [0, 0.2] m, got '
+                              f'{self.lookahead_margin_m}')
         if self.freq_range_hz[1] >= self.control_hz / 2:
             raise ConfigError('ExcitationSpec.freq_range_hz must stay below half the control rate')
 
@@ -98,7 +120,7 @@ def excitation_trajectory(spec: ExcitationSpec, seed: int,
     A multisine per joint (random frequencies, phases and weights drawn from ``seed``) around
     ``start`` (default: the DROID reset pose), faded in and out so the first and last rows equal
     ``start``. If the result leaves the joint limits (with margin), the velocity cap or the safe
-    workspace, the amplitude is shrunk by 15 % and checked again.
+    workspace or the bridge's workspace rule, the amplitude is shrunk by 5 % and checked again.
 
     Raises:
         ConfigError: no amplitude down to 5 % of the requested one is safe.
@@ -145,7 +167,7 @@ def excitation_trajectory(spec: ExcitationSpec, seed: int,
         q = start + scale * offsets
         if check_trajectory(q, spec, start) is None:
             return q
-        scale *= 0.85
+        scale *= 0.95
     raise ConfigError(f'no safe excitation for seed {seed}: {check_trajectory(q, spec, start)}')
 
 
@@ -201,4 +223,35 @@ def check_trajectory(q: np.ndarray, spec: ExcitationSpec,
         flange, tip = end_effector_points(row)
         if not (spec.workspace.contains(flange) and spec.workspace.contains(tip)):
             return f'end effector leaves the safe box at flange {np.round(flange, 3).tolist()}'
+    return workspace_verdict(q, spec, start)
+
+
+def predicted_lookahead(q: np.ndarray, spec: ExcitationSpec,
+                        start: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Return the targets' TCPs and their predicted look-ahead points (each (K, 3), m,
+    ``base_link``): the arm taken to lag ``spec.lag_s`` behind, from rest at ``start``."""
+    start = robot.RESET_Q if start is None else np.asarray(start, dtype=float)
+    offset = spec.safety.tcp_offset_m
+    tcp = np.array([safety.tcp_position(row, offset) for row in np.asarray(q, dtype=float)])
+    lag = int(round(spec.lag_s * spec.control_hz))
+    before = np.vstack([np.repeat(safety.tcp_position(start, offset)[None], lag, 0), tcp])
+    return tcp, safety.lookahead_point(tcp, before[:len(tcp)], spec.safety)
+
+
+def workspace_verdict(q: np.ndarray, spec: ExcitationSpec,
+                      start: np.ndarray | None = None) -> str | None:
+    """Why the targets ``q`` would meet the bridge's workspace rule, or None: a TCP outside the
+    safety box, or a predicted look-ahead point less than ``lookahead_margin_m`` inside it."""
+    tcp, ahead = predicted_lookahead(q, spec, start)
+    out = safety.box_excess(tcp, spec.safety)
+    if np.any(out > 0):
+        k = int(np.argmax(out))
+        return f'TCP leaves the safety box at step {k}: {np.round(tcp[k], 3).tolist()} m'
+    if spec.safety.workspace_lookahead > 0:
+        out = safety.box_excess(ahead, spec.safety) + spec.lookahead_margin_m
+        if np.any(out > 0):
+            k = int(np.argmax(out))
+            return (f'the predicted look-ahead point at step {k} '
+                    f'{np.round(ahead[k], 3).tolist()} m comes within lookahead_margin_m '
+                    f'{spec.lookahead_margin_m} of the safety box')
     return None
