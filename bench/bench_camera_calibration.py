@@ -1,7 +1,7 @@
 """Does ``cameras calibrate`` recover hidden camera offsets? Random offsets nobody tuned on.
 
-Run: ``.venv/bin/python bench/bench_camera_calibration.py [--offsets 20] [--size 320x180]
-[--poses 16] [--masks seg|appearance] [--first 1000] [--jobs N]`` (``--jobs``: offsets in
+Run: ``.venv/bin/python bench/bench_camera_calibration.py [--offsets 20] [--size 640x360]
+[--poses 24] [--masks seg|appearance] [--first 1000] [--jobs N]`` (``--jobs``: offsets in
 parallel processes, one core each; set ``OMP_NUM_THREADS=1``).
 
 For each of ``--offsets`` seeds (1000, 1001, ...), both exterior cameras get a random lab
@@ -240,8 +240,8 @@ def main() -> None:
     """Run the bench."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--offsets', type=int, default=20)
-    parser.add_argument('--size', default='320x180')
-    parser.add_argument('--poses', type=int, default=16)
+    parser.add_argument('--size', default='640x360')  # cameras record's default
+    parser.add_argument('--poses', type=int, default=24)  # cameras record's default
     parser.add_argument('--masks', default='appearance', choices=('seg', 'appearance'))
     parser.add_argument('--first', type=int, default=1000, help='the first offset seed')
     parser.add_argument('--mask-check', action='store_true',
