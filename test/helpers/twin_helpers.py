@@ -56,3 +56,26 @@ def write_trajectory_bags(folder: Any, trajs: Any) -> Any:
                       state_gripper=np.r_[traj.gripper0, traj.gripper])
         write_run(run.path, run)
     return folder / 'bags'
+
+
+def arm_run(params: Any, targets: Any, latency_s: float = 0.0) -> tuple[Any, Any]:
+    """Step ``MujocoWorld`` (dynamics ``params``, actuation latency ``latency_s``) through the
+    (K, 7) joint ``targets`` from the reset pose of the empty scene, as the "real" arm of the
+    sysid tests; return the measured joint positions and velocities after each step, (K, 7)
+    each."""
+    import numpy as np
+
+    from realm_ros.backends.mujoco.world import MujocoWorld
+    from realm_ros.core.config import WorldConfig
+    from realm_ros.core.types import Action, ActionMode, EpisodeSpec
+
+    world = MujocoWorld(WorldConfig(cameras=(), camera_rate_hz=0.0), dynamics=params,
+                        latency_s=latency_s)
+    world.reset(EpisodeSpec(task='empty'))
+    q, dq = [], []
+    for row in targets:
+        world.apply(Action(arm=row, gripper=0.0, mode=ActionMode.POSITION))
+        world.step()
+        q.append(world.data.qpos[world._arm_qpos].copy())
+        dq.append(world.data.qvel[world._arm_dof].copy())
+    return np.array(q), np.array(dq)

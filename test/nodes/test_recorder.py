@@ -9,7 +9,7 @@ import time
 from mcap_ros2.reader import read_ros2_messages
 import numpy as np
 import pytest
-from rostest import BIN, ros_node, spin_until
+from rostest import BIN, ros_node, run_process, spin_until
 from sensor_msgs.msg import Image, JointState
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
@@ -50,11 +50,9 @@ def _wait_recorded(executor, status, counts, timeout=20.0):
 
 def test_recorder_splits_and_sigint_leaves_readable_bags(tmp_path):
     out = tmp_path / 'bags'
-    log = open(tmp_path / 'recorder.log', 'w')
-    proc = subprocess.Popen(
-        [str(BIN / 'recorder_node'), '--ros-args', '-p', f'out_dir:={out}',
-         '-p', 'namespace:=/real', '-p', 'cameras:=[wrist]'], stdout=log, stderr=subprocess.STDOUT)
-    try:
+    with run_process(['recorder_node', '--ros-args', '-p', f'out_dir:={out}', '-p',
+                      'namespace:=/real', '-p', 'cameras:=[wrist]'],
+                     tmp_path / 'recorder.log') as proc:
         with ros_node('probe') as (node, executor):
             js_pub = node.create_publisher(JointState, '/real/joint_states', qos.STATE)
             cmd_pub = node.create_publisher(JointTrajectory, '/real/command', qos.COMMAND)
@@ -83,11 +81,6 @@ def test_recorder_splits_and_sigint_leaves_readable_bags(tmp_path):
                                               '/real/cameras/wrist/image': 7})
         proc.send_signal(signal.SIGINT)  # mid-recording: the open bag must be finalised
         assert proc.wait(timeout=20) == 0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        log.close()
     first = bags.read_run(out / 'run_000')
     np.testing.assert_allclose(first.state_q[:, 0], robot.RESET_Q[0] + 0.01 * np.arange(10))
     second = bags.read_run(out / 'run_001', cameras=['wrist'])
@@ -107,13 +100,10 @@ def test_recorder_compresses_resizes_and_reports_its_window(tmp_path):
     from realm_ros.io import episode_bags
 
     out = tmp_path / 'bags'
-    log = open(tmp_path / 'recorder.log', 'w')
-    proc = subprocess.Popen(
-        [str(BIN / 'recorder_node'), '--ros-args', '-p', f'out_dir:={out}',
-         '-p', 'namespace:=/real', '-p', 'cameras:=[wrist]', '-p', 'image_format:=jpeg',
-         '-p', 'image_width:=16', '-p', 'image_height:=16'],
-        stdout=log, stderr=subprocess.STDOUT)
-    try:
+    with run_process(['recorder_node', '--ros-args', '-p', f'out_dir:={out}', '-p',
+                      'namespace:=/real', '-p', 'cameras:=[wrist]', '-p', 'image_format:=jpeg',
+                      '-p', 'image_width:=16', '-p', 'image_height:=16'],
+                     tmp_path / 'recorder.log') as proc:
         with ros_node('probe') as (node, executor):
             instr = node.create_publisher(String, '/real/instruction', qos.LATCHED)
             instr.publish(String(data='push the light switch'))
@@ -137,11 +127,6 @@ def test_recorder_compresses_resizes_and_reports_its_window(tmp_path):
             answer = json.loads(future.result().message)
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=20) == 0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        log.close()
     assert answer['namespace'] == '/real'
     assert answer['last_ns'] == round(8 / 15.0 * 1e9)
     assert answer['first_ns'] in (0, round(3 / 15.0 * 1e9))  # the instruction may come first

@@ -4,6 +4,7 @@ import dataclasses
 
 import numpy as np
 import pytest
+from twin_helpers import arm_run
 
 from realm_ros.backends.mujoco.rollout import TwinRollout
 from realm_ros.backends.mujoco.world import MujocoWorld
@@ -86,16 +87,7 @@ def test_param_space_round_trip_and_bounds():
 
 
 def _world_run(params, targets, latency_s=0.0):
-    world = MujocoWorld(WorldConfig(cameras=(), camera_rate_hz=0.0), dynamics=params,
-                        latency_s=latency_s)
-    world.reset(EpisodeSpec(task='empty'))
-    q, dq = [], []
-    for row in targets:
-        world.apply(Action(arm=row, gripper=0.0, mode=ActionMode.POSITION))
-        world.step()
-        q.append(world.data.qpos[world._arm_qpos].copy())
-        dq.append(world.data.qvel[world._arm_dof].copy())
-    return np.array(q), np.array(dq)
+    return arm_run(params, targets, latency_s)
 
 
 def _trajectory(targets, measured, dq, name='t'):

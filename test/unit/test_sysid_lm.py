@@ -3,14 +3,12 @@ confidence intervals, the latency profile's rule with it, and the CLI (``--metho
 
 import numpy as np
 import pytest
-from twin_helpers import write_trajectory_bags
+from twin_helpers import arm_run, write_trajectory_bags
 import yaml
 
 from realm_ros.backends.mujoco.rollout import TwinRollout
-from realm_ros.backends.mujoco.world import MujocoWorld
 from realm_ros.core import robot, sysid
-from realm_ros.core.config import DynamicsParams, WorldConfig
-from realm_ros.core.types import Action, ActionMode, EpisodeSpec
+from realm_ros.core.config import DynamicsParams
 
 TRUE = DynamicsParams(friction=(0.4, 0.6, 0.35, 0.5, 0.2, 0.25, 0.1),
                       armature=(0.3, 0.4, 0.2, 0.35, 0.12, 0.1, 0.06))
@@ -22,18 +20,10 @@ def _data(latency_s=0.0, seeds=(2, 3), duration=3.0, noise=0.0):
     trajs = []
     for seed in seeds:
         targets = sysid.excitation_trajectory(sysid.ExcitationSpec(duration_s=duration), seed)
-        world = MujocoWorld(WorldConfig(cameras=(), camera_rate_hz=0.0), dynamics=TRUE,
-                            latency_s=latency_s)
-        world.reset(EpisodeSpec(task='empty'))
-        q, dq = [], []
-        for row in targets:
-            world.apply(Action(arm=row, gripper=0.0, mode=ActionMode.POSITION))
-            world.step()
-            q.append(world.data.qpos[world._arm_qpos].copy())
-            dq.append(world.data.qvel[world._arm_dof].copy())
-        q = np.array(q) + rng.normal(0.0, noise, (len(q), 7))
+        q, dq = arm_run(TRUE, targets, latency_s)
+        q = q + rng.normal(0.0, noise, q.shape)
         trajs.append(sysid.Trajectory(f's{seed}', robot.RESET_Q.copy(), np.zeros(7), 0.0,
-                                      targets, np.zeros(len(targets)), q, np.array(dq), 1 / 15))
+                                      targets, np.zeros(len(targets)), q, dq, 1 / 15))
     return trajs
 
 
