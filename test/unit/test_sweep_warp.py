@@ -255,3 +255,29 @@ def test_warp_learned_sweep_renders_batched_and_matches_the_cpu_records():
     finally:
         cpu_side.close()
     assert compare(records, cpu)['within_tolerance']
+
+
+@pytest.mark.slow
+@warp_cpu
+def test_static_bodies_placed_per_world_sit_where_each_world_has_them():
+    """push_switch's panel is welded to the world and placed per seed (body_pos batched):
+    MuJoCo Warp computes such geoms' poses once, from world 0's model, so the stepper writes
+    each world's own. Before, worlds 1.. collided with and rendered world 0's panel (H200: 1
+    of 16 learned cells within 0.25 progression of the CPU twin; after: 53 of 64)."""
+    pytest.importorskip('warp')
+    pytest.importorskip('mujoco_warp')
+    from realm_ros.backends.mujoco.warp_sweep import WarpStepper
+    from realm_ros.sweep.warp import _world
+
+    cells = _cells('scripted:0', 3, 5, cameras=())
+    worlds = [_world(cell, (), (64, 36)) for cell in cells]
+    for world, cell in zip(worlds, cells):
+        world.reset(cell.spec)
+    panel = worlds[0].model.body('light_switch').id
+    geoms = [g for g in range(worlds[0].model.ngeom) if worlds[0].model.geom_bodyid[g] == panel]
+    assert geoms and len({tuple(w.data.geom_xpos[geoms[0]]) for w in worlds}) == 3
+    stepper = WarpStepper(worlds, device='cpu')
+    device_xpos = stepper.d.geom_xpos.numpy()
+    for i, world in enumerate(worlds):
+        np.testing.assert_allclose(device_xpos[i, geoms], world.data.geom_xpos[geoms],
+                                   atol=1e-6)

@@ -166,6 +166,22 @@ class WarpStepper:
             if self.nm:
                 d.mocap_pos.assign(np.stack([w.data.mocap_pos for w in worlds]).astype(dtype))
                 d.mocap_quat.assign(np.stack([w.data.mocap_quat for w in worlds]).astype(dtype))
+            # MuJoCo Warp computes the poses of geoms welded to the world once, in make_data,
+            # from the model it is given (world 0's), and never again: a static body placed
+            # per world (push_switch's panel: body_pos batched) would collide and render where
+            # world 0 has it (on the H200 the learned policy then reached for world 0's panel
+            # and ended within 0.25 progression of its CPU episode in 1 of 16 cells). Each
+            # world's own poses, from its host mj_forward:
+            d.geom_xpos.assign(np.stack([w.data.geom_xpos for w in worlds]).astype(dtype))
+            d.geom_xmat.assign(np.stack([w.data.geom_xmat.reshape(-1, 3, 3)
+                                         for w in worlds]).astype(dtype))
+            for name, width in (('xpos', 3), ('xquat', 4), ('xmat', 9), ('xipos', 3),
+                                ('ximat', 9)):
+                target = getattr(d, name, None)
+                if target is not None:
+                    values = np.stack([getattr(w.data, name) for w in worlds]).astype(dtype)
+                    target.assign(values.reshape(target.shape + ((3, 3) if width == 9 else
+                                                                 (width,))))
             s = self.substeps
             self._ctrl = wp.zeros((s, n, base.nu), dtype=float)
             self._mpos = wp.zeros((s, n, max(self.nm, 1)), dtype=wp.vec3)
