@@ -63,8 +63,8 @@ def main() -> int:
                 proc.wait(timeout=rng.uniform(2.0, 8.0))
             except subprocess.TimeoutExpired:
                 proc.kill()
-                killed += 1
         stdout, stderr = proc.communicate()
+        killed += int(kill and proc.returncode == -9)  # a run may finish before its kill
         durations.append(time.monotonic() - t0)
         bad = (proc.returncode not in (0, -9)) or any(m in stderr for m in MARKERS)
         if kill and proc.returncode == -9:
