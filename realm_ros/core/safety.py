@@ -82,8 +82,6 @@ class SafetyMonitor:
         #: Why the last accepted target was changed (moved out of the limit margin), or ''.
         self.last_shaped = ''
         self._max_step = config.velocity_scale * self.arm.velocity * control_dt
-        self._box_min = np.asarray(config.workspace_min)
-        self._box_max = np.asarray(config.workspace_max)
         self._last_valid: float | None = None
         self._holding = False
 
@@ -141,7 +139,7 @@ class SafetyMonitor:
                                   + ', '.join(f'{self._names[i]} off by {error[i]:.4f} rad'
                                               for i in bad))
         tcp = tcp_position(q, self.config.tcp_offset_m)
-        if np.any(tcp < self._box_min) or np.any(tcp > self._box_max):
+        if box_excess(tcp, self.config) > 0:
             raise CommandRejected(
                 f'safety: TCP at {np.round(tcp, 4).tolist()} m (base_link) leaves the workspace '
                 f'box {list(self.config.workspace_min)} .. {list(self.config.workspace_max)}')

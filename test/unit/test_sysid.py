@@ -86,10 +86,6 @@ def test_param_space_round_trip_and_bounds():
     assert low.friction[0] == pytest.approx(0.005)
 
 
-def _world_run(params, targets, latency_s=0.0):
-    return arm_run(params, targets, latency_s)
-
-
 def _trajectory(targets, measured, dq, name='t'):
     return sysid.Trajectory(name, robot.RESET_Q.copy(), np.zeros(7), 0.0, targets,
                             np.zeros(len(targets)), measured, dq, 1 / 15)
@@ -97,7 +93,7 @@ def _trajectory(targets, measured, dq, name='t'):
 
 def test_batched_rollout_equals_mujoco_world_stepping():
     targets = sysid.excitation_trajectory(sysid.ExcitationSpec(duration_s=3.0), 5)
-    q, dq = _world_run(TRUE, targets)
+    q, dq = arm_run(TRUE, targets)
     traj = _trajectory(targets, q, dq)
     rollout = TwinRollout(nthread=2)
     other = DynamicsParams(friction=(0.05,) * 7, armature=(0.5,) * 7)
@@ -128,7 +124,7 @@ def test_windows_and_loss():
 def test_small_fit_converges(method):
     rollout = TwinRollout(nthread=2)
     targets = sysid.excitation_trajectory(sysid.ExcitationSpec(duration_s=4.0), 0)
-    q, dq = _world_run(TRUE, targets)  # the "real" arm: the twin with TRUE dynamics
+    q, dq = arm_run(TRUE, targets)  # the "real" arm: the twin with TRUE dynamics
     trajs = [_trajectory(targets, q, dq, 'small')]
     # Start 40 % off on every parameter (alternating up and down) and fit whole trajectories
     # (a deterministic objective): a local convergence test that runs in seconds. README's
@@ -150,7 +146,7 @@ def test_small_fit_converges(method):
 
 def test_rollout_with_latency_equals_mujoco_world_with_latency():
     targets = sysid.excitation_trajectory(sysid.ExcitationSpec(duration_s=3.0), 2)
-    q, dq = _world_run(TRUE, targets, latency_s=0.0125)  # 3 physics steps at 240 Hz
+    q, dq = arm_run(TRUE, targets, latency_s=0.0125)  # 3 physics steps at 240 Hz
     traj = _trajectory(targets, q, dq)
     delayed = TwinRollout(latency_s=0.0125).simulate([TRUE], [traj])[0][0]
     np.testing.assert_allclose(delayed, q, atol=1e-9, rtol=0)
@@ -177,7 +173,7 @@ def test_sysid_eval_command_scores_a_params_file_on_bags(tmp_path, capsys):
     from realm_ros.cli import main
     from realm_ros.io import bags
     targets = sysid.excitation_trajectory(sysid.ExcitationSpec(duration_s=3.0), 7)
-    q, dq = _world_run(TRUE, targets)
+    q, dq = arm_run(TRUE, targets)
     t = np.arange(len(targets) + 1) / 15.0
     run = bags.RunData(
         path=pathlib.Path('x'), command_t=t[:-1], command_q=targets,
@@ -204,7 +200,7 @@ def test_latency_search_recovers_a_known_delay():
     trajs = []
     for seed in (2, 3):
         targets = sysid.excitation_trajectory(sysid.ExcitationSpec(duration_s=3.0), seed)
-        q, dq = _world_run(TRUE, targets, latency_s=0.0125)
+        q, dq = arm_run(TRUE, targets, latency_s=0.0125)
         trajs.append(_trajectory(targets, q, dq, f's{seed}'))
     rollouts = {}
 
@@ -235,7 +231,7 @@ def test_params_file_latency_round_trip_drives_the_twin(tmp_path):
     assert sim_params_latency(path) == pytest.approx(0.0125)
     assert DynamicsParams.from_yaml(path).friction == pytest.approx(TRUE.friction)
     targets = sysid.excitation_trajectory(sysid.ExcitationSpec(duration_s=3.0), 2)[:20]
-    expected, _ = _world_run(TRUE, targets, latency_s=0.0125)
+    expected, _ = arm_run(TRUE, targets, latency_s=0.0125)
     world = MujocoWorld(WorldConfig(cameras=(), camera_rate_hz=0.0, sim_params_file=str(path)))
     assert world.latency_s == pytest.approx(0.0125)
     world.reset(EpisodeSpec(task='empty'))
@@ -275,7 +271,7 @@ def _delayed_data(latency_s=0.0125, seeds=(2, 3), duration=3.0):
     trajs = []
     for seed in seeds:
         targets = sysid.excitation_trajectory(sysid.ExcitationSpec(duration_s=duration), seed)
-        q, dq = _world_run(TRUE, targets, latency_s=latency_s)
+        q, dq = arm_run(TRUE, targets, latency_s=latency_s)
         trajs.append(_trajectory(targets, q, dq, f's{seed}'))
     return trajs
 
@@ -466,7 +462,7 @@ def _refusals(targets, spec, latency_s=0.008):
     from realm_ros.core.errors import CommandRejected
     from realm_ros.core.safety import SafetyMonitor
     monitor = SafetyMonitor(spec.safety, 1 / robot.CONTROL_HZ, robot.arm_spec(spec.arm_id))
-    q, _ = _world_run(TRUE, targets, latency_s=latency_s)
+    q, _ = arm_run(TRUE, targets, latency_s=latency_s)
     refused = []
     for k in range(1, len(targets)):
         try:

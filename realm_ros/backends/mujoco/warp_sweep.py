@@ -172,16 +172,11 @@ class WarpStepper:
             # world 0 has it (on the H200 the learned policy then reached for world 0's panel
             # and ended within 0.25 progression of its CPU episode in 1 of 16 cells). Each
             # world's own poses, from its host mj_forward:
-            d.geom_xpos.assign(np.stack([w.data.geom_xpos for w in worlds]).astype(dtype))
-            d.geom_xmat.assign(np.stack([w.data.geom_xmat.reshape(-1, 3, 3)
-                                         for w in worlds]).astype(dtype))
-            for name, width in (('xpos', 3), ('xquat', 4), ('xmat', 9), ('xipos', 3),
-                                ('ximat', 9)):
-                target = getattr(d, name, None)
-                if target is not None:
-                    values = np.stack([getattr(w.data, name) for w in worlds]).astype(dtype)
-                    target.assign(values.reshape(target.shape + ((3, 3) if width == 9 else
-                                                                 (width,))))
+            for name in ('geom_xpos', 'geom_xmat', 'xpos', 'xquat', 'xmat', 'xipos', 'ximat'):
+                values = np.stack([getattr(w.data, name) for w in worlds]).astype(dtype)
+                if name.endswith('mat'):  # MuJoCo's (n, 9) rows -> Warp's mat33
+                    values = values.reshape(n, -1, 3, 3)
+                getattr(d, name).assign(values)
             s = self.substeps
             self._ctrl = wp.zeros((s, n, base.nu), dtype=float)
             self._mpos = wp.zeros((s, n, max(self.nm, 1)), dtype=wp.vec3)
