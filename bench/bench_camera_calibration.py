@@ -32,9 +32,14 @@ from realm_ros.core import appearance  # noqa: E402
 
 
 def synthetic_recording(offset_seed: int, size: tuple[int, int], poses: int, masks: str,
-                        root: str, tmp: str) -> tuple[cal.Recording, dict[str, cal.CameraPose],
-                                                      dict[str, np.ndarray] | None]:
-    """Render the digital real (lab_demo look, offsets of ``offset_seed``) at the poses."""
+                        root: str, tmp: str, cameras: tuple[str, ...] = ('exterior_1',
+                                                                         'exterior_2')
+                        ) -> tuple[cal.Recording, dict[str, cal.CameraPose],
+                                   dict[str, np.ndarray] | None]:
+    """Render the digital real (lab_demo look, offsets of ``offset_seed``) at the poses.
+
+    ``cameras``: the exterior cameras (2 cm, 1.5 deg, 1 deg of FOV off DROID's rig), or
+    ``('wrist',)`` (its mount 1 cm, 1.5 deg, 1 deg of FOV off the rig's)."""
     import mujoco
     import yaml
 
@@ -47,13 +52,18 @@ def synthetic_recording(offset_seed: int, size: tuple[int, int], poses: int, mas
 
     data = yaml.safe_load(open(f'{root}/config/appearance/lab_demo.yaml'))
     rng = np.random.default_rng(offset_seed)
-    data['cameras'] = {c.name: appearance.camera_offsets(
-        {'position': list(c.pos), 'look_at': list(c.target), 'fovy_deg': c.fovy}, rng, 0.02,
-        1.5, 1.0) for c in camera_rig.load_rig('').exterior}
+    if cameras == ('wrist',):
+        w = camera_rig.load_rig('').wrist
+        data['cameras'] = {'wrist': appearance.camera_offsets(
+            {'parent': 'gripper', 'position': list(w.pos), 'look_at': list(w.target),
+             'up': list(w.up), 'fovy_deg': w.fovy}, rng, 0.01, 1.5, 1.0)}
+    else:
+        data['cameras'] = {c.name: appearance.camera_offsets(
+            {'position': list(c.pos), 'look_at': list(c.target), 'fovy_deg': c.fovy}, rng,
+            0.02, 1.5, 1.0) for c in camera_rig.load_rig('').exterior}
     path = f'{tmp}/appearance_{offset_seed}.yaml'
     with open(path, 'w') as f:
         yaml.safe_dump(data, f)
-    cameras = ('exterior_1', 'exterior_2')
     world = DigitalRealWorld(WorldConfig(task='', backend='digital_real', cameras=cameras,
                                          camera_width=size[0], camera_height=size[1],
                                          appearance_file=path))
@@ -84,6 +94,8 @@ def synthetic_recording(offset_seed: int, size: tuple[int, int], poses: int, mas
              for c in cameras}
     recording = cal.Recording(qs, gs, {c: np.stack(v) for c, v in images.items()})
     segs = {c: np.stack(v) for c, v in seen.items()}
+    if cameras == ('wrist',):
+        return recording, truth, None
     if masks != 'seg':
         mask_quality(recording, truth, segs)
         return recording, truth, None
@@ -219,6 +231,23 @@ def wrist_observability(size: tuple[int, int], poses: int, root: str) -> None:
               'pixels that are never robot')
 
 
+def wrist_fit(job: tuple) -> tuple[float, float, float]:
+    """Render one hidden wrist mount error and fit it (:func:`calibration.calibrate_wrist`);
+    print the line; return the fitted errors (m, deg, deg)."""
+    seed, size, poses, root, tmp = job
+    recording, truth, _ = synthetic_recording(seed, size, poses, 'appearance', root, tmp,
+                                              cameras=('wrist',))
+    t0 = time.time()
+    fit = cal.calibrate_wrist(recording, camera_rig.load_rig(''))
+    start, got = fit.start.error_to(truth['wrist']), fit.pose.error_to(truth['wrist'])
+    kept = cal.wrist_fit_kept(fit)
+    print(f'offset {seed} wrist: start {start[0] * 100:5.2f} cm {start[1]:5.2f} deg '
+          f'{start[2]:5.2f} fov -> {got[0] * 100:5.2f} cm {got[1]:5.2f} deg {got[2]:5.2f} fov; '
+          f'loss {fit.loss_start:.2f} -> {fit.loss:.2f} px, {"kept" if kept else "NOT kept"} '
+          f'({time.time() - t0:.0f} s)', flush=True)
+    return got if kept else start
+
+
 def compare(rig_file: str, appearance_file: str) -> None:
     """Print how far DROID's rig and ``rig_file`` (``cameras calibrate``'s) are from the
     cameras of ``appearance_file`` (the lab's truth)."""
@@ -241,7 +270,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--offsets', type=int, default=20)
     parser.add_argument('--size', default='640x360')  # cameras record's default
-    parser.add_argument('--poses', type=int, default=24)  # cameras record's default
+    parser.add_argument('--poses', type=int, default=36)  # cameras record's default
     parser.add_argument('--masks', default='appearance', choices=('seg', 'appearance'))
     parser.add_argument('--first', type=int, default=1000, help='the first offset seed')
     parser.add_argument('--mask-check', action='store_true',
@@ -249,6 +278,9 @@ def main() -> None:
     parser.add_argument('--compare', default='', metavar='RIG',
                         help="instead: RIG's and DROID's cameras against --appearance's")
     parser.add_argument('--appearance', default='config/appearance/lab_demo.yaml')
+    parser.add_argument('--wrist-fit', action='store_true',
+                        help='instead: hidden wrist mount errors (1 cm, 1.5 deg, 1 deg of FOV), '
+                             'fitted by calibrate_wrist (offsets 2000, ... unless --first)')
     parser.add_argument('--wrist', action='store_true',
                         help="instead: what the recording could tell about the wrist camera's "
                              'mount offset (observability, and the seen mask)')
@@ -259,6 +291,24 @@ def main() -> None:
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     if args.wrist:
         wrist_observability((w, h), args.poses, root)
+        return
+    if args.wrist_fit:
+        tmp = tempfile.mkdtemp(prefix='realm_calib_')
+        first = args.first if args.first != 1000 else 2000
+        jobs = [(seed, (w, h), args.poses, root, tmp) for seed in
+                range(first, first + args.offsets)]
+        if args.jobs > 1:
+            import multiprocessing
+
+            with multiprocessing.get_context('spawn').Pool(args.jobs) as pool:
+                rows = list(pool.imap(wrist_fit, jobs))
+        else:
+            rows = [wrist_fit(job) for job in jobs]
+        errors = np.array(rows)
+        print(f"wrist, {len(rows)} offsets (the rig's mount where a fit was not kept): median "
+              f'{np.median(errors[:, 0]) * 100:.2f} cm {np.median(errors[:, 1]):.2f} deg '
+              f'{np.median(errors[:, 2]):.2f} deg; worst {errors[:, 0].max() * 100:.2f} cm '
+              f'{errors[:, 1].max():.2f} deg {errors[:, 2].max():.2f} deg')
         return
     if args.compare:
         compare(args.compare, args.appearance)

@@ -47,17 +47,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help='image size WxH, px (640x360: 37 of 40 cameras within 1 cm, 0.5 '
                              'deg, 1 deg of FOV over 20 hidden offsets, against 18 of 40 at '
                              '320x180; docs/visual-matching.md)')
-    record.add_argument('--poses', type=int, default=24, help='arm poses to visit')
+    record.add_argument('--poses', type=int, default=36, help='arm poses to visit')
     record.add_argument('--seed', type=int, default=0, help='seed of the poses')
     record.add_argument('--namespace', default='/real', help="franka: the world's namespace")
     record.add_argument('--yes', action='store_true',
                         help='franka: the table is cleared (skip the confirmation prompt)')
     calibrate = sub.add_parser('calibrate', help="fit each exterior camera's pose and "
-                               'vertical FOV to a recording')
+                               'vertical FOV, and the wrist mount, to a recording')
     calibrate.add_argument('bag', type=pathlib.Path, help='a `cameras record` bag')
     calibrate.add_argument('--out', required=True, type=pathlib.Path, help='rig YAML to write')
     calibrate.add_argument('--rig', default='', help='the rig to start from ("" = DROID)')
     calibrate.add_argument('--seed', type=int, default=0, help='CMA-ES seed')
+    calibrate.add_argument('--no-wrist', action='store_true',
+                           help="keep the rig's wrist mount (do not fit it)")
     match = sub.add_parser('match', help='clean plates and colour transforms for the '
                            'visually matched twin')
     match.add_argument('bag', type=pathlib.Path, help='a `cameras record` bag')

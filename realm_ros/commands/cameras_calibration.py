@@ -157,16 +157,26 @@ def calibrate(args: argparse.Namespace) -> int:
 
     recording = load_recording(args.bag)
     rig = camera_rig.load_rig(_abspath(args.rig))
-    result = calibration.calibrate(recording, rig, seed=args.seed)
+    result = calibration.calibrate(recording, rig, seed=args.seed, wrist=not args.no_wrist)
+    wrist = ('the wrist mount fitted' if result.wrist_kept else
+             'the wrist as given' + (' (its fit was not kept)' if result.wrist else ''))
     calibration.write_rig(args.out, result.rig_yaml(rig), header=(
         f'Camera rig calibrated by `realm-ros cameras calibrate` from {args.bag}\n'
-        f'(started from {rig.source}); exterior cameras fitted, the wrist as given.'))
+        f'(started from {rig.source}); exterior cameras fitted, {wrist}.'))
     print(f'{"camera":<11} {"residual px":>12} {"before px":>10} {"moved cm":>9} '
           f'{"turned deg":>10} {"fovy deg":>9}')
-    for name, fit in result.fits.items():
+    fits = dict(result.fits)
+    if result.wrist is not None:
+        fits['wrist'] = result.wrist
+    for name, fit in fits.items():
         dp, da, df = fit.start.error_to(fit.pose)
         print(f'{name:<11} {fit.loss:12.2f} {fit.loss_start:10.2f} {dp * 100:9.2f} {da:10.2f} '
               f'{fit.pose.fovy:9.2f}')
+    if result.wrist is not None and not result.wrist_kept:
+        print(f"wrist: not kept (its outline ends {result.wrist.loss:.2f} px from the hand's "
+              f"persistent edges, against {result.wrist.loss_start:.2f} px at the rig's mount: "
+              f'it is kept within {calibration.WRIST_ACCEPT_PX:.1f} px and '
+              f'{calibration.WRIST_MIN_GAIN_PX:.1f} px better); the rig keeps its wrist entry')
     folder = args.out.parent / f'{args.out.stem}_check'
     paths = overlays(recording, _abspath(args.rig), str(args.out.resolve()), folder)
     print(f'rig: {args.out}; overlays and before/after sheet: {", ".join(map(str, paths))}')

@@ -12,17 +12,22 @@ exterior camera's view over a cleared table. Per exterior camera:
    twin's robot at the rig file's camera, grown by ``PRIOR_GROW`` of the image width, leaves
    the pixel free (the plain temporal median holds the arm where it stays long); a pixel is
    robot where it differs from the plate by more than ``threshold`` and is not a shadow
-   (darker than the plate by one factor in every channel, no darker than ``SHADOW_MIN``).
+   (darker than the plate by one factor in every channel, no darker than ``SHADOW_MIN``)
+   away from where the robot may be (there it is its own shaded paint).
 3. *Coarse*: CMA-ES (``cma``) over seven parameters (position 3, cm; rotation vector in the
    camera frame 3, deg; vertical FOV 1, deg) from the rig file's camera, at half then full
    resolution, on a symmetric silhouette chamfer (capped distance transforms).
 4. *Fine*, twice: a clean plate without the robot where the fit places it, the masks again,
    then Gauss-Newton on the seen silhouette's signed distance at the model's outline points
-   (:func:`refine_edges`): smooth where the chamfer's valley is flat.
+   (:func:`refine_edges`): smooth where the chamfer's valley is flat. The seen silhouette's
+   uniform growth (blur, threshold) is fitted beside the pose.
+
+The wrist camera's mount (:func:`calibrate_wrist`): the hand's mesh outline from the rig's
+mount moved by the same seven parameters, fitted to the edges that stay put in the wrist
+image over the recording (:func:`persistent_edges`), kept where it lands on them.
 
 The result is a rig file (``config/cameras/droid.yaml``'s format: ``position``,
-``quaternion_xyzw`` of the optical frame, ``fovy_deg``) the twin reads as it is. The wrist
-camera is not calibrated (it keeps the rig's entry; docs/visual-matching.md says why).
+``quaternion_xyzw`` of the optical frame, ``fovy_deg``) the twin reads as it is.
 """
 
 from __future__ import annotations
@@ -96,13 +101,14 @@ class CameraPose:
         v = 0.5 * height - f * local[:, 1] / safe
         return np.stack([u, v], 1), front
 
-    def rig_entry(self) -> dict[str, Any]:
-        """Return this camera as a rig-file entry (position, optical-frame quaternion, fovy)."""
+    def rig_entry(self, parent: str = 'world') -> dict[str, Any]:
+        """Return this camera as a rig-file entry (position, optical-frame quaternion, fovy),
+        in ``parent``'s frame (``world``, or ``gripper`` for the wrist)."""
         from scipy.spatial.transform import Rotation
 
         optical = self.rot @ np.diag([1.0, -1.0, -1.0])
         quat = Rotation.from_matrix(optical).as_quat()  # x, y, z, w
-        return {'parent': 'world',
+        return {'parent': parent,
                 'position': [round(float(v), 6) for v in self.position],
                 'quaternion_xyzw': [round(float(v), 8) for v in quat],
                 'fovy_deg': round(float(self.fovy), 5)}
@@ -148,6 +154,8 @@ class RobotGeometry:
         self._local = points
         self._owner = np.concatenate([np.full(len(p), k) for k, p in enumerate(points)])
         self._stacked = np.concatenate(points)
+        #: The body of each point (as :meth:`points` returns them).
+        self.point_bodies = np.asarray(model.geom_bodyid[self.geoms][self._owner], int)
 
     def points(self, q: np.ndarray, gripper: float = 0.0) -> np.ndarray:
         """Return the robot's points in ``base_link`` (N, 3) at joints ``q`` and gripper ``g``."""
@@ -200,21 +208,23 @@ def _geom_points(model: Any, g: int, rng: np.random.Generator) -> np.ndarray:
 # -- seen robot pixels ----------------------------------------------------------------------
 
 
-def plate_and_masks(frames: np.ndarray, threshold: float = 15.0) -> tuple[np.ndarray,
-                                                                           np.ndarray]:
+def plate_and_masks(frames: np.ndarray, threshold: float = 15.0,
+                    robot_near: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Return the temporal-median plate (H, W, 3) uint8 and the robot masks (T, H, W) bool.
 
     A pixel is robot where its summed absolute RGB difference to the plate exceeds
     ``threshold`` (0-765) and it is not shadow-like (every channel darker than the plate by
-    about the same factor). Specks are removed by a 3x3 opening.
+    about the same factor) away from ``robot_near`` ((T, H, W) bool: where the robot may be).
+    Specks are removed by a 3x3 opening.
     """
 
     stack = np.asarray(frames)
     plate = np.median(stack, axis=0).astype(np.uint8)
-    return plate, _masks(stack, plate, threshold)
+    return plate, _masks(stack, plate, threshold, robot_near)
 
 
-def _masks(stack: np.ndarray, plate: np.ndarray, threshold: float) -> np.ndarray:
+def _masks(stack: np.ndarray, plate: np.ndarray, threshold: float,
+           robot_near: np.ndarray | None = None) -> np.ndarray:
     import cv2
 
     f = stack.astype(np.float32)
@@ -227,6 +237,11 @@ def _masks(stack: np.ndarray, plate: np.ndarray, threshold: float) -> np.ndarray
     # (the Panda's black joints against a light wall), not a shadow.
     shadow = (np.all(ratio < 0.93, axis=-1) & np.all(ratio > SHADOW_MIN, axis=-1)
               & (ratio.max(-1) - ratio.min(-1) < 0.25))
+    # Where the robot may be, the same change is its own shaded paint (a white arm's far side
+    # before a pale wall is darker by one factor too): the shadow test took 5-10 % of the
+    # robot's pixels there. Cast shadows fall on the table and walls, away from it.
+    if robot_near is not None:
+        shadow &= ~robot_near
     masks = (diff > threshold) & ~shadow
     kernel = np.ones((3, 3), np.uint8)
     return np.stack([cv2.morphologyEx(m.astype(np.uint8), cv2.MORPH_OPEN, kernel) > 0
@@ -315,6 +330,8 @@ class CameraFit:
     loss_start: float
     loss: float
     evaluations: int
+    #: How much wider the seen robot is than the model all round, px (:func:`refine_edges`).
+    growth_px: float = 0.0
 
 
 #: Coarse to fine: (image scale, CMA-ES step size in cm / deg, iterations) per stage.
@@ -325,6 +342,9 @@ REFINE = ((1.0, 0.2, 20),)
 #: The first plate leaves out the twin's robot at the rig's pose grown by this fraction of the
 #: image width (a lab's calibration error: a few centimetres, a degree or two).
 PRIOR_GROW = 0.03
+#: Once fitted, the robot may be within this of where the fit places it (the shadow test is
+#: off there), px.
+NEAR_PX = 4
 
 
 def fit_camera(name: str, start: CameraPose, points: Sequence[np.ndarray], masks: np.ndarray,
@@ -395,7 +415,7 @@ def edge_points(pose: CameraPose, points: np.ndarray, size: tuple[int, int]) -> 
 
 def refine_edges(start: CameraPose, theta0: npt.ArrayLike, points: Sequence[np.ndarray],
                  masks: np.ndarray, unknown: np.ndarray | None = None, iterations: int = 15,
-                 per_frame: int = 1500) -> tuple[np.ndarray, int]:
+                 per_frame: int = 1500, offset: bool = True) -> tuple[np.ndarray, int, float]:
     """Refine ``theta0`` by Gauss-Newton on the silhouettes' edges, at full resolution.
 
     The residuals are the seen silhouette's signed distance (bilinear, sub-pixel) at the
@@ -407,14 +427,21 @@ def refine_edges(start: CameraPose, theta0: npt.ArrayLike, points: Sequence[np.n
     outline inside the seen robot (negative residual) is evidence the robot is larger, Huber
     beyond ``HUBER_PX``; one outside it may be robot that background subtraction missed (a
     white arm before a pale wall), so positive residuals get Tukey's biweight, none beyond
-    ``2 * HUBER_PX``. Steps are clipped to 1 cm / deg; it stops below 0.005. Returns the
-    parameters and the number of loss evaluations.
+    ``2 * HUBER_PX``. With ``offset`` an eighth unknown, the seen silhouette's uniform
+    growth (px, the same along every outline), is fitted beside the pose: a lens and sensor
+    blur and the subtraction's threshold widen the seen robot by a fraction of a pixel all
+    round, which the pose would otherwise absorb as a camera nearer or a wider field of view
+    (on lab_demo's camera it is 0.6-0.8 px; fitted, the error at the fit's fixed point fell
+    from 1.0-2.0 cm to 0.4-1.1 cm on the cameras that failed). Steps are clipped to 1 cm /
+    deg (and 1 px); it stops below 0.005. Returns the parameters, the number of loss
+    evaluations and the growth (px; 0 without ``offset``).
     """
     import cv2
 
     _, h, w = masks.shape
     sdfs = [signed_distance(m, unknown) for m in masks]
     theta = np.asarray(theta0, float).copy()
+    growth = 0.0
     evaluations = 0
     for k in range(iterations):
         pose = start.moved(theta)
@@ -439,13 +466,16 @@ def refine_edges(start: CameraPose, theta0: npt.ArrayLike, points: Sequence[np.n
                 out.append(d + EDGE_BIAS_PX)
             return np.concatenate(out)
 
-        r = residuals(theta)
+        # The seen outline lies ``growth`` beyond the model's: subtract it from the distance.
+        r = residuals(theta) + growth
         jac = np.stack([(residuals(theta + e) - residuals(theta - e)) / 0.1
                         for e in np.eye(7) * 0.05], 1)
+        if offset:
+            jac = np.concatenate([jac, np.ones((len(jac), 1))], 1)
         evaluations += 15
         ok = np.isfinite(r) & np.isfinite(jac).all(1)
         r, jac = r[ok], jac[ok]
-        if len(r) < 7:
+        if len(r) < jac.shape[1]:
             break
         cap = 2.0 * HUBER_PX
         weight = np.where(r > 0, np.where(r < cap, (1.0 - (r / cap) ** 2) ** 2, 0.0),
@@ -453,10 +483,12 @@ def refine_edges(start: CameraPose, theta0: npt.ArrayLike, points: Sequence[np.n
         root = np.sqrt(weight)
         step = -np.linalg.lstsq(jac * root[:, None], r * root, rcond=None)[0]
         step = np.clip(step, -1.0, 1.0)
-        theta = np.clip(theta + step, -8.0, 8.0)
+        theta = np.clip(theta + step[:7], -8.0, 8.0)
+        if offset:
+            growth += float(step[7])
         if float(np.abs(step).max()) < 0.005:
             break
-    return theta, evaluations
+    return theta, evaluations, growth
 
 
 def robot_raster(pose: CameraPose, points: Sequence[np.ndarray], size: tuple[int, int],
@@ -496,10 +528,11 @@ def clean_plate(frames: np.ndarray, robot: np.ndarray) -> tuple[np.ndarray, np.n
     return np.clip(plate + 0.5, 0, 255).astype(np.uint8), unknown
 
 
-def masks_against(frames: np.ndarray, plate: np.ndarray, threshold: float = 15.0) -> np.ndarray:
+def masks_against(frames: np.ndarray, plate: np.ndarray, threshold: float = 15.0,
+                  robot_near: np.ndarray | None = None) -> np.ndarray:
     """Return the robot masks of ``frames`` against a given ``plate`` (as
     :func:`plate_and_masks`)."""
-    return _masks(np.asarray(frames), plate, threshold)
+    return _masks(np.asarray(frames), plate, threshold, robot_near)
 
 
 # -- recordings ------------------------------------------------------------------------------
@@ -557,10 +590,23 @@ class Calibration:
     fits: Mapping[str, CameraFit]
     rig_source: str
     size: tuple[int, int]
+    #: The wrist camera's mount fit (:func:`calibrate_wrist`), if it was tried.
+    wrist: CameraFit | None = None
+
+    @property
+    def wrist_kept(self) -> bool:
+        """Whether the rig file takes the wrist's fit (:func:`wrist_fit_kept`)."""
+        return self.wrist is not None and wrist_fit_kept(self.wrist)
 
     def rig_yaml(self, base: camera_rig.Rig) -> dict[str, Any]:
-        """Return the calibrated rig file's content (the wrist as in ``base``)."""
+        """Return the calibrated rig file's content (the wrist fitted if kept, else as in
+        ``base``)."""
         cameras: dict[str, Any] = {name: fit.pose.rig_entry() for name, fit in self.fits.items()}
+        render = {'shadows': base.shadows, 'reflections': base.reflections,
+                  'antialias': base.antialias}
+        if self.wrist is not None and self.wrist_kept:
+            cameras['wrist'] = self.wrist.pose.rig_entry('gripper')
+            return {'frame': 'base_link', 'cameras': cameras, 'render': render}
         w = base.wrist
         cameras['wrist'] = {'parent': 'gripper', 'position': [float(v) for v in w.pos],
                             'fovy_deg': float(w.fovy)}
@@ -570,15 +616,16 @@ class Calibration:
         else:
             cameras['wrist'].update(look_at=[float(v) for v in w.target],
                                     up=[float(v) for v in w.up])
-        render = {'shadows': base.shadows, 'reflections': base.reflections,
-                  'antialias': base.antialias}
         return {'frame': 'base_link', 'cameras': cameras, 'render': render}
 
 
 def calibrate(recording: Recording, rig: camera_rig.Rig, seed: int = 0,
               cameras: Sequence[str] = EXTERIOR,
-              masks: Mapping[str, np.ndarray] | None = None) -> Calibration:
-    """Fit every exterior camera in ``recording``, starting from ``rig``'s cameras.
+              masks: Mapping[str, np.ndarray] | None = None, wrist: bool = True
+              ) -> Calibration:
+    """Fit every exterior camera in ``recording``, starting from ``rig``'s cameras, and the
+    wrist camera's mount (``wrist``, where the recording has wrist images:
+    :func:`calibrate_wrist`).
 
     ``masks`` (camera -> (T, H, W) bool) replaces background subtraction with given robot
     masks (a bench's segmentation renders: the fit alone, without the masks' errors).
@@ -595,7 +642,7 @@ def calibrate(recording: Recording, rig: camera_rig.Rig, seed: int = 0,
         frames = recording.images[name]
         if masks is not None:
             first, theta = fit_camera(name, starts[name], points, masks[name], seed=seed)
-            theta, n = refine_edges(starts[name], theta, points, masks[name])
+            theta, n, _ = refine_edges(starts[name], theta, points, masks[name], offset=False)
             pose = starts[name].moved(theta)
             loss = SilhouetteLoss(points, masks[name], 1.0, seed=seed)(pose)
             fits[name] = dataclasses.replace(first, pose=pose, loss=loss,
@@ -604,27 +651,213 @@ def calibrate(recording: Recording, rig: camera_rig.Rig, seed: int = 0,
         # The plate from the frames where the twin at the rig's pose leaves a pixel free (the
         # robot grown by the rig's error, a few percent of the image), the masks against it.
         grow = max(2, round(PRIOR_GROW * size[0]))
-        plate, unknown = clean_plate(frames, robot_raster(starts[name], points, size, grow))
-        seen = masks_against(frames, plate)
+        near = robot_raster(starts[name], points, size, grow)
+        plate, unknown = clean_plate(frames, near)
+        seen = masks_against(frames, plate, robot_near=near)
         if seen.mean() < 1e-3:
             raise DataError(f'{recording.path}: {name} never sees the arm move')
         first, theta = fit_camera(name, starts[name], points, seen, seed=seed, unknown=unknown)
         evaluations = first.evaluations
         # Then, twice: a clean plate without the robot the fit places, the masks against it,
         # the edges' least squares at full resolution.
+        growth = 0.0
         for _ in range(2):
             pose = starts[name].moved(theta)
             plate, unknown = clean_plate(frames, robot_raster(pose, points, size))
-            seen = masks_against(frames, plate)
-            theta, n = refine_edges(starts[name], theta, points, seen, unknown)
+            seen = masks_against(frames, plate,
+                                 robot_near=robot_raster(pose, points, size, NEAR_PX))
+            theta, n, growth = refine_edges(starts[name], theta, points, seen, unknown)
             evaluations += n
         full = SilhouetteLoss(points, seen, 1.0, seed=seed, unknown=unknown)
         pose = starts[name].moved(theta)
         fits[name] = CameraFit(name, starts[name], pose, first.loss_start, full(pose),
-                               evaluations)
-    return Calibration(fits, rig.source, size)
+                               evaluations, growth)
+    wrist_fit = None
+    if wrist and 'wrist' in recording.images:
+        wrist_fit = calibrate_wrist(recording, rig, seed=seed, geometry=geometry)
+    return Calibration(fits, rig.source, size, wrist_fit)
 
 
+
+
+# -- the wrist camera -------------------------------------------------------------------------
+
+#: A persistent edge is at least this strong (median gradient magnitude, grey levels per px)
+#: and this fraction of the strongest (its 99.5th percentile).
+WRIST_EDGE_MIN = 12.0
+WRIST_EDGE_FRACTION = 0.25
+#: The gradient magnitude a persistent edge keeps in this percentage of the frames or more.
+WRIST_EDGE_QUANTILE = 50.0
+#: The wrist's fit is kept only if its outline ends this close to the persistent edges, px
+#: (on average): farther, the edges do not cover the hand's outline (a pale hand over a pale
+#: table in most frames) and the rig's mount is kept.
+WRIST_ACCEPT_PX = 1.0
+#: ... and only if it improves on the rig's mount by this much, px: the valley is flat (a mount
+#: already right moved 0.66 deg for 0.01 px on lab_demo's recording), a real error of a
+#: centimetre starts near 5 px.
+WRIST_MIN_GAIN_PX = 0.1
+
+
+def wrist_fit_kept(fit: CameraFit) -> bool:
+    """Whether a wrist fit is kept: its outline within ``WRIST_ACCEPT_PX`` of the persistent
+    edges, ``WRIST_MIN_GAIN_PX`` nearer than the rig's mount."""
+    return fit.loss <= WRIST_ACCEPT_PX and fit.loss_start - fit.loss >= WRIST_MIN_GAIN_PX
+
+
+def persistent_edges(frames: np.ndarray) -> np.ndarray:
+    """Return the edges that stay put in the image over ``frames`` (T, H, W, 3): (H, W) bool.
+
+    The wrist camera moves with the hand, so there is no plate to subtract; but the hand and
+    the fingers (at one opening) stay where they are in its image while the table, walls and
+    floor sweep past. The per-pixel median over the frames of the gradient magnitude (grey,
+    Gaussian-smoothed by 1 px) is high only on edges that are there in most frames: the
+    hand's outline (its contrast to the passing background changes, its place does not), and
+    its own inner edges. Thinned to one pixel (local maxima across the ridge), above
+    ``WRIST_EDGE_MIN`` and ``WRIST_EDGE_FRACTION`` of the strongest.
+    """
+    import cv2
+
+    mags = []
+    for frame in np.asarray(frames):
+        grey = cv2.GaussianBlur(cv2.cvtColor(frame, cv2.COLOR_RGB2GRAY).astype(np.float32),
+                                (0, 0), 1.0)
+        mags.append(np.hypot(cv2.Sobel(grey, cv2.CV_32F, 1, 0), cv2.Sobel(grey, cv2.CV_32F, 0, 1)))
+    med = np.percentile(np.stack(mags), WRIST_EDGE_QUANTILE, axis=0)
+    pad = np.pad(med, 1, mode='edge')
+    ridge_x = (med >= pad[1:-1, :-2]) & (med >= pad[1:-1, 2:])
+    ridge_y = (med >= pad[:-2, 1:-1]) & (med >= pad[2:, 1:-1])
+    strong = med > max(WRIST_EDGE_MIN, WRIST_EDGE_FRACTION * float(np.percentile(med, 99.5)))
+    return strong & (ridge_x | ridge_y)
+
+
+def wrist_triangles(geometry: RobotGeometry, recording: Recording, camera: str = 'wrist'
+                    ) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Return, per gripper opening in the recording (open, closed), the mesh triangles
+    (N, 3, 3) of the robot parts that move with the wrist camera (its body and those below
+    it: hand, fingers) in the camera's parent frame, and the indices of the frames at that
+    opening. (Triangles, not points: the hand is so near the camera that any point sampling
+    leaves holes in its silhouette.)"""
+    import mujoco
+
+    model, data = geometry.model, geometry.data
+    cam_body = int(model.cam_bodyid[model.camera(camera).id])
+    carried = []
+    for g in geometry.geoms:
+        walk = int(model.geom_bodyid[g])
+        while walk > 0 and walk != cam_body:
+            walk = int(model.body_parentid[walk])
+        if walk == cam_body and int(model.geom_type[g]) == mujoco.mjtGeom.mjGEOM_MESH:
+            carried.append(int(g))
+    if not carried:
+        raise DataError('the twin has no hand meshes to calibrate the wrist camera against '
+                        '(the primitive arm: install the Panda meshes)')
+    groups = (recording.gripper >= 0.5).astype(int)
+    shapes, frames = [], []
+    for value in (0, 1):
+        index = np.flatnonzero(groups == value)
+        if len(index) < 3:
+            continue
+        geometry.points(recording.q[index[0]], float(np.median(recording.gripper[index])))
+        pos = data.xpos[cam_body]
+        rot = data.xmat[cam_body].reshape(3, 3)
+        tris = []
+        for g in carried:
+            mesh = int(model.geom_dataid[g])
+            v0, nv = int(model.mesh_vertadr[mesh]), int(model.mesh_vertnum[mesh])
+            f0, nf = int(model.mesh_faceadr[mesh]), int(model.mesh_facenum[mesh])
+            verts = model.mesh_vert[v0:v0 + nv].astype(float)
+            world = data.geom_xpos[g] + verts @ data.geom_xmat[g].reshape(3, 3).T
+            tris.append(((world - pos) @ rot)[model.mesh_face[f0:f0 + nf]])
+        shapes.append(np.concatenate(tris))
+        frames.append(index)
+    return shapes, frames
+
+
+def triangle_outline(pose: CameraPose, triangles: np.ndarray, size: tuple[int, int]
+                     ) -> np.ndarray:
+    """Return the (row, col) pixels of the silhouette outline of ``triangles`` (N, 3, 3) seen
+    from ``pose`` (filled at 1/16 px), away from the image border: (K, 2) int."""
+    import cv2
+
+    w, h = size
+    uv, front = pose.project(triangles.reshape(-1, 3), w, h)
+    front = front.reshape(-1, 3).all(1)
+    uv = uv.reshape(-1, 3, 2)[front]
+    keep = np.abs(uv).max((1, 2)) < 4 * max(w, h)
+    fixed = np.round(uv[keep] * 16).astype(np.int32)
+    raster = np.zeros((h, w), np.uint8)
+    for tri in fixed:
+        cv2.fillConvexPoly(raster, tri, (1,), lineType=cv2.LINE_8, shift=4)
+    kernel = np.ones((3, 3), np.uint8)
+    # Both sides of the outline (the pixels just inside and just outside it): the persistent
+    # edge lies between them.
+    edge = np.asarray(cv2.dilate(raster, kernel), np.uint8) - np.asarray(cv2.erode(raster,
+                                                                                 kernel), np.uint8)
+    edge[:2], edge[-2:], edge[:, :2], edge[:, -2:] = 0, 0, 0, 0
+    return np.argwhere(edge > 0)
+
+
+def _edge_chamfer(pose: CameraPose, shapes: Sequence[np.ndarray], dts: Sequence[np.ndarray],
+                  size: tuple[int, int]) -> float:
+    """Mean capped distance (px) from the model's outline to the persistent edges."""
+    total = 0.0
+    for tris, dt in zip(shapes, dts):
+        rc = triangle_outline(pose, tris, size)
+        if len(rc) < 20:
+            return 2.0 * CAP_PX
+        total += float(np.minimum(dt[rc[:, 0], rc[:, 1]], CAP_PX).mean())
+    return total / len(shapes)
+
+
+def calibrate_wrist(recording: Recording, rig: camera_rig.Rig, seed: int = 0,
+                    geometry: RobotGeometry | None = None) -> CameraFit:
+    """Fit the wrist camera's mount (pose in the gripper frame, vertical FOV) to the
+    recording's persistent edges (:func:`persistent_edges`, one set per gripper opening).
+
+    The model: the hand and fingers, which the camera carries, projected from the rig's mount
+    moved by the seven parameters (as the exterior cameras': cm, deg in the camera frame,
+    deg of FOV); the loss: the mean distance of their projected outline to the nearest
+    persistent edge, capped at ``CAP_PX``. CMA-ES, coarse to fine (step 0.5 then 0.15).
+    Inner edges of the hand are edges too, so the loss never asks every edge to be outline.
+    Only the hand is near: a turn of the camera and a shift of it trade against each other
+    more than for the exterior cameras (docs/visual-matching.md has the figures).
+
+    Raises:
+        DataError: no wrist images, no opening with 3 frames, or no hand meshes in the twin.
+    """
+    import cma
+    import cv2
+
+    if 'wrist' not in recording.images:
+        raise DataError(f'{recording.path}: no wrist images to calibrate it from')
+    size = recording.size
+    geometry = geometry if geometry is not None else twin_geometry(rig, size)
+    shapes, groups = wrist_triangles(geometry, recording)
+    if not shapes:
+        raise DataError(f'{recording.path}: the wrist camera needs at least 3 frames at one '
+                        'gripper opening')
+    dts = []
+    for index in groups:
+        edges = persistent_edges(recording.images['wrist'][index])
+        dts.append(cv2.distanceTransform((~edges).astype(np.uint8), cv2.DIST_L2, 5))
+    start = CameraPose.from_spec(rig.wrist)
+    loss_start = _edge_chamfer(start, shapes, dts, size)
+    theta = np.zeros(7)
+    evaluations = 0
+    for sigma, iterations in ((0.5, 60), (0.15, 60)):
+        options = {'seed': seed + 1, 'bounds': [[-5.0] * 7, [5.0] * 7], 'maxiter': iterations,
+                   'verbose': -9, 'tolfun': 1e-5, 'tolx': 1e-4}
+        es = cma.CMAEvolutionStrategy(theta, sigma, options)
+        while not es.stop():
+            candidates = es.ask()
+            es.tell(candidates, [_edge_chamfer(start.moved(c), shapes, dts, size)
+                                 for c in candidates])
+            evaluations += len(candidates)
+        if es.result.xbest is not None:
+            theta = np.asarray(es.result.xbest, float)
+    pose = start.moved(theta)
+    return CameraFit('wrist', start, pose, loss_start, _edge_chamfer(pose, shapes, dts, size),
+                     evaluations)
 
 
 def write_rig(path: str | pathlib.Path, content: Mapping[str, Any], header: str = '') -> None:
@@ -669,6 +902,7 @@ def gripper_for(k: int) -> float:
 
 
 __all__ = ['CameraFit', 'CameraPose', 'Calibration', 'Recording', 'RobotGeometry',
-           'SilhouetteLoss', 'calibrate', 'edge_points', 'fit_camera', 'gripper_for',
-           'moving_points', 'plate_and_masks', 'record_waypoints', 'refine_edges',
-           'signed_distance', 'twin_geometry', 'write_rig']
+           'SilhouetteLoss', 'calibrate', 'calibrate_wrist', 'edge_points', 'fit_camera',
+           'gripper_for', 'moving_points', 'persistent_edges', 'plate_and_masks',
+           'record_waypoints', 'refine_edges', 'signed_distance', 'triangle_outline',
+           'twin_geometry', 'wrist_fit_kept', 'wrist_triangles', 'write_rig']
