@@ -185,14 +185,15 @@ def calibrate(args: argparse.Namespace) -> int:
 
 def overlays(recording: Any, before_rig: str, after_rig: str,
              folder: pathlib.Path) -> list[pathlib.Path]:
-    """Write a 50/50 overlay per exterior camera (recording | twin at the calibrated rig) and
-    a before/after sheet (overlay with the starting rig | with the calibrated rig)."""
+    """Write a 50/50 overlay per camera (recording | twin at the calibrated rig) and a
+    before/after sheet (overlay with the starting rig | with the calibrated rig), a row per
+    camera: the exterior cameras and the wrist."""
     import imageio.v2 as imageio
 
     from realm_ros.backends.mujoco.matching import TwinFrames
 
     folder.mkdir(parents=True, exist_ok=True)
-    cameras = [c for c in ('exterior_1', 'exterior_2') if c in recording.images]
+    cameras = [c for c in ('exterior_1', 'exterior_2', 'wrist') if c in recording.images]
     k = len(recording.q) // 2
     blends = {}
     for label, rig in (('before', before_rig), ('after', after_rig)):

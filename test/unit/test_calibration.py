@@ -149,7 +149,8 @@ def test_record_calibrate_match_on_a_small_recording(tmp_path, capsys):
         residual, before = float(lines[name][1]), float(lines[name][2])
         assert residual < before, name
     assert len(camera_rig.load_rig(str(rig)).exterior) == 2
-    for png in ('exterior_1_overlay.png', 'exterior_2_overlay.png', 'before_after.png'):
+    for png in ('exterior_1_overlay.png', 'exterior_2_overlay.png', 'wrist_overlay.png',
+                'before_after.png'):
         assert (tmp_path / 'rig_check' / png).stat().st_size > 0
     match = tmp_path / 'match'
     assert cli.main(['cameras', 'match', str(bag), '--rig', str(rig), '--out', str(match)]) == 0
