@@ -1,8 +1,8 @@
 """Does ``cameras calibrate`` recover hidden camera offsets? Random offsets nobody tuned on.
 
 Run: ``.venv/bin/python bench/bench_camera_calibration.py [--offsets 20] [--size 640x360]
-[--poses 24] [--masks seg|appearance] [--first 1000] [--jobs N]`` (``--jobs``: offsets in
-parallel processes, one core each; set ``OMP_NUM_THREADS=1``).
+[--poses 36] [--masks seg|appearance] [--first 1000] [--jobs N] [--wrist-fit]``
+(``--jobs``: offsets in parallel processes, one core each; set ``OMP_NUM_THREADS=1``).
 
 For each of ``--offsets`` seeds (1000, 1001, ...), both exterior cameras get a random lab
 calibration error off DROID's rig (``core.appearance.camera_offsets``: 2 cm in a random

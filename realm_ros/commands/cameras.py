@@ -44,10 +44,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     record.add_argument('--out', required=True, type=pathlib.Path, help='bag folder to write')
     record.add_argument('--rig', default='', help='the nominal camera rig YAML ("" = DROID)')
     record.add_argument('--image-size', default='640x360',
-                        help='image size WxH, px (640x360: 37 of 40 cameras within 1 cm, 0.5 '
-                             'deg, 1 deg of FOV over 20 hidden offsets, against 18 of 40 at '
-                             '320x180; docs/visual-matching.md)')
-    record.add_argument('--poses', type=int, default=36, help='arm poses to visit')
+                        help='image size WxH, px (640x360 and 36 poses: 80 of 80 cameras '
+                             'within 1 cm, 0.5 deg, 1 deg of FOV over 40 hidden offsets; '
+                             'docs/visual-matching.md)')
+    record.add_argument('--poses', type=int, default=36,
+                        help='arm poses to visit (24: 39 of 40 cameras within the bounds)')
     record.add_argument('--seed', type=int, default=0, help='seed of the poses')
     record.add_argument('--namespace', default='/real', help="franka: the world's namespace")
     record.add_argument('--yes', action='store_true',

@@ -42,6 +42,7 @@ import numpy.typing as npt
 
 from realm_ros.backends.mujoco import camera_rig
 from realm_ros.backends.mujoco.actuation import ArmActuation
+from realm_ros.backends.mujoco.visual_match import robot_geoms, subtree_geoms
 from realm_ros.core import robot
 from realm_ros.core.errors import ConfigError, DataError
 
@@ -134,16 +135,12 @@ class RobotGeometry:
         self.model = model
         self.data = mujoco.MjData(model)
         self._act = ArmActuation(model)
-        root = model.body('panda_link0').id
+        on_robot = robot_geoms(model)
         rng = np.random.default_rng(seed)
         geoms, points = [], []
         visible = {0, 1, 2}  # MuJoCo's default mjvOption.geomgroup
         for g in range(model.ngeom):
-            body = int(model.geom_bodyid[g])
-            walk = body
-            while walk > 0 and walk != root:
-                walk = int(model.body_parentid[walk])
-            if walk != root or int(model.geom_group[g]) not in visible \
+            if not on_robot[g] or int(model.geom_group[g]) not in visible \
                     or model.geom_rgba[g, 3] <= 0:
                 continue
             local = _geom_points(model, g, rng)
@@ -154,8 +151,6 @@ class RobotGeometry:
         self._local = points
         self._owner = np.concatenate([np.full(len(p), k) for k, p in enumerate(points)])
         self._stacked = np.concatenate(points)
-        #: The body of each point (as :meth:`points` returns them).
-        self.point_bodies = np.asarray(model.geom_bodyid[self.geoms][self._owner], int)
 
     def points(self, q: np.ndarray, gripper: float = 0.0) -> np.ndarray:
         """Return the robot's points in ``base_link`` (N, 3) at joints ``q`` and gripper ``g``."""
@@ -168,6 +163,14 @@ class RobotGeometry:
         return pos + np.einsum('nij,nj->ni', mat, self._stacked)
 
 
+def _mesh(model: Any, g: int) -> tuple[np.ndarray, np.ndarray]:
+    """Return mesh geom ``g``'s vertices (V, 3) in its own frame and its faces (F, 3)."""
+    mesh = int(model.geom_dataid[g])
+    v0, nv = int(model.mesh_vertadr[mesh]), int(model.mesh_vertnum[mesh])
+    f0, nf = int(model.mesh_faceadr[mesh]), int(model.mesh_facenum[mesh])
+    return model.mesh_vert[v0:v0 + nv].astype(float), model.mesh_face[f0:f0 + nf]
+
+
 def _geom_points(model: Any, g: int, rng: np.random.Generator) -> np.ndarray:
     """Return points on geom ``g``'s surface in its own frame."""
     import mujoco
@@ -175,11 +178,8 @@ def _geom_points(model: Any, g: int, rng: np.random.Generator) -> np.ndarray:
     kind = int(model.geom_type[g])
     size = model.geom_size[g]
     if kind == mujoco.mjtGeom.mjGEOM_MESH:
-        mesh = int(model.geom_dataid[g])
-        v0, nv = int(model.mesh_vertadr[mesh]), int(model.mesh_vertnum[mesh])
-        f0, nf = int(model.mesh_faceadr[mesh]), int(model.mesh_facenum[mesh])
-        verts = model.mesh_vert[v0:v0 + nv].astype(float)
-        tri = verts[model.mesh_face[f0:f0 + nf]]
+        verts, faces = _mesh(model, g)
+        tri = verts[faces]
         area = 0.5 * np.linalg.norm(np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0]), axis=1)
         n = int(area.sum() * POINTS_PER_M2)
         if n and area.sum() > 0:
@@ -689,8 +689,6 @@ def calibrate(recording: Recording, rig: camera_rig.Rig, seed: int = 0,
     return Calibration(fits, rig.source, size, wrist_fit)
 
 
-
-
 # -- the wrist camera -------------------------------------------------------------------------
 
 #: A persistent edge is at least this strong (median gradient magnitude, grey levels per px)
@@ -752,13 +750,9 @@ def wrist_triangles(geometry: RobotGeometry, recording: Recording, camera: str =
 
     model, data = geometry.model, geometry.data
     cam_body = int(model.cam_bodyid[model.camera(camera).id])
-    carried = []
-    for g in geometry.geoms:
-        walk = int(model.geom_bodyid[g])
-        while walk > 0 and walk != cam_body:
-            walk = int(model.body_parentid[walk])
-        if walk == cam_body and int(model.geom_type[g]) == mujoco.mjtGeom.mjGEOM_MESH:
-            carried.append(int(g))
+    below = subtree_geoms(model, cam_body)
+    carried = [int(g) for g in geometry.geoms
+               if below[g] and int(model.geom_type[g]) == mujoco.mjtGeom.mjGEOM_MESH]
     if not carried:
         raise DataError('the twin has no hand meshes to calibrate the wrist camera against '
                         '(the primitive arm: install the Panda meshes)')
@@ -773,12 +767,9 @@ def wrist_triangles(geometry: RobotGeometry, recording: Recording, camera: str =
         rot = data.xmat[cam_body].reshape(3, 3)
         tris = []
         for g in carried:
-            mesh = int(model.geom_dataid[g])
-            v0, nv = int(model.mesh_vertadr[mesh]), int(model.mesh_vertnum[mesh])
-            f0, nf = int(model.mesh_faceadr[mesh]), int(model.mesh_facenum[mesh])
-            verts = model.mesh_vert[v0:v0 + nv].astype(float)
+            verts, faces = _mesh(model, g)
             world = data.geom_xpos[g] + verts @ data.geom_xmat[g].reshape(3, 3).T
-            tris.append(((world - pos) @ rot)[model.mesh_face[f0:f0 + nf]])
+            tris.append(((world - pos) @ rot)[faces])
         shapes.append(np.concatenate(tris))
         frames.append(index)
     return shapes, frames

@@ -54,7 +54,11 @@ def kept_geoms(model: Any) -> np.ndarray:
 
 def robot_geoms(model: Any) -> np.ndarray:
     """Return a bool per geom: part of the robot (the subtree of ``panda_link0``)."""
-    root = model.body('panda_link0').id
+    return subtree_geoms(model, model.body('panda_link0').id)
+
+
+def subtree_geoms(model: Any, root: int) -> np.ndarray:
+    """Return a bool per geom: on body ``root`` or a body below it."""
     out = np.zeros(model.ngeom, bool)
     for g in range(model.ngeom):
         walk = int(model.geom_bodyid[g])
