@@ -51,6 +51,19 @@ def _world_identity(role: str, record: Mapping[str, Any], config: Mapping[str, A
     return f'{role}|{record.get("backend", "")}|{params or "default"}'
 
 
+def world_label(role: str, record: Mapping[str, Any], config: Mapping[str, Any]) -> str:
+    """Name a world as the operator configured it: its backend (``digital_real``, ``franka``,
+    ``mujoco``...), the side of the pair it played, and its parameters file if any.
+
+    A paired run's records carry the role only; the backend is the run's ``config`` (``real:
+    digital_real``), so the digital real is never called the real world.
+    """
+    backend = str(record.get('backend') or config.get(role) or role)
+    label = backend if backend == role else f'{backend} ({role} side of the pair)'
+    params = config.get('sim_params_file' if role == 'sim' else 'real_dynamics_file', '')
+    return f'{label}, parameters {pathlib.Path(str(params)).name}' if params else label
+
+
 def instruction(task: str, perturbation: str, intensity: float, seed: int) -> str:
     """Return the instruction both episodes of a matchup were given."""
     return perturbations.scored_task(task, perturbation, intensity, seed).instruction
@@ -71,6 +84,8 @@ class Catalog:
         self.roles = None if roles is None else tuple(roles)
         self.records: list[dict[str, Any]] = []  # every scored record, with or without video
         self.clips: list[Clip] = []
+        #: world identity -> the name a judge sees (:func:`world_label`)
+        self.labels: dict[str, str] = {}
         seen: set[tuple[str, str, str]] = set()
         for run_dir in self.run_dirs:
             path = run_dir / 'episodes.jsonl'
@@ -86,6 +101,7 @@ class Catalog:
                 if ident in seen:  # the same episode in two folders (--reuse-real)
                     continue
                 seen.add(ident)
+                self.labels.setdefault(world, world_label(role, record, config))
                 self.records.append({**record, '_world': world})
                 video = record.get('video')
                 if not video or not (run_dir / video).is_file():

@@ -4,15 +4,21 @@ Routes (the judges' side never carries a policy name, an episode id or a file na
 
 ``GET /``                       the page (:mod:`realm_ros.arena.page`)
 ``GET /api/next?judge=NAME``    the judge's pair: ``{token, left, right, task, instruction,
-                                perturbation, world, progress}`` (``left``/``right`` are
-                                ``/video/<opaque id>``), or ``{done: true, progress}``
+                                perturbation, world, skipped_before, progress}``
+                                (``left``/``right`` are ``/video/<opaque id>``), or ``{done:
+                                true, progress}``; ``progress``: ``{answered, skipped, total,
+                                all_judges}``
 ``POST /api/judge``             ``{token, judge, choice: A|B|tie, reason}``; 400 without a reason
 ``POST /api/skip``              ``{token, judge}``
 ``POST /api/undo``              ``{judge}``: the last answer is undone, its pair comes next
-``GET /video/<id>``             the WebM (Range requests served)
+``GET /video/<id>``             the WebM, re-muxed without metadata (:mod:`.media`), Range
+                                requests served, no Last-Modified or ETag
 ``GET /ranking/<key>``          the organiser's ranking page (the key is printed at start and
                                 kept in the database; the judges' page never links to it)
 ``GET /api/ranking/<key>``      the same as JSON
+
+A refusal is HTTP 400 (404 for an unknown video or page) with one plain sentence in ``detail``,
+which the page shows as it is.
 """
 
 from __future__ import annotations
@@ -23,15 +29,13 @@ import socket
 import threading
 from typing import Any
 
-from realm_ros.arena import page
+from realm_ros.arena import media, page
 from realm_ros.arena.catalog import Catalog, instruction, key_from_text, key_text
 from realm_ros.arena.ranking import format_section, preferences
-from realm_ros.arena.selection import choose
+from realm_ros.arena.selection import choose, skipped_before, tally
 from realm_ros.arena.store import Store, judge_name
 from realm_ros.core.errors import ConfigError, DataError
 from realm_ros.io.video import MEDIA_TYPE
-
-WORLD_NAMES = {'real': 'real world', 'sim': 'simulated twin'}
 
 
 def _require_web() -> None:
@@ -46,30 +50,44 @@ def _require_web() -> None:
 def create_app(catalog: Catalog, store: Store, seed: int | None = None) -> Any:
     """Return the FastAPI application over ``catalog``'s videos and ``store``."""
     _require_web()
-    from fastapi import Body, FastAPI, HTTPException
-    from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
+    from fastapi import Body, FastAPI, Header, HTTPException
+    from fastapi.exceptions import RequestValidationError
+    from fastapi.responses import HTMLResponse, JSONResponse, Response
 
     app = FastAPI(title='realm_ros arena', docs_url=None, redoc_url=None, openapi_url=None)
     rng = random.Random(seed)
     rng_lock = threading.Lock()
     role_of = {key: key[0].split('|')[0] for key in catalog.matchups}
+    clips = media.BlindClips()
 
-    def progress(db: Any, judge: str) -> dict[str, int]:
-        mine = db.execute('SELECT COUNT(*) FROM judgments WHERE judge = ? AND undone_at IS '
-                          'NULL', (judge,)).fetchone()[0]
-        every = db.execute("SELECT COUNT(*) FROM judgments WHERE undone_at IS NULL AND "
-                           "choice != 'skip'").fetchone()[0]
-        return {'answered': int(mine), 'total': len(catalog.slots), 'all_judges': int(every)}
+    @app.exception_handler(RequestValidationError)
+    def malformed(request: Any, exc: RequestValidationError) -> JSONResponse:
+        return JSONResponse({'detail': 'The request must be a JSON object (as the page sends '
+                                       'it).'}, status_code=400)
 
-    def offer(assignment: dict[str, Any], prog: dict[str, int]) -> dict[str, Any]:
+    def progress(judgments: list[dict[str, Any]], judge: str) -> dict[str, int]:
+        every = sum(1 for j in judgments if j['choice'] != 'skip')
+        return {**tally(judgments, judge), 'total': len(catalog.slots), 'all_judges': every}
+
+    def offer(assignment: dict[str, Any], judgments: list[dict[str, Any]]) -> dict[str, Any]:
         world, task, perturbation, intensity, seed_ = key_from_text(assignment['matchup'])
+        # Both clips re-muxed before the page asks for either: the two answer alike.
+        for side in ('left_path', 'right_path'):
+            try:
+                clips.get(assignment[side])
+            except DataError:
+                pass  # the video request answers 404
+        judge = assignment['judge']
         return {'token': assignment['token'],
                 'left': f'/video/{assignment["left_video"]}',
                 'right': f'/video/{assignment["right_video"]}',
                 'task': task, 'perturbation': perturbation,
                 'instruction': instruction(task, perturbation, intensity, seed_),
-                'world': WORLD_NAMES.get(assignment['role'], assignment['role']),
-                'progress': prog}
+                'world': catalog.labels.get(world, assignment['role']),
+                'skipped_before': skipped_before(
+                    judgments, judge, assignment['matchup'], assignment['left_policy'],
+                    assignment['right_policy']),
+                'progress': progress(judgments, judge)}
 
     def refuse(err: DataError) -> HTTPException:
         return HTTPException(status_code=400, detail=str(err))
@@ -86,24 +104,24 @@ def create_app(catalog: Catalog, store: Store, seed: int | None = None) -> Any:
             raise refuse(err) from None
         with store.transaction() as db:
             pending = store.pending(db, name)
+            judgments = store.active_judgments(db)
             if pending is None:
-                judgments = store.active_judgments(db)
                 with rng_lock:
                     slot = choose(catalog.slots, role_of, judgments, name, rng)
                 if slot is None:
-                    return {'done': True, 'progress': progress(db, name)}
+                    return {'done': True, 'progress': progress(judgments, name)}
                 key, left, right = slot
-                clips = catalog.matchups[key]
+                both = catalog.matchups[key]
                 pending = store.add_assignment(db, name, role_of[key], key_text(key),
-                                               clips[left], clips[right])
-            return offer(pending, progress(db, name))
+                                               both[left], both[right])
+        return offer(pending, judgments)
 
     @app.post('/api/judge')
     def judge(body: dict[str, Any] = Body(...)) -> dict[str, Any]:
         try:
             choice = str(body.get('choice', ''))
             if choice == 'skip':
-                raise DataError('choice: use /api/skip to skip')
+                raise DataError('To skip a pair, use the Skip button.')
             store.judge(str(body.get('token', '')), str(body.get('judge', '')), choice,
                         str(body.get('reason', '') or ''))
         except DataError as err:
@@ -128,17 +146,33 @@ def create_app(catalog: Catalog, store: Store, seed: int | None = None) -> Any:
         return {'ok': True, 'undone': undone is not None}
 
     @app.get('/video/{video_id}')
-    def video(video_id: str) -> Any:
+    def video(video_id: str, range_: str | None = Header(default=None, alias='range')
+              ) -> Response:
         path = store.video_path(video_id)
-        if path is None:
-            raise HTTPException(status_code=404, detail='no such video')
-        # No file name in the headers: the judge must not learn the episode id.
-        return FileResponse(path, media_type=MEDIA_TYPE,
-                            headers={'Cache-Control': 'private, max-age=3600'})
+        try:
+            if path is None:
+                raise DataError('no such video')
+            data = clips.get(path)
+        except DataError:
+            raise HTTPException(status_code=404, detail='This video is not available.') \
+                from None
+        # The headers say type, length and range only: no file name (the episode id), no
+        # Last-Modified or ETag (the file's time marks the run order), see media.py.
+        headers = {'Accept-Ranges': 'bytes', 'Cache-Control': 'private, max-age=3600'}
+        try:
+            span = media.byte_range(range_, len(data))
+        except DataError:
+            return Response(status_code=416, media_type=MEDIA_TYPE,
+                            headers={**headers, 'Content-Range': f'bytes */{len(data)}'})
+        if span is None:
+            return Response(data, media_type=MEDIA_TYPE, headers=headers)
+        first, last = span
+        return Response(data[first:last + 1], status_code=206, media_type=MEDIA_TYPE,
+                        headers={**headers, 'Content-Range': f'bytes {first}-{last}/{len(data)}'})
 
     def organiser(key: str) -> dict[str, Any]:
         if key != store.organiser_key:
-            raise HTTPException(status_code=404, detail='not found')
+            raise HTTPException(status_code=404, detail='Not found.')
         return preferences(catalog, store, n_bootstrap=200)
 
     @app.get('/api/ranking/{key}')

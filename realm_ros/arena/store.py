@@ -71,7 +71,7 @@ def judge_name(text: Any) -> str:
     """Return a valid judge name (stripped, 1..64 characters) or raise DataError."""
     name = str(text or '').strip()
     if not name or len(name) > MAX_JUDGE:
-        raise DataError(f'judge: a name of 1 to {MAX_JUDGE} characters is required')
+        raise DataError(f'Your name is required (1 to {MAX_JUDGE} characters).')
     return name
 
 
@@ -180,20 +180,22 @@ class Store:
         """
         judge = judge_name(judge)
         if choice not in CHOICES:
-            raise DataError(f'choice must be one of {list(CHOICES)}, got {choice!r}')
+            raise DataError(f'The choice must be A, B, tie or skip, not {choice!r}.')
         reason = str(reason or '').strip()
         if choice != 'skip' and not reason:
-            raise DataError('reason: say why (a reason is required for A, B and tie)')
+            raise DataError('Say why: a reason is required for A, B and tie.')
         if len(reason) > MAX_REASON:
-            raise DataError(f'reason: at most {MAX_REASON} characters')
+            raise DataError(f'The reason is too long: at most {MAX_REASON} characters.')
         with self.transaction() as db:
             assignment = self.assignment(db, token)
             if assignment is None or assignment['judge'] != judge:
-                raise DataError('token: no such assignment for this judge')
+                raise DataError("This pair is not yours to answer (another judge's, or gone): "
+                                'reload the page.')
             answered = db.execute('SELECT 1 FROM judgments WHERE token = ? AND undone_at IS '
                                   'NULL', (token,)).fetchone()
             if answered:
-                raise DataError('token: this pair is already answered (undo first)')
+                raise DataError('This pair is already answered: undo it first to change the '
+                                'answer.')
             row = {'token': token, 'judge': judge, 'created_at': time.time(), 'choice': choice,
                    'reason': reason, 'a_policy': assignment['left_policy'],
                    'b_policy': assignment['right_policy'], 'undone_at': None}

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import pathlib
 import random
+import shutil
 import threading
 import time
 
@@ -13,13 +15,14 @@ from arena_rundir import POLICIES, make_run_dir
 import httpx
 import pytest
 
-from realm_ros.arena import server
+from realm_ros.arena import media, server
 from realm_ros.arena.catalog import Catalog, key_text
 from realm_ros.arena.ranking import attach, preferences
-from realm_ros.arena.selection import choose, uncertainty
+from realm_ros.arena.selection import choose, skipped_before, tally, uncertainty
 from realm_ros.arena.store import Store
 from realm_ros.cli import main
 from realm_ros.core.errors import ConfigError, DataError
+from realm_ros.io.video import probe
 
 
 @pytest.fixture(scope='module')
@@ -58,9 +61,9 @@ def test_store_requires_a_reason_keeps_everything_and_undoes(run_dir, tmp_path):
     first = _assign(store, catalog, 'ann', catalog.slots[0])
     with pytest.raises(DataError, match='reason'):
         store.judge(first['token'], 'ann', 'A', '   ')
-    with pytest.raises(DataError, match='no such assignment for this judge'):
+    with pytest.raises(DataError, match='not yours to answer'):
         store.judge(first['token'], 'bob', 'A', 'mine')
-    with pytest.raises(DataError, match='choice must be one of'):
+    with pytest.raises(DataError, match='must be A, B, tie or skip'):
         store.judge(first['token'], 'ann', 'left', 'x')
     store.judge(first['token'], 'ann', 'tie', 'both dropped it')
     with pytest.raises(DataError, match='already answered'):
@@ -142,45 +145,146 @@ def _serving(app):
         thread.join(10)
 
 
+#: What a judge's browser may receive in response headers: nothing about a file.
+ALLOWED_HEADERS = {'date', 'server', 'content-type', 'content-length', 'accept-ranges',
+                   'cache-control', 'content-range'}
+#: Matroska's DateUTC element (ID 0x4461, an 8-byte date): a creation time in the container.
+DATE_UTC = bytes([0x44, 0x61, 0x88])
+
+
 def _leaks(text):
-    return [p for p in POLICIES if p in text] + (['pick_spoon/'] if 'pick_spoon/' in text
-                                                   else [])
+    """Policy names, episode ids, file names and the source files' dates found in ``text``."""
+    marks = [*POLICIES, 'pick_spoon/', 'pick_spoon__', '.webm', 'qx', '2026-01-01',
+             'Jan 2026', '1767225']
+    return [mark for mark in marks if mark in text]
 
 
-def test_the_http_api_is_blind_and_refuses_bad_answers(run_dir, tmp_path):
+def test_nothing_the_judge_receives_tells_the_clips_apart(run_dir, tmp_path):
+    """Each side channel a judge's browser could read, on files that carry all of them
+    (arena_rundir: titles naming the policy, dates and mtimes in run order): response headers
+    (Last-Modified, ETag, a file name), bodies, URLs, the page, the video container."""
+    catalog = Catalog([run_dir])
+    store = Store(tmp_path / 'blind.sqlite')
+    received = []
+    with _serving(server.create_app(catalog, store, seed=1)) as url, httpx.Client(
+            base_url=url, timeout=30) as http:
+
+        def fetch(method, path, **kwargs):
+            response = http.request(method, path, **kwargs)
+            received.append(response)
+            return response
+
+        fetch('GET', '/')
+        videos = []
+        for k in range(3):
+            body = fetch('GET', '/api/next', params={'judge': 'ann'}).json()
+            for side in ('left', 'right'):
+                whole = fetch('GET', body[side])
+                part = fetch('GET', body[side], headers={'Range': 'bytes=0-15'})
+                assert whole.status_code == 200 and part.status_code == 206
+                assert part.content == whole.content[:16]
+                assert part.headers['content-range'] == f'bytes 0-15/{len(whole.content)}'
+                videos.append((whole.content, store.video_path(body[side].split('/')[-1])))
+            choice = {'token': body['token'], 'judge': 'ann', 'choice': 'A', 'reason': 'x'}
+            fetch('POST', '/api/skip' if k == 1 else '/api/judge', json=choice)
+        fetch('POST', '/api/undo', json={'judge': 'ann'})
+    for response in received:
+        # Headers: no Last-Modified, ETag or file name; nothing else that names a file.
+        assert set(response.headers) <= ALLOWED_HEADERS, (response.url, response.headers)
+        assert _leaks(' '.join(f'{k}: {v}' for k, v in response.headers.items()
+                               if k != 'date')) == []
+        assert _leaks(str(response.url)) == []  # URLs
+        if 'video' not in response.headers['content-type']:
+            assert _leaks(response.text) == [], response.text  # the page and the API bodies
+    for data, source in videos:
+        # The container: no title, no date, no muxer or encoder version; the same bytes for the
+        # same frames whatever the source file's metadata.
+        assert _leaks(data.decode('latin-1')) == []
+        assert DATE_UTC not in data and b'Lavf6' not in data and b'Lavc' not in data
+        assert DATE_UTC in pathlib.Path(source).read_bytes()  # the source had them all
+        assert data == media.blind(source)
+        retitled = tmp_path / 'retitled.webm'
+        shutil.copyfile(source, retitled)
+        assert media.blind(retitled) == data
+
+
+def test_a_blind_clip_keeps_its_frames(run_dir, tmp_path):
+    source = next((run_dir / 'videos' / 'sim').glob('*.webm'))
+    (tmp_path / 'clip.webm').write_bytes(media.blind(source))
+    assert probe(tmp_path / 'clip.webm') == probe(source)
+    with pytest.raises(DataError, match='cannot re-mux'):
+        media.blind(tmp_path / 'missing.webm')
+    assert media.byte_range('bytes=2-5', 10) == (2, 5)
+    assert media.byte_range('bytes=-3', 10) == (7, 9)
+    assert media.byte_range('bytes=8-', 10) == (8, 9)
+    assert media.byte_range('bytes=0-1,4-5', 10) is None  # answered whole
+    with pytest.raises(DataError, match='outside'):
+        media.byte_range('bytes=10-12', 10)
+
+
+def test_the_http_api_refuses_bad_answers_plainly(run_dir, tmp_path):
     catalog = Catalog([run_dir])
     store = Store(tmp_path / 'api.sqlite')
     with _serving(server.create_app(catalog, store, seed=1)) as url, httpx.Client(
             base_url=url, timeout=30) as http:
-        page = http.get('/')
-        assert page.status_code == 200 and _leaks(page.text) == []
-        assert http.get('/api/next', params={'judge': ' '}).status_code == 400
-        offer = http.get('/api/next', params={'judge': 'ann'})
-        assert _leaks(offer.text) == []
-        body = offer.json()
-        assert body['instruction'] == 'pick up the spoon' and body['progress']['total'] == 36
-        for side in ('left', 'right'):
-            video = http.get(body[side], headers={'Range': 'bytes=0-15'})
-            assert video.status_code == 206 and video.headers['content-type'] == 'video/webm'
-            assert 'content-disposition' not in video.headers
-            assert _leaks(' '.join(f'{k}: {v}' for k, v in video.headers.items())) == []
-            assert _leaks(http.get(body[side]).content.decode('latin-1')) == []
+        assert http.get('/api/next', params={'judge': ' '}).json()['detail'] == \
+            'Your name is required (1 to 64 characters).'
+        body = http.get('/api/next', params={'judge': 'ann'}).json()
+        assert body['instruction'] == 'pick up the spoon' and body['progress'] == {
+            'answered': 0, 'skipped': 0, 'total': 36, 'all_judges': 0}
+        # The world as the operator configured it, never "real world" for the digital real.
+        assert body['world'] in ('digital_real (real side of the pair)',
+                                 'mujoco (sim side of the pair)')
         refused = http.post('/api/judge', json={'token': body['token'], 'judge': 'ann',
                                                 'choice': 'A', 'reason': ''})
-        assert refused.status_code == 400 and 'reason' in refused.json()['detail']
+        assert refused.status_code == 400
+        assert refused.json() == {'detail': 'Say why: a reason is required for A, B and tie.'}
+        garbled = http.post('/api/judge', content=b'choice=A')
+        assert garbled.status_code == 400 and garbled.json()['detail'].startswith(
+            'The request must be a JSON object')
         assert http.get('/api/next', params={'judge': 'ann'}).json()['token'] == body['token']
         ok = http.post('/api/judge', json={'token': body['token'], 'judge': 'ann',
                                            'choice': 'B', 'reason': 'B lifted the spoon'})
-        assert ok.status_code == 200 and _leaks(ok.text) == []
+        assert ok.status_code == 200
         after = http.get('/api/next', params={'judge': 'ann'}).json()
         assert after['token'] != body['token'] and after['progress']['answered'] == 1
         assert http.get('/ranking/wrong').status_code == 404
-        assert http.get('/video/nope').status_code == 404
+        assert http.get('/video/nope').json() == {'detail': 'This video is not available.'}
         ranking = http.get(f'/api/ranking/{store.organiser_key}').json()
         assert ranking['judgments'] == 1
     row = store.active_judgments()[0]
     assert (row['judge'], row['choice'], row['reason']) == ('ann', 'B', 'B lifted the spoon')
     assert row['b_policy'] in POLICIES and row['created_at'] > 0
+
+
+def test_a_skipped_pair_comes_back_after_the_others_and_counts_apart(run_dir):
+    catalog = Catalog([run_dir], roles=('sim',))
+    role_of = {key: 'sim' for key in catalog.matchups}
+    slots = catalog.slots[:3]
+    judgments = []
+
+    def judge(slot, choice):
+        judgments.append({'judge': 'ann', 'role': 'sim', 'matchup': key_text(slot[0]),
+                          'choice': choice, 'a_policy': slot[2], 'b_policy': slot[1]})
+
+    rng = random.Random(0)
+    skipped = choose(slots, role_of, judgments, 'ann', rng)
+    judge(skipped, 'skip')
+    assert tally(judgments, 'ann') == {'answered': 0, 'skipped': 1}
+    offered = []
+    for _ in range(2):
+        slot = choose(slots, role_of, judgments, 'ann', rng)
+        offered.append(slot[0:1] + tuple(sorted(slot[1:])))
+        judge(slot, 'tie')
+    assert (skipped[0], *sorted(skipped[1:])) not in offered
+    again = choose(slots, role_of, judgments, 'ann', rng)
+    assert (again[0], *sorted(again[1:])) == (skipped[0], *sorted(skipped[1:]))
+    assert skipped_before(judgments, 'ann', key_text(again[0]), again[1], again[2])
+    assert tally(judgments, 'ann') == {'answered': 2, 'skipped': 1}
+    judge(again, 'skip')  # skipped twice: left out
+    assert choose(slots, role_of, judgments, 'ann', rng) is None
+    assert choose(slots, role_of, judgments, 'bob', rng) is not None
+    assert tally(judgments, 'ann') == {'answered': 2, 'skipped': 1}
 
 
 def _scripted_judgments(run_dir, store, n, noise=0.1, seed=0):
