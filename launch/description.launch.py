@@ -62,14 +62,14 @@ def generate_launch_description() -> LaunchDescription:
         value_type=str)
     state_publisher = Node(
         package='robot_state_publisher', executable='robot_state_publisher',
-        name='robot_state_publisher', namespace=namespace, output='screen',
+        name='robot_state_publisher', namespace=namespace, output='log',
         parameters=[{'robot_description': description,
                      'frame_prefix': ParameterValue(frame_prefix, value_type=str),
                      'use_sim_time': ParameterValue(LaunchConfiguration('use_sim_time'),
                                                     value_type=bool)}])
     mount = Node(
         package='tf2_ros', executable='static_transform_publisher', namespace=namespace,
-        name='mount', output='screen',
+        name='mount', output='log',
         condition=IfCondition(PythonExpression(["'", frame_prefix, "' != ''"])),
         arguments=['--frame-id', 'base_link', '--child-frame-id', [frame_prefix, 'base_link']])
     return LaunchDescription([*arguments, state_publisher, mount])

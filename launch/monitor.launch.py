@@ -53,8 +53,8 @@ def generate_launch_description() -> LaunchDescription:
             description='arm model for the meshes (panda = fer, the Panda)'),
     ]
     monitor = Node(
-        package='realm_ros', executable='monitor_node', name='monitor', output='screen',
-        emulate_tty=True, condition=IfCondition(LaunchConfiguration('monitor_node')),
+        package='realm_ros', executable='monitor_node', name='monitor', output='log',
+        condition=IfCondition(LaunchConfiguration('monitor_node')),
         parameters=[ParameterFile(LaunchConfiguration('params_file'), allow_substs=True),
                     {'use_sim_time': use_sim_time}])
     descriptions = [
@@ -67,7 +67,7 @@ def generate_launch_description() -> LaunchDescription:
                                   'arm_id': LaunchConfiguration('arm_id')}.items())])
         for world in ('real', 'sim')]
     rviz = Node(
-        package='rviz2', executable='rviz2', name='rviz2', output='screen',
+        package='rviz2', executable='rviz2', name='rviz2', output='log',
         arguments=['-d', LaunchConfiguration('rviz_config')],
         parameters=[{'use_sim_time': use_sim_time}],
         condition=IfCondition(LaunchConfiguration('rviz')))

@@ -15,7 +15,9 @@ evaluation finished (exit code 0); any other exit code of the evaluator, or a re
 that dies with a non-zero code, ends the launch with code 1 (``ros2 launch`` can report no
 other non-zero code) after one error line naming the node and its code. Ctrl-C stops every
 node within about a second; finished pairs stay in ``out_dir/episodes.jsonl`` and the same
-command resumes. With ``real_backend:=franka`` the operator runs ``operator_node`` in a second
+command resumes. The console shows the evaluator's progress bar and tables; the other nodes'
+logs go to their files under ``~/.ros/log`` (``ROS_LOG_DIR``), whose folder launch prints first.
+With ``real_backend:=franka`` the operator runs ``operator_node`` in a second
 terminal (docs/install-and-launch.md): launch cannot host an interactive node.
 """
 
@@ -113,11 +115,15 @@ def _nodes(context):
                               arm=arg('arm_id'), gripper=arg('gripper'))
     actions = []
     for spec in graph:
+        # The console is the evaluator's (its bar and tables, on a terminal); every other
+        # node logs to its file under ~/.ros/log (the launch prints the folder).
+        evaluator = spec.executable == 'evaluator_node'
         node = Node(package='realm_ros', executable=spec.executable, name=spec.name,
                     namespace=spec.namespace,
                     parameters=[evaluator_parameters(spec, config)],
-                    remappings=list(spec.remappings), output='screen', emulate_tty=True)
-        on_exit = _evaluator_exit if spec.executable == 'evaluator_node' else _check_exit
+                    remappings=list(spec.remappings),
+                    output='screen' if evaluator else 'log', emulate_tty=evaluator)
+        on_exit = _evaluator_exit if evaluator else _check_exit
         actions += [node, RegisterEventHandler(OnProcessExit(target_action=node,
                                                              on_exit=on_exit))]
     return actions
@@ -137,7 +143,7 @@ def generate_launch_description():
     """Declare the arguments; the nodes are built from realm_ros.graph at launch time."""
     share = FindPackageShare('realm_ros')
     rviz = Node(
-        package='rviz2', executable='rviz2', name='rviz2', output='screen',
+        package='rviz2', executable='rviz2', name='rviz2', output='log',
         arguments=['-d', PathJoinSubstitution([share, 'rviz', 'realm.rviz'])],
         condition=IfCondition(LaunchConfiguration('rviz')))
     return LaunchDescription([

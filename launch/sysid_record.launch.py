@@ -53,7 +53,7 @@ def _nodes(context):
     if digital_real:
         nodes.append(Node(
             package='realm_ros', executable='digital_real', name='digital_real',
-            namespace=robot_namespace, output='screen', emulate_tty=True,
+            namespace=robot_namespace, output='log',
             parameters=[
                 ParameterFile(digital_real_params_file(values['digital_real_params_file'],
                                                        values['fake_franka_params_file']),
@@ -62,7 +62,7 @@ def _nodes(context):
                  'dynamics_file': values['dynamics_file']}]))
     nodes.append(Node(
         package='realm_ros', executable='world_node', name='world', namespace=namespace,
-        output='screen', emulate_tty=True,
+        output='log',
         parameters=[
             ParameterFile(LaunchConfiguration('params_file'), allow_substs=True),
             {'backend': 'franka', 'lockstep': False, 'camera_rate_hz': 0.0,
@@ -71,7 +71,7 @@ def _nodes(context):
     if values['record'] == 'true':
         nodes.append(Node(
             package='realm_ros', executable='recorder_node', name=f'recorder_{namespace}',
-            output='screen', emulate_tty=True,
+            output='log',
             parameters=[
                 ParameterFile(LaunchConfiguration('recorder_params_file'), allow_substs=True),
                 {'out_dir': values['out_dir'], 'namespace': f'/{namespace}'}]))

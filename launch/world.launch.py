@@ -43,7 +43,7 @@ def _world(context):
                                         LaunchConfiguration('gripper').perform(context)))
     return [Node(
         package='realm_ros', executable='world_node', name='world',
-        namespace=LaunchConfiguration('namespace'), output='screen', emulate_tty=True,
+        namespace=LaunchConfiguration('namespace'), output='log',
         parameters=[ParameterFile(LaunchConfiguration('params_file'), allow_substs=True),
                     params])]
 

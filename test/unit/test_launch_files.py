@@ -147,6 +147,22 @@ def test_included_launch_files_get_only_declared_arguments(launch_file):
             f'{path.name} passes {sorted(keys - accepted)} to {included.name}'
 
 
+def test_only_the_evaluator_writes_to_the_console(launch_file):
+    """Under ros2 launch the nodes log to their files; the console is the evaluator's bar and
+    tables: every Node is ``output='log'``, except ``'screen' if <the evaluator> else 'log'``."""
+    path, tree = launch_file
+    for call in _calls(tree, 'Node'):
+        output = _kw(call, 'output')
+        if isinstance(output, ast.IfExp):
+            test = ast.unparse(output.test)
+            assert (_const(output.body), _const(output.orelse)) == ('screen', 'log'), \
+                f'{path.name} line {call.lineno}: {ast.unparse(output)}'
+            assert 'evaluator' in test, f'{path.name} line {call.lineno}: screen when {test}?'
+        else:
+            assert _const(output) == 'log', \
+                f'{path.name} line {call.lineno}: output={ast.unparse(output) if output else None}'
+
+
 SCHEMAS = {'world.yaml': (WorldConfig, {'episode_spec', 'use_sim_time'}),
            'monitor.yaml': (MonitorConfig, {'episode_spec', 'use_sim_time'}),
            'operator.yaml': (OperatorConfig, {'episode_spec', 'use_sim_time'}),
