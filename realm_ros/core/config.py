@@ -540,7 +540,7 @@ class FrankaBridgeConfig:
         0.3, 'real arm: peak joint speed of the planned move to the reset pose, rad/s')
     confirm_motion: bool = field(
         True, "real arm: every move to the reset pose (homing) waits for the operator's "
-              'confirmation on <namespace>/franka_bridge/confirm_motion (std_srvs/SetBool)')
+              'confirmation on <world namespace>/franka_bridge/confirm_motion (std_srvs/SetBool)')
     confirm_timeout_s: float = field(
         60.0, 'real arm: wall seconds a reset waits for that confirmation (and how long a '
               'confirmation given beforehand stays valid) before it fails')

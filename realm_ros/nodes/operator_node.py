@@ -16,7 +16,8 @@ Services (relative; std_srvs only, so any client can drive it):
     operator/confirm_motion  Trigger   the arm may make its next reset move (homing): forwarded
                                        as ``data: true`` to the franka bridge's
                                        ``confirm_motion_service`` (parameter, default
-                                       ``/franka_bridge/confirm_motion``); also the stdin line
+                                       ``franka_bridge/confirm_motion``, in this node's
+                                       namespace: the world's); also the stdin line
                                        ``confirm_motion``
     operator/propose_stages  Trigger   the scorer (parameter ``scorer``) proposes the stages of
                                        the running episode from its camera frames (key p)
@@ -87,9 +88,10 @@ class OperatorNode(Node):
         self.add_on_set_parameters_callback(self._on_parameters)
         self.annotator = annotation.EpisodeAnnotator(world=self.config.world)
         self.declare_parameter(
-            'confirm_motion_service', '/franka_bridge/confirm_motion', ParameterDescriptor(
+            'confirm_motion_service', 'franka_bridge/confirm_motion', ParameterDescriptor(
                 description="the franka bridge's std_srvs/SetBool that allows the arm's next "
-                            'reset move (<franka.namespace>/franka_bridge/confirm_motion)'))
+                            'reset move (<world namespace>/franka_bridge/confirm_motion; '
+                            "relative: in this node's namespace, the real world's)"))
         self._motion_client: Any = None
         for name, default, text in (
                 ('scorer', '', "stage proposals: a registered scorer's name (learned, vlm); "

@@ -122,7 +122,7 @@ def test_operator_scores_the_real_arm(tmp_path):
             # homing move (world_node's start-up reset, the evaluator's reset) waits for the
             # operator's confirmation on the bridge (issue 26): confirm while it asks.
             from std_srvs.srv import SetBool
-            motion = node.create_client(SetBool, '/franka_bridge/confirm_motion')
+            motion = node.create_client(SetBool, '/real/franka_bridge/confirm_motion')
             assert motion.wait_for_service(timeout_sec=90), ''.join(lines)
 
             def homed():

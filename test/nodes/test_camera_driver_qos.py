@@ -40,7 +40,7 @@ def test_bridge_takes_camera_info_from_a_volatile_best_effort_driver(tmp_path):
         node_ns = f'{robot_ns}/{topics.camera_image("exterior_1")}'
         image_pub = node.create_publisher(Image, node_ns, qos_profile_sensor_data)
         # The start-up reset moves the arm only once the operator confirms (issue 26).
-        confirm = node.create_client(SetBool, f'{robot_ns}/franka_bridge/confirm_motion')
+        confirm = node.create_client(SetBool, '/camqos/franka_bridge/confirm_motion')
         info_pub = node.create_publisher(
             CameraInfo, f'{robot_ns}/{topics.camera_info("exterior_1")}', qos_profile_sensor_data)
         frame = np.zeros((180, 320, 3), dtype=np.uint8)

@@ -168,7 +168,7 @@ def test_world_node_reports_a_reflex_as_a_world_failure(tmp_path):
                                  qos.STATE)
         node.create_subscription(JointState, '/real/joint_states', shared.append, qos.STATE)
         # The start-up reset's homing move waits for the operator's confirmation.
-        confirm = node.create_client(SetBool, '/lab_w/franka_bridge/confirm_motion')
+        confirm = node.create_client(SetBool, '/real/franka_bridge/confirm_motion')
         assert confirm.wait_for_service(timeout_sec=60), (tmp_path / 'world.log').read_text()
         future = confirm.call_async(SetBool.Request(data=True))
         assert spin_until(executor, future.done, 10)

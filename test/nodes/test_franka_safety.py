@@ -359,7 +359,7 @@ def test_late_joint_states_never_kill_world_node_on_a_franka_ros2_shaped_arm(tmp
         node.create_subscription(JointState, '/real/joint_states', shared.append, qos.STATE)
         cmd = node.create_publisher(JointTrajectory, '/real/command', qos.COMMAND)
         # The start-up reset waits for the operator; stalls of 0.4 s come every 0.7 s.
-        assert _call(node, executor, SetBool, f'{ns}/franka_bridge/confirm_motion',
+        assert _call(node, executor, SetBool, '/real/franka_bridge/confirm_motion',
                      SetBool.Request(data=True), 60).success
         assert spin_until(executor, lambda: len(shared) > 3 or wn.poll() is not None, 60), \
             log.read_text()[-3000:]
@@ -367,7 +367,7 @@ def test_late_joint_states_never_kill_world_node_on_a_franka_ros2_shaped_arm(tmp
             _set_param(node, executor, f'{ns}/digital_real', 'inject_state_stall_s', stall)
             _set_param(node, executor, f'{ns}/digital_real', 'inject_state_stall_every_s',
                        stall + 0.6)
-            assert _call(node, executor, SetBool, f'{ns}/franka_bridge/confirm_motion',
+            assert _call(node, executor, SetBool, '/real/franka_bridge/confirm_motion',
                          SetBool.Request(data=True)).success
             reset = _call(node, executor, Trigger, '/real/reset', Trigger.Request(), 60)
             n_status = len(status)

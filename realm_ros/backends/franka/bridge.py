@@ -23,8 +23,10 @@ through agimus-franka-ros2):
   too, so motion resumes only through :meth:`FrankaBridgeWorld.recover`.
 
 A real arm's move to the reset pose (homing) waits for the operator's confirmation
-(``<namespace>/franka_bridge/confirm_motion``, std_srvs/SetBool, one confirmation per move;
-``franka.confirm_motion``), checks that the arm is at rest, inside its limits and fault-free,
+(``<world namespace>/franka_bridge/confirm_motion``, std_srvs/SetBool, one confirmation per
+move; ``franka.confirm_motion``; the world namespace is the hosting world_node's, e.g.
+``/real``, or ``franka.namespace`` without a host, so two bridges on one graph each have their
+own), checks that the arm is at rest, inside its limits and fault-free,
 runs as a time-scaled move within the limits (:func:`realm_ros.core.motion.plan_move`) and
 checks the arm got there. A late joint state (older than ``safety.state_timeout_s``) holds the
 arm and waits; one older than ``safety.state_loss_s`` ends the reset or the episode as an
@@ -71,6 +73,12 @@ from realm_ros.core.types import Action, ActionMode, EpisodeSpec, JointState, Ob
 from realm_ros.core.world import World
 from realm_ros.ros import convert, qos, topics
 from realm_ros.ros.params import declare_config
+
+
+def confirm_service_name(namespace: str) -> str:
+    """Return the bridge's confirmation service in ``namespace`` (``/real`` ->
+    ``/real/franka_bridge/confirm_motion``)."""
+    return f'/{namespace.strip("/")}/franka_bridge/confirm_motion'.replace('//', '/')
 
 
 class FrankaBridgeWorld(World):
@@ -168,7 +176,12 @@ class FrankaBridgeWorld(World):
                 CameraInfo, topics.camera_info(name),
                 lambda msg, name=name: self._on_info(name, msg), qos.DRIVER_IN)
         self.robot_state = self._make_robot_state_watch()
-        self.node.create_service(SetBool, 'franka_bridge/confirm_motion', self._on_confirm)
+        #: The confirmation lives with the world the operator addresses (world_node's
+        #: namespace), not with franka_ros2's: two arms on one graph share franka.namespace
+        #: "/" as often as not, and their confirmations must not collide.
+        self.confirm_service = confirm_service_name(
+            host.get_namespace() if host is not None else cfg.namespace)
+        self.node.create_service(SetBool, self.confirm_service, self._on_confirm)
         # Rate-limit gripper goals on the watchdog clock: sim time in lockstep (deterministic).
         self.gripper = make_gripper(self.node, cfg, clock=self._watch_time)
         # The error recovery client lives as long as the node: created and destroyed while the
@@ -235,7 +248,7 @@ class FrankaBridgeWorld(World):
             time.monotonic() - self._confirmed_at <= cfg.confirm_timeout_s
         if not fresh:
             self._confirmed.clear()
-            service = f'{self.node.get_namespace().rstrip("/")}/franka_bridge/confirm_motion'
+            service = self.confirm_service
             self.log.warning(
                 f'{what}: waiting up to {cfg.confirm_timeout_s} s for the operator to confirm '
                 f'(ros2 service call {service} std_srvs/srv/SetBool "{{data: true}}")')
