@@ -10,7 +10,13 @@ A small API for every long command (``dataset``, ``paired-eval``, ``sysid record
     console.line('reusing 24 real episodes')   # one line, printed above any bar
     console.warn('skipped open_drawer / V-LIGHT: ...')   # 'warning: ...' on stderr
     console.error('...')                                  # 'error: ...' on stderr
-    console.set_quiet(True)                    # --quiet: no bars, no lines (errors still show)
+    console.result(table)                      # the final table, the files written
+    console.set_quiet(True, bars=True)         # --quiet: the bar and the results, no lines
+
+``--quiet`` in ``paired-eval``, ``sweep`` and ``dataset``: the bar and the results (the final
+table and the files written) stay, every other line goes (``set_quiet(True, bars=True)``);
+warnings and errors always show. ``set_quiet(True)`` also hides the bars (``sysid record``,
+``demo --vision``, whose ``--quiet`` still says "no progress bar").
 
 Lines go through ``tqdm.write``, so a bar that is drawing is moved below the line instead of
 being broken by it. Bars draw on stderr; ``line`` writes stdout (tables and summaries).
@@ -30,12 +36,14 @@ import os
 import sys
 from typing import Any, Iterator
 
-_state = {'quiet': False}
+_state = {'quiet': False, 'bars': True}
 
 
-def set_quiet(quiet: bool) -> None:
-    """``--quiet``: no bars and no :func:`line` output from now on (warnings and errors stay)."""
+def set_quiet(quiet: bool, bars: bool = False) -> None:
+    """``--quiet``: no :func:`line` output from now on, and no bars unless ``bars``
+    (:func:`result`, warnings and errors stay)."""
     _state['quiet'] = bool(quiet)
+    _state['bars'] = not quiet or bool(bars)
 
 
 def quiet() -> bool:
@@ -57,6 +65,12 @@ def line(text: str) -> None:
     """Print one line (or a block) on stdout, above any drawing bar; nothing when quiet."""
     if not _state['quiet']:
         _write(text, sys.stdout)
+
+
+def result(text: str) -> None:
+    """Print a result on stdout (the final table, a file written), above any bar; also when
+    quiet."""
+    _write(text, sys.stdout)
 
 
 def warn(text: str) -> None:
@@ -81,10 +95,11 @@ def capture_warnings() -> None:
 
 
 def bar(total: int, desc: str, unit: str = 'it', initial: int = 0, leave: bool = True) -> Any:
-    """A progress bar for one phase on stderr (a disabled one when quiet); close it when done."""
+    """A progress bar for one phase on stderr (a disabled one when quiet without bars); close
+    it when done."""
     from tqdm import tqdm
     return tqdm(total=total, initial=initial, desc=desc, unit=unit, leave=leave,
-                disable=_state['quiet'], dynamic_ncols=True, file=sys.stderr)
+                disable=not _state['bars'], dynamic_ncols=True, file=sys.stderr)
 
 
 @contextlib.contextmanager
@@ -161,4 +176,4 @@ def missing_package(prog: str, err: BaseException) -> str | None:
 
 
 __all__ = ['INSTALL', 'bar', 'capture_warnings', 'error', 'install_hint', 'line',
-           'missing_package', 'phase', 'quiet', 'set_quiet', 'warn']
+           'missing_package', 'phase', 'quiet', 'result', 'set_quiet', 'warn']

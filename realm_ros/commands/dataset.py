@@ -120,7 +120,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="JSON object of the demonstrator's settings")
     parser.add_argument('--yes', action='store_true',
                         help='--world franka: do not ask the operator to confirm each scene')
-    parser.add_argument('--quiet', action='store_true', help='no progress bar')
+    parser.add_argument('--quiet', action='store_true',
+                        help='only the progress bar and the final table (with the files written)')
 
 
 def run(args: argparse.Namespace) -> int:
@@ -184,10 +185,10 @@ def run(args: argparse.Namespace) -> int:
     start = time.monotonic()
     todo = [(name, args.seed_offset + i) for name in names for i in range(args.episodes)
             if (name, args.seed_offset + i) not in done]
-    if writer.resumed:  # before the bar, and shown under --quiet too (it only hides the bar)
+    if writer.resumed:  # before the bar, and shown under --quiet too
         print(f'dataset {args.out}: resuming with {writer.resumed} episodes written, '
               f'{len(todo)} of {args.episodes * len(names)} attempts to go', flush=True)
-    console.set_quiet(args.quiet)
+    console.set_quiet(args.quiet, bars=True)
     bar = console.bar(len(todo), 'dataset', unit='ep')
     try:
         for name in names:
@@ -241,7 +242,7 @@ def export(args: argparse.Namespace) -> int:
     from realm_ros import console
     from realm_ros.io.episode_bags import export_run
 
-    console.set_quiet(args.quiet)
+    console.set_quiet(args.quiet, bars=True)
     with console.phase('export', total=0, unit='ep') as bar:
         def progress(done: int, total: int) -> None:
             bar.total = total
@@ -250,7 +251,7 @@ def export(args: argparse.Namespace) -> int:
                              args.keep_failures, progress)
     for why, n in summary.skipped.items():
         console.warn(f'skipped {n} episode(s): {why}')
-    console.line(f'dataset {args.out}: {summary.written} episodes exported from '
+    console.result(f'dataset {args.out}: {summary.written} episodes exported from '
                  f'{args.from_run} ({args.run_world}), {summary.already} already there, '
                  f'{summary.frames} frames, LeRobot {args.format}, cameras '
                  f'{list(summary.cameras)}')

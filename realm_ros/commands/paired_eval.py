@@ -86,7 +86,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="save each episode's video of CAMERA (default exterior_1) as "
                              'OUT/videos/<role>/<episode id>.webm, named in its record, for '
                              '`realm-ros arena serve` (the worlds render that camera)')
-    parser.add_argument('--quiet', action='store_true', help='no progress bar or table')
+    parser.add_argument('--quiet', action='store_true',
+                        help='only the progress bar and the final table (with the files written)')
     parser.add_argument('--verbose', action='store_true',
                         help="every node's log lines on the console too (default: in "
                              'OUT/logs/, with warnings and errors shown above the bar)')
@@ -197,7 +198,7 @@ def run(args: argparse.Namespace) -> int:
     from realm_ros import console
     from realm_ros.ros import logs
 
-    console.set_quiet(args.quiet)
+    console.set_quiet(args.quiet, bars=True)
     console.capture_warnings()
     config = load_config(args)
     out = args.out.expanduser().resolve()
@@ -231,7 +232,9 @@ def run(args: argparse.Namespace) -> int:
             if args.execute_horizon < 0:
                 raise ConfigError(f'--execute-horizon must be >= 0, got {args.execute_horizon}')
             policy = {'execute_horizon': args.execute_horizon}
-        nodes = build_nodes(config, out, runner, args.monitor, args.quiet, args.record, policy,
+        # --quiet keeps the evaluator's bar, final table and report path (console.set_quiet
+        # above drops the other lines).
+        nodes = build_nodes(config, out, runner, args.monitor, False, args.record, policy,
                             videos=getattr(args, 'videos', ''))
         operator = next((n for n in nodes if n.get_name() == 'operator'), None)
         if operator is not None and sys.stdin is not None and sys.stdin.isatty():
@@ -242,7 +245,7 @@ def run(args: argparse.Namespace) -> int:
         evaluator = next(n for n in nodes if n.get_name() == 'evaluator')
         summary = evaluator.run_all()
         if variants is not None:
-            variant_aggregation(config, variants, out, summary, args.quiet)
+            variant_aggregation(config, variants, out, summary)
     except InfrastructureError as err:
         print(f'realm-ros paired-eval: {err}\n(finished episodes are kept in {out}; '
               're-run the same command to resume)', file=sys.stderr)

@@ -114,7 +114,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              'world (default: four times the grid)')
     parser.add_argument('--allocation', choices=('adaptive', 'uniform'), default='adaptive',
                         help='with --until-decided: adaptive, or uniform round-robin')
-    parser.add_argument('--quiet', action='store_true', help='no progress bar or table')
+    parser.add_argument('--quiet', action='store_true',
+                        help='only the progress bar and the final table (with the files written)')
     parser.add_argument('--verbose', action='store_true',
                         help="every worker's output on the console too (default: "
                              'OUT/logs/sweep-worker-N.log, Ray: its session logs)')
@@ -219,7 +220,8 @@ def make_executor(args: argparse.Namespace, options: dict[str, Any],
 
 def finish(out: pathlib.Path, config: SweepConfig, cells: Sequence[Cell], run: Any, log: Any,
            quiet: bool = False) -> dict[str, Any]:
-    """Write summary.json and report.html for the grid's records; print the table."""
+    """Write summary.json and report.html for the grid's records; print the table (``quiet``:
+    without the throughput line)."""
     from realm_ros.core.sweep import format_sweep_table, summarize_sweep
     from realm_ros.sweep.driver import EVENTS, EventLog
     from realm_ros.sweep.report import write_sweep_report
@@ -239,13 +241,12 @@ def finish(out: pathlib.Path, config: SweepConfig, cells: Sequence[Cell], run: A
                    f'seeds x {len(config.policies)} policies x {len(config.worlds)} world(s) = '
                    f'{len(cells)} cells; executor {run.executor}; max {config.max_steps} steps')
     write_sweep_report(out, summary, {'title': 'realm_ros sweep', 'description': description})
-    if not quiet:
-        console.line(format_sweep_table(summary))
-        if run.ran and run.wall_s > 0:
-            console.line(f'\nthis run: {run.ran} cells in {run.wall_s:.1f} s '
-                         f'({run.ran / run.wall_s:.2f} cells/s, '
-                         f'{run.steps / run.wall_s:.0f} world-steps/s) on {run.executor}')
-        console.line(f'report: {out / "report.html"}')
+    console.result(format_sweep_table(summary))
+    if run.ran and run.wall_s > 0 and not quiet:
+        console.line(f'\nthis run: {run.ran} cells in {run.wall_s:.1f} s '
+                     f'({run.ran / run.wall_s:.2f} cells/s, '
+                     f'{run.steps / run.wall_s:.0f} world-steps/s) on {run.executor}')
+    console.result(f'report: {out / "report.html"}')
     return summary
 
 
@@ -254,7 +255,7 @@ def run(args: argparse.Namespace) -> int:
     from realm_ros.sweep.driver import run_sweep
 
     os.environ.setdefault('MUJOCO_GL', 'egl')
-    console.set_quiet(args.quiet)
+    console.set_quiet(args.quiet, bars=True)
     console.capture_warnings()
     config = build_config(args)
     servers = parse_servers(args.servers)
@@ -333,7 +334,7 @@ def run(args: argparse.Namespace) -> int:
     compare_n = getattr(args, 'compare_cpu', 0)
     if compare_n:
         from realm_ros.sweep.compare_cpu import compare_with_cpu
-        compare_with_cpu(out, cells, log.records, compare_n, quiet=args.quiet)
+        compare_with_cpu(out, cells, log.records, compare_n)
     return 0
 
 

@@ -40,6 +40,17 @@ def test_lines_go_above_a_drawing_bar(monkeypatch):
         console.set_quiet(False)
     assert 'hidden' not in out.getvalue() and 'error: shown\n' in err.getvalue()
     assert 'quiet' not in err.getvalue()
+    # --quiet of paired-eval, sweep, dataset: the bar and the results, no other line.
+    console.set_quiet(True, bars=True)
+    try:
+        console.line('chatter')
+        with console.phase('kept', total=1) as bar:
+            bar.update(1)
+        console.result('| table |')
+    finally:
+        console.set_quiet(False)
+    assert 'chatter' not in out.getvalue() and out.getvalue().endswith('| table |\n')
+    assert 'kept: 100%' in err.getvalue()
 
 
 def test_rosout_warnings_and_errors_are_echoed_info_is_not(capsys):
