@@ -27,7 +27,12 @@ import time
 
 import numpy as np
 
-from realm_ros.commands import require_non_negative, require_positive
+from realm_ros.commands import (
+    add_list_argument,
+    require_non_negative,
+    require_positive,
+    task_names,
+)
 from realm_ros.core import robot, tasks
 from realm_ros.core.errors import ConfigError
 from realm_ros.core.policy import PolicyWrapper
@@ -83,8 +88,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help='dataset folder; an existing one is resumed')
     parser.add_argument('--format', default='v3.0', choices=('v3.0', 'v2.1'),
                         help='LeRobot layout: v3.0 (lerobot >= 0.4) or v2.1 (lerobot <= 0.3)')
-    parser.add_argument('--tasks', default='push_switch',
-                        help='comma-separated REALM tasks')
+    add_list_argument(parser, '--tasks', 'REALM tasks (default push_switch)', 'TASK')
     parser.add_argument('--episodes', type=int, default=40,
                         help='episodes attempted per task')
     parser.add_argument('--seed-offset', type=int, default=1000,
@@ -146,11 +150,7 @@ def run(args: argparse.Namespace) -> int:
 
     require_positive('--episodes', args.episodes)
     require_non_negative('--noise', args.noise, 'rad')
-    names = [t for t in args.tasks.split(',') if t]
-    if not names:
-        raise ConfigError('--tasks names no task')
-    for name in names:
-        tasks.get_task(name)
+    names = task_names(args.tasks, ['push_switch'])
     cameras = tuple(c for c in args.cameras.split(',') if c)
     unknown = [c for c in cameras if c not in CAMERA_NAMES]
     if unknown or not cameras:

@@ -114,7 +114,9 @@ def run(args: argparse.Namespace) -> int:
         inner.close()
         raise
     policy = standard_chain(inner, execute=args.execute_horizon or needs.horizon)
-    spec = EpisodeSpec(task=args.task, seed=args.seed, policy=args.policy,
+    # The record names the policy as its label does: the scripted rung (scripted-good), not
+    # just the registry name.
+    spec = EpisodeSpec(task=args.task, seed=args.seed, policy=policy.label,
                        perturbation=args.perturbation, intensity=args.intensity,
                        max_steps=args.max_steps)
     frames = []

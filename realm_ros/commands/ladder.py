@@ -10,15 +10,22 @@ from __future__ import annotations
 import argparse
 import json
 
-from realm_ros.commands import require_non_negative, require_positive
+from realm_ros.commands import (
+    add_list_argument,
+    require_non_negative,
+    require_positive,
+    task_names,
+)
 from realm_ros.core import robot, tasks
+from realm_ros.core.errors import ConfigError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Episodes, tasks, rungs, steps."""
     parser.add_argument('--episodes', type=int, default=10, help='seeds per task and rung')
-    parser.add_argument('--tasks', default='', help='comma-separated tasks (default: all ten)')
-    parser.add_argument('--skills', default='0,1,2,3', help='comma-separated rungs')
+    add_list_argument(parser, '--tasks', 'tasks (default: all ten)', 'TASK')
+    add_list_argument(parser, '--skills', 'rungs, 0..3 or expert, good, sloppy, poor (default: '
+                      'all four)', 'SKILL')
     parser.add_argument('--max-steps', type=int, default=400, help='control steps per episode')
     parser.add_argument('--jsonl', default='', help='also write one record per episode here')
     parser.add_argument('--cameras', action='store_true',
@@ -35,14 +42,15 @@ def run(args: argparse.Namespace) -> int:
     from realm_ros.core.policy import standard_chain
     from realm_ros.core.types import EpisodeSpec
     from realm_ros.core.world import make_world
-    from realm_ros.policies.scripted import SKILLS, ScriptedPolicy, skill_level
+    from realm_ros.policies.scripted import SKILL_NAMES, SKILLS, ScriptedPolicy, skill_level
 
     require_positive('--episodes', args.episodes)
     require_non_negative('--execute-horizon', args.execute_horizon)
-    names = [t for t in args.tasks.split(',') if t] or list(tasks.TASKS)
-    for name in names:
-        tasks.get_task(name)
-    levels = [skill_level(s) for s in args.skills.split(',')]
+    names = task_names(args.tasks, list(tasks.TASKS))
+    try:
+        levels = [skill_level(s) for s in args.skills or SKILL_NAMES]
+    except ConfigError as err:
+        raise ConfigError(f'--skills: {err}') from None
     rows: dict[str, dict[int, tuple[float, float]]] = {}
     out = open(args.jsonl, 'w') if args.jsonl else None
     try:

@@ -14,7 +14,8 @@ import sys
 import threading
 from typing import TYPE_CHECKING, Any
 
-from realm_ros.core.config import renamed
+from realm_ros.commands import add_list_argument, policy_specs
+from realm_ros.core.config import flags_named, renamed
 from realm_ros.core.errors import ConfigError, InfrastructureError
 from realm_ros.core.evaluation import EvalConfig
 
@@ -34,7 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help='real world: the digital real or the arm via franka_ros2')
     parser.add_argument('--sim', choices=('mujoco', 'physx', 'isaac'), default=None,
                         help='simulated twin')
-    parser.add_argument('--tasks', nargs='+', default=None, help='task names')
+    add_list_argument(parser, '--tasks', 'task names', 'TASK')
     parser.add_argument('--policies', nargs='+', default=None,
                         help='policy[:skill] or label=policy[:key=value,...]')
     parser.add_argument('--perturbations', nargs='+', default=None,
@@ -100,7 +101,7 @@ def load_config(args: argparse.Namespace) -> EvalConfig:
     overrides = {
         'real': args.real, 'sim': args.sim,
         'tasks': tuple(args.tasks) if args.tasks else None,
-        'policies': tuple(args.policies) if args.policies else None,
+        'policies': tuple(policy_specs(args.policies)) if args.policies else None,
         'perturbations': tuple(args.perturbations) if args.perturbations else None,
         'episodes_per_cell': args.episodes_per_cell, 'max_steps': args.max_steps,
         'intensity': args.intensity,
@@ -112,7 +113,15 @@ def load_config(args: argparse.Namespace) -> EvalConfig:
         'until_decided': args.until_decided, 'budget': args.budget,
         'allocation': args.allocation,
     }
-    return EvalConfig.from_yaml(path, **overrides)
+    given = {name: FLAGS.get(name, '--' + name.replace('_', '-'))
+             for name, value in overrides.items() if value is not None}
+    with flags_named(EvalConfig, given):  # a mistyped flag is the flag's fault, not the file's
+        return EvalConfig.from_yaml(path, **overrides)
+
+
+#: Fields whose flag is not ``--`` + the field name with dashes.
+FLAGS = {'sim_params_file': '--sim-params', 'real_dynamics_file': '--real-dynamics',
+         'real_appearance_file': '--appearance', 'visual_match_dir': '--visual-match'}
 
 
 def _abspath(path: str | None) -> str | None:

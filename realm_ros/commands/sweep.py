@@ -26,7 +26,7 @@ import sys
 from typing import Any, Sequence
 
 from realm_ros import console
-from realm_ros.commands import require_positive
+from realm_ros.commands import add_list_argument, policy_specs, require_positive, task_names
 from realm_ros.core import perturbations
 from realm_ros.core.config import CAMERA_NAMES
 from realm_ros.core.errors import ConfigError, InfrastructureError, RealmError
@@ -45,7 +45,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--out', required=True, type=pathlib.Path,
                         help='output folder (episodes.jsonl, summary.json, report.html, '
                              'sweep_events.jsonl); an existing one is resumed')
-    parser.add_argument('--tasks', nargs='+', default=['pick_spoon'], help='task names')
+    add_list_argument(parser, '--tasks', 'task names (default pick_spoon)', 'TASK')
     parser.add_argument('--policies', nargs='+', default=['scripted:0'],
                         help='policy[:skill] or label=policy[:key=value,...] (as paired-eval)')
     parser.add_argument('--perturbations', nargs='+', default=['Default'],
@@ -158,8 +158,9 @@ def build_config(args: argparse.Namespace) -> SweepConfig:
     codes = list(perturbations.PERTURBATIONS) if args.perturbations == ['all'] else \
         args.perturbations
     worlds = tuple(args.worlds)
+    policies = policy_specs(args.policies)
     if args.device == 'gpu':
-        engine = gpu_engine(getattr(args, 'gpu_engine', 'auto'), args.policies)
+        engine = gpu_engine(getattr(args, 'gpu_engine', 'auto'), policies)
         worlds = tuple(dict.fromkeys(engine if w == 'mujoco' else w for w in worlds))
     match = getattr(args, 'visual_match', '')
     if match:
@@ -175,7 +176,8 @@ def build_config(args: argparse.Namespace) -> SweepConfig:
         if not path.is_file():
             raise ConfigError(f'--sim-params: file not found: {sim_params}')
         sim_params = str(path)
-    return SweepConfig(tasks=tuple(args.tasks), policies=tuple(args.policies),
+    return SweepConfig(tasks=tuple(task_names(args.tasks, ['pick_spoon'])),
+                       policies=tuple(policies),
                        perturbations=tuple(codes), intensities=tuple(args.intensity),
                        episodes_per_cell=args.episodes_per_cell, max_steps=args.max_steps,
                        seed=args.seed, worlds=worlds, cameras=args.cameras,

@@ -7,12 +7,14 @@ a ROS parameter with that text, so a field is written once. A bad value raises
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import pathlib
+import re
 import sys
 import typing
-from typing import Any, Mapping, Sequence, TypeVar
+from typing import Any, Iterator, Mapping, Sequence, TypeVar
 
 import numpy as np
 import yaml
@@ -362,6 +364,26 @@ def from_mapping(cls: type[T], data: Mapping[str, Any], where: str = '') -> T:
         return cls(**data)
     except (TypeError, ValueError, ArithmeticError) as err:
         raise ConfigError(f'{where or cls.__name__}: {err}') from None
+
+
+@contextlib.contextmanager
+def flags_named(cls: type, flags: Mapping[str, str]) -> Iterator[None]:
+    """Blame a command-line flag, not the config file, for a field the flag set.
+
+    ``flags`` maps the fields a command overrode to their flags (``{'tasks': '--tasks'}``). A
+    :class:`ConfigError` raised inside about one of them (``<file>: EvalConfig.tasks: unknown
+    task ...``, ``<file>: field 'seed' must be ...``) is raised again as ``--tasks: unknown task
+    ...``; any other passes unchanged.
+    """
+    try:
+        yield
+    except ConfigError as err:
+        text = str(err)
+        for name, flag in flags.items():
+            found = re.search(rf"(?:\b{cls.__name__}\.{name}|field '{name}')\b:?\s*", text)
+            if found:
+                raise ConfigError(f'{flag}: {text[found.end():]}') from None
+        raise
 
 
 def field_default(f: dataclasses.Field) -> Any:

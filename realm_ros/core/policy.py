@@ -345,6 +345,31 @@ def policy_needs(name: str, **kwargs: Any) -> PolicyNeeds:
         policy.close()
 
 
+def policy_spec(text: str) -> str:
+    """Return a policy entry with a skill given by name spelled as every runner reads it.
+
+    Entries are ``policy[:skill]`` or ``label=policy[:key=value,...]``
+    (:class:`realm_ros.core.evaluation.PolicyEntry`). A skill is a rung number or a name, here
+    as in ``realm-ros episode --skill good``: ``scripted:good`` becomes
+    ``scripted-good=scripted:skill=good`` and ``good=scripted:good`` ``good=scripted:skill=good``;
+    numbers and ``key=value`` entries are returned unchanged. The name is checked by building
+    the policy (constructors connect to nothing).
+
+    Raises:
+        ConfigError: the policy does not take that skill (the message names it).
+    """
+    head, colon, skill = text.partition(':')
+    label, _, name = head.rpartition('=')
+    if not colon or not skill or '=' in skill or skill.lstrip('-').replace('.', '', 1).isdigit():
+        return text
+    try:
+        policy_needs(name, skill=skill)
+    except ConfigError as err:
+        raise ConfigError(f'{text!r}: {err}') from None
+    return f'{label or f"{name}-{skill}"}={name}:skill={skill}'
+
+
 __all__ = ['COMMON_SETTINGS', 'POLICIES', 'ActionChunker', 'ActionClipper', 'GripperBinarizer',
            'HoldPolicy', 'JointRateLimiter', 'Policy', 'PolicyNeeds', 'PolicyWrapper', 'Prompt',
-           'make_policy', 'policy_class', 'policy_needs', 'policy_settings', 'standard_chain']
+           'make_policy', 'policy_class', 'policy_needs', 'policy_settings', 'policy_spec',
+           'standard_chain']

@@ -1,0 +1,72 @@
+"""One way to say each thing on the command line: a flag's error names the flag, lists take
+spaces or commas in every command, a scripted skill is a number or a name in every spec, and
+``episode --json`` records the rung."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from realm_ros.cli import build_parser, main
+from realm_ros.core.errors import ConfigError
+from realm_ros.core.evaluation import PolicyEntry
+from realm_ros.core.policy import policy_spec
+
+
+@pytest.mark.parametrize('argv, message', [
+    (['--tasks', 'stack_cube'], "--tasks: unknown task 'stack_cube'"),
+    (['--episodes-per-cell', '0'], '--episodes-per-cell: must be >= 1'),
+    (['--intensity', '3'], '--intensity: must be in [0, 1]'),
+    (['--perturbations', 'V-NOPE'], "--perturbations: unknown perturbation 'V-NOPE'"),
+    (['--policies', 'scripted:great'], "--policies 'scripted:great': scripted policy skill"),
+])
+def test_a_bad_flag_is_blamed_on_the_flag_not_the_config_file(tmp_path, capsys, argv, message):
+    assert main(['paired-eval', '--out', str(tmp_path / 'o'), *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f'realm-ros paired-eval: error: {message}'), err
+    assert 'paired_eval.yaml' not in err and err.count('\n') == 1
+
+
+def test_the_config_file_is_blamed_for_its_own_fields(tmp_path, capsys):
+    (tmp_path / 'bad.yaml').write_text('tasks: [stack_cube]\n')
+    assert main(['paired-eval', '--out', str(tmp_path / 'o'), '--config',
+                 str(tmp_path / 'bad.yaml')]) == 2
+    assert f'{tmp_path / "bad.yaml"}: EvalConfig.tasks' in capsys.readouterr().err
+
+
+@pytest.mark.parametrize('command', [['paired-eval', '--out', 'o'], ['sweep', '--out', 'o'],
+                                     ['dataset', '--out', 'o'], ['ladder']])
+def test_tasks_take_spaces_or_commas_in_every_command(command):
+    parser = build_parser()
+    spaced = parser.parse_args([*command, '--tasks', 'pick_spoon', 'push_switch', 'open_drawer'])
+    commas = parser.parse_args([*command, '--tasks', 'pick_spoon,push_switch', 'open_drawer'])
+    assert spaced.tasks == commas.tasks == ['pick_spoon', 'push_switch', 'open_drawer']
+    assert parser.parse_args(command).tasks is None  # the command's default applies
+
+
+def test_every_runner_reads_a_skill_by_name():
+    assert policy_spec('scripted:good') == 'scripted-good=scripted:skill=good'
+    assert policy_spec('good=scripted:good') == 'good=scripted:skill=good'
+    for unchanged in ('scripted:2', 'scripted:skill=good', 'hold', 'pi=openpi:host=h,port=1'):
+        assert policy_spec(unchanged) == unchanged
+    entry = PolicyEntry.parse(policy_spec('good=scripted:good'))
+    assert (entry.label, entry.policy, dict(entry.args)) == ('good', 'scripted', {'skill': 'good'})
+    with pytest.raises(ConfigError, match="'hold:good': policy 'hold' has no setting 'skill'"):
+        policy_spec('hold:good')
+
+
+def test_sweep_takes_a_skill_by_name(tmp_path):
+    from realm_ros.commands.sweep import build_config
+    args = build_parser().parse_args(['sweep', '--out', str(tmp_path), '--policies',
+                                      'good=scripted:good', 'scripted:poor', 'scripted:1'])
+    config = build_config(args)
+    labels = [PolicyEntry.parse(p).label for p in config.policies]
+    assert labels == ['good', 'scripted-poor', 'scripted-1']
+
+
+def test_episode_json_records_the_rung(capsys):
+    assert main(['episode', '--task', 'push_switch', '--skill', 'good', '--max-steps', '2',
+                 '--json']) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert record['policy'] == 'scripted-good'
