@@ -4,11 +4,29 @@ from __future__ import annotations
 
 import argparse
 
+#: Registered policies that read privileged simulator state (``PolicyNeeds.privileged``): an
+#: openpi request does not carry it, so the server refuses them and ``--policy`` does not offer
+#: them (test/unit/test_cli_docs.py checks the list against the policies' own needs).
+PRIVILEGED = ('scripted',)
+
+
+def served_policies() -> list[str]:
+    """The registered policies ``realm-ros serve`` serves."""
+    from realm_ros.core.policy import POLICIES
+    return [name for name in sorted(POLICIES) if name not in PRIVILEGED]
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Options: see :func:`realm_ros.policies.server.add_arguments`."""
+    """Options: see :func:`realm_ros.policies.server.add_arguments`; ``--policy`` lists only
+    the policies this command serves."""
     from realm_ros.policies import server
     server.add_arguments(parser)
+    served = served_policies()
+    for action in parser._actions:  # argparse has no public way to amend a declared option
+        if action.dest == 'policy':
+            action.choices = served
+            action.help = (f'registered policy to serve: {", ".join(served)} (the scripted '
+                           'ladder reads simulator state a request does not carry)')
 
 
 def run(args: argparse.Namespace) -> int:
