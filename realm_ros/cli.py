@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+from typing import NoReturn
 
 from realm_ros.core.errors import RealmError
 
@@ -50,9 +51,18 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """A parser whose refusal is one line naming the flag (argparse's message), exit 2, as for a
+    :class:`RealmError`; the usage is one ``--help`` away. Its subparsers are of this class too."""
+
+    def error(self, message: str) -> NoReturn:
+        """Print ``PROG: error: MESSAGE (PROG --help: the options)`` and exit 2."""
+        self.exit(2, f'{self.prog}: error: {message} ({self.prog} --help: the options)\n')
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Return the top-level parser with every subcommand's arguments."""
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog='realm-ros', description='Paired real and simulated evaluation on a Franka Panda.')
     sub = parser.add_subparsers(dest='command', required=True, metavar='COMMAND')
     for name, (module_name, text) in COMMANDS.items():

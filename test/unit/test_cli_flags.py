@@ -70,3 +70,11 @@ def test_episode_json_records_the_rung(capsys):
                  '--json']) == 0
     record = json.loads(capsys.readouterr().out)
     assert record['policy'] == 'scripted-good'
+
+
+def test_a_value_argparse_refuses_is_one_line_too(capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(['paired-eval', '--out', 'o', '--seed', '1.5'])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and err.count('\n') == 1
+    assert err.startswith('realm-ros paired-eval: error: argument --seed: invalid int value')
