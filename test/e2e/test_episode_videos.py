@@ -119,6 +119,10 @@ def test_paired_eval_writes_a_video_per_episode_beside_its_record(tmp_path):
          '40', '--videos', '--quiet'], capture_output=True, text=True, timeout=300,
         env=dict(os.environ))
     assert proc.returncode == 0, proc.stderr[-3000:]
+    # --quiet: the bar and the final table with the report path, no other line.
+    assert 'real prog' in proc.stdout and f'report: {out / "report.html"}' in proc.stdout
+    assert 'paired evaluation:' not in proc.stdout and 'node logs:' not in proc.stdout
+    assert 'pairs: 100%' in proc.stderr
     records = [json.loads(line) for line in (out / 'episodes.jsonl').read_text().splitlines()]
     assert len(records) == 4
     for record in records:
