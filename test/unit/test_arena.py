@@ -154,7 +154,7 @@ DATE_UTC = bytes([0x44, 0x61, 0x88])
 
 def _leaks(text):
     """Policy names, episode ids, file names and the source files' dates found in ``text``."""
-    marks = [*POLICIES, 'pick_spoon/', 'pick_spoon__', '.webm', 'qx', '2026-01-01',
+    marks = [*POLICIES, 'pick_spoon/', 'pick_spoon__', '.webm', '2026-01-01',
              'Jan 2026', '1767225']
     return [mark for mark in marks if mark in text]
 
