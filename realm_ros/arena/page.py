@@ -23,7 +23,8 @@ h1{font-size:1.3em;margin:0 0 .3em}
 .side{text-align:center}
 .side h2{margin:.2em 0;font-size:1.1em}
 video{background:#000;border-radius:4px;display:block;margin:0 auto;image-rendering:pixelated}
-.buttons{display:flex;gap:10px;justify-content:center;margin:.8em 0;flex-wrap:wrap}
+.buttons{display:flex;gap:10px;justify-content:center;align-items:center;margin:.8em 0;
+  flex-wrap:wrap}
 button{font-size:1em;padding:.5em 1.1em;border-radius:5px;border:1px solid #888;
   background:#fff;cursor:pointer}
 button.on{background:#e8eef5;font-weight:600}
@@ -182,7 +183,7 @@ function byKey(choice) {
 }
 
 document.addEventListener('keydown', (event) => {
-  if (event.ctrlKey || event.metaKey || event.altKey) return;
+  if (event.ctrlKey || event.metaKey || event.altKey || !judge) return;
   const target = event.target;
   if (target === $('reason')) {
     if (event.key === 'Escape') { target.blur(); event.preventDefault(); }
