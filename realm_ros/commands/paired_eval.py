@@ -37,7 +37,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help='simulated twin')
     add_list_argument(parser, '--tasks', 'task names', 'TASK')
     parser.add_argument('--policies', nargs='+', default=None,
-                        help='policy[:skill] or label=policy[:key=value,...]')
+                        help='policy[:skill] or label=policy[:key=value,...]; a skill is a '
+                             'rung number or name (scripted:good)')
     parser.add_argument('--perturbations', nargs='+', default=None,
                         help='REALM perturbation codes (Default, V-LIGHT, ...)')
     parser.add_argument('--intensity', type=float, default=None,

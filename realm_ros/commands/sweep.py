@@ -47,7 +47,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              'sweep_events.jsonl); an existing one is resumed')
     add_list_argument(parser, '--tasks', 'task names (default pick_spoon)', 'TASK')
     parser.add_argument('--policies', nargs='+', default=['scripted:0'],
-                        help='policy[:skill] or label=policy[:key=value,...] (as paired-eval)')
+                        help='policy[:skill] or label=policy[:key=value,...] (as paired-eval; '
+                             'a skill is a rung number or name: good=scripted:good)')
     parser.add_argument('--perturbations', nargs='+', default=['Default'],
                         help='REALM perturbation codes (Default, V-LIGHT, ...) or "all"')
     parser.add_argument('--intensity', nargs='+', type=float, default=[1.0],
