@@ -297,12 +297,12 @@ def run(args: argparse.Namespace) -> int:
         refuse_on_warp([c for c in cells if c.world == 'warp'])
         options.setdefault('gpu', {'batch': args.batch})['warp'] = {}
     out = args.out.expanduser().resolve()
-    bar = console.bar(len(cells), 'cells', unit='cell')
     hook = None
     if video_camera is not None:
         from realm_ros.sweep.videos import VideoHook
         hook = VideoHook(out, video_camera)
     executor = make_executor(args, options, hook)
+    bar = console.bar(len(cells), 'cells', unit='cell')  # after the last check of the flags
     decided = None
     try:
         console.line(f'sweep: {len(cells)} cells on {executor.name}; writing {out}')
