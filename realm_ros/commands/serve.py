@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 
 #: Registered policies that read privileged simulator state (``PolicyNeeds.privileged``): an
-#: openpi request does not carry it, so the server refuses them and ``--policy`` does not offer
-#: them (test/unit/test_cli_docs.py checks the list against the policies' own needs).
+#: openpi request does not carry it, so the server refuses them (saying why) and ``--policy``'s
+#: help does not offer them (test/unit/test_cli_docs.py checks the list against the policies'
+#: own needs).
 PRIVILEGED = ('scripted',)
 
 
@@ -21,12 +22,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     the policies this command serves."""
     from realm_ros.policies import server
     server.add_arguments(parser)
-    served = served_policies()
+    # Listed, not argparse choices: asked for a privileged one, the server says why it cannot.
     for action in parser._actions:  # argparse has no public way to amend a declared option
         if action.dest == 'policy':
-            action.choices = served
-            action.help = (f'registered policy to serve: {", ".join(served)} (the scripted '
-                           'ladder reads simulator state a request does not carry)')
+            action.help = (f'registered policy to serve: {", ".join(served_policies())} (not '
+                           'scripted: it reads simulator state a request does not carry)')
 
 
 def run(args: argparse.Namespace) -> int:
