@@ -89,7 +89,8 @@ def write_report(report: pathlib.Path, result: sysid.FitResult, rmse: dict, sets
         summary['relative_error'] = relative_errors(result.params, truth)
     if residual is not None:
         summary['residual'] = residual.as_dict()
-        plot_residual(report, residual, sets, sims)
+        label = 'holdout' if 'holdout' in sets else 'train'
+        plot_residual(report / 'residual.png', residual, sets[label], sims[label], label)
     (report / 'rmse.json').write_text(json.dumps(summary, indent=2))
     for label, group in sets.items():
         traj, sim = group[0], sims[label][0]
@@ -117,17 +118,17 @@ def write_report(report: pathlib.Path, result: sysid.FitResult, rmse: dict, sets
         plt.close(fig)
 
 
-def plot_residual(report: pathlib.Path, a: sysid.ResidualAnalysis, sets: dict,
-                  sims: dict) -> None:
-    """Write ``residual.png``: per joint, the held-out RMSE before/after with 95 % intervals
-    and the noise floor; the residual after the fit against velocity and acceleration; its
+def plot_residual(path: pathlib.Path, a: sysid.ResidualAnalysis, trajs: list,
+                  sim: list, label: str, names: tuple[str, str] = ('defaults', 'identified')
+                  ) -> None:
+    """Write the residual figure ``path`` (``sysid fit``'s ``residual.png``, ``gap --plot``):
+    per joint, the RMSE of twin ``names[0]`` and ``names[1]`` with 95 % intervals and the
+    noise floor; the residual of ``names[1]`` against velocity and acceleration; its
     autocorrelation with the white-noise band."""
     import matplotlib
     matplotlib.use('Agg')
     import matplotlib.pyplot as plt
 
-    label = 'holdout' if 'holdout' in sets else 'train'
-    trajs, sim = sets[label], sims[label]
     res = 1e3 * np.concatenate([s[1] - t.measured for s, t in zip(sim, trajs)])
     vel = np.concatenate([t.measured_dq for t in trajs])
     acc = np.concatenate([np.gradient(t.measured_dq, t.dt, axis=0) for t in trajs])
@@ -140,15 +141,17 @@ def plot_residual(report: pathlib.Path, a: sysid.ResidualAnalysis, sets: dict,
         ci = 1e3 * np.array(getattr(a, f'rmse_{when}_ci'))
         top.bar(x + (k - 0.5) * 0.38, value, 0.38, color=colour, alpha=0.7,
                 yerr=[value - ci[:, 0], ci[:, 1] - value], capsize=3,
-                label=f'twin {"defaults" if when == "before" else "identified"}')
+                label=f'twin {names[k]}')
     top.step(np.r_[x - 0.5, 6.5], 1e3 * np.r_[a.noise_floor, a.noise_floor[-1]], where='post',
              color='k', ls='--', label='noise floor')
     top.set_yscale('log')
     top.set_xticks(x, [f'q{j + 1}' for j in x])
     top.set_ylabel(f'{label} RMSE, mrad')
-    top.set_title(f'{label} residual (twin - real), 95 % block-bootstrap intervals; '
-                  + '; '.join(f.split(':')[0] for f in a.findings), fontsize=8)
-    top.legend(fontsize=8)
+    top.set_title(f'{label} residual (twin - real), RMSE with 95 % block-bootstrap intervals',
+                  fontsize=9)
+    top.legend(fontsize=8, loc='upper left', ncol=3)
+    top.set_ylim(top=top.get_ylim()[1] * 4)  # room for the legend above the bars
+    fig.text(0.01, 0.005, '\n'.join(f'- {f}' for f in a.findings), fontsize=7.5, va='bottom')
     lags = np.arange(1, len(a.autocorrelation[0]) + 1)
     band = 1.96 / np.sqrt(a.steps)
     for j in range(7):
@@ -168,8 +171,8 @@ def plot_residual(report: pathlib.Path, a: sysid.ResidualAnalysis, sets: dict,
     fig.axes[-3].set_xlabel('joint velocity, rad/s')
     fig.axes[-2].set_xlabel('joint acceleration, rad/s$^2$')
     fig.axes[-1].set_xlabel('lag, control steps')
-    fig.tight_layout()
-    fig.savefig(report / 'residual.png', dpi=80)
+    fig.tight_layout(rect=(0, 0.012 * (len(a.findings) + 1), 1, 1))
+    fig.savefig(path, dpi=80)
     plt.close(fig)
 
 
