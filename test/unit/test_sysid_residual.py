@@ -26,6 +26,7 @@ def test_white_noise_at_the_floor_shows_no_structure():
     assert all(lo < 5e-4 < hi for lo, hi in a.rmse_after_ci)
     assert np.all(np.abs(a.corr_velocity_sign) < 0.15) and np.all(np.abs(a.bias) < 0.2)
     assert sum(q > a.ljung_box_95 for q in a.ljung_box) <= 2  # 5 % false alarms per joint
+    assert len(a.findings) == 1  # no structure is read at the floor
     assert a.findings[0].startswith('at the noise floor')
     assert all(lo > 5e-3 for lo, _ in a.rmse_before_ci)  # before: 10x plus 10 mrad
 

@@ -133,25 +133,28 @@ def findings(a: ResidualAnalysis) -> list[str]:
         return ', '.join(f'q{j + 1}' for j in joints if test(j))
 
     out = []
-    above = which(lambda j: a.rmse_after_ci[j][0] > ABOVE_FLOOR * a.noise_floor[j])
+    # Structure is read only where something is left: a residual at the floor is the sensor
+    # (its small colour there comes from the recording, not from the arm).
+    left = [a.rmse_after_ci[j][0] > ABOVE_FLOOR * a.noise_floor[j] for j in joints]
+    above = which(lambda j: left[j])
     if above:
         out.append(f'above the noise floor after the fit ({above}): the twin does not model '
                    'all of the arm')
     else:
         out.append('at the noise floor on every joint: nothing left that the data resolve')
-    sign = which(lambda j: abs(a.corr_velocity_sign[j]) > STRUCTURE_CORRELATION)
+    sign = which(lambda j: left[j] and abs(a.corr_velocity_sign[j]) > STRUCTURE_CORRELATION)
     if sign:
         out.append(f'follows sign(velocity) ({sign}): friction whose shape or asymmetry '
                    "MuJoCo's symmetric dry friction cannot take (e.g. Gaz et al.'s sigmoid)")
-    acc = which(lambda j: abs(a.corr_acceleration[j]) > STRUCTURE_CORRELATION)
+    acc = which(lambda j: left[j] and abs(a.corr_acceleration[j]) > STRUCTURE_CORRELATION)
     if acc:
         out.append(f'follows acceleration ({acc}): inertia, joint compliance or an inner-loop '
                    'lag the fitted armature and whole-step latency do not express')
-    bias = which(lambda j: abs(a.bias[j]) > 0.5)
+    bias = which(lambda j: left[j] and abs(a.bias[j]) > 0.5)
     if bias:
         out.append(f'biased (mean > half the RMSE; {bias}): a configuration-dependent offset '
                    'such as gravity sag through a compliant joint')
-    coloured = which(lambda j: a.ljung_box[j] > a.ljung_box_95)
+    coloured = which(lambda j: left[j] and a.ljung_box[j] > a.ljung_box_95)
     if coloured:
         out.append(f'not white (Ljung-Box above its 95 % point; {coloured}): slow, '
                    'state-dependent error, not sensor noise')
