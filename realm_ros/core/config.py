@@ -278,12 +278,19 @@ class DigitalRealDynamics(DynamicsParams):
                                                        (0.0, 0.1), (0.0, 1.0), (1.0, 10.0)],
                         '-, -, m, -, -')
 
+    #: The structural fields: effects no twin parameter reproduces (docs/digital-real.md).
+    STRUCTURAL = ('friction_sigmoid_phi1', 'joint_stiffness', 'torque_filter_hz',
+                  'torque_rate_limit', 'encoder_resolution', 'latency_jitter_s',
+                  'contact_solref', 'contact_solimp')
+
+    def structural_effects(self) -> list[str]:
+        """Return the structural effects that are on (``friction_sigmoid`` for phi1..3)."""
+        return [n.replace('_phi1', '') for n in self.STRUCTURAL if getattr(self, n)]
+
     @property
     def structural(self) -> bool:
         """Whether any structural effect (one the twin cannot express) is on."""
-        return bool(self.friction_sigmoid_phi1 or self.joint_stiffness or self.torque_filter_hz
-                    or self.torque_rate_limit or self.encoder_resolution
-                    or self.latency_jitter_s or self.contact_solref or self.contact_solimp)
+        return bool(self.structural_effects())
 
     def joint_params(self) -> DynamicsParams:
         """Return the per-joint part, the parameters system identification can recover."""

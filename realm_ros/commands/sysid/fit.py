@@ -213,8 +213,15 @@ def fit_command(args: argparse.Namespace) -> int:
     print_table(rmse, result, fit_s, truth)
     print_residual(residual, label)
     if hidden is not None:
-        print(f'latency: estimated {1e3 * latency:.2f} ms, true {1e3 * hidden.latency_s:.2f} ms '
-              f'(the twin replays whole physics steps: {1e3 / robot.PHYSICS_HZ:.2f} ms each)')
+        jitter = (f' + uniform [0, {1e3 * hidden.latency_jitter_s:.2f}] ms jitter'
+                  if hidden.latency_jitter_s else '')
+        print(f'latency: estimated {1e3 * latency:.2f} ms, true {1e3 * hidden.latency_s:.2f} ms'
+              f'{jitter} (the twin replays whole physics steps: '
+              f'{1e3 / robot.PHYSICS_HZ:.2f} ms each)')
+        if hidden.structural:
+            print('the true arm has structure the twin cannot express ('
+                  + ', '.join(hidden.structural_effects()) + '): no parameter of the twin is '
+                  'its "true" value, so the errors above compare like with unlike')
     print(f'wrote {out} and {report}/')
     return 0
 

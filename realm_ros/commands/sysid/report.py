@@ -192,10 +192,12 @@ def print_residual(a: sysid.ResidualAnalysis, label: str) -> None:
         print(f'  - {line}')
 
 
-def relative_errors(params: DynamicsParams, truth: DynamicsParams) -> dict[str, list[float]]:
-    """Return |identified - true| / true per joint for friction and armature."""
-    return {name: (np.abs(np.array(getattr(params, name)) - getattr(truth, name))
-                   / np.maximum(getattr(truth, name), 1e-9)).tolist()
+def relative_errors(params: DynamicsParams,
+                    truth: DynamicsParams) -> dict[str, list[float | None]]:
+    """Return |identified - true| / true per joint for friction and armature; None where the
+    true value is 0 (a structural arm's dry friction is all in its sigmoid: no ratio)."""
+    return {name: [abs(p - t) / t if t > 1e-9 else None
+                   for p, t in zip(getattr(params, name), getattr(truth, name))]
             for name in ('friction', 'armature')}
 
 
@@ -225,4 +227,5 @@ def print_table(rmse: dict, result: sysid.FitResult, fit_s: float,
         errors = relative_errors(p, truth)
         for name in ('friction', 'armature'):
             print(f'{name + " error, %":<22}'
-                  + ' '.join(f'{100 * v:7.1f}' for v in errors[name]))
+                  + ' '.join(f'{100 * v:7.1f}' if v is not None else f'{"n/a":>7}'
+                             for v in errors[name]))
