@@ -404,17 +404,20 @@ def summarize(records: Sequence[Mapping[str, Any]], seed: int = 0,
 def _agreement_ci(rows: Sequence[tuple[Mapping[str, Any], Mapping[str, Any]]],
                   policies: Sequence[str], seed: int) -> dict[str, Any] | None:
     """Paired-bootstrap 95 % intervals of r, MMRV and the mean gap over starts (task,
-    perturbation, seed): :func:`metrics.agreement_intervals` on the (policies, starts) table of
-    progressions; None with fewer than 2 starts (nothing to resample)."""
-    starts = sorted({(r['task'], r['perturbation'], r['seed']) for r, _ in rows}, key=str)
+    perturbation, intensity, seed): :func:`metrics.agreement_intervals` on the (policies,
+    starts) table of progressions; None with fewer than 2 starts (nothing to resample)."""
+    def start(r: Mapping[str, Any]) -> tuple:
+        return r['task'], r['perturbation'], r.get('intensity'), r['seed']
+
+    starts = sorted({start(r) for r, _ in rows}, key=str)
     if len(starts) < 2:
         return None
-    column = {start: k for k, start in enumerate(starts)}
+    column = {key: k for k, key in enumerate(starts)}
     row = {policy: k for k, policy in enumerate(policies)}
     sim = np.full((len(policies), len(starts)), np.nan)
     real = np.full_like(sim, np.nan)
     for r, s in rows:
-        at = (row[r['policy']], column[(r['task'], r['perturbation'], r['seed'])])
+        at = (row[r['policy']], column[start(r)])
         real[at], sim[at] = float(r['progression']), float(s['progression'])
     try:
         return metrics.agreement_intervals(sim=sim, real=real, seed=seed, n_resamples=1000)

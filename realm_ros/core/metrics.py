@@ -358,9 +358,8 @@ def agreement_intervals(*, sim: ArrayLike, real: ArrayLike, n_resamples: int = 2
         counts = present[:, row].sum(axis=1)
         if np.any(counts == 0):
             continue
-        with np.errstate(invalid='ignore'):
-            sim_mean = np.where(present, s, 0.0)[:, row].sum(axis=1) / counts
-            real_mean = np.where(present, r, 0.0)[:, row].sum(axis=1) / counts
+        sim_mean = np.where(present, s, 0.0)[:, row].sum(axis=1) / counts
+        real_mean = np.where(present, r, 0.0)[:, row].sum(axis=1) / counts
         a = agreement(sim=sim_mean, real=real_mean)
         for name in figures:
             figures[name].append(getattr(a, name))
