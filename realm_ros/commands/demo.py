@@ -56,9 +56,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         '--real-dynamics', default='',
         help='hidden dynamics YAML of the digital real, used by the evaluation and the sysid '
-             'recording alike (default: config/dynamics/sysid_demo.yaml, whose joint friction '
-             'is strong enough for the open-loop velocity ladder to show the twin gap; '
-             '--vision: realm_ros/data/digital_real_dynamics.yaml)')
+             'recording alike (default: config/dynamics/lab_franka.yaml, a lab Franka with '
+             "structure the twin cannot express: Gaz et al.'s friction, joint compliance, the "
+             'inner torque loop, quantisation, jitter, softer contacts; '
+             'config/dynamics/sysid_demo.yaml is the parameter-only arm the twin recovers '
+             'exactly; --vision: realm_ros/data/digital_real_dynamics.yaml)')
     vision = parser.add_argument_group('--vision (docs/vision-demo.md)')
     vision.add_argument('--vision', action='store_true',
                         help='the vision demo: real-trained learned ladder, digital real vs the '
@@ -91,6 +93,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     vision.add_argument('--quiet', action='store_true', help='--vision: no progress bar')
 
 
+#: The digital real of `make demo`: a lab Franka, not the twin with other numbers (issue 38).
+DEMO_DYNAMICS = 'config/dynamics/lab_franka.yaml'
 _COLUMNS = ('raw', 'calibrated', 'matched', 'variants', 'sysid')
 #: --vision's default variant count: the twin's own look and one variant per axis.
 VARIANTS = 5
@@ -124,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
     print(f'ROS_DOMAIN_ID={os.environ["ROS_DOMAIN_ID"]}, discovery '
           f'{os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"]}', flush=True)
     dynamics = str(pathlib.Path(
-        args.real_dynamics or share_path('config/dynamics/sysid_demo.yaml')).resolve())
+        args.real_dynamics or share_path(DEMO_DYNAMICS)).resolve())
     loud = ['--verbose'] if args.verbose else []
     common = [*loud, '--tasks', *args.tasks, '--episodes-per-cell', str(args.episodes_per_cell),
               '--max-steps', str(args.max_steps), '--seed', str(args.seed),
@@ -150,20 +154,32 @@ def run(args: argparse.Namespace) -> int:
           '--reuse-real', str(out / 'before')])
     before = json.loads((out / 'before' / 'summary.json').read_text())
     after = json.loads((out / 'after' / 'summary.json').read_text())
-    print('\n=== agreement of the twin with the digital real (per-policy mean progression)')
-    print(f'{"":<34} {"Pearson r":>10} {"MMRV":>8} {"mean |gap|":>11}')
+    print('\n=== agreement of the twin with the digital real (per-policy mean progression; '
+          '[95 % paired-bootstrap interval over starts])')
+    print(f'{"":<32} {"Pearson r":>20} {"MMRV":>20} {"mean |gap|":>20}')
     for label, summary in (('before sysid (default twin)', before),
                            ('after sysid (identified twin)', after)):
         a = summary['agreement']
-        print(f'{label:<34} {a["pearson_r"]:>10.3f} {a["mmrv"]:>8.3f} '
-              f'{a["mean_abs_gap"]:>11.3f}')
+        print(f'{label:<32} ' + ' '.join(f'{_with_ci(a, k):>20}' for k in _FIGURES))
     for task in sorted(before['agreement'].get('per_task', {})):
         b = before['agreement']['per_task'][task]
         c = after['agreement']['per_task'].get(task, {})
-        print(f'  {task:<32} r {b["pearson_r"]:.3f} -> {c.get("pearson_r", float("nan")):.3f}'
-              f'   gap {b["mean_abs_gap"]:.3f} -> {c.get("mean_abs_gap", float("nan")):.3f}')
+        print(f'  {task:<30} r {_with_ci(b, "pearson_r")} -> {_with_ci(c, "pearson_r")}'
+              f'   gap {_with_ci(b, "mean_abs_gap")} -> {_with_ci(c, "mean_abs_gap")}')
     print(f'\nreports: {out / "before" / "report.html"}  {out / "after" / "report.html"}')
     return 0
+
+
+_FIGURES = ('pearson_r', 'mmrv', 'mean_abs_gap')
+
+
+def _with_ci(agreement: dict, name: str) -> str:
+    """Return ``0.912 [0.80, 0.99]`` from a summary's agreement entry (``ci95``: paired
+    bootstrap over starts, ``core.metrics.agreement_intervals``); ``n/a`` if missing."""
+    if name not in agreement:
+        return 'n/a'
+    ci = (agreement.get('ci95') or {}).get(name)
+    return f'{agreement[name]:.3f}' + (f' [{ci[0]:.2f}, {ci[1]:.2f}]' if ci else '')
 
 
 def _file(path: str, flag: str) -> str:

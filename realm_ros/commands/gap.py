@@ -20,12 +20,19 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import pathlib
 import sys
 
 import numpy as np
 
-from realm_ros.core import robot
-from realm_ros.core.config import DigitalRealDynamics, DynamicsParams, SafetyConfig, WorldConfig
+from realm_ros.core import robot, sysid
+from realm_ros.core.config import (
+    DigitalRealDynamics,
+    DynamicsParams,
+    SafetyConfig,
+    WorldConfig,
+    sim_params_latency,
+)
 from realm_ros.core.safety import SafetyMonitor
 from realm_ros.core.types import Action, EpisodeSpec
 
@@ -48,6 +55,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--seed', type=int, default=0, help='episode seed (sensor noise)')
     parser.add_argument('--json', default='', metavar='FILE',
                         help='also write the per-joint numbers as JSON')
+    parser.add_argument('--plot', default='', metavar='PNG',
+                        help="also draw the residual of the best twin (C, or --sim-params's) "
+                             'against the digital real: RMSE with intervals, vs velocity and '
+                             'acceleration, autocorrelation')
 
 
 def trajectory(duration_s: float, control_hz: float = robot.CONTROL_HZ) -> np.ndarray:
@@ -67,18 +78,27 @@ def check_safe(targets: np.ndarray, control_hz: float = robot.CONTROL_HZ) -> Non
         previous = q
 
 
-def rollout(world, targets: np.ndarray, seed: int) -> np.ndarray:
-    """Return the (N, 7) measured positions after each control step of ``targets``."""
+def rollout(world, targets: np.ndarray, seed: int,
+            velocity: np.ndarray | None = None) -> np.ndarray:
+    """Return the (N, 7) measured positions after each control step of ``targets`` (and fill
+    ``velocity``, (N, 7) rad/s, if given)."""
     world.reset(EpisodeSpec(task='empty', seed=seed))
     out = np.empty_like(targets)
     for k, q in enumerate(targets):
         world.apply(Action(arm=q, gripper=0.0))
-        out[k] = world.step().joints.position
+        joints = world.step().joints
+        out[k] = joints.position
+        if velocity is not None:
+            velocity[k] = joints.velocity
     return out
 
 
+_BEST = {'twin_latency': "C (the digital real's parameters and latency)",
+         'twin_fitted': 'E (--sim-params with its latency)'}
+
+
 def measure(dynamics_file: str = '', sim_params_file: str = '', duration_s: float = 10.0,
-            seed: int = 0) -> dict:
+            seed: int = 0, plot: str = '') -> dict:
     """Run the three worlds and return per-joint RMS differences (rad) and tracking errors."""
     from realm_ros.backends.digital_real import DEFAULT_DYNAMICS_FILE, DigitalRealWorld
     from realm_ros.backends.mujoco.world import MujocoWorld
@@ -95,16 +115,36 @@ def measure(dynamics_file: str = '', sim_params_file: str = '', duration_s: floa
                                     latency_s=hidden.latency_s),
         'digital_real': DigitalRealWorld(config, hidden=hidden),
     }
+    # The best twin at hand: --sim-params with the latency it carries (as every twin replays
+    # it), else C. Its residual's structure says what lies outside the twin's model.
+    best = 'twin_latency'
+    if sim_params_file:
+        best = 'twin_fitted'
+        worlds[best] = MujocoWorld(config, dynamics=twin_params,
+                                   latency_s=sim_params_latency(sim_params_file))
     q = {}
+    velocity = np.empty_like(targets)
     for name, world in worlds.items():
-        q[name] = rollout(world, targets, seed)
+        q[name] = rollout(world, targets, seed, velocity if name == 'digital_real' else None)
         world.close()
 
     def rms(a: np.ndarray) -> list[float]:
         return np.sqrt(np.mean(a ** 2, axis=0)).tolist()
 
     real = q['digital_real']
+    recorded = sysid.Trajectory('gap', robot.RESET_Q.copy(), np.zeros(7), 0.0, targets,
+                                np.zeros(len(targets)), real, velocity, 1.0 / config.control_hz)
+    sims = [np.stack([q['twin'], q[best]])]
+    residual = sysid.analyse_residual(sims, [recorded], seed=seed,
+                                      noise_std=hidden.joint_noise_std or None)
+    if plot:
+        from realm_ros.commands.sysid.report import plot_residual
+        plot_residual(pathlib.Path(plot), residual, [recorded], sims, 'gap trajectory',
+                      ('A (default)' if not sim_params_file else 'A', _BEST[best]))
     return {
+        'best_twin': best,
+        'gap_best': rms(q[best] - real),
+        'residual': residual.as_dict(),
         'steps': len(targets),
         'duration_s': duration_s,
         'dynamics_file': str(dynamics_file or DEFAULT_DYNAMICS_FILE),
@@ -120,7 +160,7 @@ def measure(dynamics_file: str = '', sim_params_file: str = '', duration_s: floa
 
 def run(args: argparse.Namespace) -> int:
     """Print the per-joint gap table; exit 0."""
-    result = measure(args.dynamics, args.sim_params, args.duration, args.seed)
+    result = measure(args.dynamics, args.sim_params, args.duration, args.seed, args.plot)
     twin = 'twin (--sim-params)' if args.sim_params else 'twin (default)'
     print(f'joint tracking gap, twin vs digital real: {result["steps"]} steps at '
           f'{robot.CONTROL_HZ:g} Hz ({args.duration:g} s), RMS of measured joint positions, mrad')
@@ -138,6 +178,14 @@ def run(args: argparse.Namespace) -> int:
           f'the rest is the {result["dynamics_file"].rsplit("/", 1)[-1]} latency, which the '
           "twin's parameters leave out (C), and joint-sensor noise "
           f'({result["noise_std"] * 1e3:g} mrad, 1 sigma)')
+    if args.sim_params:
+        print(f'{"E: --sim-params with its latency vs real":<44}'
+              + ' '.join(f'{1e3 * v:.2f}' for v in result['gap_best'])
+              + f'  mean {1e3 * np.mean(result["gap_best"]):.2f} mrad')
+    from realm_ros.commands.sysid.report import print_residual
+    print_residual(sysid.ResidualAnalysis(**result['residual']), _BEST[result['best_twin']])
+    if args.plot:
+        print(f'wrote {args.plot}')
     if args.json:
         with open(args.json, 'w') as f:
             json.dump(result, f, indent=2)

@@ -62,6 +62,30 @@ def _check_vector(obj: Any, name: str, size: int, low: float = -math.inf,
             f'got {arr.tolist()}')
 
 
+def _check_optional(obj: Any, name: str, sizes: tuple[int, ...],
+                    limits: Sequence[tuple[float, float]], unit: str) -> None:
+    """Check an optional vector field: empty (off) or ``sizes`` numbers, each in its
+    ``limits`` entry (inclusive); store it as a tuple of floats. The error names the unit."""
+    values = getattr(obj, name)
+    where = f'{type(obj).__name__}.{name}'
+    try:
+        arr = np.asarray(values if values is not None else (), dtype=float).reshape(-1)
+    except (TypeError, ValueError):
+        raise ConfigError(f'{where} must be [] or {sizes[0]} numbers ({unit})') from None
+    if arr.size == 0:
+        object.__setattr__(obj, name, ())
+        return
+    if arr.size not in sizes:
+        raise ConfigError(f'{where} must be [] or {sizes[0]} values ({unit}), got {arr.size}')
+    bad = [k for k, v in enumerate(arr) if not (math.isfinite(v)
+                                               and limits[k][0] <= v <= limits[k][1])]
+    if bad:
+        k = bad[0]
+        raise ConfigError(f'{where}[{k}] must be in [{limits[k][0]}, {limits[k][1]}] ({unit}), '
+                          f'got {arr[k]!r}')
+    object.__setattr__(obj, name, tuple(float(v) for v in arr))
+
+
 def _check_ranges(obj: Any, limits: Mapping[str, tuple[float, float]], *,
                   low_open: bool = False, unit: str = '') -> None:
     """Check that each named field is a finite number in its range; store it as a float.
@@ -206,12 +230,69 @@ class DigitalRealDynamics(DynamicsParams):
     joint_noise_std: float = field(0.0, 'joint position sensor noise (1 sigma), rad')
     object_mass_scale: float = field(1.0, 'multiplier on every object mass')
     object_friction_scale: float = field(1.0, 'multiplier on every object sliding friction')
+    # Structural effects (issue 38): the twin has no parameter that reproduces them. Each is off
+    # when absent (empty vector or 0), so older files behave as before. docs/digital-real.md.
+    friction_sigmoid_phi1: tuple[float, ...] = field(
+        (), 'Gaz et al. sigmoid joint friction, amplitude phi1 per joint, N m (7 values; [] = '
+            'off); tau_f = phi1/(1+exp(-phi2 (qd+phi3))) - phi1/(1+exp(-phi2 phi3))')
+    friction_sigmoid_phi2: tuple[float, ...] = field(
+        (), 'Gaz et al. sigmoid joint friction, slope phi2 per joint, s/rad (7 values)')
+    friction_sigmoid_phi3: tuple[float, ...] = field(
+        (), 'Gaz et al. sigmoid joint friction, velocity offset phi3 per joint, rad/s (7 values)')
+    joint_stiffness: tuple[float, ...] = field(
+        (), 'motor-link torsional stiffness per joint, N m/rad (7 values; [] = rigid): the '
+            'inner loop servoes the motor, the link lags it by the transmitted torque / stiffness')
+    torque_filter_hz: float = field(
+        0.0, 'inner loop: first-order low-pass cutoff on the commanded joint torque, Hz (0 = '
+             "none; libfranka's default 100)")
+    torque_rate_limit: float = field(
+        0.0, 'inner loop: commanded joint torque rate limit, N m/s (0 = none; libfranka 1000)')
+    encoder_resolution: float = field(
+        0.0, 'joint position encoder quantum, rad (0 = continuous)')
+    latency_jitter_s: float = field(
+        0.0, 'extra actuation delay per command, uniform in [0, latency_jitter_s], s')
+    contact_solref: tuple[float, ...] = field(
+        (), "object geoms: MuJoCo solref (time constant s, damping ratio; [] = the twin's)")
+    contact_solimp: tuple[float, ...] = field(
+        (), "object geoms: MuJoCo solimp (dmin, dmax, width m, midpoint, power; [] = the twin's)")
 
     def __post_init__(self) -> None:
         super().__post_init__()
         _check_ranges(self, {'latency_s': (0.0, 0.5), 'joint_noise_std': (0.0, 0.1),
                              'object_mass_scale': (0.05, 20.0),
                              'object_friction_scale': (0.05, 20.0)})
+        _check_ranges(self, {'torque_filter_hz': (0.0, 1000.0)}, unit=' Hz')
+        _check_ranges(self, {'torque_rate_limit': (0.0, 1e5)}, unit=' N m/s')
+        _check_ranges(self, {'encoder_resolution': (0.0, 0.01)}, unit=' rad')
+        _check_ranges(self, {'latency_jitter_s': (0.0, 0.1)}, unit=' s')
+        n = robot.NUM_ARM_JOINTS
+        for name, low, high, unit in (('friction_sigmoid_phi1', 0.0, 20.0, 'N m'),
+                                      ('friction_sigmoid_phi2', 0.1, 100.0, 's/rad'),
+                                      ('friction_sigmoid_phi3', -1.0, 1.0, 'rad/s'),
+                                      ('joint_stiffness', 100.0, 1e6, 'N m/rad')):
+            _check_optional(self, name, (n,), [(low, high)] * n, unit)
+        phis = [bool(getattr(self, f'friction_sigmoid_phi{k}')) for k in (1, 2, 3)]
+        if any(phis) and not all(phis):
+            raise ConfigError(f'{type(self).__name__}.friction_sigmoid_phi1/2/3 must be given '
+                              'together (7 values each, N m, s/rad, rad/s)')
+        _check_optional(self, 'contact_solref', (2,), [(0.001, 0.5), (0.1, 10.0)], 's, -')
+        _check_optional(self, 'contact_solimp', (5,), [(0.0, 0.9999), (0.0, 0.9999),
+                                                       (0.0, 0.1), (0.0, 1.0), (1.0, 10.0)],
+                        '-, -, m, -, -')
+
+    #: The structural fields: effects no twin parameter reproduces (docs/digital-real.md).
+    STRUCTURAL = ('friction_sigmoid_phi1', 'joint_stiffness', 'torque_filter_hz',
+                  'torque_rate_limit', 'encoder_resolution', 'latency_jitter_s',
+                  'contact_solref', 'contact_solimp')
+
+    def structural_effects(self) -> list[str]:
+        """Return the structural effects that are on (``friction_sigmoid`` for phi1..3)."""
+        return [n.replace('_phi1', '') for n in self.STRUCTURAL if getattr(self, n)]
+
+    @property
+    def structural(self) -> bool:
+        """Whether any structural effect (one the twin cannot express) is on."""
+        return bool(self.structural_effects())
 
     def joint_params(self) -> DynamicsParams:
         """Return the per-joint part, the parameters system identification can recover."""

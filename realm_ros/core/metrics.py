@@ -322,6 +322,57 @@ def agreement(*, sim: ArrayLike, real: ArrayLike) -> Agreement:
                      mean_abs_gap=mean_abs_gap(sim=s, real=r), n_policies=int(s.size))
 
 
+def agreement_intervals(*, sim: ArrayLike, real: ArrayLike, n_resamples: int = 2000,
+                        confidence: float = 0.95, seed: int = 0) -> dict[str, Any]:
+    """Return paired-bootstrap intervals of :func:`agreement`'s three figures over starts.
+
+    ``sim`` and ``real`` are (policies, starts) arrays of episode scores; column k of both is
+    the same start (task, perturbation, seed), run by every policy in both worlds, so a
+    resample draws starts with replacement and keeps every pairing: the per-policy means of a
+    resample are compared as :func:`agreement` compares the observed ones. A missing episode
+    is NaN; a resample in which some policy has no episode is skipped (``resamples`` counts
+    those used). Percentile intervals, ``[low, high]`` per figure; with one start, or identical
+    starts, the interval has zero width at the observed figure.
+
+    Raises:
+        DataError: shapes differ, fewer than 2 policies, a policy with no episode, inf, or a
+            confidence outside (0, 1).
+    """
+    s, r = np.asarray(sim, dtype=float), np.asarray(real, dtype=float)
+    if s.shape != r.shape or s.ndim != 2:
+        raise DataError(f'sim and real must be (policies, starts) arrays of one shape, got '
+                        f'{s.shape} and {r.shape}')
+    if s.shape[0] < 2:
+        raise DataError(f'need at least 2 policies, got {s.shape[0]}')
+    if np.any(np.isinf(s)) or np.any(np.isinf(r)):
+        raise DataError('sim or real contains inf')
+    present = ~(np.isnan(s) | np.isnan(r))
+    if not np.all(present.any(axis=1)):
+        raise DataError('every policy needs at least one paired episode')
+    if not 0.0 < confidence < 1.0:
+        raise DataError(f'confidence must be in (0, 1), got {confidence}')
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, s.shape[1], size=(n_resamples, s.shape[1]))
+    figures: dict[str, list[float]] = {'pearson_r': [], 'mmrv': [], 'mean_abs_gap': []}
+    for row in idx:
+        counts = present[:, row].sum(axis=1)
+        if np.any(counts == 0):
+            continue
+        sim_mean = np.where(present, s, 0.0)[:, row].sum(axis=1) / counts
+        real_mean = np.where(present, r, 0.0)[:, row].sum(axis=1) / counts
+        a = agreement(sim=sim_mean, real=real_mean)
+        for name in figures:
+            figures[name].append(getattr(a, name))
+    if not figures['pearson_r']:
+        raise DataError('no resample had an episode of every policy: too few paired starts')
+    alpha = (1.0 - confidence) / 2.0
+    out: dict[str, Any] = {name: [float(v) for v in np.quantile(values, [alpha, 1.0 - alpha])]
+                           for name, values in figures.items()}
+    out['resamples'] = len(figures['pearson_r'])
+    out['confidence'] = confidence
+    return out
+
+
 def _rank_pair(a: ArrayLike, b: ArrayLike) -> tuple[np.ndarray, np.ndarray] | float:
     """Two score vectors to rank, or the conventional value where one has no order."""
     x, y = _vector(a, 'a'), _vector(b, 'b')

@@ -102,6 +102,12 @@ def test_summary_matches_hand_computation():
     assert summary['agreement']['mean_abs_gap'] == pytest.approx((0.2 + 0.2) / 2)
     assert [r['policy'] for r in summary['ranking']['real']] == ['good', 'bad']
     assert 'agreement over 4 pairs' in format_table(summary)
+    # Paired bootstrap over the 2 starts: a resample's gap is 0.1 (start 0 twice), 0.3 (start
+    # 1 twice) or 0.2, so the 95 % interval is [0.1, 0.3].
+    ci = summary['agreement']['ci95']
+    assert ci['mean_abs_gap'] == pytest.approx([0.1, 0.3])
+    assert 'mean |real - sim| = 0.200 [0.100, 0.300]' in format_table(summary)
+    assert summary['agreement']['per_task']['t']['ci95'] == ci
     json.dumps(summary)  # JSON-ready
 
 

@@ -94,3 +94,39 @@ def test_bradley_terry_all_ties_gives_equal_scores_and_errors():
         metrics.bradley_terry({0: {'a': 1.0}})
     with pytest.raises(DataError, match='nothing to compare'):
         metrics.bradley_terry({0: {'a': 1.0}, 1: {'b': 0.0}})
+
+
+def test_agreement_intervals_on_a_hand_case():
+    """Two policies, two starts: a resample is (0, 0), (1, 1) with probability 1/4 each, or one
+    of each (1/2). Real: A 1, 1; B 0, 0. Sim: A 1, 0; B 0, 0. Gap 0 / 0.5 / 0.25; at (1, 1)
+    the sim ties A and B, so r = 0 (one side constant) and MMRV = 0.5 (A's swap, magnitude 1)."""
+    ci = metrics.agreement_intervals(sim=[[1.0, 0.0], [0.0, 0.0]],
+                                     real=[[1.0, 1.0], [0.0, 0.0]], seed=3)
+    assert ci['mean_abs_gap'] == [0.0, 0.5]
+    assert ci['mmrv'] == [0.0, 0.5]
+    assert ci['pearson_r'] == [0.0, 1.0]
+    assert ci['resamples'] == 2000 and ci['confidence'] == 0.95
+
+
+def test_agreement_intervals_identical_starts_give_zero_width_and_missing_are_skipped():
+    sim = [[0.8, 0.8, 0.8], [0.2, 0.2, 0.2]]
+    real = [[0.9, 0.9, 0.9], [0.1, 0.1, 0.1]]
+    ci = metrics.agreement_intervals(sim=sim, real=real)
+    assert ci['mean_abs_gap'] == pytest.approx([0.1, 0.1])
+    assert ci['pearson_r'] == [1.0, 1.0] and ci['mmrv'] == [0.0, 0.0]
+    # A missing episode (NaN): resamples without any of B's episodes are skipped.
+    ci = metrics.agreement_intervals(sim=[[0.8, 0.8], [0.2, np.nan]],
+                                     real=[[0.9, 0.9], [0.1, np.nan]], n_resamples=400)
+    assert 250 < ci['resamples'] < 350  # P(start 1 drawn twice) = 1/4
+    assert ci['mean_abs_gap'] == pytest.approx([0.1, 0.1])
+
+
+@pytest.mark.parametrize('sim, real, match', [
+    ([[1.0, 0.0]], [[1.0, 0.0]], 'at least 2 policies'),
+    ([[1.0, 0.0], [0.0, 1.0]], [[1.0, 0.0]], 'one shape'),
+    ([[1.0, np.nan], [0.0, 1.0]], [[1.0, np.nan], [np.nan, np.nan]], 'at least one paired'),
+    ([[1.0, np.inf], [0.0, 1.0]], [[1.0, 0.0], [0.0, 1.0]], 'inf'),
+])
+def test_agreement_intervals_refuse_bad_input(sim, real, match):
+    with pytest.raises(DataError, match=match):
+        metrics.agreement_intervals(sim=sim, real=real)

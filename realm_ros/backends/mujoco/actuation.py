@@ -102,8 +102,9 @@ class PendingTargets:
     def __bool__(self) -> bool:
         return bool(self._queue)
 
-    def push(self, q_d: np.ndarray, g: float) -> None:
-        self._queue.append([self.delay, q_d, g])
+    def push(self, q_d: np.ndarray, g: float, delay: int | None = None) -> None:
+        """Queue a target that acts ``delay`` physics steps from now (default: ``self.delay``)."""
+        self._queue.append([self.delay if delay is None else delay, q_d, g])
 
     def due(self) -> tuple[np.ndarray, float] | None:
         """Call once before each physics step: return the target that acts from this step on

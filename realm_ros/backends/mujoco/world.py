@@ -120,16 +120,21 @@ class MujocoWorld(World):
         """Apply the digital real's hidden object mass and friction scales to scene bodies."""
         if self._mass_scale == 1.0 and self._friction_scale == 1.0:
             return
-        robot_bodies = {self.model.body(n).id for n in ('world', 'table', 'target_frame')}
-        for b in range(self.model.nbody):
-            name = self.model.body(b).name
-            if b in robot_bodies or name.startswith(('panda_', 'gripper', 'left_', 'right_')):
-                continue
+        for b in self.object_bodies():
             self.model.body_mass[b] *= self._mass_scale
             self.model.body_inertia[b] *= self._mass_scale
-            for g in range(self.model.ngeom):
-                if self.model.geom_bodyid[g] == b:
-                    self.model.geom_friction[g, 0] *= self._friction_scale
+        self.model.geom_friction[self.object_geoms(), 0] *= self._friction_scale
+
+    def object_bodies(self) -> list[int]:
+        """Return the ids of the scene's object bodies (not the arm, gripper, table, world)."""
+        robot_bodies = {self.model.body(n).id for n in ('world', 'table', 'target_frame')}
+        return [b for b in range(self.model.nbody) if b not in robot_bodies
+                and not self.model.body(b).name.startswith(('panda_', 'gripper', 'left_',
+                                                            'right_'))]
+
+    def object_geoms(self) -> np.ndarray:
+        """Return the ids of the geoms of :meth:`object_bodies`."""
+        return np.flatnonzero(np.isin(self.model.geom_bodyid, self.object_bodies()))
 
     # -- World interface --------------------------------------------------------------------
 
@@ -202,12 +207,22 @@ class MujocoWorld(World):
         q_meas = self.data.qpos[self._arm_qpos].copy()
         q_d, g = control.world_target(action, q_meas, self._target_q,
                                       self.data.qvel[self._arm_dof], self.control_dt, self._config)
-        if self._delay:
-            self._pending.push(q_d, g)
+        delay = self._command_delay()
+        if delay:
+            self._pending.push(q_d, g, delay)
         else:
             self._target_q, self._target_g = q_d, g
             self._write_target(q_d, g)
         return Action(arm=q_d, gripper=g, mode=ActionMode.POSITION)
+
+    def _command_delay(self) -> int:
+        """Return how many physics steps the target being applied waits (the latency rule);
+        a subclass may vary it per command (the digital real's latency jitter)."""
+        return self._delay
+
+    def _before_physics_step(self) -> None:
+        """Hook run before every ``mj_step`` of :meth:`step_physics`, after the due target is
+        written (the digital real's inner loop and friction); the twin does nothing."""
 
     def step(self) -> Observation:
         """Advance one control period; images are rendered when due at ``camera_rate_hz``."""
@@ -231,6 +246,7 @@ class MujocoWorld(World):
         """Advance ``n`` physics steps, releasing latency-delayed targets when they are due."""
         for _ in range(n):
             self._release_due()
+            self._before_physics_step()
             mujoco.mj_step(self.model, self.data)
         if n:
             self._frame += 1

@@ -20,7 +20,12 @@ from typing import Any, Callable
 
 import numpy as np
 
-from realm_ros.commands.sysid.report import print_table, write_params, write_report
+from realm_ros.commands.sysid.report import (
+    print_residual,
+    print_table,
+    write_params,
+    write_report,
+)
 from realm_ros.core import robot, sysid
 from realm_ros.core.config import DigitalRealDynamics, DynamicsParams, sim_params_latency
 from realm_ros.core.errors import ConfigError, DataError
@@ -200,11 +205,23 @@ def fit_command(args: argparse.Namespace) -> int:
     report = out.parent / f'{out.stem}_report'
     hidden = DigitalRealDynamics.from_yaml(args.truth) if args.truth else None
     truth = hidden.joint_params() if hidden else None
-    write_report(report, result, rmse, sets, sims, fit_s, truth, latency, searches)
+    label = 'holdout' if held else 'train'
+    residual = sysid.analyse_residual(
+        sims[label], sets[label], seed=args.seed,
+        noise_std=hidden.joint_noise_std if hidden is not None else None)
+    write_report(report, result, rmse, sets, sims, fit_s, truth, latency, searches, residual)
     print_table(rmse, result, fit_s, truth)
+    print_residual(residual, label)
     if hidden is not None:
-        print(f'latency: estimated {1e3 * latency:.2f} ms, true {1e3 * hidden.latency_s:.2f} ms '
-              f'(the twin replays whole physics steps: {1e3 / robot.PHYSICS_HZ:.2f} ms each)')
+        jitter = (f' + uniform [0, {1e3 * hidden.latency_jitter_s:.2f}] ms jitter'
+                  if hidden.latency_jitter_s else '')
+        print(f'latency: estimated {1e3 * latency:.2f} ms, true {1e3 * hidden.latency_s:.2f} ms'
+              f'{jitter} (the twin replays whole physics steps: '
+              f'{1e3 / robot.PHYSICS_HZ:.2f} ms each)')
+        if hidden.structural:
+            print('the true arm has structure the twin cannot express ('
+                  + ', '.join(hidden.structural_effects()) + '): no parameter of the twin is '
+                  'its "true" value, so the errors above compare like with unlike')
     print(f'wrote {out} and {report}/')
     return 0
 

@@ -46,8 +46,11 @@ def write_params(out: pathlib.Path, params: DynamicsParams, latency_s: float, so
 
 def write_report(report: pathlib.Path, result: sysid.FitResult, rmse: dict, sets: dict,
                  sims: dict, fit_s: float, truth: DynamicsParams | None, latency_s: float = 0.0,
-                 searches: list | None = None) -> None:
-    """Write loss per generation (CSV + PNG), RMSE (JSON) and trajectory overlays (PNG)."""
+                 searches: list | None = None,
+                 residual: sysid.ResidualAnalysis | None = None) -> None:
+    """Write loss per generation (CSV + PNG), RMSE (JSON) and trajectory overlays (PNG); with
+    ``residual`` (the held-out residual's analysis) its figures in ``rmse.json``'s
+    ``residual`` and ``residual.png`` (:func:`plot_residual`)."""
     import matplotlib
     matplotlib.use('Agg')
     import matplotlib.pyplot as plt
@@ -84,6 +87,10 @@ def write_report(report: pathlib.Path, result: sysid.FitResult, rmse: dict, sets
                                              'armature': list(result.intervals[7:])}
     if truth is not None:
         summary['relative_error'] = relative_errors(result.params, truth)
+    if residual is not None:
+        summary['residual'] = residual.as_dict()
+        label = 'holdout' if 'holdout' in sets else 'train'
+        plot_residual(report / 'residual.png', residual, sets[label], sims[label], label)
     (report / 'rmse.json').write_text(json.dumps(summary, indent=2))
     for label, group in sets.items():
         traj, sim = group[0], sims[label][0]
@@ -111,10 +118,86 @@ def write_report(report: pathlib.Path, result: sysid.FitResult, rmse: dict, sets
         plt.close(fig)
 
 
-def relative_errors(params: DynamicsParams, truth: DynamicsParams) -> dict[str, list[float]]:
-    """Return |identified - true| / true per joint for friction and armature."""
-    return {name: (np.abs(np.array(getattr(params, name)) - getattr(truth, name))
-                   / np.maximum(getattr(truth, name), 1e-9)).tolist()
+def plot_residual(path: pathlib.Path, a: sysid.ResidualAnalysis, trajs: list,
+                  sim: list, label: str, names: tuple[str, str] = ('defaults', 'identified')
+                  ) -> None:
+    """Write the residual figure ``path`` (``sysid fit``'s ``residual.png``, ``gap --plot``):
+    per joint, the RMSE of twin ``names[0]`` and ``names[1]`` with 95 % intervals and the
+    noise floor; the residual of ``names[1]`` against velocity and acceleration; its
+    autocorrelation with the white-noise band."""
+    import matplotlib
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+
+    res = 1e3 * np.concatenate([s[1] - t.measured for s, t in zip(sim, trajs)])
+    vel = np.concatenate([t.measured_dq for t in trajs])
+    acc = np.concatenate([np.gradient(t.measured_dq, t.dt, axis=0) for t in trajs])
+    fig = plt.figure(figsize=(14, 13))
+    grid = fig.add_gridspec(8, 3, height_ratios=[1.6] + [1] * 7)
+    top = fig.add_subplot(grid[0, :])
+    x = np.arange(7)
+    for k, (when, colour) in enumerate((('before', 'tab:red'), ('after', 'tab:blue'))):
+        value = 1e3 * np.array(getattr(a, f'rmse_{when}'))
+        ci = 1e3 * np.array(getattr(a, f'rmse_{when}_ci'))
+        top.bar(x + (k - 0.5) * 0.38, value, 0.38, color=colour, alpha=0.7,
+                yerr=[value - ci[:, 0], ci[:, 1] - value], capsize=3,
+                label=f'twin {names[k]}')
+    top.step(np.r_[x - 0.5, 6.5], 1e3 * np.r_[a.noise_floor, a.noise_floor[-1]], where='post',
+             color='k', ls='--', label='noise floor')
+    top.set_yscale('log')
+    top.set_xticks(x, [f'q{j + 1}' for j in x])
+    top.set_ylabel(f'{label} RMSE, mrad')
+    top.set_title(f'{label} residual (twin - real), RMSE with 95 % block-bootstrap intervals',
+                  fontsize=9)
+    top.legend(fontsize=8, loc='upper left', ncol=3)
+    top.set_ylim(top=top.get_ylim()[1] * 4)  # room for the legend above the bars
+    fig.text(0.01, 0.005, '\n'.join(f'- {f}' for f in a.findings), fontsize=7.5, va='bottom')
+    lags = np.arange(1, len(a.autocorrelation[0]) + 1)
+    band = 1.96 / np.sqrt(a.steps)
+    for j in range(7):
+        ax_v, ax_a, ax_c = (fig.add_subplot(grid[j + 1, c]) for c in range(3))
+        ax_v.scatter(vel[:, j], res[:, j], s=2, alpha=0.4)
+        ax_v.set_ylabel(f'q{j + 1}, mrad')
+        ax_v.text(0.02, 0.8, f'r(sign v) {a.corr_velocity_sign[j]:+.2f}',
+                  transform=ax_v.transAxes, fontsize=7)
+        ax_a.scatter(acc[:, j], res[:, j], s=2, alpha=0.4, color='tab:green')
+        ax_a.text(0.02, 0.8, f'r(a) {a.corr_acceleration[j]:+.2f}', transform=ax_a.transAxes,
+                  fontsize=7)
+        ax_c.bar(lags, a.autocorrelation[j], color='tab:purple')
+        ax_c.axhspan(-band, band, color='0.85')
+        ax_c.set_ylim(-1, 1)
+        ax_c.text(0.5, 0.8, f'Ljung-Box {a.ljung_box[j]:.0f} (white < {a.ljung_box_95:.1f})',
+                  transform=ax_c.transAxes, fontsize=7)
+    fig.axes[-3].set_xlabel('joint velocity, rad/s')
+    fig.axes[-2].set_xlabel('joint acceleration, rad/s$^2$')
+    fig.axes[-1].set_xlabel('lag, control steps')
+    fig.tight_layout(rect=(0, 0.012 * (len(a.findings) + 1), 1, 1))
+    fig.savefig(path, dpi=80)
+    plt.close(fig)
+
+
+def print_residual(a: sysid.ResidualAnalysis, label: str) -> None:
+    """Print the residual's per-joint figures and what lies outside the twin's model."""
+    print(f'{label} residual after the fit (what it could not fit):')
+    rows = (('RMSE 95 % CI, mrad', [f'{1e3 * lo:.2f}-{1e3 * hi:.2f}'
+                                    for lo, hi in a.rmse_after_ci]),
+            ('noise floor, mrad', [f'{1e3 * v:.3f}' for v in a.noise_floor]),
+            ('r(res, sign v)', [f'{v:+.2f}' for v in a.corr_velocity_sign]),
+            ('r(res, accel)', [f'{v:+.2f}' for v in a.corr_acceleration]),
+            ('bias / RMSE', [f'{v:+.2f}' for v in a.bias]),
+            ('lag-1 autocorr.', [f'{v[0]:+.2f}' for v in a.autocorrelation]))
+    for name, values in rows:
+        print(f'{name:<22}' + ' '.join(f'{v:>11}' for v in values))
+    for line in a.findings:
+        print(f'  - {line}')
+
+
+def relative_errors(params: DynamicsParams,
+                    truth: DynamicsParams) -> dict[str, list[float | None]]:
+    """Return |identified - true| / true per joint for friction and armature; None where the
+    true value is 0 (a structural arm's dry friction is all in its sigmoid: no ratio)."""
+    return {name: [abs(p - t) / t if t > 1e-9 else None
+                   for p, t in zip(getattr(params, name), getattr(truth, name))]
             for name in ('friction', 'armature')}
 
 
@@ -144,4 +227,5 @@ def print_table(rmse: dict, result: sysid.FitResult, fit_s: float,
         errors = relative_errors(p, truth)
         for name in ('friction', 'armature'):
             print(f'{name + " error, %":<22}'
-                  + ' '.join(f'{100 * v:7.1f}' for v in errors[name]))
+                  + ' '.join(f'{100 * v:7.1f}' if v is not None else f'{"n/a":>7}'
+                             for v in errors[name]))

@@ -14,6 +14,7 @@ the parts in this order:
    once.
 7. :mod:`.strategies`: the one entry point, :func:`profiled_fit`, over registered
    :class:`FitStrategy` s (``fast``, ``full``, ``parallel``, a backend's ``device``).
+8. :mod:`.residual`: what the fit could not fit, the held-out residual's structure.
 
 Everything is re-exported here: ``from realm_ros.core import sysid; sysid.fit(...)``.
 """
@@ -51,6 +52,7 @@ from realm_ros.core.sysid.optimise import (
     fit,
     on_plateau,
 )
+from realm_ros.core.sysid.residual import ResidualAnalysis, analyse_residual
 from realm_ros.core.sysid.space import ParamSpace
 from realm_ros.core.sysid.strategies import STRATEGIES, FitRequest, FitStrategy, profiled_fit
 from realm_ros.core.sysid.strategies import get as fit_strategy
@@ -63,6 +65,7 @@ __all__ = [
     'identify', 'IdentifyResult', 'joint_rmse', 'latency_candidates', 'LatencyEstimate',
     'least_squares_fit', 'LeastSquaresFitter', 'LeastSquaresOptions', 'loss', 'METHODS',
     'on_plateau', 'ParamSpace', 'PopulationFitter', 'profiled_fit', 'ProfileOptions',
-    'register_strategy', 'residual_windows', 'score', 'scoring_windows', 'STRATEGIES',
+    'register_strategy', 'ResidualAnalysis', 'analyse_residual', 'residual_windows', 'score',
+    'scoring_windows', 'STRATEGIES',
     'Trajectory', 'windows', 'Workspace',
 ]
