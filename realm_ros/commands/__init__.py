@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pathlib
+
 from realm_ros.core.errors import ConfigError
 
 
@@ -15,3 +17,12 @@ def require_non_negative(option: str, value: float, unit: str = '') -> None:
     """Raise ConfigError naming ``option`` (and ``unit``, ``rad``) unless ``value`` >= 0."""
     if value < 0:
         raise ConfigError(f'{option} must be >= 0{" " + unit if unit else ""}, got {value}')
+
+
+def out_folder(path: pathlib.Path, option: str = '--out') -> pathlib.Path:
+    """Return ``path`` resolved as an output folder; ConfigError if it names a file."""
+    resolved = path.expanduser().resolve()
+    if resolved.exists() and not resolved.is_dir():
+        raise ConfigError(f'{option}: {path} is a file, not a folder; name a new or existing '
+                          'output folder')
+    return resolved

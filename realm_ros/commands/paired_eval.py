@@ -14,6 +14,8 @@ import sys
 import threading
 from typing import TYPE_CHECKING, Any
 
+from realm_ros.commands import out_folder
+from realm_ros.core import provenance
 from realm_ros.core.config import renamed
 from realm_ros.core.errors import ConfigError, InfrastructureError
 from realm_ros.core.evaluation import EvalConfig
@@ -86,6 +88,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="save each episode's video of CAMERA (default exterior_1) as "
                              'OUT/videos/<role>/<episode id>.webm, named in its record, for '
                              '`realm-ros arena serve` (the worlds render that camera)')
+    parser.add_argument('--rerun-changed', action='store_true',
+                        help='episodes in --out made with other settings (their records name '
+                             'what made them) run again into it; without it such a re-run is '
+                             'refused, naming the setting')
     parser.add_argument('--quiet', action='store_true', help='no progress bar or table')
     parser.add_argument('--verbose', action='store_true',
                         help="every node's log lines on the console too (default: in "
@@ -142,9 +148,23 @@ def reuse_real(config: EvalConfig, out: pathlib.Path, source: pathlib.Path) -> i
     return log.import_world(path, REAL, [s.pair_id for s in plan_pairs(config)])
 
 
+def check_records(config: EvalConfig, out: pathlib.Path, execute_horizon: int,
+                  rerun_changed: bool) -> list[provenance.Changed]:
+    """Reconcile ``out``'s records with this run's settings (:func:`provenance.reconcile`):
+    refuse a changed episode naming the setting, or, with ``rerun_changed``, return them."""
+    path = out / 'episodes.jsonl'
+    if not path.is_file():
+        return []
+    from realm_ros.core.evaluation import EpisodeLog
+    from realm_ros.paired import FLAGS, settings_of
+    return provenance.reconcile(EpisodeLog(path), settings_of(config, execute_horizon),
+                                rerun_changed, str(out), FLAGS)
+
+
 def build_nodes(config: EvalConfig, out_dir: pathlib.Path, runner: NodeRunner,
                 monitor: bool = False, quiet: bool = False, record: bool = False,
-                policy: dict[str, Any] | None = None, videos: str = '') -> list[Any]:
+                policy: dict[str, Any] | None = None, videos: str = '',
+                rerun_changed: bool = False) -> list[Any]:
     """Start every node of the graph in this process on ``runner`` (rclpy initialised).
 
     Each node spins as soon as it exists (a later node may wait for an earlier one).
@@ -157,7 +177,8 @@ def build_nodes(config: EvalConfig, out_dir: pathlib.Path, runner: NodeRunner,
         params = evaluator_parameters(spec, config)
         if spec.executable == 'evaluator_node':
             # In one process the CLI drives the evaluation loop itself (progress bar, Ctrl-C).
-            params.update(autostart=False, quiet=quiet)
+            params.update(autostart=False, quiet=quiet, rerun_changed=rerun_changed,
+                          execute_horizon=(policy or {}).get('execute_horizon', 0))
         nodes.append(runner.start(spec.node_class(), spec.name, spec.namespace, params,
                                   spec.remappings))
     return nodes
@@ -200,7 +221,14 @@ def run(args: argparse.Namespace) -> int:
     console.set_quiet(args.quiet)
     console.capture_warnings()
     config = load_config(args)
-    out = args.out.expanduser().resolve()
+    out = out_folder(args.out)
+    if args.execute_horizon is not None and args.execute_horizon < 0:
+        raise ConfigError(f'--execute-horizon must be >= 0, got {args.execute_horizon}')
+    # Before any node starts: records made with other settings are refused (or re-run).
+    changed = check_records(config, out, args.execute_horizon or 0, args.rerun_changed)
+    if changed:
+        from realm_ros.paired import FLAGS
+        console.warn(provenance.rerun_line(changed, FLAGS))
     variants = None
     if getattr(args, 'variant_aggregation', 0):
         from realm_ros.core.appearance import VariantSet
@@ -228,11 +256,10 @@ def run(args: argparse.Namespace) -> int:
             runner.add(logs.ConsoleEcho())
         policy = None
         if args.execute_horizon is not None:
-            if args.execute_horizon < 0:
-                raise ConfigError(f'--execute-horizon must be >= 0, got {args.execute_horizon}')
             policy = {'execute_horizon': args.execute_horizon}
         nodes = build_nodes(config, out, runner, args.monitor, args.quiet, args.record, policy,
-                            videos=getattr(args, 'videos', ''))
+                            videos=getattr(args, 'videos', ''),
+                            rerun_changed=args.rerun_changed)
         operator = next((n for n in nodes if n.get_name() == 'operator'), None)
         if operator is not None and sys.stdin is not None and sys.stdin.isatty():
             # The operator types in this terminal (one key or command per line, h for help).

@@ -142,6 +142,9 @@ class EvaluatorNode(Node):
                     lambda msg, w=world: self._on_image(w, msg), qos.IMAGE,
                     callback_group=self._group)
         self._thread: threading.Thread | None = None
+        # The ROS-free half: which pairs run, the records (and what made them), the summary.
+        self._evaluation = PairedEvaluation(self.eval_config, self.config, self.run_pair,
+                                            self.get_logger(), self._stopping.is_set)
         if self.config.autostart:
             self.start()
 
@@ -181,8 +184,7 @@ class EvaluatorNode(Node):
     def run_all(self) -> dict[str, Any]:
         """Run every unfinished pair, then write summary.json and report.html
         (:class:`~realm_ros.paired.PairedEvaluation`, each pair over ROS by :meth:`run_pair`)."""
-        return PairedEvaluation(self.eval_config, self.config, self.run_pair,
-                                self.get_logger(), self._stopping.is_set).run()
+        return self._evaluation.run()
 
     def run_pair(self, spec: EpisodeSpec, log: EpisodeLog) -> None:
         """Run ``spec`` in each world that has not finished it yet, concurrently."""

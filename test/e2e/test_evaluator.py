@@ -72,6 +72,44 @@ def test_paired_run_writes_records_summary_report_and_resumes(tmp_path):
         (json.loads(before[-1])['pair_id'], json.loads(before[-1])['world'])]
 
 
+def test_a_rerun_with_other_settings_is_refused_or_runs_the_changed_world(tmp_path):
+    """Each record names what made it; a re-run with another --sim-params, the same label
+    for another policy, or another --max-steps is refused in one line naming the flag;
+    --rerun-changed runs the changed episodes (a new --sim-params: the sim side alone)."""
+    out = tmp_path / 'eval'
+    base = ['--tasks', 'push_switch', '--episodes-per-cell', '1', '--quiet']
+    proc = _paired_eval(out, *base, '--policies', 'scripted:3', '--max-steps', '30')
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    first = _lines(out / 'episodes.jsonl')
+    made = {json.loads(line)['world']: json.loads(line)['made_by'] for line in first}
+    assert made['real']['policy'] == made['sim']['policy'] == 'scripted:skill=3'
+    assert made['sim']['sim_params'] == '' and made['real']['max_steps'] == 30
+    params = os.path.join(os.path.dirname(__file__), '..', '..', 'config', 'dynamics',
+                          'sysid_demo.yaml')
+    changes = [
+        (['--policies', 'scripted:3', '--max-steps', '30', '--sim-params', params],
+         '--sim-params none, not '),
+        (['--policies', 'scripted-3=scripted:skill=1', '--max-steps', '30'],
+         "--policies (this label) 'scripted:skill=3', not 'scripted:skill=1'"),
+        (['--policies', 'scripted:3', '--max-steps', '100'], '--max-steps 30, not 100'),
+    ]
+    for change, message in changes:
+        proc = _paired_eval(out, *base, *change, timeout=60)
+        assert proc.returncode == 2, proc.stderr
+        assert message in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    assert _lines(out / 'episodes.jsonl') == first
+    proc = _paired_eval(out, *base, *changes[0][0], '--rerun-changed')
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert 'running 1 changed episode(s) again' in proc.stderr
+    after = _lines(out / 'episodes.jsonl')
+    assert after[:2] == first and len(after) == 3
+    rerun = json.loads(after[2])
+    assert rerun['world'] == 'sim' and rerun['made_by']['sim_params']['sha256']
+    summary = json.loads((out / 'summary.json').read_text())
+    assert summary['made_by']['sim_params'] == rerun['made_by']['sim_params']
+    assert summary['pairs'] == 1
+
+
 @pytest.mark.parametrize('args, message', [
     (['--tasks', 'pick_spon'], "unknown task 'pick_spon'"),
     (['--policies', 'scripted:x'], "bad argument 'x'"),

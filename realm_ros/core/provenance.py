@@ -1,0 +1,229 @@
+"""What made a record: the settings that change an episode, and the rule for re-running.
+
+Every episode record carries ``made_by``: the settings that made it (the policy's spec, the
+parameter files *by content*, max steps, control settings, the realm_ros version, ...), as a
+flat ``{setting: value}`` map built by the command that runs it. A file setting is
+:func:`file_setting`'s ``{'file': path, 'sha256': digest}`` and compares by content alone, so
+the same file moved compares equal and an edited file in place does not.
+
+A re-run into the same folder is reconciled with :func:`reconcile`: a record whose settings
+differ from what this run would use for the same episode is *changed*. Changed records are
+refused with one line naming the setting (:class:`~realm_ros.core.errors.ConfigError`, exit 2),
+or, when the caller asks (``--rerun-changed``), forgotten so that their episodes run again
+into the same folder (the file is append-only: the old lines stay, and a later run with the
+old settings finds them again). A run-level settings file (a dataset's, the vision demo's) is
+checked by :func:`check_run_file`, the same comparison on one map.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import json
+import pathlib
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+from realm_ros.core.errors import ConfigError
+
+#: The record field holding the settings that made it.
+MADE_BY = 'made_by'
+#: The flag that runs changed episodes into the same folder instead of refusing.
+RERUN_FLAG = '--rerun-changed'
+
+
+@functools.lru_cache(maxsize=1)
+def code_version() -> str:
+    """The realm_ros version that made a record (``realm_ros <version>``, as installed)."""
+    from importlib import metadata
+    try:
+        return f'realm_ros {metadata.version("realm_ros")}'
+    except metadata.PackageNotFoundError:  # run from a source tree that is not installed
+        return 'realm_ros (not installed)'
+
+
+def file_setting(path: str | pathlib.Path | None) -> dict[str, str] | str:
+    """A file setting: ``''`` when unset, else its path and its content's SHA-256.
+
+    Raises:
+        ConfigError: the file cannot be read.
+    """
+    if not path:
+        return ''
+    file = pathlib.Path(path).expanduser()
+    try:
+        digest = hashlib.sha256(file.read_bytes()).hexdigest()
+    except OSError as err:
+        raise ConfigError(f'{path}: cannot read it: {err.strerror}') from None
+    return {'file': str(file), 'sha256': digest}
+
+
+def dir_setting(path: str | pathlib.Path | None) -> dict[str, str] | str:
+    """A folder setting (a ``cameras match`` folder): ``''`` when unset, else its path and one
+    SHA-256 over every file's relative name and content."""
+    if not path:
+        return ''
+    folder = pathlib.Path(path).expanduser()
+    digest = hashlib.sha256()
+    for file in sorted(p for p in folder.rglob('*') if p.is_file()):
+        digest.update(str(file.relative_to(folder)).encode() + b'\0')
+        digest.update(hashlib.sha256(file.read_bytes()).digest())
+    return {'file': str(folder), 'sha256': digest.hexdigest()}
+
+
+def policy_setting(name: str, args: Mapping[str, Any]) -> str:
+    """A policy entry's spec as a setting: ``name:key=value,...`` (keys sorted), so two
+    spellings of one policy compare equal and a changed argument does not."""
+    if not args:
+        return name
+    return name + ':' + ','.join(f'{k}={args[k]}' for k in sorted(args))
+
+
+def _comparable(value: Any) -> Any:
+    """What a setting is compared by: a file by its content, anything else as JSON."""
+    if isinstance(value, Mapping) and 'sha256' in value:
+        return value['sha256']
+    return json.loads(json.dumps(value))  # tuples and lists alike
+
+
+def describe(value: Any) -> str:
+    """A setting's value in a message: a file as its path and digest, '' as none."""
+    if value is None:
+        return 'not recorded'
+    if value == '':
+        return 'none'
+    if isinstance(value, Mapping) and 'sha256' in value:
+        return f'{value["file"]} (sha256 {value["sha256"][:12]})'
+    return repr(value)
+
+
+def difference(was: Mapping[str, Any] | None, now: Mapping[str, Any]
+               ) -> tuple[str, Any, Any] | None:
+    """The first setting (in ``now``'s order) that differs, as (setting, was, now); None if
+    the same. A record without ``made_by`` differs in every setting."""
+    before = was or {}
+    for key in (*now, *(k for k in before if k not in now)):
+        if _comparable(before.get(key)) != _comparable(now.get(key)):
+            return key, before.get(key), now.get(key)
+    return None
+
+
+def flag_name(setting: str, flags: Mapping[str, str]) -> str:
+    """The flag that sets ``setting`` (``flags`` maps the exceptions; else ``--max-steps``)."""
+    return flags.get(setting, '--' + setting.replace('_', '-'))
+
+
+@dataclasses.dataclass(frozen=True)
+class Changed:
+    """An episode whose records were made with other settings than this run's."""
+
+    key: tuple[str, str]  # (pair_id, world)
+    setting: str
+    was: Any
+    now: Any
+
+
+def reconcile(log: Any, expected: Callable[[Mapping[str, Any]], Mapping[str, Any] | None],
+              rerun_changed: bool, where: str, flags: Mapping[str, str] | None = None
+              ) -> list[Changed]:
+    """Keep the records of ``log`` made with this run's settings; refuse or forget the others.
+
+    Args:
+        log: the :class:`~realm_ros.core.evaluation.EpisodeLog` of the folder.
+        expected: ``record -> made_by`` this run gives the record's episode; None for an
+            episode outside this run's plan (its records are left alone).
+        rerun_changed: forget changed episodes (they run again) instead of refusing.
+        where: the folder, for the message.
+        flags: setting -> flag name, where not ``--<setting>``.
+
+    Returns:
+        The changed episodes (empty when every record matches).
+
+    Raises:
+        ConfigError: a changed episode without ``rerun_changed``: one line naming the setting.
+    """
+    by_key: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+    for record in log.records:
+        by_key.setdefault(log.key(record), []).append(record)
+    changed: list[Changed] = []
+    stale: set[int] = set()
+    for key, records in by_key.items():
+        now = expected(records[-1])
+        if now is None:
+            continue
+        diffs = [difference(r.get(MADE_BY), now) for r in records]
+        if any(d is None for d in diffs):
+            stale.update(id(r) for r, d in zip(records, diffs) if d is not None)
+            continue
+        setting, was, new = diffs[-1]  # type: ignore[misc]  # all differ: the latest says
+        changed.append(Changed(key, setting, was, new))
+        stale.update(id(r) for r in records)
+    if changed and not rerun_changed:
+        first = changed[0]
+        raise ConfigError(
+            f'{where} was run with {flag_name(first.setting, flags or {})} '
+            f'{describe(first.was)}, not {describe(first.now)} ({len(changed)} episode(s), '
+            f'e.g. {first.key[1]} {first.key[0]}); use the same settings to resume, '
+            f'{RERUN_FLAG} to run the changed episodes into this folder, or a new --out')
+    if stale:
+        log.forget(lambda r: id(r) in stale)
+    return changed
+
+
+def rerun_line(changed: Sequence[Changed], flags: Mapping[str, str] | None = None) -> str:
+    """The line a run prints when it runs changed episodes again (``--rerun-changed``)."""
+    counts: dict[str, int] = {}
+    for c in changed:
+        counts[flag_name(c.setting, flags or {})] = counts.get(
+            flag_name(c.setting, flags or {}), 0) + 1
+    what = ', '.join(f'{n} by {flag}' for flag, n in counts.items())
+    return (f'{RERUN_FLAG}: running {len(changed)} changed episode(s) again into the same '
+            f'folder ({what}); their old records stay in episodes.jsonl, unused')
+
+
+def summarize(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """The settings ``records`` were run with (``summary.json``'s ``made_by``): per setting
+    its value, or the list of values when the records differ (policies, worlds)."""
+    values: dict[str, list[Any]] = {}
+    for record in records:
+        for key, value in (record.get(MADE_BY) or {}).items():
+            seen = values.setdefault(key, [])
+            if all(_comparable(v) != _comparable(value) for v in seen):
+                seen.append(value)
+    return {k: v[0] if len(v) == 1 else v for k, v in values.items()}
+
+
+def check_run_file(path: pathlib.Path, settings: Mapping[str, Any], where: str,
+                   flags: Mapping[str, str] | None = None,
+                   defaults: Mapping[str, Any] | None = None, grows: Sequence[str] = ()) -> None:
+    """Refuse to resume a folder whose run-settings file says other settings; then write it.
+
+    Args:
+        path: the settings file (JSON) of the folder (``run.json``, ``meta/realm_run.json``).
+        settings: this run's.
+        where: the folder, for the message.
+        flags: setting -> flag name, where not ``--<setting>``.
+        defaults: what a setting was when a file written before it existed lacks it (a key
+            absent with no default is not compared: the file predates that setting).
+        grows: settings that may change between runs (e.g. an episode count that grows).
+
+    Raises:
+        ConfigError: one line naming the first setting that differs.
+    """
+    if path.is_file():
+        before = {**(defaults or {}), **json.loads(path.read_text())}
+        for key, value in settings.items():
+            if key in grows or key not in before:
+                continue
+            if _comparable(before[key]) != _comparable(value):
+                raise ConfigError(
+                    f'{where} was run with {flag_name(key, flags or {})} '
+                    f'{describe(before[key])}, not {describe(value)}; use the same settings '
+                    'to resume, or a new --out')
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(dict(settings), indent=2) + '\n')
+
+
+__all__ = ['MADE_BY', 'RERUN_FLAG', 'Changed', 'check_run_file', 'code_version', 'describe',
+           'difference', 'dir_setting', 'file_setting', 'flag_name', 'policy_setting', 'reconcile',
+           'rerun_line', 'summarize']
