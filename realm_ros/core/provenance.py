@@ -71,6 +71,13 @@ def dir_setting(path: str | pathlib.Path | None) -> dict[str, str] | str:
     return {'file': str(folder), 'sha256': digest.hexdigest()}
 
 
+def digest(settings: Mapping[str, Any] | None) -> str:
+    """One SHA-256 of a ``made_by`` map (files by content): what a derived record (an
+    episode's score) names its episode by."""
+    text = json.dumps({k: _comparable(v) for k, v in (settings or {}).items()}, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
 def policy_setting(name: str, args: Mapping[str, Any]) -> str:
     """A policy entry's spec as a setting: ``name:key=value,...`` (keys sorted), so two
     spellings of one policy compare equal and a changed argument does not."""
@@ -117,7 +124,7 @@ def flag_name(setting: str, flags: Mapping[str, str]) -> str:
 class Changed:
     """An episode whose records were made with other settings than this run's."""
 
-    key: tuple[str, str]  # (pair_id, world)
+    key: Any  # (pair_id, world)
     setting: str
     was: Any
     now: Any
@@ -142,32 +149,48 @@ def reconcile(log: Any, expected: Callable[[Mapping[str, Any]], Mapping[str, Any
     Raises:
         ConfigError: a changed episode without ``rerun_changed``: one line naming the setting.
     """
-    by_key: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
-    for record in log.records:
-        by_key.setdefault(log.key(record), []).append(record)
-    changed: list[Changed] = []
-    stale: set[int] = set()
-    for key, records in by_key.items():
-        now = expected(records[-1])
-        if now is None:
-            continue
-        diffs = [difference(r.get(MADE_BY), now) for r in records]
-        if any(d is None for d in diffs):
-            stale.update(id(r) for r, d in zip(records, diffs) if d is not None)
-            continue
-        setting, was, new = diffs[-1]  # type: ignore[misc]  # all differ: the latest says
-        changed.append(Changed(key, setting, was, new))
-        stale.update(id(r) for r in records)
+    changed, stale = sort_out(log.records, log.key, expected)
     if changed and not rerun_changed:
-        first = changed[0]
-        raise ConfigError(
-            f'{where} was run with {flag_name(first.setting, flags or {})} '
-            f'{describe(first.was)}, not {describe(first.now)} ({len(changed)} episode(s), '
-            f'e.g. {first.key[1]} {first.key[0]}); use the same settings to resume, '
-            f'{RERUN_FLAG} to run the changed episodes into this folder, or a new --out')
+        refuse(changed, where, flags)
     if stale:
         log.forget(lambda r: id(r) in stale)
     return changed
+
+
+def sort_out(records: Iterable[Mapping[str, Any]], key: Callable[[Mapping[str, Any]], Any],
+             expected: Callable[[Mapping[str, Any]], Mapping[str, Any] | None]
+             ) -> tuple[list[Changed], set[int]]:
+    """Return the changed episodes among ``records`` (grouped by ``key``) and the ``id`` of
+    every record that does not count for this run: made with other settings than
+    ``expected`` gives its episode, where that episode has no record that matches."""
+    by_key: dict[Any, list[Mapping[str, Any]]] = {}
+    for record in records:
+        by_key.setdefault(key(record), []).append(record)
+    changed: list[Changed] = []
+    stale: set[int] = set()
+    for group_key, group in by_key.items():
+        now = expected(group[-1])
+        if now is None:
+            continue
+        diffs = [difference(r.get(MADE_BY), now) for r in group]
+        stale.update(id(r) for r, d in zip(group, diffs) if d is not None)
+        if all(d is not None for d in diffs):
+            setting, was, new = diffs[-1]  # type: ignore[misc]  # the latest record says
+            changed.append(Changed(group_key, setting, was, new))
+    return changed, stale
+
+
+def refuse(changed: Sequence[Changed], where: str, flags: Mapping[str, str] | None = None,
+           unit: str = 'episode') -> None:
+    """Raise the one-line :class:`ConfigError` for ``changed`` (naming the first setting)."""
+    first = changed[0]
+    example = ' '.join(str(part) for part in reversed(first.key)) \
+        if isinstance(first.key, tuple) else str(first.key)
+    raise ConfigError(
+        f'{where} was run with {flag_name(first.setting, flags or {})} '
+        f'{describe(first.was)}, not {describe(first.now)} ({len(changed)} {unit}(s), '
+        f'e.g. {example}); use the same settings to resume, {RERUN_FLAG} to run the '
+        f'changed {unit}s into this folder, or a new --out')
 
 
 def rerun_line(changed: Sequence[Changed], flags: Mapping[str, str] | None = None) -> str:
@@ -196,7 +219,8 @@ def summarize(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
 def check_run_file(path: pathlib.Path, settings: Mapping[str, Any], where: str,
                    flags: Mapping[str, str] | None = None,
                    defaults: Mapping[str, Any] | None = None, grows: Sequence[str] = ()) -> None:
-    """Refuse to resume a folder whose run-settings file says other settings; then write it.
+    """Refuse to resume a folder whose run-settings file says other settings (the caller
+    writes this run's once its folder is open).
 
     Args:
         path: the settings file (JSON) of the folder (``run.json``, ``meta/realm_run.json``).
@@ -220,10 +244,8 @@ def check_run_file(path: pathlib.Path, settings: Mapping[str, Any], where: str,
                     f'{where} was run with {flag_name(key, flags or {})} '
                     f'{describe(before[key])}, not {describe(value)}; use the same settings '
                     'to resume, or a new --out')
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(dict(settings), indent=2) + '\n')
 
 
 __all__ = ['MADE_BY', 'RERUN_FLAG', 'Changed', 'check_run_file', 'code_version', 'describe',
-           'difference', 'dir_setting', 'file_setting', 'flag_name', 'policy_setting', 'reconcile',
-           'rerun_line', 'summarize']
+           'difference', 'dir_setting', 'digest', 'file_setting', 'flag_name', 'policy_setting',
+           'reconcile', 'refuse', 'rerun_line', 'sort_out', 'summarize']
