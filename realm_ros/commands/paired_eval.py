@@ -15,7 +15,7 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from realm_ros.commands import out_folder
-from realm_ros.core import provenance
+from realm_ros.core import perturbations, provenance
 from realm_ros.core.config import renamed
 from realm_ros.core.errors import ConfigError, InfrastructureError
 from realm_ros.core.evaluation import EvalConfig
@@ -221,6 +221,9 @@ def run(args: argparse.Namespace) -> int:
     console.set_quiet(args.quiet)
     console.capture_warnings()
     config = load_config(args)
+    if args.perturbations and perturbations.DEFAULT not in args.perturbations \
+            and perturbations.DEFAULT in config.perturbations:
+        console.warn(f'--perturbations has no Default: {perturbations.BASELINE_REASON}')
     out = out_folder(args.out)
     if args.execute_horizon is not None and args.execute_horizon < 0:
         raise ConfigError(f'--execute-horizon must be >= 0, got {args.execute_horizon}')

@@ -277,6 +277,9 @@ def run(args: argparse.Namespace) -> int:
         return tuple(c for c in CAMERA_NAMES if c in wanted)
 
     cells = plan_cells(config, cameras_for, servers)
+    if args.perturbations and perturbations.DEFAULT not in args.perturbations \
+            and perturbations.DEFAULT in config.perturbations:
+        console.warn(f'--perturbations has no Default: {perturbations.BASELINE_REASON}')
     for cell in skipped_cells(config):
         console.warn(f'skipped {cell["task"]} / {cell["perturbation"]}: {cell["reason"]}')
     if getattr(args, 'compare_cpu', 0) and args.device != 'gpu':

@@ -158,6 +158,8 @@ class EvalConfig:
         labels = [e.label for e in _named('policies', self.policy_entries)]
         if len(set(labels)) != len(labels):
             raise ConfigError(f'EvalConfig.policies: duplicate labels {labels}')
+        # A perturbation's delta needs its baseline: Default runs too (the commands say so).
+        object.__setattr__(self, 'perturbations', perturbations.with_baseline(self.perturbations))
 
     def policy_entries(self) -> list[PolicyEntry]:
         """Return the parsed policy entries."""

@@ -89,6 +89,8 @@ class SweepConfig:
                            seed=self.seed)
             except ConfigError as err:
                 raise ConfigError(str(err).replace('EvalConfig.', 'SweepConfig.')) from None
+        # A perturbation's delta needs its baseline: Default runs too (the command says so).
+        object.__setattr__(self, 'perturbations', perturbations.with_baseline(self.perturbations))
         if 'mjx' in self.worlds and any(e.policy != 'scripted' for e in self.policy_entries()):
             raise ConfigError('SweepConfig.worlds: mjx (--device gpu) runs the scripted ladder '
                               'only (its policies are batched on the host); run other '

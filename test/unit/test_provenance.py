@@ -93,3 +93,24 @@ def test_out_naming_a_file_is_refused_in_one_line(tmp_path, capsys):
         err = capsys.readouterr().err.strip()
         assert err == (f'realm-ros {command}: error: --out: {path} is a file, not a folder; '
                        'name a new or existing output folder')
+
+
+def test_perturbations_without_default_run_default_too_and_say_so(tmp_path, capsys):
+    """A perturbation's delta and RMSD need Default: a list without it gets it (once, first);
+    the run says so, and the summary has the deltas it used to leave empty."""
+    from realm_ros.core.evaluation import EvalConfig
+
+    config = EvalConfig(tasks=('push_switch',), perturbations=('V-LIGHT', 'VB-POSE'))
+    assert config.perturbations == ('Default', 'V-LIGHT', 'VB-POSE')
+    assert EvalConfig(perturbations=('V-LIGHT', 'Default')).perturbations == (
+        'V-LIGHT', 'Default')
+    out = tmp_path / 'sweep'
+    assert main(['sweep', '--out', str(out), '--tasks', 'push_switch', '--episodes-per-cell',
+                 '1', '--max-steps', '30', '--policies', 'scripted:3', 'scripted:0',
+                 '--perturbations', 'V-LIGHT', '--quiet']) == 0
+    assert ("warning: --perturbations has no Default: each perturbation's delta and REALM's "
+            'RMSD are measured against Default, so Default runs too') in capsys.readouterr().err
+    assert sorted({r['perturbation'] for r in _records(out)}) == ['Default', 'V-LIGHT']
+    deltas = json.loads((out / 'summary.json').read_text())['per_world']['mujoco'][
+        'perturbations']
+    assert set(deltas) == {'V-LIGHT@1'} and deltas['V-LIGHT@1']['cells'] == 2
