@@ -17,7 +17,7 @@ import json
 import pathlib
 import sys
 import time
-from typing import Any, Callable, Mapping, Protocol
+from typing import Any, Callable, Mapping, Protocol, Sequence
 
 from realm_ros.core import allocation, perturbations, provenance
 from realm_ros.core.config import field
@@ -140,6 +140,8 @@ class PairedEvaluation:
         summary['config'] = dataclasses.asdict(self.eval_config)
         # What the records were actually run with (each record carries its own made_by).
         summary['made_by'] = provenance.summarize(scored(log.records))
+        # Commands each world's safety rules refused (the same rules in both: issue 37).
+        summary['rejections'] = rejections(log.records)
         # Judgments of this run's videos (realm-ros arena), if any, beside the rubric ranking.
         from realm_ros.arena.ranking import attach
         attach(summary, self.out_dir)
@@ -241,6 +243,17 @@ def settings_of(config: EvalConfig, execute_horizon: int = 0
             return None
         return {'policy': policies[label], **worlds[world], **common}
     return made_by
+
+
+def rejections(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Per world, the commands its safety rules refused over the scored episodes, and in
+    how many episodes (records written before the count existed count as none)."""
+    out: dict[str, Any] = {}
+    for world in (REAL, SIM):
+        counts = [int(r.get('rejected') or 0) for r in scored(records)
+                  if record_role(r) == world]
+        out[world] = {'commands': sum(counts), 'episodes': sum(1 for c in counts if c)}
+    return out
 
 
 def world_record(spec: EpisodeSpec, role: str, backend: str, episode: EpisodeState,

@@ -286,7 +286,7 @@ def current_scores(scores: list[dict[str, Any]], records: list[dict[str, Any]]
         made = line.get(provenance.MADE_BY)
         if made is not None and made.get('episode') != episodes.get(key):
             continue
-        latest[(str(line.get('scorer')), *key)] = line
+        latest[(str(line.get('scorer')), key[0], key[1])] = line
     return list(latest.values())
 
 

@@ -37,6 +37,7 @@ from sensor_msgs.msg import Image
 from std_msgs.msg import String
 from std_srvs.srv import SetBool, Trigger
 
+from realm_ros.core import safety
 from realm_ros.core.episode import EpisodeState
 from realm_ros.core.errors import ConfigError, DataError, InfrastructureError, RealmError
 from realm_ros.core.evaluation import REAL, SIM, EpisodeLog, EvalConfig, PolicyEntry
@@ -68,6 +69,7 @@ class _WorldRun:
     stamp: float = 0.0
     last_progress: float = 0.0  # monotonic time of the last progress message
     spec: dict[str, Any] = dataclasses.field(default_factory=dict)  # the episode it runs
+    rejected: int = 0  # commands the world's safety rules refused (world/status)
 
     @property
     def progress(self) -> Progress | None:
@@ -411,7 +413,15 @@ class EvaluatorNode(Node):
             run.finished.set()
 
     def _on_policy_status(self, world: str, msg: DiagnosticStatus) -> None:
-        """A policy or world that fails for infrastructure reasons ends its episode, unscored."""
+        """A policy or world that fails for infrastructure reasons ends its episode, unscored;
+        a world's refused command (safety) is counted for the record."""
+        if msg.level == DiagnosticStatus.WARN and msg.name == safety.REJECTED_STATUS:
+            count = next((int(v.value) for v in msg.values if v.key == 'rejected'), 0)
+            with self._lock:
+                run = self._runs.get(world)
+                if run is not None:
+                    run.rejected = max(run.rejected, count)
+            return
         if msg.level != DiagnosticStatus.ERROR:
             return
         with self._lock:
@@ -422,7 +432,9 @@ class EvaluatorNode(Node):
 
     def _record(self, spec: EpisodeSpec, run: _WorldRun) -> dict[str, Any]:
         setup = self._operator_setups.get(spec.pair_id) if run.world == REAL else None
-        return world_record(spec, run.world, self._backends[run.world], run.episode, setup)
+        record = world_record(spec, run.world, self._backends[run.world], run.episode, setup)
+        record['rejected'] = run.rejected  # commands the world's safety rules refused
+        return record
 
 
 def main(args: list[str] | None = None) -> int:

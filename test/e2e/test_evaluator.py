@@ -108,6 +108,8 @@ def test_a_rerun_with_other_settings_is_refused_or_runs_the_changed_world(tmp_pa
     summary = json.loads((out / 'summary.json').read_text())
     assert summary['made_by']['sim_params'] == rerun['made_by']['sim_params']
     assert summary['pairs'] == 1
+    # Each world's refused commands (the same safety rules in both), counted per record.
+    assert set(summary['rejections']) == {'real', 'sim'} and rerun['rejected'] >= 0
 
 
 @pytest.mark.parametrize('args, message', [
