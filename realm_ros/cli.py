@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import signal
 import sys
 
 from realm_ros.core.errors import RealmError
@@ -65,7 +66,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Run ``realm-ros``; a :class:`RealmError` prints one clear line and exits 2."""
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except KeyboardInterrupt:  # Ctrl-C while the commands load: nothing has run yet
+        print('\ninterrupted: before the command started; re-run the same command',
+              file=sys.stderr, flush=True)
+        return 130
     try:
         return int(args._module.run(args) or 0)
     except ImportError as err:  # BackendUnavailable included: one line naming what to install
@@ -79,8 +85,30 @@ def main(argv: list[str] | None = None) -> int:
         print(f'realm-ros {args.command}: error: {err}', file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print(f'realm-ros {args.command}: interrupted', file=sys.stderr)
+        # Ctrl-C: the command has cleaned up on the way here; one line, no traceback. A
+        # command that can resume says how (its ``interrupted(args)``).
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        line = getattr(args._module, 'interrupted', None)
+        print('\n' + line(args) if line else f'realm-ros {args.command}: interrupted',
+              file=sys.stderr, flush=True)
+        if argv is None:
+            _exit_now(130)
         return 130
+
+
+def _exit_now(code: int) -> None:
+    """End the ``realm-ros`` process now that the command is cleaned up (its files closed):
+    a thread it could not stop (a node callback still waiting, a worker's pipe) must not
+    hold the exit or abort it in the interpreter's teardown."""
+    import logging
+    import os
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)
 
 
 if __name__ == '__main__':

@@ -14,7 +14,7 @@ import sys
 import threading
 from typing import TYPE_CHECKING, Any
 
-from realm_ros.commands import out_folder
+from realm_ros.commands import out_folder, stopping
 from realm_ros.core import perturbations, provenance
 from realm_ros.core.config import renamed
 from realm_ros.core.errors import ConfigError, InfrastructureError
@@ -248,12 +248,16 @@ def run(args: argparse.Namespace) -> int:
                  f'{" with " + config.sim_params_file if config.sim_params_file else ""}; '
                  f'ROS_DOMAIN_ID={os.environ.get("ROS_DOMAIN_ID", "0")}')
     # Node lines go to OUT/logs/ (ROS's log files); warnings and errors come back above the bar.
-    rclpy.init(args=logs.init_args(out, args.verbose))
+    # No rclpy signal handlers: Ctrl-C is a KeyboardInterrupt here alone, and the context
+    # stays valid while the graph is stopped in order (rclpy's handler shut it down under
+    # running callbacks: "publisher's context is invalid" tracebacks, a 5 s stall).
+    from realm_ros.ros.runner import NodeRunner, init
+    init(logs.init_args(out, args.verbose))
     if not args.verbose:
         console.line(f'node logs: {logs.log_dir()}')
-    from realm_ros.ros.runner import NodeRunner
 
     runner = NodeRunner()
+    interrupted = False
     try:
         if not args.verbose:
             runner.add(logs.ConsoleEcho())
@@ -278,10 +282,15 @@ def run(args: argparse.Namespace) -> int:
               're-run the same command to resume)', file=sys.stderr)
         return 1
     except KeyboardInterrupt:
-        print(f'\ninterrupted: finished episodes are kept in {out}/episodes.jsonl; '
-              're-run the same command to resume', file=sys.stderr)
-        return 130
+        interrupted = True
+        raise  # realm_ros.cli prints the one line (interrupted()) once all is stopped
     finally:
-        runner.shutdown()
-        rclpy.try_shutdown()
+        with stopping.cleanup(interrupted):
+            runner.shutdown()
+            rclpy.try_shutdown()
     return 0
+
+
+def interrupted(args: argparse.Namespace) -> str:
+    """The line Ctrl-C ends the run with (:mod:`realm_ros.commands.stopping`)."""
+    return stopping.interrupted_line(args.out.expanduser().resolve())

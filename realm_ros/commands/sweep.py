@@ -26,7 +26,7 @@ import sys
 from typing import Any, Sequence
 
 from realm_ros import console
-from realm_ros.commands import out_folder, require_positive
+from realm_ros.commands import out_folder, require_positive, stopping
 from realm_ros.core import perturbations, provenance
 from realm_ros.core.config import CAMERA_NAMES
 from realm_ros.core.errors import ConfigError, InfrastructureError, RealmError
@@ -334,10 +334,6 @@ def run(args: argparse.Namespace) -> int:
         print(f'realm-ros sweep: {err}\n(finished cells are kept in {out}; re-run the same '
               'command to resume)', file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        print(f'\ninterrupted: finished cells are kept in {out}/episodes.jsonl; re-run the '
-              'same command to resume', file=sys.stderr)
-        return 130
     finally:
         bar.close()
     summary = finish(out, config, cells, run_info, log, args.quiet)
@@ -351,6 +347,12 @@ def run(args: argparse.Namespace) -> int:
         from realm_ros.sweep.compare_cpu import compare_with_cpu
         compare_with_cpu(out, cells, log.records, compare_n, quiet=args.quiet)
     return 0
+
+
+def interrupted(args: argparse.Namespace) -> str:
+    """The line Ctrl-C ends the run with (:mod:`realm_ros.commands.stopping`), wherever it
+    came: every finished cell is in the log already (written as each ends)."""
+    return stopping.interrupted_line(args.out.expanduser().resolve(), 'cells')
 
 
 def _log_dir(out: pathlib.Path) -> str:

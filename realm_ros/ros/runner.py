@@ -157,10 +157,16 @@ class NodeRunner:
         self._threads.append(thread)
 
     def shutdown(self) -> None:
-        """Stop every executor, close worlds and policies, destroy the nodes (last first)."""
-        for executor in self._executors:
+        """Stop every executor, close worlds and policies, destroy the nodes (last first).
+
+        Last first, each node's thread ended before the next is stopped: a later node
+        depends on earlier ones (the evaluator calls the worlds, a world behind the franka
+        bridge waits for the digital real's state), so a callback still running in a later
+        node finishes against earlier nodes that still answer, instead of waiting out its
+        timeout on one already stopped (``executor.shutdown`` does not wait for it).
+        """
+        for executor, thread in zip(reversed(self._executors), reversed(self._threads)):
             executor.shutdown(timeout_sec=2.0)
-        for thread in self._threads:
             thread.join(timeout=5.0)  # a thread left inside rcl at exit aborts the process
         for node in reversed(self.nodes):
             for owner in self.OWNED:
