@@ -88,27 +88,16 @@ def main(argv: list[str] | None = None) -> int:
         # Ctrl-C: the command has cleaned up on the way here; one line, no traceback. A
         # command that can resume says how (its ``interrupted(args)``).
         signal.signal(signal.SIGINT, signal.SIG_IGN)
-        line = getattr(args._module, 'interrupted', None)
-        print('\n' + line(args) if line else f'realm-ros {args.command}: interrupted',
+        say = getattr(args._module, 'interrupted', None)
+        print('\n' + say(args) if say else f'realm-ros {args.command}: interrupted',
               file=sys.stderr, flush=True)
-        if argv is None:
-            _exit_now(130)
+        if argv is None and say is not None:
+            # Such a command has cleaned up (its files closed): a thread it could not stop (a
+            # node callback still waiting, a worker's pipe) must not hold the exit or abort
+            # it in the interpreter's teardown.
+            from realm_ros.console import exit_now
+            exit_now(130)
         return 130
-
-
-def _exit_now(code: int) -> None:
-    """End the ``realm-ros`` process now that the command is cleaned up (its files closed):
-    a thread it could not stop (a node callback still waiting, a worker's pipe) must not
-    hold the exit or abort it in the interpreter's teardown."""
-    import logging
-    import os
-    logging.shutdown()
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):
-            pass
-    os._exit(code)
 
 
 if __name__ == '__main__':

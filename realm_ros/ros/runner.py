@@ -39,7 +39,7 @@ from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.signals import SignalHandlerOptions
 
-from realm_ros.console import missing_package
+from realm_ros.console import exit_now, missing_package
 from realm_ros.core.errors import ConfigError
 
 #: Seconds the spin loop waits for work before it checks for a stop request.
@@ -286,11 +286,4 @@ def _exit_now(code: int) -> None:
     then the handlers are gone and SIGTERM kills the process mid-exit (exit code -15). Every
     file the node owns was closed by ``close``/``destroy_node`` above.
     """
-    import logging
-    logging.shutdown()
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):
-            pass
-    os._exit(code)
+    exit_now(code)
