@@ -186,11 +186,13 @@ def refuse(changed: Sequence[Changed], where: str, flags: Mapping[str, str] | No
     first = changed[0]
     example = ' '.join(str(part) for part in reversed(first.key)) \
         if isinstance(first.key, tuple) else str(first.key)
+    flag = flag_name(first.setting, flags or {})
+    what = (f'has records that do not say their {flag} (made before records named their '
+            f'settings), this run uses {describe(first.now)}' if first.was is None else
+            f'was run with {flag} {describe(first.was)}, not {describe(first.now)}')
     raise ConfigError(
-        f'{where} was run with {flag_name(first.setting, flags or {})} '
-        f'{describe(first.was)}, not {describe(first.now)} ({len(changed)} {unit}(s), '
-        f'e.g. {example}); use the same settings to resume, {RERUN_FLAG} to run the '
-        f'changed {unit}s into this folder, or a new --out')
+        f'{where} {what} ({len(changed)} {unit}(s), e.g. {example}); use the same settings '
+        f'to resume, {RERUN_FLAG} to run the changed {unit}s into this folder, or a new --out')
 
 
 def rerun_line(changed: Sequence[Changed], flags: Mapping[str, str] | None = None) -> str:
