@@ -18,6 +18,55 @@ import threading
 from typing import Any, Iterator
 
 _LOG = logging.getLogger('realm_ros.stopping')
+#: After Ctrl-C, how soon (s) and how often the interrupt is raised again while it has not
+#: reached the command's cleanup (it was swallowed on the way).
+AGAIN_S = 0.2
+
+
+class CtrlC:
+    """SIGINT as Python's ``KeyboardInterrupt``, made sure to land (``realm_ros.cli``).
+
+    A Ctrl-C inside a C extension's import comes out as ``ImportError: initialization
+    failed``, which a module importing an optional package (``except ImportError: mujoco =
+    None``) swallows: the run would go on with half a library. So the interrupt remembers it
+    came and is raised again every :data:`AGAIN_S` (SIGALRM) until the command's cleanup
+    starts (:func:`cleanup`) or the CLI reports it (:meth:`landed`).
+    """
+
+    came = False
+    #: Raise it again until it lands: while the commands load, and for a command that
+    #: cleans up in :func:`cleanup` (one with ``interrupted(args)``); another command's own
+    #: ``except KeyboardInterrupt`` cleanup must not be cut by a second one.
+    repeat = True
+    _done = False
+
+    @classmethod
+    def install(cls) -> dict[int, Any]:
+        """Install the handlers (main thread); return the previous ones."""
+        cls.came = cls._done = False
+        cls.repeat = True
+        return {signal.SIGINT: signal.signal(signal.SIGINT, cls._on_sigint),
+                signal.SIGALRM: signal.signal(signal.SIGALRM, cls._on_again)}
+
+    @classmethod
+    def landed(cls) -> None:
+        """The interrupt reached its handler (a cleanup, the CLI): stop raising it again."""
+        cls._done = True
+        signal.setitimer(signal.ITIMER_REAL, 0.0)
+
+    @classmethod
+    def _on_sigint(cls, signum: int, frame: object) -> None:
+        del signum, frame
+        cls.came = True
+        if cls.repeat and not cls._done:
+            signal.setitimer(signal.ITIMER_REAL, AGAIN_S, AGAIN_S)
+        raise KeyboardInterrupt
+
+    @classmethod
+    def _on_again(cls, signum: int, frame: object) -> None:
+        del signum, frame
+        if cls.came and cls.repeat and not cls._done:
+            raise KeyboardInterrupt
 
 
 def _to_log(args: Any) -> None:
@@ -33,6 +82,8 @@ def cleanup(interrupted: bool) -> Iterator[None]:
     main = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
     if interrupted:
+        if main:
+            CtrlC.landed()
         threading.excepthook = _to_log
     try:
         yield

@@ -119,7 +119,7 @@ def test_perturbations_without_default_run_default_too_and_say_so(tmp_path, caps
 def test_records_written_before_made_by_are_named_as_such(tmp_path):
     log = EpisodeLog(tmp_path / 'episodes.jsonl')
     log.append({'pair_id': 'a', 'role': 'real', 'outcome': 'success'})
-    with pytest.raises(ConfigError, match=r"^out has records that do not say their --max-steps "
+    with pytest.raises(ConfigError, match=r'^out has records that do not say their --max-steps '
                                           r'\(made before records named their settings\), '
                                           r'this run uses 30 \(1 episode\(s\), e.g. real a\)'):
         provenance.reconcile(EpisodeLog(log.path), lambda r: {'max_steps': 30}, False, 'out')
