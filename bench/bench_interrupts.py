@@ -24,10 +24,10 @@ sys.path.insert(0, str(ROOT / 'test' / 'helpers'))
 sys.path.insert(0, str(ROOT / 'test' / 'e2e'))
 
 from interrupts import check_records, command, interrupt, records  # noqa: E402
-from test_interrupts import PAIRED, SWEEP  # noqa: E402
+from test_interrupts import PAIRED, START_S, SWEEP  # noqa: E402
 
 #: (command, its arguments, the span of Ctrl-C moments in s, episodes planned)
-RUNS = {'paired-eval': (PAIRED, (0.4, 9.0), 16), 'sweep': (SWEEP, (0.2, 4.5), 32)}
+RUNS = {'paired-eval': (PAIRED, (START_S, 9.0), 16), 'sweep': (SWEEP, (START_S, 4.5), 32)}
 
 
 def bench(name: str, n: int, seed: int, recorder: Recorder) -> int:
