@@ -185,7 +185,8 @@ def build_nodes(config: EvalConfig, out_dir: pathlib.Path, runner: NodeRunner,
 
 
 def variant_aggregation(config: EvalConfig, variants: Any, out: pathlib.Path,
-                        summary: dict[str, Any] | None, quiet: bool = False) -> dict[str, Any]:
+                        summary: dict[str, Any] | None, quiet: bool = False,
+                        rerun_changed: bool = False) -> dict[str, Any]:
     """Run the sim side of the plan on every variant (``realm_ros.sweep.variants``), add the
     aggregate to ``summary.json`` beside the twin's, and write the report again."""
     import json
@@ -201,7 +202,8 @@ def variant_aggregation(config: EvalConfig, variants: Any, out: pathlib.Path,
     real = {e['policy']: e['real_progress'] for e in summary.get('per_policy', [])}
     section = run_variant_aggregation(
         config, variants, out, real,
-        cameras_for=lambda entry: policy_cameras(entry, bool(config.cameras)))
+        cameras_for=lambda entry: policy_cameras(entry, bool(config.cameras)),
+        rerun_changed=rerun_changed)
     section['visual_match_dir'] = config.visual_match_dir or ''
     summary['variant_aggregation'] = section
     path.write_text(json.dumps(summary, indent=2))
@@ -276,7 +278,8 @@ def run(args: argparse.Namespace) -> int:
         evaluator = next(n for n in nodes if n.get_name() == 'evaluator')
         summary = evaluator.run_all()
         if variants is not None:
-            variant_aggregation(config, variants, out, summary, args.quiet)
+            variant_aggregation(config, variants, out, summary, args.quiet,
+                                args.rerun_changed)
     except InfrastructureError as err:
         print(f'realm-ros paired-eval: {err}\n(finished episodes are kept in {out}; '
               're-run the same command to resume)', file=sys.stderr)
