@@ -237,6 +237,8 @@ def paired_eval_graph(config: EvalConfig, out_dir: str, lockstep: bool = True,
         'operator_scored_real': config.real == 'franka',
         'recorders': ','.join(recorders),
         **({'videos': videos} if videos else {}),
+        # Recorded with each episode (made_by): what the policy nodes were given.
+        'execute_horizon': int(policy.get('execute_horizon', 0)),
     }))
     if monitor:
         # The two lockstep clocks differ (the digital real's keeps growing across resets):

@@ -177,8 +177,7 @@ def build_nodes(config: EvalConfig, out_dir: pathlib.Path, runner: NodeRunner,
         params = evaluator_parameters(spec, config)
         if spec.executable == 'evaluator_node':
             # In one process the CLI drives the evaluation loop itself (progress bar, Ctrl-C).
-            params.update(autostart=False, quiet=quiet, rerun_changed=rerun_changed,
-                          execute_horizon=(policy or {}).get('execute_horizon', 0))
+            params.update(autostart=False, quiet=quiet, rerun_changed=rerun_changed)
         nodes.append(runner.start(spec.node_class(), spec.name, spec.namespace, params,
                                   spec.remappings))
     return nodes
