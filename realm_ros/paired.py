@@ -217,8 +217,7 @@ class PairedEvaluation:
 
 
 #: Settings set by a flag other than ``--<setting>`` (provenance's messages name the flag).
-FLAGS = {'policy': '--policies (this label)', 'real_appearance': '--appearance',
-         'code': 'realm_ros version'}
+FLAGS = {'real_appearance': '--appearance'}
 
 
 def settings_of(config: EvalConfig, execute_horizon: int = 0

@@ -115,9 +115,14 @@ def difference(was: Mapping[str, Any] | None, now: Mapping[str, Any]
     return None
 
 
+#: Settings every command names alike in its messages (a command's ``flags`` add to these).
+FLAGS = {'policy': '--policies (this label)', 'code': 'realm_ros version'}
+
+
 def flag_name(setting: str, flags: Mapping[str, str]) -> str:
-    """The flag that sets ``setting`` (``flags`` maps the exceptions; else ``--max-steps``)."""
-    return flags.get(setting, '--' + setting.replace('_', '-'))
+    """The flag that sets ``setting`` (``flags`` and :data:`FLAGS` map the exceptions; else
+    ``--max-steps`` for ``max_steps``)."""
+    return {**FLAGS, **flags}.get(setting, '--' + setting.replace('_', '-'))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -248,6 +253,6 @@ def check_run_file(path: pathlib.Path, settings: Mapping[str, Any], where: str,
                     'to resume, or a new --out')
 
 
-__all__ = ['MADE_BY', 'RERUN_FLAG', 'Changed', 'check_run_file', 'code_version', 'describe',
-           'difference', 'dir_setting', 'digest', 'file_setting', 'flag_name', 'policy_setting',
-           'reconcile', 'refuse', 'rerun_line', 'sort_out', 'summarize']
+__all__ = ['FLAGS', 'MADE_BY', 'RERUN_FLAG', 'Changed', 'check_run_file', 'code_version',
+           'describe', 'difference', 'digest', 'dir_setting', 'file_setting', 'flag_name',
+           'policy_setting', 'reconcile', 'refuse', 'rerun_line', 'sort_out', 'summarize']

@@ -184,8 +184,7 @@ def plan_cells(config: SweepConfig,
 
 
 #: Sweep settings set by a flag other than ``--<setting>`` (provenance's messages name it).
-FLAGS = {'policy': '--policies (this label)', 'variant': '--twin-variants',
-         'code': 'realm_ros version'}
+FLAGS = {'variant': '--twin-variants'}
 
 
 def settings_of(cells: Sequence[Cell]) -> Callable[[Mapping[str, Any]], dict[str, Any] | None]:
