@@ -112,6 +112,42 @@ def test_a_rerun_with_other_settings_is_refused_or_runs_the_changed_world(tmp_pa
     assert set(summary['rejections']) == {'real', 'sim'} and rerun['rejected'] >= 0
 
 
+def test_commands_the_real_side_refuses_are_refused_by_the_twin_and_counted(tmp_path):
+    """Both worlds get the same commands (issue 37): a replayed ramp of joint 1 (within the
+    policy chain's limits) toward the workspace's y wall. The franka bridge refuses commands
+    there (the arm would overshoot the box, then the velocity rule against the target it
+    holds); the twin, under the same rules, refuses them too. Each record counts its world's
+    refusals and summary.json totals them per world. (Which step the look-ahead first refuses
+    depends on each world's measured lag, so the counts may differ by a few; the exact
+    same-stream check is test_franka_safety.py's.)"""
+    import numpy as np
+
+    from realm_ros.core import robot
+
+    actions = []
+    for k in range(30):
+        q = np.array(robot.RESET_Q, dtype=float)
+        q[0] += min(0.08 * k, 1.6)
+        actions.append([*map(float, q), 0.0])
+    path = tmp_path / 'ramp.json'
+    path.write_text(json.dumps({'actions': actions}))
+    out = tmp_path / 'eval'
+    proc = _paired_eval(out, '--tasks', 'push_switch', '--policies', f'ramp=replay:path={path}',
+                        '--episodes-per-cell', '1', '--max-steps', '30', '--quiet')
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    records = {json.loads(line)['world']: json.loads(line) for line in
+               _lines(out / 'episodes.jsonl')}
+    real, sim = records['real']['rejected'], records['sim']['rejected']
+    assert real >= 5 and sim >= 5 and abs(real - sim) <= 5, (real, sim)
+    summary = json.loads((out / 'summary.json').read_text())
+    assert summary['rejections'] == {'real': {'commands': real, 'episodes': 1},
+                                     'sim': {'commands': sim, 'episodes': 1}}
+    logs = ''.join(p.read_text() for p in (out / 'logs').rglob('*.log'))
+    for world in ('real', 'sim'):
+        assert f'[{world}.world]: command rejected, holding the last valid target: safety: ' \
+               'the arm lags its target' in logs, world
+
+
 @pytest.mark.parametrize('args, message', [
     (['--tasks', 'pick_spon'], "unknown task 'pick_spon'"),
     (['--policies', 'scripted:x'], "bad argument 'x'"),
