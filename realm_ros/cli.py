@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import signal
 import sys
 from typing import NoReturn
 
+from realm_ros.commands.stopping import CtrlC
 from realm_ros.core.errors import RealmError
 
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -75,22 +77,75 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Run ``realm-ros``; a :class:`RealmError` prints one clear line and exits 2."""
-    args = build_parser().parse_args(argv)
+    import threading
+
+    own = threading.current_thread() is threading.main_thread()
+    previous = CtrlC.install() if own else {}
+    try:
+        return _main(argv)
+    finally:
+        if own:
+            CtrlC.landed()
+        if own and argv is not None:  # called in process (a test): as it was
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+        elif own:
+            # The run is done: a Ctrl-C now must not kill the exit (Python's finalisation
+            # puts SIGINT back to SIG_DFL, which would end the process as killed by it).
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _main(argv: list[str] | None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+    except KeyboardInterrupt:  # Ctrl-C while the commands load: nothing has run yet
+        CtrlC.landed()
+        print('\ninterrupted: before the command started; re-run the same command',
+              file=sys.stderr, flush=True)
+        return 130
+    CtrlC.repeat = hasattr(args._module, 'interrupted')
+    if CtrlC.came and not CtrlC.repeat:
+        CtrlC.landed()
     try:
         return int(args._module.run(args) or 0)
-    except ImportError as err:  # BackendUnavailable included: one line naming what to install
+    except KeyboardInterrupt:
+        return _interrupted(args, argv)
+    except Exception as err:  # noqa: BLE001 - sorted by _failed; a bug is re-raised there
+        if CtrlC.came:  # the interrupt surfaced as another error: it is still Ctrl-C
+            return _interrupted(args, argv)
+        return _failed(args, err)
+
+
+def _failed(args: argparse.Namespace, err: Exception) -> int:
+    """``err`` as one line and exit 2 where it is a known kind; a bug is raised again."""
+    if isinstance(err, ImportError):  # BackendUnavailable included: name what to install
         from realm_ros.console import missing_package
         line = missing_package(f'realm-ros {args.command}: error', err)
         if line is None:
-            raise
+            raise err
         print(line, file=sys.stderr)
         return 2
-    except RealmError as err:
+    if isinstance(err, RealmError):
         print(f'realm-ros {args.command}: error: {err}', file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print(f'realm-ros {args.command}: interrupted', file=sys.stderr)
-        return 130
+    raise err  # a bug: its traceback
+
+
+def _interrupted(args: argparse.Namespace, argv: list[str] | None) -> int:
+    """Ctrl-C: the command has cleaned up on the way here; one line, no traceback. A command
+    that can resume says how (its ``interrupted(args)``)."""
+    CtrlC.landed()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    say = getattr(args._module, 'interrupted', None)
+    print('\n' + say(args) if say else f'realm-ros {args.command}: interrupted',
+          file=sys.stderr, flush=True)
+    if argv is None and say is not None:
+        # Such a command has cleaned up (its files closed): a thread it could not stop (a
+        # node callback still waiting, a worker's pipe) must not hold the exit or abort it in
+        # the interpreter's teardown.
+        from realm_ros.console import exit_now
+        exit_now(130)
+    return 130
 
 
 if __name__ == '__main__':

@@ -175,5 +175,20 @@ def missing_package(prog: str, err: BaseException) -> str | None:
     return f'{prog}: {what}; install {install_hint(module)}'
 
 
-__all__ = ['INSTALL', 'bar', 'capture_warnings', 'error', 'install_hint', 'line',
+
+def exit_now(code: int) -> None:
+    """End the process with ``code`` now, after flushing the logs and the console: skip the
+    interpreter's finalisation (threads left waiting, DDS participants' destructors). Only for
+    a process's last act, once every file it writes is closed."""
+    import logging
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)
+
+
+__all__ = ['INSTALL', 'bar', 'capture_warnings', 'error', 'exit_now', 'install_hint', 'line',
            'missing_package', 'phase', 'quiet', 'result', 'set_quiet', 'warn']

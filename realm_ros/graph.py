@@ -211,6 +211,10 @@ def paired_eval_graph(config: EvalConfig, out_dir: str, lockstep: bool = True,
         **({'lockstep_timeout_s': 0.0} if lockstep else {}),
         'sim_params_file': config.sim_params_file,
         'visual_match_dir': config.visual_match_dir,
+        # The real side's safety rules on the twin's commands too (the bridge's defaults and
+        # arm): both worlds refuse the same commands and hold the same targets (issue 37).
+        'safety.filter_commands': True,
+        'safety.arm_id': arm_id(arm),
         'camera_rate_hz': camera_rate,
         **({'cameras': camera_names} if cameras else {}),
     }, clock_remapping(SIM_NS)))
@@ -233,6 +237,8 @@ def paired_eval_graph(config: EvalConfig, out_dir: str, lockstep: bool = True,
         'operator_scored_real': config.real == 'franka',
         'recorders': ','.join(recorders),
         **({'videos': videos} if videos else {}),
+        # Recorded with each episode (made_by): what the policy nodes were given.
+        'execute_horizon': int(policy.get('execute_horizon', 0)),
     }))
     if monitor:
         # The two lockstep clocks differ (the digital real's keeps growing across resets):

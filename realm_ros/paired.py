@@ -17,9 +17,9 @@ import json
 import pathlib
 import sys
 import time
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, Mapping, Protocol, Sequence
 
-from realm_ros.core import allocation, perturbations
+from realm_ros.core import allocation, perturbations, provenance
 from realm_ros.core.config import field
 from realm_ros.core.episode import EpisodeState
 from realm_ros.core.errors import ConfigError
@@ -30,6 +30,7 @@ from realm_ros.core.evaluation import (
     EvalConfig,
     format_table,
     plan_pairs,
+    scored,
     skipped_cells,
     summarize,
 )
@@ -61,6 +62,12 @@ class EvaluatorConfig:
         '', 'camera whose images are saved as one WebM video per episode and world, '
             'videos/<role>/<episode id>.webm beside episodes.jsonl (the record names it); "" = '
             'no videos and no image subscription')
+    execute_horizon: int = field(
+        0, "actions the policy nodes execute open loop per chunk (0 = each policy's own); "
+           'recorded with each episode (made_by), as the policy nodes were given it')
+    rerun_changed: bool = field(
+        False, 'episodes in out_dir made with other settings run again into it (instead of '
+               'the run being refused)')
 
     def __post_init__(self) -> None:
         for name in ('real_ns', 'sim_ns'):
@@ -101,14 +108,24 @@ class PairedEvaluation:
         self._run_pair = run_pair
         self._logger = logger
         self._stopping = stopping
+        self._settings = settings_of(eval_config, config.execute_horizon)
+
+    def made_by(self, record: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The settings this run gives the episode of ``record`` (a record or a spec's
+        ``{'policy', 'role'}``); None for a policy not in this run."""
+        return self._settings(record)
 
     def run(self) -> dict[str, Any]:
         """Run every unfinished pair, then write summary.json and report.html."""
         self.out_dir.mkdir(parents=True, exist_ok=True)
-        log = EpisodeLog(self.out_dir / 'episodes.jsonl')
+        log = EpisodeLog(self.out_dir / 'episodes.jsonl', made_by=self.made_by)
         if log.skipped_lines:
             self._logger.warning(
                 f'{log.skipped_lines} unreadable line(s) in episodes.jsonl; those episodes re-run')
+        changed = provenance.reconcile(log, self.made_by, self.config.rerun_changed,
+                                       str(self.out_dir), FLAGS)
+        if changed:
+            self._logger.info(provenance.rerun_line(changed, FLAGS))
         for cell in skipped_cells(self.eval_config):
             self._logger.warning(f'skipped {cell["task"]} / {cell["perturbation"]}: '
                                  f'{cell["reason"]}')
@@ -121,6 +138,10 @@ class PairedEvaluation:
         if decided is not None:
             summary['until_decided'] = decided
         summary['config'] = dataclasses.asdict(self.eval_config)
+        # What the records were actually run with (each record carries its own made_by).
+        summary['made_by'] = provenance.summarize(scored(log.records))
+        # Commands each world's safety rules refused (the same rules in both: issue 37).
+        summary['rejections'] = rejections(log.records)
         # Judgments of this run's videos (realm-ros arena), if any, beside the rubric ranking.
         from realm_ros.arena.ranking import attach
         attach(summary, self.out_dir)
@@ -193,6 +214,45 @@ class PairedEvaluation:
             result['fixed_design_total'] = (None if None in needed
                                             else max(needed) * len(scores))  # type: ignore
         return result
+
+
+#: Settings set by a flag other than ``--<setting>`` (provenance's messages name the flag).
+FLAGS = {'real_appearance': '--appearance'}
+
+
+def settings_of(config: EvalConfig, execute_horizon: int = 0
+                ) -> Callable[[Mapping[str, Any]], dict[str, Any] | None]:
+    """Return ``record -> made_by``: the settings that change a paired episode in its world
+    (:mod:`realm_ros.core.provenance`; parameter files by content, read once here)."""
+    common = {'max_steps': config.max_steps, 'intensity': config.intensity,
+              'cameras': config.cameras, 'execute_horizon': execute_horizon,
+              'code': provenance.code_version()}
+    worlds = {
+        REAL: {'real': config.real,
+               'real_dynamics': provenance.file_setting(config.real_dynamics_file),
+               'real_appearance': provenance.file_setting(config.real_appearance_file)},
+        SIM: {'sim': config.sim, 'sim_params': provenance.file_setting(config.sim_params_file),
+              'visual_match': provenance.dir_setting(config.visual_match_dir)}}
+    policies = {e.label: provenance.policy_setting(e.policy, e.args)
+                for e in config.policy_entries()}
+
+    def made_by(record: Mapping[str, Any]) -> dict[str, Any] | None:
+        world, label = record_role(record), record.get('policy')
+        if world not in worlds or label not in policies:
+            return None
+        return {'policy': policies[label], **worlds[world], **common}
+    return made_by
+
+
+def rejections(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Per world, the commands its safety rules refused over the scored episodes, and in
+    how many episodes (records written before the count existed count as none)."""
+    out: dict[str, Any] = {}
+    for world in (REAL, SIM):
+        counts = [int(r.get('rejected') or 0) for r in scored(records)
+                  if record_role(r) == world]
+        out[world] = {'commands': sum(counts), 'episodes': sum(1 for c in counts if c)}
+    return out
 
 
 def world_record(spec: EpisodeSpec, role: str, backend: str, episode: EpisodeState,

@@ -39,7 +39,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from realm_ros.core import metrics, robot, tasks
+from realm_ros.core import metrics, provenance, robot, tasks
 from realm_ros.core.appearance import VariantSet
 from realm_ros.core.config import WorldConfig
 from realm_ros.core.errors import ConfigError, DataError
@@ -217,9 +217,10 @@ class VisionDemoConfig:
     def fingerprint(self) -> dict[str, Any]:
         """What makes an episode record comparable: a resumed run must match it."""
         return {'width': self.width, 'height': self.height, 'cameras': list(self.cameras),
-                'appearance_file': self.appearance_file, 'dynamics_file': self.dynamics_file,
+                'appearance_file': provenance.file_setting(self.appearance_file),
+                'dynamics_file': provenance.file_setting(self.dynamics_file),
                 'max_steps': self.max_steps, 'execute': self.execute,
-                'policies': list(self.policies)}
+                'policies': list(self.policies), 'code': provenance.code_version()}
 
 
 class FirstFrames(PolicyWrapper):
@@ -260,14 +261,7 @@ class EpisodeStore:
         self.frames = out / 'frames'
         out.mkdir(parents=True, exist_ok=True)
         meta = out / 'run.json'
-        if meta.is_file():
-            before = json.loads(meta.read_text())
-            for key, value in fingerprint.items():
-                was = before.get(key, FINGERPRINT_DEFAULTS.get(key))
-                if was != value:
-                    raise ConfigError(f'{out} was run with {key} {was!r}, not '
-                                      f'{value!r}; use the same settings to resume, or a new '
-                                      '--out')
+        provenance.check_run_file(meta, fingerprint, str(out), defaults=FINGERPRINT_DEFAULTS)
         meta.write_text(json.dumps(dict(fingerprint), indent=2) + '\n')
         self.records: dict[tuple[str, str, str, int, int], dict[str, Any]] = {}
         if self.path.is_file():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import pathlib
 from typing import Any, Sequence
 
 from realm_ros.core.errors import ConfigError
@@ -62,3 +63,12 @@ def policy_specs(specs: Sequence[str]) -> list[str]:
         return [policy_spec(spec) for spec in specs]
     except ConfigError as err:
         raise ConfigError(f'--policies {err}') from None
+
+
+def out_folder(path: pathlib.Path, option: str = '--out') -> pathlib.Path:
+    """Return ``path`` resolved as an output folder; ConfigError if it names a file."""
+    resolved = path.expanduser().resolve()
+    if resolved.exists() and not resolved.is_dir():
+        raise ConfigError(f'{option}: {path} is a file, not a folder; name a new or existing '
+                          'output folder')
+    return resolved

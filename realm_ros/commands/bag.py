@@ -1,7 +1,8 @@
 """``realm-ros bag``: check and repair rosbag2/MCAP bags (a recorder killed mid-bag).
 
-``realm-ros bag check DIR...`` lists the bags under each DIR (a bag, or a folder of bags) that
-``rosbags`` cannot open and exits 1 if there is one. ``realm-ros bag repair DIR...`` rewrites
+``realm-ros bag check DIR...`` lists the bags under each DIR (a bag, or any folder with bags
+below it) that ``rosbags`` cannot open and exits 1 if there is one; a DIR with no bag is an
+error (exit 2), never "every bag opens". ``realm-ros bag repair DIR...`` rewrites
 each such bag from its complete records (see :mod:`realm_ros.io.repair`); bags that open are
 left alone. Neither needs ROS.
 """
@@ -26,19 +27,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Check or repair every bag under ``args.paths``."""
-    from realm_ros.io.repair import bag_opens, find_cut_bags, repair_bag
+    from realm_ros.io.repair import bag_dirs, bag_opens, is_cut, repair_bag
 
-    cut = []
+    bags = []
     for root in args.paths:
         if not root.is_dir():
             raise DataError(f'{root} is not a directory (give a bag or a folder of bags)')
-        cut += find_cut_bags(root)
+        found = bag_dirs(root, recursive=True)
+        if not found:
+            # Nothing to check is not "every bag opens": a wrong folder, or bags not recorded.
+            raise DataError(f'{root}: no bags in it (no *.mcap file below it); give a bag or a '
+                            'folder of bags (a run recorded with --record has bags_real/ and '
+                            'bags_sim/)')
+        bags += found
+    cut = [path for path in bags if is_cut(path)]
     if args.bag_command == 'check':
         for path in cut:
             print(f'{path}: cannot be opened: {bag_opens(path)}')
-        print(f'{len(cut)} bag(s) need repair' if cut else 'every bag opens')
+        print(f'{len(cut)} of {len(bags)} bag(s) need repair' if cut
+              else f'every bag opens ({len(bags)} checked)')
         return 1 if cut else 0
     for path in cut:
         print(repair_bag(path))
-    print(f'repaired {len(cut)} bag(s)' if cut else 'every bag opens; nothing to repair')
+    print(f'repaired {len(cut)} of {len(bags)} bag(s)' if cut
+          else f'every bag opens ({len(bags)} checked); nothing to repair')
     return 0

@@ -29,11 +29,12 @@ import numpy as np
 
 from realm_ros.commands import (
     add_list_argument,
+    out_folder,
     require_non_negative,
     require_positive,
     task_names,
 )
-from realm_ros.core import robot, tasks
+from realm_ros.core import provenance, robot, tasks
 from realm_ros.core.errors import ConfigError
 from realm_ros.core.policy import PolicyWrapper
 from realm_ros.core.types import ActionChunk, EpisodeSpec, Observation
@@ -150,6 +151,7 @@ def run(args: argparse.Namespace) -> int:
 
     require_positive('--episodes', args.episodes)
     require_non_negative('--noise', args.noise, 'rad')
+    args.out = out_folder(args.out)
     names = task_names(args.tasks, ['push_switch'])
     cameras = tuple(c for c in args.cameras.split(',') if c)
     unknown = [c for c in cameras if c not in CAMERA_NAMES]
@@ -173,9 +175,13 @@ def run(args: argparse.Namespace) -> int:
     settings = {'format': args.format, 'tasks': names, 'seed_offset': args.seed_offset,
                 'noise': args.noise, 'max_steps': args.max_steps, 'cameras': list(cameras),
                 'image_size': [width, height], 'keep_failures': bool(args.keep_failures),
-                'world': place.name, 'appearance': appearance, 'dynamics': dynamics,
-                'demonstrator': args.demonstrator}
-    _check_settings(args.out, settings)
+                'world': place.name, 'appearance': provenance.file_setting(appearance),
+                'dynamics': provenance.file_setting(dynamics),
+                'demonstrator': args.demonstrator, 'demonstrator_args': demonstrator_args,
+                'code': provenance.code_version()}
+    # A dataset is one recording setup: a resume must match it (files by content).
+    provenance.check_run_file(args.out / RUN_FILE, settings, str(args.out),
+                              defaults={'world': 'twin'})  # before --world: the twin's
     writer = open_writer(args.out, args.format, fps=round(robot.CONTROL_HZ), cameras=cameras)
     (args.out / 'meta').mkdir(parents=True, exist_ok=True)
     (args.out / RUN_FILE).write_text(json.dumps(settings, indent=2) + '\n')
@@ -260,20 +266,6 @@ def export(args: argparse.Namespace) -> int:
 
 RUN_FILE = 'meta/realm_run.json'
 ATTEMPTS_FILE = 'meta/realm_attempts.jsonl'
-
-
-def _check_settings(out: pathlib.Path, settings: dict) -> None:
-    """Refuse to resume a dataset made with other settings (one line naming the field)."""
-    path = out / RUN_FILE
-    if not path.is_file():
-        return
-    before = json.loads(path.read_text())
-    before.setdefault('world', 'twin')  # written before --world existed: the twin's
-    for key, value in settings.items():
-        if key in before and before[key] != value:
-            flag = '--' + key.replace('_', '-')
-            raise ConfigError(f'{out} was written with {flag} {before[key]!r}, not {value!r}; '
-                              f're-run with the same settings to resume, or choose a new --out')
 
 
 def _attempted(out: pathlib.Path, writer) -> set[tuple[str, int]]:

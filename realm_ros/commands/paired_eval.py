@@ -14,7 +14,8 @@ import sys
 import threading
 from typing import TYPE_CHECKING, Any
 
-from realm_ros.commands import add_list_argument, policy_specs
+from realm_ros.commands import add_list_argument, out_folder, policy_specs, stopping
+from realm_ros.core import perturbations, provenance
 from realm_ros.core.config import flags_named, renamed
 from realm_ros.core.errors import ConfigError, InfrastructureError
 from realm_ros.core.evaluation import EvalConfig
@@ -88,6 +89,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="save each episode's video of CAMERA (default exterior_1) as "
                              'OUT/videos/<role>/<episode id>.webm, named in its record, for '
                              '`realm-ros arena serve` (the worlds render that camera)')
+    parser.add_argument('--rerun-changed', action='store_true',
+                        help='episodes in --out made with other settings (their records name '
+                             'what made them) run again into it; without it such a re-run is '
+                             'refused, naming the setting')
     parser.add_argument('--quiet', action='store_true',
                         help='only the progress bar and the final table (with the files written)')
     parser.add_argument('--verbose', action='store_true',
@@ -153,9 +158,23 @@ def reuse_real(config: EvalConfig, out: pathlib.Path, source: pathlib.Path) -> i
     return log.import_world(path, REAL, [s.pair_id for s in plan_pairs(config)])
 
 
+def check_records(config: EvalConfig, out: pathlib.Path, execute_horizon: int,
+                  rerun_changed: bool) -> list[provenance.Changed]:
+    """Reconcile ``out``'s records with this run's settings (:func:`provenance.reconcile`):
+    refuse a changed episode naming the setting, or, with ``rerun_changed``, return them."""
+    path = out / 'episodes.jsonl'
+    if not path.is_file():
+        return []
+    from realm_ros.core.evaluation import EpisodeLog
+    from realm_ros.paired import FLAGS, settings_of
+    return provenance.reconcile(EpisodeLog(path), settings_of(config, execute_horizon),
+                                rerun_changed, str(out), FLAGS)
+
+
 def build_nodes(config: EvalConfig, out_dir: pathlib.Path, runner: NodeRunner,
                 monitor: bool = False, quiet: bool = False, record: bool = False,
-                policy: dict[str, Any] | None = None, videos: str = '') -> list[Any]:
+                policy: dict[str, Any] | None = None, videos: str = '',
+                rerun_changed: bool = False) -> list[Any]:
     """Start every node of the graph in this process on ``runner`` (rclpy initialised).
 
     Each node spins as soon as it exists (a later node may wait for an earlier one).
@@ -168,14 +187,15 @@ def build_nodes(config: EvalConfig, out_dir: pathlib.Path, runner: NodeRunner,
         params = evaluator_parameters(spec, config)
         if spec.executable == 'evaluator_node':
             # In one process the CLI drives the evaluation loop itself (progress bar, Ctrl-C).
-            params.update(autostart=False, quiet=quiet)
+            params.update(autostart=False, quiet=quiet, rerun_changed=rerun_changed)
         nodes.append(runner.start(spec.node_class(), spec.name, spec.namespace, params,
                                   spec.remappings))
     return nodes
 
 
 def variant_aggregation(config: EvalConfig, variants: Any, out: pathlib.Path,
-                        summary: dict[str, Any] | None, quiet: bool = False) -> dict[str, Any]:
+                        summary: dict[str, Any] | None, quiet: bool = False,
+                        rerun_changed: bool = False) -> dict[str, Any]:
     """Run the sim side of the plan on every variant (``realm_ros.sweep.variants``), add the
     aggregate to ``summary.json`` beside the twin's, and write the report again."""
     import json
@@ -191,7 +211,8 @@ def variant_aggregation(config: EvalConfig, variants: Any, out: pathlib.Path,
     real = {e['policy']: e['real_progress'] for e in summary.get('per_policy', [])}
     section = run_variant_aggregation(
         config, variants, out, real,
-        cameras_for=lambda entry: policy_cameras(entry, bool(config.cameras)))
+        cameras_for=lambda entry: policy_cameras(entry, bool(config.cameras)),
+        rerun_changed=rerun_changed)
     section['visual_match_dir'] = config.visual_match_dir or ''
     summary['variant_aggregation'] = section
     path.write_text(json.dumps(summary, indent=2))
@@ -211,7 +232,17 @@ def run(args: argparse.Namespace) -> int:
     console.set_quiet(args.quiet, bars=True)
     console.capture_warnings()
     config = load_config(args)
-    out = args.out.expanduser().resolve()
+    if args.perturbations and perturbations.DEFAULT not in args.perturbations \
+            and perturbations.DEFAULT in config.perturbations:
+        console.warn(f'--perturbations has no Default: {perturbations.BASELINE_REASON}')
+    out = out_folder(args.out)
+    if args.execute_horizon is not None and args.execute_horizon < 0:
+        raise ConfigError(f'--execute-horizon must be >= 0, got {args.execute_horizon}')
+    # Before any node starts: records made with other settings are refused (or re-run).
+    changed = check_records(config, out, args.execute_horizon or 0, args.rerun_changed)
+    if changed:
+        from realm_ros.paired import FLAGS
+        console.warn(provenance.rerun_line(changed, FLAGS))
     variants = None
     if getattr(args, 'variant_aggregation', 0):
         from realm_ros.core.appearance import VariantSet
@@ -228,24 +259,27 @@ def run(args: argparse.Namespace) -> int:
                  f'{" with " + config.sim_params_file if config.sim_params_file else ""}; '
                  f'ROS_DOMAIN_ID={os.environ.get("ROS_DOMAIN_ID", "0")}')
     # Node lines go to OUT/logs/ (ROS's log files); warnings and errors come back above the bar.
-    rclpy.init(args=logs.init_args(out, args.verbose))
+    # No rclpy signal handlers: Ctrl-C is a KeyboardInterrupt here alone, and the context
+    # stays valid while the graph is stopped in order (rclpy's handler shut it down under
+    # running callbacks: "publisher's context is invalid" tracebacks, a 5 s stall).
+    from realm_ros.ros.runner import NodeRunner, init
+    init(logs.init_args(out, args.verbose))
     if not args.verbose:
         console.line(f'node logs: {logs.log_dir()}')
-    from realm_ros.ros.runner import NodeRunner
 
     runner = NodeRunner()
+    interrupted = False
     try:
         if not args.verbose:
             runner.add(logs.ConsoleEcho())
         policy = None
         if args.execute_horizon is not None:
-            if args.execute_horizon < 0:
-                raise ConfigError(f'--execute-horizon must be >= 0, got {args.execute_horizon}')
             policy = {'execute_horizon': args.execute_horizon}
         # --quiet keeps the evaluator's bar, final table and report path (console.set_quiet
         # above drops the other lines).
         nodes = build_nodes(config, out, runner, args.monitor, False, args.record, policy,
-                            videos=getattr(args, 'videos', ''))
+                            videos=getattr(args, 'videos', ''),
+                            rerun_changed=args.rerun_changed)
         operator = next((n for n in nodes if n.get_name() == 'operator'), None)
         if operator is not None and sys.stdin is not None and sys.stdin.isatty():
             # The operator types in this terminal (one key or command per line, h for help).
@@ -255,16 +289,22 @@ def run(args: argparse.Namespace) -> int:
         evaluator = next(n for n in nodes if n.get_name() == 'evaluator')
         summary = evaluator.run_all()
         if variants is not None:
-            variant_aggregation(config, variants, out, summary)
+            variant_aggregation(config, variants, out, summary,
+                                rerun_changed=args.rerun_changed)
     except InfrastructureError as err:
         print(f'realm-ros paired-eval: {err}\n(finished episodes are kept in {out}; '
               're-run the same command to resume)', file=sys.stderr)
         return 1
     except KeyboardInterrupt:
-        print(f'\ninterrupted: finished episodes are kept in {out}/episodes.jsonl; '
-              're-run the same command to resume', file=sys.stderr)
-        return 130
+        interrupted = True
+        raise  # realm_ros.cli prints the one line (interrupted()) once all is stopped
     finally:
-        runner.shutdown()
-        rclpy.try_shutdown()
+        with stopping.cleanup(interrupted):
+            runner.shutdown()
+            rclpy.try_shutdown()
     return 0
+
+
+def interrupted(args: argparse.Namespace) -> str:
+    """The line Ctrl-C ends the run with (:mod:`realm_ros.commands.stopping`)."""
+    return stopping.interrupted_line(args.out.expanduser().resolve())

@@ -26,6 +26,7 @@ import sys
 import time
 from typing import Any
 
+from realm_ros.core import provenance
 from realm_ros.core.errors import ConfigError, DataError
 
 MODES = ('train', 'eval')
@@ -77,6 +78,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--appearance', default=None, metavar='FILE',
                         help="train/eval: the digital real's hidden appearance YAML (default "
                              'config/appearance/lab_demo.yaml)')
+    parser.add_argument('--rerun-changed', action='store_true',
+                        help='RUN_DIR: score again the episodes whose scores were made with '
+                             'other scorer settings or before their episode ran again; '
+                             'without it such a run is refused, naming the setting')
     parser.add_argument('--json', type=pathlib.Path, default=None,
                         help='eval: also write the figures here')
 
@@ -196,14 +201,26 @@ def run_dir(args: argparse.Namespace, folder: pathlib.Path) -> int:
     path = folder / 'episodes.jsonl'
     if not path.is_file():
         raise ConfigError(f'{folder}: no episodes.jsonl (not a run folder)')
-    records = [dict(r, role=record_role(r)) for r in scored(EpisodeLog(path).records)]
+    # One record per episode, the latest (an episode run again by --rerun-changed).
+    records = list({EpisodeLog.key(r): dict(r, role=record_role(r))
+                    for r in scored(EpisodeLog(path).records)}.values())
     with_video = [r for r in records if r.get('video') and (folder / r['video']).is_file()]
     if not with_video:
         raise ConfigError(f'{folder}: no episode videos (run paired-eval or sweep with --videos)')
     scorer = build_scorer(args)
     scores_path = folder / SCORES_FILE
-    done = {(s['pair_id'], s['role']) for s in _jsonl(scores_path)
-            if s.get('scorer') == scorer.name}
+    made_by = score_settings(args, scorer.name, records)
+    # A score names what made it: the scorer's settings and its episode's (a digest of the
+    # record's made_by); a score of another scorer setup or of an episode since re-run is
+    # changed: refused, or scored again with --rerun-changed.
+    mine = [s for s in _jsonl(scores_path) if s.get('scorer') == scorer.name]
+    changed, stale = provenance.sort_out(mine, lambda s: (s['pair_id'], s['role']), made_by)
+    if changed and not args.rerun_changed:
+        provenance.refuse(changed, str(folder), SCORE_FLAGS, unit='score')
+    if changed:
+        print(f'{provenance.RERUN_FLAG}: scoring {len(changed)} episode(s) again (their '
+              'scores were made with other settings)', file=sys.stderr)
+    done = {(s['pair_id'], s['role']) for s in mine if id(s) not in stale}
     todo = [r for r in with_video if (r['pair_id'], r['role']) not in done]
     start = time.monotonic()
     with scores_path.open('a') as handle:
@@ -212,13 +229,13 @@ def run_dir(args: argparse.Namespace, folder: pathlib.Path) -> int:
                               str(record.get('instruction') or ''))
             line = {'pair_id': record['pair_id'], 'role': record['role'],
                     'task': record['task'], 'policy': record.get('policy', ''),
-                    'video': record['video'], **out}
+                    'video': record['video'], **out, provenance.MADE_BY: made_by(record)}
             handle.write(json.dumps(line, default=json_default) + '\n')
             handle.flush()
             print(f'[{k}/{len(todo)}] {record["role"]} {record["pair_id"]}: '
                   f'{scorer.name} {out["scorer_progression"]:.2f} (rubric '
                   f'{float(record["progression"]):.2f})', file=sys.stderr)
-    section = scoring.run_dir_section(records, _jsonl(scores_path))
+    section = scoring.run_dir_section(records, current_scores(_jsonl(scores_path), records))
     print(f'{len(todo)} episode(s) scored by {scorer.name} in {time.monotonic() - start:.1f} s '
           f'({len(done)} already); scores in {scores_path}')
     for name, part in section.items():
@@ -229,6 +246,48 @@ def run_dir(args: argparse.Namespace, folder: pathlib.Path) -> int:
                   f'{agreement["success_accuracy"]:.3f}')
     _write_summary(folder, section)
     return 0
+
+
+#: Score settings set by a flag other than ``--<setting>``.
+SCORE_FLAGS = {'episode': 'the episode (run again since it was scored)'}
+
+
+def score_settings(args: argparse.Namespace, name: str, records: list[dict[str, Any]]
+                   ) -> Any:
+    """Return ``score line or record -> made_by`` of a score by this scorer: its settings
+    (a checkpoint by content) and the digest of its episode's ``made_by``; None for an
+    episode no longer in the folder."""
+    checkpoint = args.checkpoint or ''
+    if name == 'learned' and not checkpoint:
+        from realm_ros.scorers.learned import DEFAULT_CHECKPOINT
+        checkpoint = DEFAULT_CHECKPOINT
+    settings = {'scorer': name, 'checkpoint': provenance.file_setting(checkpoint),
+                'endpoint': args.endpoint, 'model': args.model, 'runs': args.runs,
+                'fps': args.fps, 'task_range': args.task_range,
+                'code': provenance.code_version()}
+    episodes = {(r['pair_id'], r['role']): provenance.digest(r.get(provenance.MADE_BY))
+                for r in records}
+
+    def made_by(line: dict[str, Any]) -> dict[str, Any] | None:
+        episode = episodes.get((line['pair_id'], line['role']))
+        return None if episode is None else {**settings, 'episode': episode}
+    return made_by
+
+
+def current_scores(scores: list[dict[str, Any]], records: list[dict[str, Any]]
+                   ) -> list[dict[str, Any]]:
+    """The scores of the episodes as they are now: a score of an episode since run again
+    (its record's settings changed) is left out, as is an older score of the same scorer."""
+    episodes = {(r['pair_id'], r['role']): provenance.digest(r.get(provenance.MADE_BY))
+                for r in records}
+    latest: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for line in scores:
+        key = (line['pair_id'], line['role'])
+        made = line.get(provenance.MADE_BY)
+        if made is not None and made.get('episode') != episodes.get(key):
+            continue
+        latest[(str(line.get('scorer')), key[0], key[1])] = line
+    return list(latest.values())
 
 
 def _write_summary(folder: pathlib.Path, section: dict[str, Any]) -> None:

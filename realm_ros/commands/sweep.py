@@ -26,12 +26,19 @@ import sys
 from typing import Any, Sequence
 
 from realm_ros import console
-from realm_ros.commands import add_list_argument, policy_specs, require_positive, task_names
-from realm_ros.core import perturbations
+from realm_ros.commands import (
+    add_list_argument,
+    out_folder,
+    policy_specs,
+    require_positive,
+    stopping,
+    task_names,
+)
+from realm_ros.core import perturbations, provenance
 from realm_ros.core.config import CAMERA_NAMES
 from realm_ros.core.errors import ConfigError, InfrastructureError, RealmError
-from realm_ros.core.evaluation import PolicyEntry
-from realm_ros.core.sweep import Cell, SweepConfig, plan_cells, skipped_cells
+from realm_ros.core.evaluation import PolicyEntry, scored
+from realm_ros.core.sweep import FLAGS, Cell, SweepConfig, plan_cells, skipped_cells
 from realm_ros.core.types import DEFAULT_MAX_STEPS, record_role
 from realm_ros.sweep.mjx import refuse_on_gpu, solver_iterations
 
@@ -115,6 +122,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              'world (default: four times the grid)')
     parser.add_argument('--allocation', choices=('adaptive', 'uniform'), default='adaptive',
                         help='with --until-decided: adaptive, or uniform round-robin')
+    parser.add_argument('--rerun-changed', action='store_true',
+                        help='cells in --out made with other settings (their records name '
+                             'what made them) run again into it; without it such a re-run is '
+                             'refused, naming the setting')
     parser.add_argument('--quiet', action='store_true',
                         help='only the progress bar and the final table (with the files written)')
     parser.add_argument('--verbose', action='store_true',
@@ -238,6 +249,8 @@ def finish(out: pathlib.Path, config: SweepConfig, cells: Sequence[Cell], run: A
     summary['retries'] = {**EventLog(out / EVENTS).totals(), 'resumed': run.resumed}
     summary['run'] = run.as_dict()
     summary['config'] = dataclasses.asdict(config)
+    # What the records were actually run with (each record carries its own made_by).
+    summary['made_by'] = provenance.summarize(scored(mine))
     (out / 'summary.json').write_text(json.dumps(summary, indent=2))
     description = (f'{len(config.tasks)} task(s) x {len(config.perturbations)} perturbation(s) '
                    f'x {len(config.intensities)} intensit(ies) x {config.episodes_per_cell} '
@@ -275,6 +288,9 @@ def run(args: argparse.Namespace) -> int:
         return tuple(c for c in CAMERA_NAMES if c in wanted)
 
     cells = plan_cells(config, cameras_for, servers)
+    if args.perturbations and perturbations.DEFAULT not in args.perturbations \
+            and perturbations.DEFAULT in config.perturbations:
+        console.warn(f'--perturbations has no Default: {perturbations.BASELINE_REASON}')
     for cell in skipped_cells(config):
         console.warn(f'skipped {cell["task"]} / {cell["perturbation"]}: {cell["reason"]}')
     if getattr(args, 'compare_cpu', 0) and args.device != 'gpu':
@@ -296,7 +312,14 @@ def run(args: argparse.Namespace) -> int:
         require_positive('--batch', args.batch)
         refuse_on_warp([c for c in cells if c.world == 'warp'])
         options.setdefault('gpu', {'batch': args.batch})['warp'] = {}
-    out = args.out.expanduser().resolve()
+    out = out_folder(args.out)
+    rerun_changed = getattr(args, 'rerun_changed', False)
+    if getattr(args, 'until_decided', None) is None:
+        # Before any worker starts: records made with other settings are refused (or re-run).
+        from realm_ros.sweep.driver import open_log
+        changed = open_log(cells, out, rerun_changed)[1]
+        if changed:
+            console.warn(provenance.rerun_line(changed, FLAGS))
     hook = None
     if video_camera is not None:
         from realm_ros.sweep.videos import VideoHook
@@ -313,19 +336,15 @@ def run(args: argparse.Namespace) -> int:
                 from realm_ros.sweep.decided import run_until_decided
                 decided = run_until_decided(
                     config, executor, out, args.until_decided, args.budget, args.allocation,
-                    cameras_for, servers, progress=bar.update)
+                    cameras_for, servers, progress=bar.update, rerun_changed=rerun_changed)
                 cells, run_info, log = decided.cells, decided.run, decided.log
             else:
                 run_info, log = run_sweep(cells, executor, out, args.batch,
-                                          progress=bar.update)
+                                          progress=bar.update, rerun_changed=rerun_changed)
     except InfrastructureError as err:
         print(f'realm-ros sweep: {err}\n(finished cells are kept in {out}; re-run the same '
               'command to resume)', file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        print(f'\ninterrupted: finished cells are kept in {out}/episodes.jsonl; re-run the '
-              'same command to resume', file=sys.stderr)
-        return 130
     finally:
         bar.close()
     summary = finish(out, config, cells, run_info, log, args.quiet)
@@ -339,6 +358,12 @@ def run(args: argparse.Namespace) -> int:
         from realm_ros.sweep.compare_cpu import compare_with_cpu
         compare_with_cpu(out, cells, log.records, compare_n)
     return 0
+
+
+def interrupted(args: argparse.Namespace) -> str:
+    """The line Ctrl-C ends the run with (:mod:`realm_ros.commands.stopping`), wherever it
+    came: every finished cell is in the log already (written as each ends)."""
+    return stopping.interrupted_line(args.out.expanduser().resolve(), 'cells')
 
 
 def _log_dir(out: pathlib.Path) -> str:

@@ -519,7 +519,8 @@ class SafetyConfig:
 
     Units: rad, rad/s, m, s. Frame of the workspace box: ``base_link`` (z up, x forward); the
     point checked is the tool-centre point ``tcp_offset_m`` along the flange's z axis.
-    ``world_node`` declares these as parameters prefixed ``safety.`` when ``backend`` is franka.
+    ``world_node`` declares these as parameters prefixed ``safety.``: the franka bridge applies
+    them to every command; another backend with ``filter_commands`` does too (issue 37).
     """
 
     position_margin_rad: float = field(
@@ -564,9 +565,18 @@ class SafetyConfig:
     trajectory_sample_s: float = field(
         0.01, 'spacing of the shaped trajectory points sent to the controller, s (each carries '
               'position, velocity and acceleration: the controller interpolates quintically)')
+    filter_commands: bool = field(
+        False, 'a simulated world (the twin) passes its commands through these rules too, '
+               'refusing and holding as the franka bridge does (a paired evaluation sets it, '
+               'so both worlds execute the same command stream); the bridge always does')
+    arm_id: str = field(
+        'fer', "with filter_commands: the arm whose joint and velocity limits apply (a paired "
+               "evaluation gives the real arm's); the bridge uses franka.arm_id",
+        choices=tuple(robot.ARMS))
 
     def __post_init__(self) -> None:
         _check_choice(self, 'shape_trajectory')
+        _check_choice(self, 'arm_id')
         _check_ranges(self, {'position_margin_rad': (0.0, 0.5), 'velocity_scale': (0.01, 3.0),
                              'state_loss_s': (0.01, 600.0), 'rate_limit_scale': (0.01, 1.0),
                              'trajectory_sample_s': (0.001, 0.1),

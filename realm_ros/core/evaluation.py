@@ -17,13 +17,14 @@ import json
 import math
 import os
 import pathlib
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
 from realm_ros.core import metrics, perturbations, tasks
 from realm_ros.core.config import field, from_mapping, load_yaml, renamed, ros_parameters
 from realm_ros.core.errors import ConfigError, DataError
+from realm_ros.core.provenance import MADE_BY
 from realm_ros.core.types import (
     DEFAULT_MAX_STEPS,
     REAL,
@@ -157,6 +158,8 @@ class EvalConfig:
         labels = [e.label for e in _named('policies', self.policy_entries)]
         if len(set(labels)) != len(labels):
             raise ConfigError(f'EvalConfig.policies: duplicate labels {labels}')
+        # A perturbation's delta needs its baseline: Default runs too (the commands say so).
+        object.__setattr__(self, 'perturbations', perturbations.with_baseline(self.perturbations))
 
     def policy_entries(self) -> list[PolicyEntry]:
         """Return the parsed policy entries."""
@@ -222,10 +225,16 @@ def plan_pairs(config: EvalConfig, sampler: Any = None) -> list[EpisodeSpec]:
 
 
 class EpisodeLog:
-    """Append-only ``episodes.jsonl``: one line per finished episode, flushed and fsynced."""
+    """Append-only ``episodes.jsonl``: one line per finished episode, flushed and fsynced.
 
-    def __init__(self, path: str | pathlib.Path) -> None:
+    ``made_by``: ``record -> settings`` this run gives the record's episode; :meth:`append`
+    writes them into each record that has none (:mod:`realm_ros.core.provenance`).
+    """
+
+    def __init__(self, path: str | pathlib.Path,
+                 made_by: Callable[[Mapping[str, Any]], Any] | None = None) -> None:
         self.path = pathlib.Path(path)
+        self.made_by = made_by
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.records: list[dict[str, Any]] = []
         self.skipped_lines = 0
@@ -251,6 +260,17 @@ class EpisodeLog:
         """
         return (pair_id, world) in self._done
 
+    @staticmethod
+    def key(record: Mapping[str, Any]) -> tuple[str, str]:
+        """A record's episode: ``(pair_id, world)``."""
+        return record['pair_id'], record_role(record)
+
+    def forget(self, drop: Any) -> None:
+        """Leave out the records ``drop(record)`` is true of (made with other settings:
+        :func:`realm_ros.core.provenance.reconcile`); the file keeps them."""
+        self.records = [r for r in self.records if not drop(r)]
+        self._done = {self.key(r) for r in self.records if r.get('outcome') != 'infra_failure'}
+
     def import_world(self, other: str | pathlib.Path, world: str,
                      pair_ids: Iterable[str]) -> int:
         """Copy ``world``'s finished episodes of ``pair_ids`` from another run; return the count.
@@ -270,6 +290,8 @@ class EpisodeLog:
 
     def append(self, record: Mapping[str, Any]) -> None:
         """Write one finished episode and make it durable before returning."""
+        if self.made_by is not None and MADE_BY not in record:
+            record = {**record, MADE_BY: self.made_by(record)}
         line = json.dumps(record, sort_keys=True, default=json_default)
         # A line cut by a crash has no newline: start on a fresh line so the record is whole.
         cut = self.path.exists() and self.path.stat().st_size > 0 and not _ends_with_newline(

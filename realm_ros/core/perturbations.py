@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -559,6 +559,20 @@ def skip_reason(task: str, code: str) -> str:
     if why is None:
         return ''
     return f'{code} is incompatible with {skill} tasks ({task}) in REALM: {why}'
+
+
+#: Why a list of perturbations without Default gets it (the run says so).
+BASELINE_REASON = ("each perturbation's delta and REALM's RMSD are measured against Default, "
+                   'so Default runs too')
+
+
+def with_baseline(codes: Sequence[str]) -> tuple[str, ...]:
+    """Return ``codes`` with :data:`DEFAULT` first when they hold a perturbation but not it
+    (without its baseline a perturbation's delta and RMSD cannot be computed)."""
+    codes = tuple(codes)
+    if codes and DEFAULT not in codes:
+        return (DEFAULT, *codes)
+    return codes
 
 
 def validate(task: str, code: str) -> None:

@@ -22,6 +22,10 @@ numbers; the bridge then keeps the previous target (the arm holds). Rules, in th
    workspace_lookahead * (TCP(target) - TCP(measured))`` must not leave the box further than the
    target in force's look-ahead point does (moving back in, or along the wall, stays allowed).
 
+A simulated world gets the same rules through :class:`SafetyFilter` (``world_node`` wraps a
+twin in it when ``safety.filter_commands`` is set, as a paired evaluation does), so both worlds
+of a pair refuse the same commands and hold the same targets.
+
 What reaches the controller is shaped further by :mod:`realm_ros.core.motion` (velocity,
 acceleration and jerk below libfranka's limits for the arm). A watchdog
 (:meth:`SafetyMonitor.watchdog_expired`) tells the bridge to hold the measured position
@@ -30,11 +34,15 @@ when no valid command has arrived for ``watchdog_s`` seconds.
 
 from __future__ import annotations
 
+from typing import Any, Mapping
+
 import numpy as np
 
 from realm_ros.core import control, robot
-from realm_ros.core.config import SafetyConfig
+from realm_ros.core.config import DynamicsParams, SafetyConfig
 from realm_ros.core.errors import CommandRejected
+from realm_ros.core.types import Action, ActionMode, EpisodeSpec, Observation
+from realm_ros.core.world import World
 
 
 def tcp_position(q: np.ndarray, tcp_offset_m: float) -> np.ndarray:
@@ -189,6 +197,109 @@ class SafetyMonitor:
     def holding(self) -> bool:
         """Whether the watchdog has tripped and no valid command has arrived since."""
         return self._holding
+
+
+#: ``world/status`` name of a refused command's report (a WARN with the episode's count).
+REJECTED_STATUS = 'command_rejected'
+
+
+class SafetyFilter(World):
+    """A world whose commands pass the franka bridge's rules (:class:`SafetyMonitor`) first.
+
+    The real side of a paired evaluation filters every command in the bridge: a refused one
+    raises :class:`CommandRejected` and the arm holds its last valid target. A twin wrapped in
+    this filter refuses and holds the same way, with the same rules, limits and numbers, so the
+    two worlds of a pair execute the same command stream (issue 37). An accepted target is
+    passed on as the bridge passes it: an absolute joint target (shaped into the limit margin
+    where it was), ``ActionMode.POSITION``; the watchdog holds the measured position after
+    ``watchdog_s`` of sim time without a valid command, as the bridge's does in lockstep. The
+    joint state is the world's own newest observation (age 0: a simulated world's state is
+    never stale).
+    """
+
+    def __init__(self, world: World, config: SafetyConfig,
+                 arm: robot.ArmSpec | None = None) -> None:
+        self.inner = world
+        self.name = world.name
+        self.monitor = SafetyMonitor(config, world.control_dt, arm)
+        self._measured: np.ndarray | None = None
+        self._target: np.ndarray | None = None
+        self._gripper = 0.0
+        #: Reasons of the commands refused since the last reset, in order.
+        self.rejections: list[str] = []
+
+    @property
+    def target(self) -> np.ndarray | None:
+        """The joint target in force (rad): the last accepted one, held after a refusal."""
+        return None if self._target is None else self._target.copy()
+
+    @property
+    def control_dt(self) -> float:
+        return self.inner.control_dt
+
+    @property
+    def time(self) -> float:
+        return self.inner.time
+
+    def reset(self, spec: EpisodeSpec) -> Observation:
+        obs = self.inner.reset(spec)
+        self._measured = np.asarray(obs.joints.position, dtype=float).copy()
+        self._target = self._measured.copy()  # the arm holds its reset pose
+        self._gripper = 0.0
+        self.rejections = []
+        self.monitor.arm_watchdog(self.inner.time)
+        return obs
+
+    def apply(self, action: Action) -> Action:
+        if self._measured is None or self._target is None:
+            raise CommandRejected('world not reset yet')
+        q_d, g = control.action_to_target(action, self._measured)
+        try:
+            q_d = self.monitor.check(q_d, self._target, self._measured, 0.0)
+        except CommandRejected as err:
+            self.rejections.append(str(err))
+            raise
+        self._target, self._gripper = q_d, g
+        self.monitor.accept(self.inner.time)
+        return self.inner.apply(Action(arm=q_d.copy(), gripper=g, mode=ActionMode.POSITION))
+
+    def step(self) -> Observation:
+        if self._measured is not None and self.monitor.watchdog_expired(self.inner.time):
+            # As the bridge: no valid command for watchdog_s (sim time) holds the measured
+            # position, not a target the arm lags behind.
+            self._target = self._measured.copy()
+            self.inner.apply(Action(arm=self._target.copy(), gripper=self._gripper,
+                                    mode=ActionMode.POSITION))
+        obs = self.inner.step()
+        self._measured = np.asarray(obs.joints.position, dtype=float).copy()
+        return obs
+
+    def observe(self, render: bool = True) -> Observation:
+        return self.inner.observe(render)
+
+    def set_dynamics(self, params: DynamicsParams) -> None:
+        self.inner.set_dynamics(params)
+
+    def camera_fovy(self, name: str) -> float:
+        return self.inner.camera_fovy(name)
+
+    def privileged_state(self) -> Mapping[str, Any]:
+        return self.inner.privileged_state()
+
+    def close(self) -> None:
+        self.inner.close()
+
+    def __getattr__(self, name: str) -> Any:
+        # Anything else a backend offers (a twin's model, its perturbation) is the world's.
+        if name == 'inner':
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+
+def filters_commands(world: World) -> bool:
+    """Whether ``world`` applies the safety rules itself (the franka bridge does)."""
+    return isinstance(getattr(world, 'safety', None), SafetyMonitor) or isinstance(
+        world, SafetyFilter)
 
 
 #: FrankaRobotState robot_mode values (franka_msgs/msg/FrankaRobotState.msg).

@@ -20,7 +20,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from realm_ros.core import metrics, perturbations
+from realm_ros.core import metrics, perturbations, provenance
 from realm_ros.core.errors import ConfigError, DataError
 from realm_ros.core.evaluation import EvalConfig, PolicyEntry, derive_seed, scored
 from realm_ros.core.types import DEFAULT_MAX_STEPS, EpisodeSpec, record_role
@@ -89,6 +89,8 @@ class SweepConfig:
                            seed=self.seed)
             except ConfigError as err:
                 raise ConfigError(str(err).replace('EvalConfig.', 'SweepConfig.')) from None
+        # A perturbation's delta needs its baseline: Default runs too (the command says so).
+        object.__setattr__(self, 'perturbations', perturbations.with_baseline(self.perturbations))
         if 'mjx' in self.worlds and any(e.policy != 'scripted' for e in self.policy_entries()):
             raise ConfigError('SweepConfig.worlds: mjx (--device gpu) runs the scripted ladder '
                               'only (its policies are batched on the host); run other '
@@ -179,6 +181,35 @@ def plan_cells(config: SweepConfig,
                                 servers=tuple((servers or {}).get(entry.label, ())),
                                 **_look(config, world, k)))
     return cells
+
+
+#: Sweep settings set by a flag other than ``--<setting>`` (provenance's messages name it).
+FLAGS = {'variant': '--twin-variants'}
+
+
+def settings_of(cells: Sequence[Cell]) -> Callable[[Mapping[str, Any]], dict[str, Any] | None]:
+    """Return ``record -> made_by``: the settings that change a cell's episode
+    (:mod:`realm_ros.core.provenance`; files by content, each read once); None for a record
+    of no cell of ``cells``."""
+    by_key = {c.key: c for c in cells}
+    files: dict[str, Any] = {}
+
+    def digest(path: str, of: Callable[[str], Any]) -> Any:
+        if path not in files:
+            files[path] = of(path)
+        return files[path]
+
+    def made_by(record: Mapping[str, Any]) -> dict[str, Any] | None:
+        cell = by_key.get((record['pair_id'], record_role(record)))
+        if cell is None:
+            return None
+        return {'policy': provenance.policy_setting(cell.entry.policy, cell.entry.args),
+                'max_steps': cell.spec.max_steps, 'cameras': list(cell.cameras),
+                'execute_horizon': cell.execute_horizon,
+                'sim_params': digest(cell.sim_params_file, provenance.file_setting),
+                'visual_match': digest(cell.visual_match_dir, provenance.dir_setting),
+                'variant': list(cell.variant), 'code': provenance.code_version()}
+    return made_by
 
 
 def _look(config: SweepConfig, world: str, k: int) -> dict[str, Any]:

@@ -253,14 +253,27 @@ def repair_bag(path: str | pathlib.Path) -> RepairReport:
     return RepairReport(path, status, counts, max(0, size - scan.end) if not scan.footer else 0)
 
 
+def bag_dirs(root: str | pathlib.Path, recursive: bool = False) -> list[pathlib.Path]:
+    """Return the bag directories (folders holding ``*.mcap``) of ``root``: itself, else its
+    children, or with ``recursive`` every folder below it (a run's ``bags_real/<pair>/``)."""
+    root = pathlib.Path(root)
+    if any(root.glob('*.mcap')):
+        return [root]
+    if recursive:
+        return sorted({p.parent for p in root.rglob('*.mcap')})
+    return sorted(p for p in root.iterdir() if p.is_dir() and any(p.glob('*.mcap')))
+
+
+def is_cut(path: pathlib.Path, deep: bool = True) -> bool:
+    """Whether the bag at ``path`` needs repair: no ``metadata.yaml`` (what a killed writer
+    leaves; cheap), or with ``deep`` a message rosbags cannot read."""
+    return not (path / 'metadata.yaml').exists() or bool(deep and bag_opens(path))
+
+
 def find_cut_bags(root: str | pathlib.Path, deep: bool = True) -> list[pathlib.Path]:
     """Return bag directories under ``root`` (itself or its children) that rosbags cannot open.
 
     ``deep=False`` only looks for a missing ``metadata.yaml`` (what a killed writer leaves;
     cheap); ``deep=True`` also reads every message of the other bags.
     """
-    root = pathlib.Path(root)
-    candidates = [root] if any(root.glob('*.mcap')) else sorted(
-        p for p in root.iterdir() if p.is_dir() and any(p.glob('*.mcap')))
-    return [p for p in candidates
-            if not (p / 'metadata.yaml').exists() or (deep and bag_opens(p))]
+    return [p for p in bag_dirs(root) if is_cut(p, deep)]

@@ -37,6 +37,7 @@ from sensor_msgs.msg import Image
 from std_msgs.msg import String
 from std_srvs.srv import SetBool, Trigger
 
+from realm_ros.core import safety
 from realm_ros.core.episode import EpisodeState
 from realm_ros.core.errors import ConfigError, DataError, InfrastructureError, RealmError
 from realm_ros.core.evaluation import REAL, SIM, EpisodeLog, EvalConfig, PolicyEntry
@@ -68,6 +69,7 @@ class _WorldRun:
     stamp: float = 0.0
     last_progress: float = 0.0  # monotonic time of the last progress message
     spec: dict[str, Any] = dataclasses.field(default_factory=dict)  # the episode it runs
+    rejected: int = 0  # commands the world's safety rules refused (world/status)
 
     @property
     def progress(self) -> Progress | None:
@@ -142,6 +144,9 @@ class EvaluatorNode(Node):
                     lambda msg, w=world: self._on_image(w, msg), qos.IMAGE,
                     callback_group=self._group)
         self._thread: threading.Thread | None = None
+        # The ROS-free half: which pairs run, the records (and what made them), the summary.
+        self._evaluation = PairedEvaluation(self.eval_config, self.config, self.run_pair,
+                                            self.get_logger(), self._stopping.is_set)
         if self.config.autostart:
             self.start()
 
@@ -181,8 +186,7 @@ class EvaluatorNode(Node):
     def run_all(self) -> dict[str, Any]:
         """Run every unfinished pair, then write summary.json and report.html
         (:class:`~realm_ros.paired.PairedEvaluation`, each pair over ROS by :meth:`run_pair`)."""
-        return PairedEvaluation(self.eval_config, self.config, self.run_pair,
-                                self.get_logger(), self._stopping.is_set).run()
+        return self._evaluation.run()
 
     def run_pair(self, spec: EpisodeSpec, log: EpisodeLog) -> None:
         """Run ``spec`` in each world that has not finished it yet, concurrently."""
@@ -409,7 +413,15 @@ class EvaluatorNode(Node):
             run.finished.set()
 
     def _on_policy_status(self, world: str, msg: DiagnosticStatus) -> None:
-        """A policy or world that fails for infrastructure reasons ends its episode, unscored."""
+        """A policy or world that fails for infrastructure reasons ends its episode, unscored;
+        a world's refused command (safety) is counted for the record."""
+        if msg.level == DiagnosticStatus.WARN and msg.name == safety.REJECTED_STATUS:
+            count = next((int(v.value) for v in msg.values if v.key == 'rejected'), 0)
+            with self._lock:
+                run = self._runs.get(world)
+                if run is not None:
+                    run.rejected = max(run.rejected, count)
+            return
         if msg.level != DiagnosticStatus.ERROR:
             return
         with self._lock:
@@ -420,7 +432,9 @@ class EvaluatorNode(Node):
 
     def _record(self, spec: EpisodeSpec, run: _WorldRun) -> dict[str, Any]:
         setup = self._operator_setups.get(spec.pair_id) if run.world == REAL else None
-        return world_record(spec, run.world, self._backends[run.world], run.episode, setup)
+        record = world_record(spec, run.world, self._backends[run.world], run.episode, setup)
+        record['rejected'] = run.rejected  # commands the world's safety rules refused
+        return record
 
 
 def main(args: list[str] | None = None) -> int:

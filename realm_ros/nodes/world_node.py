@@ -25,7 +25,7 @@ import sys
 import time
 from typing import Any, cast
 
-from diagnostic_msgs.msg import DiagnosticStatus
+from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
 from rclpy.node import Node
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import CameraInfo, Image, JointState
@@ -33,8 +33,8 @@ from std_msgs.msg import String
 from std_srvs.srv import SetBool, Trigger
 from trajectory_msgs.msg import JointTrajectory
 
-from realm_ros.core import tasks
-from realm_ros.core.config import WorldConfig
+from realm_ros.core import robot, safety, tasks
+from realm_ros.core.config import SafetyConfig, WorldConfig
 from realm_ros.core.episode import EpisodeState
 from realm_ros.core.errors import CommandRejected, InfrastructureError, RealmError
 from realm_ros.core.types import Action, EpisodeSpec, Observation, Progress
@@ -54,10 +54,18 @@ class WorldNode(Node):
         self.config = declare_config(self, WorldConfig)
         declare_episode_spec(self, 'used by the reset service ("" = task and seed parameters)')
         self.world = world if world is not None else make_world(self.config, host=self)
+        if not safety.filters_commands(self.world):
+            # The franka bridge filters its commands itself; any other world takes the same
+            # rules when asked (a paired evaluation's twin), so both worlds hold alike.
+            rules = declare_config(self, SafetyConfig, prefix='safety.')
+            if rules.filter_commands:
+                self.world = safety.SafetyFilter(self.world, rules, robot.ARMS[rules.arm_id])
         self._queue: collections.deque[Action] = collections.deque()
         self._last_step_wall = time.monotonic()
         self._last_image_time = -1e9
         self.rejected = 0
+        #: Commands refused in the running episode (reported on world/status with each one).
+        self.episode_rejected = 0
         self.last_rejection = ''
 
         self._js_pub = self.create_publisher(JointState, topics.JOINT_STATES, qos.STATE)
@@ -198,6 +206,7 @@ class WorldNode(Node):
         """Reset the world and the progress tracker to ``spec``."""
         self._obs = self.world.reset(spec)
         self.fault = ''
+        self.episode_rejected = 0
         self.episode = EpisodeState(spec)
         self.episode.begin(self._obs, self.world.time)
 
@@ -250,8 +259,14 @@ class WorldNode(Node):
 
     def _reject(self, reason: str) -> None:
         self.rejected += 1
+        self.episode_rejected += 1
         self.last_rejection = reason
         self.get_logger().warning(f'command rejected, holding the last valid target: {reason}')
+        # The evaluator counts each world's refused commands per episode (the record's
+        # ``rejected``): the running count, so a lost message loses nothing but itself.
+        self._status_pub.publish(DiagnosticStatus(
+            level=DiagnosticStatus.WARN, name=safety.REJECTED_STATUS, message=reason,
+            values=[KeyValue(key='rejected', value=str(self.episode_rejected))]))
 
     def _spec_from_params(self) -> EpisodeSpec:
         text = episode_spec_text(self)

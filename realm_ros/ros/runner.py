@@ -39,7 +39,7 @@ from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.signals import SignalHandlerOptions
 
-from realm_ros.console import missing_package
+from realm_ros.console import exit_now, missing_package
 from realm_ros.core.errors import ConfigError
 
 #: Seconds the spin loop waits for work before it checks for a stop request.
@@ -157,10 +157,16 @@ class NodeRunner:
         self._threads.append(thread)
 
     def shutdown(self) -> None:
-        """Stop every executor, close worlds and policies, destroy the nodes (last first)."""
-        for executor in self._executors:
+        """Stop every executor, close worlds and policies, destroy the nodes (last first).
+
+        Last first, each node's thread ended before the next is stopped: a later node
+        depends on earlier ones (the evaluator calls the worlds, a world behind the franka
+        bridge waits for the digital real's state), so a callback still running in a later
+        node finishes against earlier nodes that still answer, instead of waiting out its
+        timeout on one already stopped (``executor.shutdown`` does not wait for it).
+        """
+        for executor, thread in zip(reversed(self._executors), reversed(self._threads)):
             executor.shutdown(timeout_sec=2.0)
-        for thread in self._threads:
             thread.join(timeout=5.0)  # a thread left inside rcl at exit aborts the process
         for node in reversed(self.nodes):
             for owner in self.OWNED:
@@ -280,11 +286,4 @@ def _exit_now(code: int) -> None:
     then the handlers are gone and SIGTERM kills the process mid-exit (exit code -15). Every
     file the node owns was closed by ``close``/``destroy_node`` above.
     """
-    import logging
-    logging.shutdown()
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):
-            pass
-    os._exit(code)
+    exit_now(code)

@@ -79,7 +79,8 @@ def run_until_decided(config: SweepConfig, executor: Executor, out_dir: str | pa
                       allocation_rule: str = 'adaptive',
                       cameras_for: Callable[[PolicyEntry], tuple[str, ...]] | None = None,
                       servers: Mapping[str, Sequence[str]] | None = None,
-                      progress: Callable[[int], None] | None = None) -> DecidedRun:
+                      progress: Callable[[int], None] | None = None,
+                      rerun_changed: bool = False) -> DecidedRun:
     """Run the grid's cells one request at a time until the first world's ranking is decided.
 
     A request whose ranked cell ends as an infrastructure failure stops the run (its score is
@@ -96,7 +97,8 @@ def run_until_decided(config: SweepConfig, executor: Executor, out_dir: str | pa
     stopped = ''
     while (request := ranking.next()) is not None:
         cells = cells_for(config, request, cameras_for, servers)
-        run, log = run_sweep(cells, executor, out_dir, progress=progress)
+        run, log = run_sweep(cells, executor, out_dir, progress=progress,
+                             rerun_changed=rerun_changed)
         _add(total, run)
         chosen += cells
         key = next(c.key for c in cells if c.world == ranked_world)

@@ -15,8 +15,9 @@ import pathlib
 import time
 from typing import Any, Callable, Mapping, Sequence
 
+from realm_ros.core import provenance
 from realm_ros.core.evaluation import EpisodeLog
-from realm_ros.core.sweep import Cell
+from realm_ros.core.sweep import FLAGS, Cell, settings_of
 from realm_ros.core.types import record_role
 from realm_ros.sweep.executors import Executor, Unit, make_units
 
@@ -30,6 +31,7 @@ class SweepRun:
 
     planned: int = 0
     resumed: int = 0  # found done in the log and skipped
+    changed: int = 0  # run again: their records were made with other settings
     ran: int = 0  # records written by this run
     infra_failures: int = 0  # of those, infrastructure failures (retried by the next run)
     after_infra_failure: int = 0  # cells re-run because an earlier run ended them so
@@ -76,25 +78,38 @@ class EventLog:
         return out
 
 
+def open_log(cells: Sequence[Cell], out_dir: str | pathlib.Path, rerun_changed: bool = False
+             ) -> tuple[EpisodeLog, list[provenance.Changed]]:
+    """Open ``out_dir``'s episode log for ``cells``: each new record carries what made it, and
+    records made with other settings are refused, or forgotten with ``rerun_changed`` (their
+    cells run again; :func:`realm_ros.core.provenance.reconcile`)."""
+    made_by = settings_of(cells)
+    log = EpisodeLog(pathlib.Path(out_dir) / EPISODES, made_by=made_by)
+    changed = provenance.reconcile(log, made_by, rerun_changed, str(out_dir), FLAGS)
+    return log, changed
+
+
 def run_sweep(cells: Sequence[Cell], executor: Executor, out_dir: str | pathlib.Path,
               batch: int = 1024, progress: Callable[[int], None] | None = None,
-              on_record: Callable[[Cell, Mapping[str, Any]], None] | None = None
-              ) -> tuple[SweepRun, EpisodeLog]:
+              on_record: Callable[[Cell, Mapping[str, Any]], None] | None = None,
+              rerun_changed: bool = False) -> tuple[SweepRun, EpisodeLog]:
     """Run the cells of ``cells`` the log in ``out_dir`` does not have yet on ``executor``.
 
     Args:
         batch: cells per unit of a GPU batch worker (``mjx`` world).
         progress: told ``n`` after every n cells written.
         on_record: called after each record is durable (a test kills a node from here).
+        rerun_changed: cells whose records were made with other settings run again (else
+            such a folder is refused: :func:`open_log`).
 
     Returns:
         What this run did, and the episode log (every record, old and new).
     """
     out = pathlib.Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    log = EpisodeLog(out / EPISODES)
+    log, changed = open_log(cells, out, rerun_changed)
     events = EventLog(out / EVENTS)
-    run = SweepRun(planned=len(cells), executor=executor.name)
+    run = SweepRun(planned=len(cells), executor=executor.name, changed=len(changed))
     failed_before = {(r['pair_id'], record_role(r)) for r in log.records
                      if r.get('outcome') == 'infra_failure'}
     todo = [c for c in cells if not log.done(*c.key)]

@@ -106,16 +106,18 @@ def aggregate(records: Sequence[Mapping[str, Any]], variants: VariantSet,
 
 def run_variant_aggregation(config: Any, variants: VariantSet, out_dir: str | pathlib.Path,
                             real: Mapping[str, float] | None = None,
-                            cameras_for: Any = None, quiet: bool = True) -> dict[str, Any]:
+                            cameras_for: Any = None, quiet: bool = True,
+                            rerun_changed: bool = False) -> dict[str, Any]:
     """Run (or resume) the variants' cells of ``config`` in this process; return
-    :func:`aggregate`'s summary. Records go to ``out_dir``/variants/episodes.jsonl."""
+    :func:`aggregate`'s summary. Records go to ``out_dir``/variants/episodes.jsonl; cells
+    recorded there with other settings are refused, or run again with ``rerun_changed``."""
     from realm_ros.sweep.driver import run_sweep
     from realm_ros.sweep.executors import InProcessExecutor
 
     cells = variant_cells(config, variants, cameras_for)
     folder = pathlib.Path(out_dir) / FOLDER
     with InProcessExecutor() as executor:
-        _, log = run_sweep(cells, executor, folder)
+        _, log = run_sweep(cells, executor, folder, rerun_changed=rerun_changed)
     keys = {c.key for c in cells}
     mine = [r for r in log.records if (r['pair_id'], record_role(r)) in keys]
     return aggregate(mine, variants, real)

@@ -72,6 +72,82 @@ def test_paired_run_writes_records_summary_report_and_resumes(tmp_path):
         (json.loads(before[-1])['pair_id'], json.loads(before[-1])['world'])]
 
 
+def test_a_rerun_with_other_settings_is_refused_or_runs_the_changed_world(tmp_path):
+    """Each record names what made it; a re-run with another --sim-params, the same label
+    for another policy, or another --max-steps is refused in one line naming the flag;
+    --rerun-changed runs the changed episodes (a new --sim-params: the sim side alone)."""
+    out = tmp_path / 'eval'
+    base = ['--tasks', 'push_switch', '--episodes-per-cell', '1', '--quiet']
+    proc = _paired_eval(out, *base, '--policies', 'scripted:3', '--max-steps', '30')
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    first = _lines(out / 'episodes.jsonl')
+    made = {json.loads(line)['world']: json.loads(line)['made_by'] for line in first}
+    assert made['real']['policy'] == made['sim']['policy'] == 'scripted:skill=3'
+    assert made['sim']['sim_params'] == '' and made['real']['max_steps'] == 30
+    params = os.path.join(os.path.dirname(__file__), '..', '..', 'config', 'dynamics',
+                          'sysid_demo.yaml')
+    changes = [
+        (['--policies', 'scripted:3', '--max-steps', '30', '--sim-params', params],
+         '--sim-params none, not '),
+        (['--policies', 'scripted-3=scripted:skill=1', '--max-steps', '30'],
+         "--policies (this label) 'scripted:skill=3', not 'scripted:skill=1'"),
+        (['--policies', 'scripted:3', '--max-steps', '100'], '--max-steps 30, not 100'),
+    ]
+    for change, message in changes:
+        proc = _paired_eval(out, *base, *change, timeout=60)
+        assert proc.returncode == 2, proc.stderr
+        assert message in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    assert _lines(out / 'episodes.jsonl') == first
+    proc = _paired_eval(out, *base, *changes[0][0], '--rerun-changed')
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert 'running 1 changed episode(s) again' in proc.stderr
+    after = _lines(out / 'episodes.jsonl')
+    assert after[:2] == first and len(after) == 3
+    rerun = json.loads(after[2])
+    assert rerun['world'] == 'sim' and rerun['made_by']['sim_params']['sha256']
+    summary = json.loads((out / 'summary.json').read_text())
+    assert summary['made_by']['sim_params'] == rerun['made_by']['sim_params']
+    assert summary['pairs'] == 1
+    # Each world's refused commands (the same safety rules in both), counted per record.
+    assert set(summary['rejections']) == {'real', 'sim'} and rerun['rejected'] >= 0
+
+
+def test_commands_the_real_side_refuses_are_refused_by_the_twin_and_counted(tmp_path):
+    """Both worlds get the same commands (issue 37): a replayed ramp of joint 1 (within the
+    policy chain's limits) toward the workspace's y wall. The franka bridge refuses commands
+    there (the arm would overshoot the box, then the velocity rule against the target it
+    holds); the twin, under the same rules, refuses them too. Each record counts its world's
+    refusals and summary.json totals them per world. (Which step the look-ahead first refuses
+    depends on each world's measured lag, so the counts may differ by a few; the exact
+    same-stream check is test_franka_safety.py's.)"""
+    import numpy as np
+
+    from realm_ros.core import robot
+
+    actions = []
+    for k in range(30):
+        q = np.array(robot.RESET_Q, dtype=float)
+        q[0] += min(0.08 * k, 1.6)
+        actions.append([*map(float, q), 0.0])
+    path = tmp_path / 'ramp.json'
+    path.write_text(json.dumps({'actions': actions}))
+    out = tmp_path / 'eval'
+    proc = _paired_eval(out, '--tasks', 'push_switch', '--policies', f'ramp=replay:path={path}',
+                        '--episodes-per-cell', '1', '--max-steps', '30', '--quiet')
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    records = {json.loads(line)['world']: json.loads(line) for line in
+               _lines(out / 'episodes.jsonl')}
+    real, sim = records['real']['rejected'], records['sim']['rejected']
+    assert real >= 5 and sim >= 5 and abs(real - sim) <= 5, (real, sim)
+    summary = json.loads((out / 'summary.json').read_text())
+    assert summary['rejections'] == {'real': {'commands': real, 'episodes': 1},
+                                     'sim': {'commands': sim, 'episodes': 1}}
+    logs = ''.join(p.read_text() for p in (out / 'logs').rglob('*.log'))
+    for world in ('real', 'sim'):
+        assert f'[{world}.world]: command rejected, holding the last valid target: safety: ' \
+               'the arm lags its target' in logs, world
+
+
 @pytest.mark.parametrize('args, message', [
     (['--tasks', 'pick_spon'], "unknown task 'pick_spon'"),
     (['--policies', 'scripted:x'], "bad argument 'x'"),
@@ -125,19 +201,23 @@ def test_operator_scores_the_real_arm(tmp_path):
             motion = node.create_client(SetBool, '/real/franka_bridge/confirm_motion')
             assert motion.wait_for_service(timeout_sec=90), ''.join(lines)
 
-            def homed():
-                if any('set up the real scene' in line for line in lines):
+            def homed(pair):
+                if sum('set up the real scene' in line for line in lines) > pair:
                     return True
                 motion.call_async(SetBool.Request(data=True))
                 spin_until(executor, lambda: False, 1.0)
                 return False
-            assert spin_until(executor, homed, 120), ''.join(lines)
-            assert call('/real/operator/confirm_reset').success
-            assert spin_until(executor, lambda: states and states[-1]['state'] == 'running')
-            assert states[-1]['task'] == 'push_switch'  # the spec the evaluator set
-            assert call('/real/operator/mark_stage').success   # REACH
-            assert call('/real/operator/mark_stage').success   # TOUCH
-            assert call('/real/operator/end_episode').success  # judged: not toggled
+            # Two pairs: V-LIGHT's baseline, Default, runs too (its delta needs it), first.
+            for pair in range(2):
+                assert spin_until(executor, lambda p=pair: homed(p), 120), ''.join(lines)
+                assert call('/real/operator/confirm_reset').success
+                assert spin_until(executor,
+                                  lambda: states and states[-1]['state'] == 'running')
+                assert states[-1]['task'] == 'push_switch'  # the spec the evaluator set
+                assert call('/real/operator/mark_stage').success   # REACH
+                assert call('/real/operator/mark_stage').success   # TOUCH
+                assert call('/real/operator/end_episode').success  # judged: not toggled
+                assert spin_until(executor, lambda: states[-1]['state'] != 'running', 30)
             proc.wait(timeout=120)
             reader.join(timeout=10)
             output = ''.join(lines)
@@ -148,8 +228,10 @@ def test_operator_scores_the_real_arm(tmp_path):
     assert 'set up the real scene' in output
     # What to change by hand for the perturbation, and the record that it was confirmed.
     assert 'change by hand before this episode' in output and 'room light' in output
-    records = {json.loads(line)['world']: json.loads(line)
-               for line in _lines(out / 'episodes.jsonl')}
+    assert 'Default runs too' in output
+    everything = [json.loads(line) for line in _lines(out / 'episodes.jsonl')]
+    assert sorted(r['perturbation'] for r in everything) == ['Default'] * 2 + ['V-LIGHT'] * 2
+    records = {r['world']: r for r in everything if r['perturbation'] == 'V-LIGHT'}
     real = records['real']
     assert real['scored_by'] == 'operator'
     assert real['stages_reached'] == ['REACH', 'TOUCH']
@@ -160,7 +242,7 @@ def test_operator_scores_the_real_arm(tmp_path):
     assert any('room light' in change for change in setup['changes'])
     assert 'operator_setup' not in records['sim']
     # The operator's timestamped annotations are kept with the run.
-    (annotated,) = [json.loads(line) for line in _lines(out / 'operator_annotations.jsonl')]
+    annotated = [json.loads(line) for line in _lines(out / 'operator_annotations.jsonl')][-1]
     assert [a['event'] for a in annotated['annotations']][:3] == [
         'reset_confirmed', 'stage', 'stage']
 

@@ -284,3 +284,8 @@ def test_dataset_command_killed_then_resumed(tmp_path):
     assert check_dataset(out) == []
     seeds = [e.extra['seed'] for e in iter_episodes(out)]
     assert seeds == [1000, 1001, 1002]
+    # A dataset is one recording setup: a resume with another setting is refused, naming it.
+    other = subprocess.run([a if a != '10' else '20' for a in cmd], env=env,
+                           capture_output=True, text=True, timeout=120)
+    assert other.returncode == 2 and len(other.stderr.strip().splitlines()) == 1
+    assert f'{out} was run with --max-steps 10, not 20' in other.stderr

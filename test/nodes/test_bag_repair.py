@@ -114,14 +114,25 @@ def test_bag_cli_checks_and_repairs(tmp_path):
     cli = str(BIN / 'realm-ros')
     check = subprocess.run([cli, 'bag', 'check', str(bags)], capture_output=True, text=True,
                            timeout=60)
-    assert check.returncode == 1 and '2 bag(s) need repair' in check.stdout, check
+    assert check.returncode == 1 and '2 of 2 bag(s) need repair' in check.stdout, check
     fixed = subprocess.run([cli, 'bag', 'repair', str(bags)], capture_output=True, text=True,
                            timeout=60)
-    assert fixed.returncode == 0 and 'repaired 2 bag(s)' in fixed.stdout, fixed
+    assert fixed.returncode == 0 and 'repaired 2 of 2 bag(s)' in fixed.stdout, fixed
     assert 'pair_000: repaired, 240 message(s)' in fixed.stdout, fixed.stdout
-    again = subprocess.run([cli, 'bag', 'check', str(bags)], capture_output=True, text=True,
-                           timeout=60)
-    assert again.returncode == 0 and 'every bag opens' in again.stdout
+    # A folder of folders of bags (a run's bags_real/, bags_sim/) is searched all the way down.
+    again = subprocess.run([cli, 'bag', 'check', str(tmp_path)], capture_output=True,
+                           text=True, timeout=60)
+    assert again.returncode == 0 and 'every bag opens (3 checked)' in again.stdout, again
+    # A folder with no bag is an error, not "every bag opens" (issue 37).
+    (tmp_path / 'empty').mkdir()
+    for action in ('check', 'repair'):
+        empty = subprocess.run([cli, 'bag', action, str(tmp_path / 'empty')],
+                               capture_output=True, text=True, timeout=60)
+        assert empty.returncode == 2 and empty.stdout == '', empty
+        assert empty.stderr.strip().splitlines() == [
+            f'realm-ros bag: error: {tmp_path / "empty"}: no bags in it (no *.mcap file below '
+            'it); give a bag or a folder of bags (a run recorded with --record has bags_real/ '
+            'and bags_sim/)']
     missing = subprocess.run([cli, 'bag', 'repair', str(tmp_path / 'nope')],
                              capture_output=True, text=True, timeout=60)
     assert missing.returncode == 2 and 'is not a directory' in missing.stderr

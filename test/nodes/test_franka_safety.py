@@ -516,3 +516,63 @@ def test_short_soak_loses_nothing_and_violates_no_limit(tmp_path):
     assert figures['limit_violations'] == 0 and figures['workspace_violations'] == 0
     assert figures['target_violations'] == 0
     assert figures['dropped_commands'] > 0 and figures['refused_commands'] > 0
+
+
+@pytest.mark.ros
+def test_the_twin_refuses_what_the_real_side_refuses_and_holds_the_same_target(tmp_path):
+    """Both worlds of a pair get the same commands (issue 37): a ramp toward the workspace's
+    y wall, each next target one step past the target in force, sent to the franka bridge over
+    DDS (the digital real behind it, FR3, lockstep) and to the MuJoCo twin under
+    :class:`SafetyFilter` with the same rules and arm (what paired-eval's graph sets). The real
+    side refuses commands (the arm would overshoot the box); the twin refuses the same ones
+    and holds the same target after each."""
+    from rostest import run_process
+
+    from realm_ros.backends.franka import make_bridge_world
+    from realm_ros.backends.mujoco.world import MujocoWorld
+    from realm_ros.core.config import FrankaBridgeConfig
+    from realm_ros.core.errors import CommandRejected
+    from realm_ros.core.safety import SafetyFilter
+    from realm_ros.core.types import Action, EpisodeSpec
+
+    arm = robot.arm_spec('fr3')
+    rules = SafetyConfig()
+    start = [0.0, 0.3, 0.0, -2.0, 0.0, 2.3, 0.8]  # stretched out: TCP at x 0.60 m, y 0
+    spec = EpisodeSpec(task='empty', seed=0, max_steps=40, initial_state={'reset_q': start})
+    digital_real = ['digital_real', '--ros-args', '-r', '__ns:=/pair', '-p', 'arm_id:=fr3',
+                    '-p', 'lockstep:=true']
+    config = WorldConfig(backend='franka', cameras=(), camera_rate_hz=0.0, lockstep=True)
+    twin = SafetyFilter(MujocoWorld(WorldConfig(task='', cameras=(), camera_rate_hz=0.0)),
+                        rules, arm)
+    decisions = {'real': [], 'twin': []}
+    with run_process(digital_real, tmp_path / 'digital_real.log'):
+        real = make_bridge_world(config, bridge=FrankaBridgeConfig(
+            arm_id='fr3', gripper='width_topic', namespace='/pair', digital_real=True),
+            safety=rules)
+        try:
+            real.reset(spec)
+            twin.reset(spec)
+            np.testing.assert_allclose(real._target_q, twin.target, atol=1e-3)  # reset pose
+            for k in range(40):
+                # The same command to both: one velocity-rule step past the target in force;
+                # every third command repeats it (valid: the watchdog, which would hold each
+                # world's own measured position, never trips).
+                command = real._target_q.copy()
+                command[0] += 0.8 * arm.velocity[0] * DT * (k % 3 != 2)
+                for name, world in (('real', real), ('twin', twin)):
+                    try:
+                        world.apply(Action(arm=command, gripper=0.0))
+                        decisions[name].append('ok')
+                    except CommandRejected as err:
+                        decisions[name].append(str(err).split(' by ')[0])
+                    world.step()
+                # Both hold the last command both accepted (exactly: the same numbers).
+                np.testing.assert_allclose(twin.target, real._target_q, rtol=0, atol=1e-9)
+        finally:
+            real.close()
+            twin.close()
+    refused = [d for d in decisions['real'] if d != 'ok']
+    assert refused and all('the arm lags its target' in d for d in refused), decisions['real']
+    assert decisions['twin'] == decisions['real']
+    assert twin.rejections and len(twin.rejections) == len(refused)
+    print(f'\nreal and twin refused the same {len(refused)} of 40 commands')

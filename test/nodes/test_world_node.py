@@ -114,3 +114,38 @@ def test_bad_parameter_fails_at_startup_naming_the_field(param, expected):
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2
     assert expected in proc.stderr, proc.stderr
+
+
+def test_twin_with_the_safety_filter_refuses_as_the_bridge_and_reports_it(tmp_path):
+    """``safety.filter_commands`` (what paired-eval's graph sets for the twin, issue 37): a
+    jump the real side's rules refuse is refused by the twin too, the arm holds, and each
+    refusal goes out on world/status with the episode's count, which the evaluator records."""
+    from diagnostic_msgs.msg import DiagnosticStatus
+
+    from realm_ros.core.safety import REJECTED_STATUS
+
+    args = ['world_node', '--ros-args', '-r', '__ns:=/sim', '-p', 'lockstep:=true',
+            '-p', 'lockstep_timeout_s:=0.0', '-p', 'camera_rate_hz:=0.0',
+            '-p', 'safety.filter_commands:=true', '-p', 'safety.arm_id:=fr3']
+    with run_process(args, tmp_path / 'world.log'), ros_node('probe') as (node, executor):
+        probe = Probe(node, '/sim')
+        status = []
+        node.create_subscription(DiagnosticStatus, '/sim/world/status', status.append,
+                                 qos.STATE)
+        assert spin_until(executor, lambda: probe.states, 30), \
+            (tmp_path / 'world.log').read_text()
+        start = probe.arm()
+        for k, jump in enumerate((0.5, 0.6)):  # > velocity_scale * limit * dt: refused
+            n = len(probe.states)
+            probe.cmd.publish(trajectory_command(start + jump, gripper=0.0))
+            assert spin_until(executor, lambda n=n: len(probe.states) > n, 10)
+            assert spin_until(executor, lambda k=k: len(status) > k, 10)
+            assert status[k].level == DiagnosticStatus.WARN and status[k].name == REJECTED_STATUS
+            assert status[k].message.startswith('safety: target change exceeds')
+            assert [(v.key, v.value) for v in status[k].values] == [('rejected', str(k + 1))]
+        np.testing.assert_allclose(probe.arm(), start, atol=2e-3)  # held
+        n = len(probe.states)
+        probe.cmd.publish(trajectory_command(start + 0.02, gripper=0.0))  # a valid step
+        assert spin_until(executor, lambda: len(probe.states) > n, 10)
+        spin_until(executor, lambda: False, 0.3)
+        assert len(status) == 2

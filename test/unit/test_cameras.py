@@ -62,7 +62,8 @@ def test_lab_rig_file_moves_the_cameras(tmp_path):
         '    quaternion_xyzw: [1.0, 0.0, 0.0, 0.0]\n'  # 180 deg about x: looking straight down
         '    fy_px: 528.0\n'
         '    height_px: 720\n')
-    world = MujocoWorld(WorldConfig(task='pick_spoon', camera_rig_file=str(rig)))
+    world = MujocoWorld(WorldConfig(task='pick_spoon', camera_rig_file=str(rig),
+                                    cameras=('exterior_1',)))
     try:
         cam = world.model.camera('exterior_1').id
         np.testing.assert_allclose(world.model.cam_pos[cam], [0.2, 0.7, 0.6])
@@ -72,7 +73,7 @@ def test_lab_rig_file_moves_the_cameras(tmp_path):
         mujoco.mj_forward(world.model, world.data)
         forward = -world.data.cam_xmat[cam].reshape(3, 3)[:, 2]
         np.testing.assert_allclose(forward, [0.0, 0.0, -1.0], atol=1e-6)
-        # The cameras the file leaves out keep DROID's place.
+        # The cameras the file leaves out (and nothing renders) keep DROID's place.
         np.testing.assert_allclose(world.model.cam_pos[world.model.camera('exterior_2').id],
                                    mjcf.DEFAULT_CAMERAS[1].pos)
     finally:
@@ -96,6 +97,24 @@ def test_bad_rig_file_names_the_field(tmp_path, text, message):
     path.write_text(text)
     with pytest.raises(ConfigError, match=message):
         camera_rig.load_rig(str(path))
+
+
+def test_a_rig_file_without_a_camera_the_run_renders_is_refused(tmp_path):
+    """A lab's rig must place every camera its images come from: a camera the file leaves
+    out is DROID's pose only when nothing renders it (issue 37)."""
+    path = tmp_path / 'lab.yaml'
+    path.write_text('cameras: {exterior_1: {position: [0.1, 0.5, 0.6], look_at: [0.5, 0, 0.1], '
+                    'fovy_deg: 60}}\n')
+    assert camera_rig.load_rig(str(path), uses=('exterior_1',)).listed == ('exterior_1',)
+    with pytest.raises(ConfigError, match=r'^camera_rig_file: .*lab.yaml has no camera wrist, '
+                                          'which this run renders'):
+        MujocoWorld(WorldConfig(task='push_switch', cameras=('exterior_1', 'wrist'),
+                                camera_width=32, camera_height=24,
+                                camera_rig_file=str(path)))
+    world = MujocoWorld(WorldConfig(task='push_switch', cameras=('exterior_1',),
+                                    camera_width=32, camera_height=24,
+                                    camera_rig_file=str(path)))
+    world.close()
 
 
 # ---- what the cameras see -----------------------------------------------------------------------

@@ -154,6 +154,20 @@ def test_score_a_run_folder_beside_the_rubric(tiny, tmp_path):
                            env=dict(os.environ))
     assert again.returncode == 0 and '0 episode(s) scored' in again.stdout
     assert len((run / 'scores.jsonl').read_text().splitlines()) == 16  # resumed, not redone
+    # An episode run again with other settings (as --rerun-changed appends it): its score is
+    # stale; the run is refused in one line, or scores it again with --rerun-changed.
+    rerun = dict(records[0], made_by={'max_steps': 7})
+    with open(run / 'episodes.jsonl', 'a') as handle:
+        handle.write(json.dumps(rerun) + '\n')
+    refused = subprocess.run(command, capture_output=True, text=True, timeout=120,
+                             env=dict(os.environ))
+    assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1
+    assert 'was run with the episode (run again since it was scored)' in refused.stderr
+    again = subprocess.run([*command, '--rerun-changed'], capture_output=True, text=True,
+                           timeout=120, env=dict(os.environ))
+    assert again.returncode == 0 and '1 episode(s) scored' in again.stdout, again.stderr
+    section = json.loads((run / 'summary.json').read_text())['scorers'][name]
+    assert section['episodes'] == 16  # the new score replaces the stale one
     missing = subprocess.run([str(BIN / 'realm-ros'), 'score', str(tmp_path / 'nothing')],
                              capture_output=True, text=True, timeout=60, env=dict(os.environ))
     assert missing.returncode == 2 and 'no episodes.jsonl' in missing.stderr

@@ -39,6 +39,8 @@ class Rig:
     #: Reflective materials (the table's faint reflectance): True, False or 'auto' (as shadows;
     #: about 1.7x per image on llvmpipe).
     reflections: bool | str = 'auto'
+    #: The cameras the rig's source defines (the built-in rig: all three).
+    listed: tuple[str, ...] = ('exterior_1', 'exterior_2', 'wrist')
 
 
 def _vector(entry: Mapping[str, Any], key: str, n: int, where: str) -> tuple[float, ...]:
@@ -141,18 +143,31 @@ def _load(path: str) -> Rig:
     if antialias not in (0, 2, 4, 8) or isinstance(antialias, bool):
         raise ConfigError(f'camera_rig_file: {path}: render.antialias must be one of 0, 2, 4, '
                           f'8; got {antialias!r}')
-    return Rig(exterior, wrist, str(file), shadows, int(antialias), reflections)
+    # An empty `cameras` map is a file of render settings over DROID's rig (all three).
+    listed = tuple(n for n in ('exterior_1', 'exterior_2', 'wrist') if n in cameras or not cameras)
+    return Rig(exterior, wrist, str(file), shadows, int(antialias), reflections, listed)
 
 
-def load_rig(path: str = '') -> Rig:
-    """Return the rig in ``path`` ('' = DROID's, as built in; missing cameras keep DROID's).
+def load_rig(path: str = '', uses: Sequence[str] = ()) -> Rig:
+    """Return the rig in ``path`` ('' = DROID's, as built in).
+
+    A camera the file leaves out keeps DROID's pose, unless the run renders it (``uses``): a
+    lab's rig must place every camera its images come from, never DROID's in its stead. A
+    file with an empty ``cameras: {}`` sets render options over DROID's whole rig.
 
     Raises:
-        ConfigError: unreadable file, unknown camera, or a malformed entry (named).
+        ConfigError: unreadable file, unknown camera, a malformed entry (named), or a camera
+            of ``uses`` the file does not define.
     """
     if not path:
         return Rig()
-    return _load(str(pathlib.Path(path).expanduser().resolve()))
+    rig = _load(str(pathlib.Path(path).expanduser().resolve()))
+    missing = [name for name in uses if name not in rig.listed]
+    if missing:
+        raise ConfigError(f'camera_rig_file: {path} has no camera {", ".join(missing)}, which '
+                          f'this run renders; add it (config/cameras/droid.yaml shows the '
+                          'format) or leave it out of cameras')
+    return rig
 
 
 __all__ = ['DEFAULT_RIG', 'Rig', 'camera_from_entry', 'load_rig']

@@ -86,7 +86,8 @@ class MujocoWorld(World):
         scene = perturb.make_variant(load_scene(task), code, params or {})
         self._variant = perturb.variant_key(code, params or {})
         body_xml, asset_xml = scene.mjcf()
-        rig = self.look.rig(camera_rig.load_rig(self._config.camera_rig_file))
+        rig = self.look.rig(camera_rig.load_rig(self._config.camera_rig_file,
+                                                uses=self._config.cameras))
         xml = mjcf.build_mjcf(
             physics_hz=self._config.physics_hz, scene_xml=body_xml + self.look.body_xml(),
             scene_assets=asset_xml + self.look.asset_xml(),
