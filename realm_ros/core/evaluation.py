@@ -50,6 +50,7 @@ class PolicyEntry:
         """Parse ``policy[:skill]`` or ``label=policy[:k=v,k=v]``.
 
         ``scripted:2`` -> label ``scripted-2``, policy ``scripted``, ``{'skill': 2}``;
+        ``scripted:good`` -> label ``scripted-good``, ``{'skill': 'good'}`` (a skill by name);
         ``pi05=openpi:host=gpu-box,port=8000`` -> label ``pi05`` with those arguments.
         """
         label, _, rest = text.partition('=') if '=' in text.split(':')[0] else ('', '', text)
@@ -61,8 +62,16 @@ class PolicyEntry:
         if arg_text and '=' not in arg_text:
             skill = _number(arg_text)
             if isinstance(skill, str):
-                raise ConfigError(f'policy entry {text!r}: bad argument {arg_text!r} (a skill '
-                                  'number, or key=value pairs)')
+                # A skill by name (``scripted:good``), as ``episode --skill good`` and the
+                # command line's ``--policies`` take it: checked by building the policy.
+                from realm_ros.core.policy import policy_class, policy_needs, policy_settings
+                if 'skill' not in policy_settings(policy_class(name)):
+                    raise ConfigError(f'policy entry {text!r}: bad argument {arg_text!r} (a '
+                                      'skill number or name, or key=value pairs)')
+                try:
+                    policy_needs(name, skill=skill)
+                except ConfigError as err:
+                    raise ConfigError(f'policy entry {text!r}: {err}') from None
             args['skill'] = skill
             label = label or f'{name}-{arg_text}'
         elif arg_text:

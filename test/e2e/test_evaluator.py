@@ -150,7 +150,7 @@ def test_commands_the_real_side_refuses_are_refused_by_the_twin_and_counted(tmp_
 
 @pytest.mark.parametrize('args, message', [
     (['--tasks', 'pick_spon'], "unknown task 'pick_spon'"),
-    (['--policies', 'scripted:x'], "bad argument 'x'"),
+    (['--policies', 'scripted:x'], "skill 'x' unknown"),
     (['--perturbations', 'B-HOBJ', '--tasks', 'push_switch'], 'incompatible'),
     (['--sim-params', '/no/such.yaml'], 'file not found'),
     (['--real', 'franka', '--policies', 'scripted:0', 'scripted:1'], 'privileged'),

@@ -124,8 +124,10 @@ def test_twin_with_the_safety_filter_refuses_as_the_bridge_and_reports_it(tmp_pa
 
     from realm_ros.core.safety import REJECTED_STATUS
 
+    # A lockstep timeout: the world steps (and publishes its state) while it waits, so a probe
+    # that joins after the first state message still sees one (joint_states is volatile).
     args = ['world_node', '--ros-args', '-r', '__ns:=/sim', '-p', 'lockstep:=true',
-            '-p', 'lockstep_timeout_s:=0.0', '-p', 'camera_rate_hz:=0.0',
+            '-p', 'lockstep_timeout_s:=0.5', '-p', 'camera_rate_hz:=0.0',
             '-p', 'safety.filter_commands:=true', '-p', 'safety.arm_id:=fr3']
     with run_process(args, tmp_path / 'world.log'), ros_node('probe') as (node, executor):
         probe = Probe(node, '/sim')

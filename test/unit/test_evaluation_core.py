@@ -23,6 +23,12 @@ def test_policy_entry_parsing():
     assert PolicyEntry.parse('hold') == PolicyEntry('hold', 'hold', {})
     with pytest.raises(ConfigError, match='bad argument'):
         PolicyEntry.parse('x=openpi:host')
+    # A skill by name, as in a config file's policies list (`--policies` and `episode --skill`
+    # take the same names).
+    assert PolicyEntry.parse('scripted:good') == PolicyEntry('scripted-good', 'scripted',
+                                                             {'skill': 'good'})
+    with pytest.raises(ConfigError, match="'scripted:goood'.*unknown"):
+        PolicyEntry.parse('scripted:goood')
 
 
 def test_config_validation_names_fields(tmp_path):
