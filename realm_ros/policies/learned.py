@@ -188,7 +188,7 @@ class LearnedPolicy(Policy):
     name = 'learned'
 
     def __init__(self, path: str = '', device: str = 'cpu', horizon: int = 8,
-                 prompt: str = '') -> None:
+                 prompt: str = '', blind: bool = False) -> None:
         """Load the checkpoint.
 
         Args:
@@ -196,6 +196,8 @@ class LearnedPolicy(Policy):
             device: torch device string (``cpu``, ``cuda``).
             horizon: actions executed open loop per chunk (default 8, as openpi's DROID client).
             prompt: instruction to use when the observation carries none ('' = the task's).
+            blind: give the network black images instead of the cameras' (the blind baseline:
+                the same weights without their pictures, to show a score comes from looking).
         """
         if not path:
             raise ConfigError("the learned policy needs 'path' (a checkpoint from realm-ros "
@@ -212,6 +214,7 @@ class LearnedPolicy(Policy):
             raise ConfigError(f"learned policy 'horizon' must be 1..{self.config['horizon']}, "
                               f'got {horizon}')
         self.prompt = prompt
+        self.blind = str(blind).lower() in ('1', 'true', 'yes')
         self._instruction = prompt
         self._latency = LatencyRecorder()
 
@@ -223,7 +226,7 @@ class LearnedPolicy(Policy):
     @property
     def label(self) -> str:
         stage = self.meta.get('stage', '')
-        return f'learned:{stage or os.path.basename(self.path)}'
+        return f'learned:{stage or os.path.basename(self.path)}' + (':blind' if self.blind else '')
 
     @property
     def latency(self) -> LatencyStats:
@@ -242,7 +245,8 @@ class LearnedPolicy(Policy):
             if camera not in obs.images:
                 raise ConfigError(f'the learned policy needs camera {camera!r} but the '
                                   f'observation has {sorted(obs.images)}')
-            images.append(prepare_image(obs.images[camera], self.image_size))
+            image = prepare_image(obs.images[camera], self.image_size)
+            images.append(np.zeros_like(image) if self.blind else image)
         state = np.r_[obs.joints.position, obs.joints.gripper].astype(np.float32)[None]
         instruction = obs.instruction or self._instruction
         start = time.perf_counter()
