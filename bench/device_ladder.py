@@ -256,6 +256,35 @@ def summary(args: argparse.Namespace) -> int:
     return 0
 
 
+def latency(args: argparse.Namespace) -> int:
+    """CPU time of one chunk per checkpoint (``infer``: two 320x180 frames resized, forward,
+    decode), one thread: median and 90th percentile over ``--calls`` calls, ms."""
+    import numpy as np
+    import torch
+
+    from realm_ros.core.types import EpisodeSpec, JointState, Observation
+    from realm_ros.policies.learned import LearnedPolicy
+
+    torch.set_num_threads(1)
+    rng = np.random.default_rng(0)
+    zeros = np.zeros(7)
+    for path in args.checkpoints:
+        policy = LearnedPolicy(path=path)
+        policy.reset(EpisodeSpec(task='push_switch', seed=0, policy='learned', max_steps=1))
+        times = []
+        for k in range(args.calls + 5):
+            obs = Observation(joints=JointState(zeros, zeros, zeros, 0.0), images={
+                c: rng.integers(0, 255, (180, 320, 3), dtype=np.uint8) for c in policy.cameras})
+            start = time.perf_counter()
+            policy.infer(obs)
+            if k >= 5:  # the first calls warm up
+                times.append((time.perf_counter() - start) * 1000.0)
+        print(json.dumps({'checkpoint': path, 'threads': 1, 'calls': args.calls,
+                          'median_ms': round(float(np.median(times)), 2),
+                          'p90_ms': round(float(np.quantile(times, 0.9)), 2)}), flush=True)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog='bench/device_ladder.py')
     sub = parser.add_subparsers(dest='cmd', required=True)
@@ -285,8 +314,12 @@ def main(argv: list[str] | None = None) -> int:
     s = sub.add_parser('summary', help='tables with 95 % intervals')
     s.add_argument('episodes', nargs='+')
     s.add_argument('--json', default='')
+    t = sub.add_parser('latency', help='CPU time per chunk, one thread')
+    t.add_argument('checkpoints', nargs='+')
+    t.add_argument('--calls', type=int, default=100)
     args = parser.parse_args(argv)
-    return {'gen': gen, 'eval': evaluate, 'summary': summary}[args.cmd](args)
+    return {'gen': gen, 'eval': evaluate, 'summary': summary,
+            'latency': latency}[args.cmd](args)
 
 
 if __name__ == '__main__':
