@@ -172,6 +172,9 @@ def evaluate(args: argparse.Namespace) -> int:
         add(rung, 'lab', 'lab_demo', lab, args.seeds)
         for name, path in looks.items():
             add(rung, 'looks', name, path, args.look_seeds)
+    unknown = sorted(set(args.blind) - set(rungs))
+    if unknown:
+        sys.exit(f'eval: --blind names no checkpoint: {unknown}; the rungs are {sorted(rungs)}')
     for rung in args.blind:
         add(rung, 'blind', 'lab_demo', lab, args.seeds, blind=True)
     jobs.sort(key=lambda j: (j['appearance'], j['task'], j['rung'], j['blind'], j['seed']))
@@ -248,11 +251,33 @@ def summary(args: argparse.Namespace) -> int:
         return (f"{fig['success']:.2f} [{s[0]:.2f}, {s[1]:.2f}] / {fig['progression']:.2f} "
                 f"[{p[0]:.2f}, {p[1]:.2f}] (n {fig['n']})")
 
+    rungs = [r for r in (args.rungs or table) if r in table]
     print('| rung | digital real (lab look) | blind | other looks |')
     print('|---|---|---|---|')
-    for rung, conds in table.items():
+    for rung in rungs:
+        conds = table[rung]
         print(f"| {rung} | {cell(conds.get('lab'))} | {cell(conds.get('blind'))} | "
               f"{cell(conds.get('looks'))} |")
+    tasks = sorted({r['task'] for r in rows})
+    print('\n| rung | ' + ' | '.join(f'{t}: lab look | {t}: other looks' for t in tasks) + ' |')
+    print('|---' * (1 + 2 * len(tasks)) + '|')
+    for rung in rungs:
+        conds = table[rung]
+        print(f'| {rung} | ' + ' | '.join(
+            f"{cell(conds.get(f'lab:{t}'))} | {cell(conds.get(f'looks:{t}'))}" for t in tasks)
+            + ' |')
+    looks = sorted({r['look'] for r in rows if r['condition'] == 'looks'},
+                   key=lambda name: int(name.split('_')[1]))
+    if looks:
+        print('\nsuccesses / episodes per other look (both tasks)\n')
+        print('| rung | ' + ' | '.join(looks) + ' |')
+        print('|---' * (1 + len(looks)) + '|')
+        for rung in rungs:
+            conds = table[rung]
+            print(f'| {rung} | ' + ' | '.join(
+                f"{round(conds[f'look:{k}']['success'] * conds[f'look:{k}']['n'])}/"
+                f"{conds[f'look:{k}']['n']}" if f'look:{k}' in conds else '-'
+                for k in looks) + ' |')
     return 0
 
 
@@ -314,6 +339,7 @@ def main(argv: list[str] | None = None) -> int:
     s = sub.add_parser('summary', help='tables with 95 % intervals')
     s.add_argument('episodes', nargs='+')
     s.add_argument('--json', default='')
+    s.add_argument('--rungs', nargs='*', default=[], help='rows to print, in order')
     t = sub.add_parser('latency', help='CPU time per chunk, one thread')
     t.add_argument('checkpoints', nargs='+')
     t.add_argument('--calls', type=int, default=100)
