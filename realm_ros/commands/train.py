@@ -21,6 +21,7 @@ from typing import Any
 
 from realm_ros.core.errors import ConfigError
 from realm_ros.policies.training import (  # noqa: F401 - parse_stages: the old home's name
+    AUGMENTATIONS,
     TrainConfig,
     episode_samples,
     parse_stages,
@@ -50,6 +51,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--width', type=int, default=32, help='CNN base width')
     parser.add_argument('--seed', type=int, default=0, help='torch and sampling seed')
     parser.add_argument('--log-every', type=int, default=100, help='steps between log lines')
+    parser.add_argument('--augment', default='shift', choices=AUGMENTATIONS,
+                        help="image augmentation: 'shift' (+-6 px, brightness +-10 %%) or "
+                             "'appearance' (also colour, light, noise, occluding boxes)")
 
 
 def load_samples(folders: list[pathlib.Path], cameras: list[str], image_size: int,
@@ -68,7 +72,7 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
                        image_size=args.image_size,
                        cameras=tuple(c for c in args.cameras.split(',') if c),
                        val_episodes=args.val_episodes, device=args.device, width=args.width,
-                       seed=args.seed, log_every=args.log_every)
+                       seed=args.seed, log_every=args.log_every, augment=args.augment)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -156,7 +156,8 @@ def load_checkpoint(path: str, device: str | torch.device = 'cpu'
     """Return (model in eval mode on ``device``, config, stats, meta) of a checkpoint file.
 
     Raises:
-        ConfigError: not a file, or not a realm_ros learned-policy checkpoint.
+        ConfigError: not a file, not a realm_ros learned-policy checkpoint, or one that does
+            not fit the Franka (:func:`check_fit`: one line naming what does not fit).
     """
     if not os.path.isfile(path):
         raise ConfigError(f"learned policy 'path' {path!r} is not a file")
@@ -167,12 +168,72 @@ def load_checkpoint(path: str, device: str | torch.device = 'cpu'
     if not isinstance(blob, dict) or blob.get('format') != FORMAT:
         raise ConfigError(f'{path} is not a realm_ros learned-policy checkpoint '
                           f'(format {FORMAT!r})')
-    config = blob['config']
+    config = check_fit(blob, path)
     model = build_model(config)
-    model.load_state_dict({k: v.float() if v.is_floating_point() else v
-                           for k, v in blob['state_dict'].items()})
+    try:
+        model.load_state_dict({k: v.float() if v.is_floating_point() else v
+                               for k, v in blob['state_dict'].items()})
+    except RuntimeError as err:
+        first = str(err).strip().splitlines()[1:2] or [str(err)]
+        raise ConfigError(f'{path}: its weights do not fit its config: '
+                          f'{first[0].strip()}') from None
     stats = {k: v.float().to(device) for k, v in blob['stats'].items()}
     return model.to(device).eval(), config, stats, blob.get('meta', {})
+
+
+#: What a checkpoint must say to run on the Franka (DROID): its robot, the state and action
+#: widths (7 joints + gripper), and the statistics the policy normalises with, with their widths.
+ROBOT = 'franka'
+STATE_DIM = 8
+ACTION_DIM = 8
+STATS = {'state_mean': STATE_DIM, 'state_std': STATE_DIM, 'delta_mean': 7, 'delta_std': 7}
+
+
+def check_fit(blob: dict[str, Any], path: str) -> dict[str, Any]:
+    """Return the checkpoint's config, or raise ConfigError naming the first thing that does
+    not fit the Franka (robot, state or action width, cameras, image size, statistics)."""
+    from realm_ros.core.config import CAMERA_NAMES
+
+    config = blob.get('config')
+    if not isinstance(config, dict):
+        raise ConfigError(f'{path}: the checkpoint has no config')
+    robot = config.get('robot', ROBOT)
+    if robot != ROBOT:
+        raise ConfigError(f'{path} was trained for robot {robot!r}, not the {ROBOT} (DROID)')
+    for key, want, what in (('state_dim', STATE_DIM, 'state'), ('action_dim', ACTION_DIM,
+                                                                 'action')):
+        got = config.get(key, want)
+        if got != want:
+            raise ConfigError(f"{path}: its {what} has {got} values; the Franka's has {want} "
+                              '(7 joints + gripper)')
+    cameras = config.get('cameras')
+    if not cameras or not isinstance(cameras, list) or \
+            any(c not in CAMERA_NAMES for c in cameras):
+        raise ConfigError(f'{path}: cameras {cameras!r} are not DROID cameras {CAMERA_NAMES}')
+    size = config.get('image_size')
+    if isinstance(size, bool) or not isinstance(size, int) or not 32 <= size <= 1024:
+        raise ConfigError(f'{path}: image size {size!r} is not a side of 32..1024 px')
+    horizon = config.get('horizon')
+    if isinstance(horizon, bool) or not isinstance(horizon, int) or horizon < 1:
+        raise ConfigError(f'{path}: horizon {horizon!r} is not a positive integer')
+    stats = blob.get('stats')
+    if not isinstance(stats, dict):
+        raise ConfigError(f'{path}: the checkpoint has no normalisation stats')
+    for key, width in STATS.items():
+        if key not in stats:
+            raise ConfigError(f'{path}: missing stats {key!r} (the normalisation of the '
+                              'training set)')
+        if tuple(stats[key].shape) != (width,):
+            raise ConfigError(f'{path}: stats {key!r} has shape {tuple(stats[key].shape)}, '
+                              f'not ({width},)')
+    weights = blob.get('state_dict')
+    if not isinstance(weights, dict):
+        raise ConfigError(f'{path}: the checkpoint has no weights')
+    head = weights.get('head.5.weight')
+    if head is not None and head.shape[0] != horizon * ACTION_DIM:
+        raise ConfigError(f'{path}: its head answers {head.shape[0]} numbers, not horizon '
+                          f'{horizon} x {ACTION_DIM} (7 joints + gripper): wrong action width')
+    return config
 
 
 def decode(raw: torch.Tensor, state: torch.Tensor, stats: dict[str, torch.Tensor]
@@ -188,7 +249,7 @@ class LearnedPolicy(Policy):
     name = 'learned'
 
     def __init__(self, path: str = '', device: str = 'cpu', horizon: int = 8,
-                 prompt: str = '') -> None:
+                 prompt: str = '', blind: bool = False) -> None:
         """Load the checkpoint.
 
         Args:
@@ -196,6 +257,8 @@ class LearnedPolicy(Policy):
             device: torch device string (``cpu``, ``cuda``).
             horizon: actions executed open loop per chunk (default 8, as openpi's DROID client).
             prompt: instruction to use when the observation carries none ('' = the task's).
+            blind: give the network black images instead of the cameras' (the blind baseline:
+                the same weights without their pictures, to show a score comes from looking).
         """
         if not path:
             raise ConfigError("the learned policy needs 'path' (a checkpoint from realm-ros "
@@ -212,6 +275,7 @@ class LearnedPolicy(Policy):
             raise ConfigError(f"learned policy 'horizon' must be 1..{self.config['horizon']}, "
                               f'got {horizon}')
         self.prompt = prompt
+        self.blind = str(blind).lower() in ('1', 'true', 'yes')
         self._instruction = prompt
         self._latency = LatencyRecorder()
 
@@ -223,7 +287,7 @@ class LearnedPolicy(Policy):
     @property
     def label(self) -> str:
         stage = self.meta.get('stage', '')
-        return f'learned:{stage or os.path.basename(self.path)}'
+        return f'learned:{stage or os.path.basename(self.path)}' + (':blind' if self.blind else '')
 
     @property
     def latency(self) -> LatencyStats:
@@ -242,7 +306,8 @@ class LearnedPolicy(Policy):
             if camera not in obs.images:
                 raise ConfigError(f'the learned policy needs camera {camera!r} but the '
                                   f'observation has {sorted(obs.images)}')
-            images.append(prepare_image(obs.images[camera], self.image_size))
+            image = prepare_image(obs.images[camera], self.image_size)
+            images.append(np.zeros_like(image) if self.blind else image)
         state = np.r_[obs.joints.position, obs.joints.gripper].astype(np.float32)[None]
         instruction = obs.instruction or self._instruction
         start = time.perf_counter()
@@ -267,10 +332,11 @@ def default_config(cameras: Sequence[str], horizon: int = 10, image_size: int = 
     """Model and data settings stored in every checkpoint."""
     config = {'cameras': list(cameras), 'horizon': int(horizon), 'image_size': int(image_size),
               'width': 32, 'keypoints': 64, 'text_dim': 64, 'hidden': 512,
-              'action_space': 'joint_position'}
+              'action_space': 'joint_position', 'robot': ROBOT, 'state_dim': STATE_DIM,
+              'action_dim': ACTION_DIM}
     config.update(overrides)
     return config
 
 
-__all__ = ['FORMAT', 'LearnedPolicy', 'VisuomotorPolicy', 'build_model', 'decode',
+__all__ = ['FORMAT', 'LearnedPolicy', 'VisuomotorPolicy', 'build_model', 'check_fit', 'decode',
            'default_config', 'load_checkpoint', 'prepare_image', 'save_checkpoint', 'tokenize']

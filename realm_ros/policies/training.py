@@ -40,6 +40,9 @@ def parse_stages(text: str) -> list[tuple[str, int]]:
     return sorted(stages, key=lambda s: s[1])
 
 
+#: ``--augment`` values.
+AUGMENTATIONS = ('shift', 'appearance')
+
 
 @dataclasses.dataclass(frozen=True)
 class TrainConfig:
@@ -58,11 +61,60 @@ class TrainConfig:
     width: int = field(32, 'CNN base width')
     seed: int = field(0, 'torch and sampling seed')
     log_every: int = field(100, 'steps between log lines')
+    augment: str = field('shift', "image augmentation: 'shift' (random shift +-6 px, brightness "
+                                  "+-10 %) or 'appearance' (shift, then colour, light, noise "
+                                  'and occluding boxes: other looks of the same scene)')
 
     def __post_init__(self) -> None:
         parse_stages(self.stages)
         if self.batch <= 0 or self.horizon <= 0 or self.image_size < 32:
             raise ConfigError('--batch and --horizon must be > 0 and --image-size >= 32')
+        if self.augment not in AUGMENTATIONS:
+            raise ConfigError(f'--augment: unknown {self.augment!r}; choose one of '
+                              f'{list(AUGMENTATIONS)}')
+
+
+def appearance_jitter(img: Any, generator: Any = None) -> Any:
+    """Other looks of the same scene for a batch (B, C, 3, H, W) in [0, 1] (torch).
+
+    Per image: a random colour-mixing matrix (identity +- 0.15: hue and white balance), gain
+    0.6-1.4 (exposure, light), contrast and saturation 0.6-1.4 and 0.4-1.6 about the image's
+    mean and grey, an offset +-0.08 per channel, sensor noise of std 0-0.03, and up to three
+    boxes of a random colour (each with probability 0.3, 5-25 % of the side: objects the
+    demonstrations never showed). What the variant looks change (walls, floor, table, light,
+    distractors) are colour and clutter, not geometry; the cameras' small offsets are the
+    shift's.
+    """
+    import torch
+
+    b, c, ch, h, w = img.shape
+    n = b * c
+    dev = img.device
+
+    def uniform(low: float, high: float, *shape: int) -> torch.Tensor:
+        return low + (high - low) * torch.rand(*shape, device=dev, generator=generator)
+
+    x = img.reshape(n, ch, h, w)
+    mix = torch.eye(3, device=dev) + uniform(-0.15, 0.15, n, 3, 3)
+    x = torch.einsum('nij,njhw->nihw', mix, x)
+    x = x * uniform(0.6, 1.4, n, 1, 1, 1)
+    mean = x.mean(dim=(1, 2, 3), keepdim=True)
+    x = mean + (x - mean) * uniform(0.6, 1.4, n, 1, 1, 1)
+    grey = x.mean(dim=1, keepdim=True)
+    x = grey + (x - grey) * uniform(0.4, 1.6, n, 1, 1, 1)
+    x = x + uniform(-0.08, 0.08, n, 3, 1, 1)
+    x = x + torch.randn(x.shape, device=dev, generator=generator) * uniform(0, 0.03, n, 1, 1, 1)
+    ys = torch.arange(h, device=dev).view(1, h, 1)
+    xs = torch.arange(w, device=dev).view(1, 1, w)
+    for _ in range(3):
+        side = (uniform(0.05, 0.25, n, 2) * torch.tensor([h, w], device=dev)).long()
+        y0 = (uniform(0, 1, n) * (h - side[:, 0])).long().view(n, 1, 1)
+        x0 = (uniform(0, 1, n) * (w - side[:, 1])).long().view(n, 1, 1)
+        inside = ((ys >= y0) & (ys < y0 + side[:, 0].view(n, 1, 1))
+                  & (xs >= x0) & (xs < x0 + side[:, 1].view(n, 1, 1)))
+        on = (uniform(0, 1, n) < 0.3).view(n, 1, 1) & inside
+        x = torch.where(on[:, None], uniform(0, 1, n, 3, 1, 1), x)
+    return x.clamp(0, 1).view(b, c, ch, h, w)
 
 
 def episode_samples(episodes: Iterable[Any], cameras: Sequence[str], image_size: int,
@@ -170,7 +222,8 @@ def train(load: Callable[[TrainConfig], dict[str, Any]], config: TrainConfig,
         shifted = padded[torch.arange(b * c, device=img.device)[:, None, None, None],
                          torch.arange(ch, device=img.device)[None, :, None, None], rows, cols]
         gain = 1.0 + 0.1 * (2 * torch.rand(b * c, 1, 1, 1, device=img.device) - 1)
-        return (shifted * gain).clamp(0, 1).view(b, c, ch, h, w)
+        out = (shifted * gain).clamp(0, 1).view(b, c, ch, h, w)
+        return appearance_jitter(out) if config.augment == 'appearance' else out
 
     def loss_on(idx: torch.Tensor, train: bool) -> tuple[torch.Tensor, float, float]:
         img = images[idx].float() / 255.0
@@ -230,7 +283,7 @@ def train(load: Callable[[TrainConfig], dict[str, Any]], config: TrainConfig,
                    'time_s': round(time.monotonic() - train_start, 2), **validate()}
             meta = {'stage': name, 'step': step, 'train_time_s': row['time_s'], 'device': gpu,
                     'episodes': int(data['episodes']), 'frames': int(len(states)),
-                    'instructions': data['instructions'],
+                    'instructions': data['instructions'], 'augment': config.augment,
                     'datasets': list(datasets)}
             save_checkpoint(str(out / f'{name}.pt'), model, model_config, stats, meta)
             next_stage = next(stage_iter, (None, -1))
