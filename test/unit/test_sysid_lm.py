@@ -52,6 +52,38 @@ def test_least_squares_recovers_known_parameters_with_intervals():
     assert np.median(error) < 0.05 and np.all(error < 3 * ci + 0.01), (error, ci)
 
 
+def test_windows_for_interval_scales_with_the_square_of_the_interval():
+    # Intervals shrink as 1 / sqrt(data): 1.5 % on 24 windows needs 24 * 3 ** 2 for 0.5 %.
+    assert sysid.windows_for_interval([0.01, 0.015, np.inf], 24, 0.005, 1000) == 216
+    assert sysid.windows_for_interval([0.01, 0.015], 24, 0.005, 160) == 160  # at most all
+    assert sysid.windows_for_interval([0.004, np.inf], 24, 0.005, 160) == 24  # already met
+    assert sysid.windows_for_interval([0.015], 24, 0.0, 160) == 24  # target 0: off
+
+
+def test_a_sample_of_windows_is_widened_to_the_interval_target():
+    """On noisy data a fit on a sample of the windows scatters by its interval; with
+    ``lm_interval_target`` one Gauss-Newton step on more windows lands where the fit on all of
+    them converges (well inside the intervals) and narrows the intervals. Noise-free data
+    (intervals ~0) add nothing."""
+    noisy = _data(noise=5e-4)
+    rollout = TwinRollout()
+    every = sysid.fit(rollout, noisy, method='lm', window=15, lm_windows=0)
+    sample = sysid.fit(rollout, noisy, method='lm', window=15, lm_windows=3,
+                       lm_interval_target=0.0)
+    widened = sysid.fit(rollout, noisy, method='lm', window=15, lm_windows=3,
+                        lm_interval_target=1e-3)
+    assert 'Gauss-Newton step on 6 windows' in widened.stop_reason, widened.stop_reason
+    ci = np.asarray(every.intervals)
+    assert np.all(np.asarray(widened.intervals) < np.asarray(sample.intervals))
+    off_sample = np.abs(_vector(sample.params) / _vector(every.params) - 1)
+    off_widened = np.abs(_vector(widened.params) / _vector(every.params) - 1)
+    assert np.all(off_widened < 0.05 * ci) and off_sample.max() > 0.2 * ci.max(), (
+        off_widened, off_sample, ci)
+    exact = sysid.fit(rollout, _data(), method='lm', window=15, lm_windows=3,
+                      lm_interval_target=1e-3)
+    assert 'Gauss-Newton' not in exact.stop_reason
+
+
 class FreeBatchTwin(TwinRollout):
     """The CPU twin flagged as a GPU evaluator is (``free_batch``: a batch costs the same at any
     size), so the least-squares fit takes its speculative path here."""
