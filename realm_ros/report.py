@@ -17,6 +17,8 @@ matplotlib.use('Agg')
 import matplotlib.pyplot as plt  # noqa: E402 - the backend must be chosen first
 import numpy as np  # noqa: E402
 
+from realm_ros.core.evaluation import _fmt_ci  # noqa: E402 - the console table's format
+
 REAL_COLOR, SIM_COLOR = '#c0392b', '#2471a3'
 
 
@@ -290,14 +292,16 @@ def write_report(out_dir: str | pathlib.Path, summary: Mapping[str, Any],
         'infrastructure failures (not scored).</p>',
     ]
     if 'pearson_r' in a:
+        # summary.json's ``ci95`` (paired bootstrap over starts, core/evaluation.py) beside
+        # each figure, as the console table prints them.
         parts.append(
-            f'<h2>Agreement</h2><p>Over per-policy mean progression: Pearson r = '
-            f'{a["pearson_r"]:.3f}, MMRV(sim, real) = {a["mmrv"]:.3f}, mean |real - sim| = '
-            f'{a["mean_abs_gap"]:.3f}.</p>')
+            f'<h2>Agreement</h2><p>Over per-policy mean progression, with paired-bootstrap 95 % '
+            f'intervals over starts: Pearson r = {_fmt_ci(a, "pearson_r")}, MMRV(sim, real) = '
+            f'{_fmt_ci(a, "mmrv")}, mean |real - sim| = {_fmt_ci(a, "mean_abs_gap")}.</p>')
         parts.append(_table(
-            ['task', 'Pearson r', 'MMRV', 'mean |gap|', 'policies'],
-            [[t, v['pearson_r'], v['mmrv'], v['mean_abs_gap'], v['n_policies']]
-             for t, v in a.get('per_task', {}).items()]))
+            ['task', 'Pearson r [95% CI]', 'MMRV [95% CI]', 'mean |gap| [95% CI]', 'policies'],
+            [[t, _fmt_ci(v, 'pearson_r'), _fmt_ci(v, 'mmrv'), _fmt_ci(v, 'mean_abs_gap'),
+              v['n_policies']] for t, v in a.get('per_task', {}).items()]))
     parts.append('<img src="agreement_scatter.png" alt="real vs sim per task">')
     parts.append('<h2>Policies</h2>')
     parts.append(_table(
