@@ -17,8 +17,6 @@ matplotlib.use('Agg')
 import matplotlib.pyplot as plt  # noqa: E402 - the backend must be chosen first
 import numpy as np  # noqa: E402
 
-from realm_ros.core.evaluation import _fmt_ci  # noqa: E402 - the console table's format
-
 REAL_COLOR, SIM_COLOR = '#c0392b', '#2471a3'
 
 
@@ -141,6 +139,14 @@ def _table(headers: list[str], rows: list[list[Any]]) -> str:
         '<tr>' + ''.join(f'<td>{html.escape(_cell(c))}</td>' for c in row) + '</tr>'
         for row in rows)
     return f'<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+
+
+def _with_interval(agreement: Mapping[str, Any], name: str) -> str:
+    """``agreement[name]`` and its ``ci95`` interval if it has one: ``0.912 [0.800, 0.990]``."""
+    interval = (agreement.get('ci95') or {}).get(name)
+    text = _cell(float(agreement[name]))
+    return f'{text} [{_cell(float(interval[0]))}, {_cell(float(interval[1]))}]' if interval \
+        else text
 
 
 def _cell(value: Any) -> str:
@@ -296,11 +302,11 @@ def write_report(out_dir: str | pathlib.Path, summary: Mapping[str, Any],
         # each figure, as the console table prints them.
         parts.append(
             f'<h2>Agreement</h2><p>Over per-policy mean progression, with paired-bootstrap 95 % '
-            f'intervals over starts: Pearson r = {_fmt_ci(a, "pearson_r")}, MMRV(sim, real) = '
-            f'{_fmt_ci(a, "mmrv")}, mean |real - sim| = {_fmt_ci(a, "mean_abs_gap")}.</p>')
+            f'intervals over starts: Pearson r = {_with_interval(a, "pearson_r")}, MMRV(sim, real) = '
+            f'{_with_interval(a, "mmrv")}, mean |real - sim| = {_with_interval(a, "mean_abs_gap")}.</p>')
         parts.append(_table(
             ['task', 'Pearson r [95% CI]', 'MMRV [95% CI]', 'mean |gap| [95% CI]', 'policies'],
-            [[t, _fmt_ci(v, 'pearson_r'), _fmt_ci(v, 'mmrv'), _fmt_ci(v, 'mean_abs_gap'),
+            [[t, _with_interval(v, 'pearson_r'), _with_interval(v, 'mmrv'), _with_interval(v, 'mean_abs_gap'),
               v['n_policies']] for t, v in a.get('per_task', {}).items()]))
     parts.append('<img src="agreement_scatter.png" alt="real vs sim per task">')
     parts.append('<h2>Policies</h2>')
