@@ -302,8 +302,9 @@ def write_report(out_dir: str | pathlib.Path, summary: Mapping[str, Any],
         # each figure, as the console table prints them.
         parts.append(
             f'<h2>Agreement</h2><p>Over per-policy mean progression, with paired-bootstrap 95 % '
-            f'intervals over starts: Pearson r = {_with_interval(a, "pearson_r")}, MMRV(sim, real) = '
-            f'{_with_interval(a, "mmrv")}, mean |real - sim| = {_with_interval(a, "mean_abs_gap")}.</p>')
+            f'intervals over starts: Pearson r = {_with_interval(a, "pearson_r")}, '
+            f'MMRV(sim, real) = {_with_interval(a, "mmrv")}, mean |real - sim| = '
+            f'{_with_interval(a, "mean_abs_gap")}.</p>')
         parts.append(_table(
             ['task', 'Pearson r [95% CI]', 'MMRV [95% CI]', 'mean |gap| [95% CI]', 'policies'],
             [[t, _with_interval(v, 'pearson_r'), _with_interval(v, 'mmrv'), _with_interval(v, 'mean_abs_gap'),
