@@ -307,8 +307,8 @@ def write_report(out_dir: str | pathlib.Path, summary: Mapping[str, Any],
             f'{_with_interval(a, "mean_abs_gap")}.</p>')
         parts.append(_table(
             ['task', 'Pearson r [95% CI]', 'MMRV [95% CI]', 'mean |gap| [95% CI]', 'policies'],
-            [[t, _with_interval(v, 'pearson_r'), _with_interval(v, 'mmrv'), _with_interval(v, 'mean_abs_gap'),
-              v['n_policies']] for t, v in a.get('per_task', {}).items()]))
+            [[t] + [_with_interval(v, k) for k in ('pearson_r', 'mmrv', 'mean_abs_gap')]
+             + [v['n_policies']] for t, v in a.get('per_task', {}).items()]))
     parts.append('<img src="agreement_scatter.png" alt="real vs sim per task">')
     parts.append('<h2>Policies</h2>')
     parts.append(_table(
