@@ -159,7 +159,8 @@ def main() -> None:
     parser.add_argument('--given', action='store_true',
                         help='also run sysid fit with the latency given (--latency)')
     args = parser.parse_args()
-    label = pathlib.Path(args.bags).name
+    label = pathlib.Path(args.bags).name + (f' ({pathlib.Path(args.truth).stem})' if args.truth
+                                             else '')
     truth = DigitalRealDynamics.from_yaml(args.truth) if args.truth else None
     _, held = split(args.bags, args.holdout)
     rec = Recorder('sysid_vs_mujoco')

@@ -171,6 +171,7 @@ def test_fit_command_lm_default_and_method_cma(tmp_path, capsys):
     assert 'method cmaes' in capsys.readouterr().out
     assert 'confidence_95' not in yaml.safe_load(cma.read_text())
     for bad, word in ((['--lm-windows', '-1'], 'lm_windows'),
+                      (['--lm-interval-target', '1.5'], 'lm_interval_target'),
                       (['--device', 'gpu', '--engine', 'mjx', '--method', 'lm'], '--method cma'),
                       (['--device', 'gpu', '--method', 'cma'], '--method lm')):
         assert main(['sysid', 'fit', str(bags), '--out', str(tmp_path / 'x.yaml'), '--quiet']

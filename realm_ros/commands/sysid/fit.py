@@ -147,7 +147,8 @@ def fit_command(args: argparse.Namespace) -> int:
           f'{len(held)} held out; method {args.method}, device {args.device}')
     options = sysid.FitOptions(method=args.method, seed=args.seed, generations=args.generations,
                                popsize=args.popsize, minibatch=args.minibatch, window=window,
-                               lm_windows=args.lm_windows)
+                               lm_windows=args.lm_windows,
+                               lm_interval_target=args.lm_interval_target)
     fixed = args.no_latency or args.latency is not None
     request = sysid.FitRequest(
         train, options, sysid.ProfileOptions(profile=args.profile, max_latency_s=args.max_latency),
