@@ -139,9 +139,17 @@ class ProfileOptions:
             neighbour; ``refine_sigma`` its initial step size, unit-cube units.
         lm_scout_iterations: fast, least squares: iterations of the scout (only to place the
             search; from the box's centre 4 iterations come within ~10 % of the optimum).
+        lm_scout_windows: fast, least squares: windows of the scout's residual (at most
+            ``FitOptions.lm_windows``; it only places the search, and an iteration costs 15
+            candidates on its windows; 24 until issue 38b, the same search results).
         lm_refine_iterations: fast, least squares: iterations of a warm-started fit at a
-            neighbour (LM converges in 2-3 from an adjacent latency's optimum). The fit at the
-            searched latency runs to ``xtol`` (at most ``FitOptions.generations``).
+            neighbour: one Gauss-Newton step from an adjacent latency's optimum (the problem is
+            nearly linear there) scores it within a small fraction of the gap between
+            latencies (7.7 or 8.0 against 1.8 mrad^2 per step on the demo's bags); the winner
+            is polished to ``xtol`` anyway. 3 until issue 38b: the same latencies and
+            parameters on the demo's bags (3 seeds), its noise-free twin and ``lab_franka``,
+            for a fifth to a half less simulation. The fit at the searched latency runs to
+            ``xtol`` (at most ``FitOptions.generations``).
         search_windows: windows of a latency search and of the profile's score (the fixed
             set of :func:`scoring_windows`).
     """
@@ -156,7 +164,8 @@ class ProfileOptions:
     refine_generations: int = 20
     refine_sigma: float = 0.1
     lm_scout_iterations: int = 4
-    lm_refine_iterations: int = 3
+    lm_scout_windows: int = 8
+    lm_refine_iterations: int = 1
     search_windows: int = 64
 
     def __post_init__(self) -> None:
@@ -168,7 +177,8 @@ class ProfileOptions:
                               f'{self.max_latency_s}')
         check_minimums(self, {'max_fits': 2, 'scout_generations': 1, 'main_generations': 1,
                               'refine_generations': 1, 'lm_scout_iterations': 1,
-                              'lm_refine_iterations': 1, 'search_windows': 1})
+                              'lm_refine_iterations': 1, 'search_windows': 1,
+                              'lm_scout_windows': 1})
         check_step_size(self, 'main_sigma')
         check_step_size(self, 'refine_sigma')
 
@@ -240,7 +250,10 @@ class LeastSquaresFitter(Fitter):
     def overrides(self, stage: str) -> dict:
         p, g = self.profile, self.options.generations
         narrow = {'lm_interval_target': 0.0}
-        return {'scout': {'generations': min(p.lm_scout_iterations, g), **narrow},
+        lm = self.options.lm_windows
+        scout = min(p.lm_scout_windows, lm) if lm > 0 else p.lm_scout_windows
+        return {'scout': {'generations': min(p.lm_scout_iterations, g), 'lm_windows': scout,
+                          **narrow},
                 'main': narrow, 'refine': {'generations': min(p.lm_refine_iterations, g),
                                            **narrow},
                 'full': narrow, 'polish': {}}[stage]
