@@ -84,6 +84,26 @@ def test_a_sample_of_windows_is_widened_to_the_interval_target():
     assert 'Gauss-Newton' not in exact.stop_reason
 
 
+def test_a_fit_from_the_centre_starts_on_fewer_windows():
+    """``lm_coarse_windows``: from the box's centre LM first converges on a few windows, then
+    on all of them from there: the same answer (exact, noise-free data) for fewer candidates
+    simulated on the full set."""
+    trajs = _data()
+    calls = []
+    rollout = TwinRollout()
+    simulate = rollout.simulate
+    rollout.simulate = lambda p, t: calls.append((len(p), len(t))) or simulate(p, t)
+    plain = sysid.fit(rollout, trajs, method='lm', window=15, lm_windows=0, lm_coarse_windows=0)
+    full = sum(n for n, w in calls if w == 6)
+    calls[:] = []
+    coarse = sysid.fit(rollout, trajs, method='lm', window=15, lm_windows=0, lm_coarse_windows=2)
+    assert 'on 2 windows, then' in coarse.stop_reason, coarse.stop_reason
+    assert {w for _, w in calls} == {2, 6}
+    assert sum(n for n, w in calls if w == 6) < full, calls
+    np.testing.assert_allclose(_vector(coarse.params), _vector(plain.params), rtol=1e-4)
+    np.testing.assert_allclose(_vector(coarse.params), _vector(TRUE), rtol=1e-3)
+
+
 class FreeBatchTwin(TwinRollout):
     """The CPU twin flagged as a GPU evaluator is (``free_batch``: a batch costs the same at any
     size), so the least-squares fit takes its speculative path here."""
