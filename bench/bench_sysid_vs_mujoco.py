@@ -24,7 +24,8 @@ rollout threads, and the accuracy of both is scored the same way (parameters aga
 
 Prints per run the wall and CPU time, the latency, the parameters within 1 % of the truth, the
 worst error, the held-out RMSE, the widest 95 % interval, the ratio of the wall times and the
-load; appends each figure to ``bench/results/bench.jsonl``.
+load (``--repeats N``: every contender N times, interleaved, and the medians); appends each
+figure to ``bench/results/bench.jsonl``.
 
 Bags: ``realm-ros sysid record --backend digital_real --out BAGS --dynamics FILE
 --trajectories 20 --duration 10 --seed S``. Run: ``.venv/bin/python bench/bench_sysid_vs_mujoco.py
@@ -156,6 +157,8 @@ def main() -> None:
     parser.add_argument('--threads', type=int, default=2)
     parser.add_argument('--library-windows', default='24',
                         help='comma-separated window counts for mujoco.sysid (0 = every one)')
+    parser.add_argument('--repeats', type=int, default=1,
+                        help='run every contender this many times, interleaved; medians')
     parser.add_argument('--given', action='store_true',
                         help='also run sysid fit with the latency given (--latency)')
     args = parser.parse_args()
@@ -190,36 +193,50 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         folder = pathlib.Path(tmp)
-        load, cpu = os.getloadavg()[0], time.process_time()
-        params, latency, wall, ci, how = ours(args.bags, args.holdout, args.threads,
-                                              folder / 'ours.yaml', None)
-        score(f'realm-ros sysid fit ({how} latency)', params, latency, wall,
-                      time.process_time() - cpu, ci, load)
-        if args.given:
+        for _ in range(args.repeats):  # interleaved: every repeat runs each contender once
             load, cpu = os.getloadavg()[0], time.process_time()
-            params, _, wall, ci, how = ours(args.bags, args.holdout, args.threads,
-                                            folder / 'given.yaml', latency)
-            score('realm-ros sysid fit (latency given)', params, latency, wall,
+            params, latency, wall, ci, how = ours(args.bags, args.holdout, args.threads,
+                                                  folder / 'ours.yaml', None)
+            score(f'realm-ros sysid fit ({how} latency)', params, latency, wall,
                   time.process_time() - cpu, ci, load)
-        for windows in (int(w) for w in args.library_windows.split(',')):
-            load, cpu = os.getloadavg()[0], time.process_time()
-            params, wall, ci, iters = library(args.bags, args.holdout, args.threads,
-                                              folder / f'lib{windows}.yaml', latency, windows)
-            score(f'mujoco.sysid ({windows or "all"} windows, latency given, {iters} '
-                  'iterations)', params, latency, wall, time.process_time() - cpu, ci, load)
-    mine = [r for r in rows if r['run'].startswith('realm-ros')]
-    theirs = [r for r in rows if not r['run'].startswith('realm-ros')]
+            if args.given:
+                load, cpu = os.getloadavg()[0], time.process_time()
+                params, _, wall, ci, how = ours(args.bags, args.holdout, args.threads,
+                                                folder / 'given.yaml', latency)
+                score('realm-ros sysid fit (latency given)', params, latency, wall,
+                      time.process_time() - cpu, ci, load)
+            for windows in (int(w) for w in args.library_windows.split(',')):
+                load, cpu = os.getloadavg()[0], time.process_time()
+                params, wall, ci, iters = library(args.bags, args.holdout, args.threads,
+                                                  folder / f'lib{windows}.yaml', latency,
+                                                  windows)
+                score(f'mujoco.sysid ({windows or "all"} windows, latency given, {iters} '
+                      'iterations)', params, latency, wall, time.process_time() - cpu, ci,
+                      load)
+    # Per contender the median over the repeats (the rest of each row from its first run:
+    # the fits are deterministic).
+    names = list(dict.fromkeys(r['run'] for r in rows))
+    merged = []
+    for name in names:
+        runs = [r for r in rows if r['run'] == name]
+        merged.append(dict(runs[0], wall_s=float(np.median([r['wall_s'] for r in runs])),
+                           cpu_s=float(np.median([r['cpu_s'] for r in runs])),
+                           walls_s=[r['wall_s'] for r in runs], repeats=len(runs)))
+    mine = [r for r in merged if r['run'].startswith('realm-ros')]
+    theirs = [r for r in merged if not r['run'].startswith('realm-ros')]
     for row in mine:
         for other in theirs:
             print(f'[vs-mujoco] {label}: {row["run"]} / {other["run"]}: wall ratio '
-                  f'{row["wall_s"] / other["wall_s"]:.2f}, CPU ratio '
+                  f'{row["wall_s"] / other["wall_s"]:.2f} (medians of {row["repeats"]}: '
+                  f'{row["wall_s"]:.1f} / {other["wall_s"]:.1f} s), CPU ratio '
                   f'{row["cpu_s"] / other["cpu_s"]:.2f}')
-    for row in rows:
+    for row in merged:
         base = theirs[0] if row in mine else None
         rec.figure(f'wall time, {row["run"]}, {label}', row['wall_s'], 's',
                    base['wall_s'] if base else None, base['run'] if base else '',
                    'sysid fit no slower than mujoco.sysid given the latency, equal accuracy'
                    if base else '', **{k: v for k, v in row.items() if k != 'run'})
+
 
 if __name__ == '__main__':
     main()
