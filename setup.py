@@ -155,6 +155,8 @@ setup(
         # The sysid twin's rollouts on MuJoCo Warp (backends/mujoco/warp_rollout.py,
         # bench/bench_sysid_warp.py): an NVIDIA GPU; run on one H200 (docs/performance.md).
         'warp': ['mujoco-warp>=4.0', 'warp-lang>=1.19,<2'],
+        # bench/bench_sysid_vs_mujoco.py only: mujoco.sysid, which imports these extras.
+        'sysid-bench': ['mujoco[sysid]>=4.0'],
         # Local TorchScript / state-dict policies (realm_ros.policies.torch_policy), the learned
         # policy (realm_ros.policies.learned) and its LeRobot datasets (parquet via pyarrow).
         'torch': ['torch>=2.1', 'pyarrow>=14'],

@@ -141,6 +141,14 @@ def _table(headers: list[str], rows: list[list[Any]]) -> str:
     return f'<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
 
 
+def _with_interval(agreement: Mapping[str, Any], name: str) -> str:
+    """``agreement[name]`` and its ``ci95`` interval if it has one: ``0.912 [0.800, 0.990]``."""
+    interval = (agreement.get('ci95') or {}).get(name)
+    text = _cell(float(agreement[name]))
+    return f'{text} [{_cell(float(interval[0]))}, {_cell(float(interval[1]))}]' if interval \
+        else text
+
+
 def _cell(value: Any) -> str:
     if isinstance(value, float):
         return f'{value:.3f}'
@@ -290,14 +298,17 @@ def write_report(out_dir: str | pathlib.Path, summary: Mapping[str, Any],
         'infrastructure failures (not scored).</p>',
     ]
     if 'pearson_r' in a:
+        # summary.json's ``ci95`` (paired bootstrap over starts, core/evaluation.py) beside
+        # each figure, as the console table prints them.
         parts.append(
-            f'<h2>Agreement</h2><p>Over per-policy mean progression: Pearson r = '
-            f'{a["pearson_r"]:.3f}, MMRV(sim, real) = {a["mmrv"]:.3f}, mean |real - sim| = '
-            f'{a["mean_abs_gap"]:.3f}.</p>')
+            f'<h2>Agreement</h2><p>Over per-policy mean progression, with paired-bootstrap 95 % '
+            f'intervals over starts: Pearson r = {_with_interval(a, "pearson_r")}, '
+            f'MMRV(sim, real) = {_with_interval(a, "mmrv")}, mean |real - sim| = '
+            f'{_with_interval(a, "mean_abs_gap")}.</p>')
         parts.append(_table(
-            ['task', 'Pearson r', 'MMRV', 'mean |gap|', 'policies'],
-            [[t, v['pearson_r'], v['mmrv'], v['mean_abs_gap'], v['n_policies']]
-             for t, v in a.get('per_task', {}).items()]))
+            ['task', 'Pearson r [95% CI]', 'MMRV [95% CI]', 'mean |gap| [95% CI]', 'policies'],
+            [[t] + [_with_interval(v, k) for k in ('pearson_r', 'mmrv', 'mean_abs_gap')]
+             + [v['n_policies']] for t, v in a.get('per_task', {}).items()]))
     parts.append('<img src="agreement_scatter.png" alt="real vs sim per task">')
     parts.append('<h2>Policies</h2>')
     parts.append(_table(

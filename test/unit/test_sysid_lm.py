@@ -52,6 +52,58 @@ def test_least_squares_recovers_known_parameters_with_intervals():
     assert np.median(error) < 0.05 and np.all(error < 3 * ci + 0.01), (error, ci)
 
 
+def test_windows_for_interval_scales_with_the_square_of_the_interval():
+    # Intervals shrink as 1 / sqrt(data): 1.5 % on 24 windows needs 24 * 3 ** 2 for 0.5 %.
+    assert sysid.windows_for_interval([0.01, 0.015, np.inf], 24, 0.005, 1000) == 216
+    assert sysid.windows_for_interval([0.01, 0.015], 24, 0.005, 160) == 160  # at most all
+    assert sysid.windows_for_interval([0.004, np.inf], 24, 0.005, 160) == 24  # already met
+    assert sysid.windows_for_interval([0.015], 24, 0.0, 160) == 24  # target 0: off
+
+
+def test_a_sample_of_windows_is_widened_to_the_interval_target():
+    """On noisy data a fit on a sample of the windows scatters by its interval; with
+    ``lm_interval_target`` one Gauss-Newton step on more windows lands where the fit on all of
+    them converges (well inside the intervals) and narrows the intervals. Noise-free data
+    (intervals ~0) add nothing."""
+    noisy = _data(noise=5e-4)
+    rollout = TwinRollout()
+    every = sysid.fit(rollout, noisy, method='lm', window=15, lm_windows=0)
+    sample = sysid.fit(rollout, noisy, method='lm', window=15, lm_windows=3,
+                       lm_interval_target=0.0)
+    widened = sysid.fit(rollout, noisy, method='lm', window=15, lm_windows=3,
+                        lm_interval_target=1e-3)
+    assert 'Gauss-Newton step on 6 windows' in widened.stop_reason, widened.stop_reason
+    ci = np.asarray(every.intervals)
+    assert np.all(np.asarray(widened.intervals) < np.asarray(sample.intervals))
+    off_sample = np.abs(_vector(sample.params) / _vector(every.params) - 1)
+    off_widened = np.abs(_vector(widened.params) / _vector(every.params) - 1)
+    assert np.all(off_widened < 0.05 * ci) and off_sample.max() > 0.2 * ci.max(), (
+        off_widened, off_sample, ci)
+    exact = sysid.fit(rollout, _data(), method='lm', window=15, lm_windows=3,
+                      lm_interval_target=1e-3)
+    assert 'Gauss-Newton' not in exact.stop_reason
+
+
+def test_a_fit_from_the_centre_starts_on_fewer_windows():
+    """``lm_coarse_windows``: from the box's centre LM first converges on a few windows, then
+    on all of them from there: the same answer (exact, noise-free data) for fewer candidates
+    simulated on the full set."""
+    trajs = _data()
+    calls = []
+    rollout = TwinRollout()
+    simulate = rollout.simulate
+    rollout.simulate = lambda p, t: calls.append((len(p), len(t))) or simulate(p, t)
+    plain = sysid.fit(rollout, trajs, method='lm', window=15, lm_windows=0, lm_coarse_windows=0)
+    full = sum(n for n, w in calls if w == 6)
+    calls[:] = []
+    coarse = sysid.fit(rollout, trajs, method='lm', window=15, lm_windows=0, lm_coarse_windows=2)
+    assert 'on 2 windows, then' in coarse.stop_reason, coarse.stop_reason
+    assert {w for _, w in calls} == {2, 6}
+    assert sum(n for n, w in calls if w == 6) < full, calls
+    np.testing.assert_allclose(_vector(coarse.params), _vector(plain.params), rtol=1e-4)
+    np.testing.assert_allclose(_vector(coarse.params), _vector(TRUE), rtol=1e-3)
+
+
 class FreeBatchTwin(TwinRollout):
     """The CPU twin flagged as a GPU evaluator is (``free_batch``: a batch costs the same at any
     size), so the least-squares fit takes its speculative path here."""
@@ -139,6 +191,7 @@ def test_fit_command_lm_default_and_method_cma(tmp_path, capsys):
     assert 'method cmaes' in capsys.readouterr().out
     assert 'confidence_95' not in yaml.safe_load(cma.read_text())
     for bad, word in ((['--lm-windows', '-1'], 'lm_windows'),
+                      (['--lm-interval-target', '1.5'], 'lm_interval_target'),
                       (['--device', 'gpu', '--engine', 'mjx', '--method', 'lm'], '--method cma'),
                       (['--device', 'gpu', '--method', 'cma'], '--method lm')):
         assert main(['sysid', 'fit', str(bags), '--out', str(tmp_path / 'x.yaml'), '--quiet']

@@ -100,6 +100,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     fit.add_argument('--lm-windows', type=int, default=24,
                      help='lm: windows in the fixed residual, spread evenly over the bags (0 = '
                           'every window; each LM iteration simulates 15 candidates on them)')
+    fit.add_argument('--lm-interval-target', type=float, default=0.005,
+                     help='lm: the widest 95 %% interval (relative, 0.005 = 0.5 %%) the fit must '
+                          'reach; wider on the --lm-windows sample, one Gauss-Newton step on '
+                          'more windows (0 = off)')
     fit.add_argument('--window', type=float, default=1.0,
                      help='window length, s (0 = whole trajectories)')
     fit.add_argument('--holdout', type=int, default=-1,

@@ -147,7 +147,8 @@ def fit_command(args: argparse.Namespace) -> int:
           f'{len(held)} held out; method {args.method}, device {args.device}')
     options = sysid.FitOptions(method=args.method, seed=args.seed, generations=args.generations,
                                popsize=args.popsize, minibatch=args.minibatch, window=window,
-                               lm_windows=args.lm_windows)
+                               lm_windows=args.lm_windows,
+                               lm_interval_target=args.lm_interval_target)
     fixed = args.no_latency or args.latency is not None
     request = sysid.FitRequest(
         train, options, sysid.ProfileOptions(profile=args.profile, max_latency_s=args.max_latency),
@@ -187,6 +188,10 @@ def fit_command(args: argparse.Namespace) -> int:
         bar.close()
     fit_s = time.perf_counter() - t0
     print(f'actuation latency {1e3 * latency:.2f} ms ({source})')
+    # The parameters first: the report below replays every bag whole and draws its figures
+    # (about as long again as a fit at a given latency, measured), and a user waits for these.
+    write_params(out, result.params, latency, source, bags[:len(train)], args,
+                 result.intervals)
     # The report's rollouts run on the CPU whatever the fit's device (a handful of rollouts).
     cpu = make_evaluators('cpu', args.threads, args.backend)
     default = DynamicsParams()
@@ -200,8 +205,6 @@ def fit_command(args: argparse.Namespace) -> int:
         sims[label] = sim
         rmse[label] = {'before': sysid.joint_rmse(sim, group, 0).tolist(),
                        'after': sysid.joint_rmse(sim, group, 1).tolist()}
-    write_params(out, result.params, latency, source, bags[:len(train)], args,
-                 result.intervals)
     report = out.parent / f'{out.stem}_report'
     hidden = DigitalRealDynamics.from_yaml(args.truth) if args.truth else None
     truth = hidden.joint_params() if hidden else None

@@ -41,7 +41,12 @@ from realm_ros.core.sysid.latency import (
     score,
     scoring_windows,
 )
-from realm_ros.core.sysid.lsq import LeastSquaresOptions, least_squares_fit, residual_windows
+from realm_ros.core.sysid.lsq import (
+    LeastSquaresOptions,
+    least_squares_fit,
+    residual_windows,
+    windows_for_interval,
+)
 from realm_ros.core.sysid.optimise import (
     METHODS,
     Anneal,
@@ -67,5 +72,5 @@ __all__ = [
     'on_plateau', 'ParamSpace', 'PopulationFitter', 'profiled_fit', 'ProfileOptions',
     'register_strategy', 'ResidualAnalysis', 'analyse_residual', 'residual_windows', 'score',
     'scoring_windows', 'STRATEGIES',
-    'Trajectory', 'windows', 'Workspace',
+    'Trajectory', 'windows', 'windows_for_interval', 'Workspace',
 ]

@@ -66,6 +66,27 @@ class LeastSquaresOptions:
                               f'(0, 0.1), got {self.xtol}, {self.fd_step}')
 
 
+def widest_interval(intervals: Sequence[float] | np.ndarray | None) -> float:
+    """Return the widest finite relative 95 % half-width of ``intervals`` (0 without any)."""
+    finite = [float(v) for v in (() if intervals is None else intervals) if np.isfinite(v)]
+    return max(finite, default=0.0)
+
+
+def windows_for_interval(intervals: Sequence[float] | np.ndarray | None, windows: int,
+                         target: float,
+                         available: int) -> int:
+    """Return how many windows a fit needs for its widest 95 % interval to reach ``target``.
+
+    Gauss-Newton intervals shrink as one over the square root of the data, so ``windows``
+    windows with a widest half-width ``w`` need ``windows * (w / target) ** 2``; at most
+    ``available``, and ``windows`` when ``w`` is already at most ``target`` (or the target is 0).
+    """
+    widest = widest_interval(intervals)
+    if target <= 0.0 or widest <= target:
+        return windows
+    return int(min(available, np.ceil(windows * (widest / target) ** 2)))
+
+
 def residual_windows(trajectories: Sequence[Trajectory], window: int,
                      max_windows: int = 0) -> list[Trajectory]:
     """Return the fixed windows of the residual: every window of ``window`` steps, or, with
