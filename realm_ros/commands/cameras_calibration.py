@@ -238,6 +238,42 @@ def match(args: argparse.Namespace) -> int:
     return 0
 
 
+def rebuild(args: argparse.Namespace) -> int:
+    """``cameras rebuild BAG --rig rig.yaml --out DIR``: the rebuilt look."""
+    from realm_ros.backends.mujoco import rebuild as rebuilt
+
+    if not args.rig:
+        raise ConfigError(f'cameras rebuild {args.bag}: no --rig; calibrate this bag first '
+                          f'(`realm-ros cameras calibrate {args.bag} --out rig.yaml`) and '
+                          'pass --rig rig.yaml')
+    if not pathlib.Path(args.rig).expanduser().is_file():
+        raise ConfigError(f'cameras rebuild: --rig {args.rig} is not a file')
+    recording = load_recording(args.bag)
+    content = rebuilt.build_rebuild(recording, _abspath(args.rig), args.out,
+                                    log=lambda line: print(line, file=sys.stderr))
+    for name, entry in content['surfaces'].items():
+        unseen = entry['unseen_fraction']
+        print(f'{name:<11} {100 * (1 - unseen):6.1f} % seen'
+              + (f"  (no camera saw it: the twin's own {name})" if 'texture' not in entry
+                 else ''))
+    table = content['surfaces']['table']['unseen_fraction']
+    if table > rebuilt.WARN_UNSEEN:
+        print(f'warning: {table:.1%} of the table top was never seen free of the arm by any '
+              'camera (filled from its neighbours); record again with the arm clearing it',
+              file=sys.stderr)
+    light = content['light']
+    print(f'key light: {"estimated" if light["estimated"] else "NOT estimated"} at '
+          f'{light["position"]} m, {light["colour_temperature_k"]} K, intensity '
+          f'{light["intensity"]}, ambient {light["ambient"]} (shadow overlap '
+          f'{light["shadow_iou"]:.2f})')
+    for name, entry in content['cameras'].items():
+        if 'colour' in entry:
+            print(f'{name:<11} robot colour transform on {entry["robot_pixels"]} pixels')
+    print(f'rebuilt look: {args.out} in {content["seconds"]:.0f} s (world visual_match_dir, '
+          f'--visual-match {args.out})')
+    return 0
+
+
 def label_image(image, text: str):
     """Return ``image`` with ``text`` on a dark band at its top and a 1 px border."""
     import numpy as np

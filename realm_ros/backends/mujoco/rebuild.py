@@ -1,0 +1,914 @@
+"""The rebuilt look: the lab's static scene painted onto the twin's known geometry.
+
+From a calibration recording (``realm-ros cameras record``) and the calibrated rig (``cameras
+calibrate``), :func:`build_rebuild` (``realm-ros cameras rebuild``) writes a folder the twin
+takes as its look (``visual_match_dir``, ``--visual-match DIR``; :func:`looks.look_for` reads
+``rebuild.yaml``), rendered from *any* camera, the wrist included:
+
+* *Textures* (projective texturing): the table top, the floor and the four walls are planes of
+  known pose (``model.py``, ``visuals.py``). Every texel's centre is projected into every view
+  (the exterior cameras' clean plates, and each wrist frame from the wrist camera's pose at the
+  recorded joints), kept where the twin's segmentation at that pixel shows the same surface
+  (the robot, grown, and anything in front of the surface rejected), and blended with weight
+  ``(f cos / d)^2`` (pixel footprint and viewing angle). One reweighting pass drops samples far
+  from the blend (the arm's shadow in one wrist frame). Texels no view saw are filled from
+  their seen neighbours (``cv2.inpaint``) and reported as a fraction per surface.
+* *Light* (:func:`estimate_light`): the key light is a point light whose position is searched
+  so that the robot's shadow it casts on the table, projected into the exterior cameras, covers
+  the shadow seen there (frames darker than the plate by one factor); the shadow's darkening
+  per channel gives the ambient and the key light's colour (its temperature reported). The
+  textures are divided by that light's shading of each texel, so that the twin, lit by it,
+  draws the recorded colours where nothing shades them and the arm's shadow where it does.
+* *Robot paint*: a colour transform per camera on the robot's pixels between the recording and
+  the rebuilt twin's render (:func:`visual_match.fit_colour`: ridge toward identity, held-out
+  check, identity when the fit does not help).
+
+Not rebuilt: the twin's other room furniture keeps its own materials (lit by the estimated
+light); static clutter the twin lacks is painted flat onto the surface behind it (right from the
+exterior cameras, without parallax from the wrist); task objects are not in a calibration
+recording (a cleared table), so their colours are the twin's, under the estimated light.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import pathlib
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from realm_ros.backends.mujoco import camera_rig
+from realm_ros.backends.mujoco.appearance import Look, Segmenter
+from realm_ros.backends.mujoco.calibration import CameraPose
+from realm_ros.backends.mujoco.visual_match import EXTERIOR, apply_colour, robot_geoms, seg_mask
+from realm_ros.core.errors import ConfigError, DataError
+
+#: Texture resolution per surface, m per texel.
+TEXEL_M = {'table': 0.002, 'floor': 0.01, 'wall': 0.01}
+#: Rebuilt planes sit this far in front of the twin's surfaces, m.
+LIFT_M = 0.001
+#: The geom group the twin's rebuilt surfaces move to (MuJoCo draws groups 0-2 by default).
+HIDDEN_GROUP = 4
+#: The robot's pixels are grown by this before a view's pixels count for a surface, px.
+ROBOT_GROW_PX = 3
+#: A surface more unseen than this is warned about.
+WARN_UNSEEN = 0.05
+#: Samples further than this from the first blend (summed |RGB|, 0-765) lose their weight.
+OUTLIER = 60.0
+#: The twin's light on the table's centre (ambient, headlight, key, fill, room lights): the
+#: rebuilt light's level (``build_rebuild``).
+TWIN_LIGHT = 1.3
+#: The table's centre, about which the key light is searched, m.
+TABLE_CENTRE = (0.45, 0.0, 0.0)
+
+
+@dataclasses.dataclass(frozen=True)
+class Surface:
+    """A rectangle of the twin's scene, textured: centre, in-plane axes (x to the texture's
+    columns, y to its rows upwards), half sizes (m), texture size (px)."""
+
+    name: str
+    kind: str
+    centre: tuple[float, float, float]
+    ex: tuple[float, float, float]
+    ey: tuple[float, float, float]
+    half: tuple[float, float]
+
+    @property
+    def normal(self) -> np.ndarray:
+        """The side the cameras see."""
+        return np.cross(self.ex, self.ey)
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """(rows, columns) of its texture."""
+        step = TEXEL_M[self.kind]
+        return (max(4, round(2 * self.half[1] / step)), max(4, round(2 * self.half[0] / step)))
+
+    def texels(self) -> np.ndarray:
+        """Return each texel's centre (rows * cols, 3), m; row 0 at +y (MuJoCo's plane
+        mapping, checked by ``test_rebuild.py``)."""
+        rows, cols = self.shape
+        x = -self.half[0] + (np.arange(cols) + 0.5) * 2 * self.half[0] / cols
+        y = self.half[1] - (np.arange(rows) + 0.5) * 2 * self.half[1] / rows
+        gx, gy = np.meshgrid(x, y)
+        return (np.asarray(self.centre)[None] + gx.reshape(-1, 1) * np.asarray(self.ex)[None]
+                + gy.reshape(-1, 1) * np.asarray(self.ey)[None])
+
+    def xml(self) -> str:
+        """The visual plane drawing it, LIFT_M in front of the twin's surface."""
+        pos = np.asarray(self.centre) + LIFT_M * self.normal
+        axes = ' '.join(f'{v:.6g}' for v in (*self.ex, *self.ey))
+        return (f'<geom class="visual" name="rebuilt_{self.name}" type="plane" '
+                f'size="{self.half[0]:.6g} {self.half[1]:.6g} 0.01" '
+                f'pos="{pos[0]:.6g} {pos[1]:.6g} {pos[2]:.6g}" xyaxes="{axes}" '
+                f'material="rebuilt_{self.name}"/>')
+
+
+def scene_surfaces() -> tuple[Surface, ...]:
+    """The twin's table top, floor and four walls (``model.py``, ``visuals._room``)."""
+    from realm_ros.backends.mujoco.model import TABLE_TOP_Z
+    from realm_ros.backends.mujoco.visuals import FLOOR_Z
+
+    z_mid, half_h = FLOOR_Z + 1.3, 1.3
+    up = (0.0, 0.0, 1.0)
+    return (
+        Surface('table', 'table', (0.45, 0.0, TABLE_TOP_Z), (1, 0, 0), (0, 1, 0), (0.6, 0.8)),
+        Surface('floor', 'floor', (0.8, 0.0, FLOOR_Z), (1, 0, 0), (0, 1, 0), (2.0, 2.2)),
+        Surface('wall_back', 'wall', (-1.18, 0.0, z_mid), (0, 1, 0), up, (2.2, half_h)),
+        Surface('wall_front', 'wall', (2.78, 0.0, z_mid), (0, -1, 0), up, (2.2, half_h)),
+        Surface('wall_left', 'wall', (0.8, 2.18, z_mid), (1, 0, 0), up, (2.0, half_h)),
+        Surface('wall_right', 'wall', (0.8, -2.18, z_mid), (-1, 0, 0), up, (2.0, half_h)),
+    )
+
+
+def surface_geoms(model: Any, surface: Surface) -> np.ndarray:
+    """Return the ids of the twin's geoms that are ``surface`` (table top, floor, the wall
+    box nearest the plane)."""
+    if surface.kind in ('table', 'floor'):
+        return np.array([model.geom(f'{surface.kind}_top' if surface.kind == 'table'
+                                    else 'floor').id])
+    try:
+        wall = model.material('wall').id
+    except KeyError:
+        return np.zeros(0, int)
+    ids = np.flatnonzero(model.geom_matid == wall)
+    if not len(ids):
+        return ids
+    # The wall box whose centre lies nearest the plane, along its normal.
+    off = np.abs((model.geom_pos[ids] - np.asarray(surface.centre)) @ surface.normal)
+    return ids[[int(np.argmin(off))]]
+
+
+# -- views -----------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class View:
+    """One picture of the static scene: image (H, W, 3) uint8, the twin's geom id per pixel
+    (-1 where the robot is, grown, or nothing known), the camera's pose."""
+
+    camera: str
+    image: np.ndarray
+    ids: np.ndarray
+    pose: CameraPose
+    #: The arm's shadow on the table at this frame (:func:`table_shadow`), or None.
+    shadow: np.ndarray | None = None
+
+
+#: The table's shadow grids: cell size, m, and the growth around the cast points, cells.
+SHADOW_CELL_M = 0.01
+SHADOW_GROW = 3
+
+
+def table_shadow(points: np.ndarray, light: np.ndarray) -> np.ndarray:
+    """Return where the robot's ``points`` (N, 3) shadow the table from a point light at
+    ``light``: a bool grid over the table (rows along x, columns along y), grown."""
+    import cv2
+
+    rows, cols = round(1.2 / SHADOW_CELL_M), round(1.6 / SHADOW_CELL_M)
+    grid = np.zeros((rows, cols), np.uint8)
+    cast = _cast(points, light)
+    if len(cast):
+        r = np.clip(((cast[:, 0] - TABLE_CENTRE[0] + 0.6) / SHADOW_CELL_M).astype(int), 0,
+                    rows - 1)
+        c = np.clip(((cast[:, 1] + 0.8) / SHADOW_CELL_M).astype(int), 0, cols - 1)
+        grid[r, c] = 1
+        size = 2 * SHADOW_GROW + 1
+        grid = cv2.dilate(grid, np.ones((size, size), np.uint8))
+    return grid > 0
+
+
+def _in_shadow(grid: np.ndarray, points: np.ndarray) -> np.ndarray:
+    rows, cols = grid.shape
+    r = np.clip(((points[:, 0] - TABLE_CENTRE[0] + 0.6) / SHADOW_CELL_M).astype(int), 0,
+                rows - 1)
+    c = np.clip(((points[:, 1] + 0.8) / SHADOW_CELL_M).astype(int), 0, cols - 1)
+    return grid[r, c]
+
+
+def _sample(image: np.ndarray, uv: np.ndarray) -> np.ndarray:
+    """Return ``image`` (H, W, 3) read bilinearly at ``uv`` (N, 2) px, (N, 3) float."""
+    h, w = image.shape[:2]
+    x = np.clip(uv[:, 0] - 0.5, 0.0, w - 1.001)
+    y = np.clip(uv[:, 1] - 0.5, 0.0, h - 1.001)
+    x0, y0 = x.astype(int), y.astype(int)
+    fx, fy = (x - x0)[:, None], (y - y0)[:, None]
+    img = image.astype(np.float32)
+    top = img[y0, x0] * (1 - fx) + img[y0, x0 + 1] * fx
+    bottom = img[y0 + 1, x0] * (1 - fx) + img[y0 + 1, x0 + 1] * fx
+    return np.asarray(top * (1 - fy) + bottom * fy, float)
+
+
+def _accumulate(surface: Surface, geoms: np.ndarray, views: Sequence[View],
+                first: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """Return (sum of w * colour (N, 3), sum of w (N,)) over ``views`` for ``surface``'s
+    texels; with ``first`` (a blend), samples far from it are down-weighted."""
+    points = surface.texels()
+    n = surface.normal
+    acc = np.zeros((len(points), 3))
+    weight = np.zeros(len(points))
+    for view in views:
+        h, w = view.image.shape[:2]
+        uv, front = view.pose.project(points, w, h)
+        ok = front & (uv[:, 0] >= 0) & (uv[:, 0] < w) & (uv[:, 1] >= 0) & (uv[:, 1] < h)
+        ray = view.pose.position[None] - points
+        dist = np.linalg.norm(ray, axis=1)
+        cos = (ray @ n) / np.maximum(dist, 1e-9)
+        ok &= cos > 0.05
+        idx = np.flatnonzero(ok)
+        if not len(idx):
+            continue
+        cols = np.minimum(uv[idx, 0].astype(int), w - 1)
+        rows = np.minimum(uv[idx, 1].astype(int), h - 1)
+        keep = np.isin(view.ids[rows, cols], geoms)
+        if view.shadow is not None and surface.kind == 'table':
+            keep &= ~_in_shadow(view.shadow, points[idx])
+        idx = idx[keep]
+        if not len(idx):
+            continue
+        colour = _sample(view.image, uv[idx])
+        f = 0.5 * h / math.tan(math.radians(view.pose.fovy) / 2.0)
+        wt = (f * cos[idx] / dist[idx]) ** 2
+        if first is not None:
+            far = np.abs(colour - first[idx]).sum(1)
+            wt = wt * np.exp(-(far / OUTLIER) ** 2)
+        np.add.at(weight, idx, wt)
+        np.add.at(acc, idx, wt[:, None] * colour)
+    return acc, weight
+
+
+def project_surface(surface: Surface, geoms: np.ndarray,
+                    views: Sequence[View]) -> tuple[np.ndarray, np.ndarray]:
+    """Return ``surface``'s texture as seen (rows, cols, 3) float 0-255, NaN-free, and its
+    seen mask (rows, cols) bool (texels no view saw are inpainted from their neighbours)."""
+    import cv2
+
+    rows, cols = surface.shape
+    acc, weight = _accumulate(surface, geoms, views, None)
+    seen = weight > 0
+    first = np.where(seen[:, None], acc / np.maximum(weight, 1e-12)[:, None], 0.0)
+    acc, weight2 = _accumulate(surface, geoms, views, first)
+    blend = np.where((weight2 > 1e-9 * np.maximum(weight, 1e-12))[:, None],
+                     acc / np.maximum(weight2, 1e-12)[:, None], first)
+    texture = blend.reshape(rows, cols, 3)
+    mask = seen.reshape(rows, cols)
+    if mask.any() and not mask.all():
+        hole = (~mask).astype(np.uint8)
+        # Inpainting a large hole at full size is slow: fill at a quarter, then keep the seen.
+        small = cv2.resize(np.clip(texture, 0, 255).astype(np.uint8), (cols // 4 or 1,
+                                                                        rows // 4 or 1),
+                           interpolation=cv2.INTER_AREA)
+        small_hole = (cv2.resize(hole.astype(np.float32), (small.shape[1], small.shape[0]),
+                                 interpolation=cv2.INTER_AREA) > 0).astype(np.uint8)
+        filled = cv2.inpaint(small, small_hole, 5, cv2.INPAINT_TELEA)
+        big = cv2.resize(filled, (cols, rows), interpolation=cv2.INTER_LINEAR).astype(float)
+        texture = np.where(mask[..., None], texture, big)
+    return texture, mask
+
+
+# -- light -----------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class KeyLight:
+    """The rebuilt key light: a spot light at ``position`` aimed at the table's centre,
+    ``rgb`` its diffuse colour, ``ambient`` the ambient light (rgb), ``cutoff_deg`` its cone;
+    ``estimated``: found from the arm's shadow (else a light above the table);
+    ``shadow_iou``: the overlap of the shadow it casts with the shadow seen."""
+
+    position: tuple[float, float, float] = (0.45, 0.0, 2.0)
+    rgb: tuple[float, float, float] = (0.6, 0.6, 0.6)
+    ambient: tuple[float, float, float] = (0.4, 0.4, 0.4)
+    cutoff_deg: float = 75.0
+    estimated: bool = False
+    shadow_iou: float = 0.0
+
+    @property
+    def direction(self) -> np.ndarray:
+        """Unit vector from the light to the table's centre."""
+        d = np.asarray(TABLE_CENTRE) - np.asarray(self.position)
+        return d / np.linalg.norm(d)
+
+    def colour_temperature_k(self) -> float:
+        """The black-body temperature whose colour is nearest the light's (1500-15000 K)."""
+        from realm_ros.core.appearance import colour_temperature_rgb
+
+        rgb = np.asarray(self.rgb) / max(max(self.rgb), 1e-9)
+        grid = np.arange(1500.0, 15001.0, 50.0)
+        errors = [float(np.abs(np.asarray(colour_temperature_rgb(k)) - rgb).sum()) for k in grid]
+        return float(grid[int(np.argmin(errors))])
+
+    def shading(self, points: np.ndarray, normal: np.ndarray) -> np.ndarray:
+        """Return the light falling on ``points`` (N, 3) of a surface facing ``normal``,
+        unshadowed: ambient + key (N, 3), as MuJoCo's spot light with exponent 0 draws it."""
+        to_light = np.asarray(self.position)[None] - points
+        dist = np.linalg.norm(to_light, axis=1)
+        cos = np.maximum((to_light @ normal) / dist, 0.0)
+        axis = -(to_light / dist[:, None]) @ self.direction
+        cos = np.where(axis >= math.cos(math.radians(self.cutoff_deg)), cos, 0.0)
+        return np.asarray(self.ambient)[None] + cos[:, None] * np.asarray(self.rgb)[None]
+
+    def to_yaml(self) -> dict[str, Any]:
+        """The ``light`` section of ``rebuild.yaml``."""
+        return {'position': [round(float(v), 4) for v in self.position],
+                'rgb': [round(float(v), 4) for v in self.rgb],
+                'ambient': [round(float(v), 4) for v in self.ambient],
+                'cutoff_deg': round(float(self.cutoff_deg), 2),
+                'colour_temperature_k': round(self.colour_temperature_k()),
+                'intensity': round(float(max(self.rgb)), 4),
+                'estimated': bool(self.estimated), 'shadow_iou': round(float(self.shadow_iou), 4)}
+
+    @classmethod
+    def from_yaml(cls, entry: Mapping[str, Any]) -> KeyLight:
+        """Read the ``light`` section."""
+        def three(key: str) -> tuple[float, float, float]:
+            v = [float(x) for x in entry[key]]
+            return v[0], v[1], v[2]
+
+        return cls(three('position'), three('rgb'), three('ambient'), float(entry['cutoff_deg']),
+                   bool(entry.get('estimated', False)), float(entry.get('shadow_iou', 0.0)))
+
+
+def _cutoff(position: np.ndarray) -> float:
+    """A cone from ``position`` that takes in the table's corners with 10 deg to spare."""
+    d = np.asarray(TABLE_CENTRE) - position
+    d /= np.linalg.norm(d)
+    corners = np.array([[0.45 + sx * 0.6, sy * 0.8, 0.0] for sx in (-1, 1) for sy in (-1, 1)])
+    rays = corners - position
+    rays /= np.linalg.norm(rays, axis=1, keepdims=True)
+    return float(min(80.0, math.degrees(math.acos(float(np.min(rays @ d)))) + 10.0))
+
+
+def _cast(points: np.ndarray, light: np.ndarray) -> np.ndarray:
+    """Return where ``points`` (N, 3) shadow the table plane z = 0 from a point light."""
+    z = points[:, 2]
+    ok = (z > 0.01) & (z < light[2] - 0.05)
+    p = points[ok]
+    s = light[None] + (p - light[None]) * (light[2] / (light[2] - p[:, 2]))[:, None]
+    inside = (np.abs(s[:, 0] - TABLE_CENTRE[0]) < 0.6) & (np.abs(s[:, 1]) < 0.8)
+    return s[inside]
+
+
+@dataclasses.dataclass
+class ShadowEvidence:
+    """One exterior frame's evidence for the light: the camera, the robot's points, the seen
+    shadow and where a shadow could be seen (the table, away from the robot), at the scale
+    the search runs at."""
+
+    pose: CameraPose
+    points: np.ndarray
+    seen: np.ndarray
+    valid: np.ndarray
+    ratio: np.ndarray  # (K, 3) frame / plate on the seen shadow's pixels
+
+
+def shadow_mask(frame: np.ndarray, plate: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """Return the pixels of ``frame`` in shadow against ``plate`` (darker by about one factor in
+    every channel) within ``valid``; a 3x3 opening removes specks."""
+    import cv2
+
+    ratio = (frame.astype(np.float32) + 4.0) / (plate.astype(np.float32) + 4.0)
+    dark = (np.all(ratio < 0.88, -1) & np.all(ratio > 0.15, -1)
+            & (ratio.max(-1) - ratio.min(-1) < 0.3) & valid)
+    return cv2.morphologyEx(dark.astype(np.uint8), cv2.MORPH_OPEN, np.ones((3, 3), np.uint8)) > 0
+
+
+def _score(evidence: Sequence[ShadowEvidence], light: np.ndarray) -> float:
+    import cv2
+
+    inter = union = 0
+    kernel = np.ones((3, 3), np.uint8)
+    for ev in evidence:
+        h, w = ev.seen.shape
+        cast = _cast(ev.points, light)
+        pred = np.zeros((h, w), np.uint8)
+        if len(cast):
+            uv, front = ev.pose.project(cast, w, h)
+            uv = uv[front]
+            ok = (uv[:, 0] >= 0) & (uv[:, 0] < w) & (uv[:, 1] >= 0) & (uv[:, 1] < h)
+            pred[uv[ok, 1].astype(int), uv[ok, 0].astype(int)] = 1
+            pred = cv2.morphologyEx(pred, cv2.MORPH_CLOSE, kernel)
+        p = (pred > 0) & ev.valid
+        inter += int((p & ev.seen).sum())
+        union += int((p | ev.seen).sum())
+    return inter / union if union else 0.0
+
+
+def _candidate(tilt: float, azimuth: float, distance: float) -> np.ndarray:
+    t, a = math.radians(tilt), math.radians(azimuth)
+    d = np.array([math.sin(t) * math.cos(a), math.sin(t) * math.sin(a), -math.cos(t)])
+    return np.asarray(TABLE_CENTRE) - d * distance
+
+
+def estimate_light(evidence: Sequence[ShadowEvidence], min_iou: float = 0.15) -> KeyLight:
+    """Return the key light that best explains the arm's shadows (module docstring).
+
+    A grid over the light's direction from the table's centre (tilt 0-48 deg, every 20 deg of
+    azimuth) and distance (1.3-4 m), then two finer grids about the best. Falls back to a light
+    2 m above the table (``estimated`` False) when the best overlap is below ``min_iou`` or
+    no shadow was seen.
+    """
+    seen = sum(int(ev.seen.sum()) for ev in evidence)
+    if not evidence or seen < 20:
+        return KeyLight()
+    grid = [(0.0, 0.0, dist) for dist in (1.3, 1.8, 2.6, 4.0)]
+    grid += [(t, a, dist) for t in range(6, 49, 6) for a in range(0, 360, 20)
+             for dist in (1.3, 1.8, 2.6, 4.0)]
+    scores = [_score(evidence, _candidate(*c)) for c in grid]
+    best = grid[int(np.argmax(scores))]
+    best_score = max(scores)
+    for step_t, step_a, factor in ((3.0, 10.0, 1.2), (1.5, 5.0, 1.08)):
+        local = [(max(0.0, best[0] + dt * step_t), best[1] + da * step_a, best[2] * factor ** dk)
+                 for dt in (-1, 0, 1) for da in (-1, 0, 1) for dk in (-1, 0, 1)]
+        local_scores = [_score(evidence, _candidate(*c)) for c in local]
+        if max(local_scores) > best_score:
+            best_score = max(local_scores)
+            best = local[int(np.argmax(local_scores))]
+    position = _candidate(*best)
+    if best_score < min_iou:
+        return KeyLight(shadow_iou=best_score)
+    ratios = np.concatenate([ev.ratio for ev in evidence if len(ev.ratio)])
+    r = np.clip(np.median(ratios, axis=0), 0.05, 0.95)
+    # Lit = A + I cos0 = 1 at the table's centre, shadow = A: the shadow's darkening.
+    to_light = position - np.asarray(TABLE_CENTRE)
+    cos0 = float(to_light[2] / np.linalg.norm(to_light))
+    key = (1.0 - r) / max(cos0, 0.1)
+    return KeyLight((float(position[0]), float(position[1]), float(position[2])),
+                    (float(key[0]), float(key[1]), float(key[2])),
+                    (float(r[0]), float(r[1]), float(r[2])), _cutoff(position), True, best_score)
+
+
+# -- the look --------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class SurfaceTexture:
+    """A rebuilt surface: its texture (rows, cols, 3) uint8 (albedo under the rebuilt light),
+    the emission that keeps it within range, and the fraction of it no view saw."""
+
+    surface: Surface
+    texture: np.ndarray
+    emission: float
+    unseen: float
+
+
+class RebuiltLook(Look):
+    """The rebuilt twin's look (module docstring): textured planes, the estimated key light,
+    the robot's colour transform per camera.
+
+    Every camera renders the rebuilt scene. An exterior camera at its calibrated pose also has
+    its clean plate: there the static pixels are the plate's, darkened where the rendered
+    scene is in the robot's (or an object's) shadow by as much as the render is (differential
+    rendering: the plate times rendered over unshadowed), so the plate's detail and the
+    twin's shadows come together; the robot, the objects and the fixtures are rendered.
+    """
+
+    def __init__(self, folder: pathlib.Path, rig: camera_rig.Rig,
+                 textures: Sequence[SurfaceTexture], light: KeyLight,
+                 colours: Mapping[str, np.ndarray],
+                 plates: Mapping[str, np.ndarray] | None = None) -> None:
+        self.folder = folder
+        self.calibrated = rig
+        self.textures = tuple(textures)
+        self.light = light
+        self.colours = dict(colours)
+        self.plates = dict(plates or {})
+        self._robot: tuple[Any, np.ndarray, np.ndarray] | None = None
+        self._unlit: dict[tuple[str, int, int], tuple[np.ndarray, np.ndarray]] = {}
+
+    @classmethod
+    def load(cls, folder: str | pathlib.Path) -> RebuiltLook:
+        """Read a ``cameras rebuild`` folder.
+
+        Raises:
+            ConfigError: missing or malformed ``rebuild.yaml``, ``rig.yaml`` or a texture.
+        """
+        import imageio.v2 as imageio
+
+        from realm_ros.core.config import load_yaml
+
+        folder = pathlib.Path(folder).expanduser().resolve()
+        where = f'visual_match_dir {folder}'
+        data = load_yaml(folder / 'rebuild.yaml')
+        rig = camera_rig.load_rig(str(folder / 'rig.yaml'))
+        by_name = {s.name: s for s in scene_surfaces()}
+        textures = []
+        try:
+            for name, entry in (data.get('surfaces') or {}).items():
+                if not entry.get('texture'):
+                    continue
+                path = folder / str(entry['texture'])
+                image = np.asarray(imageio.imread(path))[..., :3]
+                if image.shape[:2] != by_name[name].shape:
+                    raise ConfigError(f'{where}: {path} is {image.shape[1]}x{image.shape[0]}, '
+                                      f'surface {name} needs {by_name[name].shape[1]}x'
+                                      f'{by_name[name].shape[0]}')
+                textures.append(SurfaceTexture(by_name[name], image,
+                                               float(entry.get('emission', 0.0)),
+                                               float(entry.get('unseen_fraction', 0.0))))
+            light = KeyLight.from_yaml(data['light'])
+            cams = data.get('cameras') or {}
+            colours = {name: np.asarray(entry['colour'], float).reshape(4, 3)
+                       for name, entry in cams.items() if 'colour' in entry}
+            plates = {name: np.asarray(imageio.imread(folder / str(entry['plate'])))[..., :3]
+                      for name, entry in cams.items() if entry.get('plate')}
+        except (KeyError, TypeError, ValueError, OSError, AttributeError) as err:
+            raise ConfigError(f'{where}: malformed rebuild.yaml or texture: {err!r}') from None
+        return cls(folder, rig, textures, light, colours, plates)
+
+    def rig(self, rig: camera_rig.Rig) -> camera_rig.Rig:
+        """The calibrated cameras; the key light's shadows drawn."""
+        return dataclasses.replace(rig, exterior=self.calibrated.exterior,
+                                   wrist=self.calibrated.wrist, source=self.calibrated.source,
+                                   shadows=True)
+
+    def body_xml(self) -> str:
+        """A textured plane per rebuilt surface."""
+        return '\n'.join(t.surface.xml() for t in self.textures)
+
+    def asset_xml(self) -> str:
+        """A texture and a material per rebuilt surface (painted in :meth:`dress`)."""
+        out = []
+        for t in self.textures:
+            rows, cols = t.texture.shape[:2]
+            name = f'rebuilt_{t.surface.name}'
+            out.append(f'<texture name="{name}" type="2d" builtin="flat" rgb1="1 1 1" '
+                       f'width="{cols}" height="{rows}"/>')
+            out.append(f'<material name="{name}" texture="{name}" texrepeat="1 1" '
+                       f'texuniform="false" specular="0" shininess="0" reflectance="0" '
+                       f'emission="{t.emission:.5g}"/>')
+        return '\n'.join(out)
+
+    def dress(self, model: Any) -> None:
+        """The textures, the key light (a spot at the estimated position, shadows), the
+        ambient; the twin's other lights and its headlight's diffuse off."""
+        import mujoco
+
+        for t in self.textures:
+            tex = model.texture(f'rebuilt_{t.surface.name}').id
+            adr, n = int(model.tex_adr[tex]), int(model.tex_nchannel[tex])
+            pixels = t.texture
+            if n == 4:
+                pixels = np.concatenate(
+                    [pixels, np.full(pixels.shape[:2] + (1,), 255, np.uint8)], -1)
+            model.tex_data[adr:adr + pixels.size] = pixels.reshape(-1)
+        # The twin's own surfaces under the planes: hidden (group 4 is not drawn), so that
+        # neither they nor their shadow maps fight with the planes a millimetre above them.
+        for t in self.textures:
+            model.geom_group[surface_geoms(model, t.surface)] = HIDDEN_GROUP
+        key = model.light('key').id
+        light = self.light
+        model.light_type[key] = mujoco.mjtLightType.mjLIGHT_SPOT
+        model.light_pos[key] = light.position
+        model.light_dir[key] = light.direction
+        model.light_diffuse[key] = light.rgb
+        model.light_specular[key] = 0.1 * np.asarray(light.rgb)
+        model.light_ambient[key] = 0.0
+        model.light_cutoff[key] = light.cutoff_deg
+        model.light_exponent[key] = 0.0
+        model.light_attenuation[key] = (1.0, 0.0, 0.0)
+        model.light_castshadow[key] = True
+        for other in range(model.nlight):
+            if other != key:
+                model.light_active[other] = False
+        model.vis.headlight.ambient[:] = light.ambient
+        model.vis.headlight.diffuse[:] = 0.0
+        model.vis.headlight.specular[:] = 0.0
+        model.vis.quality.shadowsize = max(int(model.vis.quality.shadowsize), 2048)
+
+    def unlit(self, world: Any, camera: str, width: int, height: int
+              ) -> tuple[np.ndarray, np.ndarray]:
+        """Return, for a fixed camera, what the rebuilt scene draws without shadows (H, W, 3)
+        float 0-255 and the rebuilt plane's geom id per pixel (-1: none), by casting each
+        pixel's ray onto the planes (computed once per camera and size)."""
+        key = (camera, width, height)
+        if key in self._unlit:
+            return self._unlit[key]
+        pose = _pose(world.model, world.data, camera)
+        f = 0.5 * height / math.tan(math.radians(pose.fovy) / 2.0)
+        u, v = np.meshgrid(np.arange(width) + 0.5, np.arange(height) + 0.5)
+        rays = np.stack([(u - width / 2) / f, -(v - height / 2) / f, -np.ones_like(u)], -1)
+        rays = rays.reshape(-1, 3) @ pose.rot.T
+        best = np.full(len(rays), np.inf)
+        value = np.zeros((len(rays), 3))
+        ids = np.full(len(rays), -1)
+        for t in self.textures:
+            surface = t.surface
+            n = surface.normal
+            centre = np.asarray(surface.centre) + LIFT_M * n
+            denom = rays @ n
+            with np.errstate(divide='ignore', invalid='ignore'):
+                dist = ((centre - pose.position) @ n) / denom
+            hit = pose.position[None] + dist[:, None] * rays
+            x = (hit - centre) @ np.asarray(surface.ex, float)
+            y = (hit - centre) @ np.asarray(surface.ey, float)
+            ok = ((denom < 0) & (dist > 0) & (dist < best) & (np.abs(x) < surface.half[0])
+                  & (np.abs(y) < surface.half[1]))
+            if not ok.any():
+                continue
+            rows, cols = t.texture.shape[:2]
+            col = np.clip(((x[ok] + surface.half[0]) / (2 * surface.half[0]) * cols).astype(int),
+                          0, cols - 1)
+            row = np.clip(((surface.half[1] - y[ok]) / (2 * surface.half[1]) * rows)
+                          .astype(int), 0, rows - 1)
+            shade = self.light.shading(hit[ok], n) + t.emission
+            value[ok] = t.texture[row, col].astype(float) * shade
+            best[ok] = dist[ok]
+            ids[ok] = world.model.geom(f'rebuilt_{surface.name}').id
+        self._unlit[key] = (value.reshape(height, width, 3), ids.reshape(height, width))
+        return self._unlit[key]
+
+    def finish(self, world: Any, images: dict[str, np.ndarray],
+               segment: Segmenter) -> dict[str, np.ndarray]:
+        """The robot's pixels through each camera's colour transform; an exterior camera's
+        static pixels from its plate, shadowed as rendered (class docstring)."""
+        from realm_ros.backends.mujoco.visual_match import kept_geoms
+
+        if not any(name in self.colours or name in self.plates for name in images):
+            return images
+        if self._robot is None or self._robot[0] is not world.model:
+            self._robot = (world.model, robot_geoms(world.model), kept_geoms(world.model))
+        seg = segment()
+        out = dict(images)
+        for name, image in images.items():
+            picture = image
+            if name in self.colours:
+                robot = seg_mask(seg[name], self._robot[1])
+                picture = np.where(robot[..., None], apply_colour(image, self.colours[name]),
+                                   image)
+            if name in self.plates and self._at_plate(world, name):
+                h, w = image.shape[:2]
+                plate = self.plates[name]
+                if plate.shape[:2] != (h, w):
+                    import cv2
+
+                    plate = cv2.resize(plate, (w, h), interpolation=cv2.INTER_AREA)
+                unlit, planes = self.unlit(world, name, w, h)
+                on_plane = (seg[name][..., 1] == 5) & (seg[name][..., 0] == planes)
+                factor = np.clip(image.astype(float) / np.maximum(unlit, 1.0), 0.0, 1.0)
+                factor = np.where(on_plane[..., None] & (factor.mean(-1, keepdims=True) < 0.9),
+                                  factor, 1.0)
+                background = np.clip(plate * factor + 0.5, 0, 255).astype(np.uint8)
+                keep = seg_mask(seg[name], self._robot[2])
+                picture = np.where(keep[..., None], picture, background)
+            out[name] = picture
+        return out
+
+    def _at_plate(self, world: Any, camera: str) -> bool:
+        """Whether ``camera`` stands where its plate was taken (a V-VIEW moves it off)."""
+        spec = next((c for c in self.calibrated.exterior if c.name == camera), None)
+        if spec is None:
+            return False
+        pose = _pose(world.model, world.data, camera)
+        return bool(np.linalg.norm(pose.position - np.asarray(spec.pos)) < 1e-3)
+
+
+def is_rebuild(folder: str | pathlib.Path) -> bool:
+    """Whether ``folder`` is a ``cameras rebuild`` folder (it has ``rebuild.yaml``)."""
+    return (pathlib.Path(folder).expanduser() / 'rebuild.yaml').is_file()
+
+
+# -- building it from a recording ------------------------------------------------------------
+
+#: Exterior frames used to find the light, at most; the search runs at this image scale.
+LIGHT_FRAMES = 12
+LIGHT_SCALE = 0.25
+#: A rig fits a bag when the twin's robot overlaps the robot seen by at least this (IoU).
+FIT_IOU = 0.3
+
+
+def _pose(model: Any, data: Any, camera: str) -> CameraPose:
+    cam = model.camera(camera).id
+    return CameraPose(np.array(data.cam_xpos[cam]), np.array(data.cam_xmat[cam]).reshape(3, 3),
+                      float(model.cam_fovy[cam]))
+
+
+def _grow(masks: np.ndarray, px: int) -> np.ndarray:
+    import cv2
+
+    kernel = np.ones((2 * px + 1, 2 * px + 1), np.uint8)
+    return np.stack([cv2.dilate(m.astype(np.uint8), kernel) > 0 for m in masks])
+
+
+def _geom_ids(seg: np.ndarray) -> np.ndarray:
+    from realm_ros.backends.mujoco.visual_match import GEOM
+
+    return np.where(seg[..., 1] == GEOM, seg[..., 0], -1)
+
+
+def rig_fit(frames: np.ndarray, plate: np.ndarray, robot: np.ndarray) -> float:
+    """Return the overlap (IoU) of the twin's robot ``robot`` (T, H, W) with the robot seen
+    (frames differing from ``plate``), over the recording: a rig that fits is above 0.5."""
+    diff = np.abs(frames.astype(np.int16) - plate.astype(np.int16)).sum(-1) > 30
+    inter = int((diff & robot).sum())
+    union = int((diff | robot).sum())
+    return inter / union if union else 0.0
+
+
+def build_rebuild(recording: Any, rig_file: str, out: str | pathlib.Path,
+                  log: Any = print) -> dict[str, Any]:
+    """Write a rebuilt-look folder from ``recording`` (a ``cameras record`` ``Recording``) and
+    the calibrated ``rig_file``; return ``rebuild.yaml``'s content.
+
+    Raises:
+        ConfigError: no rig given.
+        DataError: the bag lacks a camera, or the rig does not fit it (named).
+    """
+    import time
+
+    import cv2
+    import imageio.v2 as imageio
+    import yaml
+
+    from realm_ros.backends.mujoco.calibration import RobotGeometry, clean_plate
+    from realm_ros.backends.mujoco.matching import TwinFrames
+
+    start = time.monotonic()
+    if not rig_file:
+        raise ConfigError('no calibrated rig: run `realm-ros cameras calibrate BAG --out '
+                          'rig.yaml` and pass --rig rig.yaml')
+    missing = [c for c in ('exterior_1', 'exterior_2', 'wrist') if c not in recording.images]
+    if missing:
+        raise DataError(f'bag {recording.path}: no images of {", ".join(missing)} (record '
+                        'every camera with `realm-ros cameras record`)')
+    out = pathlib.Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    cameras = ('exterior_1', 'exterior_2', 'wrist')
+    width, height = recording.size
+    twin = TwinFrames(rig_file, recording.size, cameras)
+    model, data = twin.world.model, twin.world.data
+    ids: dict[str, list[np.ndarray]] = {c: [] for c in cameras}
+    robots: dict[str, list[np.ndarray]] = {c: [] for c in cameras}
+    wrist_poses, points = [], []
+    geometry = RobotGeometry(model)
+    order = np.random.default_rng(0).permutation(len(geometry.points(recording.q[0])))
+    pick, dense_pick = order[:4000], order[:16000]
+    dense = []
+    try:
+        for q, g in zip(recording.q, recording.gripper):
+            _, seg = twin.render(q, float(g))
+            wrist_poses.append(_pose(model, data, 'wrist'))
+            for c in cameras:
+                ids[c].append(_geom_ids(seg[c]))
+                robots[c].append(seg_mask(seg[c], twin.robot))
+            cloud = geometry.points(q, float(g))
+            points.append(cloud[pick])
+            dense.append(cloud[dense_pick])
+        exterior_poses = {c: _pose(model, data, c) for c in EXTERIOR}
+    finally:
+        twin.close()
+    log(f'  twin rendered at {len(recording.q)} recorded poses ({time.monotonic() - start:.0f} s)')
+    views: list[View] = []
+    evidence: list[ShadowEvidence] = []
+    table = model.geom('table_top').id
+    content: dict[str, Any] = {'size': [width, height], 'frames': len(recording.q),
+                               'cameras': {}, 'surfaces': {}}
+    for c in EXTERIOR:
+        frames = recording.images[c]
+        robot = np.stack(robots[c])
+        grown = _grow(robot, ROBOT_GROW_PX)
+        plate, unknown = clean_plate(frames, grown)
+        fit = rig_fit(frames, plate, robot)
+        content['cameras'][c] = {'rig_fit_iou': round(fit, 4),
+                                 'plate_unknown_fraction': round(float(unknown.mean()), 5)}
+        if fit < FIT_IOU:
+            raise DataError(f'rig {rig_file} does not fit bag {recording.path}: on {c} the '
+                            f"twin's robot overlaps the recorded one by {fit:.0%} (a fitting "
+                            f'rig: over 50 %); calibrate this bag with `realm-ros cameras '
+                            'calibrate`')
+        stack = np.stack(ids[c])
+        static = np.full(stack.shape[1:], -1)
+        for k in range(len(stack) - 1, -1, -1):  # the first frame free of the robot wins
+            static = np.where(~grown[k], stack[k], static)
+        static[unknown] = -1
+        views.append(View(c, plate, static, exterior_poses[c]))
+        wide = _grow(robot, 6)
+        chosen = np.linspace(0, len(frames) - 1, min(LIGHT_FRAMES, len(frames))).astype(int)
+        size = (max(8, round(width * LIGHT_SCALE)), max(8, round(height * LIGHT_SCALE)))
+        for k in chosen:
+            valid = (static == table) & ~wide[k]
+            seen = shadow_mask(frames[k], plate, valid)
+            ratio = ((frames[k][seen].astype(float) + 4.0) / (plate[seen].astype(float) + 4.0))
+            small = cv2.resize(seen.astype(np.float32), size, interpolation=cv2.INTER_AREA)
+            small_valid = cv2.resize(valid.astype(np.float32), size,
+                                     interpolation=cv2.INTER_AREA)
+            evidence.append(ShadowEvidence(exterior_poses[c], points[k], small > 0.5,
+                                           small_valid > 0.5, ratio[::max(1, len(ratio) // 2000)]))
+    light = estimate_light(evidence)
+    log(f'  key light: {"estimated" if light.estimated else "not found (a light above the table)"}'
+        f', shadow overlap {light.shadow_iou:.2f} ({time.monotonic() - start:.0f} s)')
+    for k, frame in enumerate(recording.images['wrist']):
+        grown = _grow(robots['wrist'][k][None], ROBOT_GROW_PX)[0]
+        shadow = (table_shadow(dense[k], np.asarray(light.position)) if light.estimated
+                  else None)
+        views.append(View('wrist', frame, np.where(grown, -1, ids['wrist'][k]), wrist_poses[k],
+                          shadow))
+    radiance = {}
+    for surface in scene_surfaces():
+        texture, seen = project_surface(surface, surface_geoms(model, surface), views)
+        radiance[surface.name] = (surface, texture / 255.0, seen)
+        content['surfaces'][surface.name] = {'unseen_fraction': round(1.0 - float(seen.mean()),
+                                                                      5)}
+    log(f'  textures projected ({time.monotonic() - start:.0f} s)')
+    rig = camera_rig.load_rig(rig_file)
+    (out / 'rig.yaml').write_text(pathlib.Path(rig.source).read_text())
+    rig = camera_rig.load_rig(str(out / 'rig.yaml'))
+    plates = {view.camera: view.image for view in views if view.camera in EXTERIOR}
+    for c, plate in plates.items():
+        imageio.imwrite(out / f'{c}_plate.png', plate)
+        content['cameras'][c]['plate'] = f'{c}_plate.png'
+    # The light's level: a recording fixes only ratios (lit over shadowed); the absolute level
+    # is the twin's own (its lights' sum on the table's centre), under which the twin's object
+    # colours were chosen, so the objects are lit as the twin lights them.
+    level = TWIN_LIGHT
+    light = dataclasses.replace(light, rgb=tuple(float(v) * level for v in light.rgb),
+                                ambient=tuple(float(v) * level for v in light.ambient))
+    textures = _albedos(radiance, light)
+    look = RebuiltLook(out, rig, textures, light, {}, plates)
+    colours, _ = fit_paint(recording, look, robots)
+    for t in textures:
+        imageio.imwrite(out / f'{t.surface.name}.png', t.texture)
+        content['surfaces'][t.surface.name].update(texture=f'{t.surface.name}.png',
+                                                   emission=t.emission)
+    for c, m in colours.items():
+        content['cameras'].setdefault(c, {}).update(m)
+    content['light'] = light.to_yaml()
+    content['light']['level'] = round(float(level), 4)
+    content['seconds'] = round(time.monotonic() - start, 1)
+    (out / 'rebuild.yaml').write_text(
+        '# Rebuilt look written by `realm-ros cameras rebuild` (docs/visual-matching.md).\n'
+        + yaml.safe_dump(content, sort_keys=False))
+    return content
+
+
+def _albedos(radiance: Mapping[str, tuple[Surface, np.ndarray, np.ndarray]],
+             light: KeyLight) -> list[SurfaceTexture]:
+    """The seen surfaces' textures under ``light``: radiance over its shading, an emission
+    where the light is too weak for the recorded colour."""
+    out = []
+    for surface, value, seen in radiance.values():
+        if not seen.any():
+            continue
+        shade = light.shading(surface.texels(), surface.normal).reshape(value.shape)
+        emission = round(float(max(0.0, np.quantile((value - shade)[seen], 0.995))), 5)
+        albedo = np.clip(value / (shade + emission), 0.0, 1.0)
+        out.append(SurfaceTexture(surface, (albedo * 255.0 + 0.5).astype(np.uint8), emission,
+                                  1.0 - float(seen.mean())))
+    return out
+
+
+def fit_paint(recording: Any, look: RebuiltLook, robots: Mapping[str, Sequence[np.ndarray]],
+              frames: int = 8) -> tuple[dict[str, dict[str, Any]], float]:
+    """Return per camera the robot's colour transform (``colour``) between the recording and
+    the rebuilt twin rendered at ``frames`` recorded poses, with the pixel count; and how much
+    brighter the recorded robot is than the rendered one (median of the ratio of their mean
+    brightness per camera)."""
+    import cv2
+    import mujoco
+
+    from realm_ros.backends.mujoco.actuation import ArmActuation
+    from realm_ros.backends.mujoco.render import FrameRenderer
+    from realm_ros.backends.mujoco.visual_match import fit_colour
+    from realm_ros.backends.mujoco.world import MujocoWorld
+    from realm_ros.core.config import WorldConfig
+    from realm_ros.core.types import EpisodeSpec
+
+    cameras = tuple(robots)
+    width, height = recording.size
+    world = MujocoWorld(WorldConfig(task='', cameras=cameras, camera_width=width,
+                                    camera_height=height), look=look)
+    world.reset(EpisodeSpec(task='empty', seed=0))
+    act = ArmActuation(world.model)
+    renderer = FrameRenderer(world.model, width, height, shadows=True, reflections=False)
+    sims: dict[str, list[np.ndarray]] = {c: [] for c in cameras}
+    reals: dict[str, list[np.ndarray]] = {c: [] for c in cameras}
+    kernel = np.ones((5, 5), np.uint8)
+    try:
+        for k in np.linspace(0, len(recording.q) - 1, min(frames, len(recording.q))).astype(int):
+            act.set_arm_state(world.data, np.asarray(recording.q[k], float),
+                              gripper=float(recording.gripper[k]))
+            mujoco.mj_forward(world.model, world.data)
+            rgb = renderer.render(world.data, cameras)
+            for c in cameras:
+                inner = cv2.erode(robots[c][k].astype(np.uint8), kernel) > 0
+                sims[c].append(rgb[c][inner])
+                reals[c].append(recording.images[c][k][inner])
+    finally:
+        renderer.close()
+        world.close()
+    out, ratios = {}, []
+    for c in cameras:
+        sim, real = np.concatenate(sims[c]), np.concatenate(reals[c])
+        if len(sim) < 20:
+            continue
+        m = fit_colour(sim.astype(float), real.astype(float))
+        out[c] = {'colour': [[round(float(v), 6) for v in row] for row in m],
+                  'robot_pixels': int(len(sim))}
+        ratios.append(float(real.mean()) / max(float(sim.mean()), 1.0))
+    return out, float(np.clip(np.median(ratios), 0.5, 2.5)) if ratios else 1.0
+
+
+__all__ = ['KeyLight', 'RebuiltLook', 'Surface', 'View', 'build_rebuild', 'estimate_light',
+           'is_rebuild', 'project_surface', 'scene_surfaces', 'shadow_mask']
