@@ -256,11 +256,8 @@ def rebuild(args: argparse.Namespace) -> int:
         print(f'{name:<11} {100 * (1 - unseen):6.1f} % seen'
               + (f"  (no camera saw it: the twin's own {name})" if 'texture' not in entry
                  else ''))
-    table = content['surfaces']['table']['unseen_fraction']
-    if table > rebuilt.WARN_UNSEEN:
-        print(f'warning: {table:.1%} of the table top was never seen free of the arm by any '
-              'camera (filled from its neighbours); record again with the arm clearing it',
-              file=sys.stderr)
+    for line in rebuilt.warnings(content):
+        print(line, file=sys.stderr)
     light = content['light']
     print(f'key light: {"estimated" if light["estimated"] else "NOT estimated"} at '
           f'{light["position"]} m, {light["colour_temperature_k"]} K, intensity '
@@ -272,6 +269,27 @@ def rebuild(args: argparse.Namespace) -> int:
     print(f'rebuilt look: {args.out} in {content["seconds"]:.0f} s (world visual_match_dir, '
           f'--visual-match {args.out})')
     return 0
+
+
+def rebuild_beside(match_dir: str, rig_file: str) -> str:
+    """Return the rebuilt look beside a visual match (``DIR/../rebuild``), made from the
+    calibration bag beside it (``DIR/../bag``, as ``demo --vision`` lays them out) if absent.
+
+    Raises:
+        ConfigError: no bag beside the match to rebuild from.
+    """
+    from realm_ros.backends.mujoco import rebuild as rebuilt
+
+    folder = pathlib.Path(match_dir).parent / 'rebuild'
+    if not rebuilt.is_rebuild(folder):
+        bag = pathlib.Path(match_dir).parent / 'bag'
+        if not bag.exists():
+            raise ConfigError(f'rebuilt look: no calibration bag {bag} beside the match '
+                              f'{match_dir}; run `realm-ros cameras rebuild BAG --rig RIG '
+                              f'--out {folder}`')
+        rebuilt.build_rebuild(load_recording(bag), rig_file, folder,
+                              log=lambda line: print(line, file=sys.stderr))
+    return str(folder.resolve())
 
 
 def label_image(image, text: str):
