@@ -54,15 +54,16 @@ def test_colour_fit_is_well_conditioned_on_nearly_grey_pixels():
     and never does worse than no transform on pixels it was not fitted on."""
     rng = np.random.default_rng(1)
     grey = rng.uniform(40, 230, (4000, 1))
-    sim = np.clip(grey + rng.normal(0, 1.5, (4000, 3)), 0, 255)
+    sim = np.clip(grey + rng.normal(0, 0.2, (4000, 3)), 0, 255)
     real = np.clip(sim * [1.05, 0.98, 0.9] + 6 + rng.normal(0, 4, (4000, 3)), 0, 255)
     m = visual_match.fit_colour(sim, real)
     plain, *_ = np.linalg.lstsq(np.c_[sim / 255, np.ones(len(sim))], real / 255, rcond=None)
-    assert np.abs(plain[:3]).max() > 2 * np.abs(m[:3]).max()  # the plain fit blows up
-    assert np.abs(m[:3] - np.eye(3)).max() < 0.3
-    # Saturated colours (an object) stay saturated: no grey-out by the fitted map.
+    assert np.abs(plain[:3] - np.eye(3)).max() > 0.3  # the plain fit wanders off
+    assert np.abs(m[:3] - np.eye(3)).max() < 0.1
+    # A saturated colour (an object) goes where the true map takes it, not where the plain
+    # fit extrapolates (it clipped this green to 0, 255, 29).
     green = visual_match.apply_colour(np.array([[[30, 200, 40]]], np.uint8), m)[0, 0]
-    assert green[1] - max(green[0], green[2]) > 120
+    np.testing.assert_allclose(green, [30 * 1.05 + 6, 200 * 0.98 + 6, 40 * 0.9 + 6], atol=8)
     held = np.clip(rng.uniform(40, 230, (500, 1)) + rng.normal(0, 1.5, (500, 3)), 0, 255)
     truth = np.clip(held * [1.05, 0.98, 0.9] + 6, 0, 255)
     fitted = np.abs(visual_match.apply_colour(held[None].astype(np.uint8), m)[0] - truth).mean()
@@ -133,16 +134,17 @@ def test_rebuild_names_bad_input(small, tmp_path, capsys):
     far_file.write_text(yaml.safe_dump(far))
     assert cli.main(['cameras', 'rebuild', str(bag), '--rig', str(far_file), '--out',
                      str(tmp_path / 'b')]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and 'does not fit' in err[0]
+    errors = [line for line in capsys.readouterr().err.splitlines() if 'error' in line]
+    assert len(errors) == 1 and 'does not fit' in errors[0] and 'exterior_1' in errors[0]
 
 
 def test_an_arm_that_never_moved_leaves_the_table_unseen_and_says_so(small, tmp_path):
-    bag, rig_file, _ = small
+    bag, rig_file, out = small
+    moving = yaml.safe_load((out / 'rebuild.yaml').read_text())['surfaces']['table']
     recording = load_recording(bag)
     still = Recording(recording.q[[0, 0]], recording.gripper[[0, 0]],
                       {c: v[[0, 0]] for c, v in recording.images.items()}, recording.path)
     content = rebuild.build_rebuild(still, str(rig_file), tmp_path / 'c', log=lambda line: None)
-    unseen = content['surfaces']['table']['unseen_fraction']
-    assert unseen > rebuild.WARN_UNSEEN
+    unseen = content['surfaces']['table']['unseen_beyond_base']
+    assert unseen > max(rebuild.WARN_UNSEEN, 1.5 * moving['unseen_beyond_base'])
     assert any(f'{unseen:.1%} of the table top' in line for line in rebuild.warnings(content))

@@ -52,8 +52,10 @@ LIFT_M = 0.001
 HIDDEN_GROUP = 4
 #: The robot's pixels are grown by this before a view's pixels count for a surface, px.
 ROBOT_GROW_PX = 3
-#: A surface more unseen than this is warned about.
-WARN_UNSEEN = 0.05
+#: A table top more unseen than this (beyond the robot's base) is warned about.
+WARN_UNSEEN = 0.005
+#: The robot's base covers the table within this of its axis for good, m.
+BASE_RADIUS_M = 0.15
 #: Samples further than this from the first blend (summed |RGB|, 0-765) lose their weight.
 OUTLIER = 60.0
 #: The rebuilt light's highest level on the table's centre (``build_rebuild``).
@@ -719,11 +721,11 @@ def rig_fit(frames: np.ndarray, plate: np.ndarray, robot: np.ndarray,
 def warnings(content: Mapping[str, Any]) -> list[str]:
     """Return the warnings a rebuild's ``rebuild.yaml`` content calls for, one line each."""
     out = []
-    table = float(content['surfaces']['table']['unseen_fraction'])
+    table = float(content['surfaces']['table']['unseen_beyond_base'])
     if table > WARN_UNSEEN:
-        out.append(f'warning: {table:.1%} of the table top was never seen free of the arm by '
-                   'any camera (filled from its neighbours); record again with the arm '
-                   'clearing it')
+        out.append(f'warning: {table:.1%} of the table top (beyond the robot\'s base) was never '
+                   'seen free of the arm by any camera (filled from its neighbours); record '
+                   'again with the arm clearing it')
     if not content['light']['estimated']:
         out.append("warning: no shadow of the arm explained the recording's: the key light "
                    'is a guess (2 m above the table)')
@@ -834,6 +836,12 @@ def build_rebuild(recording: Any, rig_file: str, out: str | pathlib.Path,
         radiance[surface.name] = (surface, texture / 255.0, seen)
         content['surfaces'][surface.name] = {'unseen_fraction': round(1.0 - float(seen.mean()),
                                                                       5)}
+        if surface.kind == 'table':
+            # The robot's base stands on the table for good: what matters is the rest of it.
+            texels = surface.texels().reshape(seen.shape + (3,))
+            free = np.hypot(texels[..., 0], texels[..., 1]) > BASE_RADIUS_M
+            content['surfaces'][surface.name]['unseen_beyond_base'] = round(
+                1.0 - float(seen[free].mean()), 5)
     log(f'  textures projected ({time.monotonic() - start:.0f} s)')
     rig = camera_rig.load_rig(rig_file)
     (out / 'rig.yaml').write_text(pathlib.Path(rig.source).read_text())
