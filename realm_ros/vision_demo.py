@@ -15,8 +15,9 @@ per :class:`Column`:
     background, lighting, table, distractors in turn), each episode's score averaged over them;
 (e) ``sysid``: matched + the identified parameters (``realm-ros sysid fit``);
 (f) ``rebuilt``: calibrated + the rebuilt look (``realm-ros cameras rebuild`` from the same
-    calibration bag: the lab's table, floor and walls on the twin's geometry, its key light;
-    every camera rendered). Not in ``demo --vision``'s default columns: ask with ``--columns``.
+    calibration bag, written to ``rebuild`` beside the match: the lab's table, floor and walls
+    on the twin's geometry, its key light; every camera rendered). Not in ``demo --vision``'s
+    default columns: ask with ``--columns``.
 
 Per column: per-policy mean progression and success (bootstrap 95 % CIs over episodes), Pearson
 r, MMRV(sim, real) and the mean absolute gap over the per-policy mean progressions, each with a
@@ -58,6 +59,8 @@ SHEET_FILE = 'contact_sheet.png'
 DISTANCE_FILE = 'image_distance.png'
 #: The twin's inputs one column needs; :class:`Inputs` holds the files that provide them.
 RIG, MATCH, PARAMS, VARIANTS = 'rig', 'match', 'params', 'variants'
+#: The rebuilt look: ``cameras rebuild``'s folder ``rebuild`` beside the match's.
+REBUILD = 'rebuild'
 #: Settings a run folder's ``run.json`` may predate: taken as these values when it lacks them.
 FINGERPRINT_DEFAULTS: Mapping[str, Any] = {'variant_seed': 0}
 
@@ -79,8 +82,15 @@ class Inputs:
 
     def has(self, need: str) -> bool:
         """Whether the input ``need`` (:data:`RIG` ...) is there."""
+        if need == REBUILD:
+            return bool(self.match_dir) and (pathlib.Path(self.rebuild_dir())
+                                             / 'rebuild.yaml').is_file()
         return bool({RIG: self.rig_file, MATCH: self.match_dir, PARAMS: self.params_file,
                      VARIANTS: self.variants}[need])
+
+    def rebuild_dir(self) -> str:
+        """The rebuilt look's folder: ``rebuild`` beside the match's folder."""
+        return str(pathlib.Path(self.match_dir).parent / 'rebuild')
 
     def variant_set(self) -> VariantSet:
         """The looks of the variant-aggregation column (ConfigError if none are asked)."""
@@ -120,7 +130,9 @@ class Column:
     def unavailable(self, missing: Sequence[str]) -> str:
         """Why the column is not in the table, for a person."""
         why = {RIG: 'no calibrated rig', MATCH: 'no visual match', PARAMS: 'no sysid fit',
-               VARIANTS: 'no variants asked (--variants 0)'}
+               VARIANTS: 'no variants asked (--variants 0)',
+               REBUILD: 'no rebuilt look beside the match (realm-ros cameras rebuild '
+                        'CALIBRATION/bag --rig CALIBRATION/rig.yaml --out CALIBRATION/rebuild)'}
         return ', '.join(why[m] for m in missing)
 
     def missing(self, inputs: Inputs) -> list[str]:
@@ -139,14 +151,6 @@ def _variants(base: WorldConfig, inputs: Inputs) -> list[Twin]:
     return [Twin(calibrated, k) for k in range(inputs.variant_set().count)]
 
 
-def _rebuilt(base: WorldConfig, inputs: Inputs) -> list[Twin]:
-    # Made once from the calibration bag beside the match (the demo's calibration folder).
-    from realm_ros.commands.cameras_calibration import rebuild_beside
-
-    return [Twin(dataclasses.replace(
-        base, visual_match_dir=rebuild_beside(inputs.match_dir, inputs.rig_file)))]
-
-
 COLUMNS: tuple[Column, ...] = (
     Column('a', 'raw', 'twin as it is', (), lambda b, i: [Twin(b)]),
     Column('b', 'calibrated', 'calibrated cameras', (RIG,),
@@ -157,7 +161,8 @@ COLUMNS: tuple[Column, ...] = (
     Column('e', 'sysid', 'matched + sysid', (MATCH, PARAMS),
            lambda b, i: [Twin(dataclasses.replace(b, visual_match_dir=i.match_dir,
                                                   sim_params_file=i.params_file))]),
-    Column('f', 'rebuilt', 'calibrated + rebuilt look', (MATCH,), _rebuilt),
+    Column('f', 'rebuilt', 'calibrated + rebuilt look', (REBUILD,),
+           lambda b, i: [Twin(dataclasses.replace(b, visual_match_dir=i.rebuild_dir()))]),
 )
 COLUMN_NAMES = tuple(c.name for c in COLUMNS)
 

@@ -240,7 +240,7 @@ def match(args: argparse.Namespace) -> int:
 
 def rebuild(args: argparse.Namespace) -> int:
     """``cameras rebuild BAG --rig rig.yaml --out DIR``: the rebuilt look."""
-    from realm_ros.backends.mujoco import rebuild as rebuilt
+    from realm_ros.backends.mujoco import rebuilding as rebuilt
 
     if not args.rig:
         raise ConfigError(f'cameras rebuild {args.bag}: no --rig; calibrate this bag first '
@@ -269,27 +269,6 @@ def rebuild(args: argparse.Namespace) -> int:
     print(f'rebuilt look: {args.out} in {content["seconds"]:.0f} s (world visual_match_dir, '
           f'--visual-match {args.out})')
     return 0
-
-
-def rebuild_beside(match_dir: str, rig_file: str) -> str:
-    """Return the rebuilt look beside a visual match (``DIR/../rebuild``), made from the
-    calibration bag beside it (``DIR/../bag``, as ``demo --vision`` lays them out) if absent.
-
-    Raises:
-        ConfigError: no bag beside the match to rebuild from.
-    """
-    from realm_ros.backends.mujoco import rebuild as rebuilt
-
-    folder = pathlib.Path(match_dir).parent / 'rebuild'
-    if not rebuilt.is_rebuild(folder):
-        bag = pathlib.Path(match_dir).parent / 'bag'
-        if not bag.exists():
-            raise ConfigError(f'rebuilt look: no calibration bag {bag} beside the match '
-                              f'{match_dir}; run `realm-ros cameras rebuild BAG --rig RIG '
-                              f'--out {folder}`')
-        rebuilt.build_rebuild(load_recording(bag), rig_file, folder,
-                              log=lambda line: print(line, file=sys.stderr))
-    return str(folder.resolve())
 
 
 def label_image(image, text: str):

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from realm_ros import cli
-from realm_ros.backends.mujoco import rebuild, visual_match
+from realm_ros.backends.mujoco import rebuild, rebuilding, visual_match
 from realm_ros.backends.mujoco.calibration import Recording
 from realm_ros.commands.cameras_calibration import load_recording
 from realm_ros.core.appearance import Appearance
@@ -144,7 +144,7 @@ def test_an_arm_that_never_moved_leaves_the_table_unseen_and_says_so(small, tmp_
     recording = load_recording(bag)
     still = Recording(recording.q[[0, 0]], recording.gripper[[0, 0]],
                       {c: v[[0, 0]] for c, v in recording.images.items()}, recording.path)
-    content = rebuild.build_rebuild(still, str(rig_file), tmp_path / 'c', log=lambda line: None)
+    content = rebuilding.build_rebuild(still, str(rig_file), tmp_path / 'c', log=lambda line: None)
     unseen = content['surfaces']['table']['unseen_beyond_base']
     assert unseen > max(rebuild.WARN_UNSEEN, 1.5 * moving['unseen_beyond_base'])
-    assert any(f'{unseen:.1%} of the table top' in line for line in rebuild.warnings(content))
+    assert any(f'{unseen:.1%} of the table top' in line for line in rebuilding.warnings(content))
