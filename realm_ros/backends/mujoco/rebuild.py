@@ -41,7 +41,7 @@ import numpy as np
 from realm_ros.backends.mujoco import camera_rig
 from realm_ros.backends.mujoco.appearance import Look, Segmenter
 from realm_ros.backends.mujoco.calibration import CameraPose
-from realm_ros.backends.mujoco.visual_match import apply_colour, robot_geoms, seg_mask
+from realm_ros.backends.mujoco.visual_match import colour_where, robot_geoms, seg_mask
 from realm_ros.core.errors import ConfigError
 
 #: Texture resolution per surface, m per texel.
@@ -641,9 +641,8 @@ class RebuiltLook(Look):
         for name, image in images.items():
             picture = image
             if name in self.colours:
-                robot = seg_mask(seg[name], self._robot[1])
-                picture = np.where(robot[..., None], apply_colour(image, self.colours[name]),
-                                   image)
+                picture = colour_where(image, seg_mask(seg[name], self._robot[1]),
+                                       self.colours[name])
             if name in self.plates and self._at_plate(world, name):
                 h, w = image.shape[:2]
                 plate = self.plates[name]

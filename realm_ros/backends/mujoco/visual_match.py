@@ -126,6 +126,11 @@ def _gain(x: np.ndarray, y: np.ndarray, ridge: float) -> np.ndarray:
     return np.vstack([np.diag(np.clip(g, 0.2, 5.0)), np.zeros((1, 3))])
 
 
+def colour_where(image: np.ndarray, mask: np.ndarray, m: np.ndarray) -> np.ndarray:
+    """Return ``image`` with the pixels of ``mask`` (H, W) through the colour transform ``m``."""
+    return np.where(mask[..., None], apply_colour(image, m), image)
+
+
 def apply_colour(image: np.ndarray, m: np.ndarray) -> np.ndarray:
     """Return ``image`` (..., 3) uint8 through the colour transform ``m`` (4, 3)."""
     x = image.astype(np.float32) / 255.0
@@ -220,9 +225,8 @@ class VisualMatchLook(Look):
         for name, image in images.items():
             picture = image
             if name in self.colours:
-                robot = seg_mask(seg[name], self._kept[2])
-                picture = np.where(robot[..., None], apply_colour(image, self.colours[name]),
-                                   image)
+                picture = colour_where(image, seg_mask(seg[name], self._kept[2]),
+                                       self.colours[name])
             if name in self.plates:
                 h, w = image.shape[:2]
                 keep = seg_mask(seg[name], self._kept[1])
@@ -231,5 +235,5 @@ class VisualMatchLook(Look):
         return out
 
 
-__all__ = ['EXTERIOR', 'VisualMatchLook', 'apply_colour', 'fit_colour', 'kept_geoms',
-           'robot_geoms', 'seg_mask']
+__all__ = ['EXTERIOR', 'VisualMatchLook', 'apply_colour', 'colour_where', 'fit_colour',
+           'kept_geoms', 'robot_geoms', 'seg_mask']
