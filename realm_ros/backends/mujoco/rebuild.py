@@ -59,7 +59,12 @@ BASE_RADIUS_M = 0.15
 #: Samples further than this from the first blend (summed |RGB|, 0-765) lose their weight.
 OUTLIER = 60.0
 #: The rebuilt light's highest level on the table's centre (``build_rebuild``).
-TWIN_LIGHT = 1.0
+TWIN_LIGHT = 1.3
+#: The rebuilt twin renders at this fraction of its light and :meth:`RebuiltLook.expose`
+#: multiplies the picture back: MuJoCo clamps the light summed on a surface to 1 before the
+#: texture or colour multiplies it, and the lab's light on a surface facing every lamp is
+#: above that (so are the twin's own lights, 1.3 on the table's centre).
+EXPOSURE = 0.5
 #: The key light hangs below the twin's ceiling (``visuals._room``: 1.84 m), m.
 CEILING_Z = 1.79
 #: The table's centre, about which the key light is searched, m.
@@ -544,7 +549,7 @@ class RebuiltLook(Look):
                        f'width="{cols}" height="{rows}"/>')
             out.append(f'<material name="{name}" texture="{name}" texrepeat="1 1" '
                        f'texuniform="false" specular="0" shininess="0" reflectance="0" '
-                       f'emission="{t.emission:.5g}"/>')
+                       f'emission="{t.emission * EXPOSURE:.5g}"/>')
         return '\n'.join(out)
 
     def dress(self, model: Any) -> None:
@@ -569,7 +574,7 @@ class RebuiltLook(Look):
         model.light_type[key] = mujoco.mjtLightType.mjLIGHT_SPOT
         model.light_pos[key] = light.position
         model.light_dir[key] = light.direction
-        model.light_diffuse[key] = light.rgb
+        model.light_diffuse[key] = EXPOSURE * np.asarray(light.rgb)
         model.light_specular[key] = 0.1 * np.asarray(light.rgb)
         model.light_ambient[key] = 0.0
         model.light_cutoff[key] = light.cutoff_deg
@@ -579,7 +584,7 @@ class RebuiltLook(Look):
         for other in range(model.nlight):
             if other != key:
                 model.light_active[other] = False
-        model.vis.headlight.ambient[:] = light.ambient
+        model.vis.headlight.ambient[:] = EXPOSURE * np.asarray(light.ambient)
         model.vis.headlight.diffuse[:] = 0.0
         model.vis.headlight.specular[:] = 0.0
         model.vis.quality.shadowsize = max(int(model.vis.quality.shadowsize), 2048)
@@ -626,12 +631,18 @@ class RebuiltLook(Look):
         self._unlit[key] = (value.reshape(height, width, 3), ids.reshape(height, width))
         return self._unlit[key]
 
+    @staticmethod
+    def expose(image: np.ndarray) -> np.ndarray:
+        """Return a rendered picture at the light's full level (``EXPOSURE``)."""
+        return np.clip(image.astype(np.float32) / EXPOSURE + 0.5, 0, 255).astype(np.uint8)
+
     def finish(self, world: Any, images: dict[str, np.ndarray],
                segment: Segmenter) -> dict[str, np.ndarray]:
         """The robot's pixels through each camera's colour transform; an exterior camera's
         static pixels from its plate, shadowed as rendered (class docstring)."""
         from realm_ros.backends.mujoco.visual_match import kept_geoms
 
+        images = {name: self.expose(image) for name, image in images.items()}
         if not any(name in self.colours or name in self.plates for name in images):
             return images
         if self._robot is None or self._robot[0] is not world.model:

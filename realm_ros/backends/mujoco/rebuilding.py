@@ -17,6 +17,7 @@ import numpy as np
 from realm_ros.backends.mujoco import camera_rig
 from realm_ros.backends.mujoco.rebuild import (
     BASE_RADIUS_M,
+    EXPOSURE,
     ROBOT_GROW_PX,
     TWIN_LIGHT,
     WARN_UNSEEN,
@@ -209,7 +210,7 @@ def build_rebuild(recording: Any, rig_file: str, out: str | pathlib.Path,
     # darkening then comes out as recorded.
     peak = max(float(light.shading(surface.texels(), surface.normal).max())
                for surface, _, seen in radiance.values() if seen.any())
-    level = min(TWIN_LIGHT, 1.0 / max(peak, 1e-6))
+    level = min(TWIN_LIGHT, 1.0 / EXPOSURE / max(peak, 1e-6))
     light = dataclasses.replace(light, rgb=_scaled(light.rgb, level),
                                 ambient=_scaled(light.ambient, level))
     textures = _albedos(radiance, light)
@@ -244,7 +245,7 @@ def _albedos(radiance: Mapping[str, tuple[Surface, np.ndarray, np.ndarray]],
             continue
         shade = light.shading(surface.texels(), surface.normal).reshape(value.shape)
         # Emission adds to the light before the clamp: at most what keeps the sum within 1.
-        room = max(0.0, 1.0 - float(shade.max()))
+        room = max(0.0, 1.0 / EXPOSURE - float(shade.max()))
         emission = round(min(room, float(max(0.0, np.quantile((value - shade)[seen], 0.995)))),
                          5)
         albedo = np.clip(value / (shade + emission), 0.0, 1.0)
@@ -284,7 +285,7 @@ def fit_paint(recording: Any, look: RebuiltLook, robots: Mapping[str, Sequence[n
             act.set_arm_state(world.data, np.asarray(recording.q[k], float),
                               gripper=float(recording.gripper[k]))
             mujoco.mj_forward(world.model, world.data)
-            rgb = renderer.render(world.data, cameras)
+            rgb = {c: look.expose(v) for c, v in renderer.render(world.data, cameras).items()}
             for c in cameras:
                 inner = cv2.erode(robots[c][k].astype(np.uint8), kernel) > 0
                 sims[c].append(rgb[c][inner])
