@@ -7,8 +7,10 @@ Run: ``.venv/bin/python bench/bench_visual_match.py --match DIR [--task put_gree
 For each seed the digital real (hidden appearance) resets the task; the plain twin and the
 visually matched twin are put in the very same physical state (every qpos copied), and each
 renders every camera. Prints the mean absolute pixel error (0-255, over RGB) between the
-digital real and each twin per camera, over the whole image, the robot's pixels and the task
-objects' pixels (regions from the digital real's own segmentation render). ``--out`` writes a
+digital real and each twin per camera, over the whole image, the robot's pixels, the task
+objects' pixels and the background's (regions from the digital real's own segmentation
+render). ``DIR`` may also be a ``cameras rebuild`` folder (``bench_rebuild.py`` compares both
+on hidden looks). ``--out`` writes a
 sheet: real | twin | matched twin per camera, the first seed.
 
 ``--variants N --out sheet.png`` (no ``--match``) instead draws the twin's N looks of
