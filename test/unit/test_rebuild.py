@@ -104,7 +104,11 @@ def test_rebuild_finds_the_light_and_brings_every_camera_closer(small):
     sys.path.insert(0, str(ROOT / 'bench'))
     from bench_visual_match import image_distances
 
+    from realm_ros.backends.mujoco.looks import look_for
+
     bag, rig_file, out = small
+    assert (out / 'match.yaml').is_file()  # what --visual-match checks for
+    assert isinstance(look_for(visual_match_dir=str(out)), rebuild.RebuiltLook)
     content = yaml.safe_load((out / 'rebuild.yaml').read_text())
     assert content['surfaces']['table']['unseen_fraction'] < 0.1
     light = content['light']

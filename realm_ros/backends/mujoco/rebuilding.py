@@ -102,7 +102,7 @@ def build_rebuild(recording: Any, rig_file: str, out: str | pathlib.Path,
     import yaml
 
     from realm_ros.backends.mujoco.calibration import RobotGeometry, clean_plate
-    from realm_ros.backends.mujoco.matching import TwinFrames
+    from realm_ros.backends.mujoco.matching import TwinFrames, build_match
 
     start = time.monotonic()
     if not rig_file:
@@ -114,6 +114,10 @@ def build_rebuild(recording: Any, rig_file: str, out: str | pathlib.Path,
                         'every camera with `realm-ros cameras record`)')
     out = pathlib.Path(out)
     out.mkdir(parents=True, exist_ok=True)
+    # The folder is a visual match too (match.yaml, plates, colour transforms): every command
+    # that takes --visual-match DIR checks for match.yaml; the world loads the rebuilt look
+    # where rebuild.yaml is (looks.look_for).
+    build_match(recording, rig_file, out)
     cameras = ('exterior_1', 'exterior_2', 'wrist')
     width, height = recording.size
     twin = TwinFrames(rig_file, recording.size, cameras)
