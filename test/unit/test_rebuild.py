@@ -152,3 +152,11 @@ def test_an_arm_that_never_moved_leaves_the_table_unseen_and_says_so(small, tmp_
     unseen = content['surfaces']['table']['unseen_beyond_base']
     assert unseen > max(rebuild.WARN_UNSEEN, 1.5 * moving['unseen_beyond_base'])
     assert any(f'{unseen:.1%} of the table top' in line for line in rebuilding.warnings(content))
+
+
+def test_calibrate_warns_on_a_recording_below_its_bounds():
+    from realm_ros.commands.cameras_calibration import small_recording
+
+    assert small_recording((640, 360), 36) == ''
+    line = small_recording((160, 90), 16)
+    assert '160x90 with 16 poses' in line and '640x360 and 36 poses' in line
