@@ -292,6 +292,8 @@ class KeyLight:
     cutoff_deg: float = 75.0
     estimated: bool = False
     shadow_iou: float = 0.0
+    #: The twin's fill and room lights (:data:`FILLS`) shine too (unshadowed).
+    fills: bool = False
 
     @property
     def direction(self) -> np.ndarray:
@@ -316,7 +318,10 @@ class KeyLight:
         cos = np.maximum((to_light @ normal) / dist, 0.0)
         axis = -(to_light / dist[:, None]) @ self.direction
         cos = np.where(axis >= math.cos(math.radians(self.cutoff_deg)), cos, 0.0)
-        return np.asarray(self.ambient)[None] + cos[:, None] * np.asarray(self.rgb)[None]
+        out = np.asarray(self.ambient)[None] + cos[:, None] * np.asarray(self.rgb)[None]
+        if self.fills:
+            out = out + fill_shading(points, normal)
+        return out
 
     def to_yaml(self) -> dict[str, Any]:
         """The ``light`` section of ``rebuild.yaml``."""
@@ -326,7 +331,8 @@ class KeyLight:
                 'cutoff_deg': round(float(self.cutoff_deg), 2),
                 'colour_temperature_k': round(self.colour_temperature_k()),
                 'intensity': round(float(max(self.rgb)), 4),
-                'estimated': bool(self.estimated), 'shadow_iou': round(float(self.shadow_iou), 4)}
+                'estimated': bool(self.estimated), 'shadow_iou': round(float(self.shadow_iou), 4),
+                'fills': bool(self.fills)}
 
     @classmethod
     def from_yaml(cls, entry: Mapping[str, Any]) -> KeyLight:
@@ -336,7 +342,31 @@ class KeyLight:
             return v[0], v[1], v[2]
 
         return cls(three('position'), three('rgb'), three('ambient'), float(entry['cutoff_deg']),
-                   bool(entry.get('estimated', False)), float(entry.get('shadow_iou', 0.0)))
+                   bool(entry.get('estimated', False)), float(entry.get('shadow_iou', 0.0)),
+                   bool(entry.get('fills', False)))
+
+
+#: The twin's fill and room lights (``visuals.look``): position, direction, diffuse, cutoff
+#: (deg), exponent. The rebuilt look keeps them: the lab's robot and objects are lit from more
+#: than one side, and the twin's guess of its room lights is better than none.
+FILLS = (((1.6, -1.0, 1.7), (-0.6, 0.5, -0.8), (0.3, 0.3, 0.32), 45.0, 10.0),
+         ((-0.6, 1.0, 1.6), (0.5, -0.4, -0.8), (0.22, 0.22, 0.22), 45.0, 10.0))
+
+
+def fill_shading(points: np.ndarray, normal: np.ndarray) -> np.ndarray:
+    """Return the light :data:`FILLS` put on ``points`` (N, 3) of a surface facing ``normal``
+    (N, 3), as MuJoCo's spot lights draw it (``cos^exponent`` inside the cone)."""
+    out = np.zeros((len(points), 3))
+    for pos, direction, diffuse, cutoff, exponent in FILLS:
+        axis_dir = np.asarray(direction) / np.linalg.norm(direction)
+        to_light = np.asarray(pos)[None] - points
+        dist = np.linalg.norm(to_light, axis=1)
+        cos = np.maximum((to_light @ normal) / dist, 0.0)
+        axis = -(to_light / dist[:, None]) @ axis_dir
+        spot = np.where(axis >= math.cos(math.radians(cutoff)),
+                        np.maximum(axis, 0.0) ** exponent, 0.0)
+        out += (cos * spot)[:, None] * np.asarray(diffuse)[None]
+    return out
 
 
 def _cutoff(position: np.ndarray) -> float:
@@ -583,7 +613,10 @@ class RebuiltLook(Look):
         model.light_castshadow[key] = True
         for other in range(model.nlight):
             if other != key:
-                model.light_active[other] = False
+                model.light_active[other] = light.fills
+                model.light_castshadow[other] = False
+                model.light_diffuse[other] *= EXPOSURE
+                model.light_specular[other] *= EXPOSURE
         model.vis.headlight.ambient[:] = EXPOSURE * np.asarray(light.ambient)
         model.vis.headlight.diffuse[:] = 0.0
         model.vis.headlight.specular[:] = 0.0

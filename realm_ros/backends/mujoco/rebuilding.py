@@ -19,6 +19,7 @@ from realm_ros.backends.mujoco.rebuild import (
     BASE_RADIUS_M,
     EXPOSURE,
     ROBOT_GROW_PX,
+    TABLE_CENTRE,
     TWIN_LIGHT,
     WARN_UNSEEN,
     KeyLight,
@@ -29,6 +30,7 @@ from realm_ros.backends.mujoco.rebuild import (
     View,
     camera_pose,
     estimate_light,
+    fill_shading,
     project_surface,
     scene_surfaces,
     shadow_mask,
@@ -208,15 +210,22 @@ def build_rebuild(recording: Any, rig_file: str, out: str | pathlib.Path,
     for c, plate in plates.items():
         imageio.imwrite(out / f'{c}_plate.png', plate)
         content['cameras'][c]['plate'] = f'{c}_plate.png'
-    # The light's level: a recording fixes only ratios (lit over shadowed). MuJoCo (fixed-
-    # function OpenGL) clamps the light summed on a surface to 1 before the texture multiplies
-    # it, so the level is the highest at which no rebuilt texel is lit above 1: the shadows'
-    # darkening then comes out as recorded.
-    peak = max(float(light.shading(surface.texels(), surface.normal).max())
-               for surface, _, seen in radiance.values() if seen.any())
+    # The light's level: a recording fixes only ratios (lit over shadowed); the level is the
+    # twin's own (TWIN_LIGHT on the table's centre), within what the exposure can draw without
+    # MuJoCo's clamp (no texel lit above 1 / EXPOSURE). The twin's fill lights stay on: the
+    # shadow's darkening is r = (A + F) / (A + F + K cos) at the table's centre, F the fills'
+    # light there, so the ambient A is what r leaves beyond them.
+    centre = np.asarray([TABLE_CENTRE])
+    up = np.array([0.0, 0.0, 1.0])
+    fills = fill_shading(centre, up)[0]
+    r = np.asarray(light.ambient)  # estimate_light: ambient r + key (1 - r) = 1 there
+    peak = max(float(dataclasses.replace(light, fills=True).shading(
+        surface.texels(), surface.normal).max()) for surface, _, seen in radiance.values()
+        if seen.any())
     level = min(TWIN_LIGHT, 1.0 / EXPOSURE / max(peak, 1e-6))
     light = dataclasses.replace(light, rgb=_scaled(light.rgb, level),
-                                ambient=_scaled(light.ambient, level))
+                                ambient=_scaled(np.maximum(r * level - fills, 0.03), 1.0),
+                                fills=True)
     textures = _albedos(radiance, light)
     look = RebuiltLook(out, rig, textures, light, {}, plates)
     colours, _ = fit_paint(recording, look, robots)
