@@ -7,8 +7,10 @@ Run: ``.venv/bin/python bench/bench_visual_match.py --match DIR [--task put_gree
 For each seed the digital real (hidden appearance) resets the task; the plain twin and the
 visually matched twin are put in the very same physical state (every qpos copied), and each
 renders every camera. Prints the mean absolute pixel error (0-255, over RGB) between the
-digital real and each twin per camera, over the whole image, the robot's pixels and the task
-objects' pixels (regions from the digital real's own segmentation render). ``--out`` writes a
+digital real and each twin per camera, over the whole image, the robot's pixels, the task
+objects' pixels and the background's (regions from the digital real's own segmentation
+render). ``DIR`` may also be a ``cameras rebuild`` folder (``bench_rebuild.py`` compares both
+on hidden looks). ``--out`` writes a
 sheet: real | twin | matched twin per camera, the first seed.
 
 ``--variants N --out sheet.png`` (no ``--match``) instead draws the twin's N looks of
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from typing import Iterable
 
 os.environ.setdefault('MUJOCO_GL', 'egl')
 
@@ -55,8 +58,23 @@ def variants_sheet(count: int, task: str, size: tuple[int, int], out: str) -> No
     print(f'sheet: {out}')
 
 
-def main() -> None:
-    """Run the comparison."""
+#: Where the error is: the whole image, the robot's, the objects' (task objects and
+#: articulated fixtures) and the background's pixels (the rest), by the real's segmentation.
+REGIONS = ('image', 'robot', 'objects', 'background')
+
+
+def image_distances(appearance: str, folders: dict[str, str], task: str, seeds: Iterable[int],
+                    size: tuple[int, int]) -> tuple[dict[tuple[str, str, str], list[float]],
+                                                    list[list[np.ndarray]]]:
+    """Return the mean absolute pixel error (0-255, over RGB) of the plain twin and of a twin
+    per look folder (name -> ``visual_match_dir``) against the digital real with
+    ``appearance``, one value per start (seed) for each (camera, twin, region), and the first
+    seed's pictures per camera (real, twin, then each folder's twin).
+
+    Each seed's start is one frame: the real resets the task, every twin is put in its very
+    state (every qpos copied) and renders every camera; regions come from the real's own
+    segmentation render.
+    """
     import dataclasses
 
     import mujoco
@@ -67,6 +85,52 @@ def main() -> None:
     from realm_ros.backends.mujoco.world import MujocoWorld
     from realm_ros.core.config import CAMERA_NAMES, WorldConfig
     from realm_ros.core.types import EpisodeSpec
+
+    w, h = size
+    config = WorldConfig(task=task, camera_width=w, camera_height=h)
+    real = DigitalRealWorld(dataclasses.replace(config, backend='digital_real',
+                                                appearance_file=appearance))
+    twins = {'twin': MujocoWorld(config)}
+    twins.update({name: MujocoWorld(config, visual_match_dir=folder)
+                  for name, folder in folders.items()})
+    seg = FrameRenderer(real.model, w, h, shadows=False)
+    robot, kept = robot_geoms(real.model), kept_geoms(real.model)
+    objects = kept & ~robot
+    out: dict[tuple[str, str, str], list[float]] = {}
+    sheet = []
+    try:
+        for k, seed in enumerate(seeds):
+            spec = EpisodeSpec(task=task, seed=seed)
+            seen = dict(real.reset(spec).images)
+            regions = seg.render(real.data, CAMERA_NAMES, segmentation=True)
+            pictures = {}
+            for name, twin in twins.items():
+                twin.reset(spec)
+                twin.data.qpos[:] = real.data.qpos
+                mujoco.mj_forward(twin.model, twin.data)
+                pictures[name] = dict(twin.observe().images)
+            for cam in CAMERA_NAMES:
+                r, o = seg_mask(regions[cam], robot), seg_mask(regions[cam], objects)
+                masks = {'image': np.ones((h, w), bool), 'robot': r, 'objects': o,
+                         'background': ~(r | o)}
+                for name, images in pictures.items():
+                    err = np.abs(images[cam].astype(float) - seen[cam]).mean(-1)
+                    for region, m in masks.items():
+                        if m.any():
+                            out.setdefault((cam, name, region), []).append(float(err[m].mean()))
+                if k == 0:
+                    sheet.append([seen[cam]] + [pictures[name][cam] for name in twins])
+    finally:
+        seg.close()
+        real.close()
+        for twin in twins.values():
+            twin.close()
+    return out, sheet
+
+
+def main() -> None:
+    """Run the comparison."""
+    from realm_ros.core.config import CAMERA_NAMES
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -85,54 +149,20 @@ def main() -> None:
         return
     if not args.match:
         parser.error('--match DIR is needed (or --variants N)')
-    config = WorldConfig(task=args.task, camera_width=w, camera_height=h)
-    real = DigitalRealWorld(dataclasses.replace(config, backend='digital_real',
-                                                appearance_file=args.appearance))
-    twins = {'twin': MujocoWorld(config), 'matched': MujocoWorld(config,
-                                                               visual_match_dir=args.match)}
-    seg = FrameRenderer(real.model, w, h, shadows=False)
-    robot, kept = robot_geoms(real.model), kept_geoms(real.model)
-    objects = kept & ~robot
-    sums: dict[tuple[str, str, str], list[float]] = {}
-    sheet = []
-    try:
-        for seed in range(args.seeds):
-            spec = EpisodeSpec(task=args.task, seed=seed)
-            seen = dict(real.reset(spec).images)
-            regions = seg.render(real.data, CAMERA_NAMES, segmentation=True)
-            pictures = {}
-            for name, twin in twins.items():
-                twin.reset(spec)
-                twin.data.qpos[:] = real.data.qpos
-                mujoco.mj_forward(twin.model, twin.data)
-                pictures[name] = dict(twin.observe().images)
-            for cam in CAMERA_NAMES:
-                masks = {'image': np.ones((h, w), bool),
-                         'robot': seg_mask(regions[cam], robot),
-                         'objects': seg_mask(regions[cam], objects)}
-                for name, images in pictures.items():
-                    err = np.abs(images[cam].astype(float) - seen[cam]).mean(-1)
-                    for region, m in masks.items():
-                        if m.any():
-                            sums.setdefault((cam, name, region), []).append(float(err[m].mean()))
-                if seed == 0:
-                    sheet.append(np.concatenate([seen[cam], pictures['twin'][cam],
-                                                 pictures['matched'][cam]], 1))
-    finally:
-        seg.close()
-        real.close()
-        for twin in twins.values():
-            twin.close()
-    print(f'{"camera":<11} {"region":<8} {"twin":>7} {"matched":>8}   (mean |real - twin|, 0-255)')
+    folders = {'matched': args.match}
+    frames, sheet = image_distances(args.appearance, folders, args.task, range(args.seeds),
+                                    (w, h))
+    print(f'{"camera":<11} {"region":<11} {"twin":>7} {"matched":>8}   (mean |real - twin|, '
+          '0-255)')
     for cam in CAMERA_NAMES:
-        for region in ('image', 'robot', 'objects'):
-            a, b = sums.get((cam, 'twin', region)), sums.get((cam, 'matched', region))
+        for region in REGIONS:
+            a, b = frames.get((cam, 'twin', region)), frames.get((cam, 'matched', region))
             if a and b:
-                print(f'{cam:<11} {region:<8} {np.mean(a):7.1f} {np.mean(b):8.1f}')
+                print(f'{cam:<11} {region:<11} {np.mean(a):7.1f} {np.mean(b):8.1f}')
     if args.out:
         import imageio.v2 as imageio
 
-        imageio.imwrite(args.out, np.concatenate(sheet, 0))
+        imageio.imwrite(args.out, np.concatenate([np.concatenate(row, 1) for row in sheet], 0))
         print(f'sheet (real | twin | matched twin per camera): {args.out}')
 
 

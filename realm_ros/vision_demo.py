@@ -13,7 +13,11 @@ per :class:`Column`:
 (d) ``variants``: variant aggregation (SIMPLER's VA): the calibrated twin over ``variants``
     looks of :class:`~realm_ros.core.appearance.VariantSet` (variant 0 its own look, then
     background, lighting, table, distractors in turn), each episode's score averaged over them;
-(e) ``sysid``: matched + the identified parameters (``realm-ros sysid fit``).
+(e) ``sysid``: matched + the identified parameters (``realm-ros sysid fit``);
+(f) ``rebuilt``: calibrated + the rebuilt look (``realm-ros cameras rebuild`` from the same
+    calibration bag, written to ``rebuild`` beside the match: the lab's table, floor and walls
+    on the twin's geometry, its key light; every camera rendered). Not in ``demo --vision``'s
+    default columns: ask with ``--columns``.
 
 Per column: per-policy mean progression and success (bootstrap 95 % CIs over episodes), Pearson
 r, MMRV(sim, real) and the mean absolute gap over the per-policy mean progressions, each with a
@@ -55,6 +59,8 @@ SHEET_FILE = 'contact_sheet.png'
 DISTANCE_FILE = 'image_distance.png'
 #: The twin's inputs one column needs; :class:`Inputs` holds the files that provide them.
 RIG, MATCH, PARAMS, VARIANTS = 'rig', 'match', 'params', 'variants'
+#: The rebuilt look: ``cameras rebuild``'s folder ``rebuild`` beside the match's.
+REBUILD = 'rebuild'
 #: Settings a run folder's ``run.json`` may predate: taken as these values when it lacks them.
 FINGERPRINT_DEFAULTS: Mapping[str, Any] = {'variant_seed': 0}
 
@@ -76,8 +82,15 @@ class Inputs:
 
     def has(self, need: str) -> bool:
         """Whether the input ``need`` (:data:`RIG` ...) is there."""
+        if need == REBUILD:
+            return bool(self.match_dir) and (pathlib.Path(self.rebuild_dir())
+                                             / 'rebuild.yaml').is_file()
         return bool({RIG: self.rig_file, MATCH: self.match_dir, PARAMS: self.params_file,
                      VARIANTS: self.variants}[need])
+
+    def rebuild_dir(self) -> str:
+        """The rebuilt look's folder: ``rebuild`` beside the match's folder."""
+        return str(pathlib.Path(self.match_dir).parent / 'rebuild')
 
     def variant_set(self) -> VariantSet:
         """The looks of the variant-aggregation column (ConfigError if none are asked)."""
@@ -117,7 +130,9 @@ class Column:
     def unavailable(self, missing: Sequence[str]) -> str:
         """Why the column is not in the table, for a person."""
         why = {RIG: 'no calibrated rig', MATCH: 'no visual match', PARAMS: 'no sysid fit',
-               VARIANTS: 'no variants asked (--variants 0)'}
+               VARIANTS: 'no variants asked (--variants 0)',
+               REBUILD: 'no rebuilt look beside the match (realm-ros cameras rebuild '
+                        'CALIBRATION/bag --rig CALIBRATION/rig.yaml --out CALIBRATION/rebuild)'}
         return ', '.join(why[m] for m in missing)
 
     def missing(self, inputs: Inputs) -> list[str]:
@@ -146,6 +161,8 @@ COLUMNS: tuple[Column, ...] = (
     Column('e', 'sysid', 'matched + sysid', (MATCH, PARAMS),
            lambda b, i: [Twin(dataclasses.replace(b, visual_match_dir=i.match_dir,
                                                   sim_params_file=i.params_file))]),
+    Column('f', 'rebuilt', 'calibrated + rebuilt look', (REBUILD,),
+           lambda b, i: [Twin(dataclasses.replace(b, visual_match_dir=i.rebuild_dir()))]),
 )
 COLUMN_NAMES = tuple(c.name for c in COLUMNS)
 
@@ -546,12 +563,13 @@ def summarize(records: Sequence[Mapping[str, Any]], config: VisionDemoConfig,
         mine = [r for r in records if r['column'] == col.name
                 and r['task'] in config.tasks and r['policy'] in policies
                 and int(r['seed']) < config.episodes and int(r.get('variant', 0)) < worlds]
-        # Per episode (task, policy, seed) the mean over its variants, then over episodes.
-        per_episode: dict[str, dict[tuple[str, str, int], list[float]]] = {}
+        # Per start (task, seed: one first frame, whichever policy ran from it) the mean over
+        # its variants, then over starts: a frame counted once per policy narrowed the CI.
+        per_episode: dict[str, dict[tuple[str, int], list[float]]] = {}
         for r in mine:
             for camera, value in r.get('image_mae', {}).items():
                 per_episode.setdefault(camera, {}).setdefault(
-                    (r['task'], r['policy'], int(r['seed'])), []).append(float(value))
+                    (r['task'], int(r['seed'])), []).append(float(value))
         entry['image_mae'] = {}
         for camera, episodes in sorted(per_episode.items()):
             v = [float(np.mean(x)) for x in episodes.values()]

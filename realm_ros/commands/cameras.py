@@ -15,7 +15,10 @@ Subcommands (docs/visual-matching.md):
 * ``calibrate BAG --out rig.yaml``: each exterior camera's pose and vertical FOV from the
   recording; per-camera residual, a 50/50 overlay per camera, a before/after sheet;
 * ``match BAG --out DIR``: clean plates and colour transforms for the visually matched twin
-  (world ``visual_match_dir``, ``episode`` / ``paired-eval --visual-match DIR``).
+  (world ``visual_match_dir``, ``episode`` / ``paired-eval --visual-match DIR``);
+* ``rebuild BAG --rig rig.yaml --out DIR``: the lab's table, floor and walls textured onto the
+  twin's geometry, its key light and robot paint: a look every camera renders, the wrist
+  included (``--visual-match DIR`` takes it as it takes a match).
 """
 
 from __future__ import annotations
@@ -67,6 +70,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     match.add_argument('--out', required=True, type=pathlib.Path, help='folder to write')
     match.add_argument('--rig', default='',
                        help='the calibrated rig (`cameras calibrate`); "" = calibrate now')
+    rebuild = sub.add_parser('rebuild', help="rebuild the lab's static scene on the twin's "
+                             'geometry (textures, key light, robot paint): a look for every '
+                             'camera, the wrist included')
+    rebuild.add_argument('bag', type=pathlib.Path, help='a `cameras record` bag')
+    rebuild.add_argument('--rig', default='',
+                         help='the rig `cameras calibrate` fitted to this bag (required)')
+    rebuild.add_argument('--out', required=True, type=pathlib.Path, help='folder to write')
 
 
 def _sheet_arguments(parser: argparse.ArgumentParser) -> None:
@@ -99,6 +109,9 @@ def run(args: argparse.Namespace) -> int:
     if command == 'match':
         from realm_ros.commands import cameras_calibration
         return cameras_calibration.match(args)
+    if command == 'rebuild':
+        from realm_ros.commands import cameras_calibration
+        return cameras_calibration.rebuild(args)
     if args.out is None:
         raise ConfigError("--out is required (the contact sheet's folder)")
     return sheet(args)

@@ -365,6 +365,67 @@ def camera_offsets(entry: Mapping[str, Any], rng: np.random.Generator,
     return out
 
 
+def lab_look(seed: int, rig: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """Return a hidden lab look drawn from ``seed`` with every axis changed (an appearance
+    file's content): both exterior cameras off ``rig``'s entries (``camera_offsets``: 2-4 cm,
+    1-2 deg, 0.5-1.5 deg of FOV), table, floor, walls and robot paint (colour, texture,
+    shine), the key light (direction, 3000-7500 K, intensity, ambient, shadows), 3-5 pieces of
+    clutter, and a sensor (noise, white balance, exposure, gamma, vignetting, blur, JPEG).
+    For benches that must not be tuned to the looks they are scored on."""
+    rng = np.random.default_rng([seed, 39])
+
+    def colour(low: float, high: float) -> list[float]:
+        return [round(float(v), 3) for v in rng.uniform(low, high, 3)]
+
+    def pick(options: Sequence[str]) -> str:
+        return str(options[int(rng.integers(len(options)))])
+
+    cameras = {name: camera_offsets(rig[name], rng, float(rng.uniform(0.02, 0.04)),
+                                    float(rng.uniform(1.0, 2.0)), float(rng.uniform(0.5, 1.5)))
+               for name in ('exterior_1', 'exterior_2')}
+    turn = rng.uniform(-0.6, 0.6, 2)
+    clutter = []
+    for _ in range(int(rng.integers(3, 6))):
+        shape = pick(SHAPES)
+        side = 1.0 if rng.uniform() < 0.5 else -1.0
+        size = [round(float(v), 3) for v in
+                rng.uniform(0.03, 0.08, {'box': 3, 'cylinder': 2, 'sphere': 1}[shape])]
+        height = size[-1] if shape != 'sphere' else size[0]
+        clutter.append({'shape': shape, 'pos': [round(float(rng.uniform(0.0, 1.0)), 3),
+                                                round(float(side * rng.uniform(0.6, 0.75)), 3),
+                                                round(height, 3)],
+                        'size': size, 'rgb': colour(0.05, 0.95)})
+    grey = float(rng.uniform(0.55, 0.95))
+    return {
+        'seed': int(seed),
+        'cameras': {k: {kk: v[kk] for kk in ('position', 'look_at', 'fovy_deg')}
+                    for k, v in cameras.items()},
+        'materials': {
+            'table': {'rgb': colour(0.15, 0.8), 'texture': pick(['laminate', 'wood',
+                                                                 'concrete', 'tiles']),
+                      'specular': round(float(rng.uniform(0.05, 0.35)), 3)},
+            'floor': {'rgb': colour(0.15, 0.6), 'texture': pick(['concrete', 'tiles', 'wood']),
+                      'specular': 0.05},
+            'walls': {'rgb': colour(0.35, 0.9), 'texture': pick(['plaster', 'tiles', '']),
+                      'specular': 0.02},
+            'robot': {'rgb': [round(grey, 3), round(grey * float(rng.uniform(0.95, 1.0)), 3),
+                              round(grey * float(rng.uniform(0.88, 1.0)), 3)],
+                      'specular': round(float(rng.uniform(0.2, 0.5)), 3)}},
+        'light': {'direction': [round(float(turn[0]), 3), round(float(turn[1]), 3), -1.0],
+                  'colour_temperature_k': round(float(rng.uniform(3000, 7500))),
+                  'intensity': round(float(rng.uniform(0.45, 0.9)), 3), 'shadows': True,
+                  'ambient': round(float(rng.uniform(0.2, 0.45)), 3)},
+        'clutter': clutter,
+        'sensor': {'noise_std': round(float(rng.uniform(0.004, 0.015)), 4),
+                   'white_balance': [round(float(v), 3) for v in rng.uniform(0.92, 1.08, 3)],
+                   'exposure': round(float(rng.uniform(0.9, 1.15)), 3),
+                   'gamma': round(float(rng.uniform(0.9, 1.2)), 3),
+                   'vignetting': round(float(rng.uniform(0.0, 0.3)), 3),
+                   'blur_sigma_px': round(float(rng.uniform(0.0, 0.8)), 3),
+                   'jpeg_quality': int(rng.integers(75, 96))},
+    }
+
+
 #: What a twin variant changes, one axis per variant (SIMPLER's variant aggregation).
 VARIANT_AXES = ('background', 'lighting', 'table', 'distractors')
 #: SIMPLER's count of variants (its visual variant aggregation): the twin's own look and two of
@@ -452,5 +513,5 @@ class VariantSet:
 
 
 __all__ = ['Appearance', 'Clutter', 'Light', 'Material', 'SensorModel', 'VARIANT_AXES',
-           'VARIANT_COUNT', 'VariantSet', 'camera_offsets',
+           'VARIANT_COUNT', 'VariantSet', 'camera_offsets', 'lab_look',
            'colour_temperature_rgb', 'gaussian_blur', 'jpeg_like']

@@ -124,11 +124,13 @@ def test_v_light_on_a_matched_twin_changes_the_simulated_pixels_only(tmp_path):
 
 
 def test_colour_fit_recovers_a_known_transform():
+    # Colours spread over the whole cube pin every coefficient: the ridge toward the identity
+    # (visual_match.COLOUR_RIDGE) moves them by under 0.02.
     rng = np.random.default_rng(0)
     sim = rng.uniform(0, 255, (500, 3))
     m = np.array([[0.9, 0.05, 0.0], [0.02, 0.85, 0.03], [0.0, 0.08, 0.8], [0.03, 0.02, 0.05]])
     real = np.clip((np.c_[sim / 255, np.ones(500)] @ m) * 255, 0, 255)
-    np.testing.assert_allclose(visual_match.fit_colour(sim, real), m, atol=1e-6)
+    np.testing.assert_allclose(visual_match.fit_colour(sim, real), m, atol=0.02)
 
 
 @pytest.mark.parametrize('content, message', [

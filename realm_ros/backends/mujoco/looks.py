@@ -1,5 +1,6 @@
-"""Which look a world has: the twin's own, a hidden appearance (the digital real) or a visual
-match (the matched twin). Apart from ``appearance`` and ``visual_match`` so that neither imports
+"""Which look a world has: the twin's own, a hidden appearance (the digital real), a visual
+match (the matched twin) or a rebuilt look (``cameras rebuild``: a ``visual_match_dir`` with
+``rebuild.yaml``). Apart from ``appearance`` and ``visual_match`` so that neither imports
 the other."""
 
 from __future__ import annotations
@@ -15,6 +16,10 @@ def look_for(appearance_file: str = '', visual_match_dir: str = '') -> Look:
     if appearance_file:
         return AppearanceLook(Appearance.from_yaml(appearance_file))
     if visual_match_dir:
+        from realm_ros.backends.mujoco import rebuild
+
+        if rebuild.is_rebuild(visual_match_dir):
+            return rebuild.RebuiltLook.load(visual_match_dir)
         return VisualMatchLook.load(visual_match_dir)
     return Look()
 
