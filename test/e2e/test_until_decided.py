@@ -52,7 +52,7 @@ def test_until_decided_stops_when_decided_and_resumes(tmp_path):
 
 
 @pytest.mark.parametrize('extra, message', [
-    (['--until-decided', '1.5'], 'until_decided'),
+    (['--until-decided', '1.5'], '--until-decided: must be 0 (off) or a probability'),
     (['--until-decided', '0.9', '--budget', '-1'], 'budget'),
     (['--until-decided', '0.9', '--allocation', 'greedy'], 'invalid choice'),
 ])
