@@ -233,12 +233,13 @@ def report(scores: Mapping[str, tuple[ArrayLike, ArrayLike | None]], level: floa
 
 
 def coverage(predictions: Sequence[Prediction]) -> dict[str, Any]:
-    """How many leave-one-out intervals hold the observed real mean, and their mean width."""
+    """How many leave-one-out intervals hold the observed real mean, and their mean width
+    (None without any)."""
     checked = [p for p in predictions if p.covered is not None]
     covered = sum(1 for p in checked if p.covered)
     return {'covered': covered, 'policies': len(checked),
-            'coverage': covered / len(checked) if checked else math.nan,
-            'mean_width': float(np.mean([p.width for p in checked])) if checked else math.nan}
+            'coverage': covered / len(checked) if checked else None,
+            'mean_width': float(np.mean([p.width for p in checked])) if checked else None}
 
 
 def format_lines(section: Mapping[str, Any], indent: str = '  ') -> list[str]:
@@ -248,7 +249,7 @@ def format_lines(section: Mapping[str, Any], indent: str = '  ') -> list[str]:
     cov = section.get('coverage') or {}
     if cov.get('policies'):
         lines.append(f'{indent}leave-one-policy-out: {cov["covered"]} of {cov["policies"]} '
-                     f'{level} % intervals hold the real mean, mean width '
+                     f'{level} % intervals hold the observed mean, mean width '
                      f'{cov["mean_width"]:.2f}')
     for p in section.get('leave_one_out', ()):
         lines.append(f'{indent}  {p["policy"]:<16} twin {p["twin"]:.3f} -> real '

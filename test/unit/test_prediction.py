@@ -139,5 +139,66 @@ def test_report_with_too_few_policies_says_why():
     rep = prediction.report({'a': ([0.5], [0.4]), 'b': ([0.2], None)})
     assert rep['leave_one_out'] == [] and rep['twin_only'] == []
     assert 'at least 2 policies' in rep['note']
-    assert math.isnan(rep['coverage']['coverage'])
+    assert rep['coverage']['coverage'] is None
     assert 'no prediction' in prediction.format_lines(rep)[0]
+
+
+def _record(policy, world, k, progression):
+    return {'pair_id': f't/Default/{k}/{policy}', 'world': world, 'policy': policy, 'task': 't',
+            'seed': k, 'perturbation': 'Default', 'progression': progression,
+            'success': progression >= 1.0, 'outcome': 'timeout'}
+
+
+def test_paired_eval_summary_predicts_a_policy_run_in_the_twin_only():
+    from realm_ros.core.evaluation import format_table, summarize
+
+    twin = {'a': [0.2, 0.3, 0.1], 'b': [0.5, 0.6, 0.4], 'c': [0.9, 0.8, 1.0],
+            'new': [0.7, 0.6, 0.8]}
+    real = {'a': [0.1, 0.2, 0.0], 'b': [0.4, 0.5, 0.4], 'c': [0.7, 0.8, 0.9]}
+    records = [_record(p, 'sim', k, v) for p, vs in twin.items() for k, v in enumerate(vs)]
+    records += [_record(p, 'real', k, v) for p, vs in real.items() for k, v in enumerate(vs)]
+    summary = summarize(records)
+    assert summary['policies'] == ['a', 'b', 'c']  # the pairs' figures are the pairs' alone
+    section = summary['prediction']
+    (new,) = section['twin_only']
+    expected = prediction.predict([twin[p] for p in 'abc'], [real[p] for p in 'abc'],
+                                  twin['new'])
+    assert (new['predicted'], new['low'], new['high'], new['model'], new['dof']) == \
+        pytest.approx(expected)
+    assert new['fitted_on'] == ['a', 'b', 'c']
+    assert [p['policy'] for p in section['leave_one_out']] == ['a', 'b', 'c']
+    assert section['coverage']['policies'] == 3
+    table = format_table(summary)
+    assert 'twin only: new' in table and 'leave-one-policy-out:' in table
+
+
+def test_sweep_predicts_a_twin_only_policy_in_process(tmp_path, capsys):
+    """``realm-ros sweep`` on two worlds: the first (MuJoCo) is the reference, ``--twin-only``
+    runs scripted-2 on PhysX alone, and the summary predicts its MuJoCo mean from the map
+    fitted on the two policies run in both."""
+    import json
+
+    pytest.importorskip('ovphysx')
+    from realm_ros.cli import main
+
+    out = tmp_path / 'sweep'
+    args = ['sweep', '--out', str(out), '--tasks', 'push_switch', '--episodes-per-cell', '1',
+            '--max-steps', '40', '--worlds', 'mujoco', 'physx', '--quiet',
+            '--policies', 'scripted:0', 'scripted:3', 'scripted:2']
+    assert main([*args[:-4], '--policies', 'scripted:0', '--twin-only', 'scripted-0']) == 2
+    assert 'at least two policies must run in every world' in capsys.readouterr().err
+    assert main([*args, '--twin-only', 'scripted-2']) == 0
+    printed = capsys.readouterr().out
+    records = [json.loads(line) for line in (out / 'episodes.jsonl').read_text().splitlines()]
+    worlds = {(r['backend'], r['policy']) for r in records}
+    assert ('mujoco', 'scripted-2') not in worlds and ('physx', 'scripted-2') in worlds
+    assert len(records) == 5
+    section = json.loads((out / 'summary.json').read_text())['prediction']['physx vs mujoco']
+    (only,) = section['twin_only']
+    by = {(r['backend'], r['policy']): [r['progression']] for r in records}
+    expected = prediction.predict([by[('physx', p)] for p in ('scripted-0', 'scripted-3')],
+                                  [by[('mujoco', p)] for p in ('scripted-0', 'scripted-3')],
+                                  by[('physx', 'scripted-2')])
+    assert only['policy'] == 'scripted-2' and only['fitted_on'] == ['scripted-0', 'scripted-3']
+    assert (only['predicted'], only['low'], only['high']) == pytest.approx(expected[:3])
+    assert 'twin only: scripted-2' in printed
