@@ -202,3 +202,35 @@ def test_sweep_predicts_a_twin_only_policy_in_process(tmp_path, capsys):
     assert only['policy'] == 'scripted-2' and only['fitted_on'] == ['scripted-0', 'scripted-3']
     assert (only['predicted'], only['low'], only['high']) == pytest.approx(expected[:3])
     assert 'twin only: scripted-2' in printed
+
+
+def test_vision_demo_table_has_the_predictions_per_column():
+    """vision_demo's summary and table from records made as its run writes them."""
+    from realm_ros import vision_demo
+
+    config = vision_demo.VisionDemoConfig(
+        tasks=('push_switch',), policies=('a=scripted:0', 'b=scripted:1', 'c=scripted:2',
+                                          'd=scripted:3'),
+        episodes=3, max_steps=10, width=32, height=18, columns=('raw', 'calibrated'))
+    twin = {'a': [0.9, 1.0, 0.8], 'b': [0.6, 0.5, 0.7], 'c': [0.3, 0.2, 0.4], 'd': [0.9, 0.9, 1.0]}
+    real = {'a': [0.8, 0.9, 0.9], 'b': [0.5, 0.5, 0.6], 'c': [0.2, 0.3, 0.2], 'd': [0.0, 0.0, 0.0]}
+    records = []
+    for column, scores in (('real', real), ('raw', twin)):
+        for policy, values in scores.items():
+            records += [{'column': column, 'task': 'push_switch', 'policy': policy, 'seed': k,
+                         'variant': 0, 'progression': v, 'success': v >= 1.0,
+                         'outcome': 'timeout', 'image_mae': {}} for k, v in enumerate(values)]
+    summary = vision_demo.summarize(records, config, vision_demo.Inputs())
+    section = summary['columns']['raw']['all']['prediction']
+    by = {p['policy']: p for p in section['leave_one_out']}
+    expected = prediction.predict([twin[p] for p in 'abc'], [real[p] for p in 'abc'], twin['d'])
+    assert (by['d']['predicted'], by['d']['low'], by['d']['high']) == pytest.approx(expected[:3])
+    # d looks good in the twin and scores nothing on the real arm: outside its interval.
+    assert by['d']['covered'] is False
+    assert section['coverage']['covered'] == sum(p['covered'] for p in by.values())
+    table = vision_demo.format_table(summary)
+    row = next(line for line in table.splitlines() if line.startswith('| d: real predicted'))
+    assert row.split(' | ')[1] == '0.00' and row.split(' | ')[2].endswith(' *')
+    assert 'not available (no calibrated rig)' in row
+    cover = next(line for line in table.splitlines() if line.startswith('| 90 % PI coverage'))
+    assert f'{section["coverage"]["covered"]} of 4 / ' in cover
