@@ -264,3 +264,34 @@ def format_lines(section: Mapping[str, Any], indent: str = '  ') -> list[str]:
     if section.get('note') and not section.get('leave_one_out') and not section.get('twin_only'):
         lines.append(f'{indent}no prediction: {section["note"]}')
     return lines
+
+
+def synthetic_ladder(rng: np.random.Generator, policies: int, episodes: int, spread: float,
+                     outlier: int | None = None) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """A ladder to check the intervals on, as :func:`report` takes it: true twin means
+    uniform in [0.05, 0.95], true real means ``0.1 + 0.8 twin + N(0, spread)`` (clipped to
+    [0.02, 0.98]), ``episodes`` episodes per policy and world of a four-stage task (stages
+    reached ~ binomial(4, mean), progression = stages / 4). ``outlier``: that policy gets
+    twin 0.9 and real 0 (outside the map, as a policy the twin over-predicts)."""
+    twin = rng.uniform(0.05, 0.95, policies)
+    real = np.clip(0.1 + 0.8 * twin + rng.normal(0.0, spread, policies), 0.02, 0.98)
+    if outlier is not None:
+        twin[outlier], real[outlier] = 0.9, 0.0
+    return {f'p{i}': (rng.binomial(4, twin[i], episodes) / 4.0,
+                      rng.binomial(4, real[i], episodes) / 4.0) for i in range(policies)}
+
+
+def simulated_coverage(policies: int, episodes: int, spread: float, ladders: int = 200,
+                       level: float = LEVEL, seed: int = 0) -> dict[str, float]:
+    """The leave-one-policy-out intervals' coverage and mean width over ``ladders``
+    :func:`synthetic_ladder` draws (docs/evaluation.md quotes it)."""
+    rng = np.random.default_rng(seed)
+    covered: list[bool] = []
+    widths: list[float] = []
+    for _ in range(ladders):
+        for p in report(synthetic_ladder(rng, policies, episodes, spread), level)[
+                'leave_one_out']:
+            covered.append(bool(p['covered']))
+            widths.append(float(p['width']))
+    return {'coverage': float(np.mean(covered)), 'mean_width': float(np.mean(widths)),
+            'predictions': len(covered)}

@@ -71,49 +71,27 @@ def test_clipped_to_progression_range_and_errors():
         prediction.predict(fit_twin, fit_real, [float('nan')])
 
 
-def _ladder(rng, policies, episodes, tau, outlier=None):
-    """A synthetic ladder: true twin means, real = 0.1 + 0.8 twin + N(0, tau), episodes of a
-    4-stage task (binomial stages / 4) in each world."""
-    t = rng.uniform(0.05, 0.95, policies)
-    r = np.clip(0.1 + 0.8 * t + rng.normal(0.0, tau, policies), 0.02, 0.98)
-    if outlier is not None:
-        t[outlier], r[outlier] = 0.9, 0.0  # good in the twin, nothing on the real arm
-    return {f'p{i}': (rng.binomial(4, t[i], episodes) / 4, rng.binomial(4, r[i], episodes) / 4)
-            for i in range(policies)}
-
-
 @pytest.mark.parametrize('policies,episodes,tau', [(4, 10, 0.05), (6, 10, 0.15), (8, 20, 0.1)])
 def test_leave_one_out_coverage_by_simulation(policies, episodes, tau):
-    rng = np.random.default_rng(policies)
-    covered, widths = [], []
-    for _ in range(120):
-        rep = prediction.report(_ladder(rng, policies, episodes, tau), level=0.9)
-        covered += [p['covered'] for p in rep['leave_one_out']]
-        widths += [p['width'] for p in rep['leave_one_out']]
+    found = prediction.simulated_coverage(policies, episodes, tau, ladders=120, seed=policies)
     # Nominal 0.90; conservative by design, but not an interval that covers everything.
-    assert 0.88 <= np.mean(covered) <= 0.995
-    assert np.mean(widths) < 0.8
+    assert 0.88 <= found['coverage'] <= 0.995
+    assert found['mean_width'] < 0.8
     # A 50 % interval from the same code covers far less: the check can fail.
-    rep_cov = []
-    for _ in range(60):
-        rep = prediction.report(_ladder(rng, policies, episodes, tau), level=0.5)
-        rep_cov += [p['covered'] for p in rep['leave_one_out']]
-    assert np.mean(rep_cov) < 0.8
+    half = prediction.simulated_coverage(policies, episodes, tau, ladders=60, level=0.5)
+    assert half['coverage'] < 0.8
 
 
 def test_more_policies_and_episodes_narrow_the_interval():
-    rng = np.random.default_rng(0)
-    small = [prediction.report(_ladder(rng, 4, 5, 0.05))['coverage']['mean_width']
-             for _ in range(30)]
-    large = [prediction.report(_ladder(rng, 10, 40, 0.05))['coverage']['mean_width']
-             for _ in range(30)]
-    assert np.mean(large) < 0.6 * np.mean(small)
+    small = prediction.simulated_coverage(4, 5, 0.05, ladders=30)['mean_width']
+    large = prediction.simulated_coverage(10, 40, 0.05, ladders=30)['mean_width']
+    assert large < 0.6 * small
 
 
 def test_a_policy_outside_the_map_is_missed():
     # The twin over-predicts one policy as it did twin_final (0.9 in the twin, 0 real).
     rng = np.random.default_rng(3)
-    rep = prediction.report(_ladder(rng, 8, 20, 0.02, outlier=0))
+    rep = prediction.report(prediction.synthetic_ladder(rng, 8, 20, 0.02, outlier=0))
     by = {p['policy']: p for p in rep['leave_one_out']}
     assert by['p0']['covered'] is False and by['p0']['predicted'] > 0.5
     assert rep['coverage']['covered'] < rep['coverage']['policies']
@@ -121,7 +99,7 @@ def test_a_policy_outside_the_map_is_missed():
 
 def test_report_predicts_twin_only_policies_from_all_the_others():
     rng = np.random.default_rng(5)
-    scores = _ladder(rng, 5, 10, 0.05)
+    scores = prediction.synthetic_ladder(rng, 5, 10, 0.05)
     scores['new'] = (scores['p1'][0], None)
     rep = prediction.report(scores)
     assert [p['policy'] for p in rep['leave_one_out']] == ['p0', 'p1', 'p2', 'p3', 'p4']
