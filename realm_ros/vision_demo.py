@@ -536,10 +536,10 @@ def summarize(records: Sequence[Mapping[str, Any]], config: VisionDemoConfig,
         scopes = {'all': list(config.tasks), **{t: [t] for t in config.tasks}}
         for scope, names in scopes.items():
             block: dict[str, Any] = {'per_policy': []}
-            episodes: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+            twin_real: dict[str, tuple[np.ndarray, np.ndarray]] = {}
             for k, policy in enumerate(policies):
                 stacked = np.concatenate([cells[(t, policy)] for t in names])
-                episodes[policy] = (stacked[:, 2], stacked[:, 0])
+                twin_real[policy] = (stacked[:, 2], stacked[:, 0])
                 row: dict[str, Any] = {'policy': policy, 'episodes': len(stacked)}
                 for world, (pi, si) in ((REAL, (0, 1)), ('sim', (2, 3))):
                     row[f'{world}_progress'] = float(stacked[:, pi].mean())
@@ -553,7 +553,7 @@ def summarize(records: Sequence[Mapping[str, Any]], config: VisionDemoConfig,
             block['agreement'] = _agreement(cells, names, policies)
             # Each policy's real mean progression from its twin episodes, the map fitted on
             # the other policies (leave-one-policy-out), with the intervals' coverage.
-            block['prediction'] = prediction.report(episodes)
+            block['prediction'] = prediction.report(twin_real)
             block['agreement_ci'] = _agreement_ci(cells, names, policies, config.episodes,
                                                   config.seed)
             entry[scope] = block
