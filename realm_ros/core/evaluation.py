@@ -100,6 +100,9 @@ class EvalConfig:
     policies: tuple[str, ...] = field(
         ('scripted:0', 'scripted:1', 'scripted:2', 'scripted:3'),
         'policies: policy[:skill] or label=policy[:key=value,...]')
+    twin_only: tuple[str, ...] = field(
+        (), 'policy labels run in the twin only (no real episode): their real mean progression '
+            'is predicted from the policies run in both worlds (docs/evaluation.md)')
     perturbations: tuple[str, ...] = field(('Default',), 'perturbation codes (REALM)')
     intensity: float = field(1.0, 'perturbation intensity in [0, 1]')
     episodes_per_cell: int = field(5, 'episodes per (task, perturbation, policy) cell')
@@ -167,6 +170,18 @@ class EvalConfig:
         labels = [e.label for e in _named('policies', self.policy_entries)]
         if len(set(labels)) != len(labels):
             raise ConfigError(f'EvalConfig.policies: duplicate labels {labels}')
+        object.__setattr__(self, 'twin_only', tuple(self.twin_only))
+        if self.twin_only:
+            unknown = [p for p in self.twin_only if p not in labels]
+            if unknown:
+                raise ConfigError(f'EvalConfig.twin_only: no policy labelled {unknown}; '
+                                  f'labels: {labels}')
+            if len(labels) - len(set(self.twin_only)) < 2:
+                raise ConfigError('EvalConfig.twin_only: at least two policies must run in both '
+                                  'worlds, to fit the map that predicts the others')
+            if self.until_decided:
+                raise ConfigError('EvalConfig.twin_only: until_decided ranks the real world, '
+                                  'which twin-only policies do not run in; use one or the other')
         # A perturbation's delta needs its baseline: Default runs too (the commands say so).
         object.__setattr__(self, 'perturbations', perturbations.with_baseline(self.perturbations))
 

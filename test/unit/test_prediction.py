@@ -212,3 +212,65 @@ def test_vision_demo_table_has_the_predictions_per_column():
     assert 'not available (no calibrated rig)' in row
     cover = next(line for line in table.splitlines() if line.startswith('| 90 % PI coverage'))
     assert f'{section["coverage"]["covered"]} of 4 / ' in cover
+
+
+def test_paired_eval_runs_twin_only_policies_in_the_twin_and_predicts_them(tmp_path):
+    """paired-eval's ROS-free half with ``twin_only``: the pairs of scripted-3 run in the twin
+    alone (the evaluator node runs :meth:`PairedEvaluation.worlds` of each spec), and the
+    summary predicts its real score from the three policies run in both worlds."""
+    import argparse
+    import json
+
+    from realm_ros.commands import paired_eval
+    from realm_ros.core.errors import ConfigError
+    from realm_ros.core.evaluation import EvalConfig
+    from realm_ros.paired import EvaluatorConfig, PairedEvaluation
+
+    policies = ('scripted:0', 'scripted:1', 'scripted:2', 'scripted:3')
+    with pytest.raises(ConfigError, match='no policy labelled'):
+        EvalConfig(policies=policies, twin_only=('nobody',))
+    with pytest.raises(ConfigError, match='at least two policies must run in both'):
+        EvalConfig(policies=policies[:2], twin_only=('scripted-1',))
+    with pytest.raises(ConfigError, match='until_decided ranks the real world'):
+        EvalConfig(policies=policies, twin_only=('scripted-3',), until_decided=0.9)
+    parser = argparse.ArgumentParser()
+    paired_eval.add_arguments(parser)
+    config = paired_eval.load_config(parser.parse_args(
+        ['--out', str(tmp_path), '--tasks', 'push_switch', '--episodes-per-cell', '3',
+         '--policies', *policies, '--twin-only', 'scripted-3']))
+    assert config.twin_only == ('scripted-3',)
+    score = {'sim': {'scripted-0': 0.9, 'scripted-1': 0.6, 'scripted-2': 0.3, 'scripted-3': 0.5},
+             'real': {'scripted-0': 0.8, 'scripted-1': 0.5, 'scripted-2': 0.3}}
+    ran = []
+
+    def run_pair(spec, log):  # what evaluator_node.run_pair does, without ROS or physics
+        for world in evaluation.worlds(spec):
+            if not log.done(spec.pair_id, world):
+                ran.append((spec.policy, world))
+                value = score[world][spec.policy] + 0.05 * (spec.seed % 3 - 1)
+                log.append({'pair_id': spec.pair_id, 'role': world, 'policy': spec.policy,
+                            'task': spec.task, 'seed': spec.seed, 'perturbation': 'Default',
+                            'intensity': 1.0, 'progression': value, 'success': False,
+                            'outcome': 'timeout'})
+
+    class Quiet:
+        def info(self, message):
+            pass
+
+        def warning(self, message):
+            pass
+
+    evaluation = PairedEvaluation(config, EvaluatorConfig(out_dir=str(tmp_path), quiet=True),
+                                  run_pair, Quiet())
+    summary = evaluation.run()
+    assert ('scripted-3', 'real') not in ran and ran.count(('scripted-3', 'sim')) == 3
+    assert len(ran) == 3 * 3 * 2 + 3
+    (only,) = summary['prediction']['twin_only']
+    assert only['policy'] == 'scripted-3' and only['fitted_on'] == [
+        'scripted-0', 'scripted-1', 'scripted-2']
+    assert only['low'] <= only['predicted'] <= only['high']
+    assert json.loads((tmp_path / 'summary.json').read_text())['prediction'] == \
+        summary['prediction']
+    ran.clear()
+    evaluation.run()  # resumed: every pair is done in its worlds
+    assert ran == []
