@@ -251,6 +251,8 @@ def format_lines(section: Mapping[str, Any], indent: str = '  ') -> list[str]:
         lines.append(f'{indent}leave-one-policy-out: {cov["covered"]} of {cov["policies"]} '
                      f'{level} % intervals hold the observed mean, mean width '
                      f'{cov["mean_width"]:.2f}')
+    elif section.get('note'):
+        lines.append(f'{indent}leave-one-policy-out: none ({section["note"]})')
     for p in section.get('leave_one_out', ()):
         lines.append(f'{indent}  {p["policy"]:<16} twin {p["twin"]:.3f} -> real '
                      f'{p["predicted"]:.3f} [{p["low"]:.2f}, {p["high"]:.2f}] ({p["model"]}, '
@@ -261,8 +263,6 @@ def format_lines(section: Mapping[str, Any], indent: str = '  ') -> list[str]:
                      f'{p["predicted"]:.3f} [{p["low"]:.2f}, {p["high"]:.2f}] ({level} % '
                      f'prediction interval; map ({p["model"]}) fitted on '
                      f'{", ".join(p["fitted_on"])})')
-    if section.get('note') and not section.get('leave_one_out') and not section.get('twin_only'):
-        lines.append(f'{indent}no prediction: {section["note"]}')
     return lines
 
 

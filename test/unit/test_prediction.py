@@ -118,7 +118,9 @@ def test_report_with_too_few_policies_says_why():
     assert rep['leave_one_out'] == [] and rep['twin_only'] == []
     assert 'at least 2 policies' in rep['note']
     assert rep['coverage']['coverage'] is None
-    assert 'no prediction' in prediction.format_lines(rep)[0]
+    assert prediction.format_lines(rep) == [
+        '  leave-one-policy-out: none (a calibration map needs at least 2 policies with both '
+        'worlds, got 1)']
 
 
 def _record(policy, world, k, progression):
