@@ -18,7 +18,9 @@ applied to a policy's twin mean, with a prediction interval:
   it: the twin's structural error for that policy *and* the sampling error of its real and
   twin means (so the held-out policy's own twin sampling error is in it too); ``1/n`` and
   the leverage term are the map's own uncertainty. ``q`` is Student t's quantile on the
-  fit's residual degrees of freedom (n - 2 for the line, n - 1 for the shift).
+  fit's residual degrees of freedom (n - 2 for the line, n - 1 for the shift). A policy with
+  fewer twin episodes than the fitted ones had adds the excess of its twin sampling variance
+  over theirs, ``b^2 (se2(x0) - mean se2(x))``, under the root.
 * **Few policies, conservative**: with 1 to 3 degrees of freedom ``s2`` is a rough
   estimate, and three policies that happen to fall on a line would give a zero-width
   interval. So the half-width is at least the normal quantile times the sampling spread
@@ -165,7 +167,7 @@ def predict(fit_twin: Sequence[ArrayLike], fit_real: Sequence[ArrayLike], twin: 
         spread = 1.0 + 1.0 / n + (x0 - x.mean()) ** 2 / sxx
         floor = float(np.mean(vy + b * b * vx))
     else:
-        b = 1.0
+        b = 1.0  # real = twin + c
         centre = x0 + float(np.mean(y - x))
         dof = n - 1
         residual = y - x - float(np.mean(y - x))
@@ -176,10 +178,13 @@ def predict(fit_twin: Sequence[ArrayLike], fit_real: Sequence[ArrayLike], twin: 
 
     # The residual variance is estimated on `dof` degrees of freedom (Student t); the floor
     # from every fitted episode (many: the normal quantile). The wider of the two.
+    # s2 holds a twin sampling variance like the fitted policies'; a policy with fewer twin
+    # episodes than they had adds the excess of its own.
+    excess = b * b * max(0.0, vx0 - float(np.mean(vx)))
     s2 = float(np.sum(residual ** 2) / dof)
     q = 0.5 + level / 2.0
-    half = max(float(student_t.ppf(q, dof)) * math.sqrt(s2 * spread),
-               float(norm.ppf(q)) * math.sqrt(floor * spread))
+    half = max(float(student_t.ppf(q, dof)) * math.sqrt(s2 * spread + excess),
+               float(norm.ppf(q)) * math.sqrt(floor * spread + excess))
     clip = lambda v: float(min(1.0, max(0.0, v)))  # noqa: E731
     return clip(centre), clip(centre - half), clip(centre + half), model, dof
 

@@ -276,3 +276,14 @@ def test_paired_eval_runs_twin_only_policies_in_the_twin_and_predicts_them(tmp_p
     ran.clear()
     evaluation.run()  # resumed: every pair is done in its worlds
     assert ran == []
+
+
+def test_fewer_twin_episodes_of_the_new_policy_widen_its_interval():
+    rng = np.random.default_rng(7)
+    ladder = prediction.synthetic_ladder(rng, 6, 20, 0.05)
+    fit_twin = [t for t, _ in ladder.values()]
+    fit_real = [r for _, r in ladder.values()]
+    many = prediction.predict(fit_twin, fit_real, [0.25, 0.75] * 10)
+    few = prediction.predict(fit_twin, fit_real, [0.25, 0.75])
+    assert many[0] == pytest.approx(few[0])  # the same twin mean, the same prediction
+    assert few[2] - few[1] > many[2] - many[1] + 0.05
