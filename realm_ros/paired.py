@@ -84,8 +84,9 @@ class Logger(Protocol):
     def warning(self, message: str) -> Any: ...
 
 
-#: ``run_pair(spec, log)``: run ``spec`` in each world that has not finished it and append the
-#: records to ``log`` (``evaluator_node.run_pair``, over ROS).
+#: ``run_pair(spec, log)``: run ``spec`` in each of its worlds (:meth:`PairedEvaluation.worlds`)
+#: that has not finished it and append the records to ``log`` (``evaluator_node.run_pair``,
+#: over ROS).
 RunPair = Callable[[EpisodeSpec, EpisodeLog], None]
 
 
@@ -153,10 +154,15 @@ class PairedEvaluation:
             print(f'report: {self.out_dir / "report.html"}', flush=True)
         return summary
 
+    def worlds(self, spec: EpisodeSpec) -> tuple[str, ...]:
+        """The worlds ``spec`` runs in: the twin alone for a policy of ``twin_only`` (its real
+        score is predicted in ``summary.json["prediction"]``), else both."""
+        return (SIM,) if spec.policy in self.eval_config.twin_only else (REAL, SIM)
+
     def run_plan(self, log: EpisodeLog) -> None:
         """Run every unfinished pair of the fixed plan, in order."""
         specs = plan_pairs(self.eval_config, sampler=initial_state_sampler())
-        todo = [s for s in specs if not (log.done(s.pair_id, REAL) and log.done(s.pair_id, SIM))]
+        todo = [s for s in specs if not all(log.done(s.pair_id, w) for w in self.worlds(s))]
         self._logger.info(
             f'{len(specs)} pairs planned, {len(specs) - len(todo)} already done, '
             f'{len(todo)} to run; writing {self.out_dir}')

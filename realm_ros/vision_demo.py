@@ -25,7 +25,10 @@ paired bootstrap CI over the episode seeds (a resample draws seeds, and each dra
 its real *and* its twin episode), SimplerEnv's Kruskal-Wallis test per policy, and the image
 distance: the mean absolute pixel error (0-255) between the digital real's and the twin's first
 frame of every episode (same initial state, same seed), per camera (for the variants: the
-mean over variants). A contact sheet shows real | twin | matched (and every other column) for
+mean over variants), and each policy's real mean progression predicted from the column's twin
+episodes with a map fitted on the other policies, with a 90 % prediction interval
+(:mod:`realm_ros.core.prediction`), the intervals' coverage over the ladder and their mean
+width. A contact sheet shows real | twin | matched (and every other column) for
 seed 0 of each task.
 
 Everything runs in process without ROS (:func:`realm_ros.core.episode.run_episode`, the loop
@@ -43,7 +46,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from realm_ros.core import metrics, provenance, robot, tasks
+from realm_ros.core import metrics, prediction, provenance, robot, tasks
 from realm_ros.core.appearance import VariantSet
 from realm_ros.core.config import WorldConfig
 from realm_ros.core.errors import ConfigError, DataError
@@ -63,6 +66,11 @@ RIG, MATCH, PARAMS, VARIANTS = 'rig', 'match', 'params', 'variants'
 REBUILD = 'rebuild'
 #: Settings a run folder's ``run.json`` may predate: taken as these values when it lacks them.
 FINGERPRINT_DEFAULTS: Mapping[str, Any] = {'variant_seed': 0}
+#: ``demo --vision``'s default ladder: rungs of ``checkpoints/learned_vision/``
+#: (docs/learned-policy.md, section 5: mean progression on the digital real 0.22, 0.41, 0.61,
+#: 0.91, and 0.80 for ``aug12k_s8000``, trained with appearance augmentation: as good as
+#: ``plain5k_s2500`` on the lab's look, steadier under other looks).
+LADDER = ('plain5k_s150', 'short1k_s800', 'plain5k_s1200', 'plain12k_s12000', 'aug12k_s8000')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -523,7 +531,8 @@ def _agreement_ci(cells: Mapping[tuple[str, str], np.ndarray], task_names: Seque
 def summarize(records: Sequence[Mapping[str, Any]], config: VisionDemoConfig,
               inputs: Inputs) -> dict[str, Any]:
     """Return ``summary.json``: per column (and per task), per-policy scores with CIs, the
-    agreement with paired-bootstrap CIs, Kruskal-Wallis per policy and the image distance."""
+    agreement with paired-bootstrap CIs, Kruskal-Wallis per policy, the leave-one-policy-out
+    predictions of the real scores (``prediction``) and the image distance."""
     policies = [e.label for e in config.entries()]
     out: dict[str, Any] = {'tasks': list(config.tasks), 'policies': policies,
                            'episodes_per_cell': config.episodes, 'columns': {}}
@@ -544,8 +553,10 @@ def summarize(records: Sequence[Mapping[str, Any]], config: VisionDemoConfig,
         scopes = {'all': list(config.tasks), **{t: [t] for t in config.tasks}}
         for scope, names in scopes.items():
             block: dict[str, Any] = {'per_policy': []}
+            twin_real: dict[str, tuple[np.ndarray, np.ndarray]] = {}
             for k, policy in enumerate(policies):
                 stacked = np.concatenate([cells[(t, policy)] for t in names])
+                twin_real[policy] = (stacked[:, 2], stacked[:, 0])
                 row: dict[str, Any] = {'policy': policy, 'episodes': len(stacked)}
                 for world, (pi, si) in ((REAL, (0, 1)), ('sim', (2, 3))):
                     row[f'{world}_progress'] = float(stacked[:, pi].mean())
@@ -557,6 +568,9 @@ def summarize(records: Sequence[Mapping[str, Any]], config: VisionDemoConfig,
                 row['kruskal'] = metrics.kruskal_sim_real(sim=stacked[:, 2], real=stacked[:, 0])
                 block['per_policy'].append(row)
             block['agreement'] = _agreement(cells, names, policies)
+            # Each policy's real mean progression from its twin episodes, the map fitted on
+            # the other policies (leave-one-policy-out), with the intervals' coverage.
+            block['prediction'] = prediction.report(twin_real)
             block['agreement_ci'] = _agreement_ci(cells, names, policies, config.episodes,
                                                   config.seed)
             entry[scope] = block
@@ -590,6 +604,45 @@ def summarize(records: Sequence[Mapping[str, Any]], config: VisionDemoConfig,
 
 def _fmt_ci(value: float, ci: Sequence[float]) -> str:
     return f'{value:.2f} [{ci[0]:.2f}, {ci[1]:.2f}]'
+
+
+def _prediction_rows(cols: Mapping[str, Any], names: Sequence[str], available: Sequence[str],
+                     scope: str, policies: Sequence[str]) -> list[str]:
+    """Rows of the leave-one-policy-out predictions: per policy its real mean predicted
+    from the column's twin episodes with the 90 % interval (* where the observed real mean is
+    outside it), then the intervals' coverage and mean width."""
+    def section(n: str) -> Mapping[str, Any]:
+        return cols[n][scope].get('prediction') or {}
+
+    lines = []
+    observed: dict[str, float] = {}
+    for n in available:
+        for p in section(n).get('leave_one_out', ()):
+            observed[p['policy']] = p['real']
+    for policy in policies:
+        def cell(n: str, policy: str = policy) -> str:
+            if n not in available:
+                return cols[n]['reason']
+            found = [p for p in section(n).get('leave_one_out', ()) if p['policy'] == policy]
+            if not found:
+                return 'n/a'
+            p = found[0]
+            return (_fmt_ci(p['predicted'], [p['low'], p['high']])
+                    + ('' if p['covered'] else ' *'))
+        real = f'{observed[policy]:.2f}' if policy in observed else ''
+        lines.append(f'| {policy}: real predicted from the twin [90 % PI] | {real} | '
+                     + ' | '.join(cell(n) for n in names) + ' |')
+
+    def cover(n: str) -> str:
+        if n not in available:
+            return cols[n]['reason']
+        c = section(n).get('coverage') or {}
+        if not c.get('policies'):
+            return 'n/a'
+        return f'{c["covered"]} of {c["policies"]} / {c["mean_width"]:.2f}'
+    lines.append('| 90 % PI coverage (policies) / mean width | | '
+                 + ' | '.join(cover(n) for n in names) + ' |')
+    return lines
 
 
 def format_table(summary: Mapping[str, Any], scope: str = 'all') -> str:
@@ -630,6 +683,7 @@ def format_table(summary: Mapping[str, Any], scope: str = 'all') -> str:
         return ', '.join(f'{p["kruskal"]["pvalue"]:.2f}' for p in block['per_policy'])
 
     lines.append(f'| Kruskal-Wallis p ({", ".join(policies)}) | | {row_of(kruskal)} |')
+    lines += _prediction_rows(cols, names, available, scope, policies)
     if scope == 'all':
         cameras = sorted({c for n in names if cols[n]['available']
                           for c in cols[n]['image_mae']})

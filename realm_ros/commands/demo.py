@@ -46,7 +46,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--episodes-per-cell', type=int, default=None,
                         help='episodes per task and policy (default 4; --vision 10)')
     parser.add_argument('--max-steps', type=int, default=None,
-                        help='control steps per episode (default 300; --vision 120)')
+                        help='control steps per episode (default 300; --vision 160, as the '
+                             'vision ladder was evaluated)')
     parser.add_argument('--sysid-trajectories', type=int, default=5)
     parser.add_argument('--sysid-duration', type=float, default=8.0)
     parser.add_argument('--seed', type=int, default=0)
@@ -66,15 +67,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help='the vision demo: real-trained learned ladder, digital real vs the '
                              'twin raw / calibrated / matched / variants / + sysid')
     vision.add_argument('--policies', nargs='+', default=None,
-                        help='--vision: label=policy:key=value entries (default: the '
-                             'checkpoints/learned_real ladder and the twin-trained '
-                             'checkpoints/learned/final.pt)')
+                        help='--vision: label=policy:key=value entries (default: five rungs '
+                             'of the checkpoints/learned_vision ladder, the appearance-'
+                             'augmented aug12k_s8000 among them)')
     vision.add_argument('--appearance', default='', metavar='FILE',
                         help="--vision: the digital real's hidden appearance (default "
                              "config/appearance/lab_demo.yaml; none = the twin's look)")
-    vision.add_argument('--image-size', default='160x90',
+    vision.add_argument('--image-size', default='320x180',
                         help='--vision: rendered size WxH in both worlds and the calibration '
-                             'recording, px')
+                             'recording, px (the vision ladder was trained and evaluated at '
+                             '320x180)')
     vision.add_argument('--columns', default=','.join(_COLUMNS),
                         help='--vision: twin set-ups (raw, calibrated, matched, variants, sysid)')
     vision.add_argument('--rig', default='', metavar='FILE',
@@ -251,15 +253,14 @@ def run_vision(args: argparse.Namespace) -> int:
     appearance, _ = resolve_hidden(WORLDS['digital_real'], args.appearance, '')
     dynamics = _file(args.real_dynamics, '--real-dynamics') if args.real_dynamics else str(
         pathlib.Path(__file__).resolve().parents[1] / 'data' / 'digital_real_dynamics.yaml')
-    # The real-trained ladder acts mostly on its joints; the twin-trained final checkpoint
-    # relies on the picture (docs/vision-demo.md), so the visual gap has something to move.
-    policies = args.policies or [
-        *(f'{stage}=learned:path={_shipped(f"learned_real/{stage}")}'
-          for stage in ('early', 'middle', 'final')),
-        f'twin_final=learned:path={_shipped("learned/final")}']
+    # The vision ladder trained on the digital real, whose success depends on its pictures
+    # (docs/learned-policy.md, section 5): rungs spread over its range, and the
+    # appearance-augmented one, robust to other looks (docs/vision-demo.md).
+    policies = args.policies or [f'{rung}=learned:path={_shipped(f"learned_vision/{rung}")}'
+                                 for rung in vision_demo.LADDER]
     config = vision_demo.VisionDemoConfig(
         tasks=tuple(args.tasks or ('push_switch', 'pick_spoon')), policies=tuple(policies),
-        episodes=args.episodes_per_cell or 10, max_steps=args.max_steps or 120,
+        episodes=args.episodes_per_cell or 10, max_steps=args.max_steps or 160,
         width=width, height=height, appearance_file=appearance, dynamics_file=dynamics,
         columns=tuple(columns), seed=args.seed)
     config.entries()

@@ -40,6 +40,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--policies', nargs='+', default=None,
                         help='policy[:skill] or label=policy[:key=value,...]; a skill is a '
                              'rung number or name (scripted:good)')
+    parser.add_argument('--twin-only', nargs='+', default=None, metavar='LABEL',
+                        help='policies (by label) run in the twin only: their real mean '
+                             'progression is predicted from the policies run in both worlds, '
+                             'with a 90 %% prediction interval (docs/evaluation.md)')
     parser.add_argument('--perturbations', nargs='+', default=None,
                         help='REALM perturbation codes (Default, V-LIGHT, ...)')
     parser.add_argument('--intensity', type=float, default=None,
@@ -118,6 +122,7 @@ def load_config(args: argparse.Namespace) -> EvalConfig:
         'seed': args.seed, 'cameras': args.cameras,
         'until_decided': args.until_decided, 'budget': args.budget,
         'allocation': args.allocation,
+        'twin_only': tuple(args.twin_only) if getattr(args, 'twin_only', None) else None,
     }
     given = {name: FLAGS.get(name, '--' + name.replace('_', '-'))
              for name, value in overrides.items() if value is not None}

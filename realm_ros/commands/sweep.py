@@ -83,6 +83,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--twin-variants', type=int, default=9, metavar='N',
                         help="world variants: SIMPLER's variant aggregation over N looks "
                              '(backgrounds, lighting, table textures, distractors; default 9)')
+    parser.add_argument('--twin-only', nargs='+', default=[], metavar='LABEL',
+                        help='policies run in the later worlds only, not in the first (the '
+                             "reference): the first world's mean progression of each is "
+                             'predicted from the others with a 90 %% prediction interval '
+                             '(docs/evaluation.md)')
     parser.add_argument('--execute-horizon', type=int, default=0,
                         help="actions executed open loop per chunk (0 = each policy's own)")
     parser.add_argument('--sim-params', default='', help='identified twin parameters YAML')
@@ -195,7 +200,8 @@ def build_config(args: argparse.Namespace) -> SweepConfig:
                        seed=args.seed, worlds=worlds, cameras=args.cameras,
                        execute_horizon=args.execute_horizon, sim_params_file=sim_params,
                        visual_match_dir=match,
-                       twin_variants=getattr(args, 'twin_variants', 9))
+                       twin_variants=getattr(args, 'twin_variants', 9),
+                       twin_only=tuple(getattr(args, 'twin_only', None) or ()))
 
 
 def gpu_engine(engine: str, policies: Sequence[str]) -> str:
@@ -293,6 +299,9 @@ def run(args: argparse.Namespace) -> int:
         console.warn(f'--perturbations has no Default: {perturbations.BASELINE_REASON}')
     for cell in skipped_cells(config):
         console.warn(f'skipped {cell["task"]} / {cell["perturbation"]}: {cell["reason"]}')
+    if config.twin_only and getattr(args, 'until_decided', None) is not None:
+        raise ConfigError('--twin-only: --until-decided ranks the first world, which the '
+                          'twin-only policies do not run in; use one or the other')
     if getattr(args, 'compare_cpu', 0) and args.device != 'gpu':
         raise ConfigError('--compare-cpu checks a GPU run against the CPU twin: add --device gpu')
     if getattr(args, 'compare_cpu', 0) < 0:

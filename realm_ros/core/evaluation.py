@@ -21,7 +21,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from realm_ros.core import metrics, perturbations, tasks
+from realm_ros.core import metrics, perturbations, prediction, tasks
 from realm_ros.core.config import field, from_mapping, load_yaml, renamed, ros_parameters
 from realm_ros.core.errors import ConfigError, DataError
 from realm_ros.core.provenance import MADE_BY
@@ -100,6 +100,9 @@ class EvalConfig:
     policies: tuple[str, ...] = field(
         ('scripted:0', 'scripted:1', 'scripted:2', 'scripted:3'),
         'policies: policy[:skill] or label=policy[:key=value,...]')
+    twin_only: tuple[str, ...] = field(
+        (), 'policy labels run in the twin only (no real episode): their real mean progression '
+            'is predicted from the policies run in both worlds (docs/evaluation.md)')
     perturbations: tuple[str, ...] = field(('Default',), 'perturbation codes (REALM)')
     intensity: float = field(1.0, 'perturbation intensity in [0, 1]')
     episodes_per_cell: int = field(5, 'episodes per (task, perturbation, policy) cell')
@@ -167,6 +170,18 @@ class EvalConfig:
         labels = [e.label for e in _named('policies', self.policy_entries)]
         if len(set(labels)) != len(labels):
             raise ConfigError(f'EvalConfig.policies: duplicate labels {labels}')
+        object.__setattr__(self, 'twin_only', tuple(self.twin_only))
+        if self.twin_only:
+            unknown = [p for p in self.twin_only if p not in labels]
+            if unknown:
+                raise ConfigError(f'EvalConfig.twin_only: no policy labelled {unknown}; '
+                                  f'labels: {labels}')
+            if len(labels) - len(set(self.twin_only)) < 2:
+                raise ConfigError('EvalConfig.twin_only: at least two policies must run in both '
+                                  'worlds, to fit the map that predicts the others')
+            if self.until_decided:
+                raise ConfigError('EvalConfig.twin_only: until_decided ranks the real world, '
+                                  'which twin-only policies do not run in; use one or the other')
         # A perturbation's delta needs its baseline: Default runs too (the commands say so).
         object.__setattr__(self, 'perturbations', perturbations.with_baseline(self.perturbations))
 
@@ -340,7 +355,11 @@ def summarize(records: Sequence[Mapping[str, Any]], seed: int = 0,
     comparisons on the same (task, perturbation, seed). Perturbation deltas vs Default and
     REALM's RMSD per world. Kruskal-Wallis of sim vs real per policy, as SimplerEnv reports it,
     on episode progressions and on binary success. ``skipped`` (from :func:`skipped_cells`) is
-    copied into the summary. Only pairs finished in both worlds are used.
+    copied into the summary. Only pairs finished in both worlds are used, except by
+    ``prediction`` (:mod:`realm_ros.core.prediction`): each policy's real mean progression
+    predicted from its twin episodes with a map fitted on the other policies
+    (leave-one-policy-out, with the intervals' coverage), and for a policy run in the twin only
+    (sim episodes and no real one) from all the policies with pairs.
 
     Raises:
         DataError: no complete pair.
@@ -429,7 +448,24 @@ def summarize(records: Sequence[Mapping[str, Any]], seed: int = 0,
                 real=[1.0 if r['success'] else 0.0 for r, _ in mine]),
         }
     summary['skipped'] = [dict(c) for c in skipped]
+    summary['prediction'] = _prediction(usable, rows, policies)
     return summary
+
+
+def _prediction(usable: Sequence[Mapping[str, Any]],
+                rows: Sequence[tuple[Mapping[str, Any], Mapping[str, Any]]],
+                policies: Sequence[str]) -> dict[str, Any]:
+    """Each policy's real mean progression predicted from its twin episodes
+    (:func:`prediction.report`): leave-one-policy-out over the finished pairs, and for a
+    policy run in the twin only (sim episodes, no real one) from all the others."""
+    scores: dict[str, tuple[list[float], list[float] | None]] = {
+        p: ([float(s['progression']) for r, s in rows if r['policy'] == p],
+            [float(r['progression']) for r, _ in rows if r['policy'] == p]) for p in policies}
+    with_real = {r['policy'] for r in usable if record_role(r) == REAL}
+    for r in usable:
+        if record_role(r) == SIM and r['policy'] not in with_real:
+            scores.setdefault(r['policy'], ([], None))[0].append(float(r['progression']))
+    return prediction.report(scores)
 
 
 def _agreement_ci(rows: Sequence[tuple[Mapping[str, Any], Mapping[str, Any]]],
@@ -521,6 +557,11 @@ def format_table(summary: Mapping[str, Any]) -> str:
             parts = [f'{w} {_fmt(d[w]["delta"])} ({_fmt(d[w]["rmsd"])})' for w in WORLDS
                      if w in d]
             lines.append(f'  {code:<10} ' + ', '.join(parts))
+    if summary.get('prediction'):
+        lines.append('')
+        lines.append('real mean progression predicted from the twin (a map twin -> real fitted '
+                     'on the other policies):')
+        lines += prediction.format_lines(summary['prediction'])
     for cell in summary.get('skipped', ()):
         lines.append(f'skipped {cell["task"]} / {cell["perturbation"]}: {cell["reason"]}')
     if summary.get('infra_failures'):

@@ -20,7 +20,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from realm_ros.core import metrics, perturbations, provenance
+from realm_ros.core import metrics, perturbations, prediction, provenance
 from realm_ros.core.errors import ConfigError, DataError
 from realm_ros.core.evaluation import EvalConfig, PolicyEntry, derive_seed, scored
 from realm_ros.core.types import DEFAULT_MAX_STEPS, EpisodeSpec, record_role
@@ -59,6 +59,9 @@ class SweepConfig:
     sim_params_file: str = ''  # identified twin parameters YAML
     visual_match_dir: str = ''  # world matched: a `realm-ros cameras match` folder
     twin_variants: int = 9  # world variants: how many looks (SIMPLER's 9)
+    #: Policy labels run in the later worlds only, not in the first (the reference, as the
+    #: real side): their reference score is predicted (:mod:`realm_ros.core.prediction`).
+    twin_only: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         for name in ('tasks', 'policies', 'perturbations', 'intensities', 'worlds'):
@@ -77,6 +80,19 @@ class SweepConfig:
         if 'variants' in self.worlds:
             from realm_ros.core.appearance import VariantSet
             VariantSet(self.twin_variants, self.seed)  # checks the count
+        object.__setattr__(self, 'twin_only', tuple(self.twin_only))
+        if self.twin_only:
+            labels = [e.label for e in self.policy_entries()]
+            unknown = [p for p in self.twin_only if p not in labels]
+            if unknown:
+                raise ConfigError(f'SweepConfig.twin_only: no policy labelled {unknown}; '
+                                  f'labels: {labels}')
+            if len(self.worlds) < 2:
+                raise ConfigError('SweepConfig.twin_only: a policy run in the later worlds '
+                                  'only needs two worlds (the first is the reference)')
+            if len(labels) - len(set(self.twin_only)) < 2:
+                raise ConfigError('SweepConfig.twin_only: at least two policies must run in '
+                                  'every world, to fit the map that predicts the others')
         if self.execute_horizon < 0:
             raise ConfigError(f'SweepConfig.execute_horizon must be >= 0, got '
                               f'{self.execute_horizon}')
@@ -170,6 +186,8 @@ def plan_cells(config: SweepConfig,
                     for k in range(config.episodes_per_cell):
                         seed = derive_seed(config.seed, task, code, k)
                         for entry in entries:
+                            if world == config.worlds[0] and entry.label in config.twin_only:
+                                continue  # predicted, not run (SweepConfig.twin_only)
                             spec = EpisodeSpec(
                                 task=task, seed=seed, policy=entry.label, perturbation=code,
                                 intensity=float(intensity), max_steps=config.max_steps,
@@ -258,7 +276,8 @@ def summarize_sweep(records: Sequence[Mapping[str, Any]], seed: int = 0,
     episodes; a Bradley-Terry ranking from pairwise comparisons on the same (task,
     perturbation, intensity, seed); each condition's mean progression change vs Default and
     REALM's RMSD over (policy, task) cells. With several worlds, each later world's agreement
-    with the first (:func:`_cross_world`). Infrastructure failures are counted, never scored.
+    with the first (:func:`_cross_world`) and its prediction of the first's per-policy mean
+    progression (:func:`_predictions`). Infrastructure failures are counted, never scored.
 
     Raises:
         DataError: no scored record.
@@ -304,6 +323,23 @@ def summarize_sweep(records: Sequence[Mapping[str, Any]], seed: int = 0,
             'perturbations': _deltas(mine),
         }
     out['agreement'] = _cross_world(out['per_world'], worlds)
+    out['prediction'] = _predictions(usable, worlds)
+    return out
+
+
+def _predictions(usable: Sequence[Mapping[str, Any]], worlds: Sequence[str]) -> dict[str, Any]:
+    """Each later world's prediction of the first's per-policy mean progression
+    (:func:`prediction.report`, the first world in the real role): leave-one-policy-out, and
+    for a policy with no episode in the first world from all the others."""
+    out: dict[str, Any] = {}
+    progressions: dict[tuple[str, str], list[float]] = {}
+    for r in usable:
+        progressions.setdefault((record_role(r), r['policy']), []).append(
+            float(r['progression']))
+    for world in worlds[1:]:
+        policies = list(dict.fromkeys(p for w, p in progressions if w == world))
+        out[f'{world} vs {worlds[0]}'] = prediction.report(
+            {p: (progressions[(world, p)], progressions.get((worlds[0], p))) for p in policies})
     return out
 
 
@@ -375,6 +411,11 @@ def format_sweep_table(summary: Mapping[str, Any]) -> str:
         lines.append(f'agreement {name} (per-policy mean progression): Pearson r = '
                      f'{_fmt(a["pearson_r"])}, MMRV = {_fmt(a["mmrv"])}, mean gap = '
                      f'{_fmt(a["mean_abs_gap"])}')
+    for name, section in summary.get('prediction', {}).items():
+        world, _, reference = name.partition(' vs ')
+        lines.append(f'{reference} mean progression predicted from {world} (a map fitted on the '
+                     'other policies):')
+        lines += prediction.format_lines(section)
     for cell in summary.get('skipped', ()):
         lines.append(f'skipped {cell["task"]} / {cell["perturbation"]}: {cell["reason"]}')
     if summary.get('infra_failures'):

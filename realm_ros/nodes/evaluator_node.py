@@ -189,8 +189,8 @@ class EvaluatorNode(Node):
         return self._evaluation.run()
 
     def run_pair(self, spec: EpisodeSpec, log: EpisodeLog) -> None:
-        """Run ``spec`` in each world that has not finished it yet, concurrently."""
-        worlds = [w for w in (REAL, SIM) if not log.done(spec.pair_id, w)]
+        """Run ``spec`` in each of its worlds that has not finished it yet, concurrently."""
+        worlds = [w for w in self._evaluation.worlds(spec) if not log.done(spec.pair_id, w)]
         runs = {w: _WorldRun(world=w, ns=self._ns[w],
                              episode=EpisodeState(spec, tracked=False, started=False),
                              spec=json.loads(spec.to_json()))
