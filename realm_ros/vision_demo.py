@@ -16,8 +16,8 @@ per :class:`Column`:
 (e) ``sysid``: matched + the identified parameters (``realm-ros sysid fit``);
 (f) ``rebuilt``: calibrated + the rebuilt look (``realm-ros cameras rebuild`` from the same
     calibration bag, written to ``rebuild`` beside the match: the lab's table, floor and walls
-    on the twin's geometry, its key light; every camera rendered). Not in ``demo --vision``'s
-    default columns: ask with ``--columns``.
+    on the twin's geometry, its key light; every camera rendered; ``demo --vision`` makes it);
+(g) ``rebuilt_sysid``: rebuilt + the identified parameters.
 
 Per column: per-policy mean progression and success (bootstrap 95 % CIs over episodes), Pearson
 r, MMRV(sim, real) and the mean absolute gap over the per-policy mean progressions, each with a
@@ -79,17 +79,21 @@ class Inputs:
     params_file: str = ''
     variants: int = 0
     variant_seed: int = 0
+    rebuild: str = ''
 
     def has(self, need: str) -> bool:
         """Whether the input ``need`` (:data:`RIG` ...) is there."""
         if need == REBUILD:
-            return bool(self.match_dir) and (pathlib.Path(self.rebuild_dir())
-                                             / 'rebuild.yaml').is_file()
+            return bool(self.rebuild_dir()) and (pathlib.Path(self.rebuild_dir())
+                                                 / 'rebuild.yaml').is_file()
         return bool({RIG: self.rig_file, MATCH: self.match_dir, PARAMS: self.params_file,
                      VARIANTS: self.variants}[need])
 
     def rebuild_dir(self) -> str:
-        """The rebuilt look's folder: ``rebuild`` beside the match's folder."""
+        """The rebuilt look's folder: ``rebuild`` if given, else ``rebuild`` beside the
+        match's folder ('' if neither)."""
+        if self.rebuild or not self.match_dir:
+            return self.rebuild
         return str(pathlib.Path(self.match_dir).parent / 'rebuild')
 
     def variant_set(self) -> VariantSet:
@@ -163,6 +167,9 @@ COLUMNS: tuple[Column, ...] = (
                                                   sim_params_file=i.params_file))]),
     Column('f', 'rebuilt', 'calibrated + rebuilt look', (REBUILD,),
            lambda b, i: [Twin(dataclasses.replace(b, visual_match_dir=i.rebuild_dir()))]),
+    Column('g', 'rebuilt_sysid', 'rebuilt + sysid', (REBUILD, PARAMS),
+           lambda b, i: [Twin(dataclasses.replace(b, visual_match_dir=i.rebuild_dir(),
+                                                  sim_params_file=i.params_file))]),
 )
 COLUMN_NAMES = tuple(c.name for c in COLUMNS)
 
