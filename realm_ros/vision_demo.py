@@ -251,7 +251,6 @@ class VisionDemoConfig:
                 'max_steps': self.max_steps, 'execute': self.execute,
                 'policies': list(self.policies), 'code': provenance.code_version()}
 
-
     def frame_cameras(self) -> tuple[str, ...]:
         """The cameras of the kept first frames: the policies' and the image distance's."""
         return (*self.cameras, *(c for c in self.distance_cameras if c not in self.cameras))
