@@ -236,8 +236,6 @@ def _vision_inputs(args: argparse.Namespace, out: pathlib.Path, columns: list[st
     from realm_ros.core import provenance
 
     asked = set(columns)
-    need_rig = bool({'calibrated', 'matched', 'variants', 'sysid', 'rebuilt',
-                     'rebuilt_sysid'} & asked)
     need_match = bool({'matched', 'sysid'} & asked)
     need_rebuild = bool({'rebuilt', 'rebuilt_sysid'} & asked)
     rig = _file(args.rig, '--rig') if args.rig else ''
@@ -252,6 +250,9 @@ def _vision_inputs(args: argparse.Namespace, out: pathlib.Path, columns: list[st
                                    ).is_file():
         rebuild = str(pathlib.Path(match).parent / 'rebuild')  # beside the given match
     own_rebuild = need_rebuild and not rebuild
+    # The rig: for the columns that use it, and to make a match or a rebuild.
+    need_rig = bool({'calibrated', 'variants'} & asked) or (need_match and not match) or \
+        own_rebuild
     if ((need_rig and not rig) or (need_match and not match) or own_rebuild) and \
             done.exists() and not _stamp(done, recording):
         raise ConfigError(f'{calib}: recorded with other settings than --calibration-size '
