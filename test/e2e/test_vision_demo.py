@@ -146,8 +146,19 @@ def test_resume_runs_nothing_twice(runs):
                      '--columns', 'raw', '--policies', *LADDER, '--quiet']) == 2
 
 
-def test_columns_and_config_checked():
+def test_columns_and_config_checked(tmp_path):
     assert vision_demo.column('c').name == 'matched'
+    # (g): the rebuilt look with the identified parameters; available once rebuild.yaml is.
+    inputs = vision_demo.Inputs(params_file='params.yaml', rebuild=str(tmp_path))
+    base = vision_demo.VisionDemoConfig(tasks=('push_switch',), policies=('a=hold', 'b=hold'),
+                                        episodes=1, max_steps=1, width=64, height=36
+                                        ).base('push_switch')
+    assert vision_demo.column('g').missing(inputs) == [vision_demo.REBUILD]
+    (tmp_path / 'rebuild.yaml').write_text('{}\n')
+    assert vision_demo.column('rebuilt_sysid').missing(inputs) == []
+    (twin,) = vision_demo.column('g').worlds(base, inputs)
+    assert (twin.config.visual_match_dir, twin.config.sim_params_file) == (
+        str(tmp_path), 'params.yaml')
     with pytest.raises(ConfigError, match='--columns'):
         vision_demo.column('nope')
     with pytest.raises(ConfigError, match='two policies'):
