@@ -3,7 +3,7 @@
 Real VLAs are trained on real robot data and evaluated in simulation. Here a learned ladder
 (checkpoints of clearly different quality) trained on demonstrations recorded on the digital real,
 with its hidden appearance and dynamics (``realm-ros dataset --world digital_real``), runs the
-same episodes (task, seed, policy) in the digital real and in the twin under five set-ups, one
+same episodes (task, seed, policy) in the digital real and in the twin under seven set-ups, one
 per :class:`Column`:
 
 (a) ``raw``: the twin as it is (DROID's rig, its own look);
@@ -24,9 +24,10 @@ r, MMRV(sim, real) and the mean absolute gap over the per-policy mean progressio
 paired bootstrap CI over the episode seeds (a resample draws seeds, and each drawn seed brings
 its real *and* its twin episode), SimplerEnv's Kruskal-Wallis test per policy, and the image
 distance: the mean absolute pixel error (0-255) between the digital real's and the twin's first
-frame of every episode (same initial state, same seed), per camera (for the variants: the
-mean over variants). A contact sheet shows real | twin | matched (and every other column) for
-seed 0 of each task.
+frame of every episode (same initial state, same seed), per camera, all three (for the
+variants: the mean over variants), and split into the robot's, the objects' and the
+background's pixels (``backends/mujoco/image_regions.py``). A contact sheet shows real | twin |
+matched (and every other column) for seed 0 of each task.
 
 Everything runs in process without ROS (:func:`realm_ros.core.episode.run_episode`, the loop
 every runner is checked against). Every finished episode is appended to ``episodes.jsonl``
