@@ -60,7 +60,7 @@ def variants_sheet(count: int, task: str, size: tuple[int, int], out: str) -> No
 
 #: Where the error is: the whole image, the robot's, the objects' (task objects and
 #: articulated fixtures) and the background's pixels (the rest), by the real's segmentation.
-REGIONS = ('image', 'robot', 'objects', 'background')
+from realm_ros.backends.mujoco.image_regions import REGIONS  # noqa: E402
 
 
 def image_distances(appearance: str, folders: dict[str, str], task: str, seeds: Iterable[int],
@@ -80,8 +80,8 @@ def image_distances(appearance: str, folders: dict[str, str], task: str, seeds: 
     import mujoco
 
     from realm_ros.backends.digital_real import DigitalRealWorld
+    from realm_ros.backends.mujoco.image_regions import region_distances, region_labels
     from realm_ros.backends.mujoco.render import FrameRenderer
-    from realm_ros.backends.mujoco.visual_match import kept_geoms, robot_geoms, seg_mask
     from realm_ros.backends.mujoco.world import MujocoWorld
     from realm_ros.core.config import CAMERA_NAMES, WorldConfig
     from realm_ros.core.types import EpisodeSpec
@@ -94,8 +94,6 @@ def image_distances(appearance: str, folders: dict[str, str], task: str, seeds: 
     twins.update({name: MujocoWorld(config, visual_match_dir=folder)
                   for name, folder in folders.items()})
     seg = FrameRenderer(real.model, w, h, shadows=False)
-    robot, kept = robot_geoms(real.model), kept_geoms(real.model)
-    objects = kept & ~robot
     out: dict[tuple[str, str, str], list[float]] = {}
     sheet = []
     try:
@@ -110,14 +108,11 @@ def image_distances(appearance: str, folders: dict[str, str], task: str, seeds: 
                 mujoco.mj_forward(twin.model, twin.data)
                 pictures[name] = dict(twin.observe().images)
             for cam in CAMERA_NAMES:
-                r, o = seg_mask(regions[cam], robot), seg_mask(regions[cam], objects)
-                masks = {'image': np.ones((h, w), bool), 'robot': r, 'objects': o,
-                         'background': ~(r | o)}
+                labels = region_labels(real.model, regions[cam])
                 for name, images in pictures.items():
-                    err = np.abs(images[cam].astype(float) - seen[cam]).mean(-1)
-                    for region, m in masks.items():
-                        if m.any():
-                            out.setdefault((cam, name, region), []).append(float(err[m].mean()))
+                    for region, value in region_distances(seen[cam], images[cam],
+                                                          labels).items():
+                        out.setdefault((cam, name, region), []).append(value)
                 if k == 0:
                     sheet.append([seen[cam]] + [pictures[name][cam] for name in twins])
     finally:

@@ -3,7 +3,7 @@
 Real VLAs are trained on real robot data and evaluated in simulation. Here a learned ladder
 (checkpoints of clearly different quality) trained on demonstrations recorded on the digital real,
 with its hidden appearance and dynamics (``realm-ros dataset --world digital_real``), runs the
-same episodes (task, seed, policy) in the digital real and in the twin under five set-ups, one
+same episodes (task, seed, policy) in the digital real and in the twin under seven set-ups, one
 per :class:`Column`:
 
 (a) ``raw``: the twin as it is (DROID's rig, its own look);
@@ -16,20 +16,21 @@ per :class:`Column`:
 (e) ``sysid``: matched + the identified parameters (``realm-ros sysid fit``);
 (f) ``rebuilt``: calibrated + the rebuilt look (``realm-ros cameras rebuild`` from the same
     calibration bag, written to ``rebuild`` beside the match: the lab's table, floor and walls
-    on the twin's geometry, its key light; every camera rendered). Not in ``demo --vision``'s
-    default columns: ask with ``--columns``.
+    on the twin's geometry, its key light; every camera rendered; ``demo --vision`` makes it);
+(g) ``rebuilt_sysid``: rebuilt + the identified parameters.
 
 Per column: per-policy mean progression and success (bootstrap 95 % CIs over episodes), Pearson
 r, MMRV(sim, real) and the mean absolute gap over the per-policy mean progressions, each with a
 paired bootstrap CI over the episode seeds (a resample draws seeds, and each drawn seed brings
 its real *and* its twin episode), SimplerEnv's Kruskal-Wallis test per policy, and the image
 distance: the mean absolute pixel error (0-255) between the digital real's and the twin's first
-frame of every episode (same initial state, same seed), per camera (for the variants: the
-mean over variants), and each policy's real mean progression predicted from the column's twin
-episodes with a map fitted on the other policies, with a 90 % prediction interval
-(:mod:`realm_ros.core.prediction`), the intervals' coverage over the ladder and their mean
-width. A contact sheet shows real | twin | matched (and every other column) for
-seed 0 of each task.
+frame of every episode (same initial state, same seed), per camera, all three (for the
+variants: the mean over variants), and split into the robot's, the objects' and the
+background's pixels (``backends/mujoco/image_regions.py``). A contact sheet shows real | twin |
+matched (and every other column) for seed 0 of each task. Each policy's real mean
+progression is predicted from the column's twin episodes with a map fitted on the other
+policies, with a 90 % prediction interval (:mod:`realm_ros.core.prediction`), the intervals'
+coverage over the ladder and their mean width.
 
 Everything runs in process without ROS (:func:`realm_ros.core.episode.run_episode`, the loop
 every runner is checked against). Every finished episode is appended to ``episodes.jsonl``
@@ -65,7 +66,8 @@ RIG, MATCH, PARAMS, VARIANTS = 'rig', 'match', 'params', 'variants'
 #: The rebuilt look: ``cameras rebuild``'s folder ``rebuild`` beside the match's.
 REBUILD = 'rebuild'
 #: Settings a run folder's ``run.json`` may predate: taken as these values when it lacks them.
-FINGERPRINT_DEFAULTS: Mapping[str, Any] = {'variant_seed': 0}
+FINGERPRINT_DEFAULTS: Mapping[str, Any] = {'variant_seed': 0,
+                                           'distance_cameras': ['exterior_1', 'wrist']}
 #: ``demo --vision``'s default ladder: rungs of ``checkpoints/learned_vision/``
 #: (docs/learned-policy.md, section 5: mean progression on the digital real 0.22, 0.41, 0.61,
 #: 0.91, and 0.80 for ``aug12k_s8000``, trained with appearance augmentation: as good as
@@ -87,17 +89,21 @@ class Inputs:
     params_file: str = ''
     variants: int = 0
     variant_seed: int = 0
+    rebuild: str = ''
 
     def has(self, need: str) -> bool:
         """Whether the input ``need`` (:data:`RIG` ...) is there."""
         if need == REBUILD:
-            return bool(self.match_dir) and (pathlib.Path(self.rebuild_dir())
-                                             / 'rebuild.yaml').is_file()
+            return bool(self.rebuild_dir()) and (pathlib.Path(self.rebuild_dir())
+                                                 / 'rebuild.yaml').is_file()
         return bool({RIG: self.rig_file, MATCH: self.match_dir, PARAMS: self.params_file,
                      VARIANTS: self.variants}[need])
 
     def rebuild_dir(self) -> str:
-        """The rebuilt look's folder: ``rebuild`` beside the match's folder."""
+        """The rebuilt look's folder: ``rebuild`` if given, else ``rebuild`` beside the
+        match's folder ('' if neither)."""
+        if self.rebuild or not self.match_dir:
+            return self.rebuild
         return str(pathlib.Path(self.match_dir).parent / 'rebuild')
 
     def variant_set(self) -> VariantSet:
@@ -171,6 +177,9 @@ COLUMNS: tuple[Column, ...] = (
                                                   sim_params_file=i.params_file))]),
     Column('f', 'rebuilt', 'calibrated + rebuilt look', (REBUILD,),
            lambda b, i: [Twin(dataclasses.replace(b, visual_match_dir=i.rebuild_dir()))]),
+    Column('g', 'rebuilt_sysid', 'rebuilt + sysid', (REBUILD, PARAMS),
+           lambda b, i: [Twin(dataclasses.replace(b, visual_match_dir=i.rebuild_dir(),
+                                                  sim_params_file=i.params_file))]),
 )
 COLUMN_NAMES = tuple(c.name for c in COLUMNS)
 
@@ -193,6 +202,8 @@ class VisionDemoConfig:
         episodes: seeds 0..episodes-1 per task and policy (the evaluation's seeds; the
             demonstrations use 1000 and up).
         cameras: rendered in both worlds (the policies' cameras); the image distance is per camera.
+        distance_cameras: the image distance's cameras; those not in ``cameras`` are rendered
+            for the first frame only.
         appearance_file, dynamics_file: the digital real's hidden files ('' = the twin's look /
             the default hidden dynamics).
     """
@@ -204,6 +215,7 @@ class VisionDemoConfig:
     width: int
     height: int
     cameras: tuple[str, ...] = ('exterior_1', 'wrist')
+    distance_cameras: tuple[str, ...] = ('exterior_1', 'exterior_2', 'wrist')
     appearance_file: str = ''
     dynamics_file: str = ''
     columns: tuple[str, ...] = COLUMN_NAMES
@@ -242,18 +254,26 @@ class VisionDemoConfig:
     def fingerprint(self) -> dict[str, Any]:
         """What makes an episode record comparable: a resumed run must match it."""
         return {'width': self.width, 'height': self.height, 'cameras': list(self.cameras),
+                'distance_cameras': list(self.distance_cameras),
                 'appearance_file': provenance.file_setting(self.appearance_file),
                 'dynamics_file': provenance.file_setting(self.dynamics_file),
                 'max_steps': self.max_steps, 'execute': self.execute,
                 'policies': list(self.policies), 'code': provenance.code_version()}
 
+    def frame_cameras(self) -> tuple[str, ...]:
+        """The cameras of the kept first frames: the policies' and the image distance's."""
+        return (*self.cameras, *(c for c in self.distance_cameras if c not in self.cameras))
+
 
 class FirstFrames(PolicyWrapper):
-    """A policy wrapper keeping the first observation's images (the episode's initial frame)."""
+    """A policy wrapper keeping the first observation's images (the episode's initial frame),
+    and what ``also`` returns at that moment (other cameras' frames, region labels)."""
 
-    def __init__(self, inner: Policy) -> None:
+    def __init__(self, inner: Policy,
+                 also: Callable[[], Mapping[str, np.ndarray]] | None = None) -> None:
         super().__init__(inner)
         self.first: dict[str, np.ndarray] = {}
+        self.also = also
 
     def reset(self, spec: EpisodeSpec) -> None:
         self.first = {}
@@ -262,6 +282,8 @@ class FirstFrames(PolicyWrapper):
     def infer(self, obs: Observation) -> ActionChunk:
         if not self.first:
             self.first = {k: np.asarray(v, dtype=np.uint8).copy() for k, v in obs.images.items()}
+            if self.also is not None:
+                self.first.update(self.also())
         return super().infer(obs)
 
 
@@ -343,13 +365,31 @@ class EpisodeStore:
             imageio.imwrite(path, image)
 
 
-def _episode(world: Any, entry: PolicyEntry, spec: EpisodeSpec, execute: int
-             ) -> tuple[EpisodeResult, dict[str, np.ndarray]]:
+def _labels(camera: str) -> str:
+    """The first-frame key of ``camera``'s region labels (the real's, ``image_regions``)."""
+    return f'{camera}_regions'
+
+
+def _episode(world: Any, entry: PolicyEntry, spec: EpisodeSpec, config: VisionDemoConfig,
+             real: bool = False) -> tuple[EpisodeResult, dict[str, np.ndarray]]:
+    """Run one episode; its first frames: the policies' cameras, the image distance's others
+    rendered then, and for the ``real`` world each distance camera's region labels."""
+    from realm_ros.backends.mujoco.image_regions import region_labels
     from realm_ros.core.episode import run_episode
     from realm_ros.core.policy import make_policy, standard_chain
 
+    extra = [c for c in config.distance_cameras if c not in config.cameras]
+
+    def also() -> dict[str, np.ndarray]:
+        frames = world.render_cameras(extra) if extra else {}
+        if real:
+            seg = world.render_cameras(config.distance_cameras, segmentation=True)
+            frames.update({_labels(c): region_labels(world.model, v) for c, v in seg.items()})
+        return frames
+
     inner = make_policy(entry.policy, **dict(entry.args))
-    watcher = FirstFrames(inner)
+    watcher = FirstFrames(inner, also)
+    execute = config.execute
     policy = standard_chain(watcher, execute=execute)
     try:
         result = run_episode(world, policy, spec)
@@ -359,12 +399,14 @@ def _episode(world: Any, entry: PolicyEntry, spec: EpisodeSpec, execute: int
 
 
 def _row(result: EpisodeResult, column_name: str, entry: PolicyEntry, variant: int,
-         distance: Mapping[str, float] | None) -> dict[str, Any]:
+         distance: Mapping[str, float] | None,
+         regions: Mapping[str, Mapping[str, float]] | None = None) -> dict[str, Any]:
     return {'column': column_name, 'task': result.spec.task, 'policy': entry.label,
             'seed': int(result.spec.seed), 'variant': variant,
             'progression': float(result.progression), 'success': bool(result.success),
             'outcome': str(result.outcome.value), 'steps': int(result.steps),
-            'wall_s': round(float(result.wall_time_s), 2), 'image_mae': dict(distance or {})}
+            'wall_s': round(float(result.wall_time_s), 2), 'image_mae': dict(distance or {}),
+            'image_mae_regions': {c: dict(v) for c, v in (regions or {}).items()}}
 
 
 def plan(config: VisionDemoConfig, inputs: Inputs) -> list[tuple[str, list[Column]]]:
@@ -380,6 +422,7 @@ def run(config: VisionDemoConfig, inputs: Inputs, out: pathlib.Path,
 
     ``on_episode`` is called after each finished (or resumed) episode, for a progress bar.
     """
+    from realm_ros.backends.mujoco.image_regions import split_distances
     from realm_ros.core.world import make_world
 
     store = EpisodeStore(out, {**config.fingerprint(), 'variant_seed': inputs.variant_seed})
@@ -400,14 +443,16 @@ def run(config: VisionDemoConfig, inputs: Inputs, out: pathlib.Path,
                     todo = [(c, v) for c in columns
                             for v in range(len(c.worlds(config.base(task), inputs)))
                             if not store.has((c.name, task, entry.label, seed, v))]
-                    real_frames = store.first_frames(REAL, task, seed, config.cameras) \
+                    real_frames = store.first_frames(
+                        REAL, task, seed, [*config.frame_cameras(),
+                                           *map(_labels, config.distance_cameras)]) \
                         if store.has(real_key) else None
                     if not store.has(real_key) or (todo and real_frames is None):
                         # The real episode (again, if a twin episode still needs its frames:
                         # the same seed and policy give the same episode).
                         if real_world is None:
                             real_world = make_world(config.real(task))
-                        result, real_frames = _episode(real_world, entry, spec, config.execute)
+                        result, real_frames = _episode(real_world, entry, spec, config, True)
                         if not store.has(real_key):
                             store.add(_row(result, REAL, entry, 0, None))
                             if seed == 0:
@@ -419,9 +464,12 @@ def run(config: VisionDemoConfig, inputs: Inputs, out: pathlib.Path,
                         if key not in twins:
                             twins[key] = [col.worlds(config.base(task), inputs)[variant]
                                           .make(inputs)]
-                        result, frames = _episode(twins[key][0], entry, spec, config.execute)
+                        result, frames = _episode(twins[key][0], entry, spec, config)
                         distance = image_distance(real_frames or {}, frames)
-                        row = _row(result, col.name, entry, variant, distance)
+                        regions = split_distances(real_frames or {}, frames, {
+                            c: (real_frames or {})[_labels(c)] for c in config.distance_cameras
+                            if _labels(c) in (real_frames or {})})
+                        row = _row(result, col.name, entry, variant, distance, regions)
                         store.add(row)
                         if seed == 0:
                             store.keep_frames(col.name, task, frames, variant)
@@ -579,17 +627,14 @@ def summarize(records: Sequence[Mapping[str, Any]], config: VisionDemoConfig,
                 and int(r['seed']) < config.episodes and int(r.get('variant', 0)) < worlds]
         # Per start (task, seed: one first frame, whichever policy ran from it) the mean over
         # its variants, then over starts: a frame counted once per policy narrowed the CI.
-        per_episode: dict[str, dict[tuple[str, int], list[float]]] = {}
-        for r in mine:
-            for camera, value in r.get('image_mae', {}).items():
-                per_episode.setdefault(camera, {}).setdefault(
-                    (r['task'], int(r['seed'])), []).append(float(value))
-        entry['image_mae'] = {}
-        for camera, episodes in sorted(per_episode.items()):
-            v = [float(np.mean(x)) for x in episodes.values()]
-            entry['image_mae'][camera] = {
-                'mean': float(np.mean(v)), 'ci': list(metrics.bootstrap_ci(v, seed=config.seed)),
-                'frames': sum(len(x) for x in episodes.values()), 'episodes': len(v)}
+        entry['image_mae'] = _per_start(
+            ((camera, (r['task'], int(r['seed'])), float(value)) for r in mine
+             for camera, value in r.get('image_mae', {}).items()), config.seed)
+        # Where the error is: the robot's, the objects' and the background's pixels.
+        entry['image_mae_regions'] = _per_start(
+            ((f'{camera} {region}', (r['task'], int(r['seed'])), float(value)) for r in mine
+             for camera, split in r.get('image_mae_regions', {}).items()
+             for region, value in split.items() if region != 'image'), config.seed)
         if worlds > 1:
             looks = inputs.variant_set()
             entry['variants'] = [looks.name(k) for k in range(worlds)]
@@ -599,6 +644,21 @@ def summarize(records: Sequence[Mapping[str, Any]], config: VisionDemoConfig,
                                         and r.get('outcome') != 'infra_failure']))
                          for k in range(worlds)] for policy in policies}
         out['columns'][col.name] = entry
+    return out
+
+
+def _per_start(values: Iterable[tuple[str, tuple[str, int], float]], seed: int
+               ) -> dict[str, dict[str, Any]]:
+    """{key: mean, bootstrap CI, frames, starts} of (key, start, value) triples: per start
+    the mean of its values (its variants), then over starts."""
+    per: dict[str, dict[tuple[str, int], list[float]]] = {}
+    for key, start, value in values:
+        per.setdefault(key, {}).setdefault(start, []).append(value)
+    out = {}
+    for key, starts in sorted(per.items()):
+        v = [float(np.mean(x)) for x in starts.values()]
+        out[key] = {'mean': float(np.mean(v)), 'ci': list(metrics.bootstrap_ci(v, seed=seed)),
+                    'frames': sum(len(x) for x in starts.values()), 'episodes': len(v)}
     return out
 
 
@@ -685,14 +745,15 @@ def format_table(summary: Mapping[str, Any], scope: str = 'all') -> str:
     lines.append(f'| Kruskal-Wallis p ({", ".join(policies)}) | | {row_of(kruskal)} |')
     lines += _prediction_rows(cols, names, available, scope, policies)
     if scope == 'all':
-        cameras = sorted({c for n in names if cols[n]['available']
-                          for c in cols[n]['image_mae']})
-        for camera in cameras:
-            row = ' | '.join(
-                (cols[n]['reason'] if not cols[n]['available'] else
-                 _fmt_ci(cols[n]['image_mae'][camera]['mean'],
-                         cols[n]['image_mae'][camera]['ci'])) for n in names)
-            lines.append(f'| image distance {camera} (mean abs px, 0-255) | 0 | {row} |')
+        for part in ('image_mae', 'image_mae_regions'):
+            cameras = sorted({c for n in names if cols[n]['available']
+                              for c in cols[n].get(part, {})})
+            for camera in cameras:
+                row = ' | '.join(
+                    (cols[n]['reason'] if not cols[n]['available'] else
+                     _fmt_ci(cols[n][part][camera]['mean'], cols[n][part][camera]['ci'])
+                     if camera in cols[n].get(part, {}) else 'n/a') for n in names)
+                lines.append(f'| image distance {camera} (mean abs px, 0-255) | 0 | {row} |')
     return '\n'.join(lines)
 
 
@@ -742,7 +803,7 @@ def contact_sheet(store: EpisodeStore, config: VisionDemoConfig, path: pathlib.P
             tiles_of.append((name, 0, name))
     rows = []
     for task in config.tasks:
-        for camera in config.cameras:
+        for camera in config.frame_cameras():
             tiles = []
             for name, variant, title in tiles_of:
                 p = store.frame_path(name, task, camera, variant)

@@ -37,6 +37,16 @@ def _demo(out: pathlib.Path, appearance: str, variants: int = 2, seed: int = 0) 
                      '--policies', *LADDER, '--quiet'])
 
 
+def _rebuilt_demo(out: pathlib.Path, *extra: str) -> int:
+    # A tiny calibration recording (refused without --weak-calibration); DROID's rig fits the
+    # lab's cameras 2-3 cm off well enough for a rebuild (docs/visual-matching.md).
+    return cli.main(['demo', '--vision', '--out', str(out), '--tasks', 'push_switch',
+                     '--episodes-per-cell', '1', '--max-steps', '3', '--image-size', '64x36',
+                     '--columns', 'raw,rebuilt', '--rig', str(REPO / 'config/cameras/droid.yaml'),
+                     '--calibration-size', '160x90', '--calibration-poses', '6',
+                     '--policies', *LADDER, '--quiet', *extra])
+
+
 def _rows(folder: pathlib.Path) -> list[dict]:
     return [json.loads(x) for x in (folder / 'episodes.jsonl').read_text().splitlines()]
 
@@ -136,8 +146,19 @@ def test_resume_runs_nothing_twice(runs):
                      '--columns', 'raw', '--policies', *LADDER, '--quiet']) == 2
 
 
-def test_columns_and_config_checked():
+def test_columns_and_config_checked(tmp_path):
     assert vision_demo.column('c').name == 'matched'
+    # (g): the rebuilt look with the identified parameters; available once rebuild.yaml is.
+    inputs = vision_demo.Inputs(params_file='params.yaml', rebuild=str(tmp_path))
+    base = vision_demo.VisionDemoConfig(tasks=('push_switch',), policies=('a=hold', 'b=hold'),
+                                        episodes=1, max_steps=1, width=64, height=36
+                                        ).base('push_switch')
+    assert vision_demo.column('g').missing(inputs) == [vision_demo.REBUILD]
+    (tmp_path / 'rebuild.yaml').write_text('{}\n')
+    assert vision_demo.column('rebuilt_sysid').missing(inputs) == []
+    (twin,) = vision_demo.column('g').worlds(base, inputs)
+    assert (twin.config.visual_match_dir, twin.config.sim_params_file) == (
+        str(tmp_path), 'params.yaml')
     with pytest.raises(ConfigError, match='--columns'):
         vision_demo.column('nope')
     with pytest.raises(ConfigError, match='two policies'):
@@ -173,3 +194,51 @@ def test_dataset_world_refusals(tmp_path, capsys, argv, message):
                      *argv]) == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / 'd').exists()
+
+
+@pytest.fixture(scope='module')
+def rebuilt(tmp_path_factory):
+    out = tmp_path_factory.mktemp('rebuilt') / 'demo'
+    assert _rebuilt_demo(out, '--weak-calibration') == 0
+    return out
+
+
+def test_the_pipeline_rebuilds_the_look_and_column_f_runs(rebuilt):
+    made = rebuilt / 'calibration' / 'rebuild'
+    assert (made / 'rebuild.yaml').is_file()
+    assert json.loads((made / 'inputs.json').read_text())['recording']['poses'] == 6
+    summary = json.loads((rebuilt / 'summary.json').read_text())['columns']
+    assert summary['rebuilt']['available'] is True
+    raw, ours = summary['raw']['image_mae'], summary['rebuilt']['image_mae']
+    # Every camera, exterior_2 included (rendered for the first frame only); the rebuilt look
+    # paints the lab's table into the wrist camera, which matching cannot.
+    assert set(raw) == set(ours) == {'exterior_1', 'exterior_2', 'wrist'}
+    assert ours['wrist']['mean'] < 0.5 * raw['wrist']['mean']
+    assert ours['exterior_2']['mean'] < 0.5 * raw['exterior_2']['mean']
+    # Split by region; the whole image's error is the pixel-weighted mean of the regions'.
+    row = next(r for r in _rows(rebuilt) if r['column'] == 'rebuilt')
+    for camera, split in row['image_mae_regions'].items():
+        assert split['image'] == pytest.approx(row['image_mae'][camera])
+        assert set(split) <= {'image', 'robot', 'objects', 'background'}
+        assert min(split.values()) <= split['image'] <= max(split.values())
+    assert 'image distance wrist background' in (rebuilt / 'table.md').read_text()
+    assert set(summary['rebuilt']['image_mae_regions']) >= {
+        'wrist robot', 'wrist background', 'exterior_2 robot'}
+
+
+def test_rebuild_resumes_and_calibration_bounds_refused(rebuilt, capsys):
+    stamp = (rebuilt / 'calibration' / 'rebuild' / 'rebuild.yaml').stat().st_mtime_ns
+    before = (rebuilt / 'episodes.jsonl').read_text()
+    assert _rebuilt_demo(rebuilt, '--weak-calibration') == 0
+    assert (rebuilt / 'calibration' / 'rebuild' / 'rebuild.yaml').stat().st_mtime_ns == stamp
+    assert (rebuilt / 'episodes.jsonl').read_text() == before
+    capsys.readouterr()
+    # Below 640x360 / 36 poses without --weak-calibration: one line naming both, exit 2.
+    assert _rebuilt_demo(rebuilt) == 2
+    err = capsys.readouterr().err.strip()
+    assert '--calibration-size 160x90 --calibration-poses 6' in err and '640x360' in err
+    assert len(err.splitlines()) == 1
+    # Another recording on the same folder is refused (its rig, match, rebuild were not
+    # made from it).
+    assert _rebuilt_demo(rebuilt, '--weak-calibration', '--calibration-poses', '7') == 2
+    assert 'recorded with other settings' in capsys.readouterr().err

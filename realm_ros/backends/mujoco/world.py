@@ -8,7 +8,7 @@ seeded from the spec.
 
 from __future__ import annotations
 
-from typing import Any, Iterator, Mapping
+from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -339,16 +339,26 @@ class MujocoWorld(World):
             return {}
         if self._frame_images is not None and self._frame_images[0] == self._frame:
             return dict(self._frame_images[1])
+        images = self.render_cameras(self._config.cameras)
+        self._frame_images = (self._frame, images)
+        self._last_render_time = self.time
+        return dict(images)
+
+    def render_cameras(self, names: Sequence[str], segmentation: bool = False
+                       ) -> dict[str, np.ndarray]:
+        """Return this state's frames of cameras ``names``, any of the model's (configured or
+        not: e.g. a camera the policies do not read, for an image distance), as the world's
+        look delivers them; not cached. ``segmentation``: MuJoCo's (geom id, type) render
+        instead (:meth:`FrameRenderer.render`), without the look."""
         if self._renderer is None:
             self._renderer = FrameRenderer(
                 self.model, self._config.camera_width, self._config.camera_height,
                 shadows=self._rig.shadows, reflections=self._rig.reflections)
-        renderer, cameras = self._renderer, self._config.cameras
-        images = self.look.finish(self, renderer.render(self.data, cameras),
-                                  lambda: renderer.render(self.data, cameras, segmentation=True))
-        self._frame_images = (self._frame, images)
-        self._last_render_time = self.time
-        return dict(images)
+        renderer, cameras = self._renderer, tuple(names)
+        if segmentation:
+            return renderer.render(self.data, cameras, segmentation=True)
+        return self.look.finish(self, renderer.render(self.data, cameras),
+                                lambda: renderer.render(self.data, cameras, segmentation=True))
 
     def camera_fovy(self, name: str) -> float:
         """Return camera ``name``'s vertical field of view, degrees."""
