@@ -561,32 +561,33 @@ def stage_counts(scorer: LearnedScorer, episode: LabelledEpisode) -> np.ndarray:
 def evaluate(scorer: LearnedScorer, episodes: Iterable[LabelledEpisode]) -> dict[str, Any]:
     """Return the scorer's agreement with the rubric over ``episodes``.
 
-    ``pearson_r`` of episode progressions, ``mean_abs_error``, ``success_accuracy`` (the scorer's
-    "every stage seen" against the rubric's success), ``stage_accuracy`` (sampled frames whose
+    ``pearson_r`` of episode progressions, ``mean_abs_error``, ``success_accuracy``
+    (:func:`~realm_ros.core.scoring.calls_success`, here "every stage proposed", against the
+    rubric's success), ``stage_accuracy`` (sampled frames whose
     stage count matches the rubric's at that frame) and ``final_stage_accuracy`` (episodes whose
     last stage count matches).
     """
-    predicted, truth, hits, frames, final_hits, succ_hits = [], [], 0, 0, 0, 0
+    predicted, truth, n_stages, hits, frames, final_hits = [], [], [], 0, 0, 0
     n_episodes = 0
     for episode in episodes:
         counts = stage_counts(scorer, episode)
         n = episode.n_stages
         predicted.append(float(counts[-1]) / n)
         truth.append(episode.progression)
+        n_stages.append(n)
         hits += int(np.sum(counts == episode.met))
         frames += len(counts)
         final_hits += int(counts[-1] == episode.met[-1])
-        succ_hits += int((counts[-1] == n) == episode.success)
         n_episodes += 1
     if n_episodes < 2:
         raise DataError(f'need at least two episodes to measure agreement, got {n_episodes}')
-    agreement = scoring.agreement_with_rubric(predicted, truth)
+    agreement = scoring.agreement_with_rubric(predicted, truth, n_stages)
     return {
         'episodes': n_episodes, 'frames': frames,
         'pearson_r': agreement['pearson_r'], 'mean_abs_error': agreement['mean_abs_error'],
         'stage_accuracy': hits / frames, 'final_stage_accuracy': final_hits / n_episodes,
-        'success_accuracy': succ_hits / n_episodes,
-        'rubric_success_rate': float(np.mean([t >= 1.0 - 1e-9 for t in truth])),
+        'success_accuracy': agreement['success_accuracy'],
+        'rubric_success_rate': float(np.mean(scoring.calls_success(truth, n_stages))),
     }
 
 
