@@ -14,7 +14,7 @@ so far, sticky), and it runs on CPU.
   embedding concatenated, a 64-unit MLP, one logit per stage count; logits past the task's N
   are masked out. About 112 k parameters, a 233 kB checkpoint (the first checkpoint's 6-channel,
   average-pooled network still loads: ``config`` says which);
-* **episode**: frames sampled at 3 per second; the per-frame expected progress is median
+* **episode**: frames sampled at 3 per second; the per-frame most likely stage count is median
   filtered (3 frames) and made monotone (running maximum: the rubric's stages stay met), so a
   stage is proposed at the first frame whose filtered count reaches it; the episode's
   progression is the last value of that curve (the rubric's: its maximum), success = every
@@ -520,6 +520,8 @@ class LearnedScorer:
         _, n = self._task(episode.task)
         curve = np.clip(count / n, 0.0, 1.0)
         score = float(curve[-1])
+        # No per-task rescaling, so the raw score is the score (docs/scoring.md: scorer_raw);
+        # the expected-count curve is kept as the one run, in no record.
         return scoring.ScoredEpisode(
             scorer=self.name, times_s=tuple(float(episode.times_s[i]) for i in indices),
             curve=tuple(float(v) for v in curve), score=score, raw_score=score,

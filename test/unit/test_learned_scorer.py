@@ -55,6 +55,23 @@ def test_scores_and_proposals_are_monotone_and_in_order(tiny):
     assert 0.0 <= proposals[0].confidence <= 1.0
 
 
+def test_a_learned_score_record_holds_what_docs_scoring_md_says(tiny):
+    scorer = learned.LearnedScorer(tiny)
+    episode = bar_episode(2, 7)
+    result = scorer.score(scoring.EpisodeFrames(frames=list(episode.frames),
+                                                times_s=episode.times_s, instruction='x',
+                                                task=TASK))
+    record = result.as_record()
+    assert set(record) == {'scorer', 'scorer_progression', 'scorer_raw', 'scorer_curve',
+                           'scorer_times_s'}
+    # No rescaling: scorer_raw is the progression; the expected-count curve is in no record.
+    assert record['scorer_raw'] == record['scorer_progression'] == record['scorer_curve'][-1]
+    expected, _ = scorer.curves(list(episode.frames), TASK)
+    assert list(result.runs[0]) == pytest.approx(list(expected))
+    assert not any(value == pytest.approx(list(expected)) for value in record.values()
+                   if isinstance(value, list))
+
+
 def test_unknown_task_and_bad_files_are_one_line_errors(tiny, tmp_path):
     scorer = learned.LearnedScorer(tiny)
     frames = scoring.EpisodeFrames(frames=[np.zeros((36, 64, 3), np.uint8)], times_s=[0.0],
