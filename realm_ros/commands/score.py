@@ -65,8 +65,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--out', type=pathlib.Path, default=None,
                         help='train: checkpoint to write (default: the shipped one)')
     parser.add_argument('--data-dir', type=pathlib.Path, default=DEFAULT_DATA_DIR,
-                        help='train/eval: labelled episodes are cached here (train.npz, '
-                             'heldout.npz, unseen.npz); delete them to run the episodes anew')
+                        help='train/eval: labelled episodes are cached here, one '
+                             'PLAN-DIGEST.npz per plan and settings (look by content, rig, '
+                             'dynamics, image size, max steps, policies, version)')
     parser.add_argument('--epochs', type=int, default=None,
                         help="train: epochs (default: the shipped settings', 40)")
     parser.add_argument('--validate', action='store_true',
@@ -312,11 +313,18 @@ def _write_summary(folder: pathlib.Path, section: dict[str, Any]) -> None:
 # -- the learned scorer: train and measure ------------------------------------------------------
 
 def labelled(name: str, data_dir: pathlib.Path, appearance: str) -> list[Any]:
-    """Return the labelled episodes of plan ``name`` (run now, or read from the cache)."""
+    """Return the labelled episodes of plan ``name`` (run now, or read from the cache).
+
+    The cache is keyed by everything that changes the episodes (``learned.plan_settings``:
+    the look by content, rig, dynamics, image size, max steps, policies, the realm_ros
+    version): ``DATA_DIR/<plan>-<digest>.npz``, its settings beside it as ``.json``, so another
+    look runs its own episodes instead of reusing the last look's."""
+    from realm_ros.core.types import json_default
     from realm_ros.scorers import learned
 
     plan = learned.PLANS[name]
-    cache = data_dir / f'{name}.npz'
+    settings = learned.plan_settings(plan, appearance)
+    cache = data_dir / f'{name}-{provenance.digest(settings)[:12]}.npz'
     if cache.is_file():
         episodes = learned.load_episodes(cache)
         print(f'{name}: {len(episodes)} labelled episodes from {cache}', file=sys.stderr)
@@ -334,6 +342,7 @@ def labelled(name: str, data_dir: pathlib.Path, appearance: str) -> list[Any]:
     episodes = learned.collect(plan.worlds, plan.tasks, plan.policies, plan.seeds,
                                plan.max_steps, appearance_file=appearance, on_episode=progress)
     learned.save_episodes(cache, episodes)
+    cache.with_suffix('.json').write_text(json.dumps(settings, indent=2, default=json_default))
     return episodes
 
 

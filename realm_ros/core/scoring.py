@@ -218,7 +218,7 @@ def calls_success(progression: ArrayLike, n_stages: ArrayLike) -> np.ndarray:
     """
     n = np.asarray(n_stages, dtype=float)
     if np.any(n < 1):
-        raise DataError(f'a task has at least one stage, got {n_stages}')
+        raise DataError(f'a task has at least one stage, got {n.min():g}')
     return np.asarray(progression, dtype=float) >= (n - 0.5) / n
 
 

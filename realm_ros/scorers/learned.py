@@ -120,6 +120,39 @@ class LabelledEpisode:
         return int(self.met.max()) == self.n_stages
 
 
+def world_config(world: str, appearance_file: str = '', camera: str = 'exterior_1',
+                 stride: int = 5) -> Any:
+    """Return the ``WorldConfig`` :func:`collect` runs ``world`` with: ``camera`` rendered on
+    every ``stride``-th control step, the hidden look ``appearance_file`` for the digital real
+    only (the twin never reads it)."""
+    from realm_ros.core import robot
+    from realm_ros.core.config import WorldConfig
+    return WorldConfig(backend=world, cameras=(camera,),
+                       camera_rate_hz=robot.CONTROL_HZ / stride,
+                       appearance_file=appearance_file if world == 'digital_real' else '')
+
+
+def plan_settings(plan: Plan, appearance_file: str = '', camera: str = 'exterior_1',
+                  stride: int = 5) -> dict[str, Any]:
+    """Return everything that changes a plan's labelled episodes, as provenance settings: each
+    world's config (appearance, rig and dynamics files by content, image size, rates), the
+    tasks, the policies, the seeds, max steps, the scorer's frame size and the realm_ros
+    version. ``realm-ros score train/eval`` key their cache by its digest."""
+    from realm_ros.core import provenance
+    from realm_ros.core.evaluation import PolicyEntry
+
+    # Flat (``world.field``), as provenance compares a file setting by content at the top only.
+    worlds = {f'{w}.{key}': value for w in plan.worlds for key, value in
+              provenance.config_settings(world_config(w, appearance_file, camera,
+                                                      stride)).items()}
+    return {
+        'worlds': list(plan.worlds), **worlds, 'tasks': list(plan.tasks),
+        'policies': [provenance.policy_setting(e.policy, e.args)
+                     for e in map(PolicyEntry.parse, plan.policies)],
+        'seeds': list(plan.seeds), 'max_steps': plan.max_steps,
+        'image': [IMAGE_W, IMAGE_H], 'code': provenance.code_version()}
+
+
 def collect(worlds: Sequence[str], task_names: Sequence[str], policies: Sequence[str],
             seeds: Sequence[int], max_steps: int = 200, appearance_file: str = '',
             camera: str = 'exterior_1', stride: int = 5,
@@ -132,8 +165,6 @@ def collect(worlds: Sequence[str], task_names: Sequence[str], policies: Sequence
     scorer's 64x36; the label of each frame is the rubric's stages met at that step.
     ``appearance_file`` gives the digital real its hidden look (the twin never reads it).
     """
-    from realm_ros.core import robot
-    from realm_ros.core.config import WorldConfig
     from realm_ros.core.evaluation import PolicyEntry
     from realm_ros.core.policy import make_policy, standard_chain
     from realm_ros.core.types import EpisodeSpec
@@ -143,11 +174,7 @@ def collect(worlds: Sequence[str], task_names: Sequence[str], policies: Sequence
         tasks.get_task(name)
     out: list[LabelledEpisode] = []
     for world_name in worlds:
-        config = WorldConfig(backend=world_name, cameras=(camera,),
-                             camera_rate_hz=robot.CONTROL_HZ / stride,
-                             appearance_file=appearance_file if world_name == 'digital_real'
-                             else '')
-        world = make_world(config)
+        world = make_world(world_config(world_name, appearance_file, camera, stride))
         try:
             for text in policies:
                 entry = PolicyEntry.parse(text)
@@ -624,5 +651,5 @@ def baselines(episodes: Sequence[LabelledEpisode], reference: Sequence[LabelledE
 
 __all__ = ['DEFAULT_CHECKPOINT', 'FORMAT', 'LabelledEpisode', 'LearnedScorer', 'PLANS', 'Plan',
            'SHIPPED', 'TrainConfig', 'VALIDATION_SEEDS', 'baselines', 'build_net', 'collect',
-           'evaluate', 'load_checkpoint', 'load_episodes', 'save_checkpoint', 'save_episodes',
-           'small_frame', 'split', 'stage_counts', 'train']
+           'evaluate', 'load_checkpoint', 'load_episodes', 'plan_settings', 'save_checkpoint',
+           'save_episodes', 'small_frame', 'split', 'stage_counts', 'train', 'world_config']

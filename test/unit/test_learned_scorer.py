@@ -93,6 +93,33 @@ def test_labelled_episodes_round_trip(tmp_path):
     assert np.array_equal(back[0].frames, episodes[0].frames)
 
 
+def test_score_evals_cache_is_keyed_by_the_look_not_the_plan(tmp_path, monkeypatch):
+    from realm_ros.commands import score
+
+    runs = []
+
+    def collect(worlds, task_names, policies, seeds, max_steps, appearance_file, on_episode):
+        runs.append(appearance_file)
+        return [bar_episode(len(runs) % 4, 0)]
+    monkeypatch.setattr(learned, 'collect', collect)
+    look, other, moved = (tmp_path / name for name in ('look.yaml', 'other.yaml', 'moved.yaml'))
+    look.write_text('brightness: 1.0\n')
+    other.write_text('brightness: 0.7\n')
+    moved.write_text(look.read_text())
+    first = score.labelled('heldout', tmp_path / 'data', str(look))
+    assert len(runs) == 1
+    again = score.labelled('heldout', tmp_path / 'data', str(moved))  # same look, by content
+    assert len(runs) == 1 and again[0].progression == first[0].progression
+    another = score.labelled('heldout', tmp_path / 'data', str(other))  # another look: run
+    assert runs == [str(look), str(other)]
+    assert another[0].progression != first[0].progression
+    assert len(list((tmp_path / 'data').glob('heldout-*.npz'))) == 2
+    base = learned.plan_settings(learned.PLANS['heldout'], str(look))
+    assert base['max_steps'] == 200 and base['image'] == [64, 36]
+    assert base['digital_real.appearance_file']['sha256'] != learned.plan_settings(
+        learned.PLANS['heldout'], str(other))['digital_real.appearance_file']['sha256']
+
+
 def test_the_validation_split_holds_whole_episodes_back_by_seed():
     episodes = [bar_episode(final, seed) for final in range(2) for seed in range(8)]
     fit, validation = learned.split(episodes)
