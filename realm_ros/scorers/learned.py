@@ -47,6 +47,9 @@ SAMPLE_FPS = 3.0
 MAX_STAGES = 5
 #: Ways the network pools its last feature map (see :func:`build_net`).
 POOLS = ('mean', 'flat')
+#: How far a frame's width / height may be from the network's (64 / 36, the videos' 320x180)
+#: before it is refused: another shape would be squeezed into 64x36, a look never trained on.
+ASPECT_TOLERANCE = 0.03
 #: Its size after four stride-2 convolutions of 36x64.
 _FEATURE_H, _FEATURE_W = 3, 4
 DEFAULT_CHECKPOINT = pathlib.Path(__file__).resolve().parents[1] / 'data' / 'progress_scorer.pt'
@@ -511,11 +514,27 @@ class LearnedScorer:
                             f'it cannot score {task!r}')
         return self.tasks.index(task), len(self.stage_names[task])
 
+    def _check_size(self, frames: Sequence[np.ndarray]) -> None:
+        """Refuse frames of another shape than the network's 16:9 (see ASPECT_TOLERANCE)."""
+        shapes = {tuple(np.shape(f)[:2]) for f in frames}
+        if len(shapes) > 1:
+            raise DataError(f'frames of {len(shapes)} sizes; the learned scorer reads one size')
+        h, w = next(iter(shapes))
+        if h < 1 or abs(w / h / (IMAGE_W / IMAGE_H) - 1.0) > ASPECT_TOLERANCE:
+            raise DataError(f'{w}x{h} frames; the learned scorer {self.name} reads 16:9 '
+                            'frames (320x180 episode videos, resized to '
+                            f'{IMAGE_W}x{IMAGE_H})')
+
     def probabilities(self, frames: Sequence[np.ndarray], task: str) -> np.ndarray:
         """Return (T, N + 1) probabilities of each stage count for every frame of an episode
-        (the first of ``frames`` is its first frame)."""
+        (the first of ``frames`` is its first frame).
+
+        Raises:
+            DataError: a task it was not trained on, or frames that are not 16:9.
+        """
         torch = self._torch
         index, n = self._task(task)
+        self._check_size(frames)
         small = np.stack([small_frame(f) for f in frames])
         first = np.repeat(small[:1], len(small), axis=0)
         out = []
@@ -541,10 +560,15 @@ class LearnedScorer:
 
     def score(self, episode: scoring.EpisodeFrames) -> scoring.ScoredEpisode:
         """Return the episode's monotone progress curve and its progression (its last value)."""
+        _, n = self._task(episode.task)
         indices = scoring.sample_indices(episode.times_s, self.fps)
+        if len(indices) < 2:  # the first frame is the start: one frame shows no progress
+            raise DataError(
+                f'{episode.times_s[-1] - episode.times_s[0]:.2f} s of video; the learned '
+                f'scorer needs at least {1.0 / self.fps:.2f} s (two frames at {self.fps:g} per '
+                'second)')
         frames = [episode.frames[i] for i in indices]
         raw, count = self.curves(frames, episode.task)
-        _, n = self._task(episode.task)
         curve = np.clip(count / n, 0.0, 1.0)
         score = float(curve[-1])
         # No per-task rescaling, so the raw score is the score (docs/scoring.md: scorer_raw);

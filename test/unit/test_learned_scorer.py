@@ -15,7 +15,7 @@ import pytest
 
 pytest.importorskip('torch')
 
-from scorer_bars import TASK, bar_episode, train_tiny  # noqa: E402
+from scorer_bars import TASK, bar_episode, bar_frame, train_tiny  # noqa: E402
 
 from realm_ros.core import scoring  # noqa: E402
 from realm_ros.core.errors import DataError  # noqa: E402
@@ -82,6 +82,35 @@ def test_unknown_task_and_bad_files_are_one_line_errors(tiny, tmp_path):
     bad.write_bytes(b'not a checkpoint')
     with pytest.raises(DataError, match='not a scorer checkpoint'):
         learned.LearnedScorer(bad)
+
+
+def _video(path, size, frames):
+    import imageio.v2 as imageio
+    rng = np.random.default_rng(0)
+    imageio.mimwrite(str(path), [bar_frame(min(3, k // 3), rng, size) for k in range(frames)],
+                     fps=15, codec='libx264', macro_block_size=1)
+    return str(path)
+
+
+def test_score_video_refuses_bad_input_in_one_line_naming_the_flag(tiny, tmp_path, capsys):
+    from realm_ros.cli import main
+
+    good = _video(tmp_path / 'good.mp4', (36, 64), 12)
+    square = _video(tmp_path / 'square.mp4', (48, 64), 12)
+    short = _video(tmp_path / 'short.mp4', (36, 64), 2)
+    common = ['score', '--checkpoint', str(tiny), '--video']
+    assert main([*common, good, '--task', TASK]) == 0
+    assert json.loads(capsys.readouterr().out)['scorer'].startswith('learned:tiny@')
+    for argv, message in [
+            ([good, '--instruction', 'pick up the spoon'], '--task NAME is needed by the '),
+            ([good, '--task', 'stack_cubes'], '--task stack_cubes: the learned:tiny@'),
+            ([square, '--task', TASK], f'--video {square}: 64x48 frames; the learned scorer'),
+            ([short, '--task', TASK], f'--video {short}: 0.07 s of video; the learned scorer '
+                                      'needs at least 0.33 s')]:
+        assert main([*common, *argv]) == 2, argv
+        err = capsys.readouterr().err
+        assert len(err.strip().splitlines()) == 1 and message in err, err
+        assert "cannot score ''" not in err
 
 
 def test_labelled_episodes_round_trip(tmp_path):
