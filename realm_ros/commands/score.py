@@ -65,8 +65,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--out', type=pathlib.Path, default=None,
                         help='train: checkpoint to write (default: the shipped one)')
     parser.add_argument('--data-dir', type=pathlib.Path, default=DEFAULT_DATA_DIR,
-                        help='train/eval: labelled episodes are cached here (train.npz, '
-                             'heldout.npz, unseen.npz); delete them to run the episodes anew')
+                        help='train/eval: labelled episodes are cached here, one '
+                             'PLAN-DIGEST.npz per plan and settings (look by content, rig, '
+                             'dynamics, image size, max steps, policies, version)')
     parser.add_argument('--epochs', type=int, default=None,
                         help="train: epochs (default: the shipped settings', 40)")
     parser.add_argument('--validate', action='store_true',
@@ -138,21 +139,47 @@ def episode_frames(frames: list, times: list[float], task: str, instruction: str
                                  task=task)
 
 
-def score_video(scorer: Any, path: pathlib.Path, task: str, instruction: str
-                ) -> dict[str, Any]:
-    """Return one video's score record: the scorer's fields and its proposed stages."""
+def check_task(scorer: Any, task: str) -> None:
+    """Refuse, naming ``--task``, a task a scorer that scores by task (the learned one: its
+    ``tasks``) is not given or does not know; a VLM reads the instruction instead.
+
+    Raises:
+        ConfigError: one line naming ``--task`` (and ``--endpoint``, the scorer that needs none).
+    """
+    known = getattr(scorer, 'tasks', None)
+    if known is None or task in known:
+        return
+    if not task:
+        raise ConfigError(f'--task NAME is needed by the {scorer.name} scorer (one of '
+                          f'{", ".join(known)}), or --endpoint URL --model NAME to ask a VLM '
+                          'with --instruction')
+    raise ConfigError(f'--task {task}: the {scorer.name} scorer was trained on '
+                      f'{", ".join(known)} only')
+
+
+def score_video(scorer: Any, path: pathlib.Path, task: str, instruction: str,
+                where: str = '--video') -> dict[str, Any]:
+    """Return one video's score record: the scorer's fields and its proposed stages.
+
+    Raises:
+        DataError: the video cannot be read, or the scorer refuses it (its size or length);
+            one line starting with ``where`` and the path.
+    """
     from realm_ros.core import annotation, scoring
 
     frames, times = read_video(path)
     episode = episode_frames(frames, times, task, instruction)
-    result = scorer.score(episode)
-    out = result.as_record()
-    out['dropped_runs'] = list(result.dropped_runs)
-    if task:
-        stages = annotation.stages_for_task(task)
-        out['stage_proposals'] = [
-            {'stage': p.stage, 'time_s': p.time_s, 'confidence': p.confidence}
-            for p in scoring.propose_stages(scorer, episode, stages)]
+    try:
+        result = scorer.score(episode)
+        out = result.as_record()
+        out['dropped_runs'] = list(result.dropped_runs)
+        if task:
+            stages = annotation.stages_for_task(task)
+            out['stage_proposals'] = [
+                {'stage': p.stage, 'time_s': p.time_s, 'confidence': p.confidence}
+                for p in scoring.propose_stages(scorer, episode, stages)]
+    except DataError as err:
+        raise DataError(f'{where} {path}: {err}') from None
     return out
 
 
@@ -171,6 +198,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.instruction and not args.task:
         raise ConfigError('--video needs --instruction TEXT or --task NAME')
     scorer = build_scorer(args)
+    check_task(scorer, args.task)
     out = score_video(scorer, args.video, args.task, args.instruction)
     json.dump(out, sys.stdout, indent=2)
     sys.stdout.write('\n')
@@ -226,7 +254,7 @@ def run_dir(args: argparse.Namespace, folder: pathlib.Path) -> int:
     with scores_path.open('a') as handle:
         for k, record in enumerate(todo, start=1):
             out = score_video(scorer, folder / record['video'], str(record['task']),
-                              str(record.get('instruction') or ''))
+                              str(record.get('instruction') or ''), where='episode video')
             line = {'pair_id': record['pair_id'], 'role': record['role'],
                     'task': record['task'], 'policy': record.get('policy', ''),
                     'video': record['video'], **out, provenance.MADE_BY: made_by(record)}
@@ -312,11 +340,18 @@ def _write_summary(folder: pathlib.Path, section: dict[str, Any]) -> None:
 # -- the learned scorer: train and measure ------------------------------------------------------
 
 def labelled(name: str, data_dir: pathlib.Path, appearance: str) -> list[Any]:
-    """Return the labelled episodes of plan ``name`` (run now, or read from the cache)."""
+    """Return the labelled episodes of plan ``name`` (run now, or read from the cache).
+
+    The cache is keyed by everything that changes the episodes (``learned.plan_settings``:
+    the look by content, rig, dynamics, image size, max steps, policies, the realm_ros
+    version): ``DATA_DIR/<plan>-<digest>.npz``, its settings beside it as ``.json``, so another
+    look runs its own episodes instead of reusing the last look's."""
+    from realm_ros.core.types import json_default
     from realm_ros.scorers import learned
 
     plan = learned.PLANS[name]
-    cache = data_dir / f'{name}.npz'
+    settings = learned.plan_settings(plan, appearance)
+    cache = data_dir / f'{name}-{provenance.digest(settings)[:12]}.npz'
     if cache.is_file():
         episodes = learned.load_episodes(cache)
         print(f'{name}: {len(episodes)} labelled episodes from {cache}', file=sys.stderr)
@@ -334,6 +369,7 @@ def labelled(name: str, data_dir: pathlib.Path, appearance: str) -> list[Any]:
     episodes = learned.collect(plan.worlds, plan.tasks, plan.policies, plan.seeds,
                                plan.max_steps, appearance_file=appearance, on_episode=progress)
     learned.save_episodes(cache, episodes)
+    cache.with_suffix('.json').write_text(json.dumps(settings, indent=2, default=json_default))
     return episodes
 
 
@@ -428,4 +464,5 @@ def run_eval(args: argparse.Namespace) -> int:
     return 0
 
 
-__all__ = ['add_arguments', 'build_scorer', 'read_video', 'run', 'score_video']
+__all__ = ['add_arguments', 'build_scorer', 'check_task', 'read_video', 'run',
+           'score_video']

@@ -71,6 +71,21 @@ def dir_setting(path: str | pathlib.Path | None) -> dict[str, str] | str:
     return {'file': str(folder), 'sha256': digest.hexdigest()}
 
 
+def config_settings(config: Any) -> dict[str, Any]:
+    """A config dataclass (a ``WorldConfig``) as settings: every field, a ``*_file`` field by
+    its file's content (:func:`file_setting`) and a ``*_dir`` field by its folder's
+    (:func:`dir_setting`), so an edited appearance, rig or dynamics file changes them."""
+    out: dict[str, Any] = {}
+    for item in dataclasses.fields(config):
+        value = getattr(config, item.name)
+        if item.name.endswith('_file'):
+            value = file_setting(value)
+        elif item.name.endswith('_dir'):
+            value = dir_setting(value)
+        out[item.name] = value
+    return out
+
+
 def digest(settings: Mapping[str, Any] | None) -> str:
     """One SHA-256 of a ``made_by`` map (files by content): what a derived record (an
     episode's score) names its episode by."""
@@ -254,5 +269,6 @@ def check_run_file(path: pathlib.Path, settings: Mapping[str, Any], where: str,
 
 
 __all__ = ['FLAGS', 'MADE_BY', 'RERUN_FLAG', 'Changed', 'check_run_file', 'code_version',
-           'describe', 'difference', 'digest', 'dir_setting', 'file_setting', 'flag_name',
-           'policy_setting', 'reconcile', 'refuse', 'rerun_line', 'sort_out', 'summarize']
+           'config_settings', 'describe', 'difference', 'digest', 'dir_setting', 'file_setting',
+           'flag_name', 'policy_setting', 'reconcile', 'refuse', 'rerun_line', 'sort_out',
+           'summarize']

@@ -203,12 +203,32 @@ def aggregate(scorer: str, times_s: Sequence[float], runs: Sequence[Sequence[flo
         runs=tuple(tuple(float(v) for v in r) for r in runs), dropped_runs=tuple(dropped))
 
 
+def calls_success(progression: ArrayLike, n_stages: ArrayLike) -> np.ndarray:
+    """Return, per episode, whether ``progression`` calls it a success: it reaches the task's
+    last stage, ``progression >= (N - 0.5) / N`` for the task's N stages.
+
+    The one success rule of a scorer and of the rubric alike (docs/scoring.md, "Success
+    accuracy"): the rubric's progression is k / N, so this is "every stage met"; the learned
+    scorer's is its stage count / N, so this is "every stage proposed"; a VLM's continuous
+    score is read the way :func:`proposals_from_curve` reads its curve (stage k at
+    ``(k - 0.5) / N``).
+
+    Raises:
+        DataError: a stage count below 1.
+    """
+    n = np.asarray(n_stages, dtype=float)
+    if np.any(n < 1):
+        raise DataError(f'a task has at least one stage, got {n.min():g}')
+    return np.asarray(progression, dtype=float) >= (n - 0.5) / n
+
+
 def agreement_with_rubric(scorer: Sequence[float], rubric: Sequence[float],
-                          success_threshold: float = 0.5) -> dict[str, float]:
+                          n_stages: int | Sequence[int]) -> dict[str, float]:
     """Return how a scorer's episode scores agree with the rubric's progressions.
 
     ``pearson_r`` of the scores, ``mean_abs_error``, and ``success_accuracy``: the fraction of
-    episodes where ``scorer >= success_threshold`` matches the rubric's success (progression 1).
+    episodes where the scorer's success (:func:`calls_success`) matches the rubric's;
+    ``n_stages``: each episode's task's stage count (or one for all).
     """
     from realm_ros.core import metrics
     s, r = np.asarray(scorer, dtype=float), np.asarray(rubric, dtype=float)
@@ -217,7 +237,8 @@ def agreement_with_rubric(scorer: Sequence[float], rubric: Sequence[float],
     return {
         'pearson_r': metrics.pearson_r(sim=s, real=r),
         'mean_abs_error': float(np.mean(np.abs(s - r))),
-        'success_accuracy': float(np.mean((s >= success_threshold) == (r >= 1.0 - 1e-9))),
+        'success_accuracy': float(np.mean(calls_success(s, n_stages)
+                                          == calls_success(r, n_stages))),
         'episodes': int(s.size),
     }
 
@@ -369,11 +390,12 @@ def run_dir_section(records: Sequence[Mapping[str, Any]],
     """Return the summary's ``scorers`` section: per scorer, per policy and role the mean
     scorer progression beside the mean rubric progression of the same episodes, and the
     scorer's agreement with the rubric over them (never one number of both)."""
+    from realm_ros.core.annotation import stages_for_task
     rubric = {(r.get('pair_id'), r.get('role') or r.get('world')): r for r in records}
     out: dict[str, Any] = {}
     for name in sorted({str(s['scorer']) for s in scores}):
         rows: dict[str, dict[str, dict[str, Any]]] = {}
-        paired: list[tuple[float, float]] = []
+        paired: list[tuple[float, float, int]] = []
         for s in scores:
             if s['scorer'] != name:
                 continue
@@ -385,17 +407,18 @@ def run_dir_section(records: Sequence[Mapping[str, Any]],
             cell['episodes'] += 1
             cell['scorer'] += float(s['scorer_progression'])
             cell['rubric'] += float(record['progression'])
-            paired.append((float(s['scorer_progression']), float(record['progression'])))
+            paired.append((float(s['scorer_progression']), float(record['progression']),
+                           len(stages_for_task(str(record.get('task', ''))))))
         for roles in rows.values():
             for cell in roles.values():
                 cell['scorer'] /= cell['episodes']
                 cell['rubric'] /= cell['episodes']
         section: dict[str, Any] = {'per_policy': rows, 'episodes': len(paired)}
         if len(paired) >= 2:
-            s_vals, r_vals = zip(*paired)
             try:
-                section['agreement'] = agreement_with_rubric(s_vals, r_vals)
-            except (DataError, ValueError) as err:
+                s_vals, r_vals, n_vals = zip(*paired)
+                section['agreement'] = agreement_with_rubric(s_vals, r_vals, n_vals)
+            except (ConfigError, DataError, ValueError) as err:
                 section['agreement_error'] = str(err)
         out[name] = section
     return out
@@ -404,7 +427,7 @@ def run_dir_section(records: Sequence[Mapping[str, Any]],
 __all__ = [
     'EpisodeFrames', 'LAST_FRACTION', 'OPERATOR', 'ProgressScorer', 'RUNS', 'SAMPLE_FPS',
     'SCORERS', 'ScoredEpisode', 'StageProposal', 'StageReview', 'aggregate',
-    'agreement_with_rubric', 'last_fraction_mean', 'make_scorer', 'median_curve',
+    'agreement_with_rubric', 'calls_success', 'last_fraction_mean', 'make_scorer', 'median_curve',
     'parse_progress', 'propose_stages', 'proposals_from_curve', 'register', 'rescale',
     'run_dir_section', 'sample_indices',
 ]

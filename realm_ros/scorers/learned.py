@@ -14,7 +14,7 @@ so far, sticky), and it runs on CPU.
   embedding concatenated, a 64-unit MLP, one logit per stage count; logits past the task's N
   are masked out. About 112 k parameters, a 233 kB checkpoint (the first checkpoint's 6-channel,
   average-pooled network still loads: ``config`` says which);
-* **episode**: frames sampled at 3 per second; the per-frame expected progress is median
+* **episode**: frames sampled at 3 per second; the per-frame most likely stage count is median
   filtered (3 frames) and made monotone (running maximum: the rubric's stages stay met), so a
   stage is proposed at the first frame whose filtered count reaches it; the episode's
   progression is the last value of that curve (the rubric's: its maximum), success = every
@@ -47,6 +47,9 @@ SAMPLE_FPS = 3.0
 MAX_STAGES = 5
 #: Ways the network pools its last feature map (see :func:`build_net`).
 POOLS = ('mean', 'flat')
+#: How far a frame's width / height may be from the network's (64 / 36, the videos' 320x180)
+#: before it is refused: another shape would be squeezed into 64x36, a look never trained on.
+ASPECT_TOLERANCE = 0.03
 #: Its size after four stride-2 convolutions of 36x64.
 _FEATURE_H, _FEATURE_W = 3, 4
 DEFAULT_CHECKPOINT = pathlib.Path(__file__).resolve().parents[1] / 'data' / 'progress_scorer.pt'
@@ -120,6 +123,39 @@ class LabelledEpisode:
         return int(self.met.max()) == self.n_stages
 
 
+def world_config(world: str, appearance_file: str = '', camera: str = 'exterior_1',
+                 stride: int = 5) -> Any:
+    """Return the ``WorldConfig`` :func:`collect` runs ``world`` with: ``camera`` rendered on
+    every ``stride``-th control step, the hidden look ``appearance_file`` for the digital real
+    only (the twin never reads it)."""
+    from realm_ros.core import robot
+    from realm_ros.core.config import WorldConfig
+    return WorldConfig(backend=world, cameras=(camera,),
+                       camera_rate_hz=robot.CONTROL_HZ / stride,
+                       appearance_file=appearance_file if world == 'digital_real' else '')
+
+
+def plan_settings(plan: Plan, appearance_file: str = '', camera: str = 'exterior_1',
+                  stride: int = 5) -> dict[str, Any]:
+    """Return everything that changes a plan's labelled episodes, as provenance settings: each
+    world's config (appearance, rig and dynamics files by content, image size, rates), the
+    tasks, the policies, the seeds, max steps, the scorer's frame size and the realm_ros
+    version. ``realm-ros score train/eval`` key their cache by its digest."""
+    from realm_ros.core import provenance
+    from realm_ros.core.evaluation import PolicyEntry
+
+    # Flat (``world.field``), as provenance compares a file setting by content at the top only.
+    worlds = {f'{w}.{key}': value for w in plan.worlds for key, value in
+              provenance.config_settings(world_config(w, appearance_file, camera,
+                                                      stride)).items()}
+    return {
+        'worlds': list(plan.worlds), **worlds, 'tasks': list(plan.tasks),
+        'policies': [provenance.policy_setting(e.policy, e.args)
+                     for e in map(PolicyEntry.parse, plan.policies)],
+        'seeds': list(plan.seeds), 'max_steps': plan.max_steps,
+        'image': [IMAGE_W, IMAGE_H], 'code': provenance.code_version()}
+
+
 def collect(worlds: Sequence[str], task_names: Sequence[str], policies: Sequence[str],
             seeds: Sequence[int], max_steps: int = 200, appearance_file: str = '',
             camera: str = 'exterior_1', stride: int = 5,
@@ -132,8 +168,6 @@ def collect(worlds: Sequence[str], task_names: Sequence[str], policies: Sequence
     scorer's 64x36; the label of each frame is the rubric's stages met at that step.
     ``appearance_file`` gives the digital real its hidden look (the twin never reads it).
     """
-    from realm_ros.core import robot
-    from realm_ros.core.config import WorldConfig
     from realm_ros.core.evaluation import PolicyEntry
     from realm_ros.core.policy import make_policy, standard_chain
     from realm_ros.core.types import EpisodeSpec
@@ -143,11 +177,7 @@ def collect(worlds: Sequence[str], task_names: Sequence[str], policies: Sequence
         tasks.get_task(name)
     out: list[LabelledEpisode] = []
     for world_name in worlds:
-        config = WorldConfig(backend=world_name, cameras=(camera,),
-                             camera_rate_hz=robot.CONTROL_HZ / stride,
-                             appearance_file=appearance_file if world_name == 'digital_real'
-                             else '')
-        world = make_world(config)
+        world = make_world(world_config(world_name, appearance_file, camera, stride))
         try:
             for text in policies:
                 entry = PolicyEntry.parse(text)
@@ -484,11 +514,27 @@ class LearnedScorer:
                             f'it cannot score {task!r}')
         return self.tasks.index(task), len(self.stage_names[task])
 
+    def _check_size(self, frames: Sequence[np.ndarray]) -> None:
+        """Refuse frames of another shape than the network's 16:9 (see ASPECT_TOLERANCE)."""
+        shapes = {tuple(np.shape(f)[:2]) for f in frames}
+        if len(shapes) > 1:
+            raise DataError(f'frames of {len(shapes)} sizes; the learned scorer reads one size')
+        h, w = next(iter(shapes))
+        if h < 1 or abs(w / h / (IMAGE_W / IMAGE_H) - 1.0) > ASPECT_TOLERANCE:
+            raise DataError(f'{w}x{h} frames; the learned scorer {self.name} reads 16:9 '
+                            'frames (320x180 episode videos, resized to '
+                            f'{IMAGE_W}x{IMAGE_H})')
+
     def probabilities(self, frames: Sequence[np.ndarray], task: str) -> np.ndarray:
         """Return (T, N + 1) probabilities of each stage count for every frame of an episode
-        (the first of ``frames`` is its first frame)."""
+        (the first of ``frames`` is its first frame).
+
+        Raises:
+            DataError: a task it was not trained on, or frames that are not 16:9.
+        """
         torch = self._torch
         index, n = self._task(task)
+        self._check_size(frames)
         small = np.stack([small_frame(f) for f in frames])
         first = np.repeat(small[:1], len(small), axis=0)
         out = []
@@ -514,12 +560,19 @@ class LearnedScorer:
 
     def score(self, episode: scoring.EpisodeFrames) -> scoring.ScoredEpisode:
         """Return the episode's monotone progress curve and its progression (its last value)."""
+        _, n = self._task(episode.task)
         indices = scoring.sample_indices(episode.times_s, self.fps)
+        if len(indices) < 2:  # the first frame is the start: one frame shows no progress
+            raise DataError(
+                f'{episode.times_s[-1] - episode.times_s[0]:.2f} s of video; the learned '
+                f'scorer needs at least {1.0 / self.fps:.2f} s (two frames at {self.fps:g} per '
+                'second)')
         frames = [episode.frames[i] for i in indices]
         raw, count = self.curves(frames, episode.task)
-        _, n = self._task(episode.task)
         curve = np.clip(count / n, 0.0, 1.0)
         score = float(curve[-1])
+        # No per-task rescaling, so the raw score is the score (docs/scoring.md: scorer_raw);
+        # the expected-count curve is kept as the one run, in no record.
         return scoring.ScoredEpisode(
             scorer=self.name, times_s=tuple(float(episode.times_s[i]) for i in indices),
             curve=tuple(float(v) for v in curve), score=score, raw_score=score,
@@ -561,32 +614,33 @@ def stage_counts(scorer: LearnedScorer, episode: LabelledEpisode) -> np.ndarray:
 def evaluate(scorer: LearnedScorer, episodes: Iterable[LabelledEpisode]) -> dict[str, Any]:
     """Return the scorer's agreement with the rubric over ``episodes``.
 
-    ``pearson_r`` of episode progressions, ``mean_abs_error``, ``success_accuracy`` (the scorer's
-    "every stage seen" against the rubric's success), ``stage_accuracy`` (sampled frames whose
+    ``pearson_r`` of episode progressions, ``mean_abs_error``, ``success_accuracy``
+    (:func:`~realm_ros.core.scoring.calls_success`, here "every stage proposed", against the
+    rubric's success), ``stage_accuracy`` (sampled frames whose
     stage count matches the rubric's at that frame) and ``final_stage_accuracy`` (episodes whose
     last stage count matches).
     """
-    predicted, truth, hits, frames, final_hits, succ_hits = [], [], 0, 0, 0, 0
+    predicted, truth, n_stages, hits, frames, final_hits = [], [], [], 0, 0, 0
     n_episodes = 0
     for episode in episodes:
         counts = stage_counts(scorer, episode)
         n = episode.n_stages
         predicted.append(float(counts[-1]) / n)
         truth.append(episode.progression)
+        n_stages.append(n)
         hits += int(np.sum(counts == episode.met))
         frames += len(counts)
         final_hits += int(counts[-1] == episode.met[-1])
-        succ_hits += int((counts[-1] == n) == episode.success)
         n_episodes += 1
     if n_episodes < 2:
         raise DataError(f'need at least two episodes to measure agreement, got {n_episodes}')
-    agreement = scoring.agreement_with_rubric(predicted, truth)
+    agreement = scoring.agreement_with_rubric(predicted, truth, n_stages)
     return {
         'episodes': n_episodes, 'frames': frames,
         'pearson_r': agreement['pearson_r'], 'mean_abs_error': agreement['mean_abs_error'],
         'stage_accuracy': hits / frames, 'final_stage_accuracy': final_hits / n_episodes,
-        'success_accuracy': succ_hits / n_episodes,
-        'rubric_success_rate': float(np.mean([t >= 1.0 - 1e-9 for t in truth])),
+        'success_accuracy': agreement['success_accuracy'],
+        'rubric_success_rate': float(np.mean(scoring.calls_success(truth, n_stages))),
     }
 
 
@@ -621,5 +675,5 @@ def baselines(episodes: Sequence[LabelledEpisode], reference: Sequence[LabelledE
 
 __all__ = ['DEFAULT_CHECKPOINT', 'FORMAT', 'LabelledEpisode', 'LearnedScorer', 'PLANS', 'Plan',
            'SHIPPED', 'TrainConfig', 'VALIDATION_SEEDS', 'baselines', 'build_net', 'collect',
-           'evaluate', 'load_checkpoint', 'load_episodes', 'save_checkpoint', 'save_episodes',
-           'small_frame', 'split', 'stage_counts', 'train']
+           'evaluate', 'load_checkpoint', 'load_episodes', 'plan_settings', 'save_checkpoint',
+           'save_episodes', 'small_frame', 'split', 'stage_counts', 'train', 'world_config']

@@ -15,7 +15,7 @@ import pytest
 
 pytest.importorskip('torch')
 
-from scorer_bars import TASK, bar_episode, train_tiny  # noqa: E402
+from scorer_bars import TASK, bar_episode, bar_frame, train_tiny  # noqa: E402
 
 from realm_ros.core import scoring  # noqa: E402
 from realm_ros.core.errors import DataError  # noqa: E402
@@ -55,6 +55,23 @@ def test_scores_and_proposals_are_monotone_and_in_order(tiny):
     assert 0.0 <= proposals[0].confidence <= 1.0
 
 
+def test_a_learned_score_record_holds_what_docs_scoring_md_says(tiny):
+    scorer = learned.LearnedScorer(tiny)
+    episode = bar_episode(2, 7)
+    result = scorer.score(scoring.EpisodeFrames(frames=list(episode.frames),
+                                                times_s=episode.times_s, instruction='x',
+                                                task=TASK))
+    record = result.as_record()
+    assert set(record) == {'scorer', 'scorer_progression', 'scorer_raw', 'scorer_curve',
+                           'scorer_times_s'}
+    # No rescaling: scorer_raw is the progression; the expected-count curve is in no record.
+    assert record['scorer_raw'] == record['scorer_progression'] == record['scorer_curve'][-1]
+    expected, _ = scorer.curves(list(episode.frames), TASK)
+    assert list(result.runs[0]) == pytest.approx(list(expected))
+    assert not any(value == pytest.approx(list(expected)) for value in record.values()
+                   if isinstance(value, list))
+
+
 def test_unknown_task_and_bad_files_are_one_line_errors(tiny, tmp_path):
     scorer = learned.LearnedScorer(tiny)
     frames = scoring.EpisodeFrames(frames=[np.zeros((36, 64, 3), np.uint8)], times_s=[0.0],
@@ -67,6 +84,35 @@ def test_unknown_task_and_bad_files_are_one_line_errors(tiny, tmp_path):
         learned.LearnedScorer(bad)
 
 
+def _video(path, size, frames):
+    import imageio.v2 as imageio
+    rng = np.random.default_rng(0)
+    imageio.mimwrite(str(path), [bar_frame(min(3, k // 3), rng, size) for k in range(frames)],
+                     fps=15, codec='libx264', macro_block_size=1)
+    return str(path)
+
+
+def test_score_video_refuses_bad_input_in_one_line_naming_the_flag(tiny, tmp_path, capsys):
+    from realm_ros.cli import main
+
+    good = _video(tmp_path / 'good.mp4', (36, 64), 12)
+    square = _video(tmp_path / 'square.mp4', (48, 64), 12)
+    short = _video(tmp_path / 'short.mp4', (36, 64), 2)
+    common = ['score', '--checkpoint', str(tiny), '--video']
+    assert main([*common, good, '--task', TASK]) == 0
+    assert json.loads(capsys.readouterr().out)['scorer'].startswith('learned:tiny@')
+    for argv, message in [
+            ([good, '--instruction', 'pick up the spoon'], '--task NAME is needed by the '),
+            ([good, '--task', 'stack_cubes'], '--task stack_cubes: the learned:tiny@'),
+            ([square, '--task', TASK], f'--video {square}: 64x48 frames; the learned scorer'),
+            ([short, '--task', TASK], f'--video {short}: 0.07 s of video; the learned scorer '
+                                      'needs at least 0.33 s')]:
+        assert main([*common, *argv]) == 2, argv
+        err = capsys.readouterr().err
+        assert len(err.strip().splitlines()) == 1 and message in err, err
+        assert "cannot score ''" not in err
+
+
 def test_labelled_episodes_round_trip(tmp_path):
     episodes = [bar_episode(1, 0), bar_episode(3, 1, frames=10)]
     learned.save_episodes(tmp_path / 'set.npz', episodes)
@@ -74,6 +120,33 @@ def test_labelled_episodes_round_trip(tmp_path):
     assert [len(e.met) for e in back] == [12, 10]
     assert back[1].progression == 1.0 and back[1].success and not back[0].success
     assert np.array_equal(back[0].frames, episodes[0].frames)
+
+
+def test_score_evals_cache_is_keyed_by_the_look_not_the_plan(tmp_path, monkeypatch):
+    from realm_ros.commands import score
+
+    runs = []
+
+    def collect(worlds, task_names, policies, seeds, max_steps, appearance_file, on_episode):
+        runs.append(appearance_file)
+        return [bar_episode(len(runs) % 4, 0)]
+    monkeypatch.setattr(learned, 'collect', collect)
+    look, other, moved = (tmp_path / name for name in ('look.yaml', 'other.yaml', 'moved.yaml'))
+    look.write_text('brightness: 1.0\n')
+    other.write_text('brightness: 0.7\n')
+    moved.write_text(look.read_text())
+    first = score.labelled('heldout', tmp_path / 'data', str(look))
+    assert len(runs) == 1
+    again = score.labelled('heldout', tmp_path / 'data', str(moved))  # same look, by content
+    assert len(runs) == 1 and again[0].progression == first[0].progression
+    another = score.labelled('heldout', tmp_path / 'data', str(other))  # another look: run
+    assert runs == [str(look), str(other)]
+    assert another[0].progression != first[0].progression
+    assert len(list((tmp_path / 'data').glob('heldout-*.npz'))) == 2
+    base = learned.plan_settings(learned.PLANS['heldout'], str(look))
+    assert base['max_steps'] == 200 and base['image'] == [64, 36]
+    assert base['digital_real.appearance_file']['sha256'] != learned.plan_settings(
+        learned.PLANS['heldout'], str(other))['digital_real.appearance_file']['sha256']
 
 
 def test_the_validation_split_holds_whole_episodes_back_by_seed():

@@ -51,6 +51,14 @@ def test_median_drops_runs_of_another_length_and_last_30_percent():
     assert result.dropped_runs == (2,)
 
 
+def test_success_is_the_last_stage_reached_for_scorer_and_rubric_alike():
+    # The rubric's (and the learned scorer's) k / N: success exactly when k == N.
+    assert list(scoring.calls_success([0, 1 / 3, 2 / 3, 1.0], 3)) == [False] * 3 + [True]
+    assert list(scoring.calls_success([0.74, 0.75], 2)) == [False, True]
+    with pytest.raises(DataError, match='at least one stage'):
+        scoring.calls_success([1.0], 0)
+
+
 def test_rescale_clips_and_checks_the_range():
     assert scoring.rescale(0.9, 0.2, 0.8) == 1.0
     assert scoring.rescale(0.1, 0.2, 0.8) == 0.0
@@ -59,11 +67,15 @@ def test_rescale_clips_and_checks_the_range():
 
 
 def test_agreement_with_rubric():
-    out = scoring.agreement_with_rubric([0.9, 0.2, 0.6, 0.1], [1.0, 0.33, 0.66, 0.0])
+    out = scoring.agreement_with_rubric([0.9, 0.2, 0.6, 0.1], [1.0, 1 / 3, 2 / 3, 0.0], 3)
     assert out['pearson_r'] > 0.95 and out['episodes'] == 4
-    # 0.6 >= 0.5 calls the third episode a success; the rubric (0.66) does not.
-    assert out['success_accuracy'] == 0.75
-    assert out['mean_abs_error'] == pytest.approx((0.1 + 0.13 + 0.06 + 0.1) / 4)
+    # One success rule for both sides: the last of 3 stages reached, >= 2.5 / 3. The scorer's
+    # 0.9 and the rubric's 1.0 are successes; 0.6 (which a 0.5 threshold would call one) is not.
+    assert out['success_accuracy'] == 1.0
+    # Per episode, its own task's stage count: 0.8 reaches the last of 2 stages, not of 3.
+    per_task = scoring.agreement_with_rubric([0.8, 0.8], [1.0, 1.0], [2, 3])
+    assert per_task['success_accuracy'] == 0.5
+    assert out['mean_abs_error'] == pytest.approx((0.1 + 0.2 / 1.5 + 0.2 / 3 + 0.1) / 4)
 
 
 def _episode(seconds=4, privileged=True):
@@ -238,7 +250,7 @@ def test_stage_review_keeps_who_decided():
 
 def test_run_dir_section_keeps_scores_beside_the_rubric():
     records = [{'pair_id': f'p{k}', 'role': role, 'policy': 'a' if k < 2 else 'b',
-                'progression': [1.0, 0.5, 0.0][min(k, 2)]}
+                'task': 'pick_spoon', 'progression': [1.0, 0.5, 0.0][min(k, 2)]}
                for k in range(3) for role in ('real', 'sim')]
     scores = [{'pair_id': f'p{k}', 'role': 'real', 'scorer': 's', 'scorer_progression': v}
               for k, v in enumerate([0.9, 0.6, 0.1])]
@@ -249,3 +261,5 @@ def test_run_dir_section_keeps_scores_beside_the_rubric():
                                                   'rubric': pytest.approx(0.75)}
     assert 'sim' not in section['per_policy']['a']
     assert section['agreement']['pearson_r'] > 0.95
+    # pick_spoon's 3 stages: 0.9 reaches the last (as the rubric's 1.0), 0.6 does not.
+    assert section['agreement']['success_accuracy'] == 1.0
