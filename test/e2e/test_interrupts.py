@@ -18,14 +18,15 @@ START_S = 1.0
 #: 8 pairs of 60 steps: about 6 s after a 3-5 s start-up, so most Ctrl-Cs land mid-run.
 PAIRED = ['--tasks', 'push_switch', '--policies', 'scripted:0', 'scripted:3',
           '--episodes-per-cell', '4', '--max-steps', '60', '--quiet']
-#: 2 x 2 x 8 = 32 cells of up to 300 steps: about 4 s after a 1.5 s start-up.
+#: 2 x 2 x 48 = 192 cells of up to 300 steps (about 30 cells a second after a 1.2 s start-up here;
+#: each run cut at 1-3.5 s writes 20-30), so each of the six resumed runs still has cells left.
 SWEEP = ['--tasks', 'push_switch', 'pick_spoon', '--policies', 'scripted:0', 'scripted:3',
-         '--episodes-per-cell', '8', '--max-steps', '300', '--quiet']
+         '--episodes-per-cell', '48', '--max-steps', '300', '--quiet']
 
 
 @pytest.mark.parametrize('name, args, trials, span, planned', [
     pytest.param('paired-eval', PAIRED, 6, (START_S, 9.0), 16, marks=pytest.mark.ros),
-    ('sweep', SWEEP, 6, (START_S, 3.5), 32),
+    ('sweep', SWEEP, 6, (START_S, 3.5), 192),
 ])
 def test_ctrl_c_at_random_moments_ends_cleanly_and_the_resume_loses_nothing(
         tmp_path, name, args, trials, span, planned):
@@ -40,9 +41,7 @@ def test_ctrl_c_at_random_moments_ends_cleanly_and_the_resume_loses_nothing(
         after = records(out)
         assert check_records(before, after) == [], k
         before = after
-    # At least two landed mid-run (a resumed run has fewer cells left, so on a fast machine the
-    # later moments may come after the end; under load the start-up moves them all later).
-    assert interrupted >= 2
+    assert interrupted >= trials // 2  # most of them landed mid-run
     done = subprocess.run(command(name, out, *args), capture_output=True, text=True,
                           timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
