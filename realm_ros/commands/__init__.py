@@ -41,6 +41,18 @@ def add_list_argument(parser: argparse.ArgumentParser, flag: str, help_text: str
                         metavar=metavar, help=f'{help_text} (space- or comma-separated)')
 
 
+def add_run_flags(parser: argparse.ArgumentParser, unit: str) -> None:
+    """Declare the flags every resumable run command (paired-eval, sweep) takes alike:
+    ``--rerun-changed`` (``unit``: what a record is, e.g. ``episodes``) and ``--quiet``."""
+    from realm_ros.core.provenance import RERUN_FLAG
+    parser.add_argument(RERUN_FLAG, action='store_true',
+                        help=f'{unit} in --out made with other settings (their records name '
+                             'what made them) run again into it; without it such a re-run is '
+                             'refused, naming the setting')
+    parser.add_argument('--quiet', action='store_true',
+                        help='only the progress bar and the final table (with the files written)')
+
+
 def task_names(names: Sequence[str] | None, default: Sequence[str]) -> list[str]:
     """Return ``--tasks`` (or ``default``), each checked; ConfigError naming ``--tasks``."""
     from realm_ros.core import tasks

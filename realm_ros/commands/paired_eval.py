@@ -14,7 +14,13 @@ import sys
 import threading
 from typing import TYPE_CHECKING, Any
 
-from realm_ros.commands import add_list_argument, out_folder, policy_specs, stopping
+from realm_ros.commands import (
+    add_list_argument,
+    add_run_flags,
+    out_folder,
+    policy_specs,
+    stopping,
+)
 from realm_ros.core import perturbations, provenance
 from realm_ros.core.config import flags_named, renamed
 from realm_ros.core.errors import ConfigError, InfrastructureError
@@ -93,12 +99,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="save each episode's video of CAMERA (default exterior_1) as "
                              'OUT/videos/<role>/<episode id>.webm, named in its record, for '
                              '`realm-ros arena serve` (the worlds render that camera)')
-    parser.add_argument('--rerun-changed', action='store_true',
-                        help='episodes in --out made with other settings (their records name '
-                             'what made them) run again into it; without it such a re-run is '
-                             'refused, naming the setting')
-    parser.add_argument('--quiet', action='store_true',
-                        help='only the progress bar and the final table (with the files written)')
+    add_run_flags(parser, 'episodes')
     parser.add_argument('--verbose', action='store_true',
                         help="every node's log lines on the console too (default: in "
                              'OUT/logs/, with warnings and errors shown above the bar)')

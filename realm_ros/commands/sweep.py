@@ -28,6 +28,7 @@ from typing import Any, Sequence
 from realm_ros import console
 from realm_ros.commands import (
     add_list_argument,
+    add_run_flags,
     out_folder,
     policy_specs,
     require_positive,
@@ -127,12 +128,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              'world (default: four times the grid)')
     parser.add_argument('--allocation', choices=('adaptive', 'uniform'), default='adaptive',
                         help='with --until-decided: adaptive, or uniform round-robin')
-    parser.add_argument('--rerun-changed', action='store_true',
-                        help='cells in --out made with other settings (their records name '
-                             'what made them) run again into it; without it such a re-run is '
-                             'refused, naming the setting')
-    parser.add_argument('--quiet', action='store_true',
-                        help='only the progress bar and the final table (with the files written)')
+    add_run_flags(parser, 'cells')
     parser.add_argument('--verbose', action='store_true',
                         help="every worker's output on the console too (default: "
                              'OUT/logs/sweep-worker-N.log, Ray: its session logs)')
