@@ -139,7 +139,9 @@ setup(
         # setuptools >= 70.1 builds wheels itself: test_install.py's pip install runs
         # without build isolation (no download), so the test environment's setuptools builds.
         # pytest-xdist: `make test` runs the suite on two workers (docs/testing.md).
-        'test': ['pytest>=7', 'pytest-timeout>=2', 'pytest-xdist>=3.5', 'ruff>=0.5', 'mypy>=1.10', 'ros-test-msgs',
+        # pytest-rerunfailures: a test over DDS gets one re-run on failure (test/conftest.py).
+        'test': ['pytest>=7', 'pytest-timeout>=2', 'pytest-xdist>=3.5',
+                 'pytest-rerunfailures>=14', 'ruff>=0.5', 'mypy>=1.10', 'ros-test-msgs',
                  'setuptools>=70.1',
                  'openpi-client>=0.1.2',
                  'yourdfpy>=0.0.56', 'xacro>=2.0',

@@ -62,6 +62,32 @@ def run_process(args: list[str], log_path: pathlib.Path,
                     proc.wait()
 
 
+#: Seconds a test's client keeps spinning after its service is discovered, before its first
+#: request: the server's response writer can match the client's reader after the client sees the
+#: server, and a response sent before that is lost (realm_ros.ros.services.NEW_CLIENT_SETTLE_S
+#: is the product's version of the same wait).
+CLIENT_SETTLE_S = 0.5
+
+
+def call_service(executor: Any, client: Any, request: Any, timeout: float = 10.0,
+                 ready_timeout: float = 20.0, settled: set | None = None) -> Any:
+    """Wait for ``client``'s service, let a newly matched client settle, send ``request`` once
+    and spin until its answer arrives; return the response (assert on a timeout).
+
+    ``settled`` (a set the caller keeps) remembers clients that already waited."""
+    name = getattr(client, 'srv_name', '?')
+    assert spin_until(executor, client.service_is_ready, ready_timeout), f'{name} not ready'
+    if settled is None or id(client) not in settled:
+        deadline = time.monotonic() + CLIENT_SETTLE_S
+        while time.monotonic() < deadline:
+            executor.spin_once(timeout_sec=0.05)
+        if settled is not None:
+            settled.add(id(client))
+    future = client.call_async(request)
+    assert spin_until(executor, future.done, timeout), f'{name} did not answer in {timeout:g} s'
+    return future.result()
+
+
 def trajectory_command(positions, names=robot.JOINT_NAMES, gripper=None) -> JointTrajectory:
     """Return a one-point position command, optionally with the ``gripper`` pseudo-joint."""
     msg = JointTrajectory()

@@ -9,7 +9,7 @@ import subprocess
 from diagnostic_msgs.msg import DiagnosticStatus
 import numpy as np
 import pytest
-from rostest import BIN, ros_node, run_process, spin_until
+from rostest import BIN, call_service, ros_node, run_process, spin_until
 from sensor_msgs.msg import Image, JointState
 from std_msgs.msg import String
 from std_srvs.srv import SetBool, Trigger
@@ -43,19 +43,16 @@ class Client:
         node.create_subscription(String, '/real/operator/state',
                                  lambda m: self.states.append(json.loads(m.data)), qos.LATCHED)
         self.js = node.create_publisher(JointState, '/real/joint_states', qos.STATE)
-        self._clients = {}
+        self._clients, self._settled = {}, set()
 
     def call(self, name, data=None):
         srv = SetBool if name == 'success' else Trigger
         client = self._clients.get(name) or self.node.create_client(srv, f'/real/operator/{name}')
         self._clients[name] = client
-        assert spin_until(self.executor, client.service_is_ready, 20), name
         request = srv.Request()
         if data is not None:
             request.data = data
-        future = client.call_async(request)
-        assert spin_until(self.executor, future.done, 10), name
-        return future.result()
+        return call_service(self.executor, client, request, settled=self._settled)
 
     def latest(self):
         return convert.progress_from_msg(self.progress[-1]) if self.progress else None
