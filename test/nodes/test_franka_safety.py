@@ -312,12 +312,9 @@ def test_digital_real_target_at_each_joint_limit_is_shaped_or_refused(tmp_path):
 
 
 def _call(node, executor, srv_type, name, request, timeout=30.0):
-    from rostest import spin_until
+    from rostest import call_service
     client = node.create_client(srv_type, name)
-    assert client.wait_for_service(timeout_sec=timeout), name
-    future = client.call_async(request)
-    assert spin_until(executor, future.done, timeout), name
-    return future.result()
+    return call_service(executor, client, request, timeout=timeout, ready_timeout=timeout)
 
 
 def _set_param(node, executor, target, name, value):
