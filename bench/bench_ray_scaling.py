@@ -19,10 +19,12 @@ Then: ``--tiny`` one-step cells on 1 worker and on the largest N (the driver's o
 cells/s: what the model for 100 and 1,000 workers needs); ``--kill-at`` workers with one actor's
 process SIGKILLed after ``--kill-after`` records (every cell must come back exactly once, with
 the records of the undisturbed run at that N, wall time aside); the same cells on 1 and 2
-workers (``--same-cells``: the super-linear question with the seeds held fixed); and, time
-permitting, local processes at the same N. ``--deadline`` seconds after the start the parts
-not yet begun are skipped (so that one call on a rented machine ends in time); each figure is
-appended as soon as it is measured (``$REALM_BENCH_RESULTS``).
+workers (``--same-cells``: the super-linear question with the seeds held fixed); then, time
+permitting, ``--repeat`` - 1 more passes over ``--workers`` (the spread between passes) and
+local processes at the same N. Each record also carries its cell's CPU time (``cpu_s``).
+``--deadline`` seconds after the start the parts not yet begun are skipped (so that one call
+on a rented machine ends in time); each figure is appended as soon as it is measured
+(``$REALM_BENCH_RESULTS``).
 """
 
 from __future__ import annotations
@@ -143,33 +145,37 @@ def main() -> int:
     rec.figure('ray_scaling ray.init (local, one node)', time.perf_counter() - t, 's',
                num_cpus=cores)
 
-    rate1: float | None = None
+    rate1: list[float] = []
     reference: dict[str, dict[str, Any]] = {}
-    passes = [(r, n) for r in range(args.repeat)
-              for n in (args.workers if r % 2 == 0 else args.workers[::-1])]
-    for rep, n in passes:
-        if _late(args, f'{n} Ray workers (pass {rep + 1})'):
-            break
-        cells = _cells(n * cpw, steps)
-        t = time.perf_counter()
-        ex = RayExecutor(None, workers=n, hook=clock)
-        try:
-            ex.warm_up()
-            up = time.perf_counter() - t
-            _run(ex, _cells(n, 10, first=10_000))  # each actor runs one episode first
-            startup = time.perf_counter() - t
-            run, records = _run(ex, cells)
-        finally:
-            ex.close()
-        s = _summary(n, cells, run, records, steps)
-        rate1 = rate1 or s['rate'] / n
-        if n == args.kill_at:
-            reference = {r['pair_id']: _same(r) for r in records}
-        rec.figure(f'ray_scaling {n} Ray workers, {steps}-step cells (pass {rep + 1})',
-                   s['rate'], 'cells/s',
-                   baseline=rate1 * n, baseline_label=f'{n} x one Ray worker',
-                   goal='>= 0.8 per worker', per_worker=s['rate'] / (n * rate1),
-                   actors_up_s=up, startup_s=startup, load_now=os.getloadavg()[0], **s)
+
+    def table(rep: int) -> None:
+        """One pass over ``--workers`` (every other pass in reverse order)."""
+        for n in args.workers if rep % 2 == 0 else args.workers[::-1]:
+            if _late(args, f'{n} Ray workers (pass {rep + 1})'):
+                return
+            cells = _cells(n * cpw, steps)
+            t = time.perf_counter()
+            ex = RayExecutor(None, workers=n, hook=clock)
+            try:
+                ex.warm_up()
+                up = time.perf_counter() - t
+                _run(ex, _cells(n, 10, first=10_000))  # each actor runs one episode first
+                startup = time.perf_counter() - t
+                run, records = _run(ex, cells)
+            finally:
+                ex.close()
+            s = _summary(n, cells, run, records, steps)
+            if not rate1:
+                rate1.append(s['rate'] / n)
+            if n == args.kill_at:
+                reference.update({r['pair_id']: _same(r) for r in records})
+            rec.figure(f'ray_scaling {n} Ray workers, {steps}-step cells (pass {rep + 1})',
+                       s['rate'], 'cells/s',
+                       baseline=rate1[0] * n, baseline_label=f'{n} x one Ray worker (pass 1)',
+                       goal='>= 0.8 per worker', per_worker=s['rate'] / (n * rate1[0]),
+                       actors_up_s=up, startup_s=startup, load_now=os.getloadavg()[0], **s)
+
+    table(0)
 
     # The driver's ceiling and the per-cell cost with nothing to do: one-step cells.
     for n in sorted({1, max(args.workers)}):
@@ -239,6 +245,8 @@ def main() -> int:
             s = _summary(n, cells, run, records, steps)
             rec.figure(f'ray_scaling same {len(cells)} cells on {n} Ray workers', s['rate'],
                        'cells/s', **s)
+    for rep in range(1, args.repeat):  # the spread between passes, once the rest is measured
+        table(rep)
     ray.shutdown()
 
     if args.processes:
