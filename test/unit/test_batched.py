@@ -106,3 +106,35 @@ def test_batched_chain_refuses_what_the_chain_cannot_run():
         chain.set_chunks([0], [ActionChunk(np.zeros((0, 8)))])
     rows, velocity = chain.step([], np.zeros((0, 7)))
     assert rows.shape == (0, 8) and velocity.shape == (0,)
+
+
+def test_run_batch_without_latency_reproduces_run_episode():
+    """With no latency queue a world's period controls are its current target repeated (the
+    fast path of ``MujocoWorld.period_controls``), and the lockstep loop with the batched chain
+    still gives run_episode's records and joint trajectories exactly."""
+    from realm_ros.backends.mujoco.batch import CpuStepper, run_batch
+    from realm_ros.backends.mujoco.world import MujocoWorld
+    from realm_ros.core.config import WorldConfig
+    from realm_ros.core.episode import run_episode
+    from realm_ros.policies.scripted import ScriptedPolicy, infer_batch
+
+    specs = [EpisodeSpec(task='stack_cubes', seed=k, max_steps=40) for k in range(2)]
+    config = WorldConfig(task='stack_cubes', cameras=(), camera_rate_hz=0.0)
+    expected, traj_cpu = [], []
+    for spec in specs:
+        qs: list = []
+        expected.append(run_episode(
+            MujocoWorld(config), standard_chain(ScriptedPolicy()), spec,
+            on_step=lambda k, o, a, p, qs=qs: qs.append(o.joints.position)))
+        traj_cpu.append(np.array(qs))
+    worlds = [MujocoWorld(config) for _ in specs]
+    assert not worlds[0]._pending
+    traj: list[list] = [[] for _ in specs]
+    got = run_batch(worlds, [ScriptedPolicy() for _ in specs], specs, CpuStepper,
+                    on_step=lambda i, k, o: traj[i].append(o.joints.position),
+                    infer_batch=infer_batch)
+    for e, g, qe, qg in zip(expected, got, traj_cpu, traj):
+        re, rg = e.to_record(), g.to_record()
+        re.pop('wall_time_s'), rg.pop('wall_time_s')
+        assert rg == re
+        np.testing.assert_array_equal(np.array(qg), qe)
