@@ -23,6 +23,8 @@ from typing import Any, Callable, Protocol, Sequence
 import numpy as np
 
 from realm_ros.backends.mujoco.world import MujocoWorld
+from realm_ros.core.batched import BatchedChain
+from realm_ros.core.batched import actions as batched_actions
 from realm_ros.core.episode import EpisodeState
 from realm_ros.core.errors import InfrastructureError
 from realm_ros.core.policy import ActionChunker, Policy, PolicyWrapper
@@ -38,6 +40,9 @@ BatchStepCallback = Callable[[int, int, Observation], None]
 #: ``infer_batch(policies, observations) -> chunks``: the policies' chunks, computed together
 #: (``policies.scripted.infer_batch`` stacks the scripted experts' IK).
 BatchInfer = Callable[[Sequence[Any], Sequence[Observation]], Sequence[ActionChunk]]
+#: The clock of :func:`run_batch`'s ``timing`` (a bench on a shared machine sets
+#: ``time.process_time``: the process's CPU time, which other jobs do not inflate).
+TIMER: Callable[[], float] = time.perf_counter
 #: One world's period: (ctrl (S, nu), mocap_pos (S, nm, 3), mocap_quat (S, nm, 4)).
 Rows = tuple[np.ndarray, np.ndarray, np.ndarray]
 #: A world's state: (qpos, qvel, time).
@@ -123,7 +128,8 @@ def run_batch(worlds: Sequence[MujocoWorld], inners: Sequence[Policy],
               on_step: BatchStepCallback | None = None,
               progress: Callable[[int], None] | None = None,
               drawer_rule: str = 'realm_code', execute: int = 8,
-              infer_batch: BatchInfer | None = None) -> list[EpisodeResult]:
+              infer_batch: BatchInfer | None = None, batched: bool = True,
+              timing: dict[str, float] | None = None) -> list[EpisodeResult]:
     """Run one episode per world (``specs[i]`` with ``inners[i]`` in ``worlds[i]``) in lockstep
     and return the results in order, scored as :func:`run_episode` scores them.
 
@@ -131,21 +137,33 @@ def run_batch(worlds: Sequence[MujocoWorld], inners: Sequence[Policy],
     states and models). ``progress(n)`` is told when n more episodes have ended.
     ``infer_batch``: computes the chunks of the worlds whose chain asks its policy this step
     in one call (else each policy's own ``infer``, in the chain).
+    ``batched``: every world's chain (chunker, binariser, clipper, rate limiter) runs as one
+    :class:`~realm_ros.core.batched.BatchedChain` (the same actions bit for bit); False runs
+    each world's ``standard_chain`` object by object (the reference).
+    ``timing``: seconds added per phase of the host's loop (``policy``: the policies' chunks;
+    ``chain``; ``controls``: each world's ``apply`` and ``period_controls``; ``stepper``;
+    ``load``: each world's ``load_step``, its observation; ``score``: advancing and judging
+    each episode) and ``steps`` (control steps of the batch).
     """
     n = len(worlds)
     start = time.monotonic()
     chains, links = zip(*(prepared_chain(p, execute) for p in inners))
     chunkers = [_chunker(c) for c in chains]
+    together = BatchedChain(n, execute) if batched else None
     states = [EpisodeState(s, drawer_rule, wall_start=start) for s in specs]
     results: list[EpisodeResult | None] = [None] * n
     obs: list[Observation] = []
     for i, (w, s) in enumerate(zip(worlds, specs)):
         obs.append(w.reset(s))
         states[i].begin(obs[i], w.time)
-        chains[i].reset(s)
+        if together is None:
+            chains[i].reset(s)
+        else:
+            inners[i].reset(s)
     stepper = stepper_factory(worlds)
     held: list[Rows | None] = [None] * n
     live = [i for i in range(n) if not states[i].over]
+    clock = _Clock(timing)
 
     def finish(i: int) -> None:
         results[i] = states[i].result(stepper.name, worlds[i].time)
@@ -156,37 +174,94 @@ def run_batch(worlds: Sequence[MujocoWorld], inners: Sequence[Policy],
         if i not in live:
             finish(i)
     while live:
-        if infer_batch is not None:
-            batch = [i for i in live if _queries(chunkers[i])]
-            for i, chunk in zip(batch, infer_batch([links[i].inner for i in batch],
-                                                   [obs[i] for i in batch])):
-                links[i].chunk = chunk
         ended: list[int] = []
-        for i in live:
-            try:
-                chunk = chains[i].infer(obs[i])
-                worlds[i].apply(chunk[0])
-                held[i] = worlds[i].period_controls()
-            except InfrastructureError as err:
-                states[i].fail(str(err))
-                ended.append(i)
-        rows = [row if row is not None else worlds[i].period_controls()
-                for i, row in enumerate(held)]
-        stepped = stepper.step(rows)
+        if together is None:
+            if infer_batch is not None:
+                batch = [i for i in live if _queries(chunkers[i])]
+                for i, chunk in zip(batch, infer_batch([links[i].inner for i in batch],
+                                                       [obs[i] for i in batch])):
+                    links[i].chunk = chunk
+            clock.lap('policy')
+            for i in live:
+                try:
+                    chunk = chains[i].infer(obs[i])
+                    worlds[i].apply(chunk[0])
+                    held[i] = worlds[i].period_controls()
+                except InfrastructureError as err:
+                    states[i].fail(str(err))
+                    ended.append(i)
+            clock.lap('controls')
+        else:
+            asks = together.queries()
+            batch = [i for i in live if asks[i]]
+            if infer_batch is not None:
+                chunks = list(infer_batch([inners[i] for i in batch], [obs[i] for i in batch]))
+            else:
+                chunks = []
+                for i in batch:
+                    try:
+                        chunks.append(inners[i].infer(obs[i]))
+                    except InfrastructureError as err:
+                        states[i].fail(str(err))
+                        ended.append(i)
+                batch = [i for i in batch if i not in ended]
+            for i in live:
+                if not asks[i]:
+                    inners[i].observe(obs[i])
+            together.set_chunks(batch, chunks)
+            clock.lap('policy')
+            going = [i for i in live if i not in ended]
+            rows, velocity = together.step(
+                going, np.array([obs[i].joints.position for i in going], dtype=float))
+            clock.lap('chain')
+            for i, action in zip(going, batched_actions(rows, velocity)):
+                try:
+                    worlds[i].apply(action)
+                    held[i] = worlds[i].period_controls()
+                except InfrastructureError as err:
+                    states[i].fail(str(err))
+                    ended.append(i)
+            clock.lap('controls')
+        rows_all = [row if row is not None else worlds[i].period_controls()
+                    for i, row in enumerate(held)]
+        stepped = stepper.step(rows_all)
+        clock.lap('stepper')
         for i in live:
             if i in ended:
                 continue
             before_t = worlds[i].time
             obs[i] = worlds[i].load_step(*stepped[i])
+            clock.lap('load')
             if states[i].advance(obs[i], (before_t, worlds[i].time)):
                 ended.append(i)
+                clock.lap('score')
                 continue
             if on_step is not None:
                 on_step(i, states[i].steps, obs[i])
             if states[i].judge():
                 ended.append(i)
+            clock.lap('score')
         for i in ended:
             finish(i)
         done = set(ended)
         live = [i for i in live if i not in done]
+        clock.count()
     return [r for r in results if r is not None]
+
+
+class _Clock:
+    """Adds the seconds since the last lap to ``timing[phase]`` (nothing when timing is None)."""
+
+    def __init__(self, timing: dict[str, float] | None) -> None:
+        self.timing = timing
+        self._t = TIMER()
+
+    def lap(self, phase: str) -> None:
+        if self.timing is not None:
+            now = TIMER()
+            self.timing[phase] = self.timing.get(phase, 0.0) + now - self._t
+            self._t = now
+
+    def count(self) -> None:
+        if self.timing is not None:
+            self.timing['steps'] = self.timing.get('steps', 0.0) + 1

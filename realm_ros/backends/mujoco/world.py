@@ -258,6 +258,10 @@ class MujocoWorld(World):
         does, without stepping: a batched stepper (``batch.py``, ``mjx_sweep.py``) integrates
         them and hands the state back through :meth:`load_step`."""
         n = self._substeps
+        d = self.data
+        if not self._pending:  # nothing falls due this period: every row is the target now
+            return (np.repeat(d.ctrl[None], n, axis=0), np.repeat(d.mocap_pos[None], n, axis=0),
+                    np.repeat(d.mocap_quat[None], n, axis=0))
         ctrl = np.empty((n, self.model.nu))
         pos = np.empty((n,) + self.data.mocap_pos.shape)
         quat = np.empty((n,) + self.data.mocap_quat.shape)
