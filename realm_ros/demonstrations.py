@@ -51,7 +51,7 @@ class DemoWorld:
 
     Attributes:
         name: the ``--world`` value.
-        backend: the world backend (:data:`realm_ros.core.world.BACKENDS`).
+        backend: the world backend (:data:`realm_ros.core.backends.BACKENDS`).
         privileged: whether the world gives object state (the scripted expert needs it).
         hidden: whether it takes the digital real's hidden appearance and dynamics.
         lab: a physical arm: no injected noise, the operator sets up every scene.

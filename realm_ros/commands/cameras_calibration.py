@@ -14,6 +14,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from realm_ros.core import backends
 from realm_ros.core.config import CAMERA_NAMES
 from realm_ros.core.errors import ConfigError, DataError
 
@@ -125,7 +126,7 @@ def record(args: argparse.Namespace) -> int:
     if args.poses < 2:
         raise ConfigError(f'--poses must be at least 2, got {args.poses}')
     poses = calibration.record_waypoints(args.poses, args.seed)
-    if args.backend == 'franka':
+    if not backends.get(args.backend).hidden:  # a lab arm, not the digital real
         if args.appearance:
             raise ConfigError("--appearance is the digital real's; a lab arm has its own")
         print(CLEAR_TABLE)
@@ -133,10 +134,10 @@ def record(args: argparse.Namespace) -> int:
                 'y', 'yes'):
             print('not recording: the table was not confirmed clear')
             return 1
-        config = WorldConfig(backend='franka', cameras=CAMERA_NAMES, camera_width=width,
+        config = WorldConfig(backend=args.backend, cameras=CAMERA_NAMES, camera_width=width,
                              camera_height=height)
     else:
-        config = WorldConfig(backend='digital_real', task='', cameras=CAMERA_NAMES,
+        config = WorldConfig(backend=args.backend, task='', cameras=CAMERA_NAMES,
                              camera_width=width, camera_height=height,
                              camera_rig_file=_abspath(args.rig),
                              appearance_file=_abspath(args.appearance))

@@ -38,6 +38,7 @@ from realm_ros.core import provenance, robot, tasks
 from realm_ros.core.errors import ConfigError
 from realm_ros.core.policy import PolicyWrapper
 from realm_ros.core.types import ActionChunk, EpisodeSpec, Observation
+from realm_ros.demonstrations import WORLDS as DEMO_WORLDS
 
 DEFAULT_CAMERAS = ('exterior_1', 'wrist')
 
@@ -108,7 +109,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              'instead (bags and cameras; io/episode_bags.py)')
     parser.add_argument('--run-world', default='real', choices=('real', 'twin'),
                         help='with --from-run: the side of the run to export')
-    parser.add_argument('--world', default='twin', choices=('twin', 'digital_real', 'franka'),
+    parser.add_argument('--world', default='twin', choices=tuple(DEMO_WORLDS),
                         help='where the demonstrations are recorded: the twin, the digital real '
                              '(hidden dynamics and appearance, as a lab records) or a lab arm '
                              '(realm_ros/demonstrations.py)')

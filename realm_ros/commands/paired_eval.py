@@ -21,7 +21,7 @@ from realm_ros.commands import (
     policy_specs,
     stopping,
 )
-from realm_ros.core import perturbations, provenance
+from realm_ros.core import backends, perturbations, provenance
 from realm_ros.core.config import flags_named, renamed
 from realm_ros.core.errors import ConfigError, InfrastructureError
 from realm_ros.core.evaluation import EvalConfig
@@ -37,10 +37,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              'an existing one is resumed')
     parser.add_argument('--config', type=pathlib.Path, default=None,
                         help='evaluation YAML (default: config/paired_eval.yaml)')
-    parser.add_argument('--real', choices=('digital_real', 'franka'), default=None,
+    parser.add_argument('--real', choices=backends.REAL, default=None,
                         type=lambda name: renamed(name, '--real'),
                         help='real world: the digital real or the arm via franka_ros2')
-    parser.add_argument('--sim', choices=('mujoco', 'physx', 'isaac'), default=None,
+    parser.add_argument('--sim', choices=backends.SIM, default=None,
                         help='simulated twin')
     add_list_argument(parser, '--tasks', 'task names', 'TASK')
     parser.add_argument('--policies', nargs='+', default=None,
@@ -253,7 +253,7 @@ def run(args: argparse.Namespace) -> int:
     if getattr(args, 'variant_aggregation', 0):
         from realm_ros.core.appearance import VariantSet
         variants = VariantSet(args.variant_aggregation, config.seed)
-        if config.sim != 'mujoco':
+        if not backends.get(config.sim).looks:
             raise ConfigError(f'--variant-aggregation dresses the MuJoCo twin; --sim is '
                               f'{config.sim!r}')
     if args.reuse_real is not None:

@@ -21,7 +21,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from realm_ros.core import metrics, perturbations, prediction, tasks
+from realm_ros.core import backends, metrics, perturbations, prediction, tasks
 from realm_ros.core.config import field, from_mapping, load_yaml, renamed, ros_parameters
 from realm_ros.core.errors import ConfigError, DataError
 from realm_ros.core.provenance import MADE_BY
@@ -109,8 +109,8 @@ class EvalConfig:
     max_steps: int = field(DEFAULT_MAX_STEPS, 'control steps per episode (REALM: 800)')
     seed: int = field(0, 'seed of the whole evaluation (initial states derive from it)')
     real: str = field('digital_real', 'real world: digital_real (the simulated stand-in) or '
-                      'franka (the arm)', choices=('digital_real', 'franka'))
-    sim: str = field('mujoco', 'simulated twin', choices=('mujoco', 'physx', 'isaac'))
+                      'franka (the arm)', choices=backends.REAL)
+    sim: str = field('mujoco', 'simulated twin', choices=backends.SIM)
     sim_params_file: str = field('', 'identified twin parameters (friction, armature) YAML')
     real_dynamics_file: str = field('', 'digital real: hidden dynamics YAML')
     real_appearance_file: str = field(

@@ -20,7 +20,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from realm_ros.core import metrics, perturbations, prediction, provenance
+from realm_ros.core import backends, metrics, perturbations, prediction, provenance
 from realm_ros.core.errors import ConfigError, DataError
 from realm_ros.core.evaluation import EvalConfig, PolicyEntry, derive_seed, scored
 from realm_ros.core.types import DEFAULT_MAX_STEPS, EpisodeSpec, record_role
@@ -29,13 +29,15 @@ from realm_ros.core.types import DEFAULT_MAX_STEPS, EpisodeSpec, record_role
 #: MJX on a GPU (``--device gpu``; the scripted ladder only, run by a GPU batch worker), the
 #: twin batched on MuJoCo Warp (``--device gpu`` for learned policies: cameras ray traced and
 #: the policy run on the device, ``sweep/warp.py``), and the twin with another look.
-WORLDS = ('mujoco', 'physx', 'mjx', 'warp', 'matched', 'variants')
 #: Worlds that are the MuJoCo twin with another look: ``matched`` (visual matching, a
 #: ``cameras match`` folder) and ``variants`` (SIMPLER's variant aggregation: episode k on
 #: variant k mod N of :class:`~realm_ros.core.appearance.VariantSet`).
 LOOK_WORLDS = ('matched', 'variants')
-#: Worlds whose cells a GPU batch worker runs (a CPU worker runs the others).
-BATCH_WORLDS = ('mjx', 'warp')
+#: Worlds whose cells a GPU batch worker runs (a CPU worker runs the others): the registered
+#: backends' GPU engines (``Backend.gpu_engines``).
+BATCH_WORLDS = backends.gpu_engines()
+#: The sweepable backends (``Backend.sweep``), their GPU engines, the looked worlds.
+WORLDS = (*backends.SWEEPABLE, *BATCH_WORLDS, *LOOK_WORLDS)
 #: Record fields that differ between two runs of the same cell (the wall clock).
 TIMING_FIELDS = ('wall_time_s',)
 

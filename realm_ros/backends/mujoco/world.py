@@ -17,8 +17,8 @@ from realm_ros.backends.mujoco import model as mjcf
 from realm_ros.backends.mujoco.actuation import ArmActuation, PendingTargets, delay_steps
 from realm_ros.backends.mujoco.render import FrameRenderer
 
-# Scenes live in scenes.py; Scene, load_scene and sample_initial_state (core.world's
-# SCENE_SAMPLERS names it here) stay importable from this module.
+# Scenes live in scenes.py; Scene, load_scene and sample_initial_state (core.backends'
+# Backend.scene_sampler names it here) stay importable from this module.
 from realm_ros.backends.mujoco.scenes import Scene, load_scene, sample_initial_state  # noqa: F401
 from realm_ros.core import control, perturbations
 from realm_ros.core.config import DynamicsParams, WorldConfig
