@@ -83,7 +83,7 @@ from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
 from realm_ros.backends.franka.hardware_state import FrankaHardwareState
-from realm_ros.core import robot
+from realm_ros.core import robot, tasks
 from realm_ros.core.config import (
     DigitalRealConfig,
     DigitalRealDynamics,
@@ -573,7 +573,7 @@ class DigitalRealNode(Node):
         text = self.get_parameter('episode_spec').value
         if text:
             return EpisodeSpec.from_json(text)
-        return EpisodeSpec(task=self.config.task or 'empty', seed=self.config.seed)
+        return EpisodeSpec(task=self.config.task or tasks.EMPTY, seed=self.config.seed)
 
 
 def _optional(package: str) -> Any:
