@@ -11,3 +11,4 @@ def launch_choices(node: ast.AST, literal: Callable[[ast.AST], list]) -> list:
         from realm_ros.graph import backend_choices
         return eval(ast.unparse(node), {'backend_choices': backend_choices})  # noqa: S307
     return literal(node)
+

@@ -163,3 +163,20 @@ def test_a_backend_name_is_registered_once():
         backends.register(backends.Backend('mujoco', real=False, target='x:Y'))
     with pytest.raises(ConfigError, match='unknown world backend'):
         backends.get('nope')
+
+
+def test_the_extending_md_backend_recipe_makes_a_choice_everywhere():
+    """docs/extending.md's "A world backend" registration, run as written."""
+    from docrecipes import recipe
+
+    from realm_ros.cli import build_parser
+    from realm_ros.graph import backend_choices
+    exec(recipe('A world backend'), {})  # noqa: S102 - the documented code
+    try:
+        assert backends.get('toy').target == 'realm_ros.backends.toy:ToyWorld'
+        assert build_parser().parse_args(['paired-eval', '--out', 'x', '--sim', 'toy']).sim \
+            == 'toy'
+        assert 'toy' in backend_choices(lambda b: not b.real)
+        assert WorldConfig(backend='toy').backend == 'toy'
+    finally:
+        del backends.BACKENDS['toy']

@@ -90,6 +90,18 @@ def _layer(module: str) -> str | None:
     return parts[1]
 
 
+def test_architecture_md_ranks_every_layer_as_ranks_does():
+    """docs/architecture.md's layer table names each layer of :data:`RANKS` at its rank."""
+    import re
+    text = (PACKAGE.parent / 'docs' / 'architecture.md').read_text()
+    section = text.split('## Layers', 1)[1].split('\n## ', 1)[0]
+    documented = {}
+    for row in re.findall(r'^\| (\d) \| ([^|]+) \|', section, re.M):
+        for name in re.findall(r'`([a-z_]+)(?:/|\.py)`', row[1]):
+            documented[name] = int(row[0])
+    assert documented == RANKS
+
+
 def test_every_layer_is_ranked():
     layers = {p.relative_to(PACKAGE).parts[0].removesuffix('.py') for p in _modules()}
     layers.discard('__init__')

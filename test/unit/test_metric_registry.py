@@ -70,3 +70,18 @@ def test_a_metric_record_is_checked():
         metrics.Metric('x', _max_gap, 'x', 'x', better='up')
     with pytest.raises(DataError, match='already registered'):
         metrics.register(metrics.Metric('mmrv', _max_gap, 'x', 'x'))
+
+
+def test_the_extending_md_metric_recipe_reaches_the_table_and_report(tmp_path):
+    """docs/extending.md's "An agreement metric" registration, run as written."""
+    from docrecipes import recipe
+
+    from realm_ros.report import write_report
+    exec(recipe('An agreement metric'), {})  # noqa: S102 - the documented code
+    try:
+        summary = summarize(_records())
+        assert summary['agreement']['max_gap'] == pytest.approx(0.2)
+        assert 'max |real - sim| = 0.200' in format_table(summary)
+        assert 'max |gap| [95% CI]' in write_report(tmp_path, summary).read_text()
+    finally:
+        del metrics.METRICS['max_gap']
