@@ -11,14 +11,13 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import json
-import pathlib
-import sys
 from typing import Any, Callable, Mapping
 
 from realm_ros.core import backends, robot, topics
 from realm_ros.core.config import CAMERA_NAMES, RENAMED, renamed, renamed_file
 from realm_ros.core.errors import ConfigError
 from realm_ros.core.evaluation import EvalConfig
+from realm_ros.ros.share import share_path  # noqa: F401 - graph.share_path, as it was
 
 #: Executable (console script) -> node class, for in-process bring-up.
 NODE_CLASSES: dict[str, str] = {
@@ -116,23 +115,6 @@ class NodeSpec:
         """Import and return the node class behind this executable."""
         module_name, class_name = NODE_CLASSES[self.executable].split(':')
         return getattr(importlib.import_module(module_name), class_name)
-
-
-def share_path(relative: str) -> pathlib.Path:
-    """Return an installed package file (``config/...``): ament share, then the source tree."""
-    candidates = []
-    try:
-        from ament_index_python.packages import get_package_share_directory
-        candidates.append(pathlib.Path(get_package_share_directory('realm_ros')) / relative)
-    except (ImportError, LookupError, ValueError, OSError):  # OSError: no AMENT_PREFIX_PATH
-        pass
-    candidates.append(pathlib.Path(sys.prefix) / 'share' / 'realm_ros' / relative)
-    candidates.append(pathlib.Path(__file__).resolve().parents[1] / relative)
-    for path in candidates:
-        if path.exists():
-            return path
-    raise ConfigError(f'cannot find {relative} of package realm_ros (looked in '
-                      f'{[str(c.parent) for c in candidates]})')
 
 
 def clock_remapping(namespace: str) -> tuple[tuple[str, str], ...]:
