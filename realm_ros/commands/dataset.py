@@ -38,7 +38,7 @@ from realm_ros.core import provenance, robot, tasks
 from realm_ros.core.errors import ConfigError
 from realm_ros.core.policy import PolicyWrapper
 from realm_ros.core.types import ActionChunk, EpisodeSpec, Observation
-from realm_ros.demonstrations import WORLDS as DEMO_WORLDS
+from realm_ros.programs.demonstrations import WORLDS as DEMO_WORLDS
 
 DEFAULT_CAMERAS = ('exterior_1', 'wrist')
 
@@ -141,14 +141,14 @@ def run(args: argparse.Namespace) -> int:
     from realm_ros.core.episode import run_episode
     from realm_ros.core.policy import standard_chain
     from realm_ros.core.world import make_world
-    from realm_ros.demonstrations import (
+    from realm_ros.io.lerobot import Episode, open_writer
+    from realm_ros.programs.demonstrations import (
         DemoSite,
         confirm_scene,
         demo_world,
         demonstrator_factory,
         resolve_hidden,
     )
-    from realm_ros.io.lerobot import Episode, open_writer
 
     require_positive('--episodes', args.episodes)
     require_non_negative('--noise', args.noise, 'rad')

@@ -172,7 +172,7 @@ def check_records(config: EvalConfig, out: pathlib.Path, execute_horizon: int,
     if not path.is_file():
         return []
     from realm_ros.core.evaluation import EpisodeLog
-    from realm_ros.paired import FLAGS, settings_of
+    from realm_ros.programs.paired import FLAGS, settings_of
     return provenance.reconcile(EpisodeLog(path), settings_of(config, execute_horizon),
                                 rerun_changed, str(out), FLAGS)
 
@@ -207,7 +207,7 @@ def variant_aggregation(config: EvalConfig, variants: Any, out: pathlib.Path,
     import json
 
     from realm_ros.commands.sweep import policy_cameras
-    from realm_ros.report import add_variant_aggregation
+    from realm_ros.programs.report import add_variant_aggregation
     from realm_ros.sweep.variants import format_table, run_variant_aggregation
 
     path = out / 'summary.json'
@@ -247,7 +247,7 @@ def run(args: argparse.Namespace) -> int:
     # Before any node starts: records made with other settings are refused (or re-run).
     changed = check_records(config, out, args.execute_horizon or 0, args.rerun_changed)
     if changed:
-        from realm_ros.paired import FLAGS
+        from realm_ros.programs.paired import FLAGS
         console.warn(provenance.rerun_line(changed, FLAGS))
     variants = None
     if getattr(args, 'variant_aggregation', 0):

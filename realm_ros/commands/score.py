@@ -328,7 +328,7 @@ def _write_summary(folder: pathlib.Path, section: dict[str, Any]) -> None:
     path.write_text(json.dumps(summary, indent=2))
     if 'per_policy' not in summary or 'pairs' not in summary:
         return  # a sweep's summary: the sweep report is its own
-    from realm_ros.report import write_report
+    from realm_ros.programs.report import write_report
     config = summary.get('config') or {}
     write_report(folder, summary, {
         'real': config.get('real', ''),

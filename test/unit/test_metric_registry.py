@@ -43,7 +43,7 @@ def _records():
 
 
 def test_a_toy_metric_reaches_summary_table_and_report(toy, tmp_path):
-    from realm_ros.report import write_report
+    from realm_ros.programs.report import write_report
     summary = json.loads(json.dumps(summarize(_records())))  # as summary.json holds it
     agreement = summary['agreement']
     assert agreement['max_gap'] == pytest.approx(0.2)  # per-policy means: both 0.2 apart
@@ -76,7 +76,7 @@ def test_the_extending_md_metric_recipe_reaches_the_table_and_report(tmp_path):
     """docs/extending.md's "An agreement metric" registration, run as written."""
     from docrecipes import recipe
 
-    from realm_ros.report import write_report
+    from realm_ros.programs.report import write_report
     exec(recipe('An agreement metric'), {})  # noqa: S102 - the documented code
     try:
         summary = summarize(_records())

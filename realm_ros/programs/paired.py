@@ -147,7 +147,7 @@ class PairedEvaluation:
         from realm_ros.arena.ranking import attach
         attach(summary, self.out_dir)
         (self.out_dir / 'summary.json').write_text(json.dumps(summary, indent=2))
-        from realm_ros.report import write_report
+        from realm_ros.programs.report import write_report
         write_report(self.out_dir, summary, report_meta(self.eval_config))
         if not self.config.quiet:
             print(format_table(summary), flush=True)
