@@ -112,7 +112,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--world', default='twin', choices=tuple(DEMO_WORLDS),
                         help='where the demonstrations are recorded: the twin, the digital real '
                              '(hidden dynamics and appearance, as a lab records) or a lab arm '
-                             '(realm_ros/demonstrations.py)')
+                             '(realm_ros/programs/demonstrations.py)')
     parser.add_argument('--appearance', default='', metavar='FILE',
                         help='--world digital_real: its hidden appearance YAML (default '
                              "config/appearance/lab_demo.yaml; none = the twin's look)")

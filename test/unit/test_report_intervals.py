@@ -1,4 +1,4 @@
-"""The paired-evaluation report (``realm_ros/report.py``) shows summary.json's agreement
+"""The paired-evaluation report (``realm_ros/programs/report.py``) shows summary.json's agreement
 intervals (``ci95``) beside r, MMRV and the mean gap."""
 
 from realm_ros.core.evaluation import summarize
