@@ -141,6 +141,8 @@ def _description(world):
 
 def generate_launch_description():
     """Declare the arguments; the nodes are built from realm_ros.graph at launch time."""
+    from realm_ros.graph import backend_choices, backend_help
+
     share = FindPackageShare('realm_ros')
     rviz = Node(
         package='rviz2', executable='rviz2', name='rviz2', output='log',
@@ -149,12 +151,12 @@ def generate_launch_description():
     return LaunchDescription([
         DeclareLaunchArgument(
             'real_backend', default_value='digital_real',
-            choices=['digital_real', 'franka', 'fake'],
-            description='real world: digital_real (the simulated stand-in) or franka (the arm via '
-                        'franka_ros2); fake: old name of digital_real, deprecated'),
+            choices=backend_choices(lambda b: b.real),
+            description='real world: ' + backend_help(lambda b: b.real)
+                        + '; fake: old name of digital_real, deprecated'),
         DeclareLaunchArgument(
-            'sim_backend', default_value='mujoco', choices=['mujoco', 'physx', 'isaac'],
-            description='simulated twin: mujoco, physx (kit-less PhysX) or isaac (not run)'),
+            'sim_backend', default_value='mujoco', choices=backend_choices(lambda b: not b.real),
+            description='simulated twin: ' + backend_help(lambda b: not b.real)),
         DeclareLaunchArgument(
             'arm_id', default_value='fr3', choices=['fr3', 'fer', 'panda'],
             description='arm: fr3 (franka_ros2, fr3_jointN) or fer / panda (the Panda through '

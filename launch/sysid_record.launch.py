@@ -26,6 +26,8 @@ from launch_ros.substitutions import FindPackageShare
 
 
 def _nodes(context):
+    from realm_ros.core import backends
+    from realm_ros.core.config import renamed
     from realm_ros.graph import (
         bridge_parameters,
         digital_real_parameters,
@@ -47,12 +49,14 @@ def _nodes(context):
     }
     values = {name: value.perform(context) for name, value in configurations.items()}
     namespace = values['namespace'].strip('/')
-    digital_real = values['robot'] == 'digital_real'
+    # The node brought up here as the robot side (the digital real's), none for an arm.
+    robot_node = backends.get(renamed(values['robot'], 'robot')).robot_node
+    digital_real = bool(robot_node)
     robot_namespace = f'/{namespace}/franka' if digital_real else values['franka_namespace']
     nodes = []
     if digital_real:
         nodes.append(Node(
-            package='realm_ros', executable='digital_real', name='digital_real',
+            package='realm_ros', executable='digital_real', name=robot_node,
             namespace=robot_namespace, output='log',
             parameters=[
                 ParameterFile(digital_real_params_file(values['digital_real_params_file'],
@@ -80,10 +84,12 @@ def _nodes(context):
 
 def generate_launch_description() -> LaunchDescription:
     """Declare the arguments; the robot side, the bridge world and the recorder."""
+    from realm_ros.graph import backend_choices
+
     share = FindPackageShare('realm_ros')
     return LaunchDescription([
         DeclareLaunchArgument(
-            'robot', default_value='digital_real', choices=['digital_real', 'franka'],
+            'robot', default_value='digital_real', choices=backend_choices(lambda b: b.real),
             description='digital_real: start the digital real (MuJoCo with hidden dynamics); '
                         'franka: the real arm through an already running franka_ros2'),
         DeclareLaunchArgument(

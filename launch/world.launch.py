@@ -31,6 +31,7 @@ from launch_ros.substitutions import FindPackageShare
 
 
 def _world(context):
+    from realm_ros.core import backends
     from realm_ros.core.config import renamed
     from realm_ros.graph import bridge_parameters
 
@@ -38,7 +39,7 @@ def _world(context):
     lockstep = LaunchConfiguration('lockstep').perform(context) == 'true'
     params = {'backend': backend, 'lockstep': lockstep,
               'sim_params_file': LaunchConfiguration('sim_params_file').perform(context)}
-    if backend == 'franka':
+    if backends.get(backend).bridge:
         params.update(bridge_parameters(LaunchConfiguration('arm_id').perform(context),
                                         LaunchConfiguration('gripper').perform(context)))
     return [Node(
@@ -50,15 +51,15 @@ def _world(context):
 
 def generate_launch_description() -> LaunchDescription:
     """Declare the arguments, world_node and the robot description."""
+    from realm_ros.graph import backend_choices, backend_help
+
     share = FindPackageShare('realm_ros')
     arguments = [
         DeclareLaunchArgument(
             'backend', default_value='mujoco',
-            choices=['mujoco', 'digital_real', 'franka', 'physx', 'isaac', 'fake'],
-            description="world backend: mujoco (twin), digital_real (the digital real's "
-                        'physics), franka (bridge to a running franka_ros2), physx (twin on '
-                        'kit-less PhysX), isaac (Isaac Sim twin, not run); fake: old name of '
-                        'digital_real, deprecated'),
+            choices=backend_choices(),
+            description='world backend: ' + backend_help()
+                        + '; fake: old name of digital_real, deprecated'),
         DeclareLaunchArgument(
             'namespace', default_value='sim',
             description='namespace of the world interface: real or sim in a paired run'),

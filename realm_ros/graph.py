@@ -11,14 +11,13 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import json
-import pathlib
-import sys
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
-from realm_ros.core import robot, topics
-from realm_ros.core.config import CAMERA_NAMES, renamed, renamed_file
+from realm_ros.core import backends, robot, topics
+from realm_ros.core.config import CAMERA_NAMES, RENAMED, renamed, renamed_file
 from realm_ros.core.errors import ConfigError
 from realm_ros.core.evaluation import EvalConfig
+from realm_ros.ros.share import share_path  # noqa: F401 - graph.share_path, as it was
 
 #: Executable (console script) -> node class, for in-process bring-up.
 NODE_CLASSES: dict[str, str] = {
@@ -41,6 +40,23 @@ ARM_IDS = {name: robot.canonical_arm_id(name) for name in robot.ARM_IDS}
 #: ``gripper`` launch argument: the Franka Hand (franka_ros2 gripper actions) or a Robotiq
 #: 2F-85 (control_msgs GripperCommand, as DROID labs mount it): ``core.robot.HANDS``.
 GRIPPERS = robot.HANDS
+
+
+#: Old spellings of a backend launch arguments still take (``core.config.RENAMED``).
+OLD_BACKEND_NAMES = ('fake',)
+
+
+def backend_choices(keep: Callable[[backends.Backend], bool] = lambda b: True) -> list[str]:
+    """Return a launch argument's choices: the registered backends ``keep`` accepts
+    (:mod:`realm_ros.core.backends`), then the old spellings of those among them."""
+    chosen = list(backends.names(keep))
+    return chosen + [old for old in OLD_BACKEND_NAMES if RENAMED.get(old) in chosen]
+
+
+def backend_help(keep: Callable[[backends.Backend], bool] = lambda b: True) -> str:
+    """Return ``name (description), ...`` of the registered backends ``keep`` accepts."""
+    return ', '.join(f'{b.name} ({b.description})' for b in backends.BACKENDS.values()
+                     if keep(b))
 
 
 def arm_id(name: str) -> str:
@@ -101,23 +117,6 @@ class NodeSpec:
         return getattr(importlib.import_module(module_name), class_name)
 
 
-def share_path(relative: str) -> pathlib.Path:
-    """Return an installed package file (``config/...``): ament share, then the source tree."""
-    candidates = []
-    try:
-        from ament_index_python.packages import get_package_share_directory
-        candidates.append(pathlib.Path(get_package_share_directory('realm_ros')) / relative)
-    except (ImportError, LookupError, ValueError, OSError):  # OSError: no AMENT_PREFIX_PATH
-        pass
-    candidates.append(pathlib.Path(sys.prefix) / 'share' / 'realm_ros' / relative)
-    candidates.append(pathlib.Path(__file__).resolve().parents[1] / relative)
-    for path in candidates:
-        if path.exists():
-            return path
-    raise ConfigError(f'cannot find {relative} of package realm_ros (looked in '
-                      f'{[str(c.parent) for c in candidates]})')
-
-
 def clock_remapping(namespace: str) -> tuple[tuple[str, str], ...]:
     """Remap ``/clock`` to ``<namespace>/clock``: each lockstep world has its own sim clock."""
     return ((topics.CLOCK, f'{namespace}{topics.CLOCK}'),)
@@ -157,7 +156,12 @@ def paired_eval_graph(config: EvalConfig, out_dir: str, lockstep: bool = True,
     # A policy that reads simulator-only state (PolicyNeeds.privileged: the scripted ladder)
     # cannot face a real arm, which has none.
     privileged = any(n.privileged for n in needs)
-    if privileged and config.real == 'franka':
+    # The real side, as its record says (core.backends): the world_node backend that reaches
+    # it (the franka bridge), the node serving the bridge's robot side (the digital real's, in
+    # its own namespace as franka_ros2 would be; none for an arm), lockstep, an operator.
+    real = backends.get(config.real)
+    robot_side = bool(real.robot_node)
+    if privileged and not real.privileged:
         raise ConfigError('scripted policies read privileged object state, which a real arm '
                           'does not have; evaluate them against the digital real '
                           '(real: digital_real)')
@@ -176,12 +180,12 @@ def paired_eval_graph(config: EvalConfig, out_dir: str, lockstep: bool = True,
     policy = {'policy': entries[0].policy, 'policy_args': json.dumps(dict(entries[0].args)),
               **dict(policy or {}),
               'use_privileged': privileged, 'start_active': False}
-    real_lockstep = lockstep and config.real == 'digital_real'
+    real_lockstep = lockstep and real.lockstep
     camera_rate = robot.CONTROL_HZ if cameras else 0.0  # 0 = no images rendered or published
     nodes = []
-    if config.real == 'digital_real':
+    if robot_side:
         # The robot side of the bridge lives in its own namespace, as franka_ros2 would.
-        nodes.append(NodeSpec('digital_real', 'digital_real', ROBOT_NS, {
+        nodes.append(NodeSpec(real.robot_node, real.robot_node, ROBOT_NS, {
             'dynamics_file': config.real_dynamics_file,
             'appearance_file': config.real_appearance_file,
             'lockstep': real_lockstep,
@@ -192,16 +196,16 @@ def paired_eval_graph(config: EvalConfig, out_dir: str, lockstep: bool = True,
     # stalls the episode, which the evaluator ends as an infrastructure failure, instead of
     # silently holding the arm for a step and scoring the policy for it (issue 15).
     nodes.append(NodeSpec('world_node', 'world', REAL_NS, {
-        'backend': 'franka',
+        'backend': real.pair_backend,
         'lockstep': real_lockstep,
         **({'lockstep_timeout_s': 0.0} if real_lockstep else {}),
-        **bridge_parameters(arm, gripper, digital_real=config.real == 'digital_real'),
-        'franka.namespace': ROBOT_NS if config.real == 'digital_real' else '/',
-        'franka.digital_real': config.real == 'digital_real',
+        **bridge_parameters(arm, gripper, digital_real=robot_side),
+        'franka.namespace': ROBOT_NS if robot_side else '/',
+        'franka.digital_real': robot_side,
         'camera_rate_hz': camera_rate,
         **({'cameras': camera_names} if cameras else {}),
     }, clock_remapping(REAL_NS)))
-    if config.real == 'franka' and operator:
+    if real.operator_scored and operator:
         # The operator's timestamped annotations go with the run's records.
         nodes.append(NodeSpec('operator_node', 'operator', REAL_NS, {
             'record_file': f'{out_dir}/operator_annotations.jsonl'}, ()))
@@ -234,7 +238,7 @@ def paired_eval_graph(config: EvalConfig, out_dir: str, lockstep: bool = True,
         'out_dir': out_dir,
         'real_ns': REAL_NS,
         'sim_ns': SIM_NS,
-        'operator_scored_real': config.real == 'franka',
+        'operator_scored_real': real.operator_scored,
         'recorders': ','.join(recorders),
         **({'videos': videos} if videos else {}),
         # Recorded with each episode (made_by): what the policy nodes were given.

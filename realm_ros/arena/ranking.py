@@ -204,7 +204,7 @@ def write_summary(run_dir: str | pathlib.Path, section: Mapping[str, Any]) -> pa
     summary = json.loads(path.read_text())
     summary['preferences'] = dict(section)
     path.write_text(json.dumps(summary, indent=2))
-    from realm_ros.report import write_report
+    from realm_ros.programs.report import write_report
     config = summary.get('config') or {}
     write_report(run_dir, summary, {
         'real': config.get('real', ''),

@@ -27,7 +27,7 @@ import argparse
 import os
 import pathlib
 
-from realm_ros.core import tasks
+from realm_ros.core import backends, tasks
 from realm_ros.core.config import CAMERA_NAMES
 from realm_ros.core.errors import ConfigError
 
@@ -38,7 +38,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest='cameras_command', metavar='SUBCOMMAND')
     record = sub.add_parser('record', help="record the arm through every exterior camera's "
                             'view (joint states + images, one MCAP bag)')
-    record.add_argument('--backend', default='digital_real', choices=('digital_real', 'franka'),
+    record.add_argument('--backend', default='digital_real', choices=backends.RECORDABLE,
                         help='digital_real (in process) or franka (a lab arm through the '
                              'bridge: world_node backend:=franka must be running)')
     record.add_argument('--appearance', default='',

@@ -10,12 +10,14 @@ from __future__ import annotations
 import argparse
 import pathlib
 import sys
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
 import numpy as np
 
+from realm_ros.core import backends
 from realm_ros.core.config import CAMERA_NAMES
-from realm_ros.core.errors import ConfigError, DataError
+from realm_ros.core.errors import ConfigError
+from realm_ros.io.recordings import load_recording
 
 #: Seconds to move between two recording poses, and to hold still before the frame.
 MOVE_S = 1.6
@@ -28,45 +30,6 @@ CLEAR_TABLE = ('Recording for camera calibration: the arm will move through both
 
 def _abspath(path: str) -> str:
     return str(pathlib.Path(path).expanduser().resolve()) if path else ''
-
-
-def load_recording(path: str | pathlib.Path, cameras: Sequence[str] = ('exterior_1',
-                                                                      'exterior_2', 'wrist')
-                   ) -> Any:
-    """Read a ``cameras record`` bag: each image with the joint state at its stamp.
-
-    Raises:
-        DataError: unreadable bag, no images, or images without joint states around them.
-    """
-    from realm_ros.backends.mujoco.calibration import Recording
-    from realm_ros.io import bags
-
-    path = pathlib.Path(path)
-    run = bags.read_run(path, prefix='panda_', cameras=_cameras_in(path, cameras))
-    if not run.images:
-        raise DataError(f'bag {path}: no camera images (record with `realm-ros cameras record`)')
-    stamps = next(iter(run.images.values()))[0]
-    q = np.stack([np.interp(stamps, run.state_t, run.state_q[:, j]) for j in range(7)], 1)
-    g = np.interp(stamps, run.state_t, run.state_gripper)
-    images = {}
-    for name, (t, frames) in run.images.items():
-        if len(t) != len(stamps) or np.max(np.abs(t - stamps)) > 1e-6:
-            raise DataError(f'bag {path}: camera {name} frames are not stamped with the others')
-        images[name] = np.stack(frames)
-    return Recording(q, g, images, str(path))
-
-
-def _cameras_in(path: pathlib.Path, wanted: Sequence[str]) -> list[str]:
-    from rosbags.rosbag2 import Reader
-
-    from realm_ros.core import topics
-
-    try:
-        with Reader(path) as reader:
-            present = {c.topic for c in reader.connections}
-    except Exception as err:  # noqa: BLE001 - rosbags raises several types for a bad bag
-        raise DataError(f'cannot read bag {path}: {err}') from None
-    return [c for c in wanted if any(t.endswith('/' + topics.camera_image(c)) for t in present)]
 
 
 def record_world(world: Any, out: pathlib.Path, poses: np.ndarray,
@@ -125,7 +88,7 @@ def record(args: argparse.Namespace) -> int:
     if args.poses < 2:
         raise ConfigError(f'--poses must be at least 2, got {args.poses}')
     poses = calibration.record_waypoints(args.poses, args.seed)
-    if args.backend == 'franka':
+    if not backends.get(args.backend).hidden:  # a lab arm, not the digital real
         if args.appearance:
             raise ConfigError("--appearance is the digital real's; a lab arm has its own")
         print(CLEAR_TABLE)
@@ -133,10 +96,10 @@ def record(args: argparse.Namespace) -> int:
                 'y', 'yes'):
             print('not recording: the table was not confirmed clear')
             return 1
-        config = WorldConfig(backend='franka', cameras=CAMERA_NAMES, camera_width=width,
+        config = WorldConfig(backend=args.backend, cameras=CAMERA_NAMES, camera_width=width,
                              camera_height=height)
     else:
-        config = WorldConfig(backend='digital_real', task='', cameras=CAMERA_NAMES,
+        config = WorldConfig(backend=args.backend, task='', cameras=CAMERA_NAMES,
                              camera_width=width, camera_height=height,
                              camera_rig_file=_abspath(args.rig),
                              appearance_file=_abspath(args.appearance))

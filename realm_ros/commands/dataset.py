@@ -38,6 +38,7 @@ from realm_ros.core import provenance, robot, tasks
 from realm_ros.core.errors import ConfigError
 from realm_ros.core.policy import PolicyWrapper
 from realm_ros.core.types import ActionChunk, EpisodeSpec, Observation
+from realm_ros.programs.demonstrations import WORLDS as DEMO_WORLDS
 
 DEFAULT_CAMERAS = ('exterior_1', 'wrist')
 
@@ -108,10 +109,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              'instead (bags and cameras; io/episode_bags.py)')
     parser.add_argument('--run-world', default='real', choices=('real', 'twin'),
                         help='with --from-run: the side of the run to export')
-    parser.add_argument('--world', default='twin', choices=('twin', 'digital_real', 'franka'),
+    parser.add_argument('--world', default='twin', choices=tuple(DEMO_WORLDS),
                         help='where the demonstrations are recorded: the twin, the digital real '
                              '(hidden dynamics and appearance, as a lab records) or a lab arm '
-                             '(realm_ros/demonstrations.py)')
+                             '(realm_ros/programs/demonstrations.py)')
     parser.add_argument('--appearance', default='', metavar='FILE',
                         help='--world digital_real: its hidden appearance YAML (default '
                              "config/appearance/lab_demo.yaml; none = the twin's look)")
@@ -140,14 +141,14 @@ def run(args: argparse.Namespace) -> int:
     from realm_ros.core.episode import run_episode
     from realm_ros.core.policy import standard_chain
     from realm_ros.core.world import make_world
-    from realm_ros.demonstrations import (
+    from realm_ros.io.lerobot import Episode, open_writer
+    from realm_ros.programs.demonstrations import (
         DemoSite,
         confirm_scene,
         demo_world,
         demonstrator_factory,
         resolve_hidden,
     )
-    from realm_ros.io.lerobot import Episode, open_writer
 
     require_positive('--episodes', args.episodes)
     require_non_negative('--noise', args.noise, 'rad')

@@ -8,7 +8,7 @@
    not re-run the arm to re-check a re-identified twin).
 4. The agreement before and after, side by side.
 
-``realm-ros demo --vision`` is the second demo (:mod:`realm_ros.vision_demo`,
+``realm-ros demo --vision`` is the second demo (:mod:`realm_ros.programs.vision_demo`,
 docs/vision-demo.md): a learned ladder trained on the digital real's demonstrations, digital real
 (hidden appearance and dynamics) vs the twin as it is, with calibrated cameras, calibrated +
 visual matching, variant aggregation (the calibrated twin over ``--variants`` looks) and with
@@ -312,9 +312,10 @@ def _vision_inputs(args: argparse.Namespace, out: pathlib.Path, columns: list[st
 
 def run_vision(args: argparse.Namespace) -> int:
     """The vision demo: make the twin's inputs, run the paired episodes, print the table."""
-    from realm_ros import console, vision_demo
+    from realm_ros import console
     from realm_ros.commands.episode import parse_image_size
-    from realm_ros.demonstrations import WORLDS, resolve_hidden
+    from realm_ros.programs import vision_demo
+    from realm_ros.programs.demonstrations import WORLDS, resolve_hidden
 
     os.environ.setdefault('MUJOCO_GL', 'egl')
     console.set_quiet(args.quiet)

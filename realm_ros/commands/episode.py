@@ -13,7 +13,7 @@ import os
 import pathlib
 
 from realm_ros.commands import require_non_negative, require_positive
-from realm_ros.core import robot, tasks
+from realm_ros.core import backends, robot, tasks
 from realm_ros.core.config import CAMERA_NAMES, PolicyNodeConfig, WorldConfig, renamed
 from realm_ros.core.errors import ConfigError
 from realm_ros.core.types import DEFAULT_MAX_STEPS, EpisodeSpec
@@ -46,7 +46,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help='rendered image size WxH, px (DROID stores 320x180)')
     parser.add_argument('--sim-params', default='', help='YAML of identified friction/armature')
     parser.add_argument('--backend', default='mujoco',
-                        choices=('mujoco', 'digital_real', 'physx', 'isaac'),
+                        choices=backends.STANDALONE,
                         type=lambda name: renamed(name, '--backend'),
                         help='mujoco = the twin, digital_real = the digital real physics, physx = '
                              'the twin on kit-less PhysX, isaac = Isaac Sim (not run)')

@@ -25,7 +25,7 @@ import sys
 
 import numpy as np
 
-from realm_ros.core import robot, sysid
+from realm_ros.core import backends, robot, sysid
 from realm_ros.core.config import (
     DigitalRealDynamics,
     DynamicsParams,
@@ -125,7 +125,8 @@ def measure(dynamics_file: str = '', sim_params_file: str = '', duration_s: floa
     q = {}
     velocity = np.empty_like(targets)
     for name, world in worlds.items():
-        q[name] = rollout(world, targets, seed, velocity if name == 'digital_real' else None)
+        is_real = backends.get(world.name).real  # the digital real's velocities are recorded
+        q[name] = rollout(world, targets, seed, velocity if is_real else None)
         world.close()
 
     def rms(a: np.ndarray) -> list[float]:

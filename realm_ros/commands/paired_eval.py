@@ -21,7 +21,7 @@ from realm_ros.commands import (
     policy_specs,
     stopping,
 )
-from realm_ros.core import perturbations, provenance
+from realm_ros.core import backends, perturbations, provenance
 from realm_ros.core.config import flags_named, renamed
 from realm_ros.core.errors import ConfigError, InfrastructureError
 from realm_ros.core.evaluation import EvalConfig
@@ -37,10 +37,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              'an existing one is resumed')
     parser.add_argument('--config', type=pathlib.Path, default=None,
                         help='evaluation YAML (default: config/paired_eval.yaml)')
-    parser.add_argument('--real', choices=('digital_real', 'franka'), default=None,
+    parser.add_argument('--real', choices=backends.REAL, default=None,
                         type=lambda name: renamed(name, '--real'),
                         help='real world: the digital real or the arm via franka_ros2')
-    parser.add_argument('--sim', choices=('mujoco', 'physx', 'isaac'), default=None,
+    parser.add_argument('--sim', choices=backends.SIM, default=None,
                         help='simulated twin')
     add_list_argument(parser, '--tasks', 'task names', 'TASK')
     parser.add_argument('--policies', nargs='+', default=None,
@@ -172,7 +172,7 @@ def check_records(config: EvalConfig, out: pathlib.Path, execute_horizon: int,
     if not path.is_file():
         return []
     from realm_ros.core.evaluation import EpisodeLog
-    from realm_ros.paired import FLAGS, settings_of
+    from realm_ros.programs.paired import FLAGS, settings_of
     return provenance.reconcile(EpisodeLog(path), settings_of(config, execute_horizon),
                                 rerun_changed, str(out), FLAGS)
 
@@ -207,7 +207,7 @@ def variant_aggregation(config: EvalConfig, variants: Any, out: pathlib.Path,
     import json
 
     from realm_ros.commands.sweep import policy_cameras
-    from realm_ros.report import add_variant_aggregation
+    from realm_ros.programs.report import add_variant_aggregation
     from realm_ros.sweep.variants import format_table, run_variant_aggregation
 
     path = out / 'summary.json'
@@ -247,13 +247,13 @@ def run(args: argparse.Namespace) -> int:
     # Before any node starts: records made with other settings are refused (or re-run).
     changed = check_records(config, out, args.execute_horizon or 0, args.rerun_changed)
     if changed:
-        from realm_ros.paired import FLAGS
+        from realm_ros.programs.paired import FLAGS
         console.warn(provenance.rerun_line(changed, FLAGS))
     variants = None
     if getattr(args, 'variant_aggregation', 0):
         from realm_ros.core.appearance import VariantSet
         variants = VariantSet(args.variant_aggregation, config.seed)
-        if config.sim != 'mujoco':
+        if not backends.get(config.sim).looks:
             raise ConfigError(f'--variant-aggregation dresses the MuJoCo twin; --sim is '
                               f'{config.sim!r}')
     if args.reuse_real is not None:

@@ -26,7 +26,7 @@ import sys
 import time
 from typing import Any
 
-from realm_ros.core import provenance
+from realm_ros.core import backends, provenance
 from realm_ros.core.errors import ConfigError, DataError
 
 MODES = ('train', 'eval')
@@ -328,7 +328,7 @@ def _write_summary(folder: pathlib.Path, section: dict[str, Any]) -> None:
     path.write_text(json.dumps(summary, indent=2))
     if 'per_policy' not in summary or 'pairs' not in summary:
         return  # a sweep's summary: the sweep report is its own
-    from realm_ros.report import write_report
+    from realm_ros.programs.report import write_report
     config = summary.get('config') or {}
     write_report(folder, summary, {
         'real': config.get('real', ''),
@@ -413,7 +413,7 @@ def run_train(args: argparse.Namespace) -> int:
           f'{meta["train_s"]} s')
     if args.validate:
         scorer = learned.LearnedScorer(checkpoint)
-        digital = [e for e in validation if e.world == 'digital_real']
+        digital = [e for e in validation if backends.get(e.world).hidden]
         _print_table(f'validation (training plan, seeds {learned.VALIDATION_SEEDS})', [
             ('validation', learned.evaluate(scorer, validation),
              learned.baselines(validation, episodes)),

@@ -35,11 +35,18 @@ from realm_ros.commands import (
     stopping,
     task_names,
 )
-from realm_ros.core import perturbations, provenance
+from realm_ros.core import backends, perturbations, provenance
 from realm_ros.core.config import CAMERA_NAMES
 from realm_ros.core.errors import ConfigError, InfrastructureError, RealmError
 from realm_ros.core.evaluation import PolicyEntry, scored
-from realm_ros.core.sweep import FLAGS, Cell, SweepConfig, plan_cells, skipped_cells
+from realm_ros.core.sweep import (
+    FLAGS,
+    LOOK_WORLDS,
+    Cell,
+    SweepConfig,
+    plan_cells,
+    skipped_cells,
+)
 from realm_ros.core.types import DEFAULT_MAX_STEPS, record_role
 from realm_ros.sweep.mjx import refuse_on_gpu, solver_iterations
 
@@ -74,7 +81,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--cameras', action='store_true',
                         help='render every camera (vision policies get theirs anyway)')
     parser.add_argument('--worlds', nargs='+', default=['mujoco'],
-                        choices=('mujoco', 'physx', 'matched', 'variants'),
+                        choices=(*backends.SWEEPABLE, *LOOK_WORLDS),
                         help='worlds: the MuJoCo twin, the twin on kit-less PhysX, the visually '
                              'matched twin (--visual-match), the twin over --twin-variants looks '
                              '(episode k on variant k mod N)')
@@ -164,6 +171,12 @@ def policy_cameras(entry: PolicyEntry, every: bool) -> tuple[str, ...]:
     return tuple(c for c in CAMERA_NAMES if every or c in declared)
 
 
+def _engines(world: str) -> tuple[str, ...]:
+    """The GPU engines of sweep world ``world`` (none for a looked world)."""
+    backend = backends.BACKENDS.get(world)
+    return backend.gpu_engines if backend else ()
+
+
 def build_config(args: argparse.Namespace) -> SweepConfig:
     """Return the sweep's config from the flags."""
     require_positive('--episodes-per-cell', args.episodes_per_cell)
@@ -174,7 +187,7 @@ def build_config(args: argparse.Namespace) -> SweepConfig:
     policies = policy_specs(args.policies)
     if args.device == 'gpu':
         engine = gpu_engine(getattr(args, 'gpu_engine', 'auto'), policies)
-        worlds = tuple(dict.fromkeys(engine if w == 'mujoco' else w for w in worlds))
+        worlds = tuple(dict.fromkeys(engine if engine in _engines(w) else w for w in worlds))
     match = getattr(args, 'visual_match', '')
     if match:
         match_dir = pathlib.Path(match).expanduser().resolve()

@@ -18,7 +18,7 @@ def run(args: argparse.Namespace) -> int:
     """Write the files, or with ``--check`` report whether the committed ones are current."""
     import pathlib
 
-    from realm_ros import description
+    from realm_ros.programs import description
 
     if args.check:
         out = pathlib.Path(args.out_dir)

@@ -19,7 +19,7 @@ from typing import Any, Iterator, Mapping, Sequence, TypeVar
 import numpy as np
 import yaml
 
-from realm_ros.core import robot
+from realm_ros.core import backends, robot
 from realm_ros.core.errors import ConfigError
 
 T = TypeVar('T')
@@ -31,7 +31,10 @@ def field(default: Any, help: str, **kwargs: Any) -> Any:  # noqa: A002 - mirror
     """Return a dataclass field carrying its description (and ``choices`` if given)."""
     metadata: dict[str, Any] = {'help': help}
     if 'choices' in kwargs:
-        metadata['choices'] = tuple(kwargs.pop('choices'))
+        choices = kwargs.pop('choices')
+        # A live view of a registry (core.backends.names) stays live: a backend registered
+        # later is a choice all the same.
+        metadata['choices'] = choices if isinstance(choices, backends.Names) else tuple(choices)
     if isinstance(default, (list, tuple)):
         value = tuple(default)
         return dataclasses.field(default_factory=lambda: value, metadata=metadata, **kwargs)
@@ -125,8 +128,7 @@ def check_step_size(obj: Any, name: str = 'sigma0') -> None:
 RENAMED = {'fake': 'digital_real', 'fake_franka': 'digital_real',
            'fake_franka.yaml': 'digital_real.yaml',
            'fake_franka_params_file': 'digital_real_params_file',
-           'FakeFrankaConfig': 'DigitalRealConfig',
-           'realm_ros.backends.fake_franka': 'realm_ros.backends.digital_real'}
+           'FakeFrankaConfig': 'DigitalRealConfig'}
 _WARNED: set[tuple[str, str]] = set()
 
 
@@ -365,8 +367,7 @@ class SimulationConfig:
 class WorldConfig(SimulationConfig):
     """Parameters of a world (``world_node`` declares each field as a ROS parameter)."""
 
-    backend: str = field('mujoco', 'world backend', choices=(
-        'mujoco', 'digital_real', 'franka', 'isaac', 'physx'))
+    backend: str = field('mujoco', 'world backend', choices=backends.names())
     lockstep_timeout_s: float = field(
         2.0, 'lockstep: wall seconds to wait for a command before stepping with the held target')
     camera_rig_file: str = field(

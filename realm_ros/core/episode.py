@@ -76,7 +76,7 @@ def make_tracker(task: str, spec: EpisodeSpec | None = None,
     object, SB-VRB the skill: ``perturbations.scored_task``). ``drawer_rule``: see
     :data:`~realm_ros.core.tasks.DRAWER_RULES`.
     """
-    if task in ('', 'empty'):
+    if tasks.is_empty(task):
         return None
     if spec is None:
         return tasks.ProgressTracker(task, drawer_rule)

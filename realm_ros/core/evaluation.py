@@ -21,7 +21,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from realm_ros.core import metrics, perturbations, prediction, tasks
+from realm_ros.core import backends, metrics, perturbations, prediction, tasks
 from realm_ros.core.config import field, from_mapping, load_yaml, renamed, ros_parameters
 from realm_ros.core.errors import ConfigError, DataError
 from realm_ros.core.provenance import MADE_BY
@@ -109,8 +109,8 @@ class EvalConfig:
     max_steps: int = field(DEFAULT_MAX_STEPS, 'control steps per episode (REALM: 800)')
     seed: int = field(0, 'seed of the whole evaluation (initial states derive from it)')
     real: str = field('digital_real', 'real world: digital_real (the simulated stand-in) or '
-                      'franka (the arm)', choices=('digital_real', 'franka'))
-    sim: str = field('mujoco', 'simulated twin', choices=('mujoco', 'physx', 'isaac'))
+                      'franka (the arm)', choices=backends.REAL)
+    sim: str = field('mujoco', 'simulated twin', choices=backends.SIM)
     sim_params_file: str = field('', 'identified twin parameters (friction, armature) YAML')
     real_dynamics_file: str = field('', 'digital real: hidden dynamics YAML')
     real_appearance_file: str = field(
@@ -534,15 +534,15 @@ def format_table(summary: Mapping[str, Any]) -> str:
             f'{e["policy"]:<16} {e["episodes"]:>4} {e["real_progress"]:>10.3f} '
             f'{e["sim_progress"]:>10.3f} {e["real_success"]:>10.2f} {e["sim_success"]:>10.2f}')
     agreement = summary.get('agreement', {})
-    if 'pearson_r' in agreement:
+    shown = [m for m in metrics.METRICS.values() if m.name in agreement]
+    if shown:
         lines.append('')
         lines.append(f'agreement over {summary["pairs"]} pairs (95 % paired-bootstrap '
-                     f'intervals over starts): Pearson r = {_fmt_ci(agreement, "pearson_r")}, '
-                     f'MMRV = {_fmt_ci(agreement, "mmrv")}, '
-                     f'mean |real - sim| = {_fmt_ci(agreement, "mean_abs_gap")}')
+                     'intervals over starts): '
+                     + ', '.join(f'{m.label} = {m.with_interval(agreement)}' for m in shown))
         for task, a in agreement.get('per_task', {}).items():
-            lines.append(f'  {task:<28} r = {_fmt_ci(a, "pearson_r")}  MMRV = '
-                         f'{_fmt_ci(a, "mmrv")}  gap = {_fmt_ci(a, "mean_abs_gap")}')
+            lines.append(f'  {task:<28} '
+                         + '  '.join(f'{m.short} = {m.with_interval(a)}' for m in shown))
     if summary.get('kruskal'):
         lines.append('')
         lines.append('Kruskal-Wallis sim vs real per policy (progression; success):')
@@ -579,13 +579,6 @@ def format_table(summary: Mapping[str, Any]) -> str:
             lines.append(f'  a fixed design would need about {decided["fixed_design_total"]} '
                          'pairs for the same confidence (realm-ros metrics --power)')
     return '\n'.join(lines)
-
-
-def _fmt_ci(agreement: Mapping[str, Any], name: str) -> str:
-    """Return ``agreement[name]`` with its ``ci95`` interval, ``0.912 [0.80, 0.99]``."""
-    ci = (agreement.get('ci95') or {}).get(name)
-    text = _fmt(agreement[name])
-    return f'{text} [{_fmt(ci[0])}, {_fmt(ci[1])}]' if ci else text
 
 
 def _fmt(value: float) -> str:

@@ -5,7 +5,9 @@ The TCP is the twin's ``tcp`` site: the flange (``panda_link8``) rotated -pi/4 a
 pads). The fingers close along the TCP frame's y axis; the TCP z axis is the approach direction.
 Frames: ``base_link`` (z up). Units: m, rad.
 
-Two implementations of the same maths. The fast path (:func:`tcp_pose`, :func:`tcp_jacobian`,
+The forward kinematics is :func:`realm_ros.core.robot.link_poses` (one implementation, one
+configuration or a batch), with the gripper mount as its tool. Two implementations of the rest
+of the maths. The fast path (:func:`tcp_pose`, :func:`tcp_jacobian`,
 :func:`solve_ik`) is what the scripted policy runs every control step: the eight link transforms
 filled in at once from the DH table, the Jacobian's cross products on whole columns, the rotation
 error in scalars, and the null-space projection ``(I - pinv(J) J) v`` applied as
@@ -32,41 +34,15 @@ _MOUNT = np.array([[math.cos(-math.pi / 4), -math.sin(-math.pi / 4), 0.0, 0.0],
                    [0.0, 0.0, 1.0, TCP_OFFSET],
                    [0.0, 0.0, 0.0, 1.0]])
 
-# The fast path's constant parts of the modified-DH transforms (robot.dh_transform), one row
-# per link (link1..link7, flange).
 _N = robot.NUM_ARM_JOINTS
-_DH = np.array(robot.DH_MODIFIED)  # (8, 3): a, d, alpha
-_CA = np.array([math.cos(alpha) for alpha in _DH[:, 2]])
-_SA = np.array([math.sin(alpha) for alpha in _DH[:, 2]])
-_TEMPLATE = np.zeros((len(_DH), 4, 4))
-_TEMPLATE[:, 0, 3] = _DH[:, 0]
-_TEMPLATE[:, 1, 2] = -_SA
-_TEMPLATE[:, 1, 3] = -_SA * _DH[:, 1]
-_TEMPLATE[:, 2, 2] = _CA
-_TEMPLATE[:, 2, 3] = _CA * _DH[:, 1]
-_TEMPLATE[:, 3, 3] = 1.0
 _LOWER = robot.JOINT_LOWER + 1e-3
 _UPPER = robot.JOINT_UPPER - 1e-3
 
 
 def _link_poses(q: np.ndarray) -> np.ndarray:
-    """Return the (9, 4, 4) poses of link1..link7, the flange and the TCP in ``base_link``."""
-    theta = np.zeros(len(_DH))
-    theta[:_N] = q
-    ct, st = np.cos(theta), np.sin(theta)
-    local = _TEMPLATE.copy()
-    local[:, 0, 0] = ct
-    local[:, 0, 1] = -st
-    local[:, 1, 0] = st * _CA
-    local[:, 1, 1] = ct * _CA
-    local[:, 2, 0] = st * _SA
-    local[:, 2, 1] = ct * _SA
-    poses = np.empty((len(_DH) + 1, 4, 4))
-    poses[0] = local[0]
-    for i in range(1, len(_DH)):
-        np.matmul(poses[i - 1], local[i], out=poses[i])
-    np.matmul(poses[-2], _MOUNT, out=poses[-1])
-    return poses
+    """Return the (9, 4, 4) poses of link1..link7, the flange and the TCP in ``base_link``
+    (``robot.link_poses`` with the gripper mount as its tool; (B, 9, 4, 4) for (B, 7))."""
+    return robot.link_poses(q, _MOUNT)
 
 
 def _checked(q: ArrayLike) -> np.ndarray:
@@ -238,33 +214,12 @@ def solve_ik_reference(position: ArrayLike, rotation: np.ndarray, q_start: Array
     return q, err_norm
 
 
-def _link_poses_batch(q: np.ndarray) -> np.ndarray:
-    """:func:`_link_poses` for a batch: (B, 7) joints -> (B, 9, 4, 4) poses."""
-    n = len(q)
-    theta = np.zeros((n, len(_DH)))
-    theta[:, :_N] = q
-    ct, st = np.cos(theta), np.sin(theta)
-    local = np.broadcast_to(_TEMPLATE, (n,) + _TEMPLATE.shape).copy()
-    local[:, :, 0, 0] = ct
-    local[:, :, 0, 1] = -st
-    local[:, :, 1, 0] = st * _CA
-    local[:, :, 1, 1] = ct * _CA
-    local[:, :, 2, 0] = st * _SA
-    local[:, :, 2, 1] = ct * _SA
-    poses = np.empty((n, len(_DH) + 1, 4, 4))
-    poses[:, 0] = local[:, 0]
-    for i in range(1, len(_DH)):
-        np.matmul(poses[:, i - 1], local[:, i], out=poses[:, i])
-    np.matmul(poses[:, -2], _MOUNT, out=poses[:, -1])
-    return poses
-
-
 def tcp_pose_batch(q: ArrayLike) -> np.ndarray:
     """Return the (B, 4, 4) TCP poses at joint configurations ``q`` (B, 7)."""
     joints = np.asarray(q, dtype=float)
     if joints.ndim != 2 or joints.shape[1] != _N:
         raise ValueError(f'q must have shape (B, 7), got {joints.shape}')
-    return _link_poses_batch(joints)[:, -1]
+    return _link_poses(joints)[:, -1]
 
 
 def _rotation_error_batch(current: np.ndarray, desired: np.ndarray) -> np.ndarray:
@@ -310,7 +265,7 @@ def solve_ik_batch(position: ArrayLike, rotation: ArrayLike, q_start: ArrayLike,
         if not len(live):
             break
         ql = q[live]
-        poses = _link_poses_batch(ql)
+        poses = _link_poses(ql)
         tcp = poses[:, -1]
         dp = target[live] - tcp[:, :3, 3]
         dr = _rotation_error_batch(tcp[:, :3, :3], desired[live])

@@ -301,25 +301,97 @@ def bradley_terry(
     return sorted(ranked, key=lambda r: -r.score)
 
 
+@dataclasses.dataclass(frozen=True)
+class Metric:
+    """One real-vs-sim agreement figure over per-policy scores, defined once.
+
+    ``summarize`` computes it into ``summary.json`` (``agreement``, ``per_task`` and their
+    ``ci95``), and the paired-eval console table and ``report.html`` print it, all from this
+    record (docs/extending.md, "A metric").
+
+    Attributes:
+        name: its key in ``summary.json``'s ``agreement`` (``pearson_r``).
+        compute: ``compute(sim=, real=) -> float`` over paired per-policy scores.
+        label: its name in the console's agreement line (``Pearson r``).
+        short: its name in the console's per-task lines (``r``).
+        title: its name in the report's agreement paragraph (default: ``label``).
+        column: its report table column (default: ``label``), ``[95% CI]`` appended.
+        format: format spec of its value and interval (``.3f``).
+        better: ``higher`` or ``lower``: which way is closer agreement.
+        interval: how its interval is drawn: ``paired_bootstrap`` (over starts,
+            :func:`agreement_intervals`) or ``none``.
+    """
+
+    name: str
+    compute: Callable[..., float]
+    label: str
+    short: str
+    title: str = ''
+    column: str = ''
+    format: str = '.3f'
+    better: str = 'higher'
+    interval: str = 'paired_bootstrap'
+
+    def __post_init__(self) -> None:
+        if self.better not in ('higher', 'lower'):
+            raise DataError(f'metric {self.name!r}: better must be higher or lower')
+        if self.interval not in INTERVALS:
+            raise DataError(f'metric {self.name!r}: interval must be one of {INTERVALS}')
+
+    def text(self, value: float | None) -> str:
+        """``value`` in this metric's format (``n/a`` for None or NaN)."""
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            return 'n/a'
+        return format(value, self.format)
+
+    def with_interval(self, figures: Mapping[str, Any]) -> str:
+        """``figures[name]`` and its ``ci95`` interval if it has one: ``0.912 [0.800, 0.990]``."""
+        interval = (figures.get('ci95') or {}).get(self.name)
+        text = self.text(figures[self.name])
+        return f'{text} [{self.text(interval[0])}, {self.text(interval[1])}]' if interval \
+            else text
+
+
+#: How a metric's interval is drawn (:attr:`Metric.interval`).
+INTERVALS = ('paired_bootstrap', 'none')
+
+#: The agreement metrics by name, in the order tables print them.
+METRICS: dict[str, Metric] = {}
+
+
+def register(metric: Metric) -> Metric:
+    """Add ``metric`` to :data:`METRICS` (another metric of that name is an error)."""
+    known = METRICS.get(metric.name)
+    if known is not None and known is not metric:
+        raise DataError(f'metric {metric.name!r} is already registered')
+    METRICS[metric.name] = metric
+    return metric
+
+
+register(Metric('pearson_r', pearson_r, 'Pearson r', 'r'))
+register(Metric('mmrv', mmrv, 'MMRV', 'MMRV', title='MMRV(sim, real)', better='lower'))
+register(Metric('mean_abs_gap', mean_abs_gap, 'mean |real - sim|', 'gap',
+                column='mean |gap|', better='lower'))
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class Agreement:
-    """Agreement of sim and real per-policy scores."""
+    """Agreement of sim and real per-policy scores: each of :data:`METRICS` by name."""
 
-    pearson_r: float
-    mmrv: float
-    mean_abs_gap: float
+    figures: Mapping[str, float]
     n_policies: int
 
     def as_dict(self) -> dict[str, float | int]:
-        """Return a JSON-ready dict."""
-        return dataclasses.asdict(self)
+        """Return a JSON-ready dict: the figures in :data:`METRICS` order, then ``n_policies``."""
+        return {**self.figures, 'n_policies': self.n_policies}
 
 
 def agreement(*, sim: ArrayLike, real: ArrayLike) -> Agreement:
-    """Return Pearson r, MMRV(sim, real) and the mean absolute gap for paired policy scores."""
+    """Return every :data:`METRICS` figure (Pearson r, MMRV(sim, real), the mean absolute gap,
+    and any registered since) for paired policy scores."""
     s, r = _pair(sim, real, minimum=2)
-    return Agreement(pearson_r=pearson_r(sim=s, real=r), mmrv=mmrv(sim=s, real=r),
-                     mean_abs_gap=mean_abs_gap(sim=s, real=r), n_policies=int(s.size))
+    return Agreement({name: float(m.compute(sim=s, real=r)) for name, m in METRICS.items()},
+                     n_policies=int(s.size))
 
 
 def agreement_intervals(*, sim: ArrayLike, real: ArrayLike, n_resamples: int = 2000,
@@ -353,22 +425,25 @@ def agreement_intervals(*, sim: ArrayLike, real: ArrayLike, n_resamples: int = 2
         raise DataError(f'confidence must be in (0, 1), got {confidence}')
     rng = np.random.default_rng(seed)
     idx = rng.integers(0, s.shape[1], size=(n_resamples, s.shape[1]))
-    figures: dict[str, list[float]] = {'pearson_r': [], 'mmrv': [], 'mean_abs_gap': []}
+    figures: dict[str, list[float]] = {name: [] for name, m in METRICS.items()
+                                       if m.interval == 'paired_bootstrap'}
+    used = 0
     for row in idx:
         counts = present[:, row].sum(axis=1)
         if np.any(counts == 0):
             continue
+        used += 1
         sim_mean = np.where(present, s, 0.0)[:, row].sum(axis=1) / counts
         real_mean = np.where(present, r, 0.0)[:, row].sum(axis=1) / counts
         a = agreement(sim=sim_mean, real=real_mean)
         for name in figures:
-            figures[name].append(getattr(a, name))
-    if not figures['pearson_r']:
+            figures[name].append(a.figures[name])
+    if not used:
         raise DataError('no resample had an episode of every policy: too few paired starts')
     alpha = (1.0 - confidence) / 2.0
     out: dict[str, Any] = {name: [float(v) for v in np.quantile(values, [alpha, 1.0 - alpha])]
                            for name, values in figures.items()}
-    out['resamples'] = len(figures['pearson_r'])
+    out['resamples'] = used
     out['confidence'] = confidence
     return out
 

@@ -549,16 +549,21 @@ def by_id(index: int) -> PerturbationDef:
                       f', got {index}')
 
 
-def skip_reason(task: str, code: str) -> str:
-    """Return why ``code`` cannot run on ``task`` (REALM's incompatibilities), or ''."""
+def skip_reason(task: str | tasks.TaskDef, code: str) -> str:
+    """Return why ``code`` cannot run on ``task`` (REALM's incompatibilities), or ''.
+
+    ``task`` is a :class:`~realm_ros.core.tasks.TaskDef` resolved once at the edge (a sweep's
+    plan), or a name looked up here ('' for an unknown name).
+    """
     p = get(code)
-    if task not in tasks.TASKS:
-        return ''
-    skill = tasks.TASKS[task].skill
-    why = p.incompatible.get(skill)
+    if isinstance(task, str):
+        if task not in tasks.TASKS:
+            return ''
+        task = tasks.TASKS[task]
+    why = p.incompatible.get(task.skill)
     if why is None:
         return ''
-    return f'{code} is incompatible with {skill} tasks ({task}) in REALM: {why}'
+    return f'{code} is incompatible with {task.skill} tasks ({task.name}) in REALM: {why}'
 
 
 #: Why a list of perturbations without Default gets it (the run says so).

@@ -1,8 +1,12 @@
-"""Configuration of the recorder (``recorder_node``): what to record and where."""
+"""Configuration of the recorder (``recorder_node``): what to record and where; and the
+camera-calibration :class:`Recording` a ``cameras record`` bag holds (read by
+``io/recordings.py``, used by ``backends/mujoco/calibration.py``)."""
 
 from __future__ import annotations
 
 import dataclasses
+
+import numpy as np
 
 from realm_ros.core.config import CAMERA_NAMES, field
 from realm_ros.core.errors import ConfigError
@@ -48,3 +52,19 @@ class RecorderConfig:
                               f'or both 0, got {self.image_width}x{self.image_height}')
         if not self.bag_prefix or '/' in self.bag_prefix:
             raise ConfigError('RecorderConfig.bag_prefix must be a non-empty name without "/"')
+
+
+@dataclasses.dataclass
+class Recording:
+    """A calibration recording: per frame, the arm's joints and every camera's image."""
+
+    q: np.ndarray                 # (T, 7) rad
+    gripper: np.ndarray           # (T,) g in [0, 1]
+    images: dict[str, np.ndarray]  # camera -> (T, H, W, 3) uint8
+    path: str = ''
+
+    @property
+    def size(self) -> tuple[int, int]:
+        """(width, height) of the images, px."""
+        first = next(iter(self.images.values()))
+        return int(first.shape[2]), int(first.shape[1])

@@ -213,21 +213,63 @@ def dh_transform(a: float, d: float, alpha: float, theta: float) -> np.ndarray:
     ])
 
 
-def forward_kinematics(q: ArrayLike) -> list[np.ndarray]:
-    """Return the poses (4x4, in ``base_link``) of link1..link7 and the flange (link8).
+# The constant parts of :func:`dh_transform` per row of DH_MODIFIED (link1..link7, flange):
+# :func:`link_poses` fills in the joint angles' cosines and sines.
+_DH = np.array(DH_MODIFIED)  # (8, 3): a, d, alpha
+_CA = np.array([math.cos(alpha) for alpha in _DH[:, 2]])
+_SA = np.array([math.sin(alpha) for alpha in _DH[:, 2]])
+_TEMPLATE = np.zeros((len(_DH), 4, 4))
+_TEMPLATE[:, 0, 3] = _DH[:, 0]
+_TEMPLATE[:, 1, 2] = -_SA
+_TEMPLATE[:, 1, 3] = -_SA * _DH[:, 1]
+_TEMPLATE[:, 2, 2] = _CA
+_TEMPLATE[:, 2, 3] = _CA * _DH[:, 1]
+_TEMPLATE[:, 3, 3] = 1.0
 
-    Pure numpy from :data:`DH_MODIFIED`; used to check the MJCF and URDF built from the same table.
+
+def link_poses(q: ArrayLike, tool: np.ndarray | None = None) -> np.ndarray:
+    """The arm's forward kinematics, the one implementation: poses in ``base_link`` of
+    link1..link7 and the flange (link8), and of ``tool`` (a fixed 4x4 transform from the flange,
+    the gripper's TCP) when given.
+
+    ``q`` is (..., 7): one configuration gives (8, 4, 4) (9 with a tool), a batch (B, 7) gives
+    (B, 8, 4, 4); every link transform is filled in at once from :data:`DH_MODIFIED` (the
+    modified-DH transform of :func:`dh_transform`), then chained. The flange Jacobian, the TCP
+    pose, IK (``core/kinematics.py``) and the PhysX twin's batched Jacobians are views of it.
+    """
+    joints = np.asarray(q, dtype=float)
+    if joints.shape[-1:] != (NUM_ARM_JOINTS,):
+        raise ValueError(f'q must have shape (..., 7), got {joints.shape}')
+    lead = joints.shape[:-1]
+    theta = np.zeros(lead + (len(_DH),))
+    theta[..., :NUM_ARM_JOINTS] = joints
+    ct, st = np.cos(theta), np.sin(theta)
+    local = np.broadcast_to(_TEMPLATE, lead + _TEMPLATE.shape).copy()
+    local[..., 0, 0] = ct
+    local[..., 0, 1] = -st
+    local[..., 1, 0] = st * _CA
+    local[..., 1, 1] = ct * _CA
+    local[..., 2, 0] = st * _SA
+    local[..., 2, 1] = ct * _SA
+    poses = np.empty(lead + (len(_DH) + (tool is not None), 4, 4))
+    poses[..., 0, :, :] = local[..., 0, :, :]
+    for i in range(1, len(_DH)):
+        np.matmul(poses[..., i - 1, :, :], local[..., i, :, :], out=poses[..., i, :, :])
+    if tool is not None:
+        np.matmul(poses[..., -2, :, :], tool, out=poses[..., -1, :, :])
+    return poses
+
+
+def forward_kinematics(q: ArrayLike) -> list[np.ndarray]:
+    """Return the poses (4x4, in ``base_link``) of link1..link7 and the flange (link8) at one
+    configuration ``q`` (7,): :func:`link_poses`, as a list.
+
+    Used to check the MJCF and URDF built from the same table, and by the safety rules.
     """
     joints = np.asarray(q, dtype=float)
     if joints.shape != (NUM_ARM_JOINTS,):
         raise ValueError(f'q must have shape (7,), got {joints.shape}')
-    pose = np.eye(4)
-    poses = []
-    for i, (a, d, alpha) in enumerate(DH_MODIFIED):
-        theta = joints[i] if i < NUM_ARM_JOINTS else 0.0
-        pose = pose @ dh_transform(a, d, alpha, theta)
-        poses.append(pose)
-    return poses
+    return list(link_poses(joints))
 
 
 def flange_jacobian(q: ArrayLike) -> np.ndarray:

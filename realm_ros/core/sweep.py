@@ -15,27 +15,31 @@ is the record's backend (``mujoco``, ``physx``, ``mjx``, ``warp``): a re-run ski
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from realm_ros.core import metrics, perturbations, prediction, provenance
+from realm_ros.core import backends, metrics, perturbations, prediction, provenance
 from realm_ros.core.errors import ConfigError, DataError
 from realm_ros.core.evaluation import EvalConfig, PolicyEntry, derive_seed, scored
+from realm_ros.core.tasks import TaskDef, get_task
 from realm_ros.core.types import DEFAULT_MAX_STEPS, EpisodeSpec, record_role
 
 #: Worlds a sweep runs: the MuJoCo twin, the twin on kit-less PhysX, and the twin batched in
 #: MJX on a GPU (``--device gpu``; the scripted ladder only, run by a GPU batch worker), the
 #: twin batched on MuJoCo Warp (``--device gpu`` for learned policies: cameras ray traced and
 #: the policy run on the device, ``sweep/warp.py``), and the twin with another look.
-WORLDS = ('mujoco', 'physx', 'mjx', 'warp', 'matched', 'variants')
 #: Worlds that are the MuJoCo twin with another look: ``matched`` (visual matching, a
 #: ``cameras match`` folder) and ``variants`` (SIMPLER's variant aggregation: episode k on
 #: variant k mod N of :class:`~realm_ros.core.appearance.VariantSet`).
 LOOK_WORLDS = ('matched', 'variants')
-#: Worlds whose cells a GPU batch worker runs (a CPU worker runs the others).
-BATCH_WORLDS = ('mjx', 'warp')
+#: Worlds whose cells a GPU batch worker runs (a CPU worker runs the others): the registered
+#: backends' GPU engines (``Backend.gpu_engines``).
+BATCH_WORLDS = backends.gpu_engines()
+#: The sweepable backends (``Backend.sweep``), their GPU engines, the looked worlds.
+WORLDS = (*backends.SWEEPABLE, *BATCH_WORLDS, *LOOK_WORLDS)
 #: Record fields that differ between two runs of the same cell (the wall clock).
 TIMING_FIELDS = ('wall_time_s',)
 
@@ -105,6 +109,7 @@ class SweepConfig:
                            seed=self.seed)
             except ConfigError as err:
                 raise ConfigError(str(err).replace('EvalConfig.', 'SweepConfig.')) from None
+        self.task_defs  # noqa: B018 - the names resolved to TaskDefs here, once, at the edge
         # A perturbation's delta needs its baseline: Default runs too (the command says so).
         object.__setattr__(self, 'perturbations', perturbations.with_baseline(self.perturbations))
         if 'mjx' in self.worlds and any(e.policy != 'scripted' for e in self.policy_entries()):
@@ -115,6 +120,12 @@ class SweepConfig:
     def policy_entries(self) -> list[PolicyEntry]:
         """Return the parsed policy entries."""
         return [PolicyEntry.parse(p) for p in self.policies]
+
+    @functools.cached_property
+    def task_defs(self) -> tuple[TaskDef, ...]:
+        """The tasks, resolved once (when the config is made): the plan passes these down,
+        not names to look up again."""
+        return tuple(get_task(name) for name in self.tasks)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -178,9 +189,10 @@ def plan_cells(config: SweepConfig,
     cams = {e.label: (cameras_for(e) if cameras_for else ()) for e in entries}
     cells = []
     for world in config.worlds:
-        for task in config.tasks:
+        for task_def in config.task_defs:
+            task = task_def.name
             for code in config.perturbations:
-                if perturbations.skip_reason(task, code):
+                if perturbations.skip_reason(task_def, code):
                     continue
                 for intensity in config.intensities:
                     for k in range(config.episodes_per_cell):
@@ -241,9 +253,9 @@ def _look(config: SweepConfig, world: str, k: int) -> dict[str, Any]:
 
 def skipped_cells(config: SweepConfig) -> list[dict[str, str]]:
     """Return the (task, perturbation) pairs REALM cannot run, each with the reason."""
-    return [{'task': t, 'perturbation': c, 'reason': perturbations.skip_reason(t, c)}
-            for t in config.tasks for c in config.perturbations
-            if perturbations.skip_reason(t, c)]
+    reasons = [(t.name, c, perturbations.skip_reason(t, c))
+               for t in config.task_defs for c in config.perturbations]
+    return [{'task': t, 'perturbation': c, 'reason': why} for t, c, why in reasons if why]
 
 
 def comparable(record: Mapping[str, Any]) -> dict[str, Any]:

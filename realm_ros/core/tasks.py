@@ -51,8 +51,8 @@ from realm_ros.core.errors import ConfigError, DataError
 from realm_ros.core.skills import DRAWER_RULES
 from realm_ros.core.types import Progress
 
-__all__ = ['DRAWER_RULES', 'SKILL_STAGES', 'TASKS', 'ProgressTracker', 'TaskDef', 'empty_progress',
-           'get_task', 'register', 'stage_predicates']
+__all__ = ['DRAWER_RULES', 'EMPTY', 'SKILL_STAGES', 'TASKS', 'ProgressTracker', 'TaskDef',
+           'empty_progress', 'get_task', 'is_empty', 'register', 'stage_predicates']
 
 #: REALM's fallback reset pose where neither the task YAML nor the scene sets one
 #: (``construct_environment_config``: [0, -pi/5, 0, -4pi/5, 0, 3pi/5, 0]). ``pick_water_bottle``'s
@@ -455,6 +455,15 @@ class ProgressTracker:
         self._max = max(self._max, value)
         return Progress(task=self.task.name, stages=self.task.stages, met=tuple(self._met),
                         progression=value, max_progression=self._max, step=step)
+
+
+#: The task name of the empty table (no objects, nothing scored); '' means the same.
+EMPTY = 'empty'
+
+
+def is_empty(task: str) -> bool:
+    """The empty-task rule, once: ``task`` names the empty table (:data:`EMPTY` or '')."""
+    return task in ('', EMPTY)
 
 
 def empty_progress(task: str, step: int = 0) -> Progress:

@@ -1,4 +1,5 @@
-"""The ``World`` interface every backend implements, and the factory that picks one by name.
+"""The ``World`` interface every backend implements, and the factory that builds one by name
+(from its record in :mod:`realm_ros.core.backends`).
 
 A world is the arm plus its scene: the MuJoCo twin, the digital real's physics, Isaac Sim, or the
 real arm through franka_ros2. The episode loop, the nodes and the evaluator only see this
@@ -12,47 +13,13 @@ import importlib
 import os
 from typing import Any, Callable, Mapping
 
+from realm_ros.core import backends
 from realm_ros.core.config import DynamicsParams, WorldConfig, configured_latency
 from realm_ros.core.errors import BackendUnavailable, ConfigError
 from realm_ros.core.types import Action, EpisodeSpec, Observation
 
-#: Backend name -> ``module:Class``; imported only when chosen, so the MuJoCo install never
-#: needs Isaac Sim and the lab install never needs MuJoCo's renderer.
-BACKENDS: dict[str, str] = {
-    'mujoco': 'realm_ros.backends.mujoco.world:MujocoWorld',
-    'digital_real': 'realm_ros.backends.digital_real:DigitalRealWorld',
-    'physx': 'realm_ros.backends.physx.world:PhysxWorld',
-    'isaac': 'realm_ros.backends.isaac:IsaacWorld',
-    'franka': 'realm_ros.backends.franka:make_bridge_world',
-}
-
-
-#: Backend name -> ``module:function(task, seed) -> dict`` drawing a task's initial state (object
-#: poses, fixtures, reset pose) from a seed; imported only when asked for, like :data:`BACKENDS`.
-SCENE_SAMPLERS: dict[str, str] = {
-    'mujoco': 'realm_ros.backends.mujoco.world:sample_initial_state',
-}
-
-#: Backend -> ``perturbed(spec, params) -> initial_state``: the scene state a perturbation
-#: (VB-POSE, added objects) gives ``spec.initial_state``, so the real arm's operator sets it up.
-PERTURBED_STATES: dict[str, str] = {
-    'mujoco': 'realm_ros.backends.mujoco.perturb:perturbed_initial_state',
-}
-
-
-#: Backends this release ships but has never run, with the reason. ``make_world`` refuses them
-#: unless the environment variable :data:`TRY_NOT_RUN` names them (a lab trying it knowingly).
-NOT_BUILT: dict[str, str] = {
-    'isaac': 'the Isaac Sim world (realm_ros/backends/isaac) has NOT been run: Isaac Sim needs '
-             'an RTX GPU, which the project has not had. Its calls are checked against Isaac '
-             "Sim 6.2's published API and it shares scene, controller and parameters with the "
-             'PhysX twin that does run (backend physx). To try it on an RTX machine with Isaac '
-             'Sim 6.x: REALM_ROS_TRY_NOT_RUN=isaac realm-ros episode --backend isaac --task '
-             'stack_cubes (realm-ros doctor checks the install). Otherwise use backend physx '
-             'or mujoco.',
-}
-
-#: Environment variable listing NOT_BUILT backends to build anyway (comma-separated).
+#: Environment variable listing not-run backends (``Backend.not_run``) to build anyway
+#: (comma-separated).
 TRY_NOT_RUN = 'REALM_ROS_TRY_NOT_RUN'
 
 
@@ -146,15 +113,11 @@ def make_world(config: WorldConfig, host: Any = None, **kwargs: Any) -> World:
         ConfigError: unknown backend name.
         BackendUnavailable: the backend's dependencies are not installed here.
     """
-    if config.backend in NOT_BUILT and config.backend not in os.environ.get(
-            TRY_NOT_RUN, '').split(','):
-        raise BackendUnavailable(f'world backend {config.backend!r}: {NOT_BUILT[config.backend]}')
-    target = BACKENDS.get(config.backend)
-    if target is None:
-        raise ConfigError(
-            f'unknown world backend {config.backend!r}; choose one of {sorted(BACKENDS)}')
+    backend = backends.get(config.backend)
+    if backend.not_run and config.backend not in os.environ.get(TRY_NOT_RUN, '').split(','):
+        raise BackendUnavailable(f'world backend {config.backend!r}: {backend.not_run}')
     try:
-        cls = _import_target(target)
+        cls = _import_target(backend.target)
     except ImportError as err:
         raise BackendUnavailable(
             f'world backend {config.backend!r} cannot be loaded here: {err}') from err
@@ -163,12 +126,14 @@ def make_world(config: WorldConfig, host: Any = None, **kwargs: Any) -> World:
     return cls(config, **kwargs)
 
 
-def _scene_function(table: Mapping[str, str], backend: str) -> Callable[..., dict] | None:
-    """Import ``table[backend]`` (``module:function``); None if the backend is not installed."""
-    target = table.get(backend)
-    if target is None:
+def _scene_function(kind: str, backend: str) -> Callable[..., dict] | None:
+    """Import ``backend``'s ``kind`` target (``module:function``, a :class:`Backend` field);
+    None if the backend is not installed."""
+    target = getattr(backends.BACKENDS.get(backend), kind, '')
+    if not target:
+        having = sorted(n for n, b in backends.BACKENDS.items() if getattr(b, kind))
         raise ConfigError(
-            f'no scene function for backend {backend!r}; choose one of {sorted(table)}')
+            f'no scene function for backend {backend!r}; choose one of {having}')
     try:
         return _import_target(target)
     except ImportError:
@@ -188,10 +153,10 @@ def initial_state_sampler(backend: str = 'mujoco') -> Callable[[str, int], dict]
     The paired evaluation draws each episode's initial state once, from the twin's scenes, and
     gives the same explicit state to the real and the simulated world.
     """
-    return _scene_function(SCENE_SAMPLERS, backend)
+    return _scene_function('scene_sampler', backend)
 
 
 def perturbed_state_function(backend: str = 'mujoco') -> Callable[..., dict] | None:
     """Return ``backend``'s ``perturbed(spec, params) -> initial_state``, or None (see
-    :data:`PERTURBED_STATES`)."""
-    return _scene_function(PERTURBED_STATES, backend)
+    ``Backend.perturbed_state``)."""
+    return _scene_function('perturbed_state', backend)

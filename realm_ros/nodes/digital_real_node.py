@@ -82,17 +82,17 @@ from std_msgs.msg import Float64, String
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
-from realm_ros.backends.franka.hardware_state import FrankaHardwareState
-from realm_ros.core import robot
+from realm_ros.backends.franka.digital_arm import DigitalArm, StallInjector, parse_trajectory
+from realm_ros.core import robot, tasks
 from realm_ros.core.config import (
     DigitalRealConfig,
     DigitalRealDynamics,
     renamed,
     renamed_file,
 )
-from realm_ros.core.control import gripper_closure, gripper_width
+from realm_ros.core.control import gripper_width
 from realm_ros.core.errors import ConfigError, RealmError
-from realm_ros.core.types import Action, EpisodeSpec, JointState
+from realm_ros.core.types import EpisodeSpec, JointState
 from realm_ros.ros import convert, qos, topics
 from realm_ros.ros.params import declare_config
 from realm_ros.ros.runner import spin_node
@@ -117,21 +117,14 @@ class DigitalRealNode(Node):
         self.arm = robot.arm_spec(cfg.arm_id)
         self._arm_names = self.arm.joint_names
         self._finger_names = list(self.arm.finger_names)
-        # Hard stops: the imitated arm's limits where the twin's (Panda) model allows them.
-        self._lower = np.maximum(self.arm.lower, robot.JOINT_LOWER)
-        self._upper = np.minimum(self.arm.upper, robot.JOINT_UPPER)
         self._max_width = robot.GRIPPER_WIDTHS[cfg.gripper]
-        self._gripper_g = 0.0
+        # The arm's logic (trajectories, reflexes, fingers, physics time), ROS-free.
+        self.digital = DigitalArm(self.world, self.arm, self._max_width, cfg.lockstep,
+                                  cfg.control_hz)
         # franka_hardware-like state (active / reflex / recovered / inactive_controller).
-        self.hardware_state = FrankaHardwareState()
-        self.gripper_goals: list[tuple[str, float]] = []  # (action, width m) as received
-        self._schedule: list[tuple[float, np.ndarray]] = []  # (wall time due, q_d rad)
-        self._target_q = robot.RESET_Q.copy()
+        self.hardware_state = self.digital.hardware_state
         self._time_offset = 0.0  # lockstep: sim time of earlier episodes (monotonic stamps)
-        self.rejected = 0
-        self._stall_until = 0.0
-        self._next_stall = 0.0
-        self.stalls = 0
+        self._stall = StallInjector()
         for name, default, text in (
                 ('inject_state_stall_s', 0.0, 'test hook: length of each joint-state stall, s'),
                 ('inject_state_stall_every_s', 0.0,
@@ -174,10 +167,7 @@ class DigitalRealNode(Node):
                              cfg.gripper_command_action, self._on_gripper_command)
 
         self.world.reset(self._spec_from_params())
-        self._state = self.world.joint_state()
-        self._target_q = self.world.target[0]
-        self._wall_start = time.monotonic()
-        self._sim_start = self.world.time
+        self.digital.start(time.monotonic())
         self._next_grip = self._next_priv = self._next_image = 0.0
         stamp = self._stamp()
         for name, pub in self._info_pubs.items():
@@ -206,23 +196,46 @@ class DigitalRealNode(Node):
         """The imitated franka_hardware state (:class:`FrankaHardwareState` mode)."""
         return self.hardware_state.mode
 
+    @property
+    def rejected(self) -> int:
+        """Commands refused or ignored."""
+        return self.digital.rejected
+
+    @property
+    def gripper_goals(self) -> list[tuple[str, float]]:
+        """``(action, width m)`` of every gripper goal, as received."""
+        return self.digital.gripper_goals
+
+    @property
+    def stalls(self) -> int:
+        """Injected joint-state stalls so far (test hook)."""
+        return self._stall.stalls
+
+    @property
+    def _target_q(self) -> np.ndarray:
+        return self.digital.target_q
+
+    @property
+    def _state(self) -> JointState:
+        return self.digital.state
+
     # -- commands ---------------------------------------------------------------------------
 
     def _on_trajectory(self, msg: JointTrajectory) -> None:
         try:
-            points = self._parse_trajectory(msg)
+            points = parse_trajectory(
+                msg.joint_names,
+                [(point.positions,
+                  point.time_from_start.sec + point.time_from_start.nanosec * 1e-9)
+                 for point in msg.points], self._arm_names)
         except ConfigError as err:
-            self.rejected += 1
+            self.digital.rejected += 1
             self.get_logger().warning(f'joint_trajectory rejected: {err}')
             return
-        if self.hardware_state.active:
-            beyond = [q for _, q in points if np.any(q < self.arm.lower) or np.any(
-                q > self.arm.upper)]
-            if beyond:
-                # libfranka stops the arm on a target beyond the joint limits.
-                self._reflex('joint_position_limits_violation')
-        if not self.hardware_state.active:
-            self.rejected += 1
+        if self.hardware_state.active and self.digital.beyond_limits(points):
+            # libfranka stops the arm on a target beyond the joint limits.
+            self._reflex('joint_position_limits_violation')
+        if not self.digital.follow(points, time.monotonic()):
             self.get_logger().warning(f'joint_trajectory ignored: hardware {self.hardware}',
                                       throttle_duration_sec=2.0)
             if self.config.lockstep:
@@ -230,52 +243,20 @@ class DigitalRealNode(Node):
             return
         if self.config.lockstep:
             # One control step per message: the bridge sends one trajectory per step and waits
-            # for the resulting joint state. The target is the point at the end of the control
-            # period (a shaped trajectory's later points are its braking tail).
-            period = 1.0 / self.config.control_hz
-            due = [q for t, q in points if t <= period + 1e-6] or [points[0][1]]
-            self._set_target(due[-1])
+            # for the resulting joint state.
             self._lockstep_step()
-            return
-        now = time.monotonic()
-        t0 = points[0][0]
-        # As a JointTrajectoryController: a new trajectory replaces the old one.
-        self._schedule = [(now + t - t0, q) for t, q in points]
-        self._release_due(now)
-
-    def _parse_trajectory(self, msg: JointTrajectory) -> list[tuple[float, np.ndarray]]:
-        names = list(msg.joint_names)
-        if sorted(names) != sorted(self._arm_names):
-            raise ConfigError(
-                f'joint_names {names} must be exactly {list(self._arm_names)} (any order)')
-        order = [names.index(n) for n in self._arm_names]
-        if not msg.points:
-            raise ConfigError('trajectory has no points')
-        out = []
-        for k, point in enumerate(msg.points):
-            if len(point.positions) != len(names):
-                raise ConfigError(f'point {k} needs {len(names)} positions, got '
-                                  f'{len(point.positions)} (this controller takes positions)')
-            q = np.array([point.positions[i] for i in order], dtype=float)
-            if not np.all(np.isfinite(q)):
-                raise ConfigError(f'point {k} has NaN or inf positions')
-            t = point.time_from_start.sec + point.time_from_start.nanosec * 1e-9
-            out.append((t, q))
-        return out
 
     def _on_width(self, msg: Float64) -> None:
         width = float(msg.data)
         if not np.isfinite(width) or width < 0.0:
-            self.rejected += 1
+            self.digital.rejected += 1
             self.get_logger().warning(f'width_command rejected: {width} is not a width >= 0 m')
             return
         self._set_width('width_command', width)
 
     def _set_width(self, source: str, width: float) -> None:
         """Drive the fingers to ``width`` m (clipped to the hand's opening)."""
-        self.gripper_goals.append((source, width))
-        self._gripper_g = gripper_closure(width, self._max_width)
-        self.world.apply(Action(arm=self._target_q, gripper=self._gripper_g))
+        self.digital.set_width(source, width)
         if self.config.lockstep:
             # Acknowledge at once: the bridge waits for this before its next step, so the width
             # counts from the very next control step (deterministic lockstep).
@@ -342,9 +323,7 @@ class DigitalRealNode(Node):
         return out
 
     def _reflex(self, error: str) -> None:
-        self.hardware_state.reflex(error, time.monotonic())
-        self._schedule = []
-        self._set_target(self.world.joint_state().position)
+        self.digital.reflex(error, time.monotonic())
         self.get_logger().error(f'digital real: reflex ({error}); commands ignored until error '
                                 'recovery')
         self._publish_robot_state()
@@ -374,33 +353,22 @@ class DigitalRealNode(Node):
         response.ok = self.config.controller_name in list(request.activate_controllers) or \
             not request.activate_controllers
         if response.ok and self.hardware_state.activate_controller():
-            self._set_target(self.world.joint_state().position)
+            self.digital.hold()
         return response
 
     def _auto_recover(self, now: float) -> None:
         """franka_hardware's automaticErrorRecovery(): clear the reflex without being asked."""
-        state = self.hardware_state
-        if not state.auto_recover_due(now, self.get_parameter('auto_recover_s').value):
+        if not self.digital.auto_recover(now, self.get_parameter('auto_recover_s').value,
+                                         self._publish_robot_state):
             return
-        state.errors.clear()
-        state.auto_recovering = True
-        self._publish_robot_state()  # AUTOMATIC_ERROR_RECOVERY
-        state.auto_recovering = False
-        state.auto_recover()
-        self._set_target(self.world.joint_state().position)
         self.get_logger().warning('digital real: automatic error recovery (as franka_hardware '
                                   'automaticErrorRecovery); following commands again')
         self._publish_robot_state()
 
     def _stalled(self, now: float) -> bool:
         """Whether the injected joint-state stall is on now (test hook)."""
-        every = self.get_parameter('inject_state_stall_every_s').value
-        if every > 0 and now >= self._next_stall:
-            if self._next_stall > 0:
-                self._stall_until = now + self.get_parameter('inject_state_stall_s').value
-                self.stalls += 1
-            self._next_stall = now + every
-        return now < self._stall_until
+        return self._stall.stalled(now, self.get_parameter('inject_state_stall_every_s').value,
+                                   self.get_parameter('inject_state_stall_s').value)
 
     def _publish_robot_state(self) -> None:
         if self._state_pub is None:
@@ -419,15 +387,6 @@ class DigitalRealNode(Node):
         msg.measured_joint_state.effort = [float(v) for v in state.effort]
         self._state_pub.publish(msg)
 
-    def _set_target(self, q_d: np.ndarray) -> None:
-        self._target_q = np.clip(q_d, self._lower, self._upper)  # hard stops
-        self.world.apply(Action(arm=self._target_q, gripper=self._gripper_g))
-
-    def _release_due(self, now: float) -> None:
-        while self._schedule and self._schedule[0][0] <= now:
-            _, q = self._schedule.pop(0)
-            self._set_target(q)
-
     def _on_reset(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
         del request
         if not self.hardware_state.active:
@@ -441,17 +400,12 @@ class DigitalRealNode(Node):
             if self.config.lockstep:
                 # One control period past the last stamp: stamps and /clock only grow.
                 self._time_offset += self.world.time + 1.0 / self.config.control_hz
-            instruction = self.world.reset(spec).instruction
+            instruction = self.digital.reset(spec)
         except RealmError as err:
             self.get_logger().error(f'reset failed: {err}')
             response.success, response.message = False, str(err)
             return response
-        self._schedule = []
-        self._gripper_g = 0.0
-        self._state = self.world.joint_state()
-        self._target_q = self.world.target[0]
-        self._wall_start = time.monotonic()
-        self._sim_start = self.world.time
+        self.digital.start(time.monotonic())
         self._publish_all()
         response.success = True
         response.message = json.dumps({'task': spec.task, 'seed': spec.seed,
@@ -466,16 +420,8 @@ class DigitalRealNode(Node):
         """Real time: advance physics to the wall clock at the physics rate, then publish."""
         now = time.monotonic()
         self._auto_recover(now)
-        self._release_due(now)
-        due = int((now - self._wall_start) * self.world.config.physics_hz) - int(
-            round((self.world.time - self._sim_start) * self.world.config.physics_hz))
-        if due > 0:
-            # Bounded catch-up: after a stall (a loaded machine) the arm does not jump ahead.
-            self.world.step_physics(min(due, int(self.world.config.physics_hz * 0.1)))
-            if due > self.world.config.physics_hz * 0.1:
-                self._sim_start = self.world.time
-                self._wall_start = now
-        self._state = self.world.joint_state()
+        self.digital.release_due(now)
+        self.digital.advance(now)
         if not self._stalled(now):
             self._publish_arm()
         if now >= self._next_grip:
@@ -494,8 +440,7 @@ class DigitalRealNode(Node):
         return response
 
     def _lockstep_step(self) -> None:
-        self.world.step()
-        self._state = self.world.joint_state()
+        self.digital.step()
         if self._drop['state']:
             self._drop['state'] -= 1
             self.get_logger().warning('digital real: injected fault, this step publishes nothing')
@@ -573,7 +518,7 @@ class DigitalRealNode(Node):
         text = self.get_parameter('episode_spec').value
         if text:
             return EpisodeSpec.from_json(text)
-        return EpisodeSpec(task=self.config.task or 'empty', seed=self.config.seed)
+        return EpisodeSpec(task=self.config.task or tasks.EMPTY, seed=self.config.seed)
 
 
 def _optional(package: str) -> Any:

@@ -13,10 +13,10 @@ world's ``progress`` topic like the twin's.
 
 The orchestration that is not ROS plumbing (which pairs run, the records, the summary and the
 report, the operator's text, when a silent world's episode ends) is
-:mod:`realm_ros.paired`'s; this node sets parameters, calls services and follows topics.
+:mod:`realm_ros.programs.paired`'s; this node sets parameters, calls services and follows topics.
 
 Parameters: every field of :class:`realm_ros.core.evaluation.EvalConfig` plus those of
-:class:`realm_ros.paired.EvaluatorConfig`.
+:class:`realm_ros.programs.paired.EvaluatorConfig`.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ from realm_ros.core.evaluation import REAL, SIM, EpisodeLog, EvalConfig, PolicyE
 from realm_ros.core.types import EpisodeSpec, Progress
 from realm_ros.io import episode_bags
 from realm_ros.io.video import EpisodeVideo, video_relpath
-from realm_ros.paired import (  # noqa: F401 - EvaluatorConfig: its old home's name
+from realm_ros.programs.paired import (  # noqa: F401 - EvaluatorConfig: its old home's name
     EvaluatorConfig,
     PairedEvaluation,
     operator_confirmation,
@@ -185,7 +185,8 @@ class EvaluatorNode(Node):
 
     def run_all(self) -> dict[str, Any]:
         """Run every unfinished pair, then write summary.json and report.html
-        (:class:`~realm_ros.paired.PairedEvaluation`, each pair over ROS by :meth:`run_pair`)."""
+        (:class:`~realm_ros.programs.paired.PairedEvaluation`, each pair over ROS by
+        :meth:`run_pair`)."""
         return self._evaluation.run()
 
     def run_pair(self, spec: EpisodeSpec, log: EpisodeLog) -> None:

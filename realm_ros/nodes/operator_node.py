@@ -171,7 +171,7 @@ class OperatorNode(Node):
     def _confirm_reset(self) -> str:
         text = episode_spec_text(self)
         spec = (EpisodeSpec.from_json(text) if text
-                else EpisodeSpec(task=self.config.task or 'empty'))
+                else EpisodeSpec(task=self.config.task or tasks.EMPTY))
         stages = self.config.stages
         if not stages and spec.perturbation != perturbations.DEFAULT and spec.task in tasks.TASKS:
             # SB-NOUN / SB-VRB: the operator marks the stages of the task as perturbed.

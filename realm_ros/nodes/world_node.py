@@ -272,7 +272,7 @@ class WorldNode(Node):
         text = episode_spec_text(self)
         if text:
             return EpisodeSpec.from_json(text)
-        return EpisodeSpec(task=self.config.task or 'empty', seed=self.config.seed)
+        return EpisodeSpec(task=self.config.task or tasks.EMPTY, seed=self.config.seed)
 
     def _stamp(self) -> Any:
         if self.config.lockstep:

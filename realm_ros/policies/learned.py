@@ -295,8 +295,8 @@ class LearnedPolicy(Policy):
 
     def reset(self, spec: EpisodeSpec) -> None:
         instruction = self.prompt or spec.instruction
-        if not instruction and spec.task not in ('', 'empty'):
-            from realm_ros.core import tasks
+        from realm_ros.core import tasks
+        if not instruction and not tasks.is_empty(spec.task):
             instruction = tasks.get_task(spec.task).instruction
         self._instruction = instruction
 

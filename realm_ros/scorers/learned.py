@@ -35,7 +35,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from realm_ros.core import scoring, tasks
+from realm_ros.core import backends, scoring, tasks
 from realm_ros.core.errors import ConfigError, DataError
 
 FORMAT = 'realm_ros.progress_scorer/1'
@@ -71,10 +71,13 @@ TASKS = ('push_switch', 'pick_spoon', 'put_green_block_in_bowl')
 #: The three scripted rungs it is trained on; ``scripted:2`` (sloppy) is never seen.
 TRAIN_POLICIES = ('scripted:0', 'scripted:1', 'scripted:3')
 #: The training set, the held-out digital-real set (other seeds), and the unseen policy's set.
+#: The worlds they are recorded in: the twin and the digital real (``core.backends`` names).
+TWIN = 'mujoco'
+DIGITAL_REAL = 'digital_real'
 PLANS = {
-    'train': Plan(('mujoco', 'digital_real'), TASKS, TRAIN_POLICIES, tuple(range(8))),
-    'heldout': Plan(('digital_real',), TASKS, TRAIN_POLICIES, tuple(range(100, 105))),
-    'unseen': Plan(('digital_real',), TASKS, ('scripted:2',), tuple(range(100, 108))),
+    'train': Plan((TWIN, DIGITAL_REAL), TASKS, TRAIN_POLICIES, tuple(range(8))),
+    'heldout': Plan((DIGITAL_REAL,), TASKS, TRAIN_POLICIES, tuple(range(100, 105))),
+    'unseen': Plan((DIGITAL_REAL,), TASKS, ('scripted:2',), tuple(range(100, 108))),
 }
 #: The digital real's hidden look the plans use (the twin never reads it).
 APPEARANCE = 'config/appearance/lab_demo.yaml'
@@ -132,7 +135,7 @@ def world_config(world: str, appearance_file: str = '', camera: str = 'exterior_
     from realm_ros.core.config import WorldConfig
     return WorldConfig(backend=world, cameras=(camera,),
                        camera_rate_hz=robot.CONTROL_HZ / stride,
-                       appearance_file=appearance_file if world == 'digital_real' else '')
+                       appearance_file=appearance_file if backends.get(world).hidden else '')
 
 
 def plan_settings(plan: Plan, appearance_file: str = '', camera: str = 'exterior_1',

@@ -1,9 +1,10 @@
 """The sweep's report: ``report.html`` and its figures beside ``summary.json``.
 
-The same parts as ``paired-eval``'s report (:mod:`realm_ros.report`), per world instead of real
-vs sim: per-policy mean progression and success rate with 95% bootstrap intervals, the
-Bradley-Terry ranking with its intervals, per task and per perturbation condition tables, the
-perturbation deltas vs Default with REALM's RMSD, what was skipped and what was retried.
+The same parts as ``paired-eval``'s report (:mod:`realm_ros.programs.report`), per world
+instead of real vs sim: per-policy mean progression and success rate with 95% bootstrap
+intervals, the Bradley-Terry ranking with its intervals, per task and per perturbation condition
+tables, the perturbation deltas vs Default with REALM's RMSD, what was skipped and what was
+retried.
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ matplotlib.use('Agg')
 import matplotlib.pyplot as plt  # noqa: E402 - the backend must be chosen first
 import numpy as np  # noqa: E402
 
-from realm_ros.report import html_table as _table  # noqa: E402 - one style for both reports
-from realm_ros.report import policy_bars  # noqa: E402
+from realm_ros.programs.report import html_table as _table  # noqa: E402 - one style for both reports
+from realm_ros.programs.report import policy_bars  # noqa: E402
 
 COLORS = ('#2471a3', '#c0392b', '#1e8449', '#7d3c98')
 

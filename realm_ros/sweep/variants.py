@@ -20,6 +20,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from realm_ros.core import backends
 from realm_ros.core.appearance import VariantSet
 from realm_ros.core.errors import ConfigError, DataError
 from realm_ros.core.sweep import Cell
@@ -40,7 +41,7 @@ def variant_cells(config: Any, variants: VariantSet,
     from realm_ros.core.config import CAMERA_NAMES
     from realm_ros.core.evaluation import plan_pairs
 
-    if config.sim != 'mujoco':
+    if not backends.get(config.sim).looks:
         raise ConfigError(f'--variant-aggregation dresses the MuJoCo twin; --sim is '
                           f'{config.sim!r}')
     entries = {e.label: e for e in config.policy_entries()}

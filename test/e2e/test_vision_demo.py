@@ -16,8 +16,9 @@ import shutil
 import numpy as np
 import pytest
 
-from realm_ros import cli, vision_demo
+from realm_ros import cli
 from realm_ros.core.errors import ConfigError
+from realm_ros.programs import vision_demo
 
 pytestmark = pytest.mark.slow
 

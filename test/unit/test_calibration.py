@@ -13,8 +13,8 @@ from realm_ros.backends.mujoco import calibration as cal
 from realm_ros.backends.mujoco import camera_rig, visual_match
 from realm_ros.backends.mujoco.render import FrameRenderer
 from realm_ros.backends.mujoco.visual_match import robot_geoms, seg_mask
-from realm_ros.commands.cameras_calibration import load_recording
 from realm_ros.core.errors import ConfigError
+from realm_ros.io.recordings import load_recording
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 LAB = ROOT / 'config' / 'appearance' / 'lab_demo.yaml'

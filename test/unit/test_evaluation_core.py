@@ -132,7 +132,7 @@ def test_summary_perturbation_deltas_and_empty_input():
 
 
 def test_report_writes_html_and_figures(tmp_path):
-    from realm_ros.report import write_report
+    from realm_ros.programs.report import write_report
     records = []
     for task in ('t1', 't2'):
         for policy, (real, sim) in {'a': (1.0, 0.8), 'b': (0.4, 0.5), 'c': (0.0, 0.2)}.items():

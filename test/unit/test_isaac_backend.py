@@ -356,10 +356,11 @@ def test_isaac_world_runs_against_the_manifest_stand_ins(fake_isaac):
 
 
 def test_isaac_stays_not_run_unless_a_lab_opts_in(monkeypatch):
+    from realm_ros.core.backends import get
     from realm_ros.core.config import WorldConfig
     from realm_ros.core.errors import BackendUnavailable
-    from realm_ros.core.world import NOT_BUILT, TRY_NOT_RUN, make_world
-    assert 'NOT been run' in NOT_BUILT['isaac']
+    from realm_ros.core.world import TRY_NOT_RUN, make_world
+    assert 'NOT been run' in get('isaac').not_run
     with pytest.raises(BackendUnavailable, match='NOT been run'):
         make_world(WorldConfig(backend='isaac'))
     monkeypatch.setenv(TRY_NOT_RUN, 'isaac')

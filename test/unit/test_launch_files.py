@@ -14,6 +14,7 @@ import dataclasses
 import pathlib
 import re
 
+from launchchoices import launch_choices
 import pytest
 import yaml
 
@@ -121,7 +122,8 @@ def test_arguments_have_descriptions_and_valid_defaults(launch_file):
         choices = _kw(call, 'choices')
         default = _const(_kw(call, 'default_value'))
         if choices is not None and default is not None:
-            assert default in _strings(choices), f'{path.name}: {name} default not in choices'
+            assert default in launch_choices(choices, _strings), \
+                f'{path.name}: {name} default not in choices'
 
 
 def test_launch_configurations_are_declared(launch_file):

@@ -1,7 +1,8 @@
 """The package's layers import only downwards (docs/architecture.md, "Layers").
 
 Order, lowest first: ``core`` <- ``io``, ``policies``, ``backends`` <- ``ros`` (and the ROS-free
-``description``, ``report``) <- ``nodes``, ``graph`` <- ``commands``, ``cli``. A module may import
+``programs``: paired, report, vision_demo, demonstrations, description) <- ``nodes``, ``graph``
+<- ``commands``, ``cli``. A module may import
 its own layer and the layers below it, never one above, and never a private (``_name``) from
 another module. ``core`` also stays free of ROS and simulator SDKs. No two modules import each
 other, directly or round a loop, counting every import (function-local ones too: an import
@@ -21,9 +22,8 @@ FORBIDDEN = ('rclpy', 'mujoco', 'isaacsim', 'omni', 'launch', 'launch_ros', 'tor
 RANKS = {
     'core': 0,
     'io': 1, 'policies': 1, 'backends': 1, 'scorers': 1, 'console': 1,
-    'ros': 2, 'description': 2, 'report': 2, 'arena': 2, 'sweep': 2, 'paired': 2,
-    'vision_demo': 2,
-    'nodes': 3, 'graph': 3, 'demonstrations': 3,
+    'ros': 2, 'programs': 2, 'arena': 2, 'sweep': 2,
+    'nodes': 3, 'graph': 3,
     'commands': 4, 'cli': 4,
 }
 #: Sibling packages of one rank that must not import each other either.
@@ -88,6 +88,20 @@ def _layer(module: str) -> str | None:
     if parts[0] != 'realm_ros' or len(parts) < 2:
         return None
     return parts[1]
+
+
+def test_architecture_md_ranks_every_layer_as_ranks_does():
+    """docs/architecture.md's layer table names each layer of :data:`RANKS` at its rank."""
+    import re
+    text = (PACKAGE.parent / 'docs' / 'architecture.md').read_text()
+    section = text.split('## Layers', 1)[1].split('\n## ', 1)[0]
+    documented = {}
+    for rank, layers in re.findall(r'^\| (\d) \| ([^|]+) \|', section, re.M):
+        while re.search(r'\([^()]*\)', layers):  # what a layer holds, in brackets, is not one
+            layers = re.sub(r'\([^()]*\)', '', layers)
+        for name in re.findall(r'`([a-z_]+)(?:/|\.py)`', layers):
+            documented[name] = int(rank)
+    assert documented == RANKS
 
 
 def test_every_layer_is_ranked():

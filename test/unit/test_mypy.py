@@ -12,6 +12,11 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 CHECKED = ('realm_ros',)
 
 
+def test_testing_md_says_what_mypy_checks():
+    text = (ROOT / 'docs' / 'testing.md').read_text()
+    assert f"`mypy {' '.join(CHECKED)}` (the whole package)" in text
+
+
 def test_mypy_is_clean():
     proc = subprocess.run([sys.executable, '-m', 'mypy', *CHECKED],
                           cwd=ROOT, capture_output=True, text=True)

@@ -1,9 +1,9 @@
-"""The paired evaluation's ROS-free half (realm_ros.paired): records, the stall rule, the
+"""The paired evaluation's ROS-free half (realm_ros.programs.paired): records, the stall rule, the
 operator's text. The orchestration over ROS runs in test/test_evaluator.py."""
 
-from realm_ros import paired
 from realm_ros.core.episode import EpisodeState
 from realm_ros.core.types import EpisodeSpec, Progress
+from realm_ros.programs import paired
 
 
 def _spec(**kw):

@@ -186,7 +186,7 @@ def test_sweep_predicts_a_twin_only_policy_in_process(tmp_path, capsys):
 
 def test_vision_demo_table_has_the_predictions_per_column():
     """vision_demo's summary and table from records made as its run writes them."""
-    from realm_ros import vision_demo
+    from realm_ros.programs import vision_demo
 
     config = vision_demo.VisionDemoConfig(
         tasks=('push_switch',), policies=('a=scripted:0', 'b=scripted:1', 'c=scripted:2',
@@ -226,7 +226,7 @@ def test_paired_eval_runs_twin_only_policies_in_the_twin_and_predicts_them(tmp_p
     from realm_ros.commands import paired_eval
     from realm_ros.core.errors import ConfigError
     from realm_ros.core.evaluation import EvalConfig
-    from realm_ros.paired import EvaluatorConfig, PairedEvaluation
+    from realm_ros.programs.paired import EvaluatorConfig, PairedEvaluation
 
     policies = ('scripted:0', 'scripted:1', 'scripted:2', 'scripted:3')
     with pytest.raises(ConfigError, match='no policy labelled'):

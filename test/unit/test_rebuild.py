@@ -10,9 +10,9 @@ import yaml
 
 from realm_ros import cli
 from realm_ros.backends.mujoco import rebuild, rebuilding, visual_match
-from realm_ros.backends.mujoco.calibration import Recording
-from realm_ros.commands.cameras_calibration import load_recording
 from realm_ros.core.appearance import Appearance
+from realm_ros.core.recording import Recording
+from realm_ros.io.recordings import load_recording
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 LAB = ROOT / 'config' / 'appearance' / 'lab_demo.yaml'

@@ -1,4 +1,4 @@
-"""The paired-evaluation report (``realm_ros/report.py``) shows summary.json's agreement
+"""The paired-evaluation report (``realm_ros/programs/report.py``) shows summary.json's agreement
 intervals (``ci95``) beside r, MMRV and the mean gap."""
 
 from realm_ros.core.evaluation import summarize
@@ -12,7 +12,7 @@ def _record(pair, world, policy, seed, progression):
 
 
 def test_report_shows_the_agreement_intervals(tmp_path):
-    from realm_ros.report import write_report
+    from realm_ros.programs.report import write_report
     # Two starts: a resample's mean gap is 0.1 (start 0 twice), 0.3 (start 1 twice) or 0.2.
     records = []
     for seed, gap in ((0, 0.1), (1, 0.3)):

@@ -9,9 +9,9 @@ import pytest
 import xacro
 import yourdfpy
 
-from realm_ros import description
 from realm_ros.backends.mujoco import model as mjcf
 from realm_ros.core import robot, rotations
+from realm_ros.programs import description
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 URDF = ROOT / 'urdf' / 'panda_droid.urdf'

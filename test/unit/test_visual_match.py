@@ -242,7 +242,7 @@ def test_sweep_runs_the_variants_world_and_paired_eval_va_on_a_small_plan(tmp_pa
     # the twin (here the pairs are variant 0's episodes in both roles).
     from realm_ros.commands.paired_eval import variant_aggregation
     from realm_ros.core.evaluation import summarize
-    from realm_ros.report import write_report
+    from realm_ros.programs.report import write_report
 
     first = json.loads(lines[0])
     pairs = [{**first, 'role': role, 'world': role} for role in ('real', 'sim')]

@@ -18,7 +18,7 @@ from realm_ros.ros.params import declare_config
 
 
 class _BridgeFactory:
-    """The ``franka`` backend's constructor (``core.world.BACKENDS``): the bridge, or its
+    """The ``franka`` backend's constructor (``core.backends.BACKENDS``): the bridge, or its
     digital-real variant when ``franka.digital_real`` is set, chosen here once."""
 
     #: make_world passes the hosting ROS node (world_node) as ``host``.

@@ -45,6 +45,7 @@ from realm_ros.backends.mujoco.actuation import ArmActuation
 from realm_ros.backends.mujoco.visual_match import robot_geoms, subtree_geoms
 from realm_ros.core import robot
 from realm_ros.core.errors import ConfigError, DataError
+from realm_ros.core.recording import Recording
 
 #: Exterior cameras (the ones calibrated and visually matched).
 EXTERIOR = ('exterior_1', 'exterior_2')
@@ -547,22 +548,6 @@ def masks_against(frames: np.ndarray, plate: np.ndarray, threshold: float = 15.0
 
 
 # -- recordings ------------------------------------------------------------------------------
-
-
-@dataclasses.dataclass
-class Recording:
-    """A calibration recording: per frame, the arm's joints and every camera's image."""
-
-    q: np.ndarray                 # (T, 7) rad
-    gripper: np.ndarray           # (T,) g in [0, 1]
-    images: dict[str, np.ndarray]  # camera -> (T, H, W, 3) uint8
-    path: str = ''
-
-    @property
-    def size(self) -> tuple[int, int]:
-        """(width, height) of the images, px."""
-        first = next(iter(self.images.values()))
-        return int(first.shape[2]), int(first.shape[1])
 
 
 def moving_points(geometry: RobotGeometry, recording: Recording,

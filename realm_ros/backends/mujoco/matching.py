@@ -16,6 +16,7 @@ import numpy as np
 
 from realm_ros.backends.mujoco import camera_rig
 from realm_ros.backends.mujoco.visual_match import EXTERIOR, fit_colour, robot_geoms, seg_mask
+from realm_ros.core import tasks
 from realm_ros.core.errors import ConfigError
 
 
@@ -33,7 +34,7 @@ class TwinFrames:
         self.world = MujocoWorld(WorldConfig(
             task=task, cameras=self.cameras, camera_width=size[0], camera_height=size[1],
             camera_rig_file=rig_file), visual_match_dir='')
-        self.world.reset(EpisodeSpec(task=task or 'empty', seed=0))
+        self.world.reset(EpisodeSpec(task=task or tasks.EMPTY, seed=0))
         self._act = ArmActuation(self.world.model)
         self._renderer: Any = None
         self.robot = robot_geoms(self.world.model)

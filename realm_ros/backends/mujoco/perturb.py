@@ -391,6 +391,7 @@ def _viewpoint(m: Any, p: Mapping[str, np.ndarray], params: Mapping[str, Any],
 
 def perturbed_initial_state(spec: Any, params: Mapping[str, Any]) -> dict[str, Any]:
     """Return ``spec.initial_state`` as ``spec``'s perturbation changes it in the twin
-    (``core.world.PERTURBED_STATES``): what the real arm's operator must set up by hand."""
+    (``Backend.perturbed_state`` in ``core.backends``): what the real arm's operator must set
+    up by hand."""
     scene = make_variant(scenes.load_scene(spec.task), spec.perturbation, params)
     return perturb_state(scene, dict(spec.initial_state), spec.perturbation, params, spec.seed)

@@ -497,5 +497,6 @@ def load_scene(task: str) -> Scene:
 
 
 def sample_initial_state(task: str, seed: int) -> dict[str, Any]:
-    """Return ``task``'s initial state drawn from ``seed`` (``core.world.SCENE_SAMPLERS``)."""
+    """Return ``task``'s initial state drawn from ``seed`` (``Backend.scene_sampler`` in
+    ``core.backends``)."""
     return load_scene(task).sample_initial_state(np.random.default_rng(seed))

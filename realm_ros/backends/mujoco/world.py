@@ -17,10 +17,10 @@ from realm_ros.backends.mujoco import model as mjcf
 from realm_ros.backends.mujoco.actuation import ArmActuation, PendingTargets, delay_steps
 from realm_ros.backends.mujoco.render import FrameRenderer
 
-# Scenes live in scenes.py; Scene, load_scene and sample_initial_state (core.world's
-# SCENE_SAMPLERS names it here) stay importable from this module.
+# Scenes live in scenes.py; Scene, load_scene and sample_initial_state (core.backends'
+# Backend.scene_sampler names it here) stay importable from this module.
 from realm_ros.backends.mujoco.scenes import Scene, load_scene, sample_initial_state  # noqa: F401
-from realm_ros.core import control, perturbations
+from realm_ros.core import control, perturbations, tasks
 from realm_ros.core.config import DynamicsParams, WorldConfig
 from realm_ros.core.errors import BackendUnavailable
 from realm_ros.core.types import Action, ActionMode, EpisodeSpec, JointState, Observation
@@ -161,7 +161,7 @@ class MujocoWorld(World):
         return self._act.dynamics(self.model)
 
     def reset(self, spec: EpisodeSpec) -> Observation:
-        task = '' if spec.task in ('', 'empty') else spec.task
+        task = '' if tasks.is_empty(spec.task) else spec.task
         params: Mapping[str, Any] = {}
         if spec.perturbation != perturbations.DEFAULT:
             params = perturbations.sample(task, spec.perturbation, spec.intensity, spec.seed)

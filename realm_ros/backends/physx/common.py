@@ -54,20 +54,8 @@ def batched_flange_jacobian(q: np.ndarray) -> np.ndarray:
     vectorised over N, from the same modified-DH table)."""
     q = np.asarray(q, dtype=float)
     n = q.shape[0]
-    pose = np.broadcast_to(np.eye(4), (n, 4, 4)).copy()
-    origins, axes = [], []
-    for i, (a, d, alpha) in enumerate(robot.DH_MODIFIED):
-        theta = q[:, i] if i < robot.NUM_ARM_JOINTS else np.zeros(n)
-        ca, sa = np.cos(alpha), np.sin(alpha)
-        ct, st = np.cos(theta), np.sin(theta)
-        t = np.zeros((n, 4, 4))
-        t[:, 0, 0], t[:, 0, 1], t[:, 0, 3] = ct, -st, a
-        t[:, 1, 0], t[:, 1, 1], t[:, 1, 2], t[:, 1, 3] = st * ca, ct * ca, -sa, -sa * d
-        t[:, 2, 0], t[:, 2, 1], t[:, 2, 2], t[:, 2, 3] = st * sa, ct * sa, ca, ca * d
-        t[:, 3, 3] = 1.0
-        pose = pose @ t
-        origins.append(pose[:, :3, 3])
-        axes.append(pose[:, :3, 2])
+    poses = robot.link_poses(q)  # (N, 8, 4, 4): link1..link7, flange
+    origins, axes = poses[:, :, :3, 3].transpose(1, 0, 2), poses[:, :, :3, 2].transpose(1, 0, 2)
     tip = origins[-1]
     jac = np.zeros((n, 6, robot.NUM_ARM_JOINTS))
     for i in range(robot.NUM_ARM_JOINTS):

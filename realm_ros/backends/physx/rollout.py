@@ -14,7 +14,7 @@ from __future__ import annotations
 import pathlib
 import tempfile
 import time
-from typing import Sequence
+from typing import Callable, Sequence
 import warnings
 
 import mujoco
@@ -185,3 +185,16 @@ class PhysxRollout(BatchEvaluator):
             self._physx.destroy()
             self._physx = None
         self._tmp.cleanup()
+
+
+def evaluators(device: str, threads: int) -> Callable[[float], BatchEvaluator]:
+    """The PhysX twin's ``Backend.sysid``: ``latency_s -> PhysxRollout`` (one per latency, the
+    arm cloned per candidate; CPU only: ``device`` and ``threads`` unused)."""
+    del device, threads
+    rollouts: dict[float, BatchEvaluator] = {}
+
+    def physx(latency_s: float) -> BatchEvaluator:
+        if latency_s not in rollouts:
+            rollouts[latency_s] = PhysxRollout(latency_s=latency_s)
+        return rollouts[latency_s]
+    return physx

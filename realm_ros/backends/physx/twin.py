@@ -33,7 +33,7 @@ from realm_ros.backends.mujoco import model as mjcf
 from realm_ros.backends.mujoco.actuation import gripper_ctrl
 from realm_ros.backends.mujoco.world import MujocoWorld
 from realm_ros.backends.physx.common import HybridImpedance, LatencyQueue, physx_dof_properties
-from realm_ros.core import control, robot
+from realm_ros.core import control, robot, tasks
 from realm_ros.core.config import DynamicsParams, WorldConfig
 from realm_ros.core.errors import InfrastructureError
 from realm_ros.core.types import Action, ActionMode, EpisodeSpec, JointState, Observation
@@ -75,15 +75,15 @@ class PhysxTwin(World):
         self._teardown_physx()
         mirror = self._mirror
         if task != mirror._task:  # noqa: SLF001 - the mirror rebuilds its model for the task
-            mirror.reset(EpisodeSpec(task=task or 'empty'))
+            mirror.reset(EpisodeSpec(task=task or tasks.EMPTY))
         self.model = mirror.model
         stage, self.layout = usd_export.export_model(
             self.model, self._config.physics_hz,
             (self._config.camera_width, self._config.camera_height))
-        path = pathlib.Path(self._tmp.name) / f'{task or "empty"}.usda'
+        path = pathlib.Path(self._tmp.name) / f'{task or tasks.EMPTY}.usda'
         stage.GetRootLayer().Export(str(path))
         self.usd_path = path
-        self._engine = self._make_engine(path, f'realm_{task or "empty"}')
+        self._engine = self._make_engine(path, f'realm_{task or tasks.EMPTY}')
         self._bind()
         self._task = task
         if self._dynamics is not None:
@@ -170,7 +170,7 @@ class PhysxTwin(World):
                               damping=tuple(friction[:, 2]))
 
     def reset(self, spec: EpisodeSpec) -> Observation:
-        task = '' if spec.task in ('', 'empty') else spec.task
+        task = '' if tasks.is_empty(spec.task) else spec.task
         if task != self._task:
             self._build(task)
         # The mirror samples the seeded initial state and perturbations with the twin's code.

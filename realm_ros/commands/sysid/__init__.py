@@ -35,7 +35,7 @@ from realm_ros.commands.sysid.report import (
     write_params,
     write_report,
 )
-from realm_ros.core import robot
+from realm_ros.core import backends, robot
 from realm_ros.core.config import renamed
 
 __all__ = [
@@ -49,7 +49,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add ``record`` and ``fit``."""
     sub = parser.add_subparsers(dest='sysid_command', required=True, metavar='ACTION')
     rec = sub.add_parser('record', help='execute excitation trajectories and record bags')
-    rec.add_argument('--backend', choices=('digital_real', 'franka'), default='digital_real',
+    rec.add_argument('--backend', choices=backends.RECORDABLE, default='digital_real',
                      type=lambda name: renamed(name, '--backend'),
                      help='digital_real = the digital real brought up here (lockstep); franka = '
                           'a running lab world in real time')
@@ -75,7 +75,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                           'arm: give its id here and set franka.arm_id on its world_node')
     fit = sub.add_parser('fit', help='fit friction and armature to recorded bags')
     fit.add_argument('bags', nargs='+', help='bag directories, or directories of bags')
-    fit.add_argument('--backend', choices=('mujoco', 'physx'), default='mujoco',
+    fit.add_argument('--backend', choices=backends.FITTABLE, default='mujoco',
                      help='the twin: mujoco, or physx (kit-less PhysX, cloned arms)')
     fit.add_argument('--out', required=True, help='PARAMS.yaml to write')
     fit.add_argument('--method', choices=('lm', 'cma', 'cmaes', 'anneal'), default=None,

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib
 import pathlib
 import time
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 import numpy as np
 
@@ -26,7 +27,7 @@ from realm_ros.commands.sysid.report import (
     write_params,
     write_report,
 )
-from realm_ros.core import robot, sysid
+from realm_ros.core import backends, robot, sysid
 from realm_ros.core.config import DigitalRealDynamics, DynamicsParams, sim_params_latency
 from realm_ros.core.errors import ConfigError, DataError
 
@@ -59,23 +60,18 @@ def read_trajectories(paths: list[str], namespace: str | None) -> tuple[list, li
 def make_evaluators(device: str, threads: int,
                     backend: str = 'mujoco') -> Callable[[float], sysid.BatchEvaluator]:
     """Return ``latency_s -> evaluator`` for the chosen twin and device (one model per
-    latency, shared caches). ``backend`` physx: kit-less PhysX, the arm cloned per candidate."""
-    if backend == 'physx':
-        if device == 'gpu':
-            raise ConfigError('--backend physx runs on the CPU only; drop --device gpu')
-        from realm_ros.backends.physx.rollout import PhysxRollout
-        rollouts: dict[float, sysid.BatchEvaluator] = {}
-
-        def physx(latency_s: float) -> sysid.BatchEvaluator:
-            if latency_s not in rollouts:
-                rollouts[latency_s] = PhysxRollout(latency_s=latency_s)
-            return rollouts[latency_s]
-        return physx
-    if device == 'gpu':
-        from realm_ros.backends.mujoco.mjx_rollout import MjxRollout
-        return MjxRollout().with_latency
-    from realm_ros.backends.mujoco.rollout import TwinRollout
-    return TwinRollout(nthread=threads).with_latency
+    latency, shared caches): the backend's ``Backend.sysid`` function (the MuJoCo twin's
+    rollouts on the CPU or MJX; kit-less PhysX, the arm cloned per candidate, CPU only)."""
+    twin = backends.get(backend)
+    if not twin.sysid:
+        raise ConfigError(f'--backend {backend} has no sysid evaluator; choose one of '
+                          f'{list(backends.FITTABLE)}')
+    if device == 'gpu' and not twin.gpu_engines:
+        raise ConfigError(f'--backend {backend} runs on the CPU only; drop --device gpu')
+    target = twin.sysid
+    module, function = target.split(':')
+    evaluators = getattr(importlib.import_module(module), function)
+    return cast(Callable[[float], sysid.BatchEvaluator], evaluators(device, threads))
 
 
 class ProgressBar:
@@ -111,7 +107,7 @@ def method_name(method: str | None, device: str, backend: str = 'mujoco',
     evaluator has no least-squares solver); ``cma`` is ``cmaes``."""
     if method is None:
         mjx = device == 'gpu' and engine == 'mjx'
-        return 'cmaes' if mjx or backend != 'mujoco' else 'lm'
+        return 'cmaes' if mjx else backends.get(backend).sysid_method
     return 'cmaes' if method == 'cma' else method
 
 
@@ -130,7 +126,7 @@ def fit_command(args: argparse.Namespace) -> int:
     if not 0.0 < args.max_latency <= 0.5:
         raise ConfigError(f'--max-latency must be in (0, 0.5] s, got {args.max_latency}')
     engine = getattr(args, 'engine', 'mjx')
-    on_device = args.device == 'gpu' and args.backend == 'mujoco'
+    on_device = args.device == 'gpu' and bool(backends.get(args.backend).gpu_engines)
     args.method = method_name(args.method, args.device, args.backend, engine)
     make_evaluator = None
     if not on_device:

@@ -19,7 +19,7 @@ from typing import Any, Callable
 import numpy as np
 
 from realm_ros.commands.sysid.graph import digital_real_graph
-from realm_ros.core import robot, sysid
+from realm_ros.core import backends, robot, sysid
 from realm_ros.core.config import SafetyConfig, safety_from_params_file
 from realm_ros.core.errors import ConfigError, DataError
 
@@ -183,14 +183,15 @@ def record(args: argparse.Namespace) -> int:
         raise ConfigError(f'--out {out} exists and is not empty; choose a new directory')
     if args.trajectories < 1:
         raise ConfigError('--trajectories must be >= 1')
-    if args.backend == 'franka' and args.dynamics:
+    arm = backends.get(args.backend)
+    if not arm.hidden and args.dynamics:
         raise ConfigError('--dynamics applies to --backend digital_real only')
-    if args.backend != 'franka' and getattr(args, 'world_params', ''):
+    if not arm.bridge and bool(getattr(args, 'world_params', '')):
         raise ConfigError('--world-params applies to --backend franka only (the digital real '
                           "brought up here checks SafetyConfig's defaults)")
     plans = excitation_plans(args)
     ns = args.namespace.rstrip('/')
-    lockstep = args.backend == 'digital_real'
+    lockstep = arm.lockstep  # the digital real, brought up here in lockstep
 
     from realm_ros import console
     from realm_ros.ros import logs

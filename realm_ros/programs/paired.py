@@ -19,7 +19,7 @@ import sys
 import time
 from typing import Any, Callable, Mapping, Protocol, Sequence
 
-from realm_ros.core import allocation, perturbations, provenance
+from realm_ros.core import allocation, backends, perturbations, provenance
 from realm_ros.core.config import field
 from realm_ros.core.episode import EpisodeState
 from realm_ros.core.errors import ConfigError
@@ -147,7 +147,7 @@ class PairedEvaluation:
         from realm_ros.arena.ranking import attach
         attach(summary, self.out_dir)
         (self.out_dir / 'summary.json').write_text(json.dumps(summary, indent=2))
-        from realm_ros.report import write_report
+        from realm_ros.programs.report import write_report
         write_report(self.out_dir, summary, report_meta(self.eval_config))
         if not self.config.quiet:
             print(format_table(summary), flush=True)
@@ -345,7 +345,7 @@ def report_meta(config: EvalConfig) -> dict[str, Any]:
     """The report's description of the two worlds (and the twin's identified parameters)."""
     meta: dict[str, Any] = {
         'real': 'digital real (MuJoCo with hidden dynamics, via the franka '
-                'bridge)' if config.real == 'digital_real' else 'Franka arm via franka_ros2',
+                'bridge)' if backends.get(config.real).hidden else 'Franka arm via franka_ros2',
         'sim': f'{config.sim} twin, '
                + (f'identified parameters {config.sim_params_file}' if config.sim_params_file
                   else 'default parameters'),

@@ -17,6 +17,8 @@ matplotlib.use('Agg')
 import matplotlib.pyplot as plt  # noqa: E402 - the backend must be chosen first
 import numpy as np  # noqa: E402
 
+from realm_ros.core import metrics  # noqa: E402
+
 REAL_COLOR, SIM_COLOR = '#c0392b', '#2471a3'
 
 
@@ -297,17 +299,18 @@ def write_report(out_dir: str | pathlib.Path, summary: Mapping[str, Any],
         f'{summary["pairs"]} complete pairs, {summary.get("infra_failures", 0)} '
         'infrastructure failures (not scored).</p>',
     ]
-    if 'pearson_r' in a:
+    shown = [m for m in metrics.METRICS.values() if m.name in a]
+    if shown:
         # summary.json's ``ci95`` (paired bootstrap over starts, core/evaluation.py) beside
-        # each figure, as the console table prints them.
+        # each figure, as the console table prints them: one core.metrics.Metric each.
         parts.append(
-            f'<h2>Agreement</h2><p>Over per-policy mean progression, with paired-bootstrap 95 % '
-            f'intervals over starts: Pearson r = {_with_interval(a, "pearson_r")}, '
-            f'MMRV(sim, real) = {_with_interval(a, "mmrv")}, mean |real - sim| = '
-            f'{_with_interval(a, "mean_abs_gap")}.</p>')
+            '<h2>Agreement</h2><p>Over per-policy mean progression, with paired-bootstrap 95 % '
+            'intervals over starts: '
+            + ', '.join(f'{html.escape(m.title or m.label, quote=False)} = '
+                        f'{m.with_interval(a)}' for m in shown) + '.</p>')
         parts.append(_table(
-            ['task', 'Pearson r [95% CI]', 'MMRV [95% CI]', 'mean |gap| [95% CI]', 'policies'],
-            [[t] + [_with_interval(v, k) for k in ('pearson_r', 'mmrv', 'mean_abs_gap')]
+            ['task'] + [f'{m.column or m.label} [95% CI]' for m in shown] + ['policies'],
+            [[t] + [m.with_interval(v) for m in shown]
              + [v['n_policies']] for t, v in a.get('per_task', {}).items()]))
     parts.append('<img src="agreement_scatter.png" alt="real vs sim per task">')
     parts.append('<h2>Policies</h2>')

@@ -51,7 +51,7 @@ class DemoWorld:
 
     Attributes:
         name: the ``--world`` value.
-        backend: the world backend (:data:`realm_ros.core.world.BACKENDS`).
+        backend: the world backend (:data:`realm_ros.core.backends.BACKENDS`).
         privileged: whether the world gives object state (the scripted expert needs it).
         hidden: whether it takes the digital real's hidden appearance and dynamics.
         lab: a physical arm: no injected noise, the operator sets up every scene.
@@ -118,7 +118,7 @@ def resolve_hidden(world: DemoWorld, appearance: str, dynamics: str) -> tuple[st
     """
     if not world.hidden:
         return '', ''
-    from realm_ros.graph import share_path
+    from realm_ros.ros.share import share_path
 
     if appearance == 'none':
         appearance_file = ''
