@@ -2,7 +2,7 @@
 ``realm-ros dataset`` folder, a slim ACT from scratch (no pretrained backbone, no hub, no wandb).
 
 Run: ``.venv/bin/python bench/lerobot_act.py --data DIR --out DIR [--steps 3000] [--batch 8]
-[--python /work/venvs/lerobot/bin/python] [-- extra lerobot-train flags]``.
+[--python /work/venvs/lerobot/bin/python] [--resume] [-- extra lerobot-train flags]``.
 
 The venv is ``make lerobot-env``'s (lerobot 0.4.4, Python 3.11, torch 2.9.1) or the one
 ``--python`` names. Prints the command, LeRobot's loss lines as they come, then one JSON line:
@@ -47,6 +47,9 @@ def main(argv: list[str] | None = None) -> int:
                         help='torch threads (1: two OpenMP threads on a loaded 2-core machine '
                              'ran ten times slower than one)')
     parser.add_argument('--python', default='', help="the lerobot venv's interpreter")
+    parser.add_argument('--resume', action='store_true',
+                        help="continue --out's last checkpoint up to --steps (lerobot-train "
+                             '--resume with its saved train_config.json, optimizer and step)')
     parser.add_argument('extra', nargs='*', help='more lerobot-train flags (after --)')
     args = parser.parse_args(argv)
     from realm_ros.policies.lerobot_policy import find_python
@@ -62,6 +65,11 @@ def main(argv: list[str] | None = None) -> int:
     env = dict(os.environ, HF_HUB_OFFLINE='1', HF_DATASETS_OFFLINE='1', WANDB_MODE='disabled',
                OMP_NUM_THREADS=str(args.threads), MKL_NUM_THREADS=str(args.threads),
                PYTHONPATH='')
+    if args.resume:
+        saved = args.out.resolve() / 'checkpoints' / 'last' / 'pretrained_model'
+        cmd = [str(train), f'--config_path={saved / "train_config.json"}', '--resume=true',
+               f'--steps={args.steps}', f'--save_freq={args.save_freq or args.steps}',
+               *args.extra]
     print('+ ' + ' '.join(cmd), flush=True)
     start = time.monotonic()
     proc = subprocess.run(cmd, env=env)
