@@ -302,7 +302,9 @@ def summary(args: argparse.Namespace) -> int:
 
 def latency(args: argparse.Namespace) -> int:
     """CPU time of one chunk per checkpoint (``infer``: two 320x180 frames resized, forward,
-    decode), one thread: median and 90th percentile over ``--calls`` calls, ms."""
+    decode), one thread: median and 90th percentile over ``--calls`` calls, ms. A
+    ``lerobot:DIR`` checkpoint is timed through its server (round trip, and the server's own
+    time per chunk)."""
     import numpy as np
     import torch
 
@@ -313,8 +315,14 @@ def latency(args: argparse.Namespace) -> int:
     rng = np.random.default_rng(0)
     zeros = np.zeros(7)
     for path in args.checkpoints:
-        policy = LearnedPolicy(path=path)
-        policy.reset(EpisodeSpec(task='push_switch', seed=0, policy='learned', max_steps=1))
+        policy: Any
+        if path.startswith('lerobot:'):  # round trip to its server (one torch thread there)
+            from realm_ros.policies.lerobot_policy import LeRobotPolicy
+            policy = LeRobotPolicy(path=path[len('lerobot:'):], threads=1)
+        else:
+            policy = LearnedPolicy(path=path)
+        policy.reset(EpisodeSpec(task='push_switch', seed=0, policy='learned', max_steps=1,
+                                 instruction='push the light switch'))
         times = []
         for k in range(args.calls + 5):
             obs = Observation(joints=JointState(zeros, zeros, zeros, 0.0), images={
@@ -323,9 +331,14 @@ def latency(args: argparse.Namespace) -> int:
             policy.infer(obs)
             if k >= 5:  # the first calls warm up
                 times.append((time.perf_counter() - start) * 1000.0)
-        print(json.dumps({'checkpoint': path, 'threads': 1, 'calls': args.calls,
-                          'median_ms': round(float(np.median(times)), 2),
-                          'p90_ms': round(float(np.quantile(times, 0.9)), 2)}), flush=True)
+        row = {'checkpoint': path, 'threads': 1, 'calls': args.calls,
+               'median_ms': round(float(np.median(times)), 2),
+               'p90_ms': round(float(np.quantile(times, 0.9)), 2)}
+        if path.startswith('lerobot:'):  # the server's own time per chunk, without the wire
+            server = policy.server_latency
+            row['server_median_ms'] = round(float(server.p50_ms), 2)
+            policy.close()
+        print(json.dumps(row), flush=True)
     return 0
 
 
