@@ -72,7 +72,7 @@ bench: setup
 
 # LeRobot in its own venv (lerobot 0.4.4 pins torch < 2.11; the project pins 2.13): the
 # `lerobot` policy starts realm_ros/policies/lerobot_server.py with it (docs/learned-policy.md).
-# Not part of setup: about 4 GB of CUDA torch wheels from PyPI. Its tests skip without it.
+# Not part of setup: PyPI has only CUDA torch builds, 8 GB installed. Its tests skip without it.
 LEROBOT_VENV ?= .venv-lerobot
 LEROBOT_PYTHON ?= python3.11
 

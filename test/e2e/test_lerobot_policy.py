@@ -6,7 +6,7 @@ inference (``predict_action``, as lerobot-record runs it) on the same observatio
 tolerance, and blanked images change it.
 
 Skipped where the lerobot venv is absent (``make setup`` does not make it: about 4 GB of CUDA
-torch wheels); ``make lerobot-env`` makes it, or REALM_LEROBOT_PYTHON names one.
+torch wheels, 8 GB installed); ``make lerobot-env`` makes it, or REALM_LEROBOT_PYTHON names one.
 """
 
 import json
