@@ -232,7 +232,7 @@ class LeRobotPolicy(op.OpenPIPolicy):
             if proc.stdin is not None:
                 proc.stdin.close()  # the server exits when its stdin closes
             try:
-                proc.wait(timeout=5)
+                proc.wait(timeout=15)  # it exits at once; a loaded machine may take a while
             except subprocess.TimeoutExpired:
                 proc.terminate()
                 try:

@@ -1,7 +1,7 @@
 """The ``lerobot`` policy's checks that need no lerobot: a checkpoint that cannot drive the
 Franka here is refused with one line when the policy is built (the CLIs exit 2 on ConfigError),
 and a missing lerobot venv is BackendUnavailable, before any server, world or arm is touched.
-The served path itself (lerobot in its own venv) is test/e2e/test_lerobot_policy.py."""
+The served path itself (lerobot in its own venv) is test/e2e/test_lerobot_served.py."""
 
 import json
 

@@ -129,8 +129,8 @@ def test_blind_images_change_the_answer_and_a_dead_server_is_infrastructure(chec
         assert np.max(np.abs(a - b)) > 1e-6 and blind.label.endswith(':blind')
         proc = seeing._proc
         assert proc is not None
-        seeing.close()  # its server exits when its standard input closes
-        assert proc.wait(timeout=20) == 0
+        seeing.close()  # its server exits when its standard input closes (else is ended)
+        assert proc.poll() is not None and seeing._proc is None
     finally:
         seeing.close()
         blind.close()
