@@ -13,7 +13,7 @@ export RMW_IMPLEMENTATION ?= rmw_fastrtps_cpp
 export MUJOCO_GL ?= egl
 export PYTHONUNBUFFERED := 1
 
-.PHONY: setup test test-fast test-unit demo bench lint clean sysdeps
+.PHONY: setup test test-fast test-unit demo bench lint clean sysdeps lerobot-env
 
 setup: $(STAMP)
 
@@ -69,6 +69,16 @@ bench: setup
 	$(PY) bench/bench_episodes.py
 	$(PY) bench/bench_ik_outcomes.py
 	@echo 'figures appended to bench/results/bench.jsonl'
+
+# LeRobot in its own venv (lerobot 0.4.4 pins torch < 2.11; the project pins 2.13): the
+# `lerobot` policy starts realm_ros/policies/lerobot_server.py with it (docs/learned-policy.md).
+# Not part of setup: PyPI has only CUDA torch builds, 8 GB installed. Its tests skip without it.
+LEROBOT_VENV ?= .venv-lerobot
+LEROBOT_PYTHON ?= python3.11
+
+lerobot-env: setup
+	$(PY) bench/lerobot_check.py --lerobot 0.4.4 --venv $(LEROBOT_VENV) \
+	  --python $(LEROBOT_PYTHON) --env-only
 
 lint: setup
 	$(VENV)/bin/ruff check realm_ros test bench

@@ -8,13 +8,15 @@ anywhere (tiny sizes on a laptop):
     shard j: ``--episodes`` seeds from ``1000 + j * episodes``); every shard is a LeRobot v3.0
     folder and ``realm-ros train --data DIR/shard_*`` trains on them all. A ``--deadline``
     ends the shards with SIGTERM, which keeps every finished episode.
-``eval``: every checkpoint on the digital real (its hidden dynamics and
-    ``config/appearance/lab_demo.yaml``'s look) over the evaluation seeds 0..N-1 of each task,
+``eval``: every checkpoint (``NAME=PATH`` of ``realm-ros train``, or ``NAME=lerobot:DIR`` of
+    ``lerobot-train``, run by the ``lerobot`` policy from its own venv) on the digital real
+    (its hidden dynamics and ``config/appearance/lab_demo.yaml``'s look) over the evaluation
+    seeds 0..N-1 of each task,
     the same with its images blanked (``--blind``, the ``learned`` policy's ``blind=true``),
     and under ``--looks`` other looks of the digital real: lab_demo with variant k of
     :class:`~realm_ros.core.appearance.VariantSet` laid over it (walls and floor, light, table
     or distractors: the lab's cameras and sensor stay). One JSON line per episode, episodes
-    spread over ``--workers`` processes.
+    spread over ``--workers`` processes. ``--world mujoco`` runs the same in the twin instead.
 ``summary``: per checkpoint and condition, success with Wilson 95 % intervals and mean
     progression with bootstrap 95 % intervals over the distinct episodes, as Markdown and JSON.
 """
@@ -123,18 +125,26 @@ def _episode(job: dict[str, Any]) -> dict[str, Any]:
     from realm_ros.policies.learned import LearnedPolicy
 
     torch.set_num_threads(1)
-    key = f"{job['task']}|{job['appearance']}"
+    world = job.get('world', 'digital_real')
+    width, height = job.get('image_size', (320, 180))
+    key = f"{world}|{job['task']}|{job['appearance']}|{width}x{height}"
     if _WORLD.get('key') != key:
         if 'world' in _WORLD:
             _WORLD['world'].close()
+        # The twin (mujoco) never reads the digital real's hidden look or dynamics.
         _WORLD['world'] = make_world(WorldConfig(
-            backend='digital_real', task=job['task'], cameras=('exterior_1', 'wrist'),
-            camera_rate_hz=robot.CONTROL_HZ, camera_width=320, camera_height=180,
-            appearance_file=job['appearance']))
+            backend=world, task=job['task'], cameras=('exterior_1', 'wrist'),
+            camera_rate_hz=robot.CONTROL_HZ, camera_width=width, camera_height=height,
+            appearance_file=job['appearance'] if world == 'digital_real' else ''))
         _WORLD['key'] = key
     pkey = (job['path'], job['blind'])
     if pkey not in _POLICIES:
-        _POLICIES[pkey] = LearnedPolicy(path=job['path'], blind=job['blind'])
+        if job['path'].startswith('lerobot:'):  # a lerobot-train checkpoint, served from its venv
+            from realm_ros.policies.lerobot_policy import LeRobotPolicy
+            _POLICIES[pkey] = LeRobotPolicy(path=job['path'][len('lerobot:'):],
+                                            blind=job['blind'])
+        else:
+            _POLICIES[pkey] = LearnedPolicy(path=job['path'], blind=job['blind'])
     inner = _POLICIES[pkey]
     spec = EpisodeSpec(task=job['task'], seed=job['seed'], policy=job['rung'],
                        max_steps=job['max_steps'],
@@ -155,9 +165,17 @@ def evaluate(args: argparse.Namespace) -> int:
     rungs = {}
     for item in args.checkpoints:
         name, _, path = item.rpartition('=')
-        rungs[name or pathlib.Path(path).stem] = str(pathlib.Path(path).resolve())
+        kind, colon, rest = path.partition(':')
+        if colon and kind == 'lerobot':  # NAME=lerobot:PATH: a LeRobot checkpoint
+            rungs[name or pathlib.Path(rest).name] = 'lerobot:' + str(pathlib.Path(rest).resolve())
+        else:
+            rungs[name or pathlib.Path(path).stem] = str(pathlib.Path(path).resolve())
     task_names = [t for t in args.tasks.split(',') if t]
     lab = str(LAB_LOOK)
+    width, _, height = args.image_size.partition('x')
+    image_size = (int(width), int(height))
+    if args.world != 'digital_real' and looks:
+        sys.exit('eval: --looks are looks of the digital real; pass --looks 0 with --world mujoco')
     jobs = []
 
     def add(rung: str, condition: str, look: str, appearance: str, seeds: int,
@@ -166,7 +184,8 @@ def evaluate(args: argparse.Namespace) -> int:
             for seed in range(seeds):
                 jobs.append({'rung': rung, 'path': rungs[rung], 'blind': blind,
                              'condition': condition, 'look': look, 'appearance': appearance,
-                             'task': task, 'seed': seed, 'max_steps': args.max_steps})
+                             'task': task, 'seed': seed, 'max_steps': args.max_steps,
+                             'world': args.world, 'image_size': image_size})
 
     for rung in rungs:
         add(rung, 'lab', 'lab_demo', lab, args.seeds)
@@ -283,7 +302,9 @@ def summary(args: argparse.Namespace) -> int:
 
 def latency(args: argparse.Namespace) -> int:
     """CPU time of one chunk per checkpoint (``infer``: two 320x180 frames resized, forward,
-    decode), one thread: median and 90th percentile over ``--calls`` calls, ms."""
+    decode), one thread: median and 90th percentile over ``--calls`` calls, ms. A
+    ``lerobot:DIR`` checkpoint is timed through its server (round trip, and the server's own
+    time per chunk)."""
     import numpy as np
     import torch
 
@@ -294,8 +315,14 @@ def latency(args: argparse.Namespace) -> int:
     rng = np.random.default_rng(0)
     zeros = np.zeros(7)
     for path in args.checkpoints:
-        policy = LearnedPolicy(path=path)
-        policy.reset(EpisodeSpec(task='push_switch', seed=0, policy='learned', max_steps=1))
+        policy: Any
+        if path.startswith('lerobot:'):  # round trip to its server (one torch thread there)
+            from realm_ros.policies.lerobot_policy import LeRobotPolicy
+            policy = LeRobotPolicy(path=path[len('lerobot:'):], threads=1)
+        else:
+            policy = LearnedPolicy(path=path)
+        policy.reset(EpisodeSpec(task='push_switch', seed=0, policy='learned', max_steps=1,
+                                 instruction='push the light switch'))
         times = []
         for k in range(args.calls + 5):
             obs = Observation(joints=JointState(zeros, zeros, zeros, 0.0), images={
@@ -304,9 +331,14 @@ def latency(args: argparse.Namespace) -> int:
             policy.infer(obs)
             if k >= 5:  # the first calls warm up
                 times.append((time.perf_counter() - start) * 1000.0)
-        print(json.dumps({'checkpoint': path, 'threads': 1, 'calls': args.calls,
-                          'median_ms': round(float(np.median(times)), 2),
-                          'p90_ms': round(float(np.quantile(times, 0.9)), 2)}), flush=True)
+        row = {'checkpoint': path, 'threads': 1, 'calls': args.calls,
+               'median_ms': round(float(np.median(times)), 2),
+               'p90_ms': round(float(np.quantile(times, 0.9)), 2)}
+        if path.startswith('lerobot:'):  # the server's own time per chunk, without the wire
+            server = policy.server_latency
+            row['server_median_ms'] = round(float(server.p50_ms), 2)
+            policy.close()
+        print(json.dumps(row), flush=True)
     return 0
 
 
@@ -332,6 +364,9 @@ def main(argv: list[str] | None = None) -> int:
     e.add_argument('--look-seed', type=int, default=0, help="VariantSet's seed")
     e.add_argument('--look-seeds', type=int, default=3, help='seeds per task and look')
     e.add_argument('--max-steps', type=int, default=200)
+    e.add_argument('--world', default='digital_real', choices=('digital_real', 'mujoco'),
+                   help="digital_real (the lab's hidden look and dynamics) or mujoco (the twin)")
+    e.add_argument('--image-size', default='320x180', help='rendered WxH, px')
     e.add_argument('--workers', type=int, default=16)
     e.add_argument('--chunk', type=int, default=4)
     e.add_argument('--deadline', type=float, default=0, help='s; 0 = none')

@@ -36,12 +36,16 @@ import sys
 import tempfile
 import time
 
+#: What realm_ros/policies/lerobot_server.py needs besides lerobot (the openpi protocol).
+SERVER_PACKAGES = ['websockets==17.4', 'msgpack==1.2.4']
+
 #: lerobot release -> (default venv, default interpreter, pip install groups in order).
 RELEASES = {
     '0.6.1': ('/work/venvs/lerobot312', 'python3.12',
-              (['lerobot[dataset,diffusion,training]==0.6.1'],)),
+              (['lerobot[dataset,diffusion,training]==0.6.1'], SERVER_PACKAGES)),
     '0.4.4': ('/work/venvs/lerobot', 'python3.11',
-              (['torch==2.9.1', 'torchvision==0.24.1'], ['lerobot==0.4.4', 'torchcodec==0.8.1'])),
+              (['torch==2.9.1', 'torchvision==0.24.1'], ['lerobot==0.4.4', 'torchcodec==0.8.1'],
+               SERVER_PACKAGES)),
 }
 REPO_ID = 'realm_ros/check'
 
@@ -105,7 +109,8 @@ def sh(cmd: list[str], **kw) -> subprocess.CompletedProcess:
 
 def ensure_venv(venv: pathlib.Path, python: str, release: str) -> pathlib.Path:
     py = venv / 'bin' / 'python'
-    probe = [str(py), '-c', 'import lerobot, torchcodec.decoders; from importlib.metadata '
+    probe = [str(py), '-c', 'import lerobot, torchcodec.decoders, websockets, msgpack; '
+             'from importlib.metadata '
              'import version; print(version("lerobot"))']
     found = subprocess.run(probe, capture_output=True, text=True) if py.exists() else None
     if found is not None and found.returncode == 0:
@@ -150,10 +155,15 @@ def main() -> int:
     parser.add_argument('--episodes', type=int, default=3, help='episodes per task (fresh set)')
     parser.add_argument('--max-steps', type=int, default=40, help='steps per episode')
     parser.add_argument('--steps', type=int, default=3, help='lerobot-train steps (0: none)')
+    parser.add_argument('--env-only', action='store_true',
+                        help='only make the venv (make lerobot-env), no dataset or training')
     args = parser.parse_args()
     default_venv, default_python, _ = RELEASES[args.lerobot]
     args.venv = args.venv or pathlib.Path(default_venv)
     py = ensure_venv(args.venv, args.python or default_python, args.lerobot)
+    if args.env_only:
+        print(f'lerobot venv ready: {py}')
+        return 0
     work = pathlib.Path(tempfile.mkdtemp(prefix='lerobot_check_'))
     data = args.data or work / 'data'
     if args.data is None:

@@ -29,6 +29,7 @@ POLICIES: dict[str, str] = {
     'gr00t': 'realm_ros.policies.gr00t:Gr00tPolicy',
     'torch': 'realm_ros.policies.torch_policy:TorchPolicy',
     'learned': 'realm_ros.policies.learned:LearnedPolicy',
+    'lerobot': 'realm_ros.policies.lerobot_policy:LeRobotPolicy',
 }
 
 

@@ -1,0 +1,86 @@
+"""The LeRobot ACT rung on a CPU: ``lerobot-train`` (LeRobot's own trainer, in its own venv) on a
+``realm-ros dataset`` folder, a slim ACT from scratch (no pretrained backbone, no hub, no wandb).
+
+Run: ``.venv/bin/python bench/lerobot_act.py --data DIR --out DIR [--steps 3000] [--batch 8]
+[--python /work/venvs/lerobot/bin/python] [--resume] [-- extra lerobot-train flags]``.
+
+The venv is ``make lerobot-env``'s (lerobot 0.4.4, Python 3.11, torch 2.9.1) or the one
+``--python`` names. Prints the command, LeRobot's loss lines as they come, then one JSON line:
+steps, wall seconds, the checkpoint folder and its size. Evaluate the checkpoint with
+``bench/device_ladder.py eval --checkpoints act=lerobot:OUT`` (the ``lerobot`` policy serves it
+from the same venv) or any runner's ``--policy lerobot``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import time
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+#: A slim ACT: 256-wide transformer, 2 encoder layers, no VAE (the demonstrations are one
+#: scripted expert's), chunks of 10 with 8 executed (openpi's DROID client), from scratch.
+SLIM = ['--policy.type=act', '--policy.dim_model=256', '--policy.n_heads=4',
+        '--policy.dim_feedforward=1024', '--policy.n_encoder_layers=2',
+        '--policy.n_decoder_layers=1', '--policy.use_vae=false', '--policy.chunk_size=10',
+        '--policy.n_action_steps=8', '--policy.optimizer_lr=2e-4',
+        '--policy.optimizer_lr_backbone=2e-4', '--policy.pretrained_backbone_weights=null',
+        '--policy.push_to_hub=false', '--policy.device=cpu']
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog='bench/lerobot_act.py')
+    parser.add_argument('--data', type=pathlib.Path, required=True,
+                        help='realm-ros dataset folder (LeRobot v3.0)')
+    parser.add_argument('--out', type=pathlib.Path, required=True,
+                        help="lerobot-train's --output_dir (must not exist)")
+    parser.add_argument('--steps', type=int, default=3000)
+    parser.add_argument('--batch', type=int, default=8)
+    parser.add_argument('--save-freq', type=int, default=0, help='0 = only at the end')
+    parser.add_argument('--threads', type=int, default=1,
+                        help='torch threads (1: two OpenMP threads on a loaded 2-core machine '
+                             'ran ten times slower than one)')
+    parser.add_argument('--python', default='', help="the lerobot venv's interpreter")
+    parser.add_argument('--resume', action='store_true',
+                        help="continue --out's last checkpoint up to --steps (lerobot-train "
+                             '--resume with its saved train_config.json, optimizer and step)')
+    parser.add_argument('extra', nargs='*', help='more lerobot-train flags (after --)')
+    args = parser.parse_args(argv)
+    from realm_ros.policies.lerobot_policy import find_python
+
+    python = pathlib.Path(find_python(args.python))
+    train = python.parent / 'lerobot-train'
+    cmd = [str(train), f'--dataset.repo_id=local/{args.data.name}',
+           f'--dataset.root={args.data.resolve()}', '--dataset.video_backend=pyav',
+           *SLIM, f'--steps={args.steps}', f'--batch_size={args.batch}', '--num_workers=0',
+           f'--save_freq={args.save_freq or args.steps}', '--log_freq=50',
+           f'--output_dir={args.out.resolve()}', '--wandb.enable=false', '--eval_freq=0',
+           '--seed=1000', *args.extra]
+    env = dict(os.environ, HF_HUB_OFFLINE='1', HF_DATASETS_OFFLINE='1', WANDB_MODE='disabled',
+               OMP_NUM_THREADS=str(args.threads), MKL_NUM_THREADS=str(args.threads),
+               PYTHONPATH='')
+    if args.resume:
+        saved = args.out.resolve() / 'checkpoints' / 'last' / 'pretrained_model'
+        cmd = [str(train), f'--config_path={saved / "train_config.json"}', '--resume=true',
+               f'--steps={args.steps}', f'--save_freq={args.save_freq or args.steps}',
+               *args.extra]
+    print('+ ' + ' '.join(cmd), flush=True)
+    start = time.monotonic()
+    proc = subprocess.run(cmd, env=env)
+    wall = time.monotonic() - start
+    model = args.out / 'checkpoints' / 'last' / 'pretrained_model'
+    size = sum(p.stat().st_size for p in model.glob('*')) if model.is_dir() else 0
+    print(json.dumps({'exit': proc.returncode, 'steps': args.steps, 'batch': args.batch,
+                      'wall_s': round(wall, 1), 'checkpoint': str(model),
+                      'checkpoint_mb': round(size / 2**20, 1)}), flush=True)
+    return proc.returncode
+
+
+if __name__ == '__main__':
+    sys.exit(main())

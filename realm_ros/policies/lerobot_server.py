@@ -1,0 +1,279 @@
+"""Serve a LeRobot checkpoint over openpi's websocket protocol, from lerobot's own environment.
+
+lerobot pins its own torch (0.4.4: torch < 2.11; 0.6: Python 3.12), so it cannot share the
+project's venv. This file runs with the lerobot venv's interpreter and imports nothing from
+realm_ros: only lerobot, torch, numpy, msgpack and websockets (``make lerobot-env`` installs
+them). :class:`realm_ros.policies.lerobot.LeRobotPolicy` starts it and speaks to it;
+openpi's own ``WebsocketClientPolicy`` can too::
+
+    /work/venvs/lerobot/bin/python realm_ros/policies/lerobot_server.py \\
+        --checkpoint OUT/checkpoints/last/pretrained_model --port 8000
+
+Inference is LeRobot's own, step for step as ``lerobot.utils.control_utils.predict_action``
+(what ``lerobot-record`` runs on a robot): ``prepare_observation_for_inference`` (HWC uint8 ->
+CHW float in [0, 1], batch of 1), the checkpoint's saved preprocessor (normalisation with the
+training set's stats), then ``policy.predict_action_chunk`` (where ``predict_action`` calls
+``select_action``, which pops the same chunk's first ``n_action_steps`` rows one by one), then
+the saved postprocessor (unnormalisation). The whole chunk goes back, (chunk_size, 8).
+
+Protocol (openpi's, as :mod:`realm_ros.policies.server`): metadata frame on connect
+``{'server': 'lerobot', 'policy': type, 'lerobot': version, 'action_space': 'joint_position',
+'cameras': [...], 'image_size': [h, w], 'chunk_size': n, 'n_action_steps': k}``; a request is
+openpi's DROID map (``observation/exterior_image_1_left``, ``observation/wrist_image_left``,
+``observation/joint_position`` (7,), ``observation/gripper_position`` (1,), ``prompt``); images of
+another size are resized (shrinking area-averaged, padding bands of a 224x224 openpi frame
+removed first); the answer is ``{'actions': (H, 8) float64, 'server_timing': {'infer_ms'}}``.
+``{'__ctrl__': 'episode_start'}`` resets the policy (answered ``{'__ack__': ...}``). A failure
+goes back as a text frame (the traceback) and the connection closes with 1011, as openpi does.
+Once listening it prints ``LEROBOT_SERVER_READY port=N`` on stdout; it exits when its standard
+input closes (the realm_ros process that started it has gone).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import threading
+import time
+import traceback
+from typing import Any
+
+import msgpack
+import numpy as np
+
+#: openpi DROID request keys -> the realm_ros / dataset camera they carry.
+DROID_CAMERAS = {'observation/exterior_image_1_left': 'exterior_1',
+                 'observation/wrist_image_left': 'wrist'}
+KEY_JOINTS = 'observation/joint_position'
+KEY_GRIPPER = 'observation/gripper_position'
+
+
+def _encode(obj: Any) -> Any:
+    if isinstance(obj, np.ndarray):
+        return {b'__ndarray__': True, b'data': np.ascontiguousarray(obj).tobytes(),
+                b'dtype': obj.dtype.str, b'shape': list(obj.shape)}
+    if isinstance(obj, np.generic):
+        return {b'__npgeneric__': True, b'data': obj.item(), b'dtype': obj.dtype.str}
+    raise TypeError(f'cannot serialise {type(obj).__name__}')
+
+
+def _decode(obj: dict) -> Any:
+    if b'__ndarray__' in obj:
+        dtype = np.dtype(obj[b'dtype'])
+        if dtype.kind in 'OVc':
+            raise ValueError(f'refused dtype {dtype}')
+        return np.frombuffer(obj[b'data'], dtype=dtype).reshape(obj[b'shape']).copy()
+    if b'__npgeneric__' in obj:
+        return np.dtype(obj[b'dtype']).type(obj[b'data'])
+    return obj
+
+
+def packb(obj: Any) -> bytes:
+    return msgpack.packb(obj, default=_encode, use_bin_type=True)
+
+
+def unpackb(data: bytes) -> Any:
+    return msgpack.unpackb(data, object_hook=_decode, raw=False, strict_map_key=False)
+
+
+def fit_image(image: np.ndarray, height: int, width: int) -> np.ndarray:
+    """(H, W, 3) uint8 at the checkpoint's size: a square openpi frame loses its padding bands,
+    then the picture is area-resized (what realm_ros's client already sent needs nothing)."""
+    image = np.asarray(image, dtype=np.uint8)
+    if image.ndim != 3 or image.shape[2] != 3:
+        raise ValueError(f'expected an (H, W, 3) image, got shape {image.shape}')
+    if image.shape[:2] == (height, width):
+        return image
+    import cv2
+
+    rows = np.flatnonzero(image.reshape(image.shape[0], -1).any(axis=1))
+    cols = np.flatnonzero(image.transpose(1, 0, 2).reshape(image.shape[1], -1).any(axis=1))
+    if rows.size and cols.size:
+        image = image[rows[0]:rows[-1] + 1, cols[0]:cols[-1] + 1]
+    return cv2.resize(np.ascontiguousarray(image), (width, height), interpolation=cv2.INTER_AREA)
+
+
+class LeRobotRunner:
+    """One LeRobot checkpoint with its saved pre- and postprocessors."""
+
+    def __init__(self, checkpoint: str, device: str = 'cpu', threads: int = 0) -> None:
+        from lerobot.configs.policies import PreTrainedConfig  # type: ignore[import-not-found]
+        from lerobot.policies.factory import get_policy_class, make_pre_post_processors  # type: ignore[import-not-found]
+        import torch
+
+        if threads > 0:
+            torch.set_num_threads(threads)
+        self.torch = torch
+        self.device = torch.device(device)
+        self.config = PreTrainedConfig.from_pretrained(checkpoint)
+        self.config.device = device
+        self.policy = get_policy_class(self.config.type).from_pretrained(checkpoint,
+                                                                         config=self.config)
+        self.policy.to(self.device).eval()
+        overrides = {'device_processor': {'device': device}}
+        self.pre, self.post = make_pre_post_processors(
+            self.config, pretrained_path=checkpoint, preprocessor_overrides=overrides)
+        self.cameras: dict[str, tuple[int, int]] = {}
+        for key, feature in self.config.image_features.items():
+            shape = tuple(feature.shape)  # (C, H, W)
+            self.cameras[key.rsplit('.', 1)[-1]] = (int(shape[1]), int(shape[2]))
+        self.robot_type = ''
+
+    def metadata(self) -> dict[str, Any]:
+        from importlib.metadata import version
+
+        size = next(iter(self.cameras.values()), (0, 0))
+        return {'server': 'lerobot', 'policy': self.config.type, 'lerobot': version('lerobot'),
+                'action_space': 'joint_position', 'cameras': sorted(self.cameras),
+                'image_size': list(size), 'chunk_size': int(self.config.chunk_size),
+                'n_action_steps': int(getattr(self.config, 'n_action_steps', 1))}
+
+    def observation(self, request: dict[str, Any]) -> dict[str, np.ndarray]:
+        """openpi DROID map -> the dict of numpy arrays lerobot-record hands predict_action."""
+        if KEY_JOINTS not in request or KEY_GRIPPER not in request:
+            raise ValueError(f'request needs {KEY_JOINTS!r} and {KEY_GRIPPER!r}; got '
+                             f'{sorted(map(str, request))}')
+        q = np.asarray(request[KEY_JOINTS], dtype=np.float32).reshape(-1)
+        g = np.asarray(request[KEY_GRIPPER], dtype=np.float32).reshape(-1)
+        if q.shape != (7,) or g.shape != (1,):
+            raise ValueError(f'joint_position must be (7,) and gripper_position (1,), got '
+                             f'{q.shape} and {g.shape}')
+        obs: dict[str, np.ndarray] = {'observation.state': np.r_[q, g].astype(np.float32)}
+        by_camera = {camera: key for key, camera in DROID_CAMERAS.items()}
+        for camera, (h, w) in self.cameras.items():
+            key = by_camera.get(camera)
+            if key is None or key not in request:
+                raise ValueError(f'the checkpoint needs camera {camera!r}; the request has '
+                                 f'{sorted(k for k in map(str, request) if "image" in k)}')
+            obs[f'observation.images.{camera}'] = fit_image(request[key], h, w)
+        return obs
+
+    def reset(self) -> None:
+        self.policy.reset()
+
+    def chunk(self, obs: dict[str, np.ndarray], task: str) -> np.ndarray:
+        """The whole chunk, (chunk_size, action_dim) float64, through lerobot's own steps."""
+        from lerobot.policies.utils import prepare_observation_for_inference  # type: ignore[import-not-found]
+
+        with self.torch.inference_mode():
+            batch = prepare_observation_for_inference(dict(obs), self.device, task,
+                                                      self.robot_type)
+            batch = self.pre(batch)
+            actions = self.policy.predict_action_chunk(batch)
+            actions = self.post(actions)
+        return actions[0].to('cpu', self.torch.float64).numpy()
+
+    def select(self, obs: dict[str, np.ndarray], task: str) -> np.ndarray:
+        """One action as lerobot-record gets it: ``predict_action`` (select_action's queue)."""
+        from lerobot.utils.control_utils import predict_action  # type: ignore[import-not-found]
+
+        action = predict_action(dict(obs), self.policy, self.device, self.pre, self.post,
+                                False, task, self.robot_type)
+        return action.reshape(-1).to('cpu', self.torch.float64).numpy()
+
+
+def serve(runner: LeRobotRunner, host: str, port: int, max_seconds: float = 0.0) -> None:
+    from websockets.http11 import Response
+    from websockets.sync.server import serve as ws_serve
+
+    lock = threading.Lock()
+    meta = runner.metadata()
+
+    def health(connection: Any, request: Any) -> Response | None:
+        if request.path == '/healthz':
+            return connection.respond(200, 'OK\n')
+        return None
+
+    def handler(websocket: Any) -> None:
+        websocket.send(packb(meta))
+        prompt: str | None = None
+        prev_total_ms: float | None = None
+        while True:
+            try:
+                frame = websocket.recv()
+            except Exception:  # noqa: BLE001 - the client went away
+                return
+            start = time.monotonic()
+            try:
+                if isinstance(frame, str):
+                    raise ValueError('expected a binary msgpack frame, got a text frame')
+                request = unpackb(frame)
+                if not isinstance(request, dict):
+                    raise ValueError(f'request must be a map, got {type(request).__name__}')
+                if '__ctrl__' in request:
+                    if request['__ctrl__'] == 'episode_start':
+                        prompt = None
+                    websocket.send(packb({'__ack__': request['__ctrl__']}))
+                    continue
+                obs = runner.observation(request)
+                task = str(request.get('prompt', ''))
+                with lock:
+                    if task != prompt:
+                        runner.reset()
+                        prompt = task
+                    t0 = time.monotonic()
+                    actions = runner.chunk(obs, task)
+                    infer_ms = (time.monotonic() - t0) * 1000.0
+                timing = {'infer_ms': (time.monotonic() - start) * 1000.0}
+                if prev_total_ms is not None:
+                    timing['prev_total_ms'] = prev_total_ms
+                websocket.send(packb({'actions': actions, 'server_timing': timing,
+                                      'policy_timing': {'infer_ms': infer_ms}}))
+                prev_total_ms = (time.monotonic() - start) * 1000.0
+            except Exception:  # noqa: BLE001 - every failure goes back to the client, as openpi
+                text = traceback.format_exc()
+                print(text, file=sys.stderr, flush=True)
+                try:
+                    websocket.send(text)
+                    websocket.close(code=1011, reason='Internal server error. Traceback '
+                                                      'included in previous frame.')
+                except Exception:  # noqa: BLE001
+                    pass
+                return
+
+    with ws_serve(handler, host, port, compression=None, max_size=None,
+                  process_request=health) as server:
+        bound = server.socket.getsockname()[1]
+        print(f'LEROBOT_SERVER_READY port={bound} meta={json.dumps(meta)}', flush=True)
+        if max_seconds > 0:
+            threading.Timer(max_seconds, server.shutdown).start()
+        server.serve_forever()
+
+
+def _exit_with_parent() -> None:
+    """End the process when standard input closes (its parent has gone)."""
+    try:
+        while sys.stdin.read(4096):
+            pass
+    finally:
+        os._exit(0)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog='lerobot_server.py', description=__doc__.split('\n')[0])
+    parser.add_argument('--checkpoint', required=True,
+                        help='pretrained_model folder written by lerobot-train')
+    parser.add_argument('--host', default='127.0.0.1')
+    parser.add_argument('--port', type=int, default=8000, help='0 = any free port')
+    parser.add_argument('--device', default='cpu')
+    parser.add_argument('--threads', type=int, default=0, help='torch threads (0 = default)')
+    parser.add_argument('--max-seconds', type=float, default=0.0)
+    parser.add_argument('--exit-with-stdin', action='store_true',
+                        help='exit when standard input closes (set by LeRobotPolicy)')
+    args = parser.parse_args(argv)
+    try:
+        runner = LeRobotRunner(args.checkpoint, args.device, args.threads)
+    except ImportError as err:
+        print(f'lerobot_server: lerobot is not importable here ({err}); run it with the lerobot '
+              'venv (make lerobot-env)', file=sys.stderr)
+        return 2
+    if args.exit_with_stdin:
+        threading.Thread(target=_exit_with_parent, daemon=True).start()
+    serve(runner, args.host, args.port, args.max_seconds)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

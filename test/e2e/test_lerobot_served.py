@@ -1,0 +1,141 @@
+"""The ``lerobot`` policy end to end with the real lerobot, in its own venv (``make lerobot-env``):
+a tiny ACT made and saved by lerobot itself (config, weights, the saved pre- and postprocessors
+with stats), served by realm_ros/policies/lerobot_server.py from that venv, queried by
+realm_ros's client over openpi's websocket protocol; the chunk it answers is LeRobot's own
+inference (``predict_action``, as lerobot-record runs it) on the same observation, within float
+tolerance, and blanked images change it.
+
+Skipped where the lerobot venv is absent (``make setup`` does not make it: about 4 GB of CUDA
+torch wheels, 8 GB installed); ``make lerobot-env`` makes it, or REALM_LEROBOT_PYTHON names one.
+"""
+
+import json
+import pathlib
+import subprocess
+
+import numpy as np
+import pytest
+
+from realm_ros.core.errors import InfrastructureError
+from realm_ros.core.policy import make_policy
+from realm_ros.core.types import ActionMode, EpisodeSpec, JointState, Observation
+from realm_ros.policies.lerobot_policy import SERVER_SCRIPT, find_python, lerobot_available
+
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(not lerobot_available(),
+                                 reason='no lerobot venv here (make lerobot-env; make setup does '
+                                        'not make it)'),
+              pytest.mark.filterwarnings('ignore:connect\\(\\) must be used:DeprecationWarning')]
+
+H, W = 36, 64
+
+MAKE = r"""
+import sys, torch
+from lerobot.configs.types import FeatureType, PolicyFeature
+from lerobot.policies.act.configuration_act import ACTConfig
+from lerobot.policies.act.modeling_act import ACTPolicy
+from lerobot.policies.factory import make_pre_post_processors
+
+out, h, w = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+inputs = {'observation.state': PolicyFeature(FeatureType.STATE, (8,))}
+for cam in ('exterior_1', 'wrist'):
+    inputs[f'observation.images.{cam}'] = PolicyFeature(FeatureType.VISUAL, (3, h, w))
+cfg = ACTConfig(input_features=inputs,
+                output_features={'action': PolicyFeature(FeatureType.ACTION, (8,))},
+                chunk_size=10, n_action_steps=8, dim_model=32, n_heads=2, dim_feedforward=64,
+                n_encoder_layers=1, n_vae_encoder_layers=1, use_vae=False,
+                pretrained_backbone_weights=None, device='cpu', push_to_hub=False)
+torch.manual_seed(0)
+policy = ACTPolicy(cfg)
+stats = {'observation.state': {'mean': torch.zeros(8), 'std': torch.full((8,), 0.5)},
+         'action': {'mean': torch.full((8,), 0.1), 'std': torch.full((8,), 0.3)}}
+for cam in ('exterior_1', 'wrist'):
+    stats[f'observation.images.{cam}'] = {'mean': torch.full((3, 1, 1), 0.4),
+                                          'std': torch.full((3, 1, 1), 0.2)}
+pre, post = make_pre_post_processors(cfg, dataset_stats=stats)
+policy.save_pretrained(out)
+pre.save_pretrained(out)
+post.save_pretrained(out)
+print('made', out)
+"""
+
+# LeRobot's own inference on the same observation: predict_action (select_action's queue), the
+# first n_action_steps actions of one chunk, one call each.
+OWN = r"""
+import json, runpy, sys
+import numpy as np
+server = runpy.run_path(sys.argv[1])
+runner = server['LeRobotRunner'](sys.argv[2], 'cpu', 1)
+data = np.load(sys.argv[3])
+obs = {k: data[k] for k in data.files}
+runner.reset()
+rows = [runner.select(obs, sys.argv[4]).tolist() for _ in range(runner.config.n_action_steps)]
+print('OWN ' + json.dumps(rows))
+"""
+
+
+@pytest.fixture(scope='module')
+def checkpoint(tmp_path_factory):
+    out = tmp_path_factory.mktemp('lerobot') / 'pretrained_model'
+    proc = subprocess.run([find_python(''), '-c', MAKE, str(out), str(H), str(W)],
+                          capture_output=True, text=True, env={'HF_HUB_OFFLINE': '1',
+                                                               'PATH': '/usr/bin:/bin'})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return out
+
+
+def observation(seed=0):
+    rng = np.random.default_rng(seed)
+    q = np.array([0.0, -0.6, 0.0, -2.2, 0.0, 1.6, 0.8]) + rng.normal(0, 0.05, 7)
+    images = {c: rng.integers(0, 255, (H, W, 3), dtype=np.uint8) for c in ('exterior_1', 'wrist')}
+    return Observation(joints=JointState(q, np.zeros(7), np.zeros(7), 0.3), images=images,
+                       instruction='push the light switch')
+
+
+def test_served_chunk_is_lerobots_own_inference(checkpoint, tmp_path):
+    obs = observation()
+    policy = make_policy('lerobot', path=str(checkpoint))
+    try:
+        assert policy.needs.image_size == (H, W) and policy.needs.horizon == 8
+        policy.reset(EpisodeSpec(task='push_switch', instruction='push the light switch'))
+        chunk = policy.infer(obs)
+        assert policy.metadata['server'] == 'lerobot' and policy.metadata['policy'] == 'act'
+    finally:
+        policy.close()
+    assert chunk.mode is ActionMode.POSITION and chunk.values.shape == (10, 8)
+    assert np.all(np.isfinite(chunk.values))
+    arrays = {'observation.state': np.r_[obs.joints.position, obs.joints.gripper]
+              .astype(np.float32)}
+    arrays.update({f'observation.images.{c}': img for c, img in obs.images.items()})
+    np.savez(tmp_path / 'obs.npz', **arrays)
+    proc = subprocess.run([find_python(''), '-c', OWN, str(SERVER_SCRIPT), str(checkpoint),
+                           str(tmp_path / 'obs.npz'), obs.instruction],
+                          capture_output=True, text=True, env={'HF_HUB_OFFLINE': '1',
+                                                               'PATH': '/usr/bin:/bin'})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    own = np.array(json.loads(proc.stdout.split('OWN ', 1)[1]))
+    assert own.shape == (8, 8)
+    np.testing.assert_allclose(chunk.values[:8], own, atol=1e-5)
+
+
+def test_blind_images_change_the_answer_and_a_dead_server_is_infrastructure(checkpoint):
+    obs = observation(1)
+    spec = EpisodeSpec(task='push_switch', instruction='push the light switch')
+    seeing, blind = (make_policy('lerobot', path=str(checkpoint), blind=b) for b in (False, True))
+    try:
+        seeing.reset(spec)
+        blind.reset(spec)
+        a, b = seeing.infer(obs).values, blind.infer(obs).values
+        assert np.max(np.abs(a - b)) > 1e-6 and blind.label.endswith(':blind')
+        proc = seeing._proc
+        assert proc is not None
+        seeing.close()  # its server exits when its standard input closes (else is ended)
+        assert proc.poll() is not None and seeing._proc is None
+    finally:
+        seeing.close()
+        blind.close()
+    broken = make_policy('lerobot', path=str(checkpoint),
+                         python=str(pathlib.Path('/bin/false')))
+    with pytest.raises(InfrastructureError, match='exited with 1 before listening'):
+        broken.reset(spec)
+    broken.close()

@@ -1,0 +1,84 @@
+"""The ``lerobot`` policy's checks that need no lerobot: a checkpoint that cannot drive the
+Franka here is refused with one line when the policy is built (the CLIs exit 2 on ConfigError),
+and a missing lerobot venv is BackendUnavailable, before any server, world or arm is touched.
+The served path itself (lerobot in its own venv) is test/e2e/test_lerobot_served.py."""
+
+import json
+
+import pytest
+
+from realm_ros.core.errors import BackendUnavailable, ConfigError
+from realm_ros.core.policy import make_policy
+from realm_ros.policies.lerobot_policy import check_checkpoint, find_checkpoint, find_python
+
+
+def write_checkpoint(folder, state=8, action=8, cameras=('exterior_1', 'wrist'),
+                     shape=(3, 90, 160), stats=True):
+    folder.mkdir(parents=True)
+    inputs = {'observation.state': {'type': 'STATE', 'shape': [state]}}
+    for camera in cameras:
+        inputs[f'observation.images.{camera}'] = {'type': 'VISUAL', 'shape': list(shape)}
+    config = {'type': 'act', 'input_features': inputs,
+              'output_features': {'action': {'type': 'ACTION', 'shape': [action]}},
+              'chunk_size': 10, 'n_action_steps': 8}
+    (folder / 'config.json').write_text(json.dumps(config))
+    if stats:
+        (folder / 'policy_preprocessor.json').write_text('{}')
+        (folder / 'policy_preprocessor_step_3_normalizer_processor.safetensors').write_bytes(b'')
+    return folder
+
+
+def test_a_good_checkpoint_gives_its_cameras_size_and_chunk(tmp_path):
+    folder = write_checkpoint(tmp_path / 'out' / 'checkpoints' / 'last' / 'pretrained_model')
+    assert find_checkpoint(str(tmp_path / 'out')) == folder  # lerobot-train's output folder
+    info = check_checkpoint(folder)
+    assert info == {'type': 'act', 'cameras': {'exterior_1': (90, 160), 'wrist': (90, 160)},
+                    'chunk_size': 10, 'n_action_steps': 8}
+
+
+@pytest.mark.parametrize('kwargs, words', [
+    ({'state': 14}, 'another robot'),
+    ({'action': 7}, 'wrong action dimension'),
+    ({'cameras': ('top',)}, 'not one of the DROID cameras'),
+    ({'shape': (1, 90, 160)}, 'not [3, H, W]'),
+    ({'cameras': ()}, 'takes no image'),
+    ({'stats': False}, 'missing stats'),
+])
+def test_what_does_not_fit_is_one_line_naming_it(tmp_path, kwargs, words):
+    folder = write_checkpoint(tmp_path / 'ckpt', **kwargs)
+    with pytest.raises(ConfigError) as err:
+        make_policy('lerobot', path=str(folder), python='/bin/true')
+    assert words in str(err.value) and '\n' not in str(err.value)
+
+
+def test_no_checkpoint_or_no_path(tmp_path):
+    with pytest.raises(ConfigError, match='no LeRobot checkpoint'):
+        find_checkpoint(str(tmp_path))
+    with pytest.raises(ConfigError, match="needs 'path'"):
+        make_policy('lerobot')
+
+
+def test_a_missing_lerobot_venv_is_one_line(tmp_path, monkeypatch):
+    folder = write_checkpoint(tmp_path / 'ckpt')
+    with pytest.raises(BackendUnavailable, match='make lerobot-env') as err:
+        make_policy('lerobot', path=str(folder), python=str(tmp_path / 'no' / 'python'))
+    assert '\n' not in str(err.value)
+    monkeypatch.delenv('REALM_LEROBOT_PYTHON', raising=False)
+    monkeypatch.setattr('realm_ros.policies.lerobot_policy.PYTHON_CANDIDATES',
+                        (tmp_path / 'none',))
+    with pytest.raises(BackendUnavailable, match='lerobot is not installed here'):
+        find_python('')
+
+
+def test_needs_follow_the_checkpoint_and_a_given_server_needs_no_venv(tmp_path):
+    folder = write_checkpoint(tmp_path / 'ckpt', cameras=('exterior_1',), shape=(3, 72, 128))
+    policy = make_policy('lerobot', path=str(folder), server='127.0.0.1:9', horizon=5)
+    try:
+        needs = policy.needs
+        assert needs.cameras == ('exterior_1',) and needs.image_size == (72, 128)
+        assert needs.action_space == 'joint_position' and needs.horizon == 5
+        assert policy.uri == 'ws://127.0.0.1:9' and policy.label == 'lerobot:act:ckpt'
+    finally:
+        policy.close()
+    with pytest.raises(ConfigError, match='horizon'):
+        make_policy('lerobot', path=str(folder), server='127.0.0.1:9', horizon=11)
