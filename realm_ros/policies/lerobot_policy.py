@@ -42,9 +42,13 @@ FRANKA_DIM = 8
 SERVED_CAMERAS = ('exterior_1', 'wrist')
 SERVER_SCRIPT = pathlib.Path(__file__).with_name('lerobot_server.py')
 REPO = pathlib.Path(__file__).resolve().parents[2]
-#: Where the lerobot interpreter is looked for when ``python`` is not given, in order.
+#: Where the lerobot interpreter is looked for when ``python`` is not given, in order: this
+#: checkout's ``make lerobot-env`` venv, then one venv per user shared by every checkout (8 GB
+#: is too much to build per clone: ``make lerobot-env LEROBOT_VENV=~/.local/share/realm_ros/
+#: lerobot-venv`` makes it, or a link there to an existing lerobot venv).
 PYTHON_CANDIDATES = (REPO / '.venv-lerobot' / 'bin' / 'python',
-                     pathlib.Path('/work/venvs/lerobot/bin/python'))
+                     pathlib.Path.home() / '.local' / 'share' / 'realm_ros' / 'lerobot-venv'
+                     / 'bin' / 'python')
 
 
 def find_checkpoint(path: str) -> pathlib.Path:

@@ -6,7 +6,7 @@ realm_ros: only lerobot, torch, numpy, msgpack and websockets (``make lerobot-en
 them). :class:`realm_ros.policies.lerobot.LeRobotPolicy` starts it and speaks to it;
 openpi's own ``WebsocketClientPolicy`` can too::
 
-    /work/venvs/lerobot/bin/python realm_ros/policies/lerobot_server.py \\
+    ~/.local/share/realm_ros/lerobot-venv/bin/python realm_ros/policies/lerobot_server.py \\
         --checkpoint OUT/checkpoints/last/pretrained_model --port 8000
 
 Inference is LeRobot's own, step for step as ``lerobot.utils.control_utils.predict_action``
