@@ -78,6 +78,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              'checkpoint unless --out is given)')
     parser.add_argument('--seed', type=int, default=0, help='train: seed')
     parser.add_argument('--device', default='cpu', help='train: torch device (cpu, cuda)')
+    parser.add_argument('--threads', type=int, default=1,
+                        help='train: CPU threads (the result is deterministic for a seed and '
+                             'thread count)')
     parser.add_argument('--appearance', default=None, metavar='FILE',
                         help="train/eval: the digital real's hidden appearance YAML (default "
                              'config/appearance/lab_demo.yaml)')
@@ -446,7 +449,10 @@ def run_train(args: argparse.Namespace) -> int:
 
     from realm_ros.scorers import learned
 
-    config = dataclasses.replace(learned.SHIPPED, seed=args.seed, device=args.device, **(
+    if args.threads < 1:
+        raise ConfigError(f'--threads must be >= 1, got {args.threads}')
+    config = dataclasses.replace(learned.SHIPPED, seed=args.seed, device=args.device,
+                                 threads=args.threads, **(
         {'epochs': args.epochs} if args.epochs is not None else {}))
     if config.epochs < 1:
         raise ConfigError(f'--epochs must be >= 1, got {config.epochs}')
