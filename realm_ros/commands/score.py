@@ -77,6 +77,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "rest and print the scorer's agreement on them (writes no "
                              'checkpoint unless --out is given)')
     parser.add_argument('--seed', type=int, default=0, help='train: seed')
+    parser.add_argument('--init', type=pathlib.Path, default=None, metavar='CKPT',
+                        help="train: start from this checkpoint's weights (fine-tune; same "
+                             'network and tasks) instead of random ones')
+    parser.add_argument('--lr', type=float, default=None,
+                        help="train: peak learning rate (default: the shipped settings')")
     parser.add_argument('--device', default='cpu', help='train: torch device (cpu, cuda)')
     parser.add_argument('--threads', type=int, default=1,
                         help='train: CPU threads (the result is deterministic for a seed and '
@@ -453,7 +458,8 @@ def run_train(args: argparse.Namespace) -> int:
         raise ConfigError(f'--threads must be >= 1, got {args.threads}')
     config = dataclasses.replace(learned.SHIPPED, seed=args.seed, device=args.device,
                                  threads=args.threads, **(
-        {'epochs': args.epochs} if args.epochs is not None else {}))
+        {'epochs': args.epochs} if args.epochs is not None else {}), **(
+        {'lr': args.lr} if args.lr is not None else {}))
     if config.epochs < 1:
         raise ConfigError(f'--epochs must be >= 1, got {config.epochs}')
     appearance = _appearance(args)
@@ -465,10 +471,13 @@ def run_train(args: argparse.Namespace) -> int:
         if not episodes or len(validation) < 2:
             raise DataError(f'--validate: the training set has no episodes of seeds '
                             f'{learned.VALIDATION_SEEDS} to hold back')
+    init = learned.load_checkpoint(args.init) if args.init is not None else None
     start = time.monotonic()
     checkpoint = learned.train(episodes, config,
-                               log=lambda line: print(line, file=sys.stderr))
+                               log=lambda line: print(line, file=sys.stderr), init=init)
     checkpoint['meta']['train_s'] = round(time.monotonic() - start, 1)
+    if args.init is not None:
+        checkpoint['meta']['init'] = learned.LearnedScorer(args.init).name
     meta = checkpoint['meta']
     print(f'trained on {meta["episodes"]} episodes ({meta["frames"]} frames; worlds '
           f'{", ".join(meta["worlds"])}; {meta["looks"]} looks; policies '

@@ -396,8 +396,9 @@ class TrainConfig:
 
 #: The settings of the shipped checkpoint: the network and class weights chosen on a validation
 #: split of the training episodes (seeds VALIDATION_SEEDS), trained on the default look and
-#: TRAIN_LOOKS with colour jitter, 25 epochs (to train on 2 shared CPU cores; docs/scoring.md).
-SHIPPED = TrainConfig(epochs=25, diff=True, pool='flat', colour_jitter=0.2)
+#: TRAIN_LOOKS with colour jitter, 10 epochs (about as many steps as 40 on the default look
+#: alone; it trains on 2 shared CPU cores; docs/scoring.md).
+SHIPPED = TrainConfig(epochs=10, diff=True, pool='flat', colour_jitter=0.2)
 #: The plans ``realm-ros score train`` trains the shipped checkpoint on.
 TRAIN_PLANS = ('train', 'train_looks')
 #: The training plan's seeds held back for validation (``realm-ros score train --validate``).
@@ -413,9 +414,11 @@ def split(episodes: Sequence[LabelledEpisode], seeds: Sequence[int] = VALIDATION
 
 
 def train(episodes: Sequence[LabelledEpisode], config: TrainConfig = TrainConfig(),
-          log: Callable[[str], None] | None = None) -> dict[str, Any]:
+          log: Callable[[str], None] | None = None,
+          init: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Train a scorer on ``episodes`` and return its checkpoint dict (CPU, deterministic for a
-    seed and thread count)."""
+    seed and thread count); ``init``: a checkpoint (of the same network and tasks) whose
+    weights it starts from (fine-tuning) instead of random ones."""
     if not episodes:
         raise DataError('no labelled episodes to train on')
     torch = _torch()
@@ -435,7 +438,13 @@ def train(episodes: Sequence[LabelledEpisode], config: TrainConfig = TrainConfig
     n_stages = torch.from_numpy(np.concatenate(
         [np.full(len(e.met), e.n_stages) for e in episodes]).astype(np.int64))
     device = torch.device(config.device)
-    net = build_net(len(task_names), config.width, config.diff, config.pool).to(device)
+    net = build_net(len(task_names), config.width, config.diff, config.pool)
+    if init is not None:
+        if list(init['tasks']) != task_names:
+            raise DataError(f'--init: its tasks {list(init["tasks"])} are not {task_names}')
+        net.load_state_dict({k: v.float() if v.is_floating_point() else v
+                             for k, v in init['state_dict'].items()})
+    net = net.to(device)
     labels, task_ids, n_stages = labels.to(device), task_ids.to(device), n_stages.to(device)
     optimiser = torch.optim.AdamW(net.parameters(), lr=config.lr,
                                   weight_decay=config.weight_decay)

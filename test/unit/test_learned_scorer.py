@@ -333,3 +333,27 @@ def test_a_plan_of_looks_is_cached_by_look_and_can_be_shared(tmp_path, monkeypat
     settings = learned.plan_settings(plan)
     assert set(settings['looks']) == {'5', '6', '7'}
     assert learned.look_mapping(5)['seed'] == 5
+
+
+#: A lab look drawn by seed that neither training nor ``score eval`` uses.
+UNSEEN_LOOK = 7010
+
+
+def test_the_shipped_scorer_is_never_silently_constant_on_a_look_it_never_saw(tmp_path):
+    """On a lab look it was never trained on, the shipped scorer either tells the episodes
+    apart (its progressions vary with the rubric's) or says the look is outside its training
+    looks; the first checkpoint did neither (a near-constant, unflagged: issue 42)."""
+    assert UNSEEN_LOOK not in learned.TRAIN_LOOKS + learned.EVAL_LOOKS
+    os.environ.setdefault('MUJOCO_GL', 'egl')
+    look = learned.write_look(UNSEEN_LOOK, tmp_path)
+    episodes = learned.collect(['digital_real'], ['push_switch'], ['scripted:0', 'scripted:3'],
+                               [101, 102], max_steps=90, appearance_file=str(look))
+    truth = [e.progression for e in episodes]
+    assert len(set(truth)) > 1, truth  # successes and failures to tell apart
+    scorer = learned.LearnedScorer()
+    predicted = [learned.stage_counts(scorer, e)[-1] / e.n_stages for e in episodes]
+    checks = [scorer.look_check(e.frames[0]) for e in episodes]
+    assert all(c is not None for c in checks), 'the shipped checkpoint keeps no look_stats'
+    separates = np.std(predicted) > 0.1 and np.corrcoef(predicted, truth)[0, 1] > 0.5
+    flagged = all(c['outside_training_looks'] for c in checks)
+    assert separates or flagged, (predicted, truth, checks)
