@@ -186,6 +186,8 @@ def test_the_shipped_checkpoint_loads_and_scores():
     scorer = scoring.make_scorer('learned')
     assert set(learned.TASKS) <= set(scorer.tasks)
     assert learned.DEFAULT_CHECKPOINT.stat().st_size < 1_000_000
+    assert learned.LOOKS_CHECKPOINT.stat().st_size < 1_000_000
+    assert scorer.look_check(np.zeros((180, 320, 3), np.uint8)) is not None
     rng = np.random.default_rng(0)
     frames = [rng.integers(0, 255, (180, 320, 3), dtype=np.uint8) for _ in range(10)]
     result = scorer.score(scoring.EpisodeFrames(frames=frames, times_s=np.arange(10) / 3.0,
@@ -339,21 +341,34 @@ def test_a_plan_of_looks_is_cached_by_look_and_can_be_shared(tmp_path, monkeypat
 UNSEEN_LOOK = 7010
 
 
-def test_the_shipped_scorer_is_never_silently_constant_on_a_look_it_never_saw(tmp_path):
-    """On a lab look it was never trained on, the shipped scorer either tells the episodes
-    apart (its progressions vary with the rubric's) or says the look is outside its training
-    looks; the first checkpoint did neither (a near-constant, unflagged: issue 42)."""
+@pytest.fixture(scope='module')
+def unseen_look_episodes(tmp_path_factory):
+    """Four push_switch episodes on UNSEEN_LOOK, two successes and two failures (about 7 s of
+    rendering on an idle core)."""
     assert UNSEEN_LOOK not in learned.TRAIN_LOOKS + learned.EVAL_LOOKS
     os.environ.setdefault('MUJOCO_GL', 'egl')
-    look = learned.write_look(UNSEEN_LOOK, tmp_path)
-    episodes = learned.collect(['digital_real'], ['push_switch'], ['scripted:0', 'scripted:3'],
-                               [101, 102], max_steps=90, appearance_file=str(look))
+    look = learned.write_look(UNSEEN_LOOK, tmp_path_factory.mktemp('look'))
+    return learned.collect(['digital_real'], ['push_switch'], ['scripted:0', 'scripted:3'],
+                           [101, 102], max_steps=90, appearance_file=str(look))
+
+
+@pytest.mark.parametrize('checkpoint', [learned.DEFAULT_CHECKPOINT, learned.LOOKS_CHECKPOINT],
+                         ids=['default', 'looks'])
+def test_a_shipped_scorer_is_never_silently_constant_on_a_look_it_never_saw(
+        unseen_look_episodes, checkpoint):
+    """On a lab look it was never trained on, each shipped scorer either tells the episodes
+    apart (its progressions vary with the rubric's) or says the look is outside its training
+    looks; the first checkpoint did neither (a near-constant, unflagged: issue 42). The one
+    fine-tuned across looks must tell them apart."""
+    episodes = unseen_look_episodes
     truth = [e.progression for e in episodes]
     assert len(set(truth)) > 1, truth  # successes and failures to tell apart
-    scorer = learned.LearnedScorer()
+    scorer = learned.LearnedScorer(checkpoint)
     predicted = [learned.stage_counts(scorer, e)[-1] / e.n_stages for e in episodes]
     checks = [scorer.look_check(e.frames[0]) for e in episodes]
-    assert all(c is not None for c in checks), 'the shipped checkpoint keeps no look_stats'
-    separates = np.std(predicted) > 0.1 and np.corrcoef(predicted, truth)[0, 1] > 0.5
+    assert all(c is not None for c in checks), f'{checkpoint} keeps no look_stats'
+    separates = bool(np.std(predicted) > 0.1 and np.corrcoef(predicted, truth)[0, 1] > 0.5)
     flagged = all(c['outside_training_looks'] for c in checks)
     assert separates or flagged, (predicted, truth, checks)
+    if checkpoint == learned.LOOKS_CHECKPOINT:
+        assert separates and not flagged, (predicted, truth, checks)
