@@ -26,6 +26,8 @@ import sys
 import time
 from typing import Any
 
+import numpy as np
+
 from realm_ros.core import backends, provenance
 from realm_ros.core.errors import ConfigError, DataError
 
@@ -75,7 +77,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "rest and print the scorer's agreement on them (writes no "
                              'checkpoint unless --out is given)')
     parser.add_argument('--seed', type=int, default=0, help='train: seed')
+    parser.add_argument('--init', type=pathlib.Path, default=None, metavar='CKPT',
+                        help="train: start from this checkpoint's weights (fine-tune; same "
+                             'network and tasks) instead of random ones')
+    parser.add_argument('--lr', type=float, default=None,
+                        help="train: peak learning rate (default: the shipped settings')")
     parser.add_argument('--device', default='cpu', help='train: torch device (cpu, cuda)')
+    parser.add_argument('--threads', type=int, default=1,
+                        help='train: CPU threads (the result is deterministic for a seed and '
+                             'thread count)')
     parser.add_argument('--appearance', default=None, metavar='FILE',
                         help="train/eval: the digital real's hidden appearance YAML (default "
                              'config/appearance/lab_demo.yaml)')
@@ -85,6 +95,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              'without it such a run is refused, naming the setting')
     parser.add_argument('--json', type=pathlib.Path, default=None,
                         help='eval: also write the figures here')
+    parser.add_argument('--against', type=pathlib.Path, action='append', default=None,
+                        metavar='CKPT',
+                        help='eval: another learned checkpoint measured on the same episodes, '
+                             'in the same table (repeatable)')
 
 
 def read_video(path: pathlib.Path) -> tuple[list, list[float]]:
@@ -180,7 +194,24 @@ def score_video(scorer: Any, path: pathlib.Path, task: str, instruction: str,
                 for p in scoring.propose_stages(scorer, episode, stages)]
     except DataError as err:
         raise DataError(f'{where} {path}: {err}') from None
+    look = look_warning(scorer, frames[0], f'{where} {path}')
+    if look is not None:
+        out['scorer_look'] = look
     return out
+
+
+def look_warning(scorer: Any, first: Any, where: str) -> dict[str, Any] | None:
+    """Return how far an episode's look is from the scorer's training looks (a learned scorer
+    whose checkpoint keeps them; else None), warning on stderr, in one line, when it is
+    outside them: its scores there may be no better than a constant."""
+    check = getattr(scorer, 'look_check', None)
+    look = check(first) if check is not None else None
+    if look is not None and look['outside_training_looks']:
+        print(f'warning: {where}: its look is outside the looks {scorer.name} was trained on '
+              f'(distance {look["look_distance"]:.2f} > {look["look_threshold"]:.2f}); its '
+              'scores there may be no better than a constant (docs/scoring.md)',
+              file=sys.stderr)
+    return look
 
 
 def run(args: argparse.Namespace) -> int:
@@ -339,37 +370,67 @@ def _write_summary(folder: pathlib.Path, section: dict[str, Any]) -> None:
 
 # -- the learned scorer: train and measure ------------------------------------------------------
 
-def labelled(name: str, data_dir: pathlib.Path, appearance: str) -> list[Any]:
+def labelled(name: str, data_dir: pathlib.Path, appearance: str,
+             share: tuple[int, int] = (0, 1)) -> list[Any]:
     """Return the labelled episodes of plan ``name`` (run now, or read from the cache).
 
     The cache is keyed by everything that changes the episodes (``learned.plan_settings``:
     the look by content, rig, dynamics, image size, max steps, policies, the realm_ros
     version): ``DATA_DIR/<plan>-<digest>.npz``, its settings beside it as ``.json``, so another
-    look runs its own episodes instead of reusing the last look's."""
+    look runs its own episodes instead of reusing the last look's. A plan of lab looks caches
+    each look apart first (``DATA_DIR/<plan>-<digest>/lab-SEED.npz``), so an interrupted run
+    resumes by look; ``share`` (i, n) runs only the looks k with k % n == i (several processes
+    collecting one plan) and returns the episodes of the looks done so far."""
     from realm_ros.core.types import json_default
     from realm_ros.scorers import learned
 
     plan = learned.PLANS[name]
     settings = learned.plan_settings(plan, appearance)
-    cache = data_dir / f'{name}-{provenance.digest(settings)[:12]}.npz'
+    stem = f'{name}-{provenance.digest(settings)[:12]}'
+    cache = data_dir / f'{stem}.npz'
     if cache.is_file():
-        episodes = learned.load_episodes(cache)
-        print(f'{name}: {len(episodes)} labelled episodes from {cache}', file=sys.stderr)
-        return episodes
+        cached = learned.load_episodes(cache)
+        print(f'{name}: {len(cached)} labelled episodes from {cache}', file=sys.stderr)
+        return cached
     start = time.monotonic()
     count = [0]
-    total = len(plan.worlds) * len(plan.tasks) * len(plan.policies) * len(plan.seeds)
+    looks = plan.looks or (None,)
+    per_look = len(plan.worlds) * len(plan.tasks) * len(plan.policies) * (len(plan.seeds) or 1)
+    total = per_look * len(looks)
 
     def progress(episode: Any) -> None:
         count[0] += 1
-        print(f'[{count[0]}/{total}] {name}: {episode.world} {episode.task} {episode.policy} '
-              f'seed {episode.seed}: {len(episode.met)} frames, rubric '
-              f'{episode.progression:.2f} ({time.monotonic() - start:.0f} s)', file=sys.stderr)
+        print(f'[{count[0]}/{total}] {name}: {episode.world} {episode.look or "default look"} '
+              f'{episode.task} {episode.policy} seed {episode.seed}: {len(episode.met)} '
+              f'frames, rubric {episode.progression:.2f} ({time.monotonic() - start:.0f} s)',
+              file=sys.stderr)
 
-    episodes = learned.collect(plan.worlds, plan.tasks, plan.policies, plan.seeds,
-                               plan.max_steps, appearance_file=appearance, on_episode=progress)
-    learned.save_episodes(cache, episodes)
-    cache.with_suffix('.json').write_text(json.dumps(settings, indent=2, default=json_default))
+    episodes: list[Any] = []
+    complete = True
+    for k, look in enumerate(looks):
+        if look is None:
+            episodes += learned.collect(plan.worlds, plan.tasks, plan.policies, plan.seeds,
+                                        plan.max_steps, appearance_file=appearance,
+                                        on_episode=progress)
+            continue
+        part = data_dir / stem / f'lab-{look}.npz'
+        if part.is_file():
+            episodes += learned.load_episodes(part)
+            count[0] += per_look
+            continue
+        if k % share[1] != share[0]:
+            complete = False
+            continue
+        path = learned.write_look(look, data_dir / 'looks')
+        mine = learned.collect(plan.worlds, plan.tasks, plan.policies, plan.seeds or (look,),
+                               plan.max_steps, appearance_file=str(path), on_episode=progress,
+                               look=f'lab:{look}')
+        learned.save_episodes(part, mine)
+        episodes += mine
+    if complete:
+        learned.save_episodes(cache, episodes)
+        cache.with_suffix('.json').write_text(json.dumps(settings, indent=2,
+                                                         default=json_default))
     return episodes
 
 
@@ -385,39 +446,49 @@ def _appearance(args: argparse.Namespace) -> str:
 def run_train(args: argparse.Namespace) -> int:
     """Run (or read) the training episodes, train the scorer, write the checkpoint.
 
-    With ``--validate``, train on the plan's episodes but those of the validation seeds and
-    print the scorer's agreement on those (how the shipped settings were chosen, blind to the
-    held-out and unseen-policy sets)."""
+    The episodes are those of ``learned.TRAIN_PLANS``: the default look in both worlds and the
+    digital real dressed in each of the training lab looks. With ``--validate``, train on the
+    plans' episodes but the default look's of the validation seeds and print the scorer's
+    agreement on those (how the network was chosen, blind to the held-out sets)."""
     import dataclasses
 
     from realm_ros.scorers import learned
 
-    config = dataclasses.replace(learned.SHIPPED, seed=args.seed, device=args.device, **(
-        {'epochs': args.epochs} if args.epochs is not None else {}))
+    if args.threads < 1:
+        raise ConfigError(f'--threads must be >= 1, got {args.threads}')
+    config = dataclasses.replace(learned.SHIPPED, seed=args.seed, device=args.device,
+                                 threads=args.threads, **(
+        {'epochs': args.epochs} if args.epochs is not None else {}), **(
+        {'lr': args.lr} if args.lr is not None else {}))
     if config.epochs < 1:
         raise ConfigError(f'--epochs must be >= 1, got {config.epochs}')
-    episodes = labelled('train', args.data_dir, _appearance(args))
+    appearance = _appearance(args)
+    episodes = [e for name in learned.TRAIN_PLANS
+                for e in labelled(name, args.data_dir, appearance)]
     validation: list[Any] = []
     if args.validate:
         episodes, validation = learned.split(episodes)
         if not episodes or len(validation) < 2:
             raise DataError(f'--validate: the training set has no episodes of seeds '
                             f'{learned.VALIDATION_SEEDS} to hold back')
+    init = learned.load_checkpoint(args.init) if args.init is not None else None
     start = time.monotonic()
     checkpoint = learned.train(episodes, config,
-                               log=lambda line: print(line, file=sys.stderr))
+                               log=lambda line: print(line, file=sys.stderr), init=init)
     checkpoint['meta']['train_s'] = round(time.monotonic() - start, 1)
+    if args.init is not None:
+        checkpoint['meta']['init'] = learned.LearnedScorer(args.init).name
     meta = checkpoint['meta']
     print(f'trained on {meta["episodes"]} episodes ({meta["frames"]} frames; worlds '
-          f'{", ".join(meta["worlds"])}; policies {", ".join(meta["policies"])}) in '
-          f'{meta["train_s"]} s')
+          f'{", ".join(meta["worlds"])}; {meta["looks"]} looks; policies '
+          f'{", ".join(meta["policies"])}) in {meta["train_s"]} s')
     if args.validate:
         scorer = learned.LearnedScorer(checkpoint)
         digital = [e for e in validation if backends.get(e.world).hidden]
         _print_table(f'validation (training plan, seeds {learned.VALIDATION_SEEDS})', [
-            ('validation', learned.evaluate(scorer, validation),
+            ('validation', scorer.name, learned.evaluate(scorer, validation),
              learned.baselines(validation, episodes)),
-            ('validation digital_real', learned.evaluate(scorer, digital),
+            ('validation digital_real', scorer.name, learned.evaluate(scorer, digital),
              learned.baselines(digital, episodes))])
         if args.out is None:
             return 0
@@ -427,38 +498,82 @@ def run_train(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_table(title: str, rows: list[tuple[str, dict[str, Any], dict[str, Any]]]) -> None:
+def _interval(values: Any) -> str:
+    return f'[{values[0]:.2f}, {values[1]:.2f}]' if values else '[undefined]'
+
+
+def _print_table(title: str, rows: list[tuple[str, str, dict[str, Any], dict[str, Any]]]
+                 ) -> None:
     """Print agreement figures with the constant baselines beside them (a Markdown table)."""
     print(f'{title}:')
-    print('| set | episodes | frames | Pearson r | mean abs error (mean-progression baseline) | '
-          'stage accuracy (majority-count baseline) | final stage accuracy | '
-          'success accuracy (always-success baseline) |')
-    print('|---|---|---|---|---|---|---|---|')
-    for name, r, b in rows:
-        print(f'| {name} | {r["episodes"]} | {r["frames"]} | {r["pearson_r"]:.3f} | '
+    print('| set | scorer | episodes | Pearson r [95 % CI] | spread of its progressions | '
+          'mean abs error (mean-progression baseline) | stage accuracy (majority-count '
+          'baseline) | final stage accuracy | success accuracy [95 % CI] (always-success '
+          '[95 % CI]) | looks flagged outside training |')
+    print('|---|---|---|---|---|---|---|---|---|---|')
+    for name, scorer, r, b in rows:
+        flagged = r.get('outside_training_looks')
+        print(f'| {name} | {scorer} | {r["episodes"]} | {r["pearson_r"]:.3f} '
+              f'{_interval(r["pearson_r_ci"])} | {r["progression_spread"]:.3f} | '
               f'{r["mean_abs_error"]:.3f} ({b["mean_progression_abs_error"]:.3f}) | '
               f'{r["stage_accuracy"]:.3f} ({b["majority_stage_accuracy"]:.3f}) | '
               f'{r["final_stage_accuracy"]:.3f} | {r["success_accuracy"]:.3f} '
-              f'({b["always_success_accuracy"]:.3f}) |')
+              f'{_interval(r["success_accuracy_ci"])} ({b["always_success_accuracy"]:.3f} '
+              f'{_interval(b["always_success_accuracy_ci"])}) | '
+              f'{"n/a" if flagged is None else f"{flagged:.2f}"} |')
+
+
+def eval_sets(data_dir: pathlib.Path, appearance: str) -> list[tuple[str, list[Any]]]:
+    """Return the named sets ``score eval`` measures: the default look's held-out seeds and
+    unseen policy, then each held-out lab look (every rung, the unseen one included) and all
+    of them together."""
+    from realm_ros.scorers import learned
+    sets = [(name, labelled(name, data_dir, appearance)) for name in ('heldout', 'unseen')]
+    looks = labelled('looks', data_dir, appearance)
+    for look in learned.PLANS['looks'].looks:
+        sets.append((f'look lab:{look}', [e for e in looks if e.look == f'lab:{look}']))
+    sets.append(('held-out looks, all', looks))
+    sets.append(('held-out looks, unseen policy',
+                 [e for e in looks if e.policy == 'scripted-2']))
+    return sets
+
+
+def measure(scorer: Any, episodes: list[Any], reference: list[Any]) -> dict[str, Any]:
+    """Return a scorer's figures on ``episodes`` with the constant baselines (constants from
+    ``reference``) and the fraction of episodes it flags outside its training looks."""
+    from realm_ros.scorers import learned
+    result = learned.evaluate(scorer, episodes)
+    result['baselines'] = learned.baselines(episodes, reference)
+    checks = [scorer.look_check(e.frames[0]) for e in episodes]
+    result['outside_training_looks'] = (
+        None if any(c is None for c in checks)
+        else float(np.mean([c['outside_training_looks'] for c in checks])))
+    result['look_distance'] = (None if result['outside_training_looks'] is None else
+                               float(np.median([c['look_distance'] for c in checks])))
+    return result
 
 
 def run_eval(args: argparse.Namespace) -> int:
-    """Measure the learned scorer against the rubric on the held-out and unseen-policy sets,
-    with the constant baselines (their constants from the training set) beside it."""
+    """Measure the learned scorer (and each ``--against`` checkpoint, on the same episodes)
+    against the rubric on the default look's held-out seeds and unseen policy and on the
+    held-out lab looks, with the constant baselines (constants from the training set) beside
+    it."""
     from realm_ros.scorers import learned
 
-    scorer = learned.LearnedScorer(args.checkpoint or learned.DEFAULT_CHECKPOINT)
+    scorers = [learned.LearnedScorer(path) for path in
+               [args.checkpoint or learned.DEFAULT_CHECKPOINT, *(args.against or [])]]
     appearance = _appearance(args)
     reference = labelled('train', args.data_dir, appearance)
-    figures: dict[str, Any] = {'scorer': scorer.name}
+    figures: dict[str, Any] = {'scorers': [s.name for s in scorers], 'sets': {}}
     rows = []
-    for name in ('heldout', 'unseen'):
-        episodes = labelled(name, args.data_dir, appearance)
-        result = learned.evaluate(scorer, episodes)
-        result['baselines'] = learned.baselines(episodes, reference)
-        figures[name] = result
-        rows.append((name, result, result['baselines']))
-    _print_table(f'{scorer.name} against the rubric (digital real, hidden appearance)', rows)
+    for name, episodes in eval_sets(args.data_dir, appearance):
+        figures['sets'][name] = {}
+        for scorer in scorers:
+            result = measure(scorer, episodes, reference)
+            figures['sets'][name][scorer.name] = result
+            rows.append((name, scorer.name, result, result['baselines']))
+    _print_table('learned scorers against the rubric (digital real; the default look '
+                 f'{pathlib.Path(appearance).name} and the held-out lab looks)', rows)
     if args.json is not None:
         args.json.write_text(json.dumps(figures, indent=2, default=float))
     return 0

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import pathlib
 import subprocess
 
 import numpy as np
@@ -185,6 +186,8 @@ def test_the_shipped_checkpoint_loads_and_scores():
     scorer = scoring.make_scorer('learned')
     assert set(learned.TASKS) <= set(scorer.tasks)
     assert learned.DEFAULT_CHECKPOINT.stat().st_size < 1_000_000
+    assert learned.LOOKS_CHECKPOINT.stat().st_size < 1_000_000
+    assert scorer.look_check(np.zeros((180, 320, 3), np.uint8)) is not None
     rng = np.random.default_rng(0)
     frames = [rng.integers(0, 255, (180, 320, 3), dtype=np.uint8) for _ in range(10)]
     result = scorer.score(scoring.EpisodeFrames(frames=frames, times_s=np.arange(10) / 3.0,
@@ -245,3 +248,127 @@ def test_score_a_run_folder_beside_the_rubric(tiny, tmp_path):
                              capture_output=True, text=True, timeout=60, env=dict(os.environ))
     assert missing.returncode == 2 and 'no episodes.jsonl' in missing.stderr
     assert 'Traceback' not in missing.stderr
+
+
+def test_colour_jitter_is_one_transform_for_both_frames_of_a_pair():
+    import torch
+
+    rng = np.random.default_rng(0)
+    frame = rng.integers(0, 255, (4, 36, 64, 3), dtype=np.uint8)
+    pairs = learned._inputs(torch, frame, frame)  # current == first
+    padded = torch.nn.functional.pad(pairs, (2, 2, 2, 2), mode='replicate')
+    out = learned._augment(torch, padded, rng, jitter=0.3)
+    assert out.shape == (4, 6, 36, 64) and float(out.min()) >= -1 and float(out.max()) <= 1
+    assert torch.equal(out[:, :3], out[:, 3:])  # nothing moved, so no difference
+    plain = learned._augment(torch, padded, np.random.default_rng(1))
+    assert not torch.allclose(out, plain)
+
+
+def test_the_scorer_says_when_a_look_is_outside_its_training_looks(tiny, tmp_path, capsys):
+    from realm_ros.cli import main
+
+    scorer = learned.LearnedScorer(tiny)
+    stats = scorer.look_stats
+    assert stats is not None and stats['episodes'] == 24 and stats['threshold'] > 0
+    familiar = scorer.look_check(bar_episode(2, 99).frames[0])
+    assert familiar is not None and not familiar['outside_training_looks']
+    bright = np.full((36, 64, 3), 200, np.uint8)  # a lit room the drawn episodes never show
+    strange = scorer.look_check(bright)
+    assert strange is not None and strange['outside_training_looks']
+    assert strange['look_distance'] > strange['look_threshold'] > familiar['look_distance']
+    # A checkpoint without look_stats (the first ones) cannot say: no check, no warning.
+    plain = dict(learned.load_checkpoint(tiny))
+    del plain['look_stats']
+    assert learned.LearnedScorer(plain).look_check(bright) is None
+    # `score --video`: the record keeps the check; one warning line when outside.
+    import imageio.v2 as imageio
+    video = tmp_path / 'bright.mp4'
+    imageio.mimwrite(str(video), [bright] * 12, fps=15, codec='libx264', macro_block_size=1)
+    assert main(['score', '--checkpoint', str(tiny), '--video', str(video),
+                 '--task', TASK]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)['scorer_look']['outside_training_looks'] is True
+    warning = captured.err.strip().splitlines()
+    assert len(warning) == 1 and 'outside the looks learned:tiny@' in warning[0]
+
+
+def test_intervals_of_r_and_of_success_accuracy():
+    assert learned.wilson_interval(10, 10)[1] == pytest.approx(1.0)
+    low, high = learned.wilson_interval(27, 45)
+    assert low < 27 / 45 < high and high - low == pytest.approx(0.28, abs=0.01)
+    truth = np.arange(20) / 19.0
+    low, high = learned.pearson_interval(truth + 0.05 * np.sin(np.arange(20)), truth)
+    assert 0.95 < low <= high <= 1.0
+    assert learned.pearson_interval(np.full(20, 0.33), truth) is None  # a constant: undefined
+    figures = learned.evaluate(learned.LearnedScorer(learned.train(
+        [bar_episode(f, s) for f in range(4) for s in range(2)],
+        learned.TrainConfig(epochs=1, batch=32, width=8))),
+        [bar_episode(f, 50 + f) for f in range(4)])
+    assert {'pearson_r_ci', 'success_accuracy_ci', 'progression_spread'} <= set(figures)
+
+
+def test_a_plan_of_looks_is_cached_by_look_and_can_be_shared(tmp_path, monkeypatch):
+    from realm_ros.commands import score
+
+    runs = []
+
+    def collect(worlds, task_names, policies, seeds, max_steps, appearance_file, on_episode,
+                look):
+        runs.append((look, tuple(seeds), pathlib.Path(appearance_file).name))
+        episode = bar_episode(len(runs) % 4, seeds[0])
+        episode.look = look
+        return [episode]
+    monkeypatch.setattr(learned, 'collect', collect)
+    plan = learned.Plan(('digital_real',), (TASK,), ('scripted:0',), (), looks=(5, 6, 7))
+    monkeypatch.setitem(learned.PLANS, 'few_looks', plan)
+    data = tmp_path / 'data'
+    # Share 1 of 2 runs look 6 only (each look's episodes use its own seed) and joins nothing.
+    part = score.labelled('few_looks', data, 'unused.yaml', (1, 2))
+    assert runs == [('lab:6', (6,), 'lab-6.yaml')] and len(part) == 1
+    assert not list(data.glob('few_looks-*.npz'))
+    whole = score.labelled('few_looks', data, 'unused.yaml')  # the rest, then joined
+    assert [r[0] for r in runs] == ['lab:6', 'lab:5', 'lab:7']
+    assert sorted(e.seed for e in whole) == [5, 6, 7]
+    assert [e.look for e in learned.load_episodes(next(data.glob('few_looks-*.npz')))] == [
+        'lab:5', 'lab:6', 'lab:7']
+    assert len(score.labelled('few_looks', data, 'unused.yaml')) == 3 and len(runs) == 3
+    settings = learned.plan_settings(plan)
+    assert set(settings['looks']) == {'5', '6', '7'}
+    assert learned.look_mapping(5)['seed'] == 5
+
+
+#: A lab look drawn by seed that neither training nor ``score eval`` uses.
+UNSEEN_LOOK = 7010
+
+
+@pytest.fixture(scope='module')
+def unseen_look_episodes(tmp_path_factory):
+    """Four push_switch episodes on UNSEEN_LOOK, two successes and two failures (about 7 s of
+    rendering on an idle core)."""
+    assert UNSEEN_LOOK not in learned.TRAIN_LOOKS + learned.EVAL_LOOKS
+    os.environ.setdefault('MUJOCO_GL', 'egl')
+    look = learned.write_look(UNSEEN_LOOK, tmp_path_factory.mktemp('look'))
+    return learned.collect(['digital_real'], ['push_switch'], ['scripted:0', 'scripted:3'],
+                           [101, 102], max_steps=90, appearance_file=str(look))
+
+
+@pytest.mark.parametrize('checkpoint', [learned.DEFAULT_CHECKPOINT, learned.LOOKS_CHECKPOINT],
+                         ids=['default', 'looks'])
+def test_a_shipped_scorer_is_never_silently_constant_on_a_look_it_never_saw(
+        unseen_look_episodes, checkpoint):
+    """On a lab look it was never trained on, each shipped scorer either tells the episodes
+    apart (its progressions vary with the rubric's) or says the look is outside its training
+    looks; the first checkpoint did neither (a near-constant, unflagged: issue 42). The one
+    fine-tuned across looks must tell them apart."""
+    episodes = unseen_look_episodes
+    truth = [e.progression for e in episodes]
+    assert len(set(truth)) > 1, truth  # successes and failures to tell apart
+    scorer = learned.LearnedScorer(checkpoint)
+    predicted = [learned.stage_counts(scorer, e)[-1] / e.n_stages for e in episodes]
+    checks = [scorer.look_check(e.frames[0]) for e in episodes]
+    assert all(c is not None for c in checks), f'{checkpoint} keeps no look_stats'
+    separates = bool(np.std(predicted) > 0.1 and np.corrcoef(predicted, truth)[0, 1] > 0.5)
+    flagged = all(c['outside_training_looks'] for c in checks)
+    assert separates or flagged, (predicted, truth, checks)
+    if checkpoint == learned.LOOKS_CHECKPOINT:
+        assert separates and not flagged, (predicted, truth, checks)
