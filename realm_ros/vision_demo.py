@@ -72,6 +72,9 @@ FINGERPRINT_DEFAULTS: Mapping[str, Any] = {'variant_seed': 0,
 #: (docs/learned-policy.md, section 5: mean progression on the digital real 0.22, 0.41, 0.61,
 #: 0.91, and 0.80 for ``aug12k_s8000``, trained with appearance augmentation: as good as
 #: ``plain5k_s2500`` on the lab's look, steadier under other looks).
+#: The probability at which the real side's ranking counts as decided (``--until-decided``,
+#: replayed on the real episodes: :func:`decided_replay`).
+DECIDED_P = 0.95
 LADDER = ('plain5k_s150', 'short1k_s800', 'plain5k_s1200', 'plain12k_s12000', 'aug12k_s8000')
 
 
@@ -644,7 +647,78 @@ def summarize(records: Sequence[Mapping[str, Any]], config: VisionDemoConfig,
                                         and r.get('outcome') != 'infra_failure']))
                          for k in range(worlds)] for policy in policies}
         out['columns'][col.name] = entry
+    out['until_decided'] = {allocation: decided_replay(records, config, DECIDED_P, allocation)
+                            for allocation in ('adaptive', 'uniform')}
     return out
+
+
+def decided_replay(records: Iterable[Mapping[str, Any]], config: VisionDemoConfig,
+                   target: float = 0.95, allocation: str = 'adaptive') -> dict[str, Any]:
+    """How many of this run's digital-real episodes ``paired-eval --until-decided`` would have
+    spent: :class:`~realm_ros.core.allocation.AdaptiveRanking` (the rule ``paired-eval`` and
+    ``sweep`` allocate real episodes by) replayed on the fixed design's real episodes, each
+    request (policy, task, k-th episode) answered by that policy's real episode of seed k.
+
+    The demo runs a fixed design (every policy, task and seed), so this is a replay, not an
+    allocation: it stops when the ranking is decided at ``target``, when the fixed design's
+    episodes are spent, or when a policy needs a seed beyond them (``exhausted``: deciding
+    needs more real episodes than the fixed design has). Returns ``decided``, ``spent``,
+    ``fixed`` (the fixed design's real episodes), ``exhausted``, the final ranking state
+    (``state``: order, adjacent pairs' probabilities, episodes per policy) and the fixed
+    design's own state on all its real episodes (``fixed_state``).
+    """
+    from realm_ros.core import allocation as alloc
+
+    policies = [e.label for e in config.entries()]
+    real = {(r['task'], r['policy'], int(r['seed'])): float(r['progression'])
+            for r in records if r.get('column') == REAL and r.get('outcome') != 'infra_failure'}
+    fixed = config.episodes * len(config.tasks) * len(policies)
+    ranking = alloc.AdaptiveRanking(policies, config.tasks, target, budget=fixed,
+                                    allocation=allocation, seed=config.seed)
+    exhausted = ''
+    while (request := ranking.next()) is not None:
+        key = (request.task, request.policy, request.index)
+        if key not in real:
+            exhausted = (f'{request.policy} needs seed {request.index} of {request.task}, '
+                         f"beyond the fixed design's {config.episodes}")
+            break
+        ranking.record(request, real[key])
+    everything = {p: [v for (t, q, k), v in real.items()
+                      if q == p and t in config.tasks and k < config.episodes] for p in policies}
+    fixed_state = alloc.ranking_state(everything, target, seed=config.seed)
+    return {'target': target, 'allocation': allocation, 'decided': ranking.state.decided,
+            'spent': ranking.spent, 'fixed': fixed, 'exhausted': exhausted,
+            'state': ranking.state.as_dict(), 'fixed_state': fixed_state.as_dict()}
+
+
+def format_decided(section: Mapping[str, Any] | None) -> str:
+    """One paragraph for table.md: the real episodes ``--until-decided`` would have spent
+    (:func:`decided_replay`) against the fixed design's."""
+    if not section:
+        return ''
+    lines = []
+    for allocation, d in section.items():
+        state = d['state']
+        weakest = min(state['adjacent_pairs'], key=lambda a: a['probability'], default=None)
+        if d['decided']:
+            how = f'decided after {d["spent"]} of the fixed design\'s {d["fixed"]} real episodes'
+        else:
+            why = d['exhausted'] or "the fixed design's episodes spent"
+            how = f'not decided after {d["spent"]} real episodes ({why})'
+        if weakest is not None and not d['decided']:
+            how += (f'; least certain pair {weakest["above"]} > {weakest["below"]} '
+                    f'P = {weakest["probability"]:.2f}')
+        lines.append(f'- {allocation}: {how}; order ' + ' > '.join(state['order']))
+    first = next(iter(section.values()))
+    fixed = first['fixed_state']
+    pairs = ', '.join(f'{a["above"]} > {a["below"]} {a["probability"]:.2f}'
+                      for a in fixed['adjacent_pairs'])
+    head = (f"Real episodes until the digital real's ranking is decided at P = "
+            f'{first["target"]:.2f} (paired-eval --until-decided\'s rule replayed on this '
+            f"run's real episodes; the demo itself runs the fixed design):")
+    tail = (f'- the fixed design, all {first["fixed"]} real episodes: '
+            f'{"decided" if fixed["decided"] else "not decided"} (adjacent pairs {pairs})')
+    return '\n'.join([head, *lines, tail])
 
 
 def _per_start(values: Iterable[tuple[str, tuple[str, int], float]], seed: int
@@ -699,7 +773,9 @@ def _prediction_rows(cols: Mapping[str, Any], names: Sequence[str], available: S
         c = section(n).get('coverage') or {}
         if not c.get('policies'):
             return 'n/a'
-        return f'{c["covered"]} of {c["policies"]} / {c["mean_width"]:.2f}'
+        ci = c.get('coverage_ci95')
+        rate = f' (95 % CI [{ci[0]:.2f}, {ci[1]:.2f}])' if ci else ''
+        return f'{c["covered"]} of {c["policies"]} / {c["mean_width"]:.2f}{rate}'
     lines.append('| 90 % PI coverage (policies) / mean width | | '
                  + ' | '.join(cover(n) for n in names) + ' |')
     return lines
@@ -837,7 +913,8 @@ def write_outputs(store: EpisodeStore, config: VisionDemoConfig, inputs: Inputs)
     out = store.out
     (out / SUMMARY_FILE).write_text(json.dumps(summary, indent=2) + '\n')
     tables = [format_table(summary, 'all')] + [format_table(summary, t) for t in config.tasks]
-    (out / TABLE_FILE).write_text('\n\n'.join(tables) + '\n')
+    decided = format_decided(summary.get('until_decided'))
+    (out / TABLE_FILE).write_text('\n\n'.join(tables + ([decided] if decided else [])) + '\n')
     files = {'summary': str(out / SUMMARY_FILE), 'table': str(out / TABLE_FILE)}
     if any(c['available'] for c in summary['columns'].values()):
         files['image_distance'] = str(distance_figure(summary, out / DISTANCE_FILE))
