@@ -30,7 +30,9 @@ background's pixels (``backends/mujoco/image_regions.py``). A contact sheet show
 matched (and every other column) for seed 0 of each task. Each policy's real mean
 progression is predicted from the column's twin episodes with a map fitted on the other
 policies, with a 90 % prediction interval (:mod:`realm_ros.core.prediction`), the intervals'
-coverage over the ladder and their mean width.
+coverage over the ladder (with its binomial interval) and their mean width. Below the tables,
+the real episodes ``--until-decided``'s rule would have spent on the digital real's ranking,
+replayed on the fixed design's real episodes (:func:`decided_replay`).
 
 Everything runs in process without ROS (:func:`realm_ros.core.episode.run_episode`, the loop
 every runner is checked against). Every finished episode is appended to ``episodes.jsonl``
