@@ -63,6 +63,7 @@ SUMMARY_FILE = 'summary.json'
 TABLE_FILE = 'table.md'
 SHEET_FILE = 'contact_sheet.png'
 DISTANCE_FILE = 'image_distance.png'
+PREDICTION_FILE = 'prediction.png'
 #: The twin's inputs one column needs; :class:`Inputs` holds the files that provide them.
 RIG, MATCH, PARAMS, VARIANTS = 'rig', 'match', 'params', 'variants'
 #: The rebuilt look: ``cameras rebuild``'s folder ``rebuild`` beside the match's.
@@ -864,6 +865,44 @@ def distance_figure(summary: Mapping[str, Any], path: pathlib.Path) -> pathlib.P
     return path
 
 
+def prediction_figure(summary: Mapping[str, Any], path: pathlib.Path) -> pathlib.Path | None:
+    """One panel per available column: each policy's real mean progression predicted from the
+    twin (leave-one-policy-out) with its 90 % interval, and the digital real's measured mean
+    (a cross, red where it lies outside the interval). None without any prediction."""
+    import matplotlib
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+
+    cols = [(n, c) for n, c in summary['columns'].items()
+            if c['available'] and c['all'].get('prediction', {}).get('leave_one_out')]
+    if not cols:
+        return None
+    fig, axes = plt.subplots(1, len(cols), figsize=(0.6 + 2.6 * len(cols), 3.4), dpi=110,
+                             squeeze=False, sharey=True)
+    for ax, (name, c) in zip(axes[0], cols):
+        section = c['all']['prediction']
+        rows = section['leave_one_out']
+        x = np.arange(len(rows))
+        centre = np.array([p['predicted'] for p in rows])
+        ax.errorbar(x, centre, yerr=[centre - [p['low'] for p in rows],
+                                     [p['high'] for p in rows] - centre],
+                    fmt='o', color='#2471a3', capsize=3, label='predicted [90 % PI]')
+        ax.scatter(x, [p['real'] for p in rows], marker='x', zorder=3, label='measured real',
+                   color=['#1e8449' if p['covered'] else '#c0392b' for p in rows])
+        cov = section['coverage']
+        ax.set_title(f'({c["letter"]}) {name}: {cov["covered"]} of {cov["policies"]} inside, '
+                     f'width {cov["mean_width"]:.2f}', fontsize=8)
+        ax.set_xticks(x)
+        ax.set_xticklabels([p['policy'] for p in rows], rotation=35, ha='right', fontsize=7)
+        ax.set_ylim(-0.05, 1.05)
+    axes[0][0].set_ylabel('real mean progression')
+    axes[0][0].legend(fontsize=7, loc='upper left')
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
 def contact_sheet(store: EpisodeStore, config: VisionDemoConfig, path: pathlib.Path,
                   inputs: Inputs | None = None) -> pathlib.Path | None:
     """Rows: (task, camera); columns: real | twin | calibrated | matched | ... (seed 0). The
@@ -920,6 +959,9 @@ def write_outputs(store: EpisodeStore, config: VisionDemoConfig, inputs: Inputs)
     files = {'summary': str(out / SUMMARY_FILE), 'table': str(out / TABLE_FILE)}
     if any(c['available'] for c in summary['columns'].values()):
         files['image_distance'] = str(distance_figure(summary, out / DISTANCE_FILE))
+    figure = prediction_figure(summary, out / PREDICTION_FILE)
+    if figure is not None:
+        files['prediction'] = str(figure)
     sheet = contact_sheet(store, config, out / SHEET_FILE, inputs)
     if sheet is not None:
         files['contact_sheet'] = str(sheet)

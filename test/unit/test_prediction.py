@@ -340,3 +340,19 @@ def test_vision_demo_replays_until_decided_on_its_real_episodes():
     cov = summary['columns']['raw']['all']['prediction']['coverage']
     low, high = cov['coverage_ci95']
     assert f'(95 % CI [{low:.2f}, {high:.2f}])' in cover
+
+
+def test_vision_demo_prediction_figure(tmp_path):
+    from realm_ros import vision_demo
+
+    config = vision_demo.VisionDemoConfig(
+        tasks=('push_switch',), policies=('a=scripted:0', 'b=scripted:1', 'c=scripted:2'),
+        episodes=4, max_steps=10, width=32, height=18, columns=('raw', 'calibrated'))
+    scores = {('push_switch', p): v for p, v in (('a', [0.0, 0.25, 0.0, 0.25]),
+                                                  ('b', [0.5, 0.5, 0.75, 0.5]),
+                                                  ('c', [1.0, 1.0, 0.75, 1.0]))}
+    summary = vision_demo.summarize(_vision_records(scores), config, vision_demo.Inputs())
+    path = vision_demo.prediction_figure(summary, tmp_path / 'prediction.png')
+    assert path is not None and path.stat().st_size > 5000
+    summary['columns']['raw']['all']['prediction']['leave_one_out'] = []
+    assert vision_demo.prediction_figure(summary, tmp_path / 'none.png') is None
