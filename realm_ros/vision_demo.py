@@ -676,14 +676,18 @@ def decided_replay(records: Iterable[Mapping[str, Any]], config: VisionDemoConfi
     real = {(r['task'], r['policy'], int(r['seed'])): float(r['progression'])
             for r in records if r.get('column') == REAL and r.get('outcome') != 'infra_failure'}
     fixed = config.episodes * len(config.tasks) * len(policies)
-    ranking = alloc.AdaptiveRanking(policies, config.tasks, target, budget=fixed,
-                                    allocation=allocation, seed=config.seed)
+    try:
+        ranking = alloc.AdaptiveRanking(policies, config.tasks, target, budget=fixed,
+                                        allocation=allocation, seed=config.seed)
+    except ConfigError as err:  # too few episodes for the rule to start: say so, no replay
+        return {'target': target, 'allocation': allocation, 'fixed': fixed, 'note': str(err)}
     exhausted = ''
     while (request := ranking.next()) is not None:
         key = (request.task, request.policy, request.index)
         if key not in real:
             exhausted = (f'{request.policy} needs seed {request.index} of {request.task}, '
-                         f"beyond the fixed design's {config.episodes}")
+                         + (f"beyond the fixed design's {config.episodes}"
+                            if request.index >= config.episodes else 'not in the run'))
             break
         ranking.record(request, real[key])
     everything = {p: [v for (t, q, k), v in real.items()
@@ -699,6 +703,10 @@ def format_decided(section: Mapping[str, Any] | None) -> str:
     (:func:`decided_replay`) against the fixed design's."""
     if not section:
         return ''
+    first = next(iter(section.values()))
+    if first.get('note'):
+        return (f'Real episodes until decided at P = {first["target"]:.2f}: not replayed '
+                f'({first["note"]})')
     lines = []
     for allocation, d in section.items():
         state = d['state']
@@ -712,7 +720,6 @@ def format_decided(section: Mapping[str, Any] | None) -> str:
             how += (f'; least certain pair {weakest["above"]} > {weakest["below"]} '
                     f'P = {weakest["probability"]:.2f}')
         lines.append(f'- {allocation}: {how}; order ' + ' > '.join(state['order']))
-    first = next(iter(section.values()))
     fixed = first['fixed_state']
     pairs = ', '.join(f'{a["above"]} > {a["below"]} {a["probability"]:.2f}'
                       for a in fixed['adjacent_pairs'])

@@ -356,3 +356,18 @@ def test_vision_demo_prediction_figure(tmp_path):
     assert path is not None and path.stat().st_size > 5000
     summary['columns']['raw']['all']['prediction']['leave_one_out'] = []
     assert vision_demo.prediction_figure(summary, tmp_path / 'none.png') is None
+
+
+def test_vision_demo_too_few_episodes_to_replay_says_so():
+    """One seed of one task: below the rule's two episodes per policy; the table says why
+    and the demo does not fail (as its smoke test runs it)."""
+    from realm_ros import vision_demo
+
+    config = vision_demo.VisionDemoConfig(
+        tasks=('push_switch',), policies=('a=scripted:0', 'b=scripted:1'), episodes=1,
+        max_steps=10, width=32, height=18, columns=('raw',))
+    records = _vision_records({('push_switch', 'a'): [0.0], ('push_switch', 'b'): [1.0]})
+    summary = vision_demo.summarize(records, config, vision_demo.Inputs())
+    assert 'below the 2 episodes per policy' in summary['until_decided']['adaptive']['note']
+    assert vision_demo.format_decided(summary['until_decided']).startswith(
+        'Real episodes until decided at P = 0.95: not replayed (budget 2 is below')
