@@ -415,6 +415,40 @@ def _row(result: EpisodeResult, column_name: str, entry: PolicyEntry, variant: i
             'image_mae_regions': {c: dict(v) for c, v in (regions or {}).items()}}
 
 
+#: ``--appearance lab:SEED``: a hidden lab look drawn by seed (:func:`look_file`).
+LOOK_PREFIX = 'lab:'
+
+
+def look_file(spec: str, out: pathlib.Path) -> str:
+    """``--appearance``'s value as a file: ``lab:SEED`` writes the lab look
+    :func:`~realm_ros.core.appearance.lab_look` draws for SEED (cameras off DROID's rig,
+    materials, light, clutter, sensor; as ``bench/bench_rebuild.py`` draws its looks) to
+    ``out/look_SEED.yaml`` and returns that path; anything else is returned as it is. The
+    same seed writes the same file, so a resumed run's fingerprint matches.
+
+    Raises:
+        ConfigError: ``lab:`` without an integer seed.
+    """
+    if not spec.startswith(LOOK_PREFIX):
+        return spec
+    import yaml
+
+    from realm_ros.core.appearance import lab_look
+    from realm_ros.graph import share_path
+
+    text = spec[len(LOOK_PREFIX):]
+    try:
+        seed = int(text)
+    except ValueError:
+        raise ConfigError(f'--appearance {spec}: lab:SEED takes an integer seed, got '
+                          f'{text!r}') from None
+    rig = yaml.safe_load(share_path('config/cameras/droid.yaml').read_text())['cameras']
+    path = out / f'look_{seed}.yaml'
+    out.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(lab_look(seed, rig), sort_keys=False))
+    return str(path)
+
+
 def plan(config: VisionDemoConfig, inputs: Inputs) -> list[tuple[str, list[Column]]]:
     """Return [(task, available columns)] and check every asked column's availability."""
     available = [c for c in (column(n) for n in config.columns) if not c.missing(inputs)]

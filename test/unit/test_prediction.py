@@ -1,6 +1,7 @@
 """The twin -> real prediction: hand cases, edge cases, and its coverage by simulation."""
 
 import math
+import pathlib
 
 import numpy as np
 import pytest
@@ -371,3 +372,26 @@ def test_vision_demo_too_few_episodes_to_replay_says_so():
     assert 'below the 2 episodes per policy' in summary['until_decided']['adaptive']['note']
     assert vision_demo.format_decided(summary['until_decided']).startswith(
         'Real episodes until decided at P = 0.95: not replayed (budget 2 is below')
+
+
+def test_vision_demo_appearance_lab_seed_draws_a_look(tmp_path):
+    """``demo --vision --appearance lab:SEED``: the look core.appearance.lab_look draws for
+    SEED, written beside the run (the same file for the same seed: a resume matches)."""
+    import yaml
+
+    from realm_ros import vision_demo
+    from realm_ros.core.appearance import lab_look
+    from realm_ros.core.errors import ConfigError
+
+    path = vision_demo.look_file('lab:7001', tmp_path)
+    assert path == str(tmp_path / 'look_7001.yaml')
+    rig = yaml.safe_load((pathlib.Path(__file__).resolve().parents[2] / 'config' / 'cameras'
+                          / 'droid.yaml').read_text())['cameras']
+    assert yaml.safe_load(open(path).read()) == yaml.safe_load(
+        yaml.safe_dump(lab_look(7001, rig)))
+    first = open(path).read()
+    assert open(vision_demo.look_file('lab:7001', tmp_path)).read() == first
+    assert open(vision_demo.look_file('lab:7002', tmp_path)).read() != first
+    assert vision_demo.look_file('some/file.yaml', tmp_path) == 'some/file.yaml'
+    with pytest.raises(ConfigError, match='integer seed'):
+        vision_demo.look_file('lab:x', tmp_path)
