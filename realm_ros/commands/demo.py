@@ -72,7 +72,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              'augmented aug12k_s8000 among them)')
     vision.add_argument('--appearance', default='', metavar='FILE',
                         help="--vision: the digital real's hidden appearance (default "
-                             "config/appearance/lab_demo.yaml; none = the twin's look)")
+                             "config/appearance/lab_demo.yaml; none = the twin's look; "
+                             'lab:SEED = a lab look drawn by seed, written to '
+                             'OUT/look_SEED.yaml)')
     vision.add_argument('--image-size', default='320x180',
                         help="--vision: the episodes' rendered size WxH in both worlds, px (the "
                              "policies' and the image distance's; the calibration recording's "
@@ -323,7 +325,8 @@ def run_vision(args: argparse.Namespace) -> int:
     out = out.expanduser().resolve()
     width, height = parse_image_size(args.image_size)
     columns = [vision_demo.column(c).name for c in args.columns.split(',') if c]
-    appearance, _ = resolve_hidden(WORLDS['digital_real'], args.appearance, '')
+    appearance, _ = resolve_hidden(WORLDS['digital_real'],
+                                   vision_demo.look_file(args.appearance, out), '')
     dynamics = _file(args.real_dynamics, '--real-dynamics') if args.real_dynamics else str(
         pathlib.Path(__file__).resolve().parents[1] / 'data' / 'digital_real_dynamics.yaml')
     # The vision ladder trained on the digital real, whose success depends on its pictures

@@ -228,22 +228,64 @@ def report(scores: Mapping[str, tuple[ArrayLike, ArrayLike | None]], level: floa
         found = one(policy, [p for p in both if p != policy], real_mean)
         if found is not None:
             loo.append(found)
+    measured = {p: mean_and_variance(both[p][1], 'real')[0] for p in both}
     for policy in only:
         found = one(policy, list(both), None)
         if found is not None:
-            out['twin_only'].append(found.as_dict())
+            out['twin_only'].append({**found.as_dict(), **placement(found, measured)})
     out['leave_one_out'] = [p.as_dict() for p in loo]
     out['coverage'] = coverage(loo)
     return out
 
 
+def placement(found: Prediction, measured: Mapping[str, float]) -> dict[str, Any]:
+    """Where a twin-only policy's interval puts it among the policies measured on the real
+    side: ``above`` / ``below`` (their observed real means lie wholly below / above the
+    interval), ``overlaps`` (inside it), and ``action``: what a lab does with the prediction.
+
+    A policy whose interval clears every measured one it is compared with is placed by the
+    twin alone; where the interval holds a measured policy's mean, only real episodes can
+    order the two (and a wide interval says the map is too loose to place it at all).
+    """
+    above = [p for p, m in measured.items() if m < found.low]
+    below = [p for p, m in measured.items() if m > found.high]
+    overlaps = [p for p in measured if p not in above and p not in below]
+    if not overlaps:
+        where = '; '.join(f'{side} {", ".join(names)}' for side, names in
+                          (('above', above), ('below', below)) if names)
+        level = round(100 * found.level)
+        action = (f'the twin places it {where} (its {level} % interval clears their real '
+                  'means): no real episodes needed to rank it among them')
+    else:
+        action = ('run it on the real arm to order it against ' + ', '.join(overlaps)
+                  + ' (their real means lie inside its interval)')
+    return {'above': above, 'below': below, 'overlaps': overlaps, 'action': action}
+
+
+def coverage_interval(covered: int, policies: int, confidence: float = 0.95
+                      ) -> tuple[float, float] | None:
+    """Clopper-Pearson (exact binomial) interval of a coverage rate ``covered / policies``
+    (None without any policy): 5 of 5 is [0.55, 1.00] at 95 %, not a rate of 1."""
+    if policies <= 0:
+        return None
+    from scipy.stats import beta
+
+    alpha = 1.0 - confidence
+    low = 0.0 if covered == 0 else float(beta.ppf(alpha / 2, covered, policies - covered + 1))
+    high = 1.0 if covered == policies else float(
+        beta.ppf(1 - alpha / 2, covered + 1, policies - covered))
+    return low, high
+
+
 def coverage(predictions: Sequence[Prediction]) -> dict[str, Any]:
-    """How many leave-one-out intervals hold the observed real mean, and their mean width
-    (None without any)."""
+    """How many leave-one-out intervals hold the observed real mean (with the rate's exact
+    binomial 95 % interval, ``coverage_ci95``), and their mean width (None without any)."""
     checked = [p for p in predictions if p.covered is not None]
     covered = sum(1 for p in checked if p.covered)
+    ci = coverage_interval(covered, len(checked))
     return {'covered': covered, 'policies': len(checked),
             'coverage': covered / len(checked) if checked else None,
+            'coverage_ci95': list(ci) if ci else None,  # a list: as JSON gives it back
             'mean_width': float(np.mean([p.width for p in checked])) if checked else None}
 
 
@@ -253,8 +295,10 @@ def format_lines(section: Mapping[str, Any], indent: str = '  ') -> list[str]:
     lines = []
     cov = section.get('coverage') or {}
     if cov.get('policies'):
+        ci = cov.get('coverage_ci95')
+        rate = f' (coverage 95 % CI [{ci[0]:.2f}, {ci[1]:.2f}])' if ci else ''
         lines.append(f'{indent}leave-one-policy-out: {cov["covered"]} of {cov["policies"]} '
-                     f'{level} % intervals hold the observed mean, mean width '
+                     f'{level} % intervals hold the observed mean{rate}, mean width '
                      f'{cov["mean_width"]:.2f}')
     elif section.get('note'):
         lines.append(f'{indent}leave-one-policy-out: none ({section["note"]})')
@@ -268,6 +312,8 @@ def format_lines(section: Mapping[str, Any], indent: str = '  ') -> list[str]:
                      f'{p["predicted"]:.3f} [{p["low"]:.2f}, {p["high"]:.2f}] ({level} % '
                      f'prediction interval; map ({p["model"]}) fitted on '
                      f'{", ".join(p["fitted_on"])})')
+        if p.get('action'):
+            lines.append(f'{indent}  -> {p["action"]}')
     return lines
 
 

@@ -223,6 +223,57 @@ def _scorers(section: Mapping[str, Any] | None) -> list[str]:
     return parts
 
 
+def predictions_html(section: Mapping[str, Any] | None,
+                     heading: str = 'Real scores predicted from the twin') -> list[str]:
+    """``summary.json``'s ``prediction`` section (:func:`realm_ros.core.prediction.report`) as
+    HTML, the figures the console table prints (``prediction.format_lines``): per policy its
+    twin mean, the predicted real mean with its prediction interval, the measured real mean
+    and whether it lies inside; the leave-one-out coverage with its binomial interval and the
+    mean width; each twin-only policy's prediction and what a lab does with it. ``[]``
+    without a section (a summary written before predictions existed)."""
+    if not section:
+        return []
+    level = round(100 * float(section.get('level', 0.9)))
+    parts = [f'<h2>{html.escape(heading)}</h2>',
+             "<p>Each policy's real mean progression predicted from its twin episodes with a "
+             'calibration map twin &rarr; real fitted on the <em>other</em> policies '
+             f'(leave-one-policy-out), with a {level} % prediction interval '
+             '(docs/evaluation.md, &ldquo;Predicting real scores from the twin&rdquo;).</p>']
+    cov = section.get('coverage') or {}
+    if cov.get('policies'):
+        ci = cov.get('coverage_ci95')
+        rate = (f' (coverage {cov["coverage"]:.2f}, exact binomial 95 % CI '
+                f'[{ci[0]:.2f}, {ci[1]:.2f}])') if ci else ''
+        parts.append(f'<p class="coverage"><b>{cov["covered"]} of {cov["policies"]}</b> '
+                     f'{level} % intervals hold the measured real mean{rate}; mean width '
+                     f'<b>{cov["mean_width"]:.3f}</b>.</p>')
+    elif section.get('note'):
+        parts.append('<p class="coverage">no leave-one-out prediction: '
+                     f'{html.escape(str(section["note"]))}</p>')
+
+    def interval(p: Mapping[str, Any]) -> str:
+        return f'[{p["low"]:.3f}, {p["high"]:.3f}]'
+
+    def fit(p: Mapping[str, Any]) -> str:
+        return f'{p["model"]}, {p["dof"]} dof, on {", ".join(p["fitted_on"])}'
+
+    rows: list[list[Any]] = [
+        [p['policy'], p['twin'], p['predicted'], interval(p), p['real'],
+         'yes' if p['covered'] else 'NO', fit(p)] for p in section.get('leave_one_out', ())]
+    rows += [[p['policy'], p['twin'], p['predicted'], interval(p), 'twin only', 'n/a', fit(p)]
+             for p in section.get('twin_only', ())]
+    if rows:
+        parts.append(_table(['policy', 'twin mean', 'predicted real', f'{level} % PI',
+                             'measured real', 'inside', 'map'], rows))
+    actions = [(p['policy'], p['action']) for p in section.get('twin_only', ())
+               if p.get('action')]
+    if actions:
+        parts.append('<ul class="actions">' + ''.join(
+            f'<li><b>{html.escape(str(name))}</b>: {html.escape(str(text))}</li>'
+            for name, text in actions) + '</ul>')
+    return parts
+
+
 #: The report's table style, shared with the sweep's report (``realm_ros/sweep/report.py``).
 html_table = _table
 
@@ -323,6 +374,7 @@ def write_report(out_dir: str | pathlib.Path, summary: Mapping[str, Any],
     parts.append('<img src="policy_bars.png" alt="per-policy bars">')
     parts += _variant_aggregation(summary)
     parts += _scorers(summary.get('scorers'))
+    parts += predictions_html(summary.get('prediction'))
     parts.append('<h2>Bradley-Terry ranking</h2><img src="ranking.png" alt="ranking">')
     parts += _preferences(summary.get('preferences'))
     if summary.get('kruskal'):

@@ -30,7 +30,9 @@ background's pixels (``backends/mujoco/image_regions.py``). A contact sheet show
 matched (and every other column) for seed 0 of each task. Each policy's real mean
 progression is predicted from the column's twin episodes with a map fitted on the other
 policies, with a 90 % prediction interval (:mod:`realm_ros.core.prediction`), the intervals'
-coverage over the ladder and their mean width.
+coverage over the ladder (with its binomial interval) and their mean width. Below the tables,
+the real episodes ``--until-decided``'s rule would have spent on the digital real's ranking,
+replayed on the fixed design's real episodes (:func:`decided_replay`).
 
 Everything runs in process without ROS (:func:`realm_ros.core.episode.run_episode`, the loop
 every runner is checked against). Every finished episode is appended to ``episodes.jsonl``
@@ -61,6 +63,7 @@ SUMMARY_FILE = 'summary.json'
 TABLE_FILE = 'table.md'
 SHEET_FILE = 'contact_sheet.png'
 DISTANCE_FILE = 'image_distance.png'
+PREDICTION_FILE = 'prediction.png'
 #: The twin's inputs one column needs; :class:`Inputs` holds the files that provide them.
 RIG, MATCH, PARAMS, VARIANTS = 'rig', 'match', 'params', 'variants'
 #: The rebuilt look: ``cameras rebuild``'s folder ``rebuild`` beside the match's.
@@ -72,6 +75,9 @@ FINGERPRINT_DEFAULTS: Mapping[str, Any] = {'variant_seed': 0,
 #: (docs/learned-policy.md, section 5: mean progression on the digital real 0.22, 0.41, 0.61,
 #: 0.91, and 0.80 for ``aug12k_s8000``, trained with appearance augmentation: as good as
 #: ``plain5k_s2500`` on the lab's look, steadier under other looks).
+#: The probability at which the real side's ranking counts as decided (``--until-decided``,
+#: replayed on the real episodes: :func:`decided_replay`).
+DECIDED_P = 0.95
 LADDER = ('plain5k_s150', 'short1k_s800', 'plain5k_s1200', 'plain12k_s12000', 'aug12k_s8000')
 
 
@@ -409,6 +415,40 @@ def _row(result: EpisodeResult, column_name: str, entry: PolicyEntry, variant: i
             'image_mae_regions': {c: dict(v) for c, v in (regions or {}).items()}}
 
 
+#: ``--appearance lab:SEED``: a hidden lab look drawn by seed (:func:`look_file`).
+LOOK_PREFIX = 'lab:'
+
+
+def look_file(spec: str, out: pathlib.Path) -> str:
+    """``--appearance``'s value as a file: ``lab:SEED`` writes the lab look
+    :func:`~realm_ros.core.appearance.lab_look` draws for SEED (cameras off DROID's rig,
+    materials, light, clutter, sensor; as ``bench/bench_rebuild.py`` draws its looks) to
+    ``out/look_SEED.yaml`` and returns that path; anything else is returned as it is. The
+    same seed writes the same file, so a resumed run's fingerprint matches.
+
+    Raises:
+        ConfigError: ``lab:`` without an integer seed.
+    """
+    if not spec.startswith(LOOK_PREFIX):
+        return spec
+    import yaml
+
+    from realm_ros.core.appearance import lab_look
+    from realm_ros.graph import share_path
+
+    text = spec[len(LOOK_PREFIX):]
+    try:
+        seed = int(text)
+    except ValueError:
+        raise ConfigError(f'--appearance {spec}: lab:SEED takes an integer seed, got '
+                          f'{text!r}') from None
+    rig = yaml.safe_load(share_path('config/cameras/droid.yaml').read_text())['cameras']
+    path = out / f'look_{seed}.yaml'
+    out.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(lab_look(seed, rig), sort_keys=False))
+    return str(path)
+
+
 def plan(config: VisionDemoConfig, inputs: Inputs) -> list[tuple[str, list[Column]]]:
     """Return [(task, available columns)] and check every asked column's availability."""
     available = [c for c in (column(n) for n in config.columns) if not c.missing(inputs)]
@@ -644,7 +684,85 @@ def summarize(records: Sequence[Mapping[str, Any]], config: VisionDemoConfig,
                                         and r.get('outcome') != 'infra_failure']))
                          for k in range(worlds)] for policy in policies}
         out['columns'][col.name] = entry
+    out['until_decided'] = {allocation: decided_replay(records, config, DECIDED_P, allocation)
+                            for allocation in ('adaptive', 'uniform')}
     return out
+
+
+def decided_replay(records: Iterable[Mapping[str, Any]], config: VisionDemoConfig,
+                   target: float = 0.95, allocation: str = 'adaptive') -> dict[str, Any]:
+    """How many of this run's digital-real episodes ``paired-eval --until-decided`` would have
+    spent: :class:`~realm_ros.core.allocation.AdaptiveRanking` (the rule ``paired-eval`` and
+    ``sweep`` allocate real episodes by) replayed on the fixed design's real episodes, each
+    request (policy, task, k-th episode) answered by that policy's real episode of seed k.
+
+    The demo runs a fixed design (every policy, task and seed), so this is a replay, not an
+    allocation: it stops when the ranking is decided at ``target``, when the fixed design's
+    episodes are spent, or when a policy needs a seed beyond them (``exhausted``: deciding
+    needs more real episodes than the fixed design has). Returns ``decided``, ``spent``,
+    ``fixed`` (the fixed design's real episodes), ``exhausted``, the final ranking state
+    (``state``: order, adjacent pairs' probabilities, episodes per policy) and the fixed
+    design's own state on all its real episodes (``fixed_state``).
+    """
+    from realm_ros.core import allocation as alloc
+
+    policies = [e.label for e in config.entries()]
+    real = {(r['task'], r['policy'], int(r['seed'])): float(r['progression'])
+            for r in records if r.get('column') == REAL and r.get('outcome') != 'infra_failure'}
+    fixed = config.episodes * len(config.tasks) * len(policies)
+    try:
+        ranking = alloc.AdaptiveRanking(policies, config.tasks, target, budget=fixed,
+                                        allocation=allocation, seed=config.seed)
+    except ConfigError as err:  # too few episodes for the rule to start: say so, no replay
+        return {'target': target, 'allocation': allocation, 'fixed': fixed, 'note': str(err)}
+    exhausted = ''
+    while (request := ranking.next()) is not None:
+        key = (request.task, request.policy, request.index)
+        if key not in real:
+            exhausted = (f'{request.policy} needs seed {request.index} of {request.task}, '
+                         + (f"beyond the fixed design's {config.episodes}"
+                            if request.index >= config.episodes else 'not in the run'))
+            break
+        ranking.record(request, real[key])
+    everything = {p: [v for (t, q, k), v in real.items()
+                      if q == p and t in config.tasks and k < config.episodes] for p in policies}
+    fixed_state = alloc.ranking_state(everything, target, seed=config.seed)
+    return {'target': target, 'allocation': allocation, 'decided': ranking.state.decided,
+            'spent': ranking.spent, 'fixed': fixed, 'exhausted': exhausted,
+            'state': ranking.state.as_dict(), 'fixed_state': fixed_state.as_dict()}
+
+
+def format_decided(section: Mapping[str, Any] | None) -> str:
+    """One paragraph for table.md: the real episodes ``--until-decided`` would have spent
+    (:func:`decided_replay`) against the fixed design's."""
+    if not section:
+        return ''
+    first = next(iter(section.values()))
+    if first.get('note'):
+        return (f'Real episodes until decided at P = {first["target"]:.2f}: not replayed '
+                f'({first["note"]})')
+    lines = []
+    for allocation, d in section.items():
+        state = d['state']
+        weakest = min(state['adjacent_pairs'], key=lambda a: a['probability'], default=None)
+        if d['decided']:
+            how = f'decided after {d["spent"]} of the fixed design\'s {d["fixed"]} real episodes'
+        else:
+            why = d['exhausted'] or "the fixed design's episodes spent"
+            how = f'not decided after {d["spent"]} real episodes ({why})'
+        if weakest is not None and not d['decided']:
+            how += (f'; least certain pair {weakest["above"]} > {weakest["below"]} '
+                    f'P = {weakest["probability"]:.2f}')
+        lines.append(f'- {allocation}: {how}; order ' + ' > '.join(state['order']))
+    fixed = first['fixed_state']
+    pairs = ', '.join(f'{a["above"]} > {a["below"]} {a["probability"]:.2f}'
+                      for a in fixed['adjacent_pairs'])
+    head = (f"Real episodes until the digital real's ranking is decided at P = "
+            f'{first["target"]:.2f} (paired-eval --until-decided\'s rule replayed on this '
+            f"run's real episodes; the demo itself runs the fixed design):")
+    tail = (f'- the fixed design, all {first["fixed"]} real episodes: '
+            f'{"decided" if fixed["decided"] else "not decided"} (adjacent pairs {pairs})')
+    return '\n'.join([head, *lines, tail])
 
 
 def _per_start(values: Iterable[tuple[str, tuple[str, int], float]], seed: int
@@ -699,7 +817,9 @@ def _prediction_rows(cols: Mapping[str, Any], names: Sequence[str], available: S
         c = section(n).get('coverage') or {}
         if not c.get('policies'):
             return 'n/a'
-        return f'{c["covered"]} of {c["policies"]} / {c["mean_width"]:.2f}'
+        ci = c.get('coverage_ci95')
+        rate = f' (95 % CI [{ci[0]:.2f}, {ci[1]:.2f}])' if ci else ''
+        return f'{c["covered"]} of {c["policies"]} / {c["mean_width"]:.2f}{rate}'
     lines.append('| 90 % PI coverage (policies) / mean width | | '
                  + ' | '.join(cover(n) for n in names) + ' |')
     return lines
@@ -786,6 +906,44 @@ def distance_figure(summary: Mapping[str, Any], path: pathlib.Path) -> pathlib.P
     return path
 
 
+def prediction_figure(summary: Mapping[str, Any], path: pathlib.Path) -> pathlib.Path | None:
+    """One panel per available column: each policy's real mean progression predicted from the
+    twin (leave-one-policy-out) with its 90 % interval, and the digital real's measured mean
+    (a cross, red where it lies outside the interval). None without any prediction."""
+    import matplotlib
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+
+    cols = [(n, c) for n, c in summary['columns'].items()
+            if c['available'] and c['all'].get('prediction', {}).get('leave_one_out')]
+    if not cols:
+        return None
+    fig, axes = plt.subplots(1, len(cols), figsize=(0.6 + 2.6 * len(cols), 3.4), dpi=110,
+                             squeeze=False, sharey=True)
+    for ax, (name, c) in zip(axes[0], cols):
+        section = c['all']['prediction']
+        rows = section['leave_one_out']
+        x = np.arange(len(rows))
+        centre = np.array([p['predicted'] for p in rows])
+        ax.errorbar(x, centre, yerr=[centre - [p['low'] for p in rows],
+                                     [p['high'] for p in rows] - centre],
+                    fmt='o', color='#2471a3', capsize=3, label='predicted [90 % PI]')
+        ax.scatter(x, [p['real'] for p in rows], marker='x', zorder=3, label='measured real',
+                   color=['#1e8449' if p['covered'] else '#c0392b' for p in rows])
+        cov = section['coverage']
+        ax.set_title(f'({c["letter"]}) {name}: {cov["covered"]} of {cov["policies"]} inside, '
+                     f'width {cov["mean_width"]:.2f}', fontsize=8)
+        ax.set_xticks(x)
+        ax.set_xticklabels([p['policy'] for p in rows], rotation=35, ha='right', fontsize=7)
+        ax.set_ylim(-0.05, 1.05)
+    axes[0][0].set_ylabel('real mean progression')
+    axes[0][0].legend(fontsize=7, loc='upper left')
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
 def contact_sheet(store: EpisodeStore, config: VisionDemoConfig, path: pathlib.Path,
                   inputs: Inputs | None = None) -> pathlib.Path | None:
     """Rows: (task, camera); columns: real | twin | calibrated | matched | ... (seed 0). The
@@ -837,10 +995,14 @@ def write_outputs(store: EpisodeStore, config: VisionDemoConfig, inputs: Inputs)
     out = store.out
     (out / SUMMARY_FILE).write_text(json.dumps(summary, indent=2) + '\n')
     tables = [format_table(summary, 'all')] + [format_table(summary, t) for t in config.tasks]
-    (out / TABLE_FILE).write_text('\n\n'.join(tables) + '\n')
+    decided = format_decided(summary.get('until_decided'))
+    (out / TABLE_FILE).write_text('\n\n'.join(tables + ([decided] if decided else [])) + '\n')
     files = {'summary': str(out / SUMMARY_FILE), 'table': str(out / TABLE_FILE)}
     if any(c['available'] for c in summary['columns'].values()):
         files['image_distance'] = str(distance_figure(summary, out / DISTANCE_FILE))
+    figure = prediction_figure(summary, out / PREDICTION_FILE)
+    if figure is not None:
+        files['prediction'] = str(figure)
     sheet = contact_sheet(store, config, out / SHEET_FILE, inputs)
     if sheet is not None:
         files['contact_sheet'] = str(sheet)

@@ -1,6 +1,7 @@
 """The twin -> real prediction: hand cases, edge cases, and its coverage by simulation."""
 
 import math
+import pathlib
 
 import numpy as np
 import pytest
@@ -287,3 +288,110 @@ def test_fewer_twin_episodes_of_the_new_policy_widen_its_interval():
     few = prediction.predict(fit_twin, fit_real, [0.25, 0.75])
     assert many[0] == pytest.approx(few[0])  # the same twin mean, the same prediction
     assert few[2] - few[1] > many[2] - many[1] + 0.05
+
+
+def _vision_records(real, twin=None):
+    records = []
+    for column, scores in (('real', real), ('raw', twin or real)):
+        for (task, policy), values in scores.items():
+            records += [{'column': column, 'task': task, 'policy': policy, 'seed': k,
+                         'variant': 0, 'progression': v, 'success': v >= 1.0,
+                         'outcome': 'timeout', 'image_mae': {}} for k, v in enumerate(values)]
+    return records
+
+
+def test_vision_demo_replays_until_decided_on_its_real_episodes():
+    """The real episodes --until-decided would have spent: AdaptiveRanking replayed on the
+    fixed design's digital-real episodes, stated against the fixed design's count."""
+    from realm_ros import vision_demo
+    from realm_ros.core import allocation
+
+    config = vision_demo.VisionDemoConfig(
+        tasks=('push_switch', 'pick_spoon'), policies=('a=scripted:0', 'b=scripted:1',
+                                                       'c=scripted:2'),
+        episodes=10, max_steps=10, width=32, height=18, columns=('raw',))
+    # Far apart: decided long before the fixed design's 60 real episodes.
+    apart = {(t, p): [v] * 10 for t in config.tasks
+             for p, v in (('a', 0.0), ('b', 0.5), ('c', 1.0))}
+    records = _vision_records(apart)
+    d = vision_demo.decided_replay(records, config, 0.95, 'adaptive')
+    assert d['decided'] and d['spent'] < d['fixed'] == 60 and not d['exhausted']
+    assert d['state']['order'] == ['c', 'b', 'a'] and d['fixed_state']['decided']
+    # The same as driving AdaptiveRanking by hand with those episodes.
+    ranking = allocation.AdaptiveRanking(['a', 'b', 'c'], config.tasks, 0.95, budget=60)
+    state = allocation.run_until_decided(
+        ranking, lambda r: apart[(r.task, r.policy)][r.index])
+    assert d['spent'] == ranking.spent and d['state'] == state.as_dict()
+    # Two policies alike: the replay runs out of the fixed design's seeds, and says so.
+    alike = {(t, p): [v] * 10 for t in config.tasks
+             for p, v in (('a', 0.0), ('b', 0.5), ('c', 0.5))}
+    d = vision_demo.decided_replay(_vision_records(alike), config, 0.95, 'adaptive')
+    assert not d['decided'] and "beyond the fixed design's 10" in d['exhausted']
+    summary = vision_demo.summarize(_vision_records(alike), config, vision_demo.Inputs())
+    assert set(summary['until_decided']) == {'adaptive', 'uniform'}
+    text = vision_demo.format_decided(summary['until_decided'])
+    assert text.startswith("Real episodes until the digital real's ranking is decided at "
+                           'P = 0.95')
+    assert '- adaptive: not decided after' in text and 'least certain pair' in text
+    assert '- the fixed design, all 60 real episodes: not decided' in text
+    assert vision_demo.format_decided(None) == ''
+    # The coverage row carries the rate's exact binomial interval.
+    table = vision_demo.format_table(summary)
+    cover = next(line for line in table.splitlines() if line.startswith('| 90 % PI coverage'))
+    cov = summary['columns']['raw']['all']['prediction']['coverage']
+    low, high = cov['coverage_ci95']
+    assert f'(95 % CI [{low:.2f}, {high:.2f}])' in cover
+
+
+def test_vision_demo_prediction_figure(tmp_path):
+    from realm_ros import vision_demo
+
+    config = vision_demo.VisionDemoConfig(
+        tasks=('push_switch',), policies=('a=scripted:0', 'b=scripted:1', 'c=scripted:2'),
+        episodes=4, max_steps=10, width=32, height=18, columns=('raw', 'calibrated'))
+    scores = {('push_switch', p): v for p, v in (('a', [0.0, 0.25, 0.0, 0.25]),
+                                                  ('b', [0.5, 0.5, 0.75, 0.5]),
+                                                  ('c', [1.0, 1.0, 0.75, 1.0]))}
+    summary = vision_demo.summarize(_vision_records(scores), config, vision_demo.Inputs())
+    path = vision_demo.prediction_figure(summary, tmp_path / 'prediction.png')
+    assert path is not None and path.stat().st_size > 5000
+    summary['columns']['raw']['all']['prediction']['leave_one_out'] = []
+    assert vision_demo.prediction_figure(summary, tmp_path / 'none.png') is None
+
+
+def test_vision_demo_too_few_episodes_to_replay_says_so():
+    """One seed of one task: below the rule's two episodes per policy; the table says why
+    and the demo does not fail (as its smoke test runs it)."""
+    from realm_ros import vision_demo
+
+    config = vision_demo.VisionDemoConfig(
+        tasks=('push_switch',), policies=('a=scripted:0', 'b=scripted:1'), episodes=1,
+        max_steps=10, width=32, height=18, columns=('raw',))
+    records = _vision_records({('push_switch', 'a'): [0.0], ('push_switch', 'b'): [1.0]})
+    summary = vision_demo.summarize(records, config, vision_demo.Inputs())
+    assert 'below the 2 episodes per policy' in summary['until_decided']['adaptive']['note']
+    assert vision_demo.format_decided(summary['until_decided']).startswith(
+        'Real episodes until decided at P = 0.95: not replayed (budget 2 is below')
+
+
+def test_vision_demo_appearance_lab_seed_draws_a_look(tmp_path):
+    """``demo --vision --appearance lab:SEED``: the look core.appearance.lab_look draws for
+    SEED, written beside the run (the same file for the same seed: a resume matches)."""
+    import yaml
+
+    from realm_ros import vision_demo
+    from realm_ros.core.appearance import lab_look
+    from realm_ros.core.errors import ConfigError
+
+    path = vision_demo.look_file('lab:7001', tmp_path)
+    assert path == str(tmp_path / 'look_7001.yaml')
+    rig = yaml.safe_load((pathlib.Path(__file__).resolve().parents[2] / 'config' / 'cameras'
+                          / 'droid.yaml').read_text())['cameras']
+    assert yaml.safe_load(open(path).read()) == yaml.safe_load(
+        yaml.safe_dump(lab_look(7001, rig)))
+    first = open(path).read()
+    assert open(vision_demo.look_file('lab:7001', tmp_path)).read() == first
+    assert open(vision_demo.look_file('lab:7002', tmp_path)).read() != first
+    assert vision_demo.look_file('some/file.yaml', tmp_path) == 'some/file.yaml'
+    with pytest.raises(ConfigError, match='integer seed'):
+        vision_demo.look_file('lab:x', tmp_path)
