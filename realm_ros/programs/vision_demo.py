@@ -434,7 +434,7 @@ def look_file(spec: str, out: pathlib.Path) -> str:
     import yaml
 
     from realm_ros.core.appearance import lab_look
-    from realm_ros.graph import share_path
+    from realm_ros.core.share import share_path
 
     text = spec[len(LOOK_PREFIX):]
     try:

@@ -303,8 +303,8 @@ def _vision_records(real, twin=None):
 def test_vision_demo_replays_until_decided_on_its_real_episodes():
     """The real episodes --until-decided would have spent: AdaptiveRanking replayed on the
     fixed design's digital-real episodes, stated against the fixed design's count."""
-    from realm_ros import vision_demo
     from realm_ros.core import allocation
+    from realm_ros.programs import vision_demo
 
     config = vision_demo.VisionDemoConfig(
         tasks=('push_switch', 'pick_spoon'), policies=('a=scripted:0', 'b=scripted:1',
@@ -344,7 +344,7 @@ def test_vision_demo_replays_until_decided_on_its_real_episodes():
 
 
 def test_vision_demo_prediction_figure(tmp_path):
-    from realm_ros import vision_demo
+    from realm_ros.programs import vision_demo
 
     config = vision_demo.VisionDemoConfig(
         tasks=('push_switch',), policies=('a=scripted:0', 'b=scripted:1', 'c=scripted:2'),
@@ -362,7 +362,7 @@ def test_vision_demo_prediction_figure(tmp_path):
 def test_vision_demo_too_few_episodes_to_replay_says_so():
     """One seed of one task: below the rule's two episodes per policy; the table says why
     and the demo does not fail (as its smoke test runs it)."""
-    from realm_ros import vision_demo
+    from realm_ros.programs import vision_demo
 
     config = vision_demo.VisionDemoConfig(
         tasks=('push_switch',), policies=('a=scripted:0', 'b=scripted:1'), episodes=1,
@@ -379,9 +379,9 @@ def test_vision_demo_appearance_lab_seed_draws_a_look(tmp_path):
     SEED, written beside the run (the same file for the same seed: a resume matches)."""
     import yaml
 
-    from realm_ros import vision_demo
     from realm_ros.core.appearance import lab_look
     from realm_ros.core.errors import ConfigError
+    from realm_ros.programs import vision_demo
 
     path = vision_demo.look_file('lab:7001', tmp_path)
     assert path == str(tmp_path / 'look_7001.yaml')

@@ -1,4 +1,4 @@
-"""report.html shows summary.json's predictions (``realm_ros/report.py``,
+"""report.html shows summary.json's predictions (``realm_ros/programs/report.py``,
 ``predictions_html``): the figures the console table prints, read from the same section."""
 
 import html
@@ -42,7 +42,7 @@ def _cells(text, policy):
 
 
 def test_report_html_shows_every_prediction_coverage_and_width(tmp_path):
-    from realm_ros.report import write_report
+    from realm_ros.programs.report import write_report
 
     summary = _summary()
     section = summary['prediction']
@@ -81,7 +81,7 @@ def test_report_html_shows_every_prediction_coverage_and_width(tmp_path):
 
 
 def test_report_html_says_why_there_is_no_prediction(tmp_path):
-    from realm_ros.report import predictions_html, write_report
+    from realm_ros.programs.report import predictions_html, write_report
 
     records = [_record('a', w, k, 0.5) for w in ('sim', 'real') for k in range(2)]
     records += [_record('b', 'sim', k, 0.2) for k in range(2)]
