@@ -109,7 +109,8 @@ def _ranking(summary: Mapping[str, Any], path: pathlib.Path) -> None:
     ax.invert_yaxis()
     ax.axvline(0, color='0.8', lw=1)
     ax.set_xlabel('Bradley-Terry log-strength (95% bootstrap CI)')
-    ax.legend(fontsize=8)
+    if ax.get_legend_handles_labels()[0]:  # no ranked world: nothing to name
+        ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
