@@ -17,7 +17,7 @@ from realm_ros.core import backends, robot, topics
 from realm_ros.core.config import CAMERA_NAMES, RENAMED, renamed, renamed_file
 from realm_ros.core.errors import ConfigError
 from realm_ros.core.evaluation import EvalConfig
-from realm_ros.ros.share import share_path  # noqa: F401 - graph.share_path, as it was
+from realm_ros.core.share import share_path  # noqa: F401 - graph.share_path, as it was
 
 #: Executable (console script) -> node class, for in-process bring-up.
 NODE_CLASSES: dict[str, str] = {

@@ -118,7 +118,7 @@ def resolve_hidden(world: DemoWorld, appearance: str, dynamics: str) -> tuple[st
     """
     if not world.hidden:
         return '', ''
-    from realm_ros.ros.share import share_path
+    from realm_ros.core.share import share_path
 
     if appearance == 'none':
         appearance_file = ''
