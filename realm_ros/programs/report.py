@@ -92,19 +92,27 @@ def _bars(summary: Mapping[str, Any], path: pathlib.Path) -> None:
     policy_bars(path, [e['policy'] for e in entries], series)
 
 
-def _ranking(summary: Mapping[str, Any], path: pathlib.Path) -> None:
-    fig, ax = plt.subplots(figsize=(6.5, 0.5 + 0.45 * max(2, len(summary['policies']))))
-    order = [r['policy'] for r in summary['ranking'].get('real') or summary['ranking']['sim']]
+def ranking_plot(path: pathlib.Path, order: Sequence[str],
+                 series: Sequence[tuple[str, str, Sequence[Mapping[str, Any]]]],
+                 spacing: float, rows: int) -> None:
+    """Draw each series' Bradley-Terry strength of the policies in ``order`` with its CI.
+
+    ``series``: ``(label, colour, ranking rows)`` per world, placed ``spacing`` apart around each
+    policy's line; a world without rows keeps its place and draws nothing. ``rows`` sets the
+    figure's height. Shared by the paired evaluation's report and the sweep's.
+    """
     y = np.arange(len(order))
-    for offset, world, color in ((-0.15, 'real', REAL_COLOR), (0.15, 'sim', SIM_COLOR)):
-        rows = {r['policy']: r for r in summary['ranking'].get(world, [])}
-        if not rows:
+    fig, ax = plt.subplots(figsize=(6.5, 0.5 + 0.45 * max(2, rows)))
+    for k, (label, color, ranking) in enumerate(series):
+        by_policy = {r['policy']: r for r in ranking}
+        if not by_policy:
             continue
-        score = np.array([rows[p]['score'] for p in order])
-        low = np.array([rows[p]['ci_low'] for p in order])
-        high = np.array([rows[p]['ci_high'] for p in order])
-        ax.errorbar(score, y + offset, xerr=[score - low, high - score], fmt='o', color=color,
-                    label=world, capsize=3)
+        score = np.array([by_policy[p]['score'] for p in order])
+        low = np.array([by_policy[p]['ci_low'] for p in order])
+        high = np.array([by_policy[p]['ci_high'] for p in order])
+        ax.errorbar(score, y + spacing * (k - (len(series) - 1) / 2),
+                    xerr=[score - low, high - score], fmt='o', color=color, label=label,
+                    capsize=3)
     ax.set_yticks(y, order, fontsize=8)
     ax.invert_yaxis()
     ax.axvline(0, color='0.8', lw=1)
@@ -114,6 +122,14 @@ def _ranking(summary: Mapping[str, Any], path: pathlib.Path) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def _ranking(summary: Mapping[str, Any], path: pathlib.Path) -> None:
+    ranking = summary['ranking']
+    ranking_plot(path, [r['policy'] for r in ranking.get('real') or ranking['sim']],
+                 [(world, color, ranking.get(world, []))
+                  for world, color in (('real', REAL_COLOR), ('sim', SIM_COLOR))],
+                 spacing=0.3, rows=len(summary['policies']))
 
 
 def _perturbations(summary: Mapping[str, Any], path: pathlib.Path) -> bool:

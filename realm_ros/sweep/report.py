@@ -20,7 +20,7 @@ import matplotlib.pyplot as plt  # noqa: E402 - the backend must be chosen first
 import numpy as np  # noqa: E402
 
 from realm_ros.programs.report import html_table as _table  # noqa: E402 - one style for both reports
-from realm_ros.programs.report import policy_bars  # noqa: E402
+from realm_ros.programs.report import policy_bars, ranking_plot  # noqa: E402
 
 COLORS = ('#2471a3', '#c0392b', '#1e8449', '#7d3c98')
 
@@ -42,24 +42,10 @@ def _ranking(summary: Mapping[str, Any], path: pathlib.Path) -> bool:
     if not worlds:
         return False
     order = [r['policy'] for r in summary['per_world'][worlds[0]]['ranking']]
-    y = np.arange(len(order))
-    fig, ax = plt.subplots(figsize=(6.5, 0.5 + 0.45 * max(2, len(order))))
-    for k, world in enumerate(worlds):
-        rows = {r['policy']: r for r in summary['per_world'][world]['ranking']}
-        score = np.array([rows[p]['score'] for p in order])
-        low = np.array([rows[p]['ci_low'] for p in order])
-        high = np.array([rows[p]['ci_high'] for p in order])
-        ax.errorbar(score, y + 0.15 * (k - (len(worlds) - 1) / 2),
-                    xerr=[score - low, high - score], fmt='o', color=COLORS[k % len(COLORS)],
-                    label=world, capsize=3)
-    ax.set_yticks(y, order, fontsize=8)
-    ax.invert_yaxis()
-    ax.axvline(0, color='0.8', lw=1)
-    ax.set_xlabel('Bradley-Terry log-strength (95% bootstrap CI)')
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    ranking_plot(path, order, [(world, COLORS[k % len(COLORS)],
+                                summary['per_world'][world]['ranking'])
+                               for k, world in enumerate(worlds)],
+                 spacing=0.15, rows=len(order))
     return True
 
 
