@@ -49,15 +49,11 @@ def run_look(seed: int, folder: pathlib.Path, size: str, poses: int, starts: int
              task: str) -> dict:
     """Record, calibrate, match, rebuild and measure one look; return its figures."""
     from bench_visual_match import image_distances
-    import yaml
 
-    from realm_ros.core.appearance import lab_look
+    from realm_ros.core.appearance import write_lab_look
 
     folder.mkdir(parents=True, exist_ok=True)
-    root = pathlib.Path(__file__).resolve().parents[1]
-    rig = yaml.safe_load((root / 'config' / 'cameras' / 'droid.yaml').read_text())['cameras']
-    look = folder / 'look.yaml'
-    look.write_text(yaml.safe_dump(lab_look(seed, rig), sort_keys=False))
+    look = write_lab_look(seed, folder / 'look.yaml')
     bag, rig_file = folder / 'bag', folder / 'rig.yaml'
     times = {}
     if not bag.exists():

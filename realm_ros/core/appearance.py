@@ -426,6 +426,28 @@ def lab_look(seed: int, rig: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     }
 
 
+
+#: DROID's camera rig, off which :func:`droid_lab_look` draws a look's cameras.
+DROID_RIG = 'config/cameras/droid.yaml'
+
+
+def droid_lab_look(seed: int) -> dict[str, Any]:
+    """Return :func:`lab_look` of ``seed`` drawn off DROID's rig (:data:`DROID_RIG`)."""
+    from realm_ros.core.share import share_path
+    return lab_look(int(seed), load_yaml(share_path(DROID_RIG))['cameras'])
+
+
+def write_lab_look(seed: int, path: str | pathlib.Path) -> pathlib.Path:
+    """Write :func:`droid_lab_look` of ``seed`` to ``path`` as YAML and return the path. The
+    same seed always writes the same text; a file that already holds it is left as it is."""
+    import yaml
+    path = pathlib.Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = yaml.safe_dump(droid_lab_look(seed), sort_keys=False)
+    if not path.is_file() or path.read_text() != text:
+        path.write_text(text)
+    return path
+
 #: What a twin variant changes, one axis per variant (SIMPLER's variant aggregation).
 VARIANT_AXES = ('background', 'lighting', 'table', 'distractors')
 #: SIMPLER's count of variants (its visual variant aggregation): the twin's own look and two of

@@ -431,10 +431,7 @@ def look_file(spec: str, out: pathlib.Path) -> str:
     """
     if not spec.startswith(LOOK_PREFIX):
         return spec
-    import yaml
-
-    from realm_ros.core.appearance import lab_look
-    from realm_ros.core.share import share_path
+    from realm_ros.core.appearance import write_lab_look
 
     text = spec[len(LOOK_PREFIX):]
     try:
@@ -442,11 +439,7 @@ def look_file(spec: str, out: pathlib.Path) -> str:
     except ValueError:
         raise ConfigError(f'--appearance {spec}: lab:SEED takes an integer seed, got '
                           f'{text!r}') from None
-    rig = yaml.safe_load(share_path('config/cameras/droid.yaml').read_text())['cameras']
-    path = out / f'look_{seed}.yaml'
-    out.mkdir(parents=True, exist_ok=True)
-    path.write_text(yaml.safe_dump(lab_look(seed, rig), sort_keys=False))
-    return str(path)
+    return str(write_lab_look(seed, out / f'look_{seed}.yaml'))
 
 
 def plan(config: VisionDemoConfig, inputs: Inputs) -> list[tuple[str, list[Column]]]:

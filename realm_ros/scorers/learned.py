@@ -102,8 +102,6 @@ PLANS = {
     'looks': Plan((DIGITAL_REAL,), TASKS, TRAIN_POLICIES + ('scripted:2',),
                   tuple(range(100, 104)), looks=EVAL_LOOKS),
 }
-#: DROID's camera rig (``backends.mujoco.camera_rig.DEFAULT_RIG``), off which looks are drawn.
-DROID_RIG = 'config/cameras/droid.yaml'
 #: The digital real's hidden look the plans use (the twin never reads it).
 APPEARANCE = 'config/appearance/lab_demo.yaml'
 
@@ -167,24 +165,11 @@ def world_config(world: str, appearance_file: str = '', camera: str = 'exterior_
                        appearance_file=appearance_file if backends.get(world).hidden else '')
 
 
-def look_mapping(seed: int) -> dict[str, Any]:
-    """Return the lab look drawn from ``seed`` (``core.appearance.lab_look`` off DROID's rig):
-    an appearance file's content."""
-    from realm_ros.core.appearance import lab_look
-    from realm_ros.core.config import load_yaml
-    from realm_ros.core.share import share_path
-    return lab_look(int(seed), load_yaml(share_path(DROID_RIG))['cameras'])
-
-
 def write_look(seed: int, folder: str | pathlib.Path) -> pathlib.Path:
-    """Write the lab look of ``seed`` to ``folder/lab-SEED.yaml`` and return its path."""
-    import yaml
-    path = pathlib.Path(folder) / f'lab-{int(seed)}.yaml'
-    path.parent.mkdir(parents=True, exist_ok=True)
-    text = yaml.safe_dump(look_mapping(seed), sort_keys=False)
-    if not path.is_file() or path.read_text() != text:
-        path.write_text(text)
-    return path
+    """Write the lab look of ``seed`` (``core.appearance.droid_lab_look``) to
+    ``folder/lab-SEED.yaml`` and return its path."""
+    from realm_ros.core.appearance import write_lab_look
+    return write_lab_look(seed, pathlib.Path(folder) / f'lab-{int(seed)}.yaml')
 
 
 def plan_settings(plan: Plan, appearance_file: str = '', camera: str = 'exterior_1',
@@ -194,7 +179,7 @@ def plan_settings(plan: Plan, appearance_file: str = '', camera: str = 'exterior
     tasks, the policies, the seeds, max steps, the scorer's frame size and the realm_ros
     version; a plan of lab looks: each look by content, not ``appearance_file``.
     ``realm-ros score train/eval`` key their cache by its digest."""
-    from realm_ros.core import provenance
+    from realm_ros.core import appearance, provenance
     from realm_ros.core.evaluation import PolicyEntry
 
     # A plan of lab looks dresses the digital real in those (below), not in the given look.
@@ -208,8 +193,8 @@ def plan_settings(plan: Plan, appearance_file: str = '', camera: str = 'exterior
         'policies': [provenance.policy_setting(e.policy, e.args)
                      for e in map(PolicyEntry.parse, plan.policies)],
         'seeds': list(plan.seeds), 'max_steps': plan.max_steps,
-        **({'looks': {str(k): provenance.digest(look_mapping(k)) for k in plan.looks}}
-           if plan.looks else {}),
+        **({'looks': {str(k): provenance.digest(appearance.droid_lab_look(k))
+                      for k in plan.looks}} if plan.looks else {}),
         'image': [IMAGE_W, IMAGE_H], 'code': provenance.code_version()}
 
 
@@ -860,6 +845,6 @@ __all__ = ['DEFAULT_CHECKPOINT', 'EVAL_LOOKS', 'FORMAT', 'LOOKS_CHECKPOINT', 'LO
            'LabelledEpisode',
            'LearnedScorer', 'PLANS', 'Plan', 'SHIPPED', 'TRAIN_LOOKS', 'TRAIN_PLANS',
            'TrainConfig', 'VALIDATION_SEEDS', 'baselines', 'build_net', 'collect', 'evaluate',
-           'load_checkpoint', 'load_episodes', 'look_mapping', 'look_stats', 'pearson_interval',
+           'load_checkpoint', 'load_episodes', 'look_stats', 'pearson_interval',
            'plan_settings', 'save_checkpoint', 'save_episodes', 'small_frame', 'split',
            'stage_counts', 'train', 'wilson_interval', 'world_config', 'write_look']

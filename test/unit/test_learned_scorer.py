@@ -18,7 +18,7 @@ pytest.importorskip('torch')
 
 from scorer_bars import TASK, bar_episode, bar_frame, train_tiny  # noqa: E402
 
-from realm_ros.core import scoring  # noqa: E402
+from realm_ros.core import appearance, scoring  # noqa: E402
 from realm_ros.core.errors import DataError  # noqa: E402
 from realm_ros.scorers import learned  # noqa: E402
 
@@ -334,7 +334,7 @@ def test_a_plan_of_looks_is_cached_by_look_and_can_be_shared(tmp_path, monkeypat
     assert len(score.labelled('few_looks', data, 'unused.yaml')) == 3 and len(runs) == 3
     settings = learned.plan_settings(plan)
     assert set(settings['looks']) == {'5', '6', '7'}
-    assert learned.look_mapping(5)['seed'] == 5
+    assert appearance.droid_lab_look(5)['seed'] == 5
 
 
 #: A lab look drawn by seed that neither training nor ``score eval`` uses.
