@@ -26,14 +26,14 @@ from realm_ros.backends.mujoco.world import MujocoWorld
 from realm_ros.core.batched import BatchedChain
 from realm_ros.core.batched import actions as batched_actions
 from realm_ros.core.episode import EpisodeState
-from realm_ros.core.errors import InfrastructureError
+from realm_ros.core.errors import BackendUnavailable, InfrastructureError
 from realm_ros.core.policy import ActionChunker, Policy, PolicyWrapper
 from realm_ros.core.types import ActionChunk, EpisodeResult, EpisodeSpec, Observation
 
 try:
     import mujoco
-except ImportError:  # pragma: no cover - world.py already raised BackendUnavailable
-    mujoco = None
+except ImportError as err:  # pragma: no cover - test_mujoco_missing runs it without mujoco
+    raise BackendUnavailable('the MuJoCo twin needs the "mujoco" package') from err
 
 #: ``on_step(world_index, step, obs)`` after every control step of a live world.
 BatchStepCallback = Callable[[int, int, Observation], None]

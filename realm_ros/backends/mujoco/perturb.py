@@ -32,13 +32,13 @@ import numpy as np
 
 from realm_ros.backends.mujoco import objects, scenes
 from realm_ros.core import perturbations, skills
-from realm_ros.core.errors import ConfigError
+from realm_ros.core.errors import BackendUnavailable, ConfigError
 from realm_ros.core.rotations import quat_mul, yaw_quat
 
 try:
     import mujoco
-except ImportError:  # pragma: no cover - world.py already raised BackendUnavailable
-    mujoco = None
+except ImportError as err:  # pragma: no cover - test_mujoco_missing runs it without mujoco
+    raise BackendUnavailable('the MuJoCo twin needs the "mujoco" package') from err
 
 #: Where added objects (distractors, receivers, SB-NOUN's object) are placed: x, y ranges, m
 #: (beside a fixture: its ``Fixture.added_region``).

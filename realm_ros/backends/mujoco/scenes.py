@@ -24,13 +24,13 @@ import numpy as np
 
 from realm_ros.backends.mujoco import model as mjcf
 from realm_ros.core import robot, skills, tasks
-from realm_ros.core.errors import ConfigError
+from realm_ros.core.errors import BackendUnavailable, ConfigError
 from realm_ros.core.rotations import yaw_quat
 
 try:
     import mujoco
-except ImportError:  # pragma: no cover - world.py already raised BackendUnavailable
-    mujoco = None
+except ImportError as err:  # pragma: no cover - test_mujoco_missing runs it without mujoco
+    raise BackendUnavailable('the MuJoCo twin needs the "mujoco" package') from err
 
 #: Button depression (m) beyond which the light switch counts as toggled on.
 SWITCH_TOGGLE_DEPTH = 0.006
