@@ -11,12 +11,11 @@ A small API for every long command (``dataset``, ``paired-eval``, ``sysid record
     console.warn('skipped open_drawer / V-LIGHT: ...')   # 'warning: ...' on stderr
     console.error('...')                                  # 'error: ...' on stderr
     console.result(table)                      # the final table, the files written
-    console.set_quiet(True, bars=True)         # --quiet: the bar and the results, no lines
+    console.set_quiet(True)                    # --quiet: the bar and the results, no lines
 
-``--quiet`` in ``paired-eval``, ``sweep`` and ``dataset``: the bar and the results (the final
-table and the files written) stay, every other line goes (``set_quiet(True, bars=True)``);
-warnings and errors always show. ``set_quiet(True)`` also hides the bars (``sysid record``,
-``demo --vision``, whose ``--quiet`` still says "no progress bar").
+``--quiet``, in every command that takes it (``realm_ros.commands.add_quiet_flag``), means one
+thing: the bar and the results (the final table and the files written) stay, every other line
+goes; warnings and errors always show.
 
 Lines go through ``tqdm.write``, so a bar that is drawing is moved below the line instead of
 being broken by it. Bars draw on stderr; ``line`` writes stdout (tables and summaries).
@@ -36,14 +35,13 @@ import os
 import sys
 from typing import Any, Iterator
 
-_state = {'quiet': False, 'bars': True}
+_state = {'quiet': False}
 
 
-def set_quiet(quiet: bool, bars: bool = False) -> None:
-    """``--quiet``: no :func:`line` output from now on, and no bars unless ``bars``
-    (:func:`result`, warnings and errors stay)."""
+def set_quiet(quiet: bool) -> None:
+    """``--quiet``: no :func:`line` output from now on (the bars, :func:`result`, warnings and
+    errors stay)."""
     _state['quiet'] = bool(quiet)
-    _state['bars'] = not quiet or bool(bars)
 
 
 def quiet() -> bool:
@@ -95,11 +93,10 @@ def capture_warnings() -> None:
 
 
 def bar(total: int, desc: str, unit: str = 'it', initial: int = 0, leave: bool = True) -> Any:
-    """A progress bar for one phase on stderr (a disabled one when quiet without bars); close
-    it when done."""
+    """A progress bar for one phase on stderr (also when quiet); close it when done."""
     from tqdm import tqdm
     return tqdm(total=total, initial=initial, desc=desc, unit=unit, leave=leave,
-                disable=not _state['bars'], dynamic_ncols=True, file=sys.stderr)
+                dynamic_ncols=True, file=sys.stderr)
 
 
 @contextlib.contextmanager

@@ -49,6 +49,12 @@ def add_run_flags(parser: argparse.ArgumentParser, unit: str) -> None:
                         help=f'{unit} in --out made with other settings (their records name '
                              'what made them) run again into it; without it such a re-run is '
                              'refused, naming the setting')
+    add_quiet_flag(parser)
+
+
+def add_quiet_flag(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """Declare ``--quiet`` as every command means it (docs/cli.md): the progress bar and the
+    final table with the files written stay, every other line goes (``console.set_quiet``)."""
     parser.add_argument('--quiet', action='store_true',
                         help='only the progress bar and the final table (with the files written)')
 

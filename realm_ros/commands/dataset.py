@@ -29,6 +29,7 @@ import numpy as np
 
 from realm_ros.commands import (
     add_list_argument,
+    add_quiet_flag,
     out_folder,
     require_non_negative,
     require_positive,
@@ -126,8 +127,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="JSON object of the demonstrator's settings")
     parser.add_argument('--yes', action='store_true',
                         help='--world franka: do not ask the operator to confirm each scene')
-    parser.add_argument('--quiet', action='store_true',
-                        help='only the progress bar and the final table (with the files written)')
+    add_quiet_flag(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -195,7 +195,7 @@ def run(args: argparse.Namespace) -> int:
     if writer.resumed:  # before the bar, and shown under --quiet too
         print(f'dataset {args.out}: resuming with {writer.resumed} episodes written, '
               f'{len(todo)} of {args.episodes * len(names)} attempts to go', flush=True)
-    console.set_quiet(args.quiet, bars=True)
+    console.set_quiet(args.quiet)
     bar = console.bar(len(todo), 'dataset', unit='ep')
     try:
         for name in names:
@@ -249,7 +249,7 @@ def export(args: argparse.Namespace) -> int:
     from realm_ros import console
     from realm_ros.io.episode_bags import export_run
 
-    console.set_quiet(args.quiet, bars=True)
+    console.set_quiet(args.quiet)
     with console.phase('export', total=0, unit='ep') as bar:
         def progress(done: int, total: int) -> None:
             bar.total = total

@@ -33,6 +33,7 @@ import subprocess
 import sys
 import time
 
+from realm_ros.commands import add_quiet_flag
 from realm_ros.core.errors import ConfigError, RealmError
 
 
@@ -104,7 +105,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help='--vision: record the calibration below '
                              f'{CALIBRATION_SIZE} / {CALIBRATION_POSES} poses anyway (cameras '
                              'then calibrate outside the bounds: a quick look or a test)')
-    vision.add_argument('--quiet', action='store_true', help='--vision: no progress bar')
+    add_quiet_flag(vision)
 
 
 #: The digital real of `make demo`: a lab Franka, not the twin with other numbers (issue 38).

@@ -235,7 +235,7 @@ def run(args: argparse.Namespace) -> int:
     from realm_ros import console
     from realm_ros.ros import logs
 
-    console.set_quiet(args.quiet, bars=True)
+    console.set_quiet(args.quiet)
     console.capture_warnings()
     config = load_config(args)
     if args.perturbations and perturbations.DEFAULT not in args.perturbations \

@@ -286,7 +286,7 @@ def run(args: argparse.Namespace) -> int:
     from realm_ros.sweep.driver import run_sweep
 
     os.environ.setdefault('MUJOCO_GL', 'egl')
-    console.set_quiet(args.quiet, bars=True)
+    console.set_quiet(args.quiet)
     console.capture_warnings()
     config = build_config(args)
     servers = parse_servers(args.servers)

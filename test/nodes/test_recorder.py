@@ -148,7 +148,8 @@ def test_recorder_without_out_dir_exits_2():
 
 def test_sysid_record_on_the_digital_real_replays_exactly_in_the_twin(tmp_path):
     """`sysid record --backend digital_real`: the digital real behind the franka bridge, over DDS;
-    one bag per trajectory, exact replay."""
+    one bag per trajectory, exact replay. ``--quiet`` (docs/cli.md): the bar and the bags
+    written stay on the console, the per-trajectory lines go."""
     from realm_ros.backends.mujoco.rollout import TwinRollout
     from realm_ros.core import sysid
     from realm_ros.core.config import DigitalRealDynamics
@@ -158,8 +159,12 @@ def test_sysid_record_on_the_digital_real_replays_exactly_in_the_twin(tmp_path):
     proc = subprocess.run(
         [str(BIN / 'realm-ros'), 'sysid', 'record', '--backend', 'digital_real', '--out',
          str(tmp_path / 'bags'), '--dynamics', str(dynamics), '--trajectories', '2',
-         '--duration', '3', '--seed', '4'], capture_output=True, text=True, timeout=120)
+         '--duration', '3', '--seed', '4', '--quiet'], capture_output=True, text=True,
+        timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert f'recorded 2 bags in {tmp_path / "bags"}' in proc.stdout, proc.stdout
+    assert 'trajectory 0:' not in proc.stdout, proc.stdout
+    assert 'sysid record' in proc.stderr and '2/2' in proc.stderr, proc.stderr  # the bar
     names = sorted(p.name for p in (tmp_path / 'bags').iterdir())
     assert names == ['traj_000', 'traj_001']
     trajs = [bags.run_to_trajectory(bags.read_run(tmp_path / 'bags' / n)) for n in names]

@@ -167,15 +167,19 @@ def test_latency_profile_with_least_squares_finds_a_delay():
 def test_fit_command_lm_default_and_method_cma(tmp_path, capsys):
     """``sysid fit`` fits by least squares unless told otherwise, writes the intervals into
     PARAMS.yaml's metadata and the report; ``--method cma`` still runs CMA-ES; bad input is
-    one line and exit 2."""
+    one line and exit 2. ``--quiet`` (docs/cli.md) keeps the bar and the final table with the
+    file written, and drops the progress lines."""
     from realm_ros.cli import main
     from realm_ros.core.config import sim_params_latency
     bags = write_trajectory_bags(tmp_path, _data(seeds=(2, 3, 4)))
     out = tmp_path / 'lm' / 'P.yaml'
     assert main(['sysid', 'fit', str(bags), '--out', str(out), '--latency', '0', '--holdout',
                  '1', '--lm-windows', '0', '--quiet']) == 0
-    printed = capsys.readouterr().out
-    assert 'method lm' in printed and '95 % CI' in printed
+    shown = capsys.readouterr()
+    printed = shown.out
+    assert 'LM iterations' in printed and '95 % CI' in printed
+    assert f'wrote {out}' in printed and 'fitting on' not in printed, printed
+    assert 'sysid fit' in shown.err and 'gen' in shown.err, shown.err  # the bar stays
     body = yaml.safe_load(out.read_text())
     assert set(body['confidence_95']) == {'friction', 'armature'}
     assert len(body['confidence_95']['armature']) == 7
@@ -188,7 +192,8 @@ def test_fit_command_lm_default_and_method_cma(tmp_path, capsys):
     assert main(['sysid', 'fit', str(bags), '--out', str(cma), '--latency', '0', '--method',
                  'cma', '--generations', '3', '--popsize', '4', '--minibatch', '2',
                  '--quiet']) == 0
-    assert 'method cmaes' in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert ' generations' in printed and 'LM iterations' not in printed, printed
     assert 'confidence_95' not in yaml.safe_load(cma.read_text())
     for bad, word in ((['--lm-windows', '-1'], 'lm_windows'),
                       (['--lm-interval-target', '1.5'], 'lm_interval_target'),

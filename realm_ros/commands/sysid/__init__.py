@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 
+from realm_ros.commands import add_quiet_flag
 from realm_ros.commands.sysid.fit import eval_command, find_bags, fit_command
 from realm_ros.commands.sysid.graph import (
     ROBOT_SUBNAMESPACE,
@@ -65,7 +66,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                           "config/franka_bridge.yaml); the excitation keeps to its safety.* "
                           "workspace box and look-ahead, so the bridge never holds one of its "
                           "targets (default: SafetyConfig's defaults, as the digital real)")
-    rec.add_argument('--quiet', action='store_true', help='no progress bar')
+    add_quiet_flag(rec)
     rec.add_argument('--verbose', action='store_true',
                      help="every node's log lines on the console (default: ROS's log files)")
     rec.add_argument('--arm-id', default='fr3', choices=robot.ARM_IDS,
@@ -137,7 +138,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     fit.add_argument('--namespace', default=None, help='world namespace inside the bags')
     fit.add_argument('--truth', default='',
                      help='digital real only: its dynamics YAML, to report recovery errors')
-    fit.add_argument('--quiet', action='store_true', help='no progress bar')
+    add_quiet_flag(fit)
     ev = sub.add_parser('eval', help='per-joint RMSE of the twin with a params file on bags')
     ev.add_argument('bags', nargs='+', help='bag directories, or directories of bags')
     ev.add_argument('--params', default='', help='PARAMS.yaml ("" = the twin defaults)')

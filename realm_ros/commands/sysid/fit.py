@@ -21,6 +21,7 @@ from typing import Any, Callable, cast
 
 import numpy as np
 
+from realm_ros import console
 from realm_ros.commands.sysid.report import (
     print_residual,
     print_table,
@@ -75,21 +76,18 @@ def make_evaluators(device: str, threads: int,
 
 
 class ProgressBar:
-    """A tqdm bar per fit, fed by ``sysid`` progress callbacks (silent with ``--quiet``)."""
+    """A bar per fit (:func:`console.bar`, kept with ``--quiet``), fed by ``sysid`` progress
+    callbacks."""
 
-    def __init__(self, enabled: bool, total: int) -> None:
-        self.enabled = enabled
+    def __init__(self, total: int) -> None:
         self.total = total
         self._bar: Any = None
         self._label = ''
 
     def __call__(self, label: str, gen: sysid.Generation) -> None:
-        if not self.enabled:
-            return
         if self._bar is None or label != self._label:
             self.close()
-            from tqdm import tqdm
-            self._bar = tqdm(total=self.total, desc=f'sysid {label}', unit='gen', leave=False)
+            self._bar = console.bar(self.total, f'sysid {label}', 'gen', leave=False)
             self._label = label
         self._bar.update(1)
         self._bar.set_postfix(loss=f'{gen.estimate_loss:.3g}', step=f'{gen.step:.3g}')
@@ -139,8 +137,9 @@ def fit_command(args: argparse.Namespace) -> int:
                           f'lm (or --engine mjx for CMA-ES), not {args.method}')
     if args.generations is None:
         args.generations = 12 if args.method == 'lm' else 80
-    print(f'fitting on {len(train)} trajectories ({sum(t.steps for t in train)} steps), '
-          f'{len(held)} held out; method {args.method}, device {args.device}')
+    console.set_quiet(args.quiet)
+    console.line(f'fitting on {len(train)} trajectories ({sum(t.steps for t in train)} '
+                 f'steps), {len(held)} held out; method {args.method}, device {args.device}')
     options = sysid.FitOptions(method=args.method, seed=args.seed, generations=args.generations,
                                popsize=args.popsize, minibatch=args.minibatch, window=window,
                                lm_windows=args.lm_windows,
@@ -157,14 +156,14 @@ def fit_command(args: argparse.Namespace) -> int:
     name = (('warp' if engine == 'warp' else 'device') if on_device
             else 'parallel' if args.device == 'gpu' else args.profile)
     strategy = sysid.fit_strategy(name)
-    bar = ProgressBar(not args.quiet, strategy.bar_total(request))
+    bar = ProgressBar(strategy.bar_total(request))
     request = dataclasses.replace(request, progress=bar)
     t0 = time.perf_counter()
     try:
         ident = sysid.profiled_fit(request, name)
         bar.close()  # clear the last fit's bar before the table lines (it was left drawn)
         for line in ident.notes:
-            print(line)
+            console.line(line)
         result, latency, searches = ident.fit, ident.latency_s, ident.searches
         if fixed:
             source = '--no-latency' if args.no_latency else 'given'
@@ -173,17 +172,18 @@ def fit_command(args: argparse.Namespace) -> int:
             source = ident.source or (f'estimated ({ident.fits} fits, {strategy.kind}, '
                                       f'{ident.generations} {unit})')
         for latency_k, value in ident.profile.items():
-            print(f'fit at latency {1e3 * latency_k:.2f} ms: loss {1e6 * value:.3g} mrad^2 '
-                  'per step')
+            console.line(f'fit at latency {1e3 * latency_k:.2f} ms: loss {1e6 * value:.3g} '
+                         'mrad^2 per step')
         for k, search in enumerate(searches):
-            print(f'latency search {k + 1} ({search.seconds:.1f} s): best '
-                  f'{1e3 * search.latency_s:.2f} ms; loss per step by candidate, ms: '
-                  'mrad^2: ' + ', '.join(f'{1e3 * c:.1f}: {1e6 * v:.3g}'
-                                         for c, v in zip(search.candidates_s, search.losses)))
+            console.line(f'latency search {k + 1} ({search.seconds:.1f} s): best '
+                         f'{1e3 * search.latency_s:.2f} ms; loss per step by candidate, ms: '
+                         'mrad^2: ' + ', '.join(f'{1e3 * c:.1f}: {1e6 * v:.3g}'
+                                                for c, v in zip(search.candidates_s,
+                                                                search.losses)))
     finally:
         bar.close()
     fit_s = time.perf_counter() - t0
-    print(f'actuation latency {1e3 * latency:.2f} ms ({source})')
+    console.result(f'actuation latency {1e3 * latency:.2f} ms ({source})')
     # The parameters first: the report below replays every bag whole and draws its figures
     # (about as long again as a fit at a given latency, measured), and a user waits for these.
     write_params(out, result.params, latency, source, bags[:len(train)], args,

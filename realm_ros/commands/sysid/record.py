@@ -239,6 +239,6 @@ def record(args: argparse.Namespace) -> int:
         for node in nodes:
             node.destroy_node()
         rclpy.try_shutdown(context=context)
-    console.line(f'recorded {len(plans)} bags in {out}' + (
+    console.result(f'recorded {len(plans)} bags in {out}' + (
         '' if verbose else f'; node logs in {logs.log_dir()}'))
     return 0
