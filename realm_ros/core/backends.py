@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Callable, Iterator, Sequence, overload
 
-from realm_ros.core.errors import ConfigError
+from realm_ros.core.registry import Registry
 
 
 @dataclasses.dataclass(frozen=True)
@@ -101,7 +101,7 @@ _ISAAC_NOT_RUN = (
     'or mujoco.')
 
 #: The registered backends by name, in the order choices list them (twins first).
-BACKENDS: dict[str, Backend] = {b.name: b for b in (
+BACKENDS: Registry[Backend] = Registry('world backend', {b.name: b for b in (
     Backend('mujoco', real=False, target='realm_ros.backends.mujoco.world:MujocoWorld',
             description='the MuJoCo twin', gpu_engines=('mjx', 'warp'), sweep=True,
             looks=True, sysid='realm_ros.backends.mujoco.evaluators:evaluators',
@@ -121,24 +121,17 @@ BACKENDS: dict[str, Backend] = {b.name: b for b in (
             description='the arm through franka_ros2 (the bridge)', lockstep=False,
             standalone=False, perturbations='operator', bridge=True, privileged=False,
             operator_scored=True),
-)}
+)})
 
 
 def register(backend: Backend) -> Backend:
     """Add ``backend`` to :data:`BACKENDS` (another backend of that name is an error)."""
-    known = BACKENDS.get(backend.name)
-    if known is not None and known is not backend:
-        raise ConfigError(f'world backend {backend.name!r} is already registered')
-    BACKENDS[backend.name] = backend
-    return backend
+    return BACKENDS.add(backend.name, backend)
 
 
 def get(name: str) -> Backend:
     """Return backend ``name``; a :class:`ConfigError` listing the backends for another."""
-    backend = BACKENDS.get(name)
-    if backend is None:
-        raise ConfigError(f'unknown world backend {name!r}; choose one of {sorted(BACKENDS)}')
-    return backend
+    return BACKENDS.lookup(name)
 
 
 class Names(Sequence[str]):

@@ -21,6 +21,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from realm_ros.core.errors import DataError
+from realm_ros.core.registry import Registry
 
 
 def _vector(values: ArrayLike, name: str) -> np.ndarray:
@@ -356,16 +357,12 @@ class Metric:
 INTERVALS = ('paired_bootstrap', 'none')
 
 #: The agreement metrics by name, in the order tables print them.
-METRICS: dict[str, Metric] = {}
+METRICS: Registry[Metric] = Registry('metric', duplicate=DataError)
 
 
 def register(metric: Metric) -> Metric:
     """Add ``metric`` to :data:`METRICS` (another metric of that name is an error)."""
-    known = METRICS.get(metric.name)
-    if known is not None and known is not metric:
-        raise DataError(f'metric {metric.name!r} is already registered')
-    METRICS[metric.name] = metric
-    return metric
+    return METRICS.add(metric.name, metric)
 
 
 register(Metric('pearson_r', pearson_r, 'Pearson r', 'r'))

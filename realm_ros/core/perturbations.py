@@ -29,6 +29,7 @@ import numpy as np
 
 from realm_ros.core import skills, tasks
 from realm_ros.core.errors import ConfigError
+from realm_ros.core.registry import Registry
 
 #: The kinds of change a perturbation makes. ``model``: model parameters (lights, masses,
 #: cameras), restored from a pristine copy at every reset; ``scene``: the scene's geometry (the
@@ -91,7 +92,8 @@ class PerturbationDef:
     discrete: bool = False
 
 
-PERTURBATIONS: dict[str, PerturbationDef] = {}
+PERTURBATIONS: Registry[PerturbationDef] = Registry(
+    'perturbation', lead='REALM codes:', ordered=True, replace=True)
 
 
 def register(perturbation: PerturbationDef) -> PerturbationDef:
@@ -109,16 +111,12 @@ def register(perturbation: PerturbationDef) -> PerturbationDef:
     taken = [q.code for q in PERTURBATIONS.values() if q.id == p.id and q.code != p.code]
     if taken:
         raise ConfigError(f'perturbation {p.code}: id {p.id} is taken by {taken[0]}')
-    PERTURBATIONS[p.code] = p
-    return p
+    return PERTURBATIONS.add(p.code, p)
 
 
 def get(code: str) -> PerturbationDef:
     """Return perturbation ``code``; an unknown code raises ConfigError listing the codes."""
-    p = PERTURBATIONS.get(code)
-    if p is None:
-        raise ConfigError(f'unknown perturbation {code!r}; REALM codes: {list(PERTURBATIONS)}')
-    return p
+    return PERTURBATIONS.lookup(code)
 
 
 def _towards(value: float, neutral: float, intensity: float) -> float:

@@ -17,11 +17,12 @@ import numpy as np
 
 from realm_ros.core import robot
 from realm_ros.core.errors import BackendUnavailable, ConfigError
+from realm_ros.core.registry import Registry
 from realm_ros.core.types import ActionChunk, ActionMode, EpisodeSpec, Observation
 
 #: Policy name -> ``module:Class``, imported only when chosen (a torch policy never loads on a
 #: machine that runs the scripted ladder). Constructors take keyword arguments only.
-POLICIES: dict[str, str] = {
+POLICIES: Registry[str] = Registry('policy', {
     'hold': 'realm_ros.core.policy:HoldPolicy',
     'scripted': 'realm_ros.policies.scripted:ScriptedPolicy',
     'replay': 'realm_ros.policies.replay:ReplayPolicy',
@@ -30,7 +31,7 @@ POLICIES: dict[str, str] = {
     'torch': 'realm_ros.policies.torch_policy:TorchPolicy',
     'learned': 'realm_ros.policies.learned:LearnedPolicy',
     'lerobot': 'realm_ros.policies.lerobot_policy:LeRobotPolicy',
-}
+})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -286,9 +287,7 @@ def policy_class(name: str) -> type[Policy]:
         ConfigError: unknown name (the message lists the valid ones).
         BackendUnavailable: the policy's dependencies are missing here.
     """
-    target = POLICIES.get(name)
-    if target is None:
-        raise ConfigError(f'unknown policy {name!r}; choose one of {sorted(POLICIES)}')
+    target = POLICIES.lookup(name)
     module_name, class_name = target.split(':')
     try:
         module = importlib.import_module(module_name)

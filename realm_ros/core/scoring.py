@@ -31,6 +31,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from realm_ros.core.errors import ConfigError, DataError
+from realm_ros.core.registry import Registry
 
 #: Frames per second a VLM is shown (RobotArena-infinity).
 SAMPLE_FPS = 1.0
@@ -247,17 +248,17 @@ def agreement_with_rubric(scorer: Sequence[float], rubric: Sequence[float],
 
 #: Scorer name -> ``module:Class``, imported only when built (a scorer may need torch or a
 #: server). A new scorer is one :func:`register` call; commands and nodes build scorers by name.
-SCORERS: dict[str, str] = {
+SCORERS: Registry[str] = Registry('scorer', {
     'learned': 'realm_ros.scorers.learned:LearnedScorer',
     'vlm': 'realm_ros.scorers.vlm:VlmScorer',
-}
+}, lead='choose from', replace=True)
 
 
 def register(name: str, target: str) -> None:
     """Register a scorer class as ``module:Class`` under ``name``."""
     if ':' not in target:
         raise ConfigError(f'scorer {name!r}: target must be module:Class, got {target!r}')
-    SCORERS[name] = target
+    SCORERS.add(name, target)
 
 
 def make_scorer(name: str, /, **kwargs: Any) -> ProgressScorer:
@@ -266,9 +267,7 @@ def make_scorer(name: str, /, **kwargs: Any) -> ProgressScorer:
     Raises:
         ConfigError: unknown name (the message lists the registered ones).
     """
-    target = SCORERS.get(name)
-    if target is None:
-        raise ConfigError(f'unknown scorer {name!r}; choose from {sorted(SCORERS)}')
+    target = SCORERS.lookup(name)
     module, _, attr = target.partition(':')
     cls = getattr(importlib.import_module(module), attr)
     scorer: ProgressScorer = cls(**kwargs)

@@ -18,6 +18,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from realm_ros.core.errors import ConfigError
+from realm_ros.core.registry import Registry
 from realm_ros.core.rotations import quat_mul
 
 # REALM's thresholds (realm.md 1.7), m and rad.
@@ -225,7 +226,7 @@ class Skill:
     parts: tuple[str, ...] = ()
 
 
-SKILLS: dict[str, Skill] = {}
+SKILLS: Registry[Skill] = Registry('skill', replace=True)
 
 
 def register(skill: Skill) -> Skill:
@@ -233,16 +234,12 @@ def register(skill: Skill) -> Skill:
     missing = [s for s in skill.stages if s not in skill.predicates and s not in STAGE_PREDICATES]
     if missing:
         raise ConfigError(f'skill {skill.name!r}: no predicate for stages {missing}')
-    SKILLS[skill.name] = skill
-    return skill
+    return SKILLS.add(skill.name, skill)
 
 
 def get(name: str) -> Skill:
     """Return skill ``name``; an unknown name raises :class:`ConfigError` listing the skills."""
-    skill = SKILLS.get(name)
-    if skill is None:
-        raise ConfigError(f'unknown skill {name!r}; choose one of {sorted(SKILLS)}')
-    return skill
+    return SKILLS.lookup(name)
 
 
 for _skill in (

@@ -47,7 +47,8 @@ import math
 from typing import Any, Iterator, Mapping
 
 from realm_ros.core import skills
-from realm_ros.core.errors import ConfigError, DataError
+from realm_ros.core.errors import DataError
+from realm_ros.core.registry import Registry
 from realm_ros.core.skills import DRAWER_RULES
 from realm_ros.core.types import Progress
 
@@ -102,14 +103,13 @@ class TaskDef:
         return skills.get(self.skill).stages
 
 
-TASKS: dict[str, TaskDef] = {}
+TASKS: Registry[TaskDef] = Registry('task', replace=True)
 
 
 def register(task: TaskDef) -> TaskDef:
     """Add ``task`` to :data:`TASKS` (its skill must be registered) and return it."""
     skills.get(task.skill)
-    TASKS[task.name] = task
-    return task
+    return TASKS.add(task.name, task)
 
 
 for _task in (
@@ -390,10 +390,7 @@ SKILL_STAGES: Mapping[str, tuple[str, ...]] = _SkillStages()
 
 def get_task(name: str) -> TaskDef:
     """Return the task ``name``; an unknown name raises :class:`ConfigError` listing the tasks."""
-    task = TASKS.get(name)
-    if task is None:
-        raise ConfigError(f'unknown task {name!r}; choose one of {sorted(TASKS)}')
-    return task
+    return TASKS.lookup(name)
 
 
 def stage_predicates(task: str | TaskDef, state: Mapping[str, Any],

@@ -25,6 +25,7 @@ import importlib
 from typing import Callable, Sequence, Union
 
 from realm_ros.core.errors import ConfigError, DataError
+from realm_ros.core.registry import Registry
 from realm_ros.core.sysid.data import Trajectory
 from realm_ros.core.sysid.latency import (
     IdentifyResult,
@@ -101,19 +102,16 @@ class FitStrategy:
 
 #: Registered strategies by name: a :class:`FitStrategy`, or the ``'module:attribute'``
 #: target of a backend's (imported by :func:`get` on first use, then replaced by it).
-STRATEGIES: dict[str, Union[FitStrategy, str]] = {
+STRATEGIES: Registry[Union[FitStrategy, str]] = Registry('fit strategy', {
     'device': 'realm_ros.backends.mujoco.mjx_fit:DEVICE',
     'warp': 'realm_ros.backends.mujoco.warp_rollout:WARP',
-}
+})
 
 
 def register(strategy: FitStrategy) -> FitStrategy:
     """Add ``strategy`` to :data:`STRATEGIES` (another strategy of that name is an error; its
     own target is replaced)."""
-    known = STRATEGIES.get(strategy.name)
-    if isinstance(known, FitStrategy) and known is not strategy:
-        raise ConfigError(f'fit strategy {strategy.name!r} is already registered')
-    STRATEGIES[strategy.name] = strategy
+    STRATEGIES.add(strategy.name, strategy)
     return strategy
 
 
@@ -124,9 +122,7 @@ def get(name: str) -> FitStrategy:
         ConfigError: no strategy of that name (the choices named).
         BackendUnavailable: its backend cannot be imported here (the backend raises it).
     """
-    strategy = STRATEGIES.get(name)
-    if strategy is None:
-        raise ConfigError(f'unknown fit strategy {name!r}; choose one of {sorted(STRATEGIES)}')
+    strategy = STRATEGIES.lookup(name)
     if isinstance(strategy, str):
         module, _, attribute = strategy.partition(':')
         loaded = getattr(importlib.import_module(module), attribute)
