@@ -15,7 +15,7 @@ import time
 import numpy as np
 import pytest
 from rclpy.qos import qos_profile_sensor_data
-from rostest import ros_node, run_process
+from rostest import CLIENT_SETTLE_S, ros_node, run_process
 from sensor_msgs.msg import CameraInfo, Image
 from std_srvs.srv import SetBool
 
@@ -71,6 +71,9 @@ def test_bridge_takes_camera_info_from_a_volatile_best_effort_driver(tmp_path):
                 with run_process(world, tmp_path / 'world.log') as proc:
                     text = _wait_for(tmp_path / 'world.log', 'for the operator to confirm', proc)
                     assert confirm.wait_for_service(timeout_sec=30.0), text
+                    # drive() spins this executor, so rostest.call_service cannot: its wait
+                    # for a newly matched client to settle (a response sent before is lost).
+                    time.sleep(CLIENT_SETTLE_S)
                     answer = confirm.call_async(SetBool.Request(data=True))  # spun by drive()
                     text = _wait_for(tmp_path / 'world.log', "world 'franka' up", proc)
                     assert answer.done() and answer.result().success, text

@@ -10,7 +10,16 @@ import pytest
 import rclpy
 from rclpy.experimental import EventsExecutor
 from rclpy.qos import QoSProfile
-from rostest import SEED, SKILL, TASK, core_episode, ros_node, run_process, spin_until
+from rostest import (
+    SEED,
+    SKILL,
+    TASK,
+    call_service,
+    core_episode,
+    ros_node,
+    run_process,
+    spin_until,
+)
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Int32
 from std_srvs.srv import SetBool, Trigger
@@ -46,10 +55,11 @@ def test_composed_lockstep_episode_matches_run_episode(tmp_path):
         assert spin_until(executor, lambda: reset.service_is_ready()
                           and active.service_is_ready(), 30), log.read_text()
 
+        settled: set = set()
+
         def call(client, request):
-            future = client.call_async(request)
-            assert spin_until(executor, future.done, 10), log.read_text()
-            assert future.result().success, future.result().message
+            answer = call_service(executor, client, request, settled=settled)
+            assert answer.success, answer.message
 
         def this_episode() -> list:
             """The progress since the last reset (a step-0 message)."""

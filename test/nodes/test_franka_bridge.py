@@ -14,7 +14,14 @@ import time
 import numpy as np
 import pytest
 from rosgraph_msgs.msg import Clock
-from rostest import BIN, ros_node, run_process, spin_until, trajectory_command
+from rostest import (
+    BIN,
+    call_service,
+    ros_node,
+    run_process,
+    spin_until,
+    trajectory_command,
+)
 from sensor_msgs.msg import Image, JointState
 from std_msgs.msg import Float64, String
 from std_srvs.srv import Trigger
@@ -107,11 +114,9 @@ def test_bridge_maps_names_carries_commands_refuses_unsafe_and_holds_on_watchdog
 
 def _episode(node, executor, probe, cmd, targets):
     """Reset through /real/reset, then run one command per lockstep step; return positions."""
-    client = node.create_client(Trigger, '/real/reset')
-    assert client.wait_for_service(timeout_sec=20)
-    future = client.call_async(Trigger.Request())
-    assert spin_until(executor, future.done, 20)
-    assert future.result().success, future.result().message
+    answer = call_service(executor, node.create_client(Trigger, '/real/reset'),
+                          Trigger.Request(), timeout=20)
+    assert answer.success, answer.message
     out = []
     for k, q in enumerate(targets):
         n = len(probe)

@@ -6,7 +6,7 @@ their hosts, world nodes in ``/left`` and ``/right``, put the confirmation servi
 
 import pytest
 import rclpy
-from rostest import ros_node, spin_until
+from rostest import call_service, ros_node
 from std_srvs.srv import SetBool
 
 from realm_ros.backends.franka import make_bridge_world
@@ -28,10 +28,8 @@ def test_two_bridges_on_one_graph_are_confirmed_apart():
                 '/left/franka_bridge/confirm_motion', '/right/franka_bridge/confirm_motion']
             for k, world in enumerate(worlds):
                 client = node.create_client(SetBool, world.confirm_service)
-                assert client.wait_for_service(timeout_sec=20), world.confirm_service
-                future = client.call_async(SetBool.Request(data=True))
-                assert spin_until(executor, future.done, 20)
-                assert future.result().success
+                assert call_service(executor, client, SetBool.Request(data=True),
+                                    timeout=20).success
                 # This arm may move; the other one is untouched (withdrawn for the next round).
                 assert [w._confirmed.is_set() for w in worlds] == [j == k for j in range(2)]
                 world._confirmed.clear()

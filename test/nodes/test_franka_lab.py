@@ -12,7 +12,7 @@ import shutil
 
 import numpy as np
 import pytest
-from rostest import ros_node, run_process, spin_until, trajectory_command
+from rostest import call_service, ros_node, run_process, spin_until, trajectory_command
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory
 
@@ -126,9 +126,7 @@ def test_reflex_is_detected_ends_the_episode_and_recovers_only_when_confirmed(tm
             assert set(modes) == {FrankaRobotState.ROBOT_MODE_MOVE}
             # A reflex (what a collision would cause): the next step fails the episode.
             trigger = node.create_client(Trigger, '/lab_reflex/digital_real/trigger_reflex')
-            assert trigger.wait_for_service(timeout_sec=10)
-            future = trigger.call_async(Trigger.Request())
-            assert spin_until(executor, future.done, 10)
+            call_service(executor, trigger, Trigger.Request())
             with pytest.raises(InfrastructureError, match='REFLEX.*joint_reflex'):
                 for _ in range(30):
                     world.step()
@@ -169,15 +167,11 @@ def test_world_node_reports_a_reflex_as_a_world_failure(tmp_path):
         node.create_subscription(JointState, '/real/joint_states', shared.append, qos.STATE)
         # The start-up reset's homing move waits for the operator's confirmation.
         confirm = node.create_client(SetBool, '/real/franka_bridge/confirm_motion')
-        assert confirm.wait_for_service(timeout_sec=60), (tmp_path / 'world.log').read_text()
-        future = confirm.call_async(SetBool.Request(data=True))
-        assert spin_until(executor, future.done, 10)
+        call_service(executor, confirm, SetBool.Request(data=True), ready_timeout=60)
         assert spin_until(executor, lambda: len(shared) > 3, 60), (
             tmp_path / 'world.log').read_text()
         trigger = node.create_client(Trigger, '/lab_w/digital_real/trigger_reflex')
-        assert trigger.wait_for_service(timeout_sec=10)
-        future = trigger.call_async(Trigger.Request())
-        assert spin_until(executor, future.done, 10)
+        call_service(executor, trigger, Trigger.Request())
         assert spin_until(executor, lambda: status, 10), (tmp_path / 'world.log').read_text()
         assert status[-1].level == DiagnosticStatus.ERROR
         assert 'REFLEX' in status[-1].message and 'joint_reflex' in status[-1].message

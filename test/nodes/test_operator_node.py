@@ -179,12 +179,10 @@ def test_perturbed_spec_gives_the_perturbed_stages_and_the_changes_by_hand(tmp_p
         from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
         from rcl_interfaces.srv import SetParameters
         client = node.create_client(SetParameters, '/real/operator/set_parameters')
-        assert spin_until(executor, client.service_is_ready, 20)
         request = SetParameters.Request(parameters=[Parameter(
             name='episode_spec', value=ParameterValue(
                 type=ParameterType.PARAMETER_STRING, string_value=spec.to_json()))])
-        future = client.call_async(request)
-        assert spin_until(executor, future.done, 10) and future.result().results[0].successful
+        assert call_service(executor, client, request).results[0].successful
         assert c.call('confirm_reset').success
         assert spin_until(executor, lambda: c.latest() is not None and len(
             c.latest().stages) == 5, 10)

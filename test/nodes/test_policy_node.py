@@ -5,7 +5,17 @@ import subprocess
 
 from diagnostic_msgs.msg import DiagnosticStatus
 import pytest
-from rostest import BIN, SEED, SKILL, TASK, core_episode, ros_node, run_process, spin_until
+from rostest import (
+    BIN,
+    SEED,
+    SKILL,
+    TASK,
+    call_service,
+    core_episode,
+    ros_node,
+    run_process,
+    spin_until,
+)
 from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
 
@@ -36,7 +46,7 @@ def test_ros_lockstep_episode_matches_run_episode(tmp_path):
             assert spin_until(executor, lambda: node.count_subscribers('/sim/joint_states') >= 2,
                               30), (tmp_path / 'policy.log').read_text()
             client = node.create_client(Trigger, '/sim/reset')
-            assert client.wait_for_service(timeout_sec=10)
+            settled: set = set()
             n = len(expected)
             # Discovery is asymmetric: the world may match the policy's subscription a moment
             # after the probe sees it, and a lockstep observation published before that is lost
@@ -44,10 +54,9 @@ def test_ros_lockstep_episode_matches_run_episode(tmp_path):
             for _ in range(3):
                 progress.clear()
                 states.clear()
-                future = client.call_async(Trigger.Request())
-                assert spin_until(executor, future.done, 10)
-                assert future.result().success, future.result().message
-                assert json.loads(future.result().message)['task'] == TASK
+                answer = call_service(executor, client, Trigger.Request(), settled=settled)
+                assert answer.success, answer.message
+                assert json.loads(answer.message)['task'] == TASK
                 if spin_until(executor, lambda: progress and progress[-1].step > 0, 5):
                     break
             assert spin_until(executor, lambda: progress and progress[-1].step >= n

@@ -9,7 +9,7 @@ import time
 from mcap_ros2.reader import read_ros2_messages
 import numpy as np
 import pytest
-from rostest import BIN, ros_node, run_process, spin_until
+from rostest import BIN, call_service, ros_node, run_process, spin_until
 from sensor_msgs.msg import Image, JointState
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
@@ -34,15 +34,14 @@ def _publish_step(js_pub, cmd_pub, k):
     cmd_pub.publish(cmd)
 
 
-def _wait_recorded(executor, status, counts, timeout=20.0):
-    """Poll the recorder's ~/status until the open bag holds ``counts`` messages per topic."""
+def _wait_recorded(executor, status, counts, settled, timeout=20.0):
+    """Poll the recorder's ~/status until the open bag holds ``counts`` messages per topic
+    (``settled``: :func:`rostest.call_service`'s set of clients past their first call)."""
     seen = {}
 
     def done():
-        future = status.call_async(Trigger.Request())
-        if not spin_until(executor, future.done, 10):
-            return False
-        seen.update(json.loads(future.result().message)['counts'])
+        answer = call_service(executor, status, Trigger.Request(), settled=settled)
+        seen.update(json.loads(answer.message)['counts'])
         return all(seen.get(topic) == n for topic, n in counts.items())
 
     assert spin_until(executor, done, timeout), seen
@@ -59,17 +58,16 @@ def test_recorder_splits_and_sigint_leaves_readable_bags(tmp_path):
             img_pub = node.create_publisher(Image, '/real/cameras/wrist/image', qos.IMAGE)
             split = node.create_client(Trigger, '/recorder/split')
             status = node.create_client(Trigger, '/recorder/status')
+            settled: set = set()
             assert split.wait_for_service(timeout_sec=30), (tmp_path / 'recorder.log').read_text()
-            assert status.wait_for_service(timeout_sec=30)
             assert spin_until(executor, lambda: js_pub.get_subscription_count() > 0
                               and cmd_pub.get_subscription_count() > 0, 10)
             for k in range(10):
                 _publish_step(js_pub, cmd_pub, k)
                 executor.spin_once(timeout_sec=0.01)
-            _wait_recorded(executor, status, {'/real/joint_states': 10, '/real/command': 10})
-            future = split.call_async(Trigger.Request())
-            assert spin_until(executor, future.done, 10)
-            result = json.loads(future.result().message)
+            _wait_recorded(executor, status, {'/real/joint_states': 10, '/real/command': 10},
+                           settled)
+            result = json.loads(call_service(executor, split, Trigger.Request()).message)
             assert result['counts'] == {'/real/joint_states': 10, '/real/command': 10}
             assert result['opened'].endswith('run_001')
             image = np.arange(4 * 6 * 3, dtype=np.uint8).reshape(4, 6, 3)
@@ -78,7 +76,7 @@ def test_recorder_splits_and_sigint_leaves_readable_bags(tmp_path):
                 img_pub.publish(convert.image_to_msg(image, convert.to_time(k / 15.0), 'wrist'))
                 executor.spin_once(timeout_sec=0.01)
             _wait_recorded(executor, status, {'/real/joint_states': 7, '/real/command': 7,
-                                              '/real/cameras/wrist/image': 7})
+                                              '/real/cameras/wrist/image': 7}, settled)
         proc.send_signal(signal.SIGINT)  # mid-recording: the open bag must be finalised
         assert proc.wait(timeout=20) == 0
     first = bags.read_run(out / 'run_000')
@@ -111,6 +109,7 @@ def test_recorder_compresses_resizes_and_reports_its_window(tmp_path):
             cmd_pub = node.create_publisher(JointTrajectory, '/real/command', qos.COMMAND)
             img_pub = node.create_publisher(Image, '/real/cameras/wrist/image', qos.IMAGE)
             status = node.create_client(Trigger, '/recorder/status')
+            settled: set = set()
             assert status.wait_for_service(timeout_sec=30), (tmp_path / 'recorder.log').read_text()
             assert spin_until(executor, lambda: img_pub.get_subscription_count() > 0
                               and cmd_pub.get_subscription_count() > 0, 10)
@@ -120,11 +119,11 @@ def test_recorder_compresses_resizes_and_reports_its_window(tmp_path):
                 _publish_step(js_pub, cmd_pub, k)
                 # One step at a time, as a lockstep world: the image QoS keeps only 3.
                 _wait_recorded(executor, status, {'/real/joint_states': n, '/real/command': n,
-                                                  '/real/cameras/wrist/image/compressed': n})
-            _wait_recorded(executor, status, {'/real/instruction': 1})
-            future = status.call_async(Trigger.Request())
-            assert spin_until(executor, future.done, 10)
-            answer = json.loads(future.result().message)
+                                                  '/real/cameras/wrist/image/compressed': n},
+                               settled)
+            _wait_recorded(executor, status, {'/real/instruction': 1}, settled)
+            answer = json.loads(call_service(executor, status, Trigger.Request(),
+                                             settled=settled).message)
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=20) == 0
     assert answer['namespace'] == '/real'

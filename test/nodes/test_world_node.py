@@ -5,7 +5,14 @@ import subprocess
 import numpy as np
 import pytest
 from rclpy.qos import qos_profile_sensor_data  # noqa: F401 - ensures rclpy import works
-from rostest import BIN, ros_node, run_process, spin_until, trajectory_command
+from rostest import (
+    BIN,
+    call_service,
+    ros_node,
+    run_process,
+    spin_until,
+    trajectory_command,
+)
 from sensor_msgs.msg import Image, JointState
 from std_msgs.msg import String
 from std_srvs.srv import SetBool, Trigger
@@ -88,20 +95,16 @@ def test_real_time_world_publishes_at_control_rate_and_resets(tmp_path):
         probe.cmd.publish(trajectory_command(robot.RESET_Q + 0.1))
         assert spin_until(executor, lambda: abs(probe.arm()[0] - robot.RESET_Q[0] - 0.1) < 0.01)
 
-        client = node.create_client(Trigger, '/real/reset')
-        assert client.wait_for_service(timeout_sec=10)
-        future = client.call_async(Trigger.Request())
-        assert spin_until(executor, future.done, 10)
-        assert future.result().success, future.result().message
+        answer = call_service(executor, node.create_client(Trigger, '/real/reset'),
+                              Trigger.Request())
+        assert answer.success, answer.message
         assert spin_until(executor, lambda: np.allclose(probe.arm(), robot.RESET_Q, atol=0.02))
 
         # The twin has no reflexes: the operator's recover call is refused, saying why.
-        recover = node.create_client(SetBool, '/real/recover')
-        assert recover.wait_for_service(timeout_sec=10)
-        future = recover.call_async(SetBool.Request(data=True))
-        assert spin_until(executor, future.done, 10)
-        assert not future.result().success
-        assert 'no reflexes' in future.result().message
+        answer = call_service(executor, node.create_client(SetBool, '/real/recover'),
+                              SetBool.Request(data=True))
+        assert not answer.success
+        assert 'no reflexes' in answer.message
 
 
 @pytest.mark.parametrize('param, expected', [
