@@ -34,6 +34,7 @@ import sys
 import time
 
 from realm_ros.commands import add_quiet_flag
+from realm_ros.core.config import given_path
 from realm_ros.core.errors import ConfigError, RealmError
 
 
@@ -201,13 +202,6 @@ def _with_ci(agreement: dict, name: str) -> str:
     return f'{agreement[name]:.3f}' + (f' [{ci[0]:.2f}, {ci[1]:.2f}]' if ci else '')
 
 
-def _file(path: str, flag: str) -> str:
-    resolved = pathlib.Path(path).expanduser().resolve()
-    if not resolved.exists():
-        raise RealmError(f'{flag}: not found: {path}')
-    return str(resolved)
-
-
 def _check_calibration(args: argparse.Namespace) -> dict[str, int]:
     """The calibration recording's size and poses; ConfigError if below the bounds' needs and
     not ``--weak-calibration``."""
@@ -243,9 +237,9 @@ def _vision_inputs(args: argparse.Namespace, out: pathlib.Path, columns: list[st
     asked = set(columns)
     need_match = bool({'matched', 'sysid'} & asked)
     need_rebuild = bool({'rebuilt', 'rebuilt_sysid'} & asked)
-    rig = _file(args.rig, '--rig') if args.rig else ''
-    match = _file(args.visual_match, '--visual-match') if args.visual_match else ''
-    params = _file(args.sim_params, '--sim-params') if args.sim_params else ''
+    rig = given_path(args.rig, '--rig')
+    match = given_path(args.visual_match, '--visual-match', folder=True)
+    params = given_path(args.sim_params, '--sim-params')
     calib = out / 'calibration'
     bag, done = calib / 'bag', calib / 'bag.done'
     recording = {**_check_calibration(args), 'seed': args.seed,
@@ -328,7 +322,7 @@ def run_vision(args: argparse.Namespace) -> int:
     columns = [vision_demo.column(c).name for c in args.columns.split(',') if c]
     appearance, _ = resolve_hidden(WORLDS['digital_real'],
                                    vision_demo.look_file(args.appearance, out), '')
-    dynamics = _file(args.real_dynamics, '--real-dynamics') if args.real_dynamics else str(
+    dynamics = given_path(args.real_dynamics, '--real-dynamics') if args.real_dynamics else str(
         pathlib.Path(__file__).resolve().parents[1] / 'data' / 'digital_real_dynamics.yaml')
     # The vision ladder trained on the digital real, whose success depends on its pictures
     # (docs/learned-policy.md, section 5): rungs spread over its range, and the

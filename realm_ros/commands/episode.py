@@ -14,7 +14,13 @@ import pathlib
 
 from realm_ros.commands import require_non_negative, require_positive
 from realm_ros.core import backends, robot, tasks
-from realm_ros.core.config import CAMERA_NAMES, PolicyNodeConfig, WorldConfig, renamed
+from realm_ros.core.config import (
+    CAMERA_NAMES,
+    PolicyNodeConfig,
+    WorldConfig,
+    given_path,
+    renamed,
+)
 from realm_ros.core.errors import ConfigError
 from realm_ros.core.types import DEFAULT_MAX_STEPS, EpisodeSpec
 
@@ -64,25 +70,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help='JSON object of extra policy keyword arguments, e.g. {"path": F}')
 
 
-def _folder(path: str) -> str:
-    """Return ``path`` resolved ('' stays ''); a missing folder is a ConfigError."""
-    if not path:
-        return ''
-    resolved = pathlib.Path(path).expanduser().resolve()
-    if not resolved.is_dir():
-        raise ConfigError(f'--visual-match: folder not found: {path}')
-    return str(resolved)
-
-
-def _file(path: str) -> str:
-    if not path:
-        return ''
-    resolved = pathlib.Path(path).expanduser().resolve()
-    if not resolved.is_file():
-        raise ConfigError(f'--appearance: file not found: {path}')
-    return str(resolved)
-
-
 def run(args: argparse.Namespace) -> int:
     """Run the episode; exit 0 whether or not it succeeded (the score is the output)."""
     os.environ.setdefault('MUJOCO_GL', 'egl')
@@ -94,6 +81,10 @@ def run(args: argparse.Namespace) -> int:
     require_non_negative('--execute-horizon', args.execute_horizon)
     width, height = parse_image_size(args.image_size)
     video = pathlib.Path(args.video) if args.video else None
+    files = {'camera_rig_file': given_path(args.camera_rig, '--camera-rig'),
+             'sim_params_file': given_path(args.sim_params, '--sim-params'),
+             'visual_match_dir': given_path(args.visual_match, '--visual-match', folder=True),
+             'appearance_file': given_path(args.appearance, '--appearance')}
     extra = PolicyNodeConfig(policy=args.policy, policy_args=args.policy_args).extra_kwargs()
     common = {'skill': args.skill, 'seed': 0}
     if args.execute_horizon:
@@ -105,9 +96,7 @@ def run(args: argparse.Namespace) -> int:
     config = WorldConfig(
         backend=args.backend, task=args.task, seed=args.seed,
         cameras=cameras, camera_rate_hz=robot.CONTROL_HZ if cameras else 0.0,
-        camera_width=width, camera_height=height, camera_rig_file=args.camera_rig,
-        sim_params_file=args.sim_params, visual_match_dir=_folder(args.visual_match),
-        appearance_file=_file(args.appearance))
+        camera_width=width, camera_height=height, **files)
     try:
         world = make_world(config)
     except BaseException:

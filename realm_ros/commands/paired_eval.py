@@ -22,7 +22,7 @@ from realm_ros.commands import (
     stopping,
 )
 from realm_ros.core import backends, perturbations, provenance
-from realm_ros.core.config import flags_named, renamed
+from realm_ros.core.config import flags_named, given_path, renamed
 from realm_ros.core.errors import ConfigError, InfrastructureError
 from realm_ros.core.evaluation import EvalConfig
 
@@ -116,9 +116,9 @@ def load_config(args: argparse.Namespace) -> EvalConfig:
         'perturbations': tuple(args.perturbations) if args.perturbations else None,
         'episodes_per_cell': args.episodes_per_cell, 'max_steps': args.max_steps,
         'intensity': args.intensity,
-        'sim_params_file': _abspath(args.sim_params),
-        'real_dynamics_file': _abspath(args.real_dynamics),
-        'real_appearance_file': _abspath(args.appearance),
+        'sim_params_file': given_path(args.sim_params, '--sim-params'),
+        'real_dynamics_file': given_path(args.real_dynamics, '--real-dynamics'),
+        'real_appearance_file': given_path(args.appearance, '--appearance'),
         'visual_match_dir': _absdir(args.visual_match),
         'seed': args.seed, 'cameras': args.cameras,
         'until_decided': args.until_decided, 'budget': args.budget,
@@ -134,15 +134,6 @@ def load_config(args: argparse.Namespace) -> EvalConfig:
 #: Fields whose flag is not ``--`` + the field name with dashes.
 FLAGS = {'sim_params_file': '--sim-params', 'real_dynamics_file': '--real-dynamics',
          'real_appearance_file': '--appearance', 'visual_match_dir': '--visual-match'}
-
-
-def _abspath(path: str | None) -> str | None:
-    if path is None or path == '':
-        return path
-    resolved = pathlib.Path(path).expanduser().resolve()
-    if not resolved.is_file():
-        raise ConfigError(f'file not found: {path}')
-    return str(resolved)
 
 
 def _absdir(path: str | None) -> str | None:

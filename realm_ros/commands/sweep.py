@@ -36,7 +36,7 @@ from realm_ros.commands import (
     task_names,
 )
 from realm_ros.core import backends, perturbations, provenance
-from realm_ros.core.config import CAMERA_NAMES
+from realm_ros.core.config import CAMERA_NAMES, given_path
 from realm_ros.core.errors import ConfigError, InfrastructureError, RealmError
 from realm_ros.core.evaluation import PolicyEntry, scored
 from realm_ros.core.sweep import (
@@ -196,12 +196,7 @@ def build_config(args: argparse.Namespace) -> SweepConfig:
                               'match)')
         match = str(match_dir)
         worlds = tuple(dict.fromkeys((*worlds, 'matched')))
-    sim_params = args.sim_params
-    if sim_params:
-        path = pathlib.Path(sim_params).expanduser().resolve()
-        if not path.is_file():
-            raise ConfigError(f'--sim-params: file not found: {sim_params}')
-        sim_params = str(path)
+    sim_params = given_path(args.sim_params, '--sim-params')
     return SweepConfig(tasks=tuple(task_names(args.tasks, ['pick_spoon'])),
                        policies=tuple(policies),
                        perturbations=tuple(codes), intensities=tuple(args.intensity),

@@ -14,7 +14,7 @@ import pathlib
 import re
 import sys
 import typing
-from typing import Any, Iterator, Mapping, Sequence, TypeVar
+from typing import Any, Iterator, Mapping, Sequence, TypeVar, overload
 
 import numpy as np
 import yaml
@@ -159,6 +159,25 @@ def renamed_file(path: str, where: str) -> str:
         return path
     renamed(old.name, where)
     return str(old.parent / new)
+
+
+@overload
+def given_path(path: str, flag: str, folder: bool = False) -> str: ...
+@overload
+def given_path(path: None, flag: str, folder: bool = False) -> None: ...
+def given_path(path: str | None, flag: str, folder: bool = False) -> str | None:
+    """Return the file (a ``folder`` with ``folder``) that option ``flag`` names, resolved;
+    not given ('' or None) stays as it is.
+
+    Raises:
+        ConfigError: it does not exist, one line naming ``flag`` (``--rig: file not found: X``).
+    """
+    if not path:
+        return path
+    resolved = pathlib.Path(path).expanduser().resolve()
+    if not (resolved.is_dir() if folder else resolved.is_file()):
+        raise ConfigError(f'{flag}: {"folder" if folder else "file"} not found: {path}')
+    return str(resolved)
 
 
 @dataclasses.dataclass(frozen=True)

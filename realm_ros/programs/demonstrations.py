@@ -23,11 +23,10 @@ rules instead of branching on the name.
 from __future__ import annotations
 
 import dataclasses
-import pathlib
 from typing import Any, Callable
 
 from realm_ros.core import robot
-from realm_ros.core.config import WorldConfig
+from realm_ros.core.config import WorldConfig, given_path
 from realm_ros.core.errors import ConfigError
 
 #: The digital real's default hidden appearance for demonstrations (and the vision demo).
@@ -123,16 +122,9 @@ def resolve_hidden(world: DemoWorld, appearance: str, dynamics: str) -> tuple[st
     if appearance == 'none':
         appearance_file = ''
     else:
-        appearance_file = _existing(appearance or str(share_path(DEFAULT_APPEARANCE)),
+        appearance_file = given_path(appearance or str(share_path(DEFAULT_APPEARANCE)),
                                     '--appearance')
-    return appearance_file, _existing(dynamics, '--dynamics') if dynamics else ''
-
-
-def _existing(path: str, flag: str) -> str:
-    resolved = pathlib.Path(path).expanduser().resolve()
-    if not resolved.is_file():
-        raise ConfigError(f'{flag}: file not found: {path}')
-    return str(resolved)
+    return appearance_file, given_path(dynamics, '--dynamics') if dynamics else ''
 
 
 def demonstrator_factory(name: str, args: dict[str, Any]) -> Callable[[], Any]:

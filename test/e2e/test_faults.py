@@ -35,7 +35,7 @@ import time
 import pytest
 from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
 from rcl_interfaces.srv import SetParameters
-from rostest import BIN, ros_node, spin_until
+from rostest import BIN, call_service, ros_node
 import yaml
 
 from realm_ros.core.evaluation import EvalConfig
@@ -130,12 +130,11 @@ def _wait_records(out, n, timeout=120):
 
 def _set_drop(node, executor, probability):
     client = node.create_client(SetParameters, '/sim/fault_relay/set_parameters')
-    assert client.wait_for_service(timeout_sec=20)
     request = SetParameters.Request(parameters=[Parameter(
         name='drop_probability', value=ParameterValue(type=ParameterType.PARAMETER_DOUBLE,
                                                       double_value=probability))])
-    future = client.call_async(request)
-    assert spin_until(executor, future.done, 20) and future.result().results[0].successful
+    answer = call_service(executor, client, request, timeout=20, ready_timeout=20)
+    assert answer.results[0].successful
 
 
 def test_faults_end_their_pair_as_infrastructure_failures_and_rerun_resumes(tmp_path):

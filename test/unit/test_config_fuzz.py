@@ -159,6 +159,19 @@ def test_bad_bag_directories_are_refused_with_the_reason(tmp_path):
     (['sysid', 'record', '--out', '{tmp}/r', '--trajectories', '0'], '--trajectories'),
     (['sysid', 'eval', '{tmp}/deg'], 'joint limits'),
     (['sysid', 'fit', '{tmp}/empty', '--out', '{tmp}/p.yaml'], ''),
+    # A missing input file is blamed on its flag (core.config.given_path), in every command.
+    (['paired-eval', '--out', '{tmp}/o', '--sim-params', '{tmp}/nope.yaml'],
+     '--sim-params: file not found'),
+    (['sweep', '--out', '{tmp}/o', '--sim-params', '{tmp}/nope.yaml'],
+     '--sim-params: file not found'),
+    (['episode', '--task', 'push_switch', '--camera-rig', '{tmp}/nope.yaml'],
+     '--camera-rig: file not found'),
+    (['episode', '--task', 'push_switch', '--visual-match', '{tmp}/bad.yaml'],
+     '--visual-match: folder not found'),
+    (['demo', '--vision', '--out', '{tmp}/v', '--rig', '{tmp}/nope.yaml'],
+     '--rig: file not found'),
+    (['dataset', '--out', '{tmp}/d', '--world', 'digital_real', '--dynamics', '{tmp}/nope'],
+     '--dynamics: file not found'),
 ])
 def test_cli_reports_bad_input_in_one_line_without_traceback(tmp_path, args, message):
     (tmp_path / 'bad.yaml').write_text('max_steps: many\n')
