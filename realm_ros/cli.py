@@ -128,6 +128,12 @@ def _failed(args: argparse.Namespace, err: Exception) -> int:
     if isinstance(err, RealmError):
         print(f'realm-ros {args.command}: error: {err}', file=sys.stderr)
         return 2
+    if isinstance(err, OSError) and err.filename is not None and err.strerror:
+        # A path the user gave that cannot be read or written (--json in a folder that is a
+        # file, an --out on a read-only disk): the path and why, as for any bad flag.
+        print(f'realm-ros {args.command}: error: {err.filename}: {err.strerror}',
+              file=sys.stderr)
+        return 2
     raise err  # a bug: its traceback
 
 

@@ -207,7 +207,7 @@ def _check_calibration(args: argparse.Namespace) -> dict[str, int]:
     not ``--weak-calibration``."""
     from realm_ros.commands.episode import parse_image_size
 
-    width, height = parse_image_size(args.calibration_size)
+    width, height = parse_image_size(args.calibration_size, '--calibration-size')
     need_w, need_h = parse_image_size(CALIBRATION_SIZE)
     if (width < need_w or height < need_h or args.calibration_poses < CALIBRATION_POSES) \
             and not args.weak_calibration:

@@ -148,10 +148,13 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def parse_image_size(text: str) -> tuple[int, int]:
-    """Return (width, height) from ``WxH``; ConfigError naming the flag otherwise."""
+def parse_image_size(text: str, flag: str = '--image-size') -> tuple[int, int]:
+    """Return (width, height) from ``WxH``, both positive; ConfigError naming ``flag``
+    otherwise."""
     try:
         width, height = (int(v) for v in text.lower().split('x'))
     except ValueError:
-        raise ConfigError(f'--image-size must be WxH in px (e.g. 320x180), got {text!r}') from None
+        width = height = 0
+    if width <= 0 or height <= 0:
+        raise ConfigError(f'{flag} must be WxH in px (e.g. 320x180), got {text!r}')
     return width, height

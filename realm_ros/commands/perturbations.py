@@ -107,10 +107,8 @@ def _sheet(tiles: list[tuple[str, str, Any]], path: pathlib.Path, size: tuple[in
 
 def run(args: argparse.Namespace) -> int:
     """Write the images, the contact sheet and perturbations.json; print a line per code."""
-    try:
-        width, height = (int(v) for v in args.size.lower().split('x'))
-    except ValueError:
-        raise SystemExit(f'--size must be WxH, e.g. 320x180, got {args.size!r}') from None
+    from realm_ros.commands.episode import parse_image_size
+    width, height = parse_image_size(args.size, '--size')
     result = render_all(args.task, args.out, args.seed, args.intensity, args.camera,
                         (width, height), args.settle)
     for code, entry in result.items():

@@ -6,7 +6,7 @@ import subprocess
 import threading
 
 import pytest
-from rostest import BIN, ros_node, run_process, spin_until
+from rostest import BIN, call_service, ros_node, run_process, spin_until
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
@@ -188,14 +188,13 @@ def test_operator_scores_the_real_arm(tmp_path):
         reader = threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True)
         reader.start()
         try:
-            calls = {}
+            calls: dict = {}
+            settled: set = set()
 
             def call(name):
                 client = calls.setdefault(name, node.create_client(Trigger, name))
-                assert client.wait_for_service(timeout_sec=60), name
-                future = client.call_async(Trigger.Request())
-                assert spin_until(executor, future.done, 30), name
-                return future.result()
+                return call_service(executor, client, Trigger.Request(), timeout=30,
+                                    ready_timeout=60, settled=settled)
 
             # The evaluator homes the arm, tells the operator what to set up, and waits. Each
             # homing move (world_node's start-up reset, the evaluator's reset) waits for the
@@ -207,6 +206,7 @@ def test_operator_scores_the_real_arm(tmp_path):
             def homed(pair):
                 if sum('set up the real scene' in line for line in lines) > pair:
                     return True
+                # Fire and forget, again every second: a lost answer costs nothing here.
                 motion.call_async(SetBool.Request(data=True))
                 spin_until(executor, lambda: False, 1.0)
                 return False

@@ -172,6 +172,15 @@ def test_bad_bag_directories_are_refused_with_the_reason(tmp_path):
      '--rig: file not found'),
     (['dataset', '--out', '{tmp}/d', '--world', 'digital_real', '--dynamics', '{tmp}/nope'],
      '--dynamics: file not found'),
+    # An output path that cannot be written (here: below a file) is the path and why.
+    (['ladder', '--jsonl', '{tmp}/bad.yaml/x.jsonl', '--tasks', 'push_switch', '--episodes',
+      '1', '--max-steps', '2'], 'bad.yaml/x.jsonl: Not a directory'),
+    (['gap', '--json', '{tmp}/bad.yaml/x.json', '--duration', '0.1'],
+     'bad.yaml/x.json: Not a directory'),
+    (['docs-params', '--out', '{tmp}/bad.yaml/p.md'], 'bad.yaml: File exists'),
+    (['perturbations', '--task', 'push_switch', '--out', '{tmp}/p', '--size', '0'],
+     "--size must be WxH in px (e.g. 320x180), got '0'"),
+    (['episode', '--task', 'push_switch', '--image-size', '0x90'], '--image-size must be WxH'),
 ])
 def test_cli_reports_bad_input_in_one_line_without_traceback(tmp_path, args, message):
     (tmp_path / 'bad.yaml').write_text('max_steps: many\n')
