@@ -414,6 +414,19 @@ class WorldConfig(SimulationConfig):
                              'joint_margin_rad': (0.0, 0.5)})
 
 
+def yaml_problem(err: yaml.YAMLError) -> str:
+    """``err`` in one line, where it is first (``line 2, column 1: expected ',' or ']'...``):
+    PyYAML's own text spans several lines, with the source quoted."""
+    problem = getattr(err, 'problem', None)
+    mark = getattr(err, 'problem_mark', None)
+    if problem is None:
+        return ' '.join(str(err).split())
+    where = f'line {mark.line + 1}, column {mark.column + 1}: ' if mark is not None else ''
+    context = getattr(err, 'context', None)
+    return where + ' '.join(problem.split()) + (f' ({" ".join(context.split())})'
+                                                  if context else '')
+
+
 def load_yaml(path: str | pathlib.Path) -> dict[str, Any]:
     """Load a YAML mapping, raising :class:`ConfigError` with the path on any problem."""
     path = pathlib.Path(path)
@@ -424,7 +437,7 @@ def load_yaml(path: str | pathlib.Path) -> dict[str, Any]:
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as err:
-        raise ConfigError(f'{path} is not valid YAML: {err}') from None
+        raise ConfigError(f'{path} is not valid YAML: {yaml_problem(err)}') from None
     if data is None:
         data = {}
     if not isinstance(data, dict):

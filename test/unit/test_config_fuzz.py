@@ -181,9 +181,15 @@ def test_bad_bag_directories_are_refused_with_the_reason(tmp_path):
     (['perturbations', '--task', 'push_switch', '--out', '{tmp}/p', '--size', '0'],
      "--size must be WxH in px (e.g. 320x180), got '0'"),
     (['episode', '--task', 'push_switch', '--image-size', '0x90'], '--image-size must be WxH'),
+    # YAML that does not parse: where and what, in one line (PyYAML's own text is six).
+    (['paired-eval', '--out', '{tmp}/o', '--config', '{tmp}/broken.yaml'],
+     "broken.yaml is not valid YAML: line 2, column 1: expected ',' or ']'"),
+    (['cameras', '--task', 'push_switch', '--out', '{tmp}/c', '--rig', '{tmp}/broken.yaml'],
+     'broken.yaml is not valid YAML: line 2, column 1'),
 ])
 def test_cli_reports_bad_input_in_one_line_without_traceback(tmp_path, args, message):
     (tmp_path / 'bad.yaml').write_text('max_steps: many\n')
+    (tmp_path / 'broken.yaml').write_text('max_steps: [1, 2\n')
     (tmp_path / 'empty').mkdir()
     _bag(tmp_path / 'deg', q_scale=180 / np.pi)
     argv = [a.format(tmp=tmp_path) for a in args]
@@ -192,3 +198,4 @@ def test_cli_reports_bad_input_in_one_line_without_traceback(tmp_path, args, mes
     assert proc.returncode == 2, (proc.returncode, proc.stderr[-2000:])
     assert 'Traceback' not in proc.stderr, proc.stderr
     assert message in proc.stderr and proc.stderr.count('\n') <= 2, proc.stderr
+    assert proc.stderr.strip().count('\n') == 0 or not message, proc.stderr  # one line

@@ -18,6 +18,7 @@ import numpy as np
 import yaml
 
 from realm_ros.backends.mujoco.model import DEFAULT_CAMERAS, DEFAULT_WRIST, CameraSpec
+from realm_ros.core.config import yaml_problem
 from realm_ros.core.errors import ConfigError
 
 #: The default rig file, relative to the package root.
@@ -115,7 +116,8 @@ def _load(path: str) -> Rig:
     except OSError as err:
         raise ConfigError(f'camera_rig_file: cannot read {path}: {err}') from None
     except yaml.YAMLError as err:
-        raise ConfigError(f'camera_rig_file: {path} is not valid YAML: {err}') from None
+        raise ConfigError(f'camera_rig_file: {path} is not valid YAML: {yaml_problem(err)}'
+                          ) from None
     cameras = (data or {}).get('cameras') if isinstance(data, dict) else None
     if not isinstance(cameras, dict):
         raise ConfigError(f'camera_rig_file: {path} needs a `cameras` map')
