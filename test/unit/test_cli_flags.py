@@ -78,3 +78,22 @@ def test_a_value_argparse_refuses_is_one_line_too(capsys):
     err = capsys.readouterr().err
     assert stop.value.code == 2 and err.count('\n') == 1
     assert err.startswith('realm-ros paired-eval: error: argument --seed: invalid int value')
+
+
+def _quiet_helps(parser, path=()):
+    """Yield (command path, --quiet's help) for every (sub)command that takes --quiet."""
+    import argparse
+    for action in parser._actions:
+        if '--quiet' in action.option_strings:
+            yield ' '.join(path), action.help
+        if isinstance(action, argparse._SubParsersAction):
+            for name, child in action.choices.items():
+                yield from _quiet_helps(child, (*path, name))
+
+
+def test_quiet_means_one_thing_in_every_command():
+    """docs/cli.md: --quiet keeps the bar and the final table; one help text says so."""
+    helps = dict(_quiet_helps(build_parser()))
+    assert {'paired-eval', 'sweep', 'dataset', 'demo', 'sysid record', 'sysid fit'} <= set(helps)
+    assert set(helps.values()) == {
+        'only the progress bar and the final table (with the files written)'}, helps
