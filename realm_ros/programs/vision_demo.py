@@ -599,7 +599,8 @@ def _agreement_ci(cells: Mapping[tuple[str, str], np.ndarray], task_names: Seque
                   ) -> dict[str, list[float]]:
     """Paired bootstrap over seeds: each draw of seeds takes both worlds' episodes."""
     rng = np.random.default_rng(seed)
-    draws: dict[str, list[float]] = {'pearson_r': [], 'mmrv': [], 'mean_abs_gap': []}
+    draws: dict[str, list[float]] = {name: [] for name, m in metrics.METRICS.items()
+                                     if m.interval == 'paired_bootstrap'}
     for _ in range(n):
         idx = rng.integers(0, seeds, seeds)
         a = _agreement(cells, task_names, policies, idx)
@@ -773,6 +774,11 @@ def _per_start(values: Iterable[tuple[str, tuple[str, int], float]], seed: int
     return out
 
 
+def _markdown(text: str) -> str:
+    """``text`` safe in a Markdown table cell (a ``|`` would end the cell)."""
+    return text.replace('|', '\\|')
+
+
 def _fmt_ci(value: float, ci: Sequence[float]) -> str:
     return f'{value:.2f} [{ci[0]:.2f}, {ci[1]:.2f}]'
 
@@ -844,12 +850,16 @@ def format_table(summary: Mapping[str, Any], scope: str = 'all') -> str:
             return score(block['per_policy'][k], 'sim')
 
         lines.append(f'| {policy}: success / progression | {real} | {row_of(sim_score)} |')
-    for metric, title in (('pearson_r', 'Pearson r'), ('mmrv', 'MMRV'),
-                          ('mean_abs_gap', 'mean abs gap')):
+    # The agreement rows: one per core.metrics.Metric, as paired-eval's table and report.
+    for metric in metrics.METRICS.values():
 
-        def figure(block: Mapping[str, Any], m: str = metric) -> str:
-            return _fmt_ci(block['agreement'][m], block['agreement_ci'][m])
+        def figure(block: Mapping[str, Any], m: metrics.Metric = metric) -> str:
+            value = block['agreement'].get(m.name)
+            interval = block.get('agreement_ci', {}).get(m.name)
+            return (_fmt_ci(value, interval) if interval else m.text(value)) \
+                if value is not None else 'n/a'
 
+        title = _markdown(metric.column or metric.label)
         lines.append(f'| {title} [95 % CI] | | {row_of(figure)} |')
 
     def kruskal(block: Mapping[str, Any]) -> str:

@@ -73,7 +73,7 @@ def test_table_structure_and_unavailable_column(runs):
         assert set(block['agreement_ci']) == {'pearson_r', 'mmrv', 'mean_abs_gap'}
         assert 'pvalue' in block['per_policy'][0]['kruskal']
     table = (runs / 'lab' / 'table.md').read_text()
-    for row in ('early: success / progression', 'Pearson r', 'MMRV', 'mean abs gap',
+    for row in ('early: success / progression', 'Pearson r', 'MMRV', 'mean \\|gap\\|',
                 'Kruskal-Wallis p', 'image distance exterior_1', 'image distance wrist'):
         assert row in table
     assert '(d) variant aggregation' in table and 'not available' not in table
