@@ -104,6 +104,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help='--vision: record the calibration below '
                              f'{CALIBRATION_SIZE} / {CALIBRATION_POSES} poses anyway (cameras '
                              'then calibrate outside the bounds: a quick look or a test)')
+    vision.add_argument('--until-decided', type=float, default=0.0, metavar='P',
+                        help="--vision: choose the digital real's episodes one at a time "
+                             "(paired-eval --until-decided's rule) until its ranking is decided "
+                             'at P, each twin column run on the same starts; the table states '
+                             "the real episodes spent against the fixed design's (default 0: "
+                             'the fixed design, every task, policy and seed)')
+    vision.add_argument('--allocation', choices=('adaptive', 'uniform'), default='adaptive',
+                        help='--vision --until-decided: adaptive (default) or uniform '
+                             'round-robin')
+    vision.add_argument('--budget', type=int, default=0, metavar='N',
+                        help='--vision --until-decided: at most N real episodes (default: the '
+                             "fixed design's, --episodes-per-cell x tasks x policies)")
     vision.add_argument('--quiet', action='store_true', help='--vision: no progress bar')
 
 
@@ -338,7 +350,8 @@ def run_vision(args: argparse.Namespace) -> int:
         tasks=tuple(args.tasks or ('push_switch', 'pick_spoon')), policies=tuple(policies),
         episodes=args.episodes_per_cell or 10, max_steps=args.max_steps or 160,
         width=width, height=height, appearance_file=appearance, dynamics_file=dynamics,
-        columns=tuple(columns), seed=args.seed)
+        columns=tuple(columns), seed=args.seed, until_decided=args.until_decided,
+        allocation=args.allocation, budget=args.budget)
     config.entries()
     if args.variants < 0:
         raise ConfigError(f'--variants must be 0 or more, got {args.variants}')
@@ -351,9 +364,12 @@ def run_vision(args: argparse.Namespace) -> int:
         if col.missing(inputs):
             console.warn(f'column {name}: not available ({col.unavailable(col.missing(inputs))})')
     total = vision_demo.count_episodes(config, inputs)
+    design = (f'{config.episodes} seeds' if not config.until_decided else
+              f'seeds until decided at P = {config.until_decided:g} (at most '
+              f'{config.budget or config.fixed()} real episodes)')
     console.line(f'\n=== vision demo: {len(config.tasks)} task(s) x {len(policies)} policies x '
-                 f'{config.episodes} seeds; digital real + {len(columns)} twin column(s), '
-                 f'{total} episodes in {out}')
+                 f'{design}; digital real + {len(columns)} twin column(s), '
+                 f'{"at most " if config.until_decided else ""}{total} episodes in {out}')
     start = time.monotonic()
     try:
         with console.phase('episodes', total=total, unit='ep') as bar:
