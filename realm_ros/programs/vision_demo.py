@@ -847,8 +847,10 @@ def decided_replay(records: Iterable[Mapping[str, Any]], config: VisionDemoConfi
     from realm_ros.core import allocation as alloc
 
     policies = [e.label for e in config.entries()]
+    # The fixed design's episodes only (a folder an --until-decided run shared may hold more).
     real = {(r['task'], r['policy'], int(r['seed'])): float(r['progression'])
-            for r in records if r.get('column') == REAL and r.get('outcome') != 'infra_failure'}
+            for r in records if r.get('column') == REAL and r.get('outcome') != 'infra_failure'
+            and int(r['seed']) < config.episodes}
     fixed = config.episodes * len(config.tasks) * len(policies)
     try:
         ranking = alloc.AdaptiveRanking(policies, config.tasks, target, budget=fixed,
