@@ -32,7 +32,10 @@ progression is predicted from the column's twin episodes with a map fitted on th
 policies, with a 90 % prediction interval (:mod:`realm_ros.core.prediction`), the intervals'
 coverage over the ladder (with its binomial interval) and their mean width. Below the tables,
 the real episodes ``--until-decided``'s rule would have spent on the digital real's ranking,
-replayed on the fixed design's real episodes (:func:`decided_replay`).
+replayed on the fixed design's real episodes (:func:`decided_replay`); or, with
+``until_decided`` set, the real episodes it did spend: the digital real's starts chosen one at
+a time by that rule until its ranking is decided, every column's twin run on the same starts
+(:func:`allocate`), stated against the fixed design's.
 
 Everything runs in process without ROS (:func:`realm_ros.core.episode.run_episode`, the loop
 every runner is checked against). Every finished episode is appended to ``episodes.jsonl``
