@@ -124,7 +124,7 @@ def write_sweep_report(out_dir: str | pathlib.Path, summary: Mapping[str, Any],
         # coverage, and each policy run in the later world only, with what to do with it.
         world, _, reference = name.partition(' vs ')
         parts += predictions_html(section, heading=f'{reference} mean progression predicted '
-                                                   f'from {world}')
+                                                   f'from {world}', worlds=(world, reference))
     parts.append('<h2>Policies</h2>')
     for world, w in summary['per_world'].items():
         bt = {r['policy']: r for r in w['ranking']}

@@ -138,3 +138,6 @@ def test_sweep_report_shows_the_prediction_of_a_policy_run_in_the_later_world_on
     assert f'{section["coverage"]["covered"]} of 3</b> 90 % intervals' in report
     assert f'<b>new</b>: {html.escape(only["action"])}' in report
     assert f'<td>new</td><td>{only["twin"]:.3f}</td><td>{only["predicted"]:.3f}</td>' in report
+    # The worlds by name: the later one predicts the first (the reference), not twin / real.
+    assert ('<th>physx mean</th><th>predicted mujoco</th><th>90 % PI</th>'
+            '<th>measured mujoco</th>') in report and '<td>physx only</td>' in report
