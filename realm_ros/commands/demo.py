@@ -186,11 +186,7 @@ def run(args: argparse.Namespace) -> int:
     after = json.loads((out / 'after' / 'summary.json').read_text())
     print('\n=== agreement of the twin with the digital real (per-policy mean progression; '
           '[95 % paired-bootstrap interval over starts])')
-    print(f'{"":<32} {"Pearson r":>20} {"MMRV":>20} {"mean |gap|":>20}')
-    for label, summary in (('before sysid (default twin)', before),
-                           ('after sysid (identified twin)', after)):
-        a = summary['agreement']
-        print(f'{label:<32} ' + ' '.join(f'{_with_ci(a, k):>20}' for k in _FIGURES))
+    print(agreement_table(before, after))
     for task in sorted(before['agreement'].get('per_task', {})):
         b = before['agreement']['per_task'][task]
         c = after['agreement']['per_task'].get(task, {})
@@ -200,7 +196,19 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-_FIGURES = ('pearson_r', 'mmrv', 'mean_abs_gap')
+def agreement_table(before: dict, after: dict) -> str:
+    """The before/after agreement lines: one column per metric of ``core.metrics``' registry
+    (paired-eval's table, summary.json and report read the same), headed by its report
+    column's name."""
+    from realm_ros.core import metrics
+
+    shown = list(metrics.METRICS.values())
+    lines = [f'{"":<32} ' + ' '.join(f'{m.column or m.label:>20}' for m in shown)]
+    for label, summary in (('before sysid (default twin)', before),
+                           ('after sysid (identified twin)', after)):
+        a = summary['agreement']
+        lines.append(f'{label:<32} ' + ' '.join(f'{_with_ci(a, m.name):>20}' for m in shown))
+    return '\n'.join(lines)
 
 
 def _with_ci(agreement: dict, name: str) -> str:

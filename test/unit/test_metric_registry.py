@@ -142,3 +142,14 @@ def test_a_toy_metric_reaches_the_vision_demo_table(toy):
     titles = ['| Pearson r [95 % CI]', '| MMRV [95 % CI]', '| mean \\|gap\\| [95 % CI]',
               '| max \\|gap\\| [95 % CI]']
     assert [r for r in rows if r in titles] == titles
+
+
+def test_a_toy_metric_reaches_the_demo_before_after_table(toy):
+    """``realm-ros demo``'s before/after agreement lines are the registry's columns."""
+    from realm_ros.commands.demo import agreement_table
+
+    summary = json.loads(json.dumps(summarize(_records())))
+    lines = agreement_table(summary, summary).splitlines()
+    assert lines[0].split() == ['Pearson', 'r', 'MMRV', 'mean', '|gap|', 'max', '|gap|']
+    low, high = summary['agreement']['ci95']['max_gap']
+    assert lines[1].endswith(f'0.200 [{low:.2f}, {high:.2f}]')
