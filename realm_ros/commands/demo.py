@@ -106,6 +106,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help='--vision: record the calibration below '
                              f'{CALIBRATION_SIZE} / {CALIBRATION_POSES} poses anyway (cameras '
                              'then calibrate outside the bounds: a quick look or a test)')
+    vision.add_argument('--until-decided', type=float, default=0.0, metavar='P',
+                        help="--vision: choose the digital real's episodes one at a time "
+                             "(paired-eval --until-decided's rule) until its ranking is decided "
+                             'at P, each twin column run on the same starts; the table states '
+                             "the real episodes spent against the fixed design's (default 0: "
+                             'the fixed design, every task, policy and seed)')
+    vision.add_argument('--allocation', choices=('adaptive', 'uniform'), default='adaptive',
+                        help='--vision --until-decided: adaptive (default) or uniform '
+                             'round-robin')
+    vision.add_argument('--budget', type=int, default=0, metavar='N',
+                        help='--vision --until-decided: at most N real episodes (default: the '
+                             "fixed design's, --episodes-per-cell x tasks x policies)")
     add_quiet_flag(vision)
 
 
@@ -176,11 +188,7 @@ def run(args: argparse.Namespace) -> int:
     after = json.loads((out / 'after' / 'summary.json').read_text())
     print('\n=== agreement of the twin with the digital real (per-policy mean progression; '
           '[95 % paired-bootstrap interval over starts])')
-    print(f'{"":<32} {"Pearson r":>20} {"MMRV":>20} {"mean |gap|":>20}')
-    for label, summary in (('before sysid (default twin)', before),
-                           ('after sysid (identified twin)', after)):
-        a = summary['agreement']
-        print(f'{label:<32} ' + ' '.join(f'{_with_ci(a, k):>20}' for k in _FIGURES))
+    print(agreement_table(before, after))
     for task in sorted(before['agreement'].get('per_task', {})):
         b = before['agreement']['per_task'][task]
         c = after['agreement']['per_task'].get(task, {})
@@ -190,7 +198,19 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-_FIGURES = ('pearson_r', 'mmrv', 'mean_abs_gap')
+def agreement_table(before: dict, after: dict) -> str:
+    """The before/after agreement lines: one column per metric of ``core.metrics``' registry
+    (paired-eval's table, summary.json and report read the same), headed by its report
+    column's name."""
+    from realm_ros.core import metrics
+
+    shown = list(metrics.METRICS.values())
+    lines = [f'{"":<32} ' + ' '.join(f'{m.column or m.label:>20}' for m in shown)]
+    for label, summary in (('before sysid (default twin)', before),
+                           ('after sysid (identified twin)', after)):
+        a = summary['agreement']
+        lines.append(f'{label:<32} ' + ' '.join(f'{_with_ci(a, m.name):>20}' for m in shown))
+    return '\n'.join(lines)
 
 
 def _with_ci(agreement: dict, name: str) -> str:
@@ -333,7 +353,8 @@ def run_vision(args: argparse.Namespace) -> int:
         tasks=tuple(args.tasks or ('push_switch', 'pick_spoon')), policies=tuple(policies),
         episodes=args.episodes_per_cell or 10, max_steps=args.max_steps or 160,
         width=width, height=height, appearance_file=appearance, dynamics_file=dynamics,
-        columns=tuple(columns), seed=args.seed)
+        columns=tuple(columns), seed=args.seed, until_decided=args.until_decided,
+        allocation=args.allocation, budget=args.budget)
     config.entries()
     if args.variants < 0:
         raise ConfigError(f'--variants must be 0 or more, got {args.variants}')
@@ -346,9 +367,12 @@ def run_vision(args: argparse.Namespace) -> int:
         if col.missing(inputs):
             console.warn(f'column {name}: not available ({col.unavailable(col.missing(inputs))})')
     total = vision_demo.count_episodes(config, inputs)
+    design = (f'{config.episodes} seeds' if not config.until_decided else
+              f'seeds until decided at P = {config.until_decided:g} (at most '
+              f'{config.budget or config.fixed()} real episodes)')
     console.line(f'\n=== vision demo: {len(config.tasks)} task(s) x {len(policies)} policies x '
-                 f'{config.episodes} seeds; digital real + {len(columns)} twin column(s), '
-                 f'{total} episodes in {out}')
+                 f'{design}; digital real + {len(columns)} twin column(s), '
+                 f'{"at most " if config.until_decided else ""}{total} episodes in {out}')
     start = time.monotonic()
     try:
         with console.phase('episodes', total=total, unit='ep') as bar:

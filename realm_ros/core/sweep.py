@@ -420,9 +420,12 @@ def format_sweep_table(summary: Mapping[str, Any]) -> str:
                 lines.append(f'  {cond:<16} {_fmt(d["delta"])} ({_fmt(d["rmsd"])})')
         lines.append('')
     for name, a in summary.get('agreement', {}).items():
-        lines.append(f'agreement {name} (per-policy mean progression): Pearson r = '
-                     f'{_fmt(a["pearson_r"])}, MMRV = {_fmt(a["mmrv"])}, mean gap = '
-                     f'{_fmt(a["mean_abs_gap"])}')
+        # One core.metrics.Metric per figure (its report column's name: the worlds are not
+        # real and sim), as paired-eval's table prints them.
+        shown = [m for m in metrics.METRICS.values() if m.name in a]
+        lines.append(f'agreement {name} (per-policy mean progression): '
+                     + ', '.join(f'{m.column or m.label} = {m.with_interval(a)}'
+                                 for m in shown))
     for name, section in summary.get('prediction', {}).items():
         world, _, reference = name.partition(' vs ')
         lines.append(f'{reference} mean progression predicted from {world} (a map fitted on the '

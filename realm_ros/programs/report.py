@@ -241,19 +241,23 @@ def _scorers(section: Mapping[str, Any] | None) -> list[str]:
 
 
 def predictions_html(section: Mapping[str, Any] | None,
-                     heading: str = 'Real scores predicted from the twin') -> list[str]:
+                     heading: str = 'Real scores predicted from the twin',
+                     worlds: tuple[str, str] = ('twin', 'real')) -> list[str]:
     """``summary.json``'s ``prediction`` section (:func:`realm_ros.core.prediction.report`) as
     HTML, the figures the console table prints (``prediction.format_lines``): per policy its
     twin mean, the predicted real mean with its prediction interval, the measured real mean
     and whether it lies inside; the leave-one-out coverage with its binomial interval and the
     mean width; each twin-only policy's prediction and what a lab does with it. ``[]``
-    without a section (a summary written before predictions existed)."""
+    without a section (a summary written before predictions existed). ``worlds``: the
+    predicting world and the predicted one, as the text names them (a sweep's later world
+    and its first, the reference)."""
     if not section:
         return []
     level = round(100 * float(section.get('level', 0.9)))
+    twin, real = (html.escape(w) for w in worlds)
     parts = [f'<h2>{html.escape(heading)}</h2>',
-             "<p>Each policy's real mean progression predicted from its twin episodes with a "
-             'calibration map twin &rarr; real fitted on the <em>other</em> policies '
+             f"<p>Each policy's {real} mean progression predicted from its {twin} episodes with "
+             f'a calibration map {twin} &rarr; {real} fitted on the <em>other</em> policies '
              f'(leave-one-policy-out), with a {level} % prediction interval '
              '(docs/evaluation.md, &ldquo;Predicting real scores from the twin&rdquo;).</p>']
     cov = section.get('coverage') or {}
@@ -262,7 +266,7 @@ def predictions_html(section: Mapping[str, Any] | None,
         rate = (f' (coverage {cov["coverage"]:.2f}, exact binomial 95 % CI '
                 f'[{ci[0]:.2f}, {ci[1]:.2f}])') if ci else ''
         parts.append(f'<p class="coverage"><b>{cov["covered"]} of {cov["policies"]}</b> '
-                     f'{level} % intervals hold the measured real mean{rate}; mean width '
+                     f'{level} % intervals hold the measured {real} mean{rate}; mean width '
                      f'<b>{cov["mean_width"]:.3f}</b>.</p>')
     elif section.get('note'):
         parts.append('<p class="coverage">no leave-one-out prediction: '
@@ -277,11 +281,11 @@ def predictions_html(section: Mapping[str, Any] | None,
     rows: list[list[Any]] = [
         [p['policy'], p['twin'], p['predicted'], interval(p), p['real'],
          'yes' if p['covered'] else 'NO', fit(p)] for p in section.get('leave_one_out', ())]
-    rows += [[p['policy'], p['twin'], p['predicted'], interval(p), 'twin only', 'n/a', fit(p)]
-             for p in section.get('twin_only', ())]
+    rows += [[p['policy'], p['twin'], p['predicted'], interval(p), f'{worlds[0]} only', 'n/a',
+              fit(p)] for p in section.get('twin_only', ())]
     if rows:
-        parts.append(_table(['policy', 'twin mean', 'predicted real', f'{level} % PI',
-                             'measured real', 'inside', 'map'], rows))
+        parts.append(_table(['policy', f'{worlds[0]} mean', f'predicted {worlds[1]}',
+                             f'{level} % PI', f'measured {worlds[1]}', 'inside', 'map'], rows))
     actions = [(p['policy'], p['action']) for p in section.get('twin_only', ())
                if p.get('action')]
     if actions:

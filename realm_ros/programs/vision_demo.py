@@ -32,7 +32,10 @@ progression is predicted from the column's twin episodes with a map fitted on th
 policies, with a 90 % prediction interval (:mod:`realm_ros.core.prediction`), the intervals'
 coverage over the ladder (with its binomial interval) and their mean width. Below the tables,
 the real episodes ``--until-decided``'s rule would have spent on the digital real's ranking,
-replayed on the fixed design's real episodes (:func:`decided_replay`).
+replayed on the fixed design's real episodes (:func:`decided_replay`); or, with
+``until_decided`` set, the real episodes it did spend: the digital real's starts chosen one at
+a time by that rule until its ranking is decided, every column's twin run on the same starts
+(:func:`allocate`), stated against the fixed design's.
 
 Everything runs in process without ROS (:func:`realm_ros.core.episode.run_episode`, the loop
 every runner is checked against). Every finished episode is appended to ``episodes.jsonl``
@@ -227,6 +230,9 @@ class VisionDemoConfig:
     columns: tuple[str, ...] = COLUMN_NAMES
     execute: int = 8
     seed: int = 0
+    until_decided: float = 0.0
+    allocation: str = 'adaptive'
+    budget: int = 0
 
     def __post_init__(self) -> None:
         if self.episodes < 1 or self.max_steps < 1:
@@ -237,6 +243,29 @@ class VisionDemoConfig:
             tasks.get_task(name)
         for name in self.columns:
             column(name)
+        if self.budget < 0:
+            raise ConfigError(f'--budget must be 0 (the fixed design) or more, got {self.budget}')
+        if self.until_decided:
+            try:
+                self.ranking()  # the target, the allocation and the budget, checked here
+            except ConfigError as err:
+                raise ConfigError(f'--until-decided: {err}') from None
+
+    def fixed(self) -> int:
+        """The fixed design's real episodes: every task, policy and seed."""
+        return self.episodes * len(self.tasks) * len(self.policies)
+
+    def ranking(self) -> Any:
+        """A fresh :class:`~realm_ros.core.allocation.AdaptiveRanking` of the digital real's
+        episodes (``--until-decided``): at most ``budget`` real episodes (0: the fixed
+        design's, :meth:`fixed`), a policy cycling through the tasks, its k-th episode on a
+        task being that task's seed k, as :func:`decided_replay` answers it."""
+        from realm_ros.core import allocation as alloc
+
+        return alloc.AdaptiveRanking(
+            [PolicyEntry.parse(p).label for p in self.policies], self.tasks,
+            self.until_decided, budget=self.budget or self.fixed(),
+            allocation=self.allocation, seed=self.seed)
 
     def entries(self) -> list[PolicyEntry]:
         """The parsed policy entries, labels unique."""
@@ -318,7 +347,13 @@ class EpisodeStore:
         meta.write_text(json.dumps(dict(fingerprint), indent=2) + '\n')
         self.records: dict[tuple[str, str, str, int, int], dict[str, Any]] = {}
         if self.path.is_file():
-            for line in self.path.read_text().splitlines():
+            text = self.path.read_text()
+            if text and not text.endswith('\n'):
+                # A line cut by a kill: end it, or the next record would be glued onto it
+                # and lost with it.
+                with open(self.path, 'a') as f:
+                    f.write('\n')
+            for line in text.splitlines():
                 try:
                     row = json.loads(line)
                 except json.JSONDecodeError:
@@ -450,70 +485,144 @@ def plan(config: VisionDemoConfig, inputs: Inputs) -> list[tuple[str, list[Colum
 
 def run(config: VisionDemoConfig, inputs: Inputs, out: pathlib.Path,
         on_episode: Callable[[], None] | None = None) -> EpisodeStore:
-    """Run every episode not yet in ``out``: per task, seed and policy, the digital real's then
-    each available column's twin episodes. Returns the store.
+    """Run every episode not yet in ``out``: per start (task, seed, policy), the digital real's
+    then each available column's twin episodes. The fixed design runs every task, seed and
+    policy; ``config.until_decided`` runs the starts :func:`allocate` chooses, one at a time,
+    until the digital real's ranking is decided. Returns the store.
 
     ``on_episode`` is called after each finished (or resumed) episode, for a progress bar.
     """
-    from realm_ros.backends.mujoco.image_regions import split_distances
-    from realm_ros.core.world import make_world
-
     store = EpisodeStore(out, {**config.fingerprint(), 'variant_seed': inputs.variant_seed})
-    entries = config.entries()
+    entries = {e.label: e for e in config.entries()}
     if on_episode is not None:
         for _ in range(finished(store, config, inputs)):
             on_episode()
-    for task, columns in plan(config, inputs):
-        instruction = tasks.get_task(task).instruction
-        twins: dict[str, list[Any]] = {}
-        real_world = None
-        try:
-            for seed in range(config.episodes):
-                for entry in entries:
-                    spec = EpisodeSpec(task=task, seed=seed, policy=entry.label,
-                                       max_steps=config.max_steps, instruction=instruction)
-                    real_key = (REAL, task, entry.label, seed, 0)
-                    todo = [(c, v) for c in columns
-                            for v in range(len(c.worlds(config.base(task), inputs)))
-                            if not store.has((c.name, task, entry.label, seed, v))]
-                    real_frames = store.first_frames(
-                        REAL, task, seed, [*config.frame_cameras(),
-                                           *map(_labels, config.distance_cameras)]) \
-                        if store.has(real_key) else None
-                    if not store.has(real_key) or (todo and real_frames is None):
-                        # The real episode (again, if a twin episode still needs its frames:
-                        # the same seed and policy give the same episode).
-                        if real_world is None:
-                            real_world = make_world(config.real(task))
-                        result, real_frames = _episode(real_world, entry, spec, config, True)
-                        if not store.has(real_key):
-                            store.add(_row(result, REAL, entry, 0, None))
-                            if seed == 0:
-                                store.keep_frames(REAL, task, real_frames)
-                            if on_episode is not None:
-                                on_episode()
-                    for col, variant in todo:
-                        key = f'{col.name}/{variant}'
-                        if key not in twins:
-                            twins[key] = [col.worlds(config.base(task), inputs)[variant]
-                                          .make(inputs)]
-                        result, frames = _episode(twins[key][0], entry, spec, config)
-                        distance = image_distance(real_frames or {}, frames)
-                        regions = split_distances(real_frames or {}, frames, {
-                            c: (real_frames or {})[_labels(c)] for c in config.distance_cameras
-                            if _labels(c) in (real_frames or {})})
-                        row = _row(result, col.name, entry, variant, distance, regions)
-                        store.add(row)
-                        if seed == 0:
-                            store.keep_frames(col.name, task, frames, variant)
-                        if on_episode is not None:
-                            on_episode()
-        finally:
-            if real_world is not None:
-                real_world.close()
-            for worlds in twins.values():
-                worlds[0].close()
+    starts = _Starts(config, inputs, store, on_episode)
+    try:
+        if config.until_decided:
+            allocate(config, store.records,
+                     lambda task, seed, policy: starts.run(task, seed, entries[policy]))
+        else:
+            for task in config.tasks:
+                for seed in range(config.episodes):
+                    for entry in entries.values():
+                        starts.run(task, seed, entry)
+                starts.close(task)
+    finally:
+        starts.close()
     return store
+
+
+class _Starts:
+    """Runs one start's episodes (the digital real's, then each available column's twins),
+    keeping each task's worlds open until :meth:`close`."""
+
+    def __init__(self, config: VisionDemoConfig, inputs: Inputs, store: EpisodeStore,
+                 on_episode: Callable[[], None] | None) -> None:
+        self.config, self.inputs, self.store = config, inputs, store
+        self.on_episode = on_episode
+        self.columns = dict(plan(config, inputs))
+        self.real_worlds: dict[str, Any] = {}
+        self.twins: dict[tuple[str, str], Any] = {}
+
+    def run(self, task: str, seed: int, entry: PolicyEntry) -> None:
+        """Run the episodes of (task, seed, policy) not in the store yet."""
+        from realm_ros.backends.mujoco.image_regions import split_distances
+        from realm_ros.core.world import make_world
+
+        config, inputs, store = self.config, self.inputs, self.store
+        spec = EpisodeSpec(task=task, seed=seed, policy=entry.label,
+                           max_steps=config.max_steps,
+                           instruction=tasks.get_task(task).instruction)
+        real_key = (REAL, task, entry.label, seed, 0)
+        todo = [(c, v) for c in self.columns[task]
+                for v in range(len(c.worlds(config.base(task), inputs)))
+                if not store.has((c.name, task, entry.label, seed, v))]
+        real_frames = store.first_frames(
+            REAL, task, seed, [*config.frame_cameras(), *map(_labels, config.distance_cameras)]) \
+            if store.has(real_key) else None
+        if not store.has(real_key) or (todo and real_frames is None):
+            # The real episode (again, if a twin episode still needs its frames: the same
+            # seed and policy give the same episode).
+            if task not in self.real_worlds:
+                self.real_worlds[task] = make_world(config.real(task))
+            result, real_frames = _episode(self.real_worlds[task], entry, spec, config, True)
+            if not store.has(real_key):
+                store.add(_row(result, REAL, entry, 0, None))
+                if seed == 0:
+                    store.keep_frames(REAL, task, real_frames)
+                if self.on_episode is not None:
+                    self.on_episode()
+        for col, variant in todo:
+            key = (task, f'{col.name}/{variant}')
+            if key not in self.twins:
+                self.twins[key] = col.worlds(config.base(task), inputs)[variant].make(inputs)
+            result, frames = _episode(self.twins[key], entry, spec, config)
+            distance = image_distance(real_frames or {}, frames)
+            regions = split_distances(real_frames or {}, frames, {
+                c: (real_frames or {})[_labels(c)] for c in config.distance_cameras
+                if _labels(c) in (real_frames or {})})
+            store.add(_row(result, col.name, entry, variant, distance, regions))
+            if seed == 0:
+                store.keep_frames(col.name, task, frames, variant)
+            if self.on_episode is not None:
+                self.on_episode()
+
+    def close(self, task: str | None = None) -> None:
+        """Close ``task``'s worlds (None: every task's)."""
+        for name in [t for t in self.real_worlds if task in (None, t)]:
+            self.real_worlds.pop(name).close()
+        for key in [k for k in self.twins if task in (None, k[0])]:
+            self.twins.pop(key).close()
+
+
+def allocate(config: VisionDemoConfig,
+             records: Mapping[tuple[str, str, str, int, int], Mapping[str, Any]],
+             run_start: Callable[[str, int, str], None] | None = None) -> dict[str, Any]:
+    """The digital real's episodes chosen ``--until-decided`` (paired-eval's rule,
+    :class:`~realm_ros.core.allocation.AdaptiveRanking`): request by request, ``run_start(task,
+    seed, policy)`` runs that start (its real episode and every twin column's on the same
+    start; None: only replay what ``records`` hold) and the real episode's progression is
+    recorded, until the ranking is decided at ``config.until_decided`` or the budget is spent.
+
+    Deterministic given the episodes, so a resumed run (or :func:`summarize`) replays the same
+    requests and runs only what is missing. ``records`` are keyed as :meth:`EpisodeStore.key`.
+    Returns the target, the allocation, ``budget``, ``fixed`` (the fixed design's real
+    episodes), ``spent``, ``decided``, ``stopped`` (why it ended), the ranking ``state``, the
+    chosen ``starts`` ([task, policy, seed], in order) and, as paired-eval's summary has it,
+    ``fixed_design_total``: the real episodes a fixed design would need for the same
+    confidence at the measured means and spreads (``metrics --power``; None if a pair shows no
+    difference).
+    """
+    from realm_ros.core import allocation as alloc
+
+    ranking = config.ranking()
+    starts: list[list[Any]] = []
+    stopped = ''
+    while (request := ranking.next()) is not None:
+        if run_start is not None:
+            run_start(request.task, request.index, request.policy)
+        row = records.get((REAL, request.task, request.policy, request.index, 0))
+        if row is None or row.get('outcome') == 'infra_failure':
+            stopped = (f'{request.policy} seed {request.index} of {request.task} has no real '
+                       'episode yet: run again to resume')
+            break
+        starts.append([request.task, request.policy, request.index])
+        ranking.record(request, float(row['progression']))
+    state = ranking.state
+    out: dict[str, Any] = {
+        'target': config.until_decided, 'allocation': config.allocation,
+        'budget': ranking.budget, 'fixed': config.fixed(), 'spent': ranking.spent,
+        'decided': state.decided,
+        'stopped': stopped or ('decided' if state.decided
+                               else 'budget spent before the ranking was decided'),
+        'state': state.as_dict(), 'starts': starts}
+    if all(ranking.scores.values()):
+        rows = alloc.fixed_design_power(ranking.scores, config.until_decided)
+        needed = [r.episodes_per_policy for r in rows]
+        out['fixed_design_total'] = (None if None in needed
+                                     else max(needed) * len(ranking.scores))  # type: ignore
+    return out
 
 
 def _worlds_of(config: VisionDemoConfig, inputs: Inputs) -> dict[str, int]:
@@ -529,28 +638,38 @@ def finished(store: EpisodeStore, config: VisionDemoConfig, inputs: Inputs) -> i
     """Episodes of the plan already in ``store`` (a resumed run's head start)."""
     worlds = _worlds_of(config, inputs)
     labels = {e.label for e in config.entries()}
-    return sum(1 for (col, task, policy, seed, variant) in store.records
+    # --until-decided: its starts are chosen as it goes; any seed may be one of them.
+    seeds = config.episodes if not config.until_decided else float('inf')
+    done = sum(1 for (col, task, policy, seed, variant) in store.records
                if col in worlds and variant < worlds[col] and task in config.tasks
-               and policy in labels and seed < config.episodes)
+               and policy in labels and seed < seeds)
+    return min(done, count_episodes(config, inputs))
 
 
 def count_episodes(config: VisionDemoConfig, inputs: Inputs) -> int:
-    """Episodes the whole plan holds (real + every available column's variants)."""
+    """Episodes the whole plan holds (real + every available column's variants); with
+    ``--until-decided``, at most: the budget's starts."""
     n = 0
     for task, columns in plan(config, inputs):
         per_seed = 1 + sum(len(c.worlds(config.base(task), inputs)) for c in columns)
         n += per_seed * config.episodes * len(config.policies)
+    if config.until_decided:
+        n = n * (config.budget or config.fixed()) // config.fixed()
     return n
 
 
 # ----------------------------------------------------------------------------- summary
 
 def _cells(records: Iterable[Mapping[str, Any]], column_name: str, task_names: Sequence[str],
-           policies: Sequence[str], seeds: int, variants: int = 1
+           policies: Sequence[str], seeds: int, variants: int = 1,
+           starts: Mapping[tuple[str, str], Sequence[int]] | None = None
            ) -> dict[tuple[str, str], np.ndarray] | None:
     """{(task, policy): (seeds, 4) [real progression, real success, twin progression, twin
     success]} or None if any episode is missing. The twin's ``variants`` (indices 0..variants-1)
-    of one seed are averaged (variant aggregation); all of them must be there."""
+    of one seed are averaged (variant aggregation); all of them must be there.
+
+    ``starts``: per (task, policy) the seeds run (``--until-decided``); a seed not run is a row
+    of NaN (None: every seed below ``seeds``, the fixed design)."""
     real: dict[tuple[str, str, int], Mapping[str, Any]] = {}
     twin: dict[tuple[str, str, int], list[Mapping[str, Any]]] = {}
     for r in records:
@@ -565,7 +684,13 @@ def _cells(records: Iterable[Mapping[str, Any]], column_name: str, task_names: S
     for task in task_names:
         for policy in policies:
             rows = []
+            chosen = range(seeds) if starts is None else set(starts.get((task, policy), ()))
+            if not chosen:
+                return None
             for seed in range(seeds):
+                if seed not in chosen:
+                    rows.append([np.nan] * 4)
+                    continue
                 key = (task, policy, seed)
                 if key not in real or key not in twin:
                     return None
@@ -587,21 +712,30 @@ def _agreement(cells: Mapping[tuple[str, str], np.ndarray], task_names: Sequence
         r, s = [], []
         for task in task_names:
             c = cells[(task, policy)] if idx is None else cells[(task, policy)][idx]
-            r.append(c[:, 0].mean())
-            s.append(c[:, 2].mean())
+            r.append(_mean(c[:, 0]))
+            s.append(_mean(c[:, 2]))
         real.append(float(np.mean(r)))
         sim.append(float(np.mean(s)))
     return metrics.agreement(sim=sim, real=real).as_dict()
 
 
+def _mean(values: np.ndarray) -> Any:
+    """The mean over the seeds run (a seed not run is NaN: ``--until-decided``)."""
+    return values.mean() if not np.isnan(values).any() else np.nanmean(values)
+
+
 def _agreement_ci(cells: Mapping[tuple[str, str], np.ndarray], task_names: Sequence[str],
                   policies: Sequence[str], seeds: int, seed: int, n: int = 1000
                   ) -> dict[str, list[float]]:
-    """Paired bootstrap over seeds: each draw of seeds takes both worlds' episodes."""
+    """Paired bootstrap over seeds: each draw of seeds takes both worlds' episodes (a draw in
+    which some cell has no seed it ran is skipped: ``--until-decided``'s cells)."""
     rng = np.random.default_rng(seed)
-    draws: dict[str, list[float]] = {'pearson_r': [], 'mmrv': [], 'mean_abs_gap': []}
+    draws: dict[str, list[float]] = {name: [] for name, m in metrics.METRICS.items()
+                                     if m.interval == 'paired_bootstrap'}
     for _ in range(n):
         idx = rng.integers(0, seeds, seeds)
+        if any(np.isnan(c[idx, 0]).all() for c in cells.values()):
+            continue
         a = _agreement(cells, task_names, policies, idx)
         for k in draws:
             draws[k].append(float(a[k]))
@@ -617,12 +751,26 @@ def summarize(records: Sequence[Mapping[str, Any]], config: VisionDemoConfig,
     policies = [e.label for e in config.entries()]
     out: dict[str, Any] = {'tasks': list(config.tasks), 'policies': policies,
                            'episodes_per_cell': config.episodes, 'columns': {}}
+    seeds, starts = config.episodes, None
+    if config.until_decided:
+        # The starts the real side's allocation chose; every column is read on them.
+        out['allocated'] = allocate(config, {EpisodeStore.key(r): r for r in records})
+        starts = {}
+        for task, policy, k in out['allocated']['starts']:
+            starts.setdefault((task, policy), []).append(int(k))
+        seeds = 1 + max((int(k) for _, _, k in out['allocated']['starts']), default=-1)
+    chosen = {(t, p, k) for (t, p), ks in (starts or {}).items() for k in ks}
+
+    def in_design(r: Mapping[str, Any]) -> bool:
+        if starts is None:
+            return int(r['seed']) < config.episodes
+        return (r['task'], r['policy'], int(r['seed'])) in chosen
     for col in (column(n) for n in config.columns):
         entry: dict[str, Any] = {'letter': col.letter, 'label': col.label}
         missing = col.missing(inputs)
         worlds = 0 if missing else len(col.worlds(config.base(config.tasks[0]), inputs))
         cells = None if missing else _cells(records, col.name, config.tasks, policies,
-                                            config.episodes, worlds)
+                                            seeds, worlds, starts)
         if missing or cells is None:
             entry['available'] = False
             entry['reason'] = (f'not available ({col.unavailable(missing)})' if missing
@@ -637,6 +785,7 @@ def summarize(records: Sequence[Mapping[str, Any]], config: VisionDemoConfig,
             twin_real: dict[str, tuple[np.ndarray, np.ndarray]] = {}
             for k, policy in enumerate(policies):
                 stacked = np.concatenate([cells[(t, policy)] for t in names])
+                stacked = stacked[~np.isnan(stacked[:, 0])]  # the seeds run
                 twin_real[policy] = (stacked[:, 2], stacked[:, 0])
                 row: dict[str, Any] = {'policy': policy, 'episodes': len(stacked)}
                 for world, (pi, si) in ((REAL, (0, 1)), ('sim', (2, 3))):
@@ -652,12 +801,11 @@ def summarize(records: Sequence[Mapping[str, Any]], config: VisionDemoConfig,
             # Each policy's real mean progression from its twin episodes, the map fitted on
             # the other policies (leave-one-policy-out), with the intervals' coverage.
             block['prediction'] = prediction.report(twin_real)
-            block['agreement_ci'] = _agreement_ci(cells, names, policies, config.episodes,
-                                                  config.seed)
+            block['agreement_ci'] = _agreement_ci(cells, names, policies, seeds, config.seed)
             entry[scope] = block
         mine = [r for r in records if r['column'] == col.name
                 and r['task'] in config.tasks and r['policy'] in policies
-                and int(r['seed']) < config.episodes and int(r.get('variant', 0)) < worlds]
+                and in_design(r) and int(r.get('variant', 0)) < worlds]
         # Per start (task, seed: one first frame, whichever policy ran from it) the mean over
         # its variants, then over starts: a frame counted once per policy narrowed the CI.
         entry['image_mae'] = _per_start(
@@ -677,8 +825,10 @@ def summarize(records: Sequence[Mapping[str, Any]], config: VisionDemoConfig,
                                         and r.get('outcome') != 'infra_failure']))
                          for k in range(worlds)] for policy in policies}
         out['columns'][col.name] = entry
-    out['until_decided'] = {allocation: decided_replay(records, config, DECIDED_P, allocation)
-                            for allocation in ('adaptive', 'uniform')}
+    if not config.until_decided:  # the fixed design: what the rule would have spent
+        out['until_decided'] = {allocation: decided_replay(records, config, DECIDED_P,
+                                                           allocation)
+                                for allocation in ('adaptive', 'uniform')}
     return out
 
 
@@ -700,8 +850,10 @@ def decided_replay(records: Iterable[Mapping[str, Any]], config: VisionDemoConfi
     from realm_ros.core import allocation as alloc
 
     policies = [e.label for e in config.entries()]
+    # The fixed design's episodes only (a folder an --until-decided run shared may hold more).
     real = {(r['task'], r['policy'], int(r['seed'])): float(r['progression'])
-            for r in records if r.get('column') == REAL and r.get('outcome') != 'infra_failure'}
+            for r in records if r.get('column') == REAL and r.get('outcome') != 'infra_failure'
+            and int(r['seed']) < config.episodes}
     fixed = config.episodes * len(config.tasks) * len(policies)
     try:
         ranking = alloc.AdaptiveRanking(policies, config.tasks, target, budget=fixed,
@@ -758,6 +910,32 @@ def format_decided(section: Mapping[str, Any] | None) -> str:
     return '\n'.join([head, *lines, tail])
 
 
+def format_allocated(section: Mapping[str, Any] | None) -> str:
+    """One paragraph for table.md: the real episodes ``--until-decided`` spent (:func:`allocate`)
+    against the fixed design's, and where the ranking stands."""
+    if not section:
+        return ''
+    state = section['state']
+    per_policy = ', '.join(f'{p} {n}' for p, n in state['episodes'].items())
+    saved = section['fixed'] - section['spent']
+    how = (f'decided after {section["spent"]} real episodes' if section['decided'] else
+           f'not decided after {section["spent"]} real episodes ({section["stopped"]})')
+    lines = [
+        f"Real episodes allocated until the digital real's ranking is decided at P = "
+        f'{section["target"]:.2f} ({section["allocation"]}, paired-eval --until-decided\'s '
+        f'rule, at most {section["budget"]}): {how}, against the fixed design\'s '
+        f'{section["fixed"]} ({saved} {"saved" if saved >= 0 else "more"}); per policy '
+        f'{per_policy}; every twin column ran on the same {section["spent"]} starts.',
+        f'- order {" > ".join(state["order"])}; adjacent pairs '
+        + ', '.join(f'{a["above"]} > {a["below"]} P = {a["probability"]:.2f}'
+                    for a in state['adjacent_pairs'])]
+    if section.get('fixed_design_total'):
+        lines.append(f'- a fixed design would need about {section["fixed_design_total"]} real '
+                     'episodes for the same confidence at these means and spreads '
+                     '(realm-ros metrics --power)')
+    return '\n'.join(lines)
+
+
 def _per_start(values: Iterable[tuple[str, tuple[str, int], float]], seed: int
                ) -> dict[str, dict[str, Any]]:
     """{key: mean, bootstrap CI, frames, starts} of (key, start, value) triples: per start
@@ -771,6 +949,11 @@ def _per_start(values: Iterable[tuple[str, tuple[str, int], float]], seed: int
         out[key] = {'mean': float(np.mean(v)), 'ci': list(metrics.bootstrap_ci(v, seed=seed)),
                     'frames': sum(len(x) for x in starts.values()), 'episodes': len(v)}
     return out
+
+
+def _markdown(text: str) -> str:
+    """``text`` safe in a Markdown table cell (a ``|`` would end the cell)."""
+    return text.replace('|', '\\|')
 
 
 def _fmt_ci(value: float, ci: Sequence[float]) -> str:
@@ -844,12 +1027,16 @@ def format_table(summary: Mapping[str, Any], scope: str = 'all') -> str:
             return score(block['per_policy'][k], 'sim')
 
         lines.append(f'| {policy}: success / progression | {real} | {row_of(sim_score)} |')
-    for metric, title in (('pearson_r', 'Pearson r'), ('mmrv', 'MMRV'),
-                          ('mean_abs_gap', 'mean abs gap')):
+    # The agreement rows: one per core.metrics.Metric, as paired-eval's table and report.
+    for metric in metrics.METRICS.values():
 
-        def figure(block: Mapping[str, Any], m: str = metric) -> str:
-            return _fmt_ci(block['agreement'][m], block['agreement_ci'][m])
+        def figure(block: Mapping[str, Any], m: metrics.Metric = metric) -> str:
+            value = block['agreement'].get(m.name)
+            interval = block.get('agreement_ci', {}).get(m.name)
+            return (_fmt_ci(value, interval) if interval else m.text(value)) \
+                if value is not None else 'n/a'
 
+        title = _markdown(metric.column or metric.label)
         lines.append(f'| {title} [95 % CI] | | {row_of(figure)} |')
 
     def kruskal(block: Mapping[str, Any]) -> str:
@@ -988,7 +1175,8 @@ def write_outputs(store: EpisodeStore, config: VisionDemoConfig, inputs: Inputs)
     out = store.out
     (out / SUMMARY_FILE).write_text(json.dumps(summary, indent=2) + '\n')
     tables = [format_table(summary, 'all')] + [format_table(summary, t) for t in config.tasks]
-    decided = format_decided(summary.get('until_decided'))
+    decided = (format_decided(summary.get('until_decided'))
+               or format_allocated(summary.get('allocated')))
     (out / TABLE_FILE).write_text('\n\n'.join(tables + ([decided] if decided else [])) + '\n')
     files = {'summary': str(out / SUMMARY_FILE), 'table': str(out / TABLE_FILE)}
     if any(c['available'] for c in summary['columns'].values()):

@@ -19,8 +19,13 @@ matplotlib.use('Agg')
 import matplotlib.pyplot as plt  # noqa: E402 - the backend must be chosen first
 import numpy as np  # noqa: E402
 
+from realm_ros.core import metrics  # noqa: E402
 from realm_ros.programs.report import html_table as _table  # noqa: E402 - one style for both reports
-from realm_ros.programs.report import policy_bars, ranking_plot  # noqa: E402
+from realm_ros.programs.report import (  # noqa: E402
+    policy_bars,
+    predictions_html,
+    ranking_plot,
+)
 
 COLORS = ('#2471a3', '#c0392b', '#1e8449', '#7d3c98')
 
@@ -108,9 +113,18 @@ def write_sweep_report(out_dir: str | pathlib.Path, summary: Mapping[str, Any],
     if summary.get('agreement'):
         parts.append('<h2>Agreement between worlds</h2><p>Per-policy mean progression, the '
                      'first world as the reference (its magnitudes weigh MMRV).</p>')
-        parts.append(_table(['worlds', 'Pearson r', 'MMRV', 'mean |gap|', 'policies'],
-                            [[k, a['pearson_r'], a['mmrv'], a['mean_abs_gap'], a['n_policies']]
+        # The columns of core.metrics' registry, as paired-eval's report prints them.
+        shown = [m for m in metrics.METRICS.values()
+                 if all(m.name in a for a in summary['agreement'].values())]
+        parts.append(_table(['worlds'] + [m.column or m.label for m in shown] + ['policies'],
+                            [[k] + [m.with_interval(a) for m in shown] + [a['n_policies']]
                              for k, a in summary['agreement'].items()]))
+    for name, section in (summary.get('prediction') or {}).items():
+        # The section paired-eval's report shows (one code path): leave-one-policy-out
+        # coverage, and each policy run in the later world only, with what to do with it.
+        world, _, reference = name.partition(' vs ')
+        parts += predictions_html(section, heading=f'{reference} mean progression predicted '
+                                                   f'from {world}', worlds=(world, reference))
     parts.append('<h2>Policies</h2>')
     for world, w in summary['per_world'].items():
         bt = {r['policy']: r for r in w['ranking']}

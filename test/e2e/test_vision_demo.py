@@ -73,7 +73,7 @@ def test_table_structure_and_unavailable_column(runs):
         assert set(block['agreement_ci']) == {'pearson_r', 'mmrv', 'mean_abs_gap'}
         assert 'pvalue' in block['per_policy'][0]['kruskal']
     table = (runs / 'lab' / 'table.md').read_text()
-    for row in ('early: success / progression', 'Pearson r', 'MMRV', 'mean abs gap',
+    for row in ('early: success / progression', 'Pearson r', 'MMRV', 'mean \\|gap\\|',
                 'Kruskal-Wallis p', 'image distance exterior_1', 'image distance wrist'):
         assert row in table
     assert '(d) variant aggregation' in table and 'not available' not in table
@@ -243,3 +243,35 @@ def test_rebuild_resumes_and_calibration_bounds_refused(rebuilt, capsys):
     # made from it).
     assert _rebuilt_demo(rebuilt, '--weak-calibration', '--calibration-poses', '7') == 2
     assert 'recorded with other settings' in capsys.readouterr().err
+
+
+def test_until_decided_allocates_the_real_side_and_resumes(tmp_path):
+    """``--until-decided``: the digital real's episodes chosen by the rule (both rungs score 0
+    in 3 steps, so nothing is decided and the budget, the fixed design's 6, is spent), the
+    twin on the same starts; a run killed part-way resumes with the same command, every
+    episode once."""
+    out = tmp_path / 'decided'
+    argv = ['demo', '--vision', '--out', str(out), '--tasks', 'push_switch',
+            '--episodes-per-cell', '3', '--max-steps', '3', '--image-size', '64x36',
+            '--columns', 'raw', '--rig', str(REPO / 'config/cameras/droid.yaml'),
+            '--until-decided', '0.9', '--policies', *LADDER, '--quiet']
+    assert cli.main(argv) == 0
+    rows = _rows(out)
+    starts = json.loads((out / 'summary.json').read_text())['allocated']['starts']
+    real = sorted((r['task'], r['policy'], r['seed']) for r in rows if r['column'] == 'real')
+    assert real == sorted(tuple(s) for s in starts) and len(real) == 6
+    assert sorted((r['task'], r['policy'], r['seed']) for r in rows if r['column'] == 'raw') \
+        == real
+    assert "against the fixed design's 6" in (out / 'table.md').read_text()
+    lines = (out / 'episodes.jsonl').read_text().splitlines()
+    (out / 'episodes.jsonl').write_text('\n'.join(lines[:5]) + '\n{"cut by a ki')
+    assert cli.main(argv) == 0
+    again = []
+    for line in (out / 'episodes.jsonl').read_text().splitlines():
+        if line.startswith('{"cut'):
+            continue  # the line the kill cut: skipped on reading, its episode run again
+        again.append(json.loads(line))
+    key = vision_demo.EpisodeStore.key
+    assert sorted(map(key, again)) == sorted(map(key, rows)) and len(again) == len(rows)
+    assert [r['progression'] for r in sorted(again, key=key)] == \
+        [r['progression'] for r in sorted(rows, key=key)]

@@ -112,3 +112,32 @@ def test_coverage_interval_is_clopper_pearson(covered, policies, low, high):
     assert prediction.coverage_interval(covered, policies) == pytest.approx((low, high),
                                                                            abs=1e-3)
     assert prediction.coverage_interval(0, 0) is None
+
+
+def test_sweep_report_shows_the_prediction_of_a_policy_run_in_the_later_world_only(tmp_path):
+    """The sweep's report.html shows summary.json's prediction section as paired-eval's does
+    (one code path: programs.report.predictions_html): the coverage and the twin-only
+    policy with what a lab does with it."""
+    from realm_ros.core.sweep import summarize_sweep
+    from realm_ros.sweep.report import write_sweep_report
+
+    records = []
+    for world, shift in (('mujoco', 0.0), ('physx', 0.1)):
+        for policy, base in (('a', 0.1), ('b', 0.4), ('c', 0.7), ('new', 0.5)):
+            if world == 'mujoco' and policy == 'new':
+                continue
+            records += [{'role': world, 'policy': policy, 'task': 't', 'seed': k,
+                         'perturbation': 'Default', 'intensity': 1.0,
+                         'progression': base + shift + 0.03 * (k - 1), 'success': False,
+                         'outcome': 'timeout'} for k in range(3)]
+    summary = summarize_sweep(records)
+    section = summary['prediction']['physx vs mujoco']
+    (only,) = section['twin_only']
+    report = write_sweep_report(tmp_path, summary).read_text()
+    assert '<h2>mujoco mean progression predicted from physx</h2>' in report
+    assert f'{section["coverage"]["covered"]} of 3</b> 90 % intervals' in report
+    assert f'<b>new</b>: {html.escape(only["action"])}' in report
+    assert f'<td>new</td><td>{only["twin"]:.3f}</td><td>{only["predicted"]:.3f}</td>' in report
+    # The worlds by name: the later one predicts the first (the reference), not twin / real.
+    assert ('<th>physx mean</th><th>predicted mujoco</th><th>90 % PI</th>'
+            '<th>measured mujoco</th>') in report and '<td>physx only</td>' in report
