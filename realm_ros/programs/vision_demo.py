@@ -751,7 +751,8 @@ def summarize(records: Sequence[Mapping[str, Any]], config: VisionDemoConfig,
     policies = [e.label for e in config.entries()]
     out: dict[str, Any] = {'tasks': list(config.tasks), 'policies': policies,
                            'episodes_per_cell': config.episodes, 'columns': {}}
-    seeds, starts = config.episodes, None
+    seeds = config.episodes
+    starts: dict[tuple[str, str], list[int]] | None = None
     if config.until_decided:
         # The starts the real side's allocation chose; every column is read on them.
         out['allocated'] = allocate(config, {EpisodeStore.key(r): r for r in records})
