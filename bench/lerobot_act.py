@@ -31,7 +31,21 @@ SLIM = ['--policy.type=act', '--policy.dim_model=256', '--policy.n_heads=4',
         '--policy.n_decoder_layers=1', '--policy.use_vae=false', '--policy.chunk_size=10',
         '--policy.n_action_steps=8', '--policy.optimizer_lr=2e-4',
         '--policy.optimizer_lr_backbone=2e-4', '--policy.pretrained_backbone_weights=null',
-        '--policy.push_to_hub=false', '--policy.device=cpu']
+        '--policy.push_to_hub=false']
+
+
+#: Run in the lerobot venv: join shards (each a LeRobot v3.0 folder) with LeRobot's own
+#: ``aggregate_datasets``; 0.6 can keep one video file per shard (no re-muxing).
+MERGE = '''
+import inspect, pathlib, sys
+from lerobot.datasets.aggregate import aggregate_datasets
+out, shards = pathlib.Path(sys.argv[1]), [pathlib.Path(p) for p in sys.argv[2:]]
+kw = {}
+if 'concatenate_videos' in inspect.signature(aggregate_datasets).parameters:
+    kw['concatenate_videos'] = False
+aggregate_datasets([f'local/{p.name}' for p in shards], f'local/{out.name}', roots=shards,
+                   aggr_root=out, **kw)
+'''
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -46,19 +60,28 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--threads', type=int, default=1,
                         help='torch threads (1: two OpenMP threads on a loaded 2-core machine '
                              'ran ten times slower than one)')
+    parser.add_argument('--device', default='cpu', help="lerobot-train's --policy.device")
+    parser.add_argument('--workers', type=int, default=0,
+                        help="data-loader processes (lerobot-train's --num_workers)")
     parser.add_argument('--python', default='', help="the lerobot venv's interpreter")
     parser.add_argument('--resume', action='store_true',
                         help="continue --out's last checkpoint up to --steps (lerobot-train "
                              '--resume with its saved train_config.json, optimizer and step)')
+    parser.add_argument('--shards', type=pathlib.Path, nargs='*', default=[],
+                        help='realm-ros dataset folders to join first into --data (LeRobot\'s '
+                             'own aggregate_datasets, in its venv; --data must not exist)')
     parser.add_argument('extra', nargs='*', help='more lerobot-train flags (after --)')
     args = parser.parse_args(argv)
     from realm_ros.policies.lerobot_policy import find_python
 
     python = pathlib.Path(find_python(args.python))
-    train = python.parent / 'lerobot-train'
-    cmd = [str(train), f'--dataset.repo_id=local/{args.data.name}',
+    script = python.parent / 'lerobot-train'
+    train = [str(script)] if script.exists() else [str(python), '-m',
+                                                   'lerobot.scripts.lerobot_train']
+    cmd = [*train, f'--dataset.repo_id=local/{args.data.name}',
            f'--dataset.root={args.data.resolve()}', '--dataset.video_backend=pyav',
-           *SLIM, f'--steps={args.steps}', f'--batch_size={args.batch}', '--num_workers=0',
+           *SLIM, f'--policy.device={args.device}', f'--steps={args.steps}',
+           f'--batch_size={args.batch}', f'--num_workers={args.workers}',
            f'--save_freq={args.save_freq or args.steps}', '--log_freq=50',
            f'--output_dir={args.out.resolve()}', '--wandb.enable=false', '--eval_freq=0',
            '--seed=1000', *args.extra]
@@ -67,9 +90,17 @@ def main(argv: list[str] | None = None) -> int:
                PYTHONPATH='')
     if args.resume:
         saved = args.out.resolve() / 'checkpoints' / 'last' / 'pretrained_model'
-        cmd = [str(train), f'--config_path={saved / "train_config.json"}', '--resume=true',
+        cmd = [*train, f'--config_path={saved / "train_config.json"}', '--resume=true',
                f'--steps={args.steps}', f'--save_freq={args.save_freq or args.steps}',
                *args.extra]
+    if args.shards:
+        start = time.monotonic()
+        merged = subprocess.run([str(python), '-c', MERGE, str(args.data.resolve()),
+                                 *(str(d.resolve()) for d in args.shards)], env=env)
+        print(json.dumps({'merge_exit': merged.returncode, 'shards': len(args.shards),
+                          'merge_s': round(time.monotonic() - start, 1)}), flush=True)
+        if merged.returncode:
+            return merged.returncode
     print('+ ' + ' '.join(cmd), flush=True)
     start = time.monotonic()
     proc = subprocess.run(cmd, env=env)
