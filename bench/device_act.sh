@@ -36,7 +36,7 @@ elif [ "$phase" = eval ]; then
     done
     pids=$(pgrep -f "lerobot_act.py|lerobot_train")
     [ -n "$pids" ] && kill $pids && sleep 5
-    grep -v "it/s\]\|step/s\]" "$act.log" | tail -n 400 > "$out/act_train.log"
+    tr '\r' '\n' < "$act.log" | grep -v "it/s\]\|step/s\]" | tail -n 400 > "$out/act_train.log"
     ck=""
     for d in $(ls -d "$act"/checkpoints/[0-9]* | sort -r); do
         m=$d/pretrained_model

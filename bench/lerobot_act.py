@@ -34,9 +34,19 @@ SLIM = ['--policy.type=act', '--policy.dim_model=256', '--policy.n_heads=4',
         '--policy.push_to_hub=false']
 
 
+def eval_off(python: str) -> str:
+    """lerobot-train's flag that turns simulator evaluation off: ``--eval_freq`` in 0.4,
+    ``--env_eval_freq`` in 0.6 (0.6.1 refuses the old name; a newer release is taken as 0.6)."""
+    version = subprocess.run([python, '-c', 'import importlib.metadata as m; '
+                              'print(m.version("lerobot"))'], capture_output=True, text=True,
+                             env=dict(os.environ, PYTHONPATH='')).stdout.strip()
+    major_minor = tuple(int(p) for p in version.split('.')[:2] if p.isdigit())
+    return '--eval_freq=0' if major_minor and major_minor < (0, 5) else '--env_eval_freq=0'
+
+
 #: Run in the lerobot venv: join shards (each a LeRobot v3.0 folder) with LeRobot's own
 #: ``aggregate_datasets``; 0.6 can keep one video file per shard (no re-muxing).
-MERGE = '''
+MERGE = """
 import inspect, pathlib, sys
 from lerobot.datasets.aggregate import aggregate_datasets
 out, shards = pathlib.Path(sys.argv[1]), [pathlib.Path(p) for p in sys.argv[2:]]
@@ -45,7 +55,7 @@ if 'concatenate_videos' in inspect.signature(aggregate_datasets).parameters:
     kw['concatenate_videos'] = False
 aggregate_datasets([f'local/{p.name}' for p in shards], f'local/{out.name}', roots=shards,
                    aggr_root=out, **kw)
-'''
+"""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -68,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="continue --out's last checkpoint up to --steps (lerobot-train "
                              '--resume with its saved train_config.json, optimizer and step)')
     parser.add_argument('--shards', type=pathlib.Path, nargs='*', default=[],
-                        help='realm-ros dataset folders to join first into --data (LeRobot\'s '
+                        help="realm-ros dataset folders to join first into --data (LeRobot's "
                              'own aggregate_datasets, in its venv; --data must not exist)')
     parser.add_argument('extra', nargs='*', help='more lerobot-train flags (after --)')
     args = parser.parse_args(argv)
@@ -83,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
            *SLIM, f'--policy.device={args.device}', f'--steps={args.steps}',
            f'--batch_size={args.batch}', f'--num_workers={args.workers}',
            f'--save_freq={args.save_freq or args.steps}', '--log_freq=50',
-           f'--output_dir={args.out.resolve()}', '--wandb.enable=false', '--eval_freq=0',
+           f'--output_dir={args.out.resolve()}', '--wandb.enable=false', eval_off(str(python)),
            '--seed=1000', *args.extra]
     env = dict(os.environ, HF_HUB_OFFLINE='1', HF_DATASETS_OFFLINE='1', WANDB_MODE='disabled',
                OMP_NUM_THREADS=str(args.threads), MKL_NUM_THREADS=str(args.threads),

@@ -220,7 +220,8 @@ class LeRobotRunner:
 
     def select(self, obs: dict[str, np.ndarray], task: str) -> np.ndarray:
         """One action as lerobot-record gets it: ``predict_action`` (select_action's queue)."""
-        action = self.api['predict_action'](dict(obs), self.policy, self.device, self.pre, self.post,
+        predict_action = self.api['predict_action']
+        action = predict_action(dict(obs), self.policy, self.device, self.pre, self.post,
                                 False, task, self.robot_type)
         return action.reshape(-1).to('cpu', self.torch.float64).numpy()
 
