@@ -1,11 +1,15 @@
-"""The LeRobot ACT rung on a CPU: ``lerobot-train`` (LeRobot's own trainer, in its own venv) on a
-``realm-ros dataset`` folder, a slim ACT from scratch (no pretrained backbone, no hub, no wandb).
+"""The LeRobot ACT rung: ``lerobot-train`` (LeRobot's own trainer, in its own venv) on a
+``realm-ros dataset`` folder, a slim ACT from scratch (no pretrained backbone, no hub, no wandb),
+on a CPU or a GPU (``--device cuda --workers 8``).
 
 Run: ``.venv/bin/python bench/lerobot_act.py --data DIR --out DIR [--steps 3000] [--batch 8]
-[--python /work/venvs/lerobot/bin/python] [--resume] [-- extra lerobot-train flags]``.
+[--device cpu] [--workers 0] [--shards SHARD ...] [--python /work/venvs/lerobot/bin/python]
+[--resume] [-- extra lerobot-train flags]``. ``--shards`` first joins several dataset folders
+(``bench/device_ladder.py gen``'s) into ``--data`` with LeRobot's own ``aggregate_datasets``.
 
 The venv is ``make lerobot-env``'s (lerobot 0.4.4, Python 3.11, torch 2.9.1) or the one
-``--python`` names. Prints the command, LeRobot's loss lines as they come, then one JSON line:
+``--python`` names (lerobot 0.6.1 on Python 3.12 ran on the H200 machine). Prints the command,
+LeRobot's loss lines as they come, then one JSON line:
 steps, wall seconds, the checkpoint folder and its size. Evaluate the checkpoint with
 ``bench/device_ladder.py eval --checkpoints act=lerobot:OUT`` (the ``lerobot`` policy serves it
 from the same venv) or any runner's ``--policy lerobot``.
