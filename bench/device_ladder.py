@@ -181,7 +181,7 @@ def evaluate(args: argparse.Namespace) -> int:
     def add(rung: str, condition: str, look: str, appearance: str, seeds: int,
             blind: bool = False) -> None:
         for task in task_names:
-            for seed in range(seeds):
+            for seed in range(args.seed_offset, args.seed_offset + seeds):
                 jobs.append({'rung': rung, 'path': rungs[rung], 'blind': blind,
                              'condition': condition, 'look': look, 'appearance': appearance,
                              'task': task, 'seed': seed, 'max_steps': args.max_steps,
@@ -360,6 +360,8 @@ def main(argv: list[str] | None = None) -> int:
                    help='rungs also run with their images blanked')
     e.add_argument('--tasks', default='push_switch,pick_spoon')
     e.add_argument('--seeds', type=int, default=20, help='evaluation seeds per task (lab look)')
+    e.add_argument('--seed-offset', type=int, default=0,
+                   help='first evaluation seed (fresh seeds check a rung chosen on 0..N-1)')
     e.add_argument('--looks', type=int, default=8, help='other looks (VariantSet 1..N)')
     e.add_argument('--look-seed', type=int, default=0, help="VariantSet's seed")
     e.add_argument('--look-seeds', type=int, default=3, help='seeds per task and look')

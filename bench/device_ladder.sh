@@ -9,7 +9,9 @@
 # importable (bench/device_setup.sh carries them to a machine that cannot reach a registry).
 # Sizes come from the environment: SHARDS (16), EPISODES per shard (44), STAGES, SMALL_MAX
 # (0: the small run trains on each task's first shard), TRAIN_BUDGET_S, GEN_DEADLINE_S,
-# TRAIN_ARGS, SEEDS (20), LOOKS (8), LOOK_SEEDS (3), BLIND (rungs), EVAL_DEADLINE_S.
+# TRAIN_ARGS, SEEDS (20), LOOKS (8), LOOK_SEEDS (3), BLIND (rungs), EVAL_DEADLINE_S; RUNS, the
+# training runs (default "plain aug small"), GEN (1; 0 trains on the demonstrations already in
+# DATA, ~/ladder_data), GEN_ONLY (0; 1 stops after the demonstrations).
 set -o pipefail
 phase=$1
 out=$2
@@ -21,9 +23,10 @@ pin=$(command -v taskset >/dev/null && echo --pin)
 start=$SECONDS
 
 if [ "$phase" = train ]; then
-    python3 bench/device_ladder.py gen --out "$data" --shards "${SHARDS:-16}" \
+    [ "${GEN:-1}" = 0 ] || python3 bench/device_ladder.py gen --out "$data" --shards "${SHARDS:-16}" \
         --episodes "${EPISODES:-44}" --max-steps 200 --deadline "${GEN_DEADLINE_S:-0}" $pin \
         2>&1 | tee "$out/gen.log" || exit 1
+    [ "${GEN_ONLY:-0}" = 1 ] && exit 0
     budget=$(( ${TRAIN_BUDGET_S:-100000} - (SECONDS - start) ))
     echo "gen took $((SECONDS - start)) s; training budget $budget s" | tee -a "$out/gen.log"
     small=$(ls -d "$data"/shard_*_0[0-${SMALL_MAX:-0}] | grep -v log)
@@ -34,9 +37,10 @@ if [ "$phase" = train ]; then
             --batch "${BATCH:-256}" ${TRAIN_ARGS:-} > "$out/train_$name.log" 2>&1
         echo "train $name exit $?" >> "$out/gen.log"
     }
-    train plain shift "$STAGES" $(ls -d "$data"/shard_* | grep -v log) &
-    train aug appearance "$STAGES" $(ls -d "$data"/shard_* | grep -v log) &
-    train small appearance "${SMALL_STAGES:-s1000=1000,s4000=4000}" $small &
+    runs=" ${RUNS:-plain aug small} "
+    [[ $runs == *" plain "* ]] && train plain shift "$STAGES" $(ls -d "$data"/shard_* | grep -v log) &
+    [[ $runs == *" aug "* ]] && train aug appearance "$STAGES" $(ls -d "$data"/shard_* | grep -v log) &
+    [[ $runs == *" small "* ]] && train small appearance "${SMALL_STAGES:-s1000=1000,s4000=4000}" $small &
     wait
     cat "$out/gen.log"
     tar -czf "$out/checkpoints.tgz" -C "$data" ck

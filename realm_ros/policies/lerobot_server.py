@@ -9,8 +9,9 @@ openpi's own ``WebsocketClientPolicy`` can too::
     ~/.local/share/realm_ros/lerobot-venv/bin/python realm_ros/policies/lerobot_server.py \\
         --checkpoint OUT/checkpoints/last/pretrained_model --port 8000
 
-Inference is LeRobot's own, step for step as ``lerobot.utils.control_utils.predict_action``
-(what ``lerobot-record`` runs on a robot): ``prepare_observation_for_inference`` (HWC uint8 ->
+Inference is LeRobot's own, step for step as ``predict_action`` (what ``lerobot-record`` runs on
+a robot; ``lerobot.utils.control_utils`` in 0.4, ``lerobot.common.control_utils`` in 0.6, see
+:func:`lerobot_api`): ``prepare_observation_for_inference`` (HWC uint8 ->
 CHW float in [0, 1], batch of 1), the checkpoint's saved preprocessor (normalisation with the
 training set's stats), then ``policy.predict_action_chunk`` (where ``predict_action`` calls
 ``select_action``, which pops the same chunk's first ``n_action_steps`` rows one by one), then
@@ -95,13 +96,66 @@ def fit_image(image: np.ndarray, height: int, width: int) -> np.ndarray:
     return cv2.resize(np.ascontiguousarray(image), (width, height), interpolation=cv2.INTER_AREA)
 
 
+#: Where each piece of LeRobot's inference lives, by release: (module, name) tried in order.
+#: 0.4.x and 0.6.x share all but ``predict_action``, which 0.6 moved from ``lerobot.utils``
+#: to ``lerobot.common``.
+LEROBOT_API = {
+    'PreTrainedConfig': (('lerobot.configs.policies', 'PreTrainedConfig'),),
+    'get_policy_class': (('lerobot.policies.factory', 'get_policy_class'),),
+    'make_pre_post_processors': (('lerobot.policies.factory', 'make_pre_post_processors'),),
+    'prepare_observation_for_inference': (('lerobot.policies.utils',
+                                           'prepare_observation_for_inference'),),
+    'predict_action': (('lerobot.common.control_utils', 'predict_action'),    # 0.6
+                       ('lerobot.utils.control_utils', 'predict_action')),    # 0.4
+}
+
+
+class LeRobotAPIError(ImportError):
+    """This lerobot lacks a piece the server needs (a release other than 0.4 / 0.6)."""
+
+
+def lerobot_api() -> dict[str, Any]:
+    """The functions and classes of :data:`LEROBOT_API` from the installed lerobot.
+
+    Raises:
+        ImportError: lerobot itself is not importable.
+        LeRobotAPIError: lerobot is there but one piece is in none of the known places (one
+            line: the version and what is missing).
+    """
+    import importlib
+
+    importlib.import_module('lerobot')
+    found: dict[str, Any] = {}
+    for name, places in LEROBOT_API.items():
+        for module, attr in places:
+            try:
+                found[name] = getattr(importlib.import_module(module), attr)
+                break
+            except (ImportError, AttributeError):
+                continue
+        else:
+            from importlib.metadata import PackageNotFoundError, version
+
+            try:
+                have = version('lerobot')
+            except PackageNotFoundError:
+                have = '?'
+            where = ' or '.join(f'{m}.{a}' for m, a in places)
+            raise LeRobotAPIError(f'lerobot {have} has no {where}; the server knows lerobot '
+                                  '0.4 and 0.6')
+    return found
+
+
 class LeRobotRunner:
     """One LeRobot checkpoint with its saved pre- and postprocessors."""
 
     def __init__(self, checkpoint: str, device: str = 'cpu', threads: int = 0) -> None:
-        from lerobot.configs.policies import PreTrainedConfig  # type: ignore[import-not-found]
-        from lerobot.policies.factory import get_policy_class, make_pre_post_processors  # type: ignore[import-not-found]
         import torch
+
+        self.api = api = lerobot_api()
+        PreTrainedConfig = api['PreTrainedConfig']  # noqa: N806 - lerobot's class
+        get_policy_class = api['get_policy_class']
+        make_pre_post_processors = api['make_pre_post_processors']
 
         if threads > 0:
             torch.set_num_threads(threads)
@@ -155,8 +209,7 @@ class LeRobotRunner:
 
     def chunk(self, obs: dict[str, np.ndarray], task: str) -> np.ndarray:
         """The whole chunk, (chunk_size, action_dim) float64, through lerobot's own steps."""
-        from lerobot.policies.utils import prepare_observation_for_inference  # type: ignore[import-not-found]
-
+        prepare_observation_for_inference = self.api['prepare_observation_for_inference']
         with self.torch.inference_mode():
             batch = prepare_observation_for_inference(dict(obs), self.device, task,
                                                       self.robot_type)
@@ -167,8 +220,7 @@ class LeRobotRunner:
 
     def select(self, obs: dict[str, np.ndarray], task: str) -> np.ndarray:
         """One action as lerobot-record gets it: ``predict_action`` (select_action's queue)."""
-        from lerobot.utils.control_utils import predict_action  # type: ignore[import-not-found]
-
+        predict_action = self.api['predict_action']
         action = predict_action(dict(obs), self.policy, self.device, self.pre, self.post,
                                 False, task, self.robot_type)
         return action.reshape(-1).to('cpu', self.torch.float64).numpy()
@@ -265,6 +317,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         runner = LeRobotRunner(args.checkpoint, args.device, args.threads)
+    except LeRobotAPIError as err:
+        print(f'lerobot_server: {err}', file=sys.stderr)
+        return 2
     except ImportError as err:
         print(f'lerobot_server: lerobot is not importable here ({err}); run it with the lerobot '
               'venv (make lerobot-env)', file=sys.stderr)

@@ -17,8 +17,8 @@ from realm_ros.policies.server import PolicyServer, convert_chunk
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 LADDER = ROOT / 'checkpoints' / 'learned_vision'
-RUNGS = ('plain5k_s150', 'short1k_s800', 'plain5k_s1200', 'plain5k_s2500', 'plain12k_s12000',
-         'aug12k_s8000')
+RUNGS = ('plain5k_s150', 'short1k_s800', 'plain5kb_s800', 'plain5k_s1200', 'plain5k_s2500',
+         'plain12k_s12000', 'aug12k_s8000')
 
 pytestmark = pytest.mark.filterwarnings('ignore:connect\\(\\) must be used:DeprecationWarning')
 
