@@ -103,7 +103,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              'lines {video, task, stage_times_s} or operator_node records '
                              'with a video, or a .npz of labelled episodes')
     parser.add_argument('--layers', default=None,
-                        help="calibrate: what it trains: head, norm (head and GroupNorm) or "
+                        help='calibrate: what it trains: head, norm (head and GroupNorm) or '
                              'all (default: all)')
     parser.add_argument('--steps', type=int, default=None,
                         help='calibrate: optimiser steps (default 150)')

@@ -294,7 +294,7 @@ def labelled_from_video(frames: Sequence[np.ndarray], times_s: Sequence[float], 
     if len(marks) > n:
         raise DataError(f'{len(marks)} stage times for {task}, which has {n} stages')
     if any(b < a for a, b in zip(marks, marks[1:])):
-        raise DataError(f'stage times {marks} are not in order (the rubric\'s stages are)')
+        raise DataError(f"stage times {marks} are not in order (the rubric's stages are)")
     if len(frames) != len(times_s) or not len(frames):
         raise DataError('a labelled video needs one time per frame and at least one frame')
     indices = scoring.sample_indices(times_s, fps)
@@ -1005,7 +1005,8 @@ def baselines(episodes: Sequence[LabelledEpisode], reference: Sequence[LabelledE
 
 
 __all__ = ['CALIBRATE_LAYERS', 'CALIBRATION_LOOKS', 'CalibrateConfig', 'DEFAULT_CHECKPOINT',
-           'TUNE_LOOK', 'calibrate', 'labelled_from_video', 'EVAL_LOOKS', 'FORMAT', 'LOOKS_CHECKPOINT', 'LOOK_MARGIN',
+           'TUNE_LOOK', 'calibrate', 'labelled_from_video',
+           'EVAL_LOOKS', 'FORMAT', 'LOOKS_CHECKPOINT', 'LOOK_MARGIN',
            'LabelledEpisode',
            'LearnedScorer', 'PLANS', 'Plan', 'SHIPPED', 'TRAIN_LOOKS', 'TRAIN_PLANS',
            'TrainConfig', 'VALIDATION_SEEDS', 'baselines', 'build_net', 'collect', 'evaluate',
