@@ -19,8 +19,8 @@ rubric met; with times: and each within 1 s of the rubric's), each the mean over
 episodes, the same resample for every draw), and the best constants on the measured episodes
 themselves (always success / always failure, the most frequent stage count per task).
 
-``--tune``: the settings grid on look ``learned.TUNE_LOOK`` only (plan ``calibrate_tune``),
-at k = 4 and 8, to choose ``CalibrateConfig``'s defaults; nothing else is measured there.
+``--tune 1`` / ``--tune 2``: the settings grids on look ``learned.TUNE_LOOK`` only (plan
+``calibrate_tune``), to choose ``CalibrateConfig``'s defaults; nothing else is measured there.
 """
 
 from __future__ import annotations
@@ -168,7 +168,9 @@ def main() -> None:
     parser.add_argument('--data-dir', type=pathlib.Path,
                         default=pathlib.Path('data/progress_scorer'))
     parser.add_argument('--json', type=pathlib.Path, default=None)
-    parser.add_argument('--tune', action='store_true')
+    parser.add_argument('--tune', type=int, choices=(1, 2), default=None,
+                        help='the settings grid on look TUNE_LOOK: 1 (layers x steps x lr) or '
+                             '2 (gentler learning rates, the anchor, fewer steps)')
     parser.add_argument('--threads', type=int, default=1)
     args = parser.parse_args()
 
@@ -180,8 +182,14 @@ def main() -> None:
     result: dict[str, Any] = {'ks': args.ks, 'draws': args.draws, 'results': {}}
     if args.tune:
         episodes = score.labelled('calibrate_tune', args.data_dir, appearance)
-        grid = [learned.CalibrateConfig(layers=layers, steps=steps, lr=lr, threads=args.threads)
-                for layers in ('head', 'all') for steps in (60, 150) for lr in (1e-3, 3e-3)]
+        plain = learned.CalibrateConfig(anchor=0.0, threads=args.threads)
+        if args.tune == 1:
+            grid = [dataclasses.replace(plain, layers=layers, steps=steps, lr=lr)
+                    for layers in ('head', 'all') for steps in (60, 150) for lr in (1e-3, 3e-3)]
+        else:
+            grid = [dataclasses.replace(plain, **settings) for settings in (
+                {}, {'lr': 3e-4}, {'layers': 'norm', 'lr': 3e-3}, {'anchor': 1.0},
+                {'anchor': 0.1}, {'anchor': 0.03}, {'steps': 40})]
         for path in checkpoints:
             base = learned.load_checkpoint(path)
             for config in grid:
@@ -191,8 +199,8 @@ def main() -> None:
                 for k, rows in answers.items():
                     f = figures(rows, n_resamples=200)
                     print(f'{pathlib.Path(path).stem} {config.layers} steps {config.steps} lr '
-                          f'{config.lr:g} k {k}: r {f["pearson_r"]:.3f} stage '
-                          f'{f["stage_accuracy"]:.3f} success {f["success_accuracy"]:.3f} '
+                          f'{config.lr:g} anchor {config.anchor:g} k {k}: r '
+                          f'{f["pearson_r"]:.3f} stage {f["stage_accuracy"]:.3f} success {f["success_accuracy"]:.3f} '
                           f'accepted {f["accepted_unchanged"]:.3f} '
                           f'({time.monotonic() - start:.0f} s)', flush=True)
         return

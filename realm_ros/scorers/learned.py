@@ -562,6 +562,8 @@ class CalibrateConfig:
     lr: float = 1e-3
     weight_decay: float = 1e-4
     colour_jitter: float = 0.2
+    #: A penalty ``anchor * sum((w - w_base) ** 2)`` keeping the weights near the base's.
+    anchor: float = 0.1
     seed: int = 0
     threads: int = 1
 
@@ -630,6 +632,7 @@ def calibrate(checkpoint: Mapping[str, Any], episodes: Sequence[LabelledEpisode]
         ** float(net_config.get('class_weight_power', 0.5)), 0.0), dtype=torch.float32)
     loss_fn = torch.nn.CrossEntropyLoss(weight=weights)
     optimiser = torch.optim.AdamW(params, lr=config.lr, weight_decay=config.weight_decay)
+    start = [p.detach().clone() for p in params]
     diff = bool(net_config.get('diff', False))
     net.train()
     losses = []
@@ -639,6 +642,9 @@ def calibrate(checkpoint: Mapping[str, Any], episodes: Sequence[LabelledEpisode]
         if diff:
             x = _with_diff(torch, x)
         loss = loss_fn(_masked(torch, net(x, task_ids[idx]), n_stages[idx]), labels[idx])
+        if config.anchor > 0:
+            loss = loss + config.anchor * sum(((p - p0) ** 2).sum()
+                                              for p, p0 in zip(params, start))
         optimiser.zero_grad()
         loss.backward()
         optimiser.step()

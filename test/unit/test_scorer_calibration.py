@@ -58,6 +58,20 @@ def test_a_few_labelled_episodes_of_a_new_look_calibrate_the_scorer(tiny):
                    for k in conv)
 
 
+def test_the_anchor_keeps_the_calibrated_weights_near_the_base(tiny):
+    base = learned.load_checkpoint(tiny)
+    labelled = [other_look(bar_episode(final, 300 + final)) for final in range(4)]
+
+    def moved(anchor):
+        out = learned.calibrate(base, labelled, learned.CalibrateConfig(
+            steps=30, lr=3e-3, anchor=anchor))['state_dict']
+        return sum(float(((out[k].float() - base['state_dict'][k].float()) ** 2).sum())
+                   for k in base['state_dict'] if base['state_dict'][k].is_floating_point())
+
+    assert learned.CalibrateConfig().anchor == 0.1  # the setting chosen on look TUNE_LOOK
+    assert moved(10.0) < 0.5 * moved(0.0)
+
+
 def test_calibration_refuses_what_it_cannot_use(tiny):
     base = learned.load_checkpoint(tiny)
     with pytest.raises(DataError, match='no labelled episodes'):
