@@ -200,7 +200,8 @@ def main() -> None:
                     f = figures(rows, n_resamples=200)
                     print(f'{pathlib.Path(path).stem} {config.layers} steps {config.steps} lr '
                           f'{config.lr:g} anchor {config.anchor:g} k {k}: r '
-                          f'{f["pearson_r"]:.3f} stage {f["stage_accuracy"]:.3f} success {f["success_accuracy"]:.3f} '
+                          f'{f["pearson_r"]:.3f} stage {f["stage_accuracy"]:.3f} success '
+                          f'{f["success_accuracy"]:.3f} '
                           f'accepted {f["accepted_unchanged"]:.3f} '
                           f'({time.monotonic() - start:.0f} s)', flush=True)
         return
