@@ -8,11 +8,13 @@ Four forms:
   (``paired-eval --videos``, ``sweep --videos``) into ``RUN_DIR/scores.jsonl``, beside
   ``episodes.jsonl`` and never in it; ``summary.json`` gains a ``scorers`` section and the
   report a scorer column. Episodes already scored by the same scorer are skipped (resumable);
-* ``realm-ros score train [--out CKPT] [--validate]`` runs the labelled episodes of the twin
+* ``realm-ros score train --out CKPT [--validate]`` runs the labelled episodes of the twin
   and the digital real (cached under ``--data-dir``) and trains the learned progress-and-stage
   scorer on CPU (``--validate``: on all but seeds 6-7, and prints its agreement on those);
 * ``realm-ros score eval [--checkpoint CKPT]`` measures a learned scorer against the rubric on
-  held-out digital-real episodes and on a policy it never saw.
+  held-out digital-real episodes and on a policy it never saw;
+* ``realm-ros score calibrate --labels FILE --out CKPT [--checkpoint BASE]`` adapts a learned
+  checkpoint to one lab's look from a few of its labelled episodes (seconds on a CPU).
 
 A scorer's score is a scorer's: reported beside the rubric's, never in place of it.
 """
@@ -31,15 +33,16 @@ import numpy as np
 from realm_ros.core import backends, provenance
 from realm_ros.core.errors import ConfigError, DataError
 
-MODES = ('train', 'eval')
+MODES = ('train', 'eval', 'calibrate')
 DEFAULT_DATA_DIR = pathlib.Path('data/progress_scorer')
 SCORES_FILE = 'scores.jsonl'
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare the forms' arguments (see the module docstring)."""
-    parser.add_argument('target', nargs='?', default=None, metavar='RUN_DIR|train|eval',
-                        help='a run folder to score, or train / eval the learned scorer '
+    parser.add_argument('target', nargs='?', default=None, metavar='RUN_DIR|train|eval|calibrate',
+                        help='a run folder to score, or train / eval / calibrate the learned '
+                             'scorer '
                              '(omit with --video)')
     parser.add_argument('--video', type=pathlib.Path, default=None,
                         help='one episode video (mp4, webm: anything imageio-ffmpeg reads)')
@@ -65,7 +68,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help='vlm: environment variable with the API key (sent if set)')
     parser.add_argument('--timeout', type=float, default=120.0, help='vlm: seconds per request')
     parser.add_argument('--out', type=pathlib.Path, default=None,
-                        help='train: checkpoint to write (default: the shipped one)')
+                        help='train, calibrate: checkpoint to write (required: the shipped '
+                             'one is never overwritten by default)')
     parser.add_argument('--data-dir', type=pathlib.Path, default=DEFAULT_DATA_DIR,
                         help='train/eval: labelled episodes are cached here, one '
                              'PLAN-DIGEST.npz per plan and settings (look by content, rig, '
@@ -93,6 +97,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help='RUN_DIR: score again the episodes whose scores were made with '
                              'other scorer settings or before their episode ran again; '
                              'without it such a run is refused, naming the setting')
+    parser.add_argument('--labels', type=pathlib.Path, action='append', default=None,
+                        metavar='FILE',
+                        help="calibrate: a lab's labelled episodes (repeatable): a .jsonl of "
+                             'lines {video, task, stage_times_s} or operator_node records '
+                             'with a video, or a .npz of labelled episodes')
+    parser.add_argument('--layers', default=None,
+                        help='calibrate: what it trains: head, norm (head and GroupNorm) or '
+                             'all (default: all)')
+    parser.add_argument('--steps', type=int, default=None,
+                        help='calibrate: optimiser steps (default 150)')
     parser.add_argument('--json', type=pathlib.Path, default=None,
                         help='eval: also write the figures here')
     parser.add_argument('--against', type=pathlib.Path, action='append', default=None,
@@ -220,6 +234,8 @@ def run(args: argparse.Namespace) -> int:
         return run_train(args)
     if args.target == 'eval':
         return run_eval(args)
+    if args.target == 'calibrate':
+        return run_calibrate(args)
     if args.target is not None:
         if args.video is not None:
             raise ConfigError('give either RUN_DIR or --video, not both')
@@ -456,6 +472,11 @@ def run_train(args: argparse.Namespace) -> int:
 
     if args.threads < 1:
         raise ConfigError(f'--threads must be >= 1, got {args.threads}')
+    if args.out is None and not args.validate:
+        # Never the shipped checkpoint by default: a user's training run would replace the
+        # weights every other command scores with (and dirty the installed package).
+        raise ConfigError('score train: give --out CKPT, the checkpoint to write (the shipped '
+                          f'{learned.DEFAULT_CHECKPOINT.name} is never overwritten by default)')
     config = dataclasses.replace(learned.SHIPPED, seed=args.seed, device=args.device,
                                  threads=args.threads, **(
         {'epochs': args.epochs} if args.epochs is not None else {}), **(
@@ -492,9 +513,116 @@ def run_train(args: argparse.Namespace) -> int:
              learned.baselines(digital, episodes))])
         if args.out is None:
             return 0
-    out = args.out or learned.DEFAULT_CHECKPOINT
+    out = args.out
     learned.save_checkpoint(out, checkpoint)
     print(f'wrote {out} ({pathlib.Path(out).stat().st_size / 1e3:.0f} kB)')
+    return 0
+
+
+def stage_times(record: dict[str, Any], where: str) -> list[float]:
+    """Return the seconds from an episode video's first frame at which each stage was met, from
+    a label line (``stage_times_s``) or an ``operator_node`` record (its ``annotations``: stage
+    marks less undos, timed from ``start_time``, the reset the video starts at; a stage the
+    operator accepted from a scorer's proposal takes the proposal's time, ``stage_proposal``).
+
+    Raises:
+        DataError: neither is there (one line naming ``where``).
+    """
+    if 'stage_times_s' in record:
+        times = record['stage_times_s']
+        if not isinstance(times, list):
+            raise DataError(f'{where}: stage_times_s must be a list of seconds')
+        return [float(t) for t in times]
+    if 'annotations' not in record or 'start_time' not in record:
+        raise DataError(f'{where}: no stage_times_s and no operator annotations with '
+                        'start_time')
+    start = float(record['start_time'])
+    marks: list[float] = []
+    for event in record['annotations']:
+        if event.get('event') == 'stage':
+            marks.append(float(event['time']) - start)
+        elif event.get('event') == 'undo' and marks:
+            marks.pop()
+    decided = list(record.get('stages_decided_by') or [])
+    proposed = (record.get('stage_proposal') or {}).get('stages') or []
+    for k, by in enumerate(decided[:len(marks)]):
+        if by != 'operator' and k < len(proposed):
+            marks[k] = float(proposed[k]['time_s'])
+    return marks
+
+
+def calibration_episodes(paths: list[pathlib.Path]) -> list[Any]:
+    """Return the labelled episodes of ``--labels`` files (see :func:`stage_times`)."""
+    from realm_ros.scorers import learned
+    out: list[Any] = []
+    for path in paths:
+        if not path.is_file():
+            raise ConfigError(f'--labels: {path} does not exist')
+        if path.suffix == '.npz':
+            out += learned.load_episodes(path)
+            continue
+        for number, line in enumerate(path.read_text().splitlines(), start=1):
+            if not line.strip():
+                continue
+            where = f'--labels {path} line {number}'
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise DataError(f'{where}: not JSON ({err.msg})') from None
+            if not isinstance(record, dict) or not record.get('video') or not record.get('task'):
+                raise DataError(f'{where}: needs video and task')
+            video = pathlib.Path(record['video'])
+            video = video if video.is_absolute() else path.parent / video
+            frames, times = read_video(video)
+            try:
+                out.append(learned.labelled_from_video(
+                    frames, times, str(record['task']), stage_times(record, where),
+                    look=str(path)))
+            except (DataError, ConfigError) as err:
+                raise DataError(f'{where}: {err}') from None
+    return out
+
+
+def run_calibrate(args: argparse.Namespace) -> int:
+    """Adapt a learned checkpoint to one lab's look from a few of its labelled episodes
+    (``learned.calibrate``) and write it to ``--out``."""
+    import dataclasses
+
+    from realm_ros.scorers import learned
+
+    if args.out is None:
+        raise ConfigError('score calibrate: give --out CKPT, the calibrated checkpoint to write')
+    if not args.labels:
+        raise ConfigError('score calibrate: give --labels FILE (.jsonl of video, task, '
+                          'stage_times_s, or a .npz of labelled episodes)')
+    if args.threads < 1:
+        raise ConfigError(f'--threads must be >= 1, got {args.threads}')
+    config = dataclasses.replace(learned.CalibrateConfig(), seed=args.seed, threads=args.threads,
+                                 **({'layers': args.layers} if args.layers else {}),
+                                 **({'steps': args.steps} if args.steps is not None else {}),
+                                 **({'lr': args.lr} if args.lr is not None else {}))
+    if config.layers not in learned.CALIBRATE_LAYERS:
+        raise ConfigError(f'--layers must be one of {", ".join(learned.CALIBRATE_LAYERS)}, '
+                          f'got {config.layers!r}')
+    if config.steps < 1:
+        raise ConfigError(f'--steps must be >= 1, got {config.steps}')
+    base_path = args.checkpoint or learned.DEFAULT_CHECKPOINT
+    base = learned.load_checkpoint(base_path)
+    episodes = calibration_episodes(args.labels)
+    if not episodes:
+        raise DataError('--labels: no labelled episodes in ' + ', '.join(map(str, args.labels)))
+    unknown = sorted({e.task for e in episodes} - set(base['tasks']))
+    if unknown:
+        raise ConfigError(f'--labels: task(s) {", ".join(unknown)}: {base_path} was trained on '
+                          f'{", ".join(base["tasks"])} only')
+    start = time.monotonic()
+    checkpoint = learned.calibrate(base, episodes, config,
+                                   base_name=learned.LearnedScorer(base_path).name)
+    learned.save_checkpoint(args.out, checkpoint)
+    info = checkpoint['meta']['calibration']
+    print(f'calibrated {learned.LearnedScorer(args.out).name} from {info["base"]} on '
+          f'{info["episodes"]} episode(s) ({info["frames"]} frames; tasks '
+          f'{", ".join(info["tasks"])}) in {time.monotonic() - start:.1f} s: wrote {args.out}')
     return 0
 
 

@@ -88,6 +88,10 @@ TRAIN_POLICIES = ('scripted:0', 'scripted:1', 'scripted:3')
 TRAIN_LOOKS = tuple(range(1000, 1040))
 #: Lab looks it is measured on, never trained on (``realm-ros score eval``).
 EVAL_LOOKS = (7001, 7002, 7003)
+#: Lab looks the per-lab calibration is measured on (never in training; 7010: the unit test's).
+CALIBRATION_LOOKS = EVAL_LOOKS + (7010,)
+#: The one look the calibration's settings (layers, epochs, learning rate) were chosen on.
+TUNE_LOOK = 7020
 #: The worlds the sets are recorded in: the twin and the digital real (``core.backends`` names).
 TWIN = 'mujoco'
 DIGITAL_REAL = 'digital_real'
@@ -101,6 +105,13 @@ PLANS = {
     'unseen': Plan((DIGITAL_REAL,), TASKS, ('scripted:2',), tuple(range(100, 108))),
     'looks': Plan((DIGITAL_REAL,), TASKS, TRAIN_POLICIES + ('scripted:2',),
                   tuple(range(100, 104)), looks=EVAL_LOOKS),
+    # Per-lab calibration (``score calibrate``, bench/scorer_calibration.py): the held-out looks
+    # and look 7010, each a lab whose few labelled episodes calibrate and whose others measure;
+    # ``calibrate_tune``: one more look the calibration's settings were chosen on (no other).
+    'calibrate': Plan((DIGITAL_REAL,), TASKS, TRAIN_POLICIES + ('scripted:2',),
+                      tuple(range(100, 104)), looks=CALIBRATION_LOOKS),
+    'calibrate_tune': Plan((DIGITAL_REAL,), TASKS, TRAIN_POLICIES + ('scripted:2',),
+                           tuple(range(100, 104)), looks=(TUNE_LOOK,)),
 }
 #: The digital real's hidden look the plans use (the twin never reads it).
 APPEARANCE = 'config/appearance/lab_demo.yaml'
@@ -265,6 +276,37 @@ def _labelled_run(world: Any, policy: Any, spec: Any, camera: str
 
     run_episode(world, policy, spec, on_step=on_step)
     return frames, times, met
+
+
+def labelled_from_video(frames: Sequence[np.ndarray], times_s: Sequence[float], task: str,
+                        stage_times_s: Sequence[float], look: str = '',
+                        fps: float = SAMPLE_FPS) -> LabelledEpisode:
+    """Return a video's episode labelled by a person's stage marks: frames sampled at ``fps``
+    (as the scorer reads them), each labelled with the stages whose mark time (seconds from the
+    video's first frame, in the rubric's order) is at or before it.
+
+    Raises:
+        DataError: an unknown task, more marks than its stages, marks out of order, fewer than
+            two sampled frames, or frames that are not RGB.
+    """
+    n = len(tasks.get_task(task).stages)
+    marks = [float(t) for t in stage_times_s]
+    if len(marks) > n:
+        raise DataError(f'{len(marks)} stage times for {task}, which has {n} stages')
+    if any(b < a for a, b in zip(marks, marks[1:])):
+        raise DataError(f"stage times {marks} are not in order (the rubric's stages are)")
+    if len(frames) != len(times_s) or not len(frames):
+        raise DataError('a labelled video needs one time per frame and at least one frame')
+    indices = scoring.sample_indices(times_s, fps)
+    if len(indices) < 2:
+        raise DataError(f'a video of {float(times_s[-1]) - float(times_s[0]):.2f} s: the '
+                        f'learned scorer needs two frames at {fps:g} per second')
+    t0 = float(times_s[0])
+    times = np.asarray([float(times_s[i]) - t0 for i in indices])
+    met = np.asarray([sum(1 for m in marks if m <= t + 1e-9) for t in times], dtype=np.int64)
+    return LabelledEpisode(task=task, world='video', policy='', seed=0,
+                           frames=np.stack([small_frame(frames[i]) for i in indices]),
+                           times_s=times, met=met, n_stages=n, look=look)
 
 
 def save_episodes(path: str | pathlib.Path, episodes: Sequence[LabelledEpisode]) -> None:
@@ -495,6 +537,133 @@ def train(episodes: Sequence[LabelledEpisode], config: TrainConfig = TrainConfig
 
 #: Most pixels a training pair is shifted by (each way).
 _SHIFT = 2
+
+
+# -- per-lab calibration ------------------------------------------------------------------------
+
+#: What a calibration trains: the head (the MLP after the convolutions and the task
+#: embedding), the head and the GroupNorm scales and shifts, or every weight.
+CALIBRATE_LAYERS = ('head', 'norm', 'all')
+
+
+@dataclasses.dataclass(frozen=True)
+class CalibrateConfig:
+    """Settings of a per-lab calibration (kept in the calibrated checkpoint's ``meta``).
+
+    ``steps`` optimiser steps of ``batch`` frames (with replacement, so the same number of steps
+    for 2 episodes as for 16), AdamW at a constant ``lr``, the training augmentation (shift,
+    brightness, ``colour_jitter``), the same class weights as training (over the lab's frames).
+    Chosen on look TUNE_LOOK only (docs/scoring.md, bench/scorer_calibration.py --tune).
+    """
+
+    layers: str = 'all'
+    steps: int = 150
+    batch: int = 64
+    lr: float = 1e-3
+    weight_decay: float = 1e-4
+    colour_jitter: float = 0.2
+    #: A penalty ``anchor * sum((w - w_base) ** 2)`` keeping the weights near the base's.
+    anchor: float = 0.1
+    seed: int = 0
+    threads: int = 1
+
+
+def _trainable(net: Any, layers: str) -> list[Any]:
+    """Return the parameters a calibration of ``layers`` trains (the others are frozen)."""
+    if layers not in CALIBRATE_LAYERS:
+        raise ConfigError(f'--layers must be one of {CALIBRATE_LAYERS}, got {layers!r}')
+    if layers == 'all':
+        return list(net.parameters())
+    chosen = list(net.head.parameters()) + list(net.task.parameters())
+    if layers == 'norm':
+        import torch
+        chosen += [p for m in net.conv if isinstance(m, torch.nn.GroupNorm)
+                   for p in m.parameters()]
+    return chosen
+
+
+def calibrate(checkpoint: Mapping[str, Any], episodes: Sequence[LabelledEpisode],
+              config: CalibrateConfig = CalibrateConfig(),
+              base_name: str = '') -> dict[str, Any]:
+    """Return ``checkpoint`` adapted to one lab's look from a few of its labelled episodes
+    (an operator's stage marks, or the rubric's): its weights fine-tuned (``config.layers``)
+    on their frames for ``config.steps`` steps. Seconds on a CPU; deterministic for a seed and
+    thread count. The tasks stay the checkpoint's: an episode of another task is refused.
+
+    The calibrated checkpoint keeps the base's ``look_stats`` when only the head is trained (the
+    look features do not change), else none (two to sixteen episodes of one look say nothing
+    about the spread of looks), and ``meta['calibration']``: the base, the episodes, frames and
+    looks, the settings.
+    """
+    if not episodes:
+        raise DataError('no labelled episodes to calibrate on')
+    torch = _torch()
+    task_names = list(checkpoint['tasks'])
+    for e in episodes:
+        if e.task not in task_names:
+            raise DataError(f'a calibration episode of task {e.task!r}: the checkpoint was '
+                            f'trained on {task_names} only')
+    torch.manual_seed(config.seed)
+    torch.set_num_threads(config.threads)
+    rng = np.random.default_rng(config.seed)
+    base = dict(checkpoint)
+    net_config = base['config']
+    net = build_net(len(task_names), int(net_config.get('width', 16)),
+                    bool(net_config.get('diff', False)), str(net_config.get('pool', 'mean')))
+    net.load_state_dict({k: v.float() if v.is_floating_point() else v
+                         for k, v in base['state_dict'].items()})
+    params = _trainable(net, config.layers)
+    for p in net.parameters():
+        p.requires_grad_(False)
+    for p in params:
+        p.requires_grad_(True)
+    current = np.concatenate([e.frames for e in episodes])
+    first = np.concatenate([np.repeat(e.frames[:1], len(e.frames), axis=0) for e in episodes])
+    pairs = _inputs(torch, current, first)
+    padded = torch.nn.functional.pad(pairs, (_SHIFT, _SHIFT, _SHIFT, _SHIFT), mode='replicate')
+    labels = torch.from_numpy(np.concatenate([e.met for e in episodes]).astype(np.int64))
+    task_ids = torch.from_numpy(np.concatenate(
+        [np.full(len(e.met), task_names.index(e.task)) for e in episodes]).astype(np.int64))
+    n_stages = torch.from_numpy(np.concatenate(
+        [np.full(len(e.met), e.n_stages) for e in episodes]).astype(np.int64))
+    counts = np.bincount(labels.numpy(), minlength=MAX_STAGES + 1).astype(float)
+    weights = torch.tensor(np.where(
+        counts > 0, (counts.sum() / np.maximum(counts, 1))
+        ** float(net_config.get('class_weight_power', 0.5)), 0.0), dtype=torch.float32)
+    loss_fn = torch.nn.CrossEntropyLoss(weight=weights)
+    optimiser = torch.optim.AdamW(params, lr=config.lr, weight_decay=config.weight_decay)
+    start = [p.detach().clone() for p in params]
+    diff = bool(net_config.get('diff', False))
+    net.train()
+    losses = []
+    for _ in range(config.steps):
+        idx = rng.integers(0, len(labels), size=min(config.batch, len(labels)))
+        x = _augment(torch, padded[torch.from_numpy(idx)], rng, config.colour_jitter)
+        if diff:
+            x = _with_diff(torch, x)
+        loss = loss_fn(_masked(torch, net(x, task_ids[idx]), n_stages[idx]), labels[idx])
+        if config.anchor > 0:
+            loss = loss + config.anchor * sum(((p - p0) ** 2).sum()
+                                              for p, p0 in zip(params, start))
+        optimiser.zero_grad()
+        loss.backward()
+        optimiser.step()
+        losses.append(float(loss.item()))
+    state = {k: v.detach().to(torch.float16) if v.is_floating_point() else v
+             for k, v in net.state_dict().items()}
+    out = {k: v for k, v in base.items() if k not in ('state_dict', 'meta', 'look_stats')}
+    out['state_dict'] = state
+    meta = dict(base.get('meta', {}))
+    meta['calibration'] = {
+        'base': base_name, 'episodes': len(episodes), 'frames': int(len(labels)),
+        'looks': sorted({e.look or e.world for e in episodes}),
+        'tasks': sorted({e.task for e in episodes}), 'config': dataclasses.asdict(config),
+        'loss_first_last': [round(float(np.mean(losses[:10])), 4),
+                            round(float(np.mean(losses[-10:])), 4)]}
+    out['meta'] = meta
+    if config.layers == 'head' and base.get('look_stats'):
+        out['look_stats'] = base['look_stats']
+    return out
 
 
 def _augment(torch: Any, padded: Any, rng: np.random.Generator, jitter: float = 0.0) -> Any:
@@ -841,7 +1010,9 @@ def baselines(episodes: Sequence[LabelledEpisode], reference: Sequence[LabelledE
     }
 
 
-__all__ = ['DEFAULT_CHECKPOINT', 'EVAL_LOOKS', 'FORMAT', 'LOOKS_CHECKPOINT', 'LOOK_MARGIN',
+__all__ = ['CALIBRATE_LAYERS', 'CALIBRATION_LOOKS', 'CalibrateConfig', 'DEFAULT_CHECKPOINT',
+           'TUNE_LOOK', 'calibrate', 'labelled_from_video',
+           'EVAL_LOOKS', 'FORMAT', 'LOOKS_CHECKPOINT', 'LOOK_MARGIN',
            'LabelledEpisode',
            'LearnedScorer', 'PLANS', 'Plan', 'SHIPPED', 'TRAIN_LOOKS', 'TRAIN_PLANS',
            'TrainConfig', 'VALIDATION_SEEDS', 'baselines', 'build_net', 'collect', 'evaluate',
