@@ -41,8 +41,9 @@ def pytest_collection_modifyitems(config, items):
     response of a just-matched service or a latched message past a test's timeout (seen once in
     1,416 tests on a fresh-clone CI run: an operator service matched but its answer never
     arrived within 10 s). A test that fails twice fails the run; the summary lists every re-run
-    (``R`` in the progress line, ``RERUN test-id`` in the summary: ``-raR`` in pyproject.toml), so a flake is seen, not hidden. Pure
-    tests (``unit/`` without the marker) are never re-run. ``REALM_TEST_RERUNS=0`` turns it off.
+    (``R`` in the progress line, ``RERUN test-id`` in the summary: ``-raR`` in
+    pyproject.toml), so a flake is seen, not hidden. Pure tests (``unit/`` without the marker)
+    are never re-run. ``REALM_TEST_RERUNS=0`` turns it off.
     """
     import pytest
     reruns = int(os.environ.get('REALM_TEST_RERUNS', '1'))
