@@ -47,7 +47,7 @@ class WarpOptions:
     image_size: tuple[int, int] = (320, 180)
     nconmax: int = 96
     njmax: int = 512
-    shadows: bool = False
+    shadows: bool = True
     #: Replay each control period as one captured CUDA graph (None: on CUDA devices).
     graph: bool | None = None
 

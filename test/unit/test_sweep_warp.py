@@ -127,6 +127,28 @@ def test_compare_counts_cells_within_the_tolerance():
         compare(cpu[:1], cpu[1:2])
 
 
+def test_compare_carries_its_intervals_into_the_sweep_report(tmp_path):
+    """--compare-cpu's figures come with 95 % intervals (Wilson for fractions of cells,
+    bootstrap for the mean difference) and report.html shows them in their own section."""
+    from realm_ros.sweep.compare_cpu import summary_section
+    from realm_ros.sweep.report import compare_cpu_html
+
+    cpu = [_record(f'c{i}', 1.0, True) for i in range(20)]
+    gpu = [_record(f'c{i}', 1.0 if i < 16 else 0.0, i < 16) for i in range(20)]
+    result = compare(gpu, cpu)
+    lo, hi = result['progression_within_ci']
+    assert result['progression_within'] == 0.8 and 0.58 < lo < 0.6 and 0.91 < hi < 0.93
+    assert result['gpu_success_rate_ci'] == result['progression_within_ci']
+    assert result['cpu_success_rate_ci'][0] > 0.83 and result['cpu_success_rate_ci'][1] == 1.0
+    lo, hi = result['mean_abs_progression_diff_ci']
+    assert lo < result['mean_abs_progression_diff'] == 0.2 < hi
+    section = summary_section(result)
+    assert 'per_cell' not in section
+    page = '\n'.join(compare_cpu_html(section))
+    assert '--compare-cpu' in page and 'Wilson' in page and 'within the tolerance' in page
+    assert compare_cpu_html(None) == []
+
+
 def test_device_image_preparation_follows_prepare_image():
     """The device's resize-with-pad (torch, area averaging) gives the host's ``prepare_image``
     (cv2 INTER_AREA) picture: same padding bands exactly, pixels within a few levels."""

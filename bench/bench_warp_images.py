@@ -1,0 +1,224 @@
+"""Pictures alone: MuJoCo Warp's ray tracer against the CPU twin's OpenGL on the same states.
+
+For a few push_switch seeds (the sweep's worlds, reset from each cell's spec: the panel, the
+objects, the lights and the cameras of that seed) every camera is drawn twice, by
+``WarpStepper.host_images`` (MuJoCo Warp, no physics: the poses come from the host's
+``mj_forward``) and by the twin's ``FrameRenderer`` (OpenGL), and the difference is taken
+apart by cause: each *ablation* removes one scene feature from **both** sides (the host models
+and the Warp model's arrays alike), so what the difference loses is that feature's share; each
+*Warp variant* changes only how Warp renders (``create_render_context`` options: a recompile of
+the render kernel each, ~100 s on the CPU device), so what it gains is what a mapping fixes.
+
+Figure: the mean absolute difference per camera, in grey levels (0-255, over pixels and RGB
+channels), mean over the seeds; the signed mean (Warp minus OpenGL) says brighter or darker.
+
+    MUJOCO_GL=egl python3 bench/bench_warp_images.py --seeds 3 --size 320x180 --device cpu \\
+        --out /tmp/warp_images [--gl-passes on] [--variants base,spp2,...]
+
+``--gl-passes on``: OpenGL's shadows and reflections on, as the CPU twin draws them on a GPU
+machine (the H200's EGL; the sweep's agreement figures come from there); ``off`` as on a
+software rasteriser (here, llvmpipe: ``auto`` turns them off). Writes ``OUT/images.json`` and
+``OUT/side_by_side.png`` (per camera: OpenGL, Warp, |difference| x4).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import pathlib
+import sys
+import time
+from typing import Any, Callable
+
+import numpy as np
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+os.environ.setdefault('MUJOCO_GL', 'egl')
+
+CAMERAS = ('exterior_1', 'exterior_2', 'wrist')
+
+#: Warp-only variants: create_render_context options over the stepper's TWIN_RENDER.
+VARIANTS: dict[str, dict[str, Any]] = {
+    'twin': {},  # the sweep's mapping (TWIN_RENDER, shadows on, coplanar decals)
+    'no_shadows': {'use_shadows': False},
+    'shadows03': {'shadow_light_fraction': 0.3},  # Warp's default fraction
+    'spp2': {'samples_per_pixel': 2},
+    'no_backface': {'enable_backface_culling': False},
+    'no_decals': {},  # coplanar decals left where they are
+    'before': {'use_shadows': False, 'shadow_light_fraction': 0.3},  # with no_decals: as before
+}
+
+
+def _ablate(name: str) -> Callable[[Any], None] | None:
+    """An edit of a host MjModel that removes one feature (applied to both renderers)."""
+    if name == 'none':
+        return None
+
+    def edit(m: Any) -> None:
+        if name == 'emission':
+            m.mat_emission[:] = 0
+        elif name == 'specular':
+            m.mat_specular[:] = 0
+            m.light_specular[:] = 0
+        elif name == 'textures':
+            m.mat_texid[:] = -1
+        elif name in ('key', 'fill', 'room'):
+            i = m.light(name).id
+            m.light_diffuse[i] = 0
+            m.light_specular[i] = 0
+            m.light_ambient[i] = 0
+        elif name == 'lights':
+            m.light_diffuse[:] = 0
+            m.light_specular[:] = 0
+        elif name == 'flat':  # ambient and headlight only
+            m.light_diffuse[:] = 0
+            m.light_specular[:] = 0
+            m.mat_specular[:] = 0
+            m.mat_emission[:] = 0
+        elif name == 'reflectance':
+            m.mat_reflectance[:] = 0
+        else:
+            raise SystemExit(f'bench_warp_images: unknown ablation {name!r}')
+    return edit
+
+
+#: Fields an ablation may touch, copied to the Warp model after each edit.
+SYNCED = ('mat_emission', 'mat_specular', 'light_specular', 'mat_texid', 'light_diffuse',
+          'light_ambient', 'mat_reflectance')
+
+
+def _sync(stepper: Any, models: list[Any]) -> None:
+    wp = stepper.wp
+    with wp.ScopedDevice(stepper.device):
+        for name in SYNCED:
+            target = getattr(stepper.m, name, None)
+            if target is None or not target.size:
+                continue
+            ref = target.numpy()
+            values = np.stack([np.asarray(getattr(m, name)) for m in models])
+            if ref.shape[0] != len(models):
+                values = values[:1]
+            target.assign(values.astype(ref.dtype).reshape(ref.shape))
+    stepper._torch_images = None
+
+
+def _diff(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
+    d = a.astype(float) - b.astype(float)
+    return float(np.abs(d).mean()), float(d.mean())
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('--seeds', type=int, default=3)
+    parser.add_argument('--size', default='320x180')
+    parser.add_argument('--device', default='cpu')
+    parser.add_argument('--out', required=True)
+    parser.add_argument('--gl-passes', choices=('on', 'off'), default='on')
+    parser.add_argument('--variants', default='base')
+    parser.add_argument('--ablations', default='none,emission,specular,textures,key,fill,'
+                        'room,lights,reflectance')
+    parser.add_argument('--dump', action='store_true', help='save every image set (.npy)')
+    args = parser.parse_args(argv)
+    try:
+        w, h = (int(v) for v in args.size.lower().split('x'))
+    except ValueError:
+        print(f'bench_warp_images: --size: expected WxH, got {args.size!r}', file=sys.stderr)
+        return 2
+    try:
+        from realm_ros.backends.mujoco.warp_sweep import WarpStepper, import_warp
+        import_warp()
+    except Exception as err:  # noqa: BLE001 - one line naming what is missing
+        print(f'bench_warp_images: {err}', file=sys.stderr)
+        return 2
+    from realm_ros.backends.mujoco.render import FrameRenderer
+    from realm_ros.core.sweep import SweepConfig, plan_cells
+    from realm_ros.sweep.warp import _world
+
+    out = pathlib.Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    cells = plan_cells(SweepConfig(tasks=('push_switch',), policies=('scripted:0',),
+                                   episodes_per_cell=args.seeds, max_steps=1,
+                                   worlds=('warp',)), lambda entry: CAMERAS)
+    cells = [dataclasses.replace(c, cameras=CAMERAS) for c in cells]
+    worlds = [_world(c, CAMERAS, (w, h)) for c in cells]
+    for world, cell in zip(worlds, cells):
+        world.reset(cell.spec)
+    models = [wd.model for wd in worlds]
+    originals = {name: [np.array(getattr(m, name)) for m in models] for name in SYNCED}
+    gl_pass = args.gl_passes == 'on'
+
+    def gl_renderers() -> list[Any]:
+        # A fresh context per ablation: mjr_makeContext copies the materials' texture ids.
+        return [FrameRenderer(m, w, h, shadows=gl_pass, reflections=gl_pass) for m in models]
+
+    gls = gl_renderers()
+    report: dict[str, Any] = {'size': [w, h], 'seeds': [c.spec.seed for c in cells],
+                              'gl_passes': args.gl_passes, 'gl_renderer': gls[0].gl_renderer,
+                              'rows': []}
+    panels: list[np.ndarray] = []
+    for variant in args.variants.split(','):
+        t0 = time.perf_counter()
+        stepper = WarpStepper(worlds, cameras=CAMERAS, image_size=(w, h), device=args.device,
+                              shadows=True, render_options=VARIANTS[variant], forward=False,
+                              decals=variant not in ('no_decals', 'before'))
+        t_setup = time.perf_counter() - t0
+        for ablation in args.ablations.split(','):
+            for name in SYNCED:
+                for m, orig in zip(models, originals[name]):
+                    getattr(m, name)[...] = orig
+            edit = _ablate(ablation)
+            if edit is not None:
+                for m in models:
+                    edit(m)
+            _sync(stepper, models)
+            t1 = time.perf_counter()
+            warp_images = [stepper.host_images(i) for i in range(len(worlds))]
+            t_render = time.perf_counter() - t1
+            for g in gls:
+                g.close()
+            gls = gl_renderers()
+            gl_images = [g.render(wd.data, CAMERAS) for g, wd in zip(gls, worlds)]
+            row: dict[str, Any] = {'variant': variant, 'ablation': ablation,
+                                   'setup_s': round(t_setup, 1),
+                                   'render_s': round(t_render, 2)}
+            for cam in CAMERAS:
+                per = [_diff(wi[cam], gi[cam]) for wi, gi in zip(warp_images, gl_images)]
+                row[cam] = round(float(np.mean([p[0] for p in per])), 2)
+                row[cam + '_signed'] = round(float(np.mean([p[1] for p in per])), 2)
+                row[cam + '_per_seed'] = [round(p[0], 2) for p in per]
+            report['rows'].append(row)
+            print(json.dumps({k: v for k, v in row.items() if not k.endswith('_seed')}),
+                  flush=True)
+            if args.dump:
+                np.save(out / f'warp_{variant}_{ablation}.npy', np.stack(
+                    [[wi[c] for c in CAMERAS] for wi in warp_images]))
+                np.save(out / f'gl_{ablation}.npy', np.stack(
+                    [[gi[c] for c in CAMERAS] for gi in gl_images]))
+            if ablation == 'none':
+                strip = []
+                for cam in CAMERAS:
+                    a, b = gl_images[0][cam], warp_images[0][cam]
+                    d = np.clip(np.abs(a.astype(int) - b.astype(int)) * 4, 0, 255)
+                    strip.append(np.concatenate([a, b, d.astype(np.uint8)], axis=1))
+                panels.append(np.concatenate(strip, axis=0))
+                np.save(out / f'warp_{variant}.npy', np.stack(
+                    [[wi[c] for c in CAMERAS] for wi in warp_images]))
+                np.save(out / 'gl.npy', np.stack([[gi[c] for c in CAMERAS] for gi in gl_images]))
+        del stepper
+    for g in gls:
+        g.close()
+    (out / 'images.json').write_text(json.dumps(report, indent=1))
+    try:
+        from PIL import Image
+
+        for variant, panel in zip(args.variants.split(','), panels):
+            Image.fromarray(panel).save(out / f'side_by_side_{variant}.png')
+    except ImportError:
+        print('bench_warp_images: no Pillow: side-by-side PNG not written', file=sys.stderr)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
