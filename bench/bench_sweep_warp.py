@@ -50,7 +50,9 @@ def main() -> int:
                         help="3: the rig's three cameras rendered; 2: the policy's own")
     parser.add_argument('--device', default='', help='Warp device (default: cuda:0 if any)')
     parser.add_argument('--cpu-episodes', type=int, default=4)
-    parser.add_argument('--shadows', action='store_true', help='ray-traced shadows on')
+    parser.add_argument('--no-shadows', dest='shadows', action='store_false',
+                        help="ray-traced shadows off (on by default: on a GPU machine the "
+                             "CPU twin's OpenGL casts the key light's)")
     parser.add_argument('--no-graph', action='store_true',
                         help='launch the physics steps one by one (no CUDA graph)')
     parser.add_argument('--seed', type=int, default=0)

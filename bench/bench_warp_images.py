@@ -77,6 +77,12 @@ def _ablate(name: str) -> Callable[[Any], None] | None:
             m.light_specular[:] = 0
             m.mat_specular[:] = 0
             m.mat_emission[:] = 0
+        elif name == 'flat_headlight_ambient':  # the headlight's ambient alone
+            _ablate('flat')(m)  # type: ignore[misc]
+            m.vis.headlight.diffuse[:] = 0
+        elif name == 'flat_headlight_diffuse':  # the headlight's diffuse alone
+            _ablate('flat')(m)  # type: ignore[misc]
+            m.vis.headlight.ambient[:] = 0
         elif name == 'reflectance':
             m.mat_reflectance[:] = 0
         else:
@@ -112,6 +118,12 @@ def _diff(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('--seeds', type=int, default=3)
+    parser.add_argument('--arm-noise', type=float, default=0.3,
+                        help='rad: each seed moves the arm joints by uniform(-x, x) from the '
+                             'reset pose, so the states differ in more than the panel (0: reset)')
+    parser.add_argument('--skip', type=int, default=0,
+                        help='leave out the first K seeds (held-out states: the mapping was '
+                             'chosen on the first 3)')
     parser.add_argument('--size', default='320x180')
     parser.add_argument('--device', default='cpu')
     parser.add_argument('--out', required=True)
@@ -133,19 +145,31 @@ def main(argv: list[str] | None = None) -> int:
         print(f'bench_warp_images: {err}', file=sys.stderr)
         return 2
     from realm_ros.backends.mujoco.render import FrameRenderer
+    from realm_ros.core.metrics import bootstrap_ci
     from realm_ros.core.sweep import SweepConfig, plan_cells
     from realm_ros.sweep.warp import _world
 
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     cells = plan_cells(SweepConfig(tasks=('push_switch',), policies=('scripted:0',),
-                                   episodes_per_cell=args.seeds, max_steps=1,
+                                   episodes_per_cell=args.skip + args.seeds, max_steps=1,
                                    worlds=('warp',)), lambda entry: CAMERAS)
-    cells = [dataclasses.replace(c, cameras=CAMERAS) for c in cells]
+    cells = [dataclasses.replace(c, cameras=CAMERAS) for c in cells][args.skip:]
     worlds = [_world(c, CAMERAS, (w, h)) for c in cells]
+    import mujoco
+
+    from realm_ros.core import robot
+
     for world, cell in zip(worlds, cells):
         world.reset(cell.spec)
+        rng = np.random.default_rng(cell.spec.seed)
+        q = world.data.qpos[world._arm_qpos]
+        world.data.qpos[world._arm_qpos] = np.clip(
+            q + rng.uniform(-args.arm_noise, args.arm_noise, q.shape),
+            robot.JOINT_LOWER, robot.JOINT_UPPER)
+        mujoco.mj_forward(world.model, world.data)
     models = [wd.model for wd in worlds]
+    headlight = (np.array(models[0].vis.headlight.ambient), np.array(models[0].vis.headlight.diffuse))
     originals = {name: [np.array(getattr(m, name)) for m in models] for name in SYNCED}
     gl_pass = args.gl_passes == 'on'
 
@@ -159,19 +183,24 @@ def main(argv: list[str] | None = None) -> int:
                               'rows': []}
     panels: list[np.ndarray] = []
     for variant in args.variants.split(','):
-        t0 = time.perf_counter()
-        stepper = WarpStepper(worlds, cameras=CAMERAS, image_size=(w, h), device=args.device,
-                              shadows=True, render_options=VARIANTS[variant], forward=False,
-                              decals=variant not in ('no_decals', 'before'))
-        t_setup = time.perf_counter() - t0
         for ablation in args.ablations.split(','):
             for name in SYNCED:
                 for m, orig in zip(models, originals[name]):
                     getattr(m, name)[...] = orig
+            for m in models:
+                m.vis.headlight.ambient[:] = headlight[0]
+                m.vis.headlight.diffuse[:] = headlight[1]
             edit = _ablate(ablation)
             if edit is not None:
                 for m in models:
                     edit(m)
+            # Built per ablation: the headlight is compiled into Warp's render kernel.
+            t0 = time.perf_counter()
+            stepper = WarpStepper(worlds, cameras=CAMERAS, image_size=(w, h),
+                                  device=args.device, shadows=True,
+                                  render_options=VARIANTS[variant], forward=False,
+                                  decals=variant not in ('no_decals', 'before'))
+            t_setup = time.perf_counter() - t0
             _sync(stepper, models)
             t1 = time.perf_counter()
             warp_images = [stepper.host_images(i) for i in range(len(worlds))]
@@ -188,7 +217,10 @@ def main(argv: list[str] | None = None) -> int:
                 row[cam] = round(float(np.mean([p[0] for p in per])), 2)
                 row[cam + '_signed'] = round(float(np.mean([p[1] for p in per])), 2)
                 row[cam + '_per_seed'] = [round(p[0], 2) for p in per]
+                if len(per) > 1:  # 95 % bootstrap interval over the seeds
+                    row[cam + '_ci'] = [round(v, 2) for v in bootstrap_ci([p[0] for p in per])]
             report['rows'].append(row)
+            del stepper
             print(json.dumps({k: v for k, v in row.items() if not k.endswith('_seed')}),
                   flush=True)
             if args.dump:
@@ -206,7 +238,6 @@ def main(argv: list[str] | None = None) -> int:
                 np.save(out / f'warp_{variant}.npy', np.stack(
                     [[wi[c] for c in CAMERAS] for wi in warp_images]))
                 np.save(out / 'gl.npy', np.stack([[gi[c] for c in CAMERAS] for gi in gl_images]))
-        del stepper
     for g in gls:
         g.close()
     (out / 'images.json').write_text(json.dumps(report, indent=1))

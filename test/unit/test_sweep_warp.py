@@ -303,3 +303,67 @@ def test_static_bodies_placed_per_world_sit_where_each_world_has_them():
     for i, world in enumerate(worlds):
         np.testing.assert_allclose(device_xpos[i, geoms], world.data.geom_xpos[geoms],
                                    atol=1e-6)
+
+
+def test_coplanar_decals_are_the_window_and_the_whiteboard():
+    """The room's window and whiteboard lie in their frames' front faces (OpenGL z-fights
+    them, a ray picks one): Warp's copy brings exactly those two out, toward the room, by
+    DECAL_NUDGE; the pure function needs no Warp."""
+    from realm_ros.backends.mujoco.warp_sweep import DECAL_NUDGE, coplanar_decals
+    from realm_ros.sweep.warp import _world
+
+    cell = _cells('scripted:0', 1, 1, cameras=('exterior_1',))[0]
+    world = _world(cell, ('exterior_1',), (64, 36))  # a camera: the model has its room
+    world.reset(cell.spec)
+    m = world.model
+    decals = coplanar_decals(m, world.data)
+    names = sorted(m.material(int(m.geom_matid[g])).name for g in decals)
+    assert names == ['board', 'window']
+    for g, offset in decals.items():
+        assert np.isclose(np.linalg.norm(offset), DECAL_NUDGE)
+        assert m.geom_contype[g] == 0 and m.geom_conaffinity[g] == 0
+        # Toward the room's centre (the frames hang on the walls).
+        assert np.dot(offset[:2], np.array([0.8, 0.0]) - world.data.geom_xpos[g][:2]) > 0
+
+
+#: Mean |Warp - OpenGL| per camera (grey levels) that test_warp_pictures_stay_close_to_opengl
+#: allows: bench_warp_images.py's figures at the test's size and seeds (``--seeds 2 --arm-noise 0
+#: --size 160x90``: 2.36, 5.48, 3.81 with the sweep's mapping; 3.48, 9.00, 9.00 before it) plus
+#: a margin, each under its figure before.
+PICTURE_LIMITS = {'exterior_1': 3.0, 'exterior_2': 6.5, 'wrist': 5.0}
+
+
+@pytest.mark.slow
+@warp_cpu
+def test_warp_pictures_stay_close_to_opengl():
+    """Pictures alone: two push_switch states drawn by Warp's ray tracer (the sweep's mapping:
+    shadows with no light in them, decals out of their frames) and by the CPU twin's OpenGL
+    with its GPU passes (shadows, reflections); the mean difference per camera stays under
+    PICTURE_LIMITS (before the mapping: far above them, docs/performance.md)."""
+    pytest.importorskip('warp')
+    pytest.importorskip('mujoco_warp')
+    from realm_ros.backends.mujoco.render import FrameRenderer
+    from realm_ros.backends.mujoco.warp_sweep import ALL_CAMERAS, WarpStepper
+    from realm_ros.sweep.warp import _world
+
+    size = (160, 90)
+    cells = _cells('scripted:0', 2, 1, cameras=ALL_CAMERAS)
+    worlds = [_world(cell, ALL_CAMERAS, size) for cell in cells]
+    for world, cell in zip(worlds, cells):
+        world.reset(cell.spec)
+    stepper = WarpStepper(worlds, cameras=ALL_CAMERAS, image_size=size, device='cpu',
+                          forward=False)
+    diffs: dict[str, list[float]] = {c: [] for c in ALL_CAMERAS}
+    for i, world in enumerate(worlds):
+        gl = FrameRenderer(world.model, *size, shadows=True, reflections=True)
+        try:
+            opengl = gl.render(world.data, ALL_CAMERAS)
+        finally:
+            gl.close()
+        warp = stepper.host_images(i)
+        for cam in ALL_CAMERAS:
+            diffs[cam].append(float(np.abs(warp[cam].astype(float) - opengl[cam]).mean()))
+    means = {cam: float(np.mean(v)) for cam, v in diffs.items()}
+    print('mean |Warp - OpenGL| per camera:', means)
+    for cam, limit in PICTURE_LIMITS.items():
+        assert means[cam] < limit, (cam, means[cam], limit)
