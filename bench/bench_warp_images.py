@@ -169,7 +169,8 @@ def main(argv: list[str] | None = None) -> int:
             robot.JOINT_LOWER, robot.JOINT_UPPER)
         mujoco.mj_forward(world.model, world.data)
     models = [wd.model for wd in worlds]
-    headlight = (np.array(models[0].vis.headlight.ambient), np.array(models[0].vis.headlight.diffuse))
+    headlight = (np.array(models[0].vis.headlight.ambient),
+                 np.array(models[0].vis.headlight.diffuse))
     originals = {name: [np.array(getattr(m, name)) for m in models] for name in SYNCED}
     gl_pass = args.gl_passes == 'on'
 

@@ -12,8 +12,8 @@ import time
 from typing import Any, Mapping, Sequence
 
 from realm_ros.core import robot
-from realm_ros.core.metrics import bootstrap_ci
 from realm_ros.core.errors import ConfigError
+from realm_ros.core.metrics import bootstrap_ci
 from realm_ros.core.sweep import Cell
 from realm_ros.scorers.learned import wilson_interval
 
