@@ -37,6 +37,10 @@ from benchlib import Recorder  # noqa: E402
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
+def _shadows(option: str) -> bool | str:
+    return {'on': True, 'off': False}.get(option, 'auto')
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument('--task', default='push_switch')
@@ -50,9 +54,9 @@ def main() -> int:
                         help="3: the rig's three cameras rendered; 2: the policy's own")
     parser.add_argument('--device', default='', help='Warp device (default: cuda:0 if any)')
     parser.add_argument('--cpu-episodes', type=int, default=4)
-    parser.add_argument('--no-shadows', dest='shadows', action='store_false',
-                        help="ray-traced shadows off (on by default: on a GPU machine the "
-                             "CPU twin's OpenGL casts the key light's)")
+    parser.add_argument('--shadows', choices=('auto', 'on', 'off'), default='auto',
+                        help="ray-traced shadows of the key light (auto: as the CPU twin's "
+                             'OpenGL on this machine: on with a GPU, off on the CPU device)')
     parser.add_argument('--no-graph', action='store_true',
                         help='launch the physics steps one by one (no CUDA graph)')
     parser.add_argument('--seed', type=int, default=0)
@@ -84,7 +88,7 @@ def main() -> int:
 
     cells = plan_cells(config, cameras_for)
     options = {'batch': max(widths), 'device': device, 'image_size': (width, height),
-               'shadows': args.shadows, 'graph': False if args.no_graph else None}
+               'shadows': _shadows(args.shadows), 'graph': False if args.no_graph else None}
     cams = f'{len(cells[0].cameras)} cameras {width}x{height}'
     first_records: list[dict] = []
     if args.processes > 1:
@@ -132,7 +136,7 @@ def main() -> int:
                    policy_s=timing.get('policy_infer', 0.0) / per,
                    policy_calls=timing.get('policy_calls', 0),
                    transfer_s=timing.get('transfer', 0.0) / per, success=success,
-                   max_steps=args.max_steps, shadows=args.shadows,
+                   max_steps=args.max_steps, shadows=_shadows(args.shadows),
                    note='timing fields: seconds per process (summed over processes / P)')
         rec.figure(f'sweep Warp {args.task} {w} worlds: first run ({args.warmup_steps} steps: '
                    'kernel compile or cache load, render context, graph capture)', compile_s,

@@ -131,6 +131,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--variants', default='base')
     parser.add_argument('--ablations', default='none,emission,specular,textures,key,fill,'
                         'room,lights,reflectance')
+    parser.add_argument('--gl-antialias', type=int, default=0,
+                        help="OpenGL's multisamples (a rig's render.antialias; 0: the default "
+                             "rig's none)")
     parser.add_argument('--dump', action='store_true', help='save every image set (.npy)')
     args = parser.parse_args(argv)
     try:
@@ -173,6 +176,8 @@ def main(argv: list[str] | None = None) -> int:
                  np.array(models[0].vis.headlight.diffuse))
     originals = {name: [np.array(getattr(m, name)) for m in models] for name in SYNCED}
     gl_pass = args.gl_passes == 'on'
+    for m in models:
+        m.vis.quality.offsamples = args.gl_antialias
 
     def gl_renderers() -> list[Any]:
         # A fresh context per ablation: mjr_makeContext copies the materials' texture ids.
@@ -198,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
             # Built per ablation: the headlight is compiled into Warp's render kernel.
             t0 = time.perf_counter()
             stepper = WarpStepper(worlds, cameras=CAMERAS, image_size=(w, h),
-                                  device=args.device, shadows=True,
+                                  device=args.device, shadows=gl_pass,
                                   render_options=VARIANTS[variant], forward=False,
                                   decals=variant not in ('no_decals', 'before'))
             t_setup = time.perf_counter() - t0

@@ -326,6 +326,28 @@ def test_coplanar_decals_are_the_window_and_the_whiteboard():
         assert np.dot(offset[:2], np.array([0.8, 0.0]) - world.data.geom_xpos[g][:2]) > 0
 
 
+def test_twin_render_draws_like_the_twins_opengl_on_this_machine():
+    """Shadows as the rig's 'auto' resolves for OpenGL (on a GPU: Warp on CUDA; off on a
+    software rasteriser: Warp's CPU device), explicit settings kept, no light left in a shadow,
+    and the rig's multisampling as supersampling (none by default)."""
+    import dataclasses
+
+    from realm_ros.backends.mujoco.warp_sweep import twin_render
+    from realm_ros.sweep.warp import _world
+
+    cell = _cells('scripted:0', 1, 1, cameras=('exterior_1',))[0]
+    world = _world(cell, ('exterior_1',), (64, 36))
+    assert world._rig.shadows == 'auto' and world._rig.antialias == 0
+    gpu, cpu = twin_render([world], 'cuda:0'), twin_render([world], 'cpu')
+    assert gpu['use_shadows'] and not cpu['use_shadows']
+    assert gpu['shadow_light_fraction'] == 0.0 and gpu['samples_per_pixel'] == 1
+    assert twin_render([world], 'cpu', shadows=True)['use_shadows']
+    assert not twin_render([world], 'cuda:0', shadows=False)['use_shadows']
+    world._rig = dataclasses.replace(world._rig, shadows=False, antialias=4)
+    assert twin_render([world], 'cuda:0') == {**gpu, 'use_shadows': False,
+                                              'samples_per_pixel': 2}
+
+
 #: Mean |Warp - OpenGL| per camera (grey levels) that test_warp_pictures_stay_close_to_opengl
 #: allows: bench_warp_images.py's figures at the test's size and seeds (``--seeds 2 --arm-noise 0
 #: --size 160x90``: 2.36, 5.48, 3.81 with the sweep's mapping; 3.48, 9.00, 9.00 before it) plus
@@ -351,8 +373,10 @@ def test_warp_pictures_stay_close_to_opengl():
     worlds = [_world(cell, ALL_CAMERAS, size) for cell in cells]
     for world, cell in zip(worlds, cells):
         world.reset(cell.spec)
+    # Shadows on as the CPU twin's OpenGL draws them on a GPU machine (auto: off on Warp's CPU
+    # device, as llvmpipe's OpenGL here).
     stepper = WarpStepper(worlds, cameras=ALL_CAMERAS, image_size=size, device='cpu',
-                          forward=False)
+                          forward=False, shadows=True)
     diffs: dict[str, list[float]] = {c: [] for c in ALL_CAMERAS}
     for i, world in enumerate(worlds):
         gl = FrameRenderer(world.model, *size, shadows=True, reflections=True)

@@ -88,6 +88,22 @@ def coplanar_decals(model: Any, data: Any) -> dict[int, np.ndarray]:
     return {g: v for g, v in out.items() if np.any(v)}
 
 
+def twin_render(worlds: Sequence[MujocoWorld], device: str,
+                shadows: bool | str = 'auto') -> dict[str, Any]:
+    """Return the ``create_render_context`` options that draw like the CPU twin's OpenGL would
+    on this machine (:data:`TWIN_RENDER` and the rig's passes, ``bench_warp_images.py``'s
+    figures in docs/performance.md): ``use_shadows`` as the rig's ``shadows`` (``shadows``
+    overrides it unless ``'auto'``), whose ``'auto'`` draws them on a GPU and not on a software
+    rasteriser, so on when Warp runs on CUDA and off on its CPU device; ``samples_per_pixel``
+    from the rig's multisampling (``antialias`` n -> about sqrt(n) per axis; 0: one sample,
+    since supersampling against OpenGL without multisampling makes the difference larger)."""
+    rig = worlds[0]._rig
+    option = rig.shadows if shadows == 'auto' else shadows
+    on = device.startswith('cuda') if option == 'auto' else bool(option)
+    samples = int(round(float(rig.antialias) ** 0.5)) if rig.antialias else 1
+    return {**TWIN_RENDER, 'use_shadows': on, 'samples_per_pixel': max(samples, 1)}
+
+
 def import_warp() -> tuple[Any, Any]:
     """Return ``(warp, mujoco_warp)`` or raise :class:`BackendUnavailable` naming them."""
     try:
@@ -163,8 +179,9 @@ class WarpStepper:
         image_size: (width, height) of each camera, px.
         device: Warp device (``cuda:0``, ``cpu``; None: :func:`default_device`).
         nconmax, njmax: contacts and constraint rows allocated per world.
-        shadows: the renderer's shadows (the twin's OpenGL key light casts them).
-        render_options: ``create_render_context`` options over :data:`TWIN_RENDER`.
+        shadows: the key light's shadows: True, False or ``'auto'`` (:func:`twin_render`:
+            as the CPU twin's OpenGL on this machine).
+        render_options: ``create_render_context`` options over :func:`twin_render`'s.
         decals: bring coplanar decals out of their frames (:func:`coplanar_decals`).
         forward: run Warp's ``forward`` on the initial state (False: the poses the renderer
             needs come from the host worlds alone, no physics kernels compiled: for
@@ -175,7 +192,7 @@ class WarpStepper:
 
     def __init__(self, worlds: Sequence[MujocoWorld], cameras: Sequence[str] = (),
                  image_size: tuple[int, int] = (320, 180), device: str | None = None,
-                 nconmax: int = 96, njmax: int = 512, shadows: bool = True,
+                 nconmax: int = 96, njmax: int = 512, shadows: bool | str = 'auto',
                  graph: bool | None = None, render_options: dict[str, Any] | None = None,
                  forward: bool = True, decals: bool = True) -> None:
         wp, mjw = import_warp()
@@ -246,7 +263,8 @@ class WarpStepper:
                 mjw.forward(self.m, d)
             self.rc = None
             if self.cameras:
-                options = {**TWIN_RENDER, 'use_shadows': shadows, **(render_options or {})}
+                options = {**twin_render(worlds, self.device, shadows),
+                           **(render_options or {})}
                 self.render_options = options
                 self.rc = mjw.create_render_context(
                     base, nworld=n, cam_res=self.image_size, render_rgb=True,
