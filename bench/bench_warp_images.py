@@ -247,6 +247,18 @@ def main(argv: list[str] | None = None) -> int:
     for g in gls:
         g.close()
     (out / 'images.json').write_text(json.dumps(report, indent=1))
+    from benchlib import Recorder
+
+    rec = Recorder('warp_images')
+    shown = [r for r in report['rows'] if r['ablation'] == 'none']
+    before = next((r for r in shown if r['variant'] == 'before'), None)
+    for row in shown:
+        for cam in CAMERAS:
+            rec.figure(f"warp_images {row['variant']} vs OpenGL ({args.gl_passes}), {cam}, "
+                       f'{w}x{h}, {len(cells)} seeds from {args.skip}: mean abs difference',
+                       row[cam], 'grey levels', baseline=before[cam] if before else None,
+                       baseline_label='before the mapping', ci=row.get(cam + '_ci'),
+                       signed=row[cam + '_signed'])
     try:
         from PIL import Image
 

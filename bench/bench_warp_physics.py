@@ -95,6 +95,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.out:
         pathlib.Path(args.out).write_text(json.dumps(report, indent=1))
     print(f'warp wall {warp_s:.1f} s (compile included)')
+    from benchlib import Recorder
+
+    rec = Recorder('warp_physics')
+    rec.figure(f'warp_physics {policy}, {len(rows)} cells, {args.steps} steps max, '
+               f'{args.device}: max arm-joint difference Warp vs CPU twin', max(
+                   max(r['max_joint_diff_rad_up_to_step'].values()) for r in rows), 'rad')
+    rec.figure(f'warp_physics {policy}, {len(rows)} cells: cells with equal progression',
+               sum(r['warp_progression'] == r['cpu_progression'] for r in rows) / len(rows),
+               'fraction')
     return 0
 
 
