@@ -264,6 +264,19 @@ def main(argv: list[str] | None = None) -> int:
 
         for variant, panel in zip(args.variants.split(','), panels):
             Image.fromarray(panel).save(out / f'side_by_side_{variant}.png')
+        if (out / 'warp_before.npy').exists() and (out / 'warp_twin.npy').exists():
+            # One seed: per camera OpenGL | Warp before | Warp with the mapping | |before -
+            # OpenGL| x4 | |mapping - OpenGL| x4, each tile at half size.
+            gl_all = np.load(out / 'gl.npy')[0]
+            old, new = np.load(out / 'warp_before.npy')[0], np.load(out / 'warp_twin.npy')[0]
+            rows = []
+            for k in range(len(CAMERAS)):
+                diff = [np.clip(np.abs(x[k].astype(int) - gl_all[k].astype(int)) * 4, 0, 255)
+                        .astype(np.uint8) for x in (old, new)]
+                rows.append(np.concatenate([gl_all[k], old[k], new[k], *diff], axis=1))
+            sheet = Image.fromarray(np.concatenate(rows, axis=0))
+            sheet.resize((sheet.width // 2, sheet.height // 2), Image.BILINEAR).save(
+                out / 'before_after.png', optimize=True)
     except ImportError:
         print('bench_warp_images: no Pillow: side-by-side PNG not written', file=sys.stderr)
     return 0
