@@ -391,3 +391,25 @@ def test_warp_pictures_stay_close_to_opengl():
     print('mean |Warp - OpenGL| per camera:', means)
     for cam, limit in PICTURE_LIMITS.items():
         assert means[cam] < limit, (cam, means[cam], limit)
+
+
+@pytest.mark.slow
+@warp_cpu
+def test_a_gpu_sweep_reports_its_cpu_comparison(tmp_path):
+    """`realm-ros sweep --device gpu --compare-cpu N`: summary.json's compare_cpu (with its
+    intervals) and report.html's section come with the sweep, not only compare_cpu.json."""
+    import json
+
+    pytest.importorskip('warp')
+    pytest.importorskip('mujoco_warp')
+    from realm_ros.cli import main
+
+    out = tmp_path / 'out'
+    assert main(['sweep', '--out', str(out), '--tasks', 'push_switch', '--policies',
+                 'scripted:0', '--episodes-per-cell', '2', '--max-steps', '3', '--device',
+                 'gpu', '--gpu-engine', 'warp', '--compare-cpu', '2', '--quiet']) == 0
+    section = json.loads((out / 'summary.json').read_text())['compare_cpu']
+    assert section['cells'] == 2 and 'per_cell' not in section
+    assert section['progression_within_ci'][1] == 1.0
+    assert len(section['mean_abs_progression_diff_ci']) == 2
+    assert 'GPU against the CPU twin' in (out / 'report.html').read_text()

@@ -23,9 +23,11 @@ The model is the twin's own (elliptic cones, the scene's integrator, cylinders a
 friction and armature): MuJoCo Warp 4.0 implements all of them, unlike MJX 3.17
 (``mjx_sweep.py``). What differs from the CPU twin: float32, Warp's solver and collision
 (the same algorithms, not the same floating-point sums), and the pictures (a ray tracer, not
-OpenGL: no reflections, shadows off by default, area resizing on the device). The sweep's
-``--compare-cpu`` and ``bench/bench_sweep_warp.py`` measure what that changes
-(docs/performance.md).
+OpenGL: no reflections, no mipmaps, area resizing on the device). :func:`twin_render` and
+:func:`coplanar_decals` map what can be mapped (the key light's shadows as the twin's OpenGL
+draws them on this machine, decals out of their frames). ``bench/bench_warp_images.py``
+measures the pictures alone, ``bench/bench_warp_physics.py`` the physics alone, and the sweep's
+``--compare-cpu`` and ``bench/bench_sweep_warp.py`` the episodes (docs/performance.md).
 
 Needs ``mujoco-warp`` and ``warp-lang`` (and torch for learned policies); imported only for
 ``--device gpu``.
