@@ -134,6 +134,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--gl-antialias', type=int, default=0,
                         help="OpenGL's multisamples (a rig's render.antialias; 0: the default "
                              "rig's none)")
+    parser.add_argument('--time-renders', type=int, default=0,
+                        help='render each variant K more times and report the median (s)')
     parser.add_argument('--dump', action='store_true', help='save every image set (.npy)')
     args = parser.parse_args(argv)
     try:
@@ -211,6 +213,12 @@ def main(argv: list[str] | None = None) -> int:
             t1 = time.perf_counter()
             warp_images = [stepper.host_images(i) for i in range(len(worlds))]
             t_render = time.perf_counter() - t1
+            repeat_s = []
+            for _ in range(args.time_renders):  # the render alone, compiled, all worlds
+                stepper._torch_images = None
+                t2 = time.perf_counter()
+                stepper.render()
+                repeat_s.append(time.perf_counter() - t2)
             for g in gls:
                 g.close()
             gls = gl_renderers()
@@ -218,6 +226,8 @@ def main(argv: list[str] | None = None) -> int:
             row: dict[str, Any] = {'variant': variant, 'ablation': ablation,
                                    'setup_s': round(t_setup, 1),
                                    'render_s': round(t_render, 2)}
+            if repeat_s:
+                row['render_again_s'] = round(float(np.median(repeat_s)), 3)
             for cam in CAMERAS:
                 per = [_diff(wi[cam], gi[cam]) for wi, gi in zip(warp_images, gl_images)]
                 row[cam] = round(float(np.mean([p[0] for p in per])), 2)
