@@ -57,6 +57,9 @@ def main() -> int:
     parser.add_argument('--shadows', choices=('auto', 'on', 'off'), default='auto',
                         help="ray-traced shadows of the key light (auto: as the CPU twin's "
                              'OpenGL on this machine: on with a GPU, off on the CPU device)')
+    parser.add_argument('--twin-passes', choices=('auto', 'on'), default='auto',
+                        help="the CPU twin's OpenGL shadows and reflections (auto: the rig's, "
+                             'off on a software rasteriser; on: as on a GPU machine)')
     parser.add_argument('--no-graph', action='store_true',
                         help='launch the physics steps one by one (no CUDA graph)')
     parser.add_argument('--seed', type=int, default=0)
@@ -143,7 +146,15 @@ def main() -> int:
                    's', worlds=w, device=device, processes=per)
     if args.cpu_episodes:
         chosen = cells[:min(args.cpu_episodes, widths[0])]
-        cpu = cpu_runner((width, height))
+        rig = ''
+        if args.twin_passes == 'on':
+            import tempfile
+
+            handle, rig = tempfile.mkstemp(suffix='.yaml')
+            os.close(handle)
+            pathlib.Path(rig).write_text(
+                'cameras: {}\nrender: {shadows: true, reflections: true}\n')
+        cpu = cpu_runner((width, height), rig)
         t = time.perf_counter()
         try:
             records_cpu = [cpu.run(cpu_twin(c)) for c in chosen]
@@ -162,11 +173,15 @@ def main() -> int:
                    success=sum(bool(r['success']) for r in records_cpu) / len(records_cpu))
         result = compare(first_records[:len(chosen)], records_cpu)
         rec.figure(f'sweep Warp vs CPU twin {args.task} learned: cells with progression '
-                   f'within {result["tolerance"]["progression"]} ({len(chosen)} cells)',
+                   f'within {result["tolerance"]["progression"]} ({len(chosen)} cells; Warp '
+                   f'shadows {args.shadows}, twin passes {args.twin_passes}, seed {args.seed})',
                    result['progression_within'], 'fraction', goal='>= 0.8',
                    same_success=result['same_success'],
                    mean_abs_progression_diff=result['mean_abs_progression_diff'],
-                   within_tolerance=result['within_tolerance'], per_cell=result['per_cell'])
+                   within_tolerance=result['within_tolerance'], per_cell=result['per_cell'],
+                   ci=result['progression_within_ci'],
+                   gpu_success_rate=result['gpu_success_rate'],
+                   cpu_success_rate=result['cpu_success_rate'])
     return 0
 
 

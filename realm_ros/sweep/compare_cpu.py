@@ -68,8 +68,9 @@ def summary_section(result: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in result.items() if k != 'per_cell'}
 
 
-def cpu_runner(image_size: tuple[int, int] = (320, 180)) -> Any:
-    """The CPU sweep's :class:`CellRunner` with cameras of ``image_size`` (the Warp batch's)."""
+def cpu_runner(image_size: tuple[int, int] = (320, 180), camera_rig_file: str = '') -> Any:
+    """The CPU sweep's :class:`CellRunner` with cameras of ``image_size`` (the Warp batch's);
+    ``camera_rig_file``: the rig (its render passes) the twin's worlds are built with."""
     from realm_ros.sweep.runner import CellRunner
 
     def factory(backend: str, cameras: tuple[str, ...], sim_params_file: str) -> Any:
@@ -79,7 +80,9 @@ def cpu_runner(image_size: tuple[int, int] = (320, 180)) -> Any:
         return make_world(WorldConfig(backend=backend, cameras=cameras,
                                       camera_rate_hz=robot.CONTROL_HZ if cameras else 0.0,
                                       camera_width=image_size[0], camera_height=image_size[1],
-                                      sim_params_file=sim_params_file))
+                                      sim_params_file=sim_params_file,
+                                      **({'camera_rig_file': camera_rig_file}
+                                         if camera_rig_file else {})))
 
     return CellRunner(world_factory=factory)
 
