@@ -81,8 +81,7 @@ def cpu_runner(image_size: tuple[int, int] = (320, 180), camera_rig_file: str = 
                                       camera_rate_hz=robot.CONTROL_HZ if cameras else 0.0,
                                       camera_width=image_size[0], camera_height=image_size[1],
                                       sim_params_file=sim_params_file,
-                                      **({'camera_rig_file': camera_rig_file}
-                                         if camera_rig_file else {})))
+                                      camera_rig_file=camera_rig_file))
 
     return CellRunner(world_factory=factory)
 
