@@ -37,6 +37,10 @@ from benchlib import Recorder  # noqa: E402
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
+def _shadows(option: str) -> bool | str:
+    return {'on': True, 'off': False}.get(option, 'auto')
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument('--task', default='push_switch')
@@ -50,7 +54,12 @@ def main() -> int:
                         help="3: the rig's three cameras rendered; 2: the policy's own")
     parser.add_argument('--device', default='', help='Warp device (default: cuda:0 if any)')
     parser.add_argument('--cpu-episodes', type=int, default=4)
-    parser.add_argument('--shadows', action='store_true', help='ray-traced shadows on')
+    parser.add_argument('--shadows', choices=('auto', 'on', 'off'), default='auto',
+                        help="ray-traced shadows of the key light (auto: as the CPU twin's "
+                             'OpenGL on this machine: on with a GPU, off on the CPU device)')
+    parser.add_argument('--twin-passes', choices=('auto', 'on'), default='auto',
+                        help="the CPU twin's OpenGL shadows and reflections (auto: the rig's, "
+                             'off on a software rasteriser; on: as on a GPU machine)')
     parser.add_argument('--no-graph', action='store_true',
                         help='launch the physics steps one by one (no CUDA graph)')
     parser.add_argument('--seed', type=int, default=0)
@@ -82,7 +91,7 @@ def main() -> int:
 
     cells = plan_cells(config, cameras_for)
     options = {'batch': max(widths), 'device': device, 'image_size': (width, height),
-               'shadows': args.shadows, 'graph': False if args.no_graph else None}
+               'shadows': _shadows(args.shadows), 'graph': False if args.no_graph else None}
     cams = f'{len(cells[0].cameras)} cameras {width}x{height}'
     first_records: list[dict] = []
     if args.processes > 1:
@@ -130,14 +139,22 @@ def main() -> int:
                    policy_s=timing.get('policy_infer', 0.0) / per,
                    policy_calls=timing.get('policy_calls', 0),
                    transfer_s=timing.get('transfer', 0.0) / per, success=success,
-                   max_steps=args.max_steps, shadows=args.shadows,
+                   max_steps=args.max_steps, shadows=_shadows(args.shadows),
                    note='timing fields: seconds per process (summed over processes / P)')
         rec.figure(f'sweep Warp {args.task} {w} worlds: first run ({args.warmup_steps} steps: '
                    'kernel compile or cache load, render context, graph capture)', compile_s,
                    's', worlds=w, device=device, processes=per)
     if args.cpu_episodes:
         chosen = cells[:min(args.cpu_episodes, widths[0])]
-        cpu = cpu_runner((width, height))
+        rig = ''
+        if args.twin_passes == 'on':
+            import tempfile
+
+            handle, rig = tempfile.mkstemp(suffix='.yaml')
+            os.close(handle)
+            pathlib.Path(rig).write_text(
+                'cameras: {}\nrender: {shadows: true, reflections: true}\n')
+        cpu = cpu_runner((width, height), rig)
         t = time.perf_counter()
         try:
             records_cpu = [cpu.run(cpu_twin(c)) for c in chosen]
@@ -156,11 +173,15 @@ def main() -> int:
                    success=sum(bool(r['success']) for r in records_cpu) / len(records_cpu))
         result = compare(first_records[:len(chosen)], records_cpu)
         rec.figure(f'sweep Warp vs CPU twin {args.task} learned: cells with progression '
-                   f'within {result["tolerance"]["progression"]} ({len(chosen)} cells)',
+                   f'within {result["tolerance"]["progression"]} ({len(chosen)} cells; Warp '
+                   f'shadows {args.shadows}, twin passes {args.twin_passes}, seed {args.seed})',
                    result['progression_within'], 'fraction', goal='>= 0.8',
                    same_success=result['same_success'],
                    mean_abs_progression_diff=result['mean_abs_progression_diff'],
-                   within_tolerance=result['within_tolerance'], per_cell=result['per_cell'])
+                   within_tolerance=result['within_tolerance'], per_cell=result['per_cell'],
+                   ci=result['progression_within_ci'],
+                   gpu_success_rate=result['gpu_success_rate'],
+                   cpu_success_rate=result['cpu_success_rate'])
     return 0
 
 

@@ -242,6 +242,15 @@ def make_executor(args: argparse.Namespace, options: dict[str, Any],
     return InProcessExecutor(hook=hook, options=options)
 
 
+def report_meta(config: SweepConfig, cells: Sequence[Cell], run: Any) -> dict[str, str]:
+    """report.html's title and its line on the grid and the executor."""
+    return {'title': 'realm_ros sweep', 'description': (
+        f'{len(config.tasks)} task(s) x {len(config.perturbations)} perturbation(s) '
+        f'x {len(config.intensities)} intensit(ies) x {config.episodes_per_cell} '
+        f'seeds x {len(config.policies)} policies x {len(config.worlds)} world(s) = '
+        f'{len(cells)} cells; executor {run.executor}; max {config.max_steps} steps')}
+
+
 def finish(out: pathlib.Path, config: SweepConfig, cells: Sequence[Cell], run: Any, log: Any,
            quiet: bool = False) -> dict[str, Any]:
     """Write summary.json and report.html for the grid's records; print the table (``quiet``:
@@ -262,11 +271,7 @@ def finish(out: pathlib.Path, config: SweepConfig, cells: Sequence[Cell], run: A
     # What the records were actually run with (each record carries its own made_by).
     summary['made_by'] = provenance.summarize(scored(mine))
     (out / 'summary.json').write_text(json.dumps(summary, indent=2))
-    description = (f'{len(config.tasks)} task(s) x {len(config.perturbations)} perturbation(s) '
-                   f'x {len(config.intensities)} intensit(ies) x {config.episodes_per_cell} '
-                   f'seeds x {len(config.policies)} policies x {len(config.worlds)} world(s) = '
-                   f'{len(cells)} cells; executor {run.executor}; max {config.max_steps} steps')
-    write_sweep_report(out, summary, {'title': 'realm_ros sweep', 'description': description})
+    write_sweep_report(out, summary, report_meta(config, cells, run))
     console.result(format_sweep_table(summary))
     if run.ran and run.wall_s > 0 and not quiet:
         console.line(f'\nthis run: {run.ran} cells in {run.wall_s:.1f} s '
@@ -368,8 +373,13 @@ def run(args: argparse.Namespace) -> int:
         print(describe(decided.decision))
     compare_n = getattr(args, 'compare_cpu', 0)
     if compare_n:
-        from realm_ros.sweep.compare_cpu import compare_with_cpu
-        compare_with_cpu(out, cells, log.records, compare_n)
+        from realm_ros.sweep.compare_cpu import compare_with_cpu, summary_section
+        from realm_ros.sweep.report import write_sweep_report
+        # Part of the GPU sweep's report: summary.json's compare_cpu and report.html's section.
+        summary['compare_cpu'] = summary_section(
+            compare_with_cpu(out, cells, log.records, compare_n))
+        (out / 'summary.json').write_text(json.dumps(summary, indent=2))
+        write_sweep_report(out, summary, report_meta(config, cells, run_info))
     return 0
 
 

@@ -13,7 +13,9 @@ from typing import Any, Mapping, Sequence
 
 from realm_ros.core import robot
 from realm_ros.core.errors import ConfigError
+from realm_ros.core.metrics import bootstrap_ci
 from realm_ros.core.sweep import Cell
+from realm_ros.scorers.learned import wilson_interval
 
 #: ``--compare-cpu``'s tolerance, per cell and over the compared cells. float32 physics and a
 #: different renderer (ray tracing against OpenGL) make a vision policy see slightly different
@@ -38,21 +40,37 @@ def compare(gpu: Sequence[Mapping[str, Any]], cpu: Sequence[Mapping[str, Any]],
     n = len(rows)
     if not n:
         raise ConfigError('compare: no cells')
-    close = sum(abs(r['gpu_progression'] - r['cpu_progression']) <= tolerance['progression']
-                for r in rows) / n
-    same = sum(bool(r['gpu_success']) == bool(r['cpu_success']) for r in rows) / n
+    diffs = [abs(r['gpu_progression'] - r['cpu_progression']) for r in rows]
+    n_close = sum(d <= tolerance['progression'] for d in diffs)
+    n_same = sum(bool(r['gpu_success']) == bool(r['cpu_success']) for r in rows)
+    n_gpu = sum(bool(r['gpu_success']) for r in rows)
+    n_cpu = sum(bool(r['cpu_success']) for r in rows)
+    close, same = n_close / n, n_same / n
     return {'cells': n, 'progression_within': close, 'same_success': same,
-            'mean_abs_progression_diff': sum(abs(r['gpu_progression'] - r['cpu_progression'])
-                                             for r in rows) / n,
-            'gpu_success_rate': sum(bool(r['gpu_success']) for r in rows) / n,
-            'cpu_success_rate': sum(bool(r['cpu_success']) for r in rows) / n,
+            'mean_abs_progression_diff': sum(diffs) / n,
+            'gpu_success_rate': n_gpu / n,
+            'cpu_success_rate': n_cpu / n,
+            # 95 % intervals: Wilson for the fractions of cells, a percentile bootstrap over
+            # the cells for the mean |difference|.
+            'progression_within_ci': wilson_interval(n_close, n),
+            'same_success_ci': wilson_interval(n_same, n),
+            'gpu_success_rate_ci': wilson_interval(n_gpu, n),
+            'cpu_success_rate_ci': wilson_interval(n_cpu, n),
+            'mean_abs_progression_diff_ci': list(bootstrap_ci(diffs)),
             'tolerance': dict(tolerance),
             'within_tolerance': close >= tolerance['cells'] and same >= tolerance['cells'],
             'per_cell': rows}
 
 
-def cpu_runner(image_size: tuple[int, int] = (320, 180)) -> Any:
-    """The CPU sweep's :class:`CellRunner` with cameras of ``image_size`` (the Warp batch's)."""
+def summary_section(result: Mapping[str, Any]) -> dict[str, Any]:
+    """``summary.json``'s ``compare_cpu``: :func:`compare`'s figures and intervals without the
+    per-cell rows (those stay in ``compare_cpu.json``)."""
+    return {k: v for k, v in result.items() if k != 'per_cell'}
+
+
+def cpu_runner(image_size: tuple[int, int] = (320, 180), camera_rig_file: str = '') -> Any:
+    """The CPU sweep's :class:`CellRunner` with cameras of ``image_size`` (the Warp batch's);
+    ``camera_rig_file``: the rig (its render passes) the twin's worlds are built with."""
     from realm_ros.sweep.runner import CellRunner
 
     def factory(backend: str, cameras: tuple[str, ...], sim_params_file: str) -> Any:
@@ -62,7 +80,8 @@ def cpu_runner(image_size: tuple[int, int] = (320, 180)) -> Any:
         return make_world(WorldConfig(backend=backend, cameras=cameras,
                                       camera_rate_hz=robot.CONTROL_HZ if cameras else 0.0,
                                       camera_width=image_size[0], camera_height=image_size[1],
-                                      sim_params_file=sim_params_file))
+                                      sim_params_file=sim_params_file,
+                                      camera_rig_file=camera_rig_file))
 
     return CellRunner(world_factory=factory)
 

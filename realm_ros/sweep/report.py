@@ -79,6 +79,33 @@ def _conditions(summary: Mapping[str, Any], path: pathlib.Path) -> None:
     plt.close(fig)
 
 
+def compare_cpu_html(section: Mapping[str, Any] | None) -> list[str]:
+    """``--compare-cpu``'s part of the report: the GPU cells re-run on the CPU twin, with 95 %
+    intervals (Wilson for the fractions of cells, bootstrap for the mean difference)."""
+    if not section:
+        return []
+    tol = section['tolerance']
+    verdict = 'within' if section['within_tolerance'] else 'OUTSIDE'
+    return [
+        '<h2>GPU against the CPU twin (--compare-cpu)</h2>',
+        f'<p>The first {section["cells"]} GPU cells re-run on the CPU twin (run_episode): '
+        f'{verdict} the tolerance (at least {tol["cells"]:.0%} of the cells with |progression '
+        f'difference| &lt;= {tol["progression"]} and at least {tol["cells"]:.0%} with the same '
+        'success). 95% intervals: Wilson for fractions of cells, bootstrap for the mean.</p>',
+        _table(['figure', 'value', '95% CI'], [
+            [f'cells within {tol["progression"]} progression', section['progression_within'],
+             section['progression_within_ci']],
+            ['cells with the same success', section['same_success'],
+             section['same_success_ci']],
+            ['mean |progression difference|', section['mean_abs_progression_diff'],
+             section['mean_abs_progression_diff_ci']],
+            ['GPU success rate', section['gpu_success_rate'], section['gpu_success_rate_ci']],
+            ['CPU twin success rate', section['cpu_success_rate'],
+             section['cpu_success_rate_ci']],
+        ]),
+    ]
+
+
 def write_sweep_report(out_dir: str | pathlib.Path, summary: Mapping[str, Any],
                        meta: Mapping[str, Any] | None = None) -> pathlib.Path:
     """Write the figures and ``report.html`` into ``out_dir``; return the HTML path.
@@ -119,6 +146,7 @@ def write_sweep_report(out_dir: str | pathlib.Path, summary: Mapping[str, Any],
         parts.append(_table(['worlds'] + [m.column or m.label for m in shown] + ['policies'],
                             [[k] + [m.with_interval(a) for m in shown] + [a['n_policies']]
                              for k, a in summary['agreement'].items()]))
+    parts += compare_cpu_html(summary.get('compare_cpu'))
     for name, section in (summary.get('prediction') or {}).items():
         # The section paired-eval's report shows (one code path): leave-one-policy-out
         # coverage, and each policy run in the later world only, with what to do with it.

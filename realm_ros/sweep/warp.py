@@ -47,7 +47,9 @@ class WarpOptions:
     image_size: tuple[int, int] = (320, 180)
     nconmax: int = 96
     njmax: int = 512
-    shadows: bool = False
+    #: The key light's shadows: True, False or 'auto' (as the CPU twin's OpenGL on this machine:
+    #: ``warp_sweep.twin_render``).
+    shadows: bool | str = 'auto'
     #: Replay each control period as one captured CUDA graph (None: on CUDA devices).
     graph: bool | None = None
 

@@ -127,6 +127,28 @@ def test_compare_counts_cells_within_the_tolerance():
         compare(cpu[:1], cpu[1:2])
 
 
+def test_compare_carries_its_intervals_into_the_sweep_report(tmp_path):
+    """--compare-cpu's figures come with 95 % intervals (Wilson for fractions of cells,
+    bootstrap for the mean difference) and report.html shows them in their own section."""
+    from realm_ros.sweep.compare_cpu import summary_section
+    from realm_ros.sweep.report import compare_cpu_html
+
+    cpu = [_record(f'c{i}', 1.0, True) for i in range(20)]
+    gpu = [_record(f'c{i}', 1.0 if i < 16 else 0.0, i < 16) for i in range(20)]
+    result = compare(gpu, cpu)
+    lo, hi = result['progression_within_ci']
+    assert result['progression_within'] == 0.8 and 0.58 < lo < 0.6 and 0.91 < hi < 0.93
+    assert result['gpu_success_rate_ci'] == result['progression_within_ci']
+    assert result['cpu_success_rate_ci'][0] > 0.83 and result['cpu_success_rate_ci'][1] == 1.0
+    lo, hi = result['mean_abs_progression_diff_ci']
+    assert lo < result['mean_abs_progression_diff'] == 0.2 < hi
+    section = summary_section(result)
+    assert 'per_cell' not in section
+    page = '\n'.join(compare_cpu_html(section))
+    assert '--compare-cpu' in page and 'Wilson' in page and 'within the tolerance' in page
+    assert compare_cpu_html(None) == []
+
+
 def test_device_image_preparation_follows_prepare_image():
     """The device's resize-with-pad (torch, area averaging) gives the host's ``prepare_image``
     (cv2 INTER_AREA) picture: same padding bands exactly, pixels within a few levels."""
@@ -281,3 +303,113 @@ def test_static_bodies_placed_per_world_sit_where_each_world_has_them():
     for i, world in enumerate(worlds):
         np.testing.assert_allclose(device_xpos[i, geoms], world.data.geom_xpos[geoms],
                                    atol=1e-6)
+
+
+def test_coplanar_decals_are_the_window_and_the_whiteboard():
+    """The room's window and whiteboard lie in their frames' front faces (OpenGL z-fights
+    them, a ray picks one): Warp's copy brings exactly those two out, toward the room, by
+    DECAL_NUDGE; the pure function needs no Warp."""
+    from realm_ros.backends.mujoco.warp_sweep import DECAL_NUDGE, coplanar_decals
+    from realm_ros.sweep.warp import _world
+
+    cell = _cells('scripted:0', 1, 1, cameras=('exterior_1',))[0]
+    world = _world(cell, ('exterior_1',), (64, 36))  # a camera: the model has its room
+    world.reset(cell.spec)
+    m = world.model
+    decals = coplanar_decals(m, world.data)
+    names = sorted(m.material(int(m.geom_matid[g])).name for g in decals)
+    assert names == ['board', 'window']
+    for g, offset in decals.items():
+        assert np.isclose(np.linalg.norm(offset), DECAL_NUDGE)
+        assert m.geom_contype[g] == 0 and m.geom_conaffinity[g] == 0
+        # Toward the room's centre (the frames hang on the walls).
+        assert np.dot(offset[:2], np.array([0.8, 0.0]) - world.data.geom_xpos[g][:2]) > 0
+
+
+def test_twin_render_draws_like_the_twins_opengl_on_this_machine():
+    """Shadows as the rig's 'auto' resolves for OpenGL (on a GPU: Warp on CUDA; off on a
+    software rasteriser: Warp's CPU device), explicit settings kept, no light left in a shadow,
+    and the rig's multisampling as supersampling (none by default)."""
+    import dataclasses
+
+    from realm_ros.backends.mujoco.warp_sweep import twin_render
+    from realm_ros.sweep.warp import _world
+
+    cell = _cells('scripted:0', 1, 1, cameras=('exterior_1',))[0]
+    world = _world(cell, ('exterior_1',), (64, 36))
+    assert world._rig.shadows == 'auto' and world._rig.antialias == 0
+    gpu, cpu = twin_render([world], 'cuda:0'), twin_render([world], 'cpu')
+    assert gpu['use_shadows'] and not cpu['use_shadows']
+    assert gpu['shadow_light_fraction'] == 0.0 and gpu['samples_per_pixel'] == 1
+    assert twin_render([world], 'cpu', shadows=True)['use_shadows']
+    assert not twin_render([world], 'cuda:0', shadows=False)['use_shadows']
+    world._rig = dataclasses.replace(world._rig, shadows=False, antialias=4)
+    assert twin_render([world], 'cuda:0') == {**gpu, 'use_shadows': False,
+                                              'samples_per_pixel': 2}
+
+
+#: Mean |Warp - OpenGL| per camera (grey levels) that test_warp_pictures_stay_close_to_opengl
+#: allows: bench_warp_images.py's figures at the test's size and seeds (``--seeds 2 --arm-noise 0
+#: --size 160x90``: 2.36, 5.48, 3.81 with the sweep's mapping; 3.48, 9.00, 9.00 before it) plus
+#: a margin, each under its figure before.
+PICTURE_LIMITS = {'exterior_1': 3.0, 'exterior_2': 6.5, 'wrist': 5.0}
+
+
+@pytest.mark.slow
+@warp_cpu
+def test_warp_pictures_stay_close_to_opengl():
+    """Pictures alone: two push_switch states drawn by Warp's ray tracer (the sweep's mapping:
+    shadows with no light in them, decals out of their frames) and by the CPU twin's OpenGL
+    with its GPU passes (shadows, reflections); the mean difference per camera stays under
+    PICTURE_LIMITS (before the mapping: far above them, docs/performance.md)."""
+    pytest.importorskip('warp')
+    pytest.importorskip('mujoco_warp')
+    from realm_ros.backends.mujoco.render import FrameRenderer
+    from realm_ros.backends.mujoco.warp_sweep import ALL_CAMERAS, WarpStepper
+    from realm_ros.sweep.warp import _world
+
+    size = (160, 90)
+    cells = _cells('scripted:0', 2, 1, cameras=ALL_CAMERAS)
+    worlds = [_world(cell, ALL_CAMERAS, size) for cell in cells]
+    for world, cell in zip(worlds, cells):
+        world.reset(cell.spec)
+    # Shadows on as the CPU twin's OpenGL draws them on a GPU machine (auto: off on Warp's CPU
+    # device, as llvmpipe's OpenGL here).
+    stepper = WarpStepper(worlds, cameras=ALL_CAMERAS, image_size=size, device='cpu',
+                          forward=False, shadows=True)
+    diffs: dict[str, list[float]] = {c: [] for c in ALL_CAMERAS}
+    for i, world in enumerate(worlds):
+        gl = FrameRenderer(world.model, *size, shadows=True, reflections=True)
+        try:
+            opengl = gl.render(world.data, ALL_CAMERAS)
+        finally:
+            gl.close()
+        warp = stepper.host_images(i)
+        for cam in ALL_CAMERAS:
+            diffs[cam].append(float(np.abs(warp[cam].astype(float) - opengl[cam]).mean()))
+    means = {cam: float(np.mean(v)) for cam, v in diffs.items()}
+    print('mean |Warp - OpenGL| per camera:', means)
+    for cam, limit in PICTURE_LIMITS.items():
+        assert means[cam] < limit, (cam, means[cam], limit)
+
+
+@pytest.mark.slow
+@warp_cpu
+def test_a_gpu_sweep_reports_its_cpu_comparison(tmp_path):
+    """`realm-ros sweep --device gpu --compare-cpu N`: summary.json's compare_cpu (with its
+    intervals) and report.html's section come with the sweep, not only compare_cpu.json."""
+    import json
+
+    pytest.importorskip('warp')
+    pytest.importorskip('mujoco_warp')
+    from realm_ros.cli import main
+
+    out = tmp_path / 'out'
+    assert main(['sweep', '--out', str(out), '--tasks', 'push_switch', '--policies',
+                 'scripted:0', '--episodes-per-cell', '2', '--max-steps', '3', '--device',
+                 'gpu', '--gpu-engine', 'warp', '--compare-cpu', '2', '--quiet']) == 0
+    section = json.loads((out / 'summary.json').read_text())['compare_cpu']
+    assert section['cells'] == 2 and 'per_cell' not in section
+    assert section['progression_within_ci'][1] == 1.0
+    assert len(section['mean_abs_progression_diff_ci']) == 2
+    assert 'GPU against the CPU twin' in (out / 'report.html').read_text()

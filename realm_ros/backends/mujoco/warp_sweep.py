@@ -23,9 +23,11 @@ The model is the twin's own (elliptic cones, the scene's integrator, cylinders a
 friction and armature): MuJoCo Warp 4.0 implements all of them, unlike MJX 3.17
 (``mjx_sweep.py``). What differs from the CPU twin: float32, Warp's solver and collision
 (the same algorithms, not the same floating-point sums), and the pictures (a ray tracer, not
-OpenGL: no reflections, shadows off by default, area resizing on the device). The sweep's
-``--compare-cpu`` and ``bench/bench_sweep_warp.py`` measure what that changes
-(docs/performance.md).
+OpenGL: no reflections, no mipmaps, area resizing on the device). :func:`twin_render` and
+:func:`coplanar_decals` map what can be mapped (the key light's shadows as the twin's OpenGL
+draws them on this machine, decals out of their frames). ``bench/bench_warp_images.py``
+measures the pictures alone, ``bench/bench_warp_physics.py`` the physics alone, and the sweep's
+``--compare-cpu`` and ``bench/bench_sweep_warp.py`` the episodes (docs/performance.md).
 
 Needs ``mujoco-warp`` and ``warp-lang`` (and torch for learned policies); imported only for
 ``--device gpu``.
@@ -45,6 +47,63 @@ from realm_ros.core.errors import BackendUnavailable, ConfigError, Infrastructur
 
 #: The cameras of a three-camera sweep (the DROID rig's), in the renderer's order.
 ALL_CAMERAS = ('exterior_1', 'exterior_2', 'wrist')
+
+
+#: ``create_render_context`` options of the sweep's cameras (measured against the CPU twin's
+#: OpenGL by ``bench/bench_warp_images.py``; docs/performance.md).
+#: ``shadow_light_fraction`` 0: a point in the key light's shadow gets none of its light, as in
+#: MuJoCo's OpenGL shadow pass (Warp's default 0.3 leaves it 30 %).
+TWIN_RENDER: dict[str, Any] = {'shadow_light_fraction': 0.0}
+
+#: How far (m) :func:`coplanar_decals` brings a decal out of the face it lies in.
+DECAL_NUDGE = 5e-4
+
+
+def coplanar_decals(model: Any, data: Any) -> dict[int, np.ndarray]:
+    """Return ``{geom: world offset}`` for the visual boxes of the world body whose face lies
+    in the plane of a larger box's face in the same direction, inside it (the room's window in
+    its frame, the whiteboard in its frame): OpenGL's depth test draws such coplanar faces as
+    z-fighting, mostly the smaller box (the window bright in the CPU twin's pictures), while a
+    ray tracer picks one of them for every ray (Warp: the frame, a grey window in exterior_2).
+    Each such box is brought out by :data:`DECAL_NUDGE` along its face's normal, in Warp's copy
+    only (``WarpStepper``): no collision geom moves (``contype == conaffinity == 0`` only)."""
+    boxes = [g for g in range(model.ngeom)
+             if model.geom_type[g] == 6 and model.geom_bodyid[g] == 0
+             and model.geom_contype[g] == 0 and model.geom_conaffinity[g] == 0]
+    out: dict[int, np.ndarray] = {}
+    for a in boxes:
+        for b in boxes:
+            if a == b or not np.allclose(data.geom_xmat[a], data.geom_xmat[b], atol=1e-9):
+                continue
+            rot = data.geom_xmat[b].reshape(3, 3)
+            rel = rot.T @ (data.geom_xpos[a] - data.geom_xpos[b])
+            sa, sb = model.geom_size[a], model.geom_size[b]
+            if not np.all(sa <= sb) or np.all(sa == sb):
+                continue
+            k = int(np.argmin(sa))  # a decal is thin along its face's normal
+            others = [j for j in range(3) if j != k]
+            if not np.all(np.abs(rel[others]) + sa[others] <= sb[others] + 1e-9):
+                continue
+            for sign in (-1.0, 1.0):
+                if abs(rel[k] + sign * sa[k] - sign * sb[k]) < 1e-7:
+                    out[a] = out.get(a, np.zeros(3)) + sign * DECAL_NUDGE * rot[:, k]
+    return {g: v for g, v in out.items() if np.any(v)}
+
+
+def twin_render(worlds: Sequence[MujocoWorld], device: str,
+                shadows: bool | str = 'auto') -> dict[str, Any]:
+    """Return the ``create_render_context`` options that draw like the CPU twin's OpenGL would
+    on this machine (:data:`TWIN_RENDER` and the rig's passes, ``bench_warp_images.py``'s
+    figures in docs/performance.md): ``use_shadows`` as the rig's ``shadows`` (``shadows``
+    overrides it unless ``'auto'``), whose ``'auto'`` draws them on a GPU and not on a software
+    rasteriser, so on when Warp runs on CUDA and off on its CPU device; ``samples_per_pixel``
+    from the rig's multisampling (``antialias`` n -> about sqrt(n) per axis; 0: one sample,
+    since supersampling against OpenGL without multisampling makes the difference larger)."""
+    rig = worlds[0]._rig
+    option = rig.shadows if shadows == 'auto' else shadows
+    on = device.startswith('cuda') if option == 'auto' else bool(option)
+    samples = int(round(float(rig.antialias) ** 0.5)) if rig.antialias else 1
+    return {**TWIN_RENDER, 'use_shadows': on, 'samples_per_pixel': max(samples, 1)}
 
 
 def import_warp() -> tuple[Any, Any]:
@@ -122,15 +181,22 @@ class WarpStepper:
         image_size: (width, height) of each camera, px.
         device: Warp device (``cuda:0``, ``cpu``; None: :func:`default_device`).
         nconmax, njmax: contacts and constraint rows allocated per world.
-        shadows: the renderer's shadows (the twin's OpenGL key light casts them).
+        shadows: the key light's shadows: True, False or ``'auto'`` (:func:`twin_render`:
+            as the CPU twin's OpenGL on this machine).
+        render_options: ``create_render_context`` options over :func:`twin_render`'s.
+        decals: bring coplanar decals out of their frames (:func:`coplanar_decals`).
+        forward: run Warp's ``forward`` on the initial state (False: the poses the renderer
+            needs come from the host worlds alone, no physics kernels compiled: for
+            pictures-only comparisons, ``bench/bench_warp_images.py``).
     """
 
     name = 'warp'
 
     def __init__(self, worlds: Sequence[MujocoWorld], cameras: Sequence[str] = (),
                  image_size: tuple[int, int] = (320, 180), device: str | None = None,
-                 nconmax: int = 96, njmax: int = 512, shadows: bool = False,
-                 graph: bool | None = None) -> None:
+                 nconmax: int = 96, njmax: int = 512, shadows: bool | str = 'auto',
+                 graph: bool | None = None, render_options: dict[str, Any] | None = None,
+                 forward: bool = True, decals: bool = True) -> None:
         wp, mjw = import_warp()
         self.wp, self.mjw = wp, mjw
         if len({structure_key(w) for w in worlds}) != 1:
@@ -172,10 +238,16 @@ class WarpStepper:
             # world 0 has it (on the H200 the learned policy then reached for world 0's panel
             # and ended within 0.25 progression of its CPU episode in 1 of 16 cells). Each
             # world's own poses, from its host mj_forward:
-            for name in ('geom_xpos', 'geom_xmat', 'xpos', 'xquat', 'xmat', 'xipos', 'ximat'):
+            for name in ('geom_xpos', 'geom_xmat', 'xpos', 'xquat', 'xmat', 'xipos', 'ximat',
+                         'cam_xpos', 'cam_xmat', 'light_xpos', 'light_xdir'):
+                if not getattr(d, name).size:
+                    continue
                 values = np.stack([getattr(w.data, name) for w in worlds]).astype(dtype)
                 if name.endswith('mat'):  # MuJoCo's (n, 9) rows -> Warp's mat33
                     values = values.reshape(n, -1, 3, 3)
+                if name == 'geom_xpos' and decals:
+                    for g, offset in coplanar_decals(base, worlds[0].data).items():
+                        values[:, g] += offset
                 getattr(d, name).assign(values)
             s = self.substeps
             self._ctrl = wp.zeros((s, n, base.nu), dtype=float)
@@ -189,12 +261,16 @@ class WarpStepper:
             self._base, self._nconmax = base, nconmax
             # Derived quantities of the initial state (body poses for the first render), as
             # MujocoWorld.reset's mj_forward gives the CPU twin.
-            mjw.forward(self.m, d)
+            if forward:
+                mjw.forward(self.m, d)
             self.rc = None
             if self.cameras:
+                options = {**twin_render(worlds, self.device, shadows),
+                           **(render_options or {})}
+                self.render_options = options
                 self.rc = mjw.create_render_context(
                     base, nworld=n, cam_res=self.image_size, render_rgb=True,
-                    render_depth=False, cam_active=list(self.cameras), use_shadows=shadows)
+                    render_depth=False, cam_active=list(self.cameras), **options)
                 adr = self.rc.rgb_adr.numpy()
                 self._rgb_adr = [int(adr[i]) for i in range(len(self.cameras))]
             wp.synchronize()

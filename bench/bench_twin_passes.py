@@ -1,0 +1,75 @@
+"""The learned policy on the CPU twin with each OpenGL pass on or off: does its score move?
+
+Runs the sweep's learned cells (push_switch, Default, the sweep's seeds of ``--seed``) with
+``run_episode`` on the CPU twin (the CPU sweep's worker, three cameras), once per rig render
+setting: ``auto`` (the rig's default: off on a software rasteriser such as llvmpipe), both
+passes on, shadows alone, reflections alone; prints successes and progressions per setting.
+
+    MUJOCO_GL=egl python3 bench/bench_twin_passes.py --cells 16 --seed 1
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import pathlib
+import sys
+import tempfile
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+from benchlib import Recorder  # noqa: E402
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+SETTINGS = {'auto': '', 'both': '{shadows: true, reflections: true}',
+            'shadows': '{shadows: true, reflections: false}',
+            'reflections': '{shadows: false, reflections: true}'}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('--cells', type=int, default=16)
+    parser.add_argument('--seed', type=int, default=1)
+    parser.add_argument('--max-steps', type=int, default=150)
+    parser.add_argument('--policy', default=str(ROOT / 'checkpoints/learned/final.pt'))
+    parser.add_argument('--settings', default='auto,both,shadows,reflections')
+    args = parser.parse_args()
+    os.environ.setdefault('MUJOCO_GL', 'egl')
+    from realm_ros.core.sweep import SweepConfig, plan_cells
+    from realm_ros.sweep.compare_cpu import cpu_runner, cpu_twin
+
+    cameras = ('exterior_1', 'exterior_2', 'wrist')
+    config = SweepConfig(tasks=('push_switch',), policies=(f'learned:path={args.policy}',),
+                         perturbations=('Default',), episodes_per_cell=args.cells,
+                         max_steps=args.max_steps, seed=args.seed, worlds=('warp',),
+                         cameras=True)
+    cells = [dataclasses.replace(c, cameras=cameras)
+             for c in plan_cells(config, lambda entry: cameras)]
+    rec = Recorder('twin_passes')
+    for setting in args.settings.split(','):
+        if setting not in SETTINGS:
+            print(f'bench_twin_passes: --settings: unknown {setting!r}', file=sys.stderr)
+            return 2
+        rig = ''
+        if SETTINGS[setting]:
+            handle, rig = tempfile.mkstemp(suffix='.yaml')
+            os.close(handle)
+            pathlib.Path(rig).write_text(f'cameras: {{}}\nrender: {SETTINGS[setting]}\n')
+        runner = cpu_runner((320, 180), rig)
+        try:
+            records = [runner.run(cpu_twin(c)) for c in cells]
+        finally:
+            runner.close()
+        wins = sum(bool(r['success']) for r in records)
+        progressions = [round(r['progression'], 2) for r in records]
+        print(json.dumps({'setting': setting, 'successes': wins, 'cells': len(records),
+                          'progressions': progressions}), flush=True)
+        rec.figure(f'twin_passes learned on the CPU twin, render {setting}, {len(records)} '
+                   f'cells of seed {args.seed}: successes', wins / len(records), 'fraction',
+                   progressions=progressions)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
