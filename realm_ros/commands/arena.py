@@ -13,6 +13,7 @@ import json
 import pathlib
 import sys
 
+from realm_ros.commands import non_negative_int, port, positive_int
 from realm_ros.core.errors import ConfigError
 from realm_ros.core.preferences import TIE_MODELS
 
@@ -39,15 +40,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                            help='judge the videos of this world only')
     serve.add_argument('--host', default='127.0.0.1',
                        help='address to listen on (127.0.0.1: this machine only)')
-    serve.add_argument('--port', type=int, default=8765, help='port (0 = any free port)')
-    serve.add_argument('--seed', type=int, default=None,
+    serve.add_argument('--port', type=port, default=8765, help='port (0 = any free port)')
+    serve.add_argument('--seed', type=non_negative_int, default=None,
                        help='seed of the pair order and sides (default: random)')
     rank.add_argument('--ties', choices=TIE_MODELS, default='drop',
                       help='drop (RobotArena-infinity: MLE on non-ties), half (a tie is half a '
                            "win each) or davidson (Davidson's tie model)")
-    rank.add_argument('--bootstrap', type=int, default=1000,
+    rank.add_argument('--bootstrap', type=positive_int, default=1000,
                       help='bootstrap resamples of the judgments for the intervals')
-    rank.add_argument('--seed', type=int, default=0, help='bootstrap seed')
+    rank.add_argument('--seed', type=non_negative_int, default=0, help='bootstrap seed')
     rank.add_argument('--json', action='store_true', help='print the section as JSON')
     rank.add_argument('--no-write', action='store_true',
                       help='do not touch summary.json or the report')

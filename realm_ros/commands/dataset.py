@@ -30,7 +30,11 @@ import numpy as np
 from realm_ros.commands import (
     add_list_argument,
     add_quiet_flag,
+    appearance_flag,
+    non_negative_float,
+    non_negative_int,
     out_folder,
+    positive_int,
     require_non_negative,
     require_positive,
     task_names,
@@ -92,13 +96,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--format', default='v3.0', choices=('v3.0', 'v2.1'),
                         help='LeRobot layout: v3.0 (lerobot >= 0.4) or v2.1 (lerobot <= 0.3)')
     add_list_argument(parser, '--tasks', 'REALM tasks (default push_switch)', 'TASK')
-    parser.add_argument('--episodes', type=int, default=40,
+    parser.add_argument('--episodes', type=positive_int, default=40,
                         help='episodes attempted per task')
-    parser.add_argument('--seed-offset', type=int, default=1000,
+    parser.add_argument('--seed-offset', type=non_negative_int, default=1000,
                         help='first seed (evaluation seeds are 0..N; keep these apart)')
-    parser.add_argument('--noise', type=float, default=0.03,
+    parser.add_argument('--noise', type=non_negative_float, default=0.03,
                         help='largest std of the noise on executed joint targets, rad')
-    parser.add_argument('--max-steps', type=int, default=200, help='control steps per episode')
+    parser.add_argument('--max-steps', type=positive_int, default=200,
+                        help='control steps per episode')
     parser.add_argument('--cameras', default=','.join(DEFAULT_CAMERAS),
                         help='comma-separated cameras to record')
     parser.add_argument('--image-size', default='320x180',
@@ -162,6 +167,7 @@ def run(args: argparse.Namespace) -> int:
     place = demo_world(args.world)
     place.check(args.demonstrator, args.noise, args.appearance, args.dynamics)
     appearance, dynamics = resolve_hidden(place, args.appearance, args.dynamics)
+    appearance = appearance_flag(appearance, place.backend, '--world')  # read before any episode
     site = DemoSite(cameras, width, height, appearance, dynamics)
     try:
         demonstrator_args = json.loads(args.demonstrator_args or '{}')
