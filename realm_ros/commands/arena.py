@@ -13,7 +13,7 @@ import json
 import pathlib
 import sys
 
-from realm_ros.commands import non_negative_int, port, positive_int
+from realm_ros.commands import non_negative_int, port
 from realm_ros.core.errors import ConfigError
 from realm_ros.core.preferences import TIE_MODELS
 
@@ -46,7 +46,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     rank.add_argument('--ties', choices=TIE_MODELS, default='drop',
                       help='drop (RobotArena-infinity: MLE on non-ties), half (a tie is half a '
                            "win each) or davidson (Davidson's tie model)")
-    rank.add_argument('--bootstrap', type=positive_int, default=1000,
+    rank.add_argument('--bootstrap', type=non_negative_int, default=1000,
                       help='bootstrap resamples of the judgments for the intervals')
     rank.add_argument('--seed', type=non_negative_int, default=0, help='bootstrap seed')
     rank.add_argument('--json', action='store_true', help='print the section as JSON')

@@ -91,7 +91,7 @@ def test_metrics_power_reads_a_pilot_run(tmp_path):
 
 
 @pytest.mark.parametrize('args, message', [
-    (['--power', '0.4'], '--power must be a probability'),
+    (['--power', '0.4'], '--power: must be a probability'),
     (['--power', '0.9', '/no/such/run'], 'does not exist'),
 ])
 def test_metrics_power_bad_input(tmp_path, args, message):
