@@ -115,6 +115,25 @@ def rig_flag(path: str, flag: str = '--rig') -> str:
     return resolved
 
 
+def path_arg(text: str) -> pathlib.Path:
+    """The argparse ``type=`` of a path flag: '' is refused (``pathlib`` reads it as ``.``, so
+    an ``--out ""`` would write a run's files into the current folder)."""
+    if not str(text).strip():  # str(): a caller in process may pass a Path
+        raise argparse.ArgumentTypeError('an empty path; name a file or folder')
+    return pathlib.Path(text)
+
+
+def out_file(path: str, option: str) -> pathlib.Path | None:
+    """Return output file ``path`` (None when not given, ''); ConfigError naming ``option``
+    if it is a folder, before anything runs (the file would be written at the end)."""
+    if not path:
+        return None
+    resolved = pathlib.Path(path).expanduser()
+    if resolved.is_dir():
+        raise ConfigError(f'{option}: {path} is a folder; name the file to write')
+    return resolved
+
+
 class _Names(argparse.Action):
     """Collect names given as separate arguments, split at commas, over repeated flags."""
 

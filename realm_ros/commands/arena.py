@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import pathlib
 import sys
 
-from realm_ros.commands import non_negative_int, port
+from realm_ros.commands import non_negative_int, path_arg, port
 from realm_ros.core.errors import ConfigError
 from realm_ros.core.preferences import TIE_MODELS
 
@@ -31,9 +30,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                       'rubric ranking; write it into summary.json and the '
                                       'report.')
     for child in (serve, rank):
-        child.add_argument('run_dirs', nargs='+', type=pathlib.Path, metavar='RUN_DIR',
+        child.add_argument('run_dirs', nargs='+', type=path_arg, metavar='RUN_DIR',
                            help='paired-eval output folders (episodes.jsonl, videos/)')
-        child.add_argument('--db', type=pathlib.Path, default=None,
+        child.add_argument('--db', type=path_arg, default=None,
                            help='SQLite file of the judgments (default RUN_DIR/arena.sqlite of '
                                 'the first folder)')
         child.add_argument('--world', choices=tuple(WORLDS), default='all',

@@ -25,11 +25,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import pathlib
 
 from realm_ros.commands import (
     appearance_flag,
     non_negative_int,
+    path_arg,
     positive_float,
     positive_int,
     rig_flag,
@@ -51,7 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     record.add_argument('--appearance', default='',
                         help='digital real: hidden appearance YAML (config/appearance/'
                              'lab_demo.yaml format; "" = the twin\'s look)')
-    record.add_argument('--out', required=True, type=pathlib.Path, help='bag folder to write')
+    record.add_argument('--out', required=True, type=path_arg, help='bag folder to write')
     record.add_argument('--rig', default='', help='the nominal camera rig YAML ("" = DROID)')
     record.add_argument('--image-size', default='640x360',
                         help='image size WxH, px (640x360 and 36 poses: 80 of 80 cameras '
@@ -65,31 +65,31 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help='franka: the table is cleared (skip the confirmation prompt)')
     calibrate = sub.add_parser('calibrate', help="fit each exterior camera's pose and "
                                'vertical FOV, and the wrist mount, to a recording')
-    calibrate.add_argument('bag', type=pathlib.Path, help='a `cameras record` bag')
-    calibrate.add_argument('--out', required=True, type=pathlib.Path, help='rig YAML to write')
+    calibrate.add_argument('bag', type=path_arg, help='a `cameras record` bag')
+    calibrate.add_argument('--out', required=True, type=path_arg, help='rig YAML to write')
     calibrate.add_argument('--rig', default='', help='the rig to start from ("" = DROID)')
     calibrate.add_argument('--seed', type=non_negative_int, default=0, help='CMA-ES seed')
     calibrate.add_argument('--no-wrist', action='store_true',
                            help="keep the rig's wrist mount (do not fit it)")
     match = sub.add_parser('match', help='clean plates and colour transforms for the '
                            'visually matched twin')
-    match.add_argument('bag', type=pathlib.Path, help='a `cameras record` bag')
-    match.add_argument('--out', required=True, type=pathlib.Path, help='folder to write')
+    match.add_argument('bag', type=path_arg, help='a `cameras record` bag')
+    match.add_argument('--out', required=True, type=path_arg, help='folder to write')
     match.add_argument('--rig', default='',
                        help='the calibrated rig (`cameras calibrate`); "" = calibrate now')
     rebuild = sub.add_parser('rebuild', help="rebuild the lab's static scene on the twin's "
                              'geometry (textures, key light, robot paint): a look for every '
                              'camera, the wrist included')
-    rebuild.add_argument('bag', type=pathlib.Path, help='a `cameras record` bag')
+    rebuild.add_argument('bag', type=path_arg, help='a `cameras record` bag')
     rebuild.add_argument('--rig', default='',
                          help='the rig `cameras calibrate` fitted to this bag (required)')
-    rebuild.add_argument('--out', required=True, type=pathlib.Path, help='folder to write')
+    rebuild.add_argument('--out', required=True, type=path_arg, help='folder to write')
 
 
 def _sheet_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--task', default='', choices=['', *sorted(tasks.TASKS)],
                         help='one REALM task (default: all ten)')
-    parser.add_argument('--out', type=pathlib.Path, help='output folder (the contact sheet)')
+    parser.add_argument('--out', type=path_arg, help='output folder (the contact sheet)')
     parser.add_argument('--rig', default='',
                         help='camera rig YAML (config/cameras/droid.yaml format; "" = DROID)')
     parser.add_argument('--appearance', default='',

@@ -34,6 +34,7 @@ from realm_ros.commands import (
     non_negative_float,
     non_negative_int,
     out_folder,
+    path_arg,
     positive_int,
     require_non_negative,
     require_positive,
@@ -91,7 +92,7 @@ def _interrupt(signum: int, frame: object) -> None:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Output folder, tasks, episodes, noise, cameras, image size."""
-    parser.add_argument('--out', required=True, type=pathlib.Path,
+    parser.add_argument('--out', required=True, type=path_arg,
                         help='dataset folder; an existing one is resumed')
     parser.add_argument('--format', default='v3.0', choices=('v3.0', 'v2.1'),
                         help='LeRobot layout: v3.0 (lerobot >= 0.4) or v2.1 (lerobot <= 0.3)')
@@ -110,7 +111,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help='rendered image size WxH, px (DROID stores 320x180)')
     parser.add_argument('--keep-failures', action='store_true',
                         help='also keep episodes the expert failed (noise can make it fail)')
-    parser.add_argument('--from-run', type=pathlib.Path, default=None, metavar='RUN_DIR',
+    parser.add_argument('--from-run', type=path_arg, default=None, metavar='RUN_DIR',
                         help='export the recorded episodes of a `paired-eval --record` run '
                              'instead (bags and cameras; io/episode_bags.py)')
     parser.add_argument('--run-world', default='real', choices=('real', 'twin'),

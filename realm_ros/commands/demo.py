@@ -38,6 +38,7 @@ from realm_ros.commands import (
     appearance_flag,
     decided_probability_or_off,
     non_negative_int,
+    path_arg,
     positive_float,
     positive_int,
 )
@@ -47,7 +48,7 @@ from realm_ros.core.errors import ConfigError, RealmError
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare the demo's knobs (defaults finish in about ten minutes on 2 cores)."""
-    parser.add_argument('--out', type=pathlib.Path, default=pathlib.Path('demo_out'),
+    parser.add_argument('--out', type=path_arg, default=pathlib.Path('demo_out'),
                         help='output folder (resumable)')
     parser.add_argument('--tasks', nargs='+', default=None,
                         help='tasks (default: pick_spoon put_green_block_in_bowl open_drawer; '

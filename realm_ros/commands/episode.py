@@ -10,11 +10,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import pathlib
 
 from realm_ros.commands import (
     appearance_flag,
     non_negative_int,
+    out_file,
     positive_int,
     require_non_negative,
     require_positive,
@@ -96,7 +96,8 @@ def run(args: argparse.Namespace) -> int:
     require_positive('--max-steps', args.max_steps)
     require_non_negative('--execute-horizon', args.execute_horizon)
     width, height = parse_image_size(args.image_size)
-    video = pathlib.Path(args.video) if args.video else None
+    video = out_file(args.video, '--video')
+    actions_file = out_file(args.record_actions, '--record-actions')
     files = {'camera_rig_file': rig_flag(args.camera_rig, '--camera-rig'),
              'sim_params_file': given_path(args.sim_params, '--sim-params'),
              'visual_match_dir': given_path(args.visual_match, '--visual-match', folder=True),
@@ -144,9 +145,9 @@ def run(args: argparse.Namespace) -> int:
         import imageio.v2 as imageio
         video.parent.mkdir(parents=True, exist_ok=True)
         imageio.mimwrite(str(video), frames, fps=15, macro_block_size=1)
-    if args.record_actions:
+    if actions_file is not None:
         import numpy as np
-        np.save(args.record_actions, np.asarray(executed))
+        np.save(actions_file, np.asarray(executed))
     if args.json:
         print(json.dumps(result.to_record()))
         return 0

@@ -21,6 +21,7 @@ from realm_ros.commands import (
     decided_probability_or_off,
     non_negative_int,
     out_folder,
+    path_arg,
     policy_specs,
     positive_int,
     stopping,
@@ -37,10 +38,10 @@ if TYPE_CHECKING:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare the CLI; every flag overrides the config file's field of the same name."""
-    parser.add_argument('--out', required=True, type=pathlib.Path,
+    parser.add_argument('--out', required=True, type=path_arg,
                         help='output folder (episodes.jsonl, summary.json, report.html); '
                              'an existing one is resumed')
-    parser.add_argument('--config', type=pathlib.Path, default=None,
+    parser.add_argument('--config', type=path_arg, default=None,
                         help='evaluation YAML (default: config/paired_eval.yaml)')
     parser.add_argument('--real', choices=backends.REAL, default=None,
                         type=lambda name: renamed(name, '--real'),
@@ -96,7 +97,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              'times the fixed plan)')
     parser.add_argument('--allocation', choices=('adaptive', 'uniform'), default=None,
                         help='with --until-decided: adaptive (default), or uniform round-robin')
-    parser.add_argument('--reuse-real', type=pathlib.Path, default=None, metavar='DIR',
+    parser.add_argument('--reuse-real', type=path_arg, default=None, metavar='DIR',
                         help='take the real episodes of the same specs from an earlier run '
                              '(re-evaluating a re-identified twin re-runs only the sim side)')
     parser.add_argument('--monitor', action='store_true', help='also run monitor_node')

@@ -16,7 +16,7 @@ import pathlib
 import textwrap
 from typing import Any
 
-from realm_ros.commands import non_negative_int, unit_interval
+from realm_ros.commands import non_negative_int, path_arg, unit_interval
 from realm_ros.core import tasks
 from realm_ros.core.config import CAMERA_NAMES
 
@@ -25,7 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare task, output folder, seed, intensity, camera and image size."""
     parser.add_argument('--task', required=True, choices=sorted(tasks.TASKS),
                         help='REALM task name')
-    parser.add_argument('--out', required=True, type=pathlib.Path, help='output folder')
+    parser.add_argument('--out', required=True, type=path_arg, help='output folder')
     parser.add_argument('--seed', type=non_negative_int, default=0,
                         help='episode seed (default 0)')
     parser.add_argument('--intensity', type=unit_interval, default=1.0,

@@ -32,6 +32,7 @@ from realm_ros.commands import (
     decided_probability,
     non_negative_int,
     out_folder,
+    path_arg,
     policy_specs,
     positive_int,
     require_positive,
@@ -61,7 +62,7 @@ GPU_ENGINES = ('auto', 'mjx', 'warp')
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The grid (paired-eval's names), the worlds, the executor."""
-    parser.add_argument('--out', required=True, type=pathlib.Path,
+    parser.add_argument('--out', required=True, type=path_arg,
                         help='output folder (episodes.jsonl, summary.json, report.html, '
                              'sweep_events.jsonl); an existing one is resumed')
     add_list_argument(parser, '--tasks', 'task names (default pick_spoon)', 'TASK')

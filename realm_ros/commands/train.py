@@ -19,7 +19,7 @@ import pathlib
 import sys
 from typing import Any
 
-from realm_ros.commands import non_negative_int, positive_float, positive_int
+from realm_ros.commands import non_negative_int, path_arg, positive_float, positive_int
 from realm_ros.core.errors import ConfigError
 from realm_ros.policies.training import (  # noqa: F401 - parse_stages: the old home's name
     AUGMENTATIONS,
@@ -32,9 +32,9 @@ from realm_ros.policies.training import (  # noqa: F401 - parse_stages: the old 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Datasets, output, stages, batch, device."""
-    parser.add_argument('--data', required=True, nargs='+', type=pathlib.Path,
+    parser.add_argument('--data', required=True, nargs='+', type=path_arg,
                         help='LeRobot dataset folder(s) (realm-ros dataset)')
-    parser.add_argument('--out', required=True, type=pathlib.Path,
+    parser.add_argument('--out', required=True, type=path_arg,
                         help='folder for the checkpoints and train_log.jsonl')
     parser.add_argument('--stages', default='early=300,middle=1500,final=6000',
                         help='checkpoint name=step pairs; the largest step ends training')

@@ -316,3 +316,34 @@ def test_file_flags_are_read_and_blamed_by_their_flag(tmp_path, capsys, argv, me
     line = message.format(tmp=tmp_path)
     assert line in err and err.count('\n') == 1 and 'camera_rig_file' not in err, err
     assert not (tmp_path / 'o').exists()  # refused before anything ran
+
+
+@pytest.mark.parametrize('argv, message', [
+    # '' is not "the current folder": pathlib would read it as '.', and a run would write there.
+    (['paired-eval', '--out', '', '--tasks', 'push_switch'], 'argument --out: an empty path'),
+    (['sweep', '--out', ''], 'argument --out: an empty path'),
+    (['metrics', ''], 'argument csv: an empty path'),
+    (['train', '--data', '', '--out', '{tmp}/o'], 'argument --data: an empty path'),
+    (['arena', 'rank', ''], 'argument RUN_DIR: an empty path'),
+])
+def test_an_empty_path_is_refused_when_parsed(tmp_path, capsys, monkeypatch, argv, message):
+    from realm_ros.cli import main
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as stop:
+        main([a.format(tmp=tmp_path) for a in argv])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and message in err and err.count('\n') == 1, err
+    assert not list(tmp_path.iterdir())  # nothing written where it was run
+
+
+@pytest.mark.parametrize('flag', ['--video', '--record-actions'])
+def test_an_output_file_that_is_a_folder_is_refused_before_the_episode(tmp_path, capsys, flag):
+    from realm_ros.cli import main
+    # Before: --video FOLDER ran the episode, then died in imageio with a traceback;
+    # --record-actions FOLDER wrote FOLDER.npy beside it.
+    assert main(['episode', '--task', 'push_switch', '--max-steps', '2', flag,
+                 str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert f'{flag}: {tmp_path} is a folder; name the file to write' in err
+    assert err.count('\n') == 1 and not list(tmp_path.iterdir())
+    assert not tmp_path.with_suffix('.npy').exists()
