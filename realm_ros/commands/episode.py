@@ -78,7 +78,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              'docs/visual-matching.md)')
     parser.add_argument('--appearance', default='', metavar='FILE',
                         help='digital_real: its hidden appearance YAML (config/appearance/'
-                             'lab_demo.yaml format)')
+                             'lab_demo.yaml format; refused on a backend that never reads it)')
     parser.add_argument('--json', action='store_true', help='print the result record as JSON')
     parser.add_argument('--record-actions', default='',
                         help='write the executed actions (N, 8) to this .npy (replay policy)')
