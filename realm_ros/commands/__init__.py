@@ -134,6 +134,39 @@ def out_file(path: str, option: str) -> pathlib.Path | None:
     return resolved
 
 
+def sim_params_flag(path: str, flag: str = '--sim-params') -> str:
+    """Return ``flag``'s identified-parameters file resolved and read, as the twin reads it
+    (friction, armature, damping, ``latency_s``); not given ('') stays ''.
+
+    Raises:
+        ConfigError: one line naming ``flag`` and the file (missing, bad YAML, a bad field).
+    """
+    from realm_ros.core.config import DynamicsParams, configured_latency
+    return _read_file_flag(path, flag, lambda p: (DynamicsParams.from_yaml(p),
+                                                  configured_latency(p)))
+
+
+def dynamics_flag(path: str, flag: str = '--dynamics') -> str:
+    """Return ``flag``'s digital-real hidden dynamics file resolved and read; not given ('')
+    stays ''. ConfigError naming ``flag`` and the file otherwise."""
+    from realm_ros.core.config import DigitalRealDynamics
+    return _read_file_flag(path, flag, DigitalRealDynamics.from_yaml)
+
+
+def _read_file_flag(path: str, flag: str, read: Callable[[str], Any]) -> str:
+    if not path:
+        return path
+    from realm_ros.core.config import given_path
+    resolved = given_path(path, flag)
+    try:
+        read(resolved)
+    except ConfigError as err:
+        text = str(err)
+        where = '' if resolved in text or path in text else f'{path}: '
+        raise ConfigError(f'{flag}: {where}{text}') from None
+    return resolved
+
+
 class _Names(argparse.Action):
     """Collect names given as separate arguments, split at commas, over repeated flags."""
 

@@ -31,6 +31,7 @@ from realm_ros.commands import (
     add_list_argument,
     add_quiet_flag,
     appearance_flag,
+    dynamics_flag,
     non_negative_float,
     non_negative_int,
     out_folder,
@@ -169,6 +170,7 @@ def run(args: argparse.Namespace) -> int:
     place.check(args.demonstrator, args.noise, args.appearance, args.dynamics)
     appearance, dynamics = resolve_hidden(place, args.appearance, args.dynamics)
     appearance = appearance_flag(appearance, place.backend, '--world')  # read before any episode
+    dynamics = dynamics_flag(dynamics)
     site = DemoSite(cameras, width, height, appearance, dynamics)
     try:
         demonstrator_args = json.loads(args.demonstrator_args or '{}')

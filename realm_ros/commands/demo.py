@@ -37,10 +37,12 @@ from realm_ros.commands import (
     add_quiet_flag,
     appearance_flag,
     decided_probability_or_off,
+    dynamics_flag,
     non_negative_int,
     path_arg,
     positive_float,
     positive_int,
+    sim_params_flag,
 )
 from realm_ros.core.config import given_path
 from realm_ros.core.errors import ConfigError, RealmError
@@ -268,7 +270,7 @@ def _vision_inputs(args: argparse.Namespace, out: pathlib.Path, columns: list[st
     need_rebuild = bool({'rebuilt', 'rebuilt_sysid'} & asked)
     rig = given_path(args.rig, '--rig')
     match = given_path(args.visual_match, '--visual-match', folder=True)
-    params = given_path(args.sim_params, '--sim-params')
+    params = sim_params_flag(args.sim_params)
     calib = out / 'calibration'
     bag, done = calib / 'bag', calib / 'bag.done'
     recording = {**_check_calibration(args), 'seed': args.seed,
@@ -352,7 +354,7 @@ def run_vision(args: argparse.Namespace) -> int:
     appearance, _ = resolve_hidden(WORLDS['digital_real'],
                                    vision_demo.look_file(args.appearance, out), '')
     appearance = appearance_flag(appearance, 'digital_real')  # read before any episode
-    dynamics = given_path(args.real_dynamics, '--real-dynamics') if args.real_dynamics else str(
+    dynamics = dynamics_flag(args.real_dynamics, '--real-dynamics') if args.real_dynamics else str(
         pathlib.Path(__file__).resolve().parents[1] / 'data' / 'digital_real_dynamics.yaml')
     # The vision ladder trained on the digital real, whose success depends on its pictures
     # (docs/learned-policy.md, section 5): rungs spread over its range, and the

@@ -19,6 +19,7 @@ from realm_ros.commands import (
     require_non_negative,
     require_positive,
     rig_flag,
+    sim_params_flag,
     unit_interval,
 )
 from realm_ros.core import backends, robot, tasks
@@ -99,10 +100,14 @@ def run(args: argparse.Namespace) -> int:
     video = out_file(args.video, '--video')
     actions_file = out_file(args.record_actions, '--record-actions')
     files = {'camera_rig_file': rig_flag(args.camera_rig, '--camera-rig'),
-             'sim_params_file': given_path(args.sim_params, '--sim-params'),
+             'sim_params_file': sim_params_flag(args.sim_params),
              'visual_match_dir': given_path(args.visual_match, '--visual-match', folder=True),
              'appearance_file': appearance_flag(args.appearance, args.backend)}
-    extra = PolicyNodeConfig(policy=args.policy, policy_args=args.policy_args).extra_kwargs()
+    if args.visual_match and not backends.get(args.backend).looks:
+        raise ConfigError(f'--visual-match dresses the MuJoCo twin; --backend {args.backend} '
+                          'never reads it: drop the flag')
+    with flags_named(PolicyNodeConfig, {'policy_args': '--policy-args', 'policy': '--policy'}):
+        extra = PolicyNodeConfig(policy=args.policy, policy_args=args.policy_args).extra_kwargs()
     common = {'skill': args.skill, 'seed': 0}
     if args.execute_horizon:
         common['execute'] = args.execute_horizon

@@ -36,12 +36,13 @@ from realm_ros.commands import (
     policy_specs,
     positive_int,
     require_positive,
+    sim_params_flag,
     stopping,
     task_names,
     unit_interval,
 )
 from realm_ros.core import backends, perturbations, provenance
-from realm_ros.core.config import CAMERA_NAMES, given_path
+from realm_ros.core.config import CAMERA_NAMES
 from realm_ros.core.errors import ConfigError, InfrastructureError, RealmError
 from realm_ros.core.evaluation import PolicyEntry, scored
 from realm_ros.core.sweep import (
@@ -212,7 +213,7 @@ def build_config(args: argparse.Namespace) -> SweepConfig:
                               'match)')
         match = str(match_dir)
         worlds = tuple(dict.fromkeys((*worlds, 'matched')))
-    sim_params = given_path(args.sim_params, '--sim-params')
+    sim_params = sim_params_flag(args.sim_params)
     return SweepConfig(tasks=tuple(task_names(args.tasks, ['pick_spoon'])),
                        policies=tuple(policies),
                        perturbations=tuple(codes), intensities=tuple(args.intensity),

@@ -497,8 +497,9 @@ def flags_named(cls: type, flags: Mapping[str, str]) -> Iterator[None]:
         for name, flag in flags.items():
             found = re.search(rf"(?:\b{cls.__name__}\.{name}|field '{name}'|^{name}(?=:))\b:?\s*",
                               text)
-            if found:
-                raise ConfigError(f'{flag}: {text[found.end():]}') from None
+            if found:  # '--x: must be ...', '--x: unknown ...'; '--x is not valid JSON'
+                sep = ' ' if text[found.end():].startswith('is ') else ': '
+                raise ConfigError(f'{flag}{sep}{text[found.end():]}') from None
         raise
 
 

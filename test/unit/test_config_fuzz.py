@@ -347,3 +347,29 @@ def test_an_output_file_that_is_a_folder_is_refused_before_the_episode(tmp_path,
     assert f'{flag}: {tmp_path} is a folder; name the file to write' in err
     assert err.count('\n') == 1 and not list(tmp_path.iterdir())
     assert not tmp_path.with_suffix('.npy').exists()
+
+
+@pytest.mark.parametrize('argv, message', [
+    # Identified parameters and hidden dynamics are read before the run, blamed on the flag.
+    (['episode', '--task', 'push_switch', '--sim-params', '{tmp}/short.yaml'],
+     '--sim-params: {tmp}/short.yaml: DynamicsParams.friction must have 7 values, got 2'),
+    (['sweep', '--out', '{tmp}/o', '--sim-params', '{tmp}/short.yaml'],
+     '--sim-params: {tmp}/short.yaml: DynamicsParams.friction must have 7 values'),
+    (['paired-eval', '--out', '{tmp}/o', '--real-dynamics', '{tmp}/short.yaml'],
+     '--real-dynamics: {tmp}/short.yaml: DigitalRealDynamics.friction must have 7 values'),
+    (['dataset', '--out', '{tmp}/o', '--world', 'digital_real', '--dynamics',
+      '{tmp}/short.yaml'], '--dynamics: {tmp}/short.yaml: DigitalRealDynamics.friction'),
+    # Another flag that would do nothing where it was given, and a field named for its flag.
+    (['episode', '--task', 'push_switch', '--backend', 'digital_real', '--visual-match',
+      '{tmp}'], '--visual-match dresses the MuJoCo twin; --backend digital_real never reads'),
+    (['episode', '--task', 'push_switch', '--policy-args', '{{bad'],
+     '--policy-args is not valid JSON'),
+])
+def test_parameter_files_and_policy_args_are_blamed_on_their_flag(tmp_path, capsys, argv,
+                                                                  message):
+    from realm_ros.cli import main
+    (tmp_path / 'short.yaml').write_text('friction: [1, 2]\n')
+    assert main([a.format(tmp=tmp_path) for a in argv]) == 2
+    err = capsys.readouterr().err
+    assert message.format(tmp=tmp_path) in err and err.count('\n') == 1, err
+    assert 'PolicyNodeConfig' not in err and not (tmp_path / 'o').exists()
