@@ -137,7 +137,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "the uncertainty of the first world's ranking; stop when every "
                              'adjacent pair of policies is ordered with probability P or at '
                              '--budget (docs/deciding-rankings.md)')
-    parser.add_argument('--budget', type=positive_int, default=None,
+    parser.add_argument('--budget', type=non_negative_int, default=None,
                         help='with --until-decided: at most this many episodes of the ranked '
                              'world (default: four times the grid)')
     parser.add_argument('--allocation', choices=('adaptive', 'uniform'), default='adaptive',

@@ -129,5 +129,5 @@ def test_sweep_until_decided_spends_episodes_where_they_decide_and_resumes(tmp_p
     assert json.loads((out / 'summary.json').read_text())['until_decided']['order'] == \
         decided['order']
     bad = _realm('sweep', '--out', str(tmp_path / 'bad'), '--until-decided', '1.5', '--quiet')
-    assert bad.returncode == 2 and 'until_decided' in bad.stderr and 'Traceback' not in \
+    assert bad.returncode == 2 and '--until-decided' in bad.stderr and 'Traceback' not in \
         bad.stderr
