@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import pathlib
 import sys
 
+from realm_ros.commands import non_negative_int, path_arg, port
 from realm_ros.core.errors import ConfigError
 from realm_ros.core.preferences import TIE_MODELS
 
@@ -30,24 +30,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                       'rubric ranking; write it into summary.json and the '
                                       'report.')
     for child in (serve, rank):
-        child.add_argument('run_dirs', nargs='+', type=pathlib.Path, metavar='RUN_DIR',
+        child.add_argument('run_dirs', nargs='+', type=path_arg, metavar='RUN_DIR',
                            help='paired-eval output folders (episodes.jsonl, videos/)')
-        child.add_argument('--db', type=pathlib.Path, default=None,
+        child.add_argument('--db', type=path_arg, default=None,
                            help='SQLite file of the judgments (default RUN_DIR/arena.sqlite of '
                                 'the first folder)')
         child.add_argument('--world', choices=tuple(WORLDS), default='all',
                            help='judge the videos of this world only')
     serve.add_argument('--host', default='127.0.0.1',
                        help='address to listen on (127.0.0.1: this machine only)')
-    serve.add_argument('--port', type=int, default=8765, help='port (0 = any free port)')
-    serve.add_argument('--seed', type=int, default=None,
+    serve.add_argument('--port', type=port, default=8765, help='port (0 = any free port)')
+    serve.add_argument('--seed', type=non_negative_int, default=None,
                        help='seed of the pair order and sides (default: random)')
     rank.add_argument('--ties', choices=TIE_MODELS, default='drop',
                       help='drop (RobotArena-infinity: MLE on non-ties), half (a tie is half a '
                            "win each) or davidson (Davidson's tie model)")
-    rank.add_argument('--bootstrap', type=int, default=1000,
+    rank.add_argument('--bootstrap', type=non_negative_int, default=1000,
                       help='bootstrap resamples of the judgments for the intervals')
-    rank.add_argument('--seed', type=int, default=0, help='bootstrap seed')
+    rank.add_argument('--seed', type=non_negative_int, default=0, help='bootstrap seed')
     rank.add_argument('--json', action='store_true', help='print the section as JSON')
     rank.add_argument('--no-write', action='store_true',
                       help='do not touch summary.json or the report')

@@ -10,8 +10,8 @@ left alone. Neither needs ROS.
 from __future__ import annotations
 
 import argparse
-import pathlib
 
+from realm_ros.commands import path_arg
 from realm_ros.core.errors import DataError
 
 
@@ -21,7 +21,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     for name, text in (('check', 'list bags that rosbags cannot open (exit 1 if any)'),
                        ('repair', 'make bags cut short by a crash readable again')):
         child = sub.add_parser(name, help=text, description=text)
-        child.add_argument('paths', nargs='+', type=pathlib.Path,
+        child.add_argument('paths', nargs='+', type=path_arg,
                            help='bag directories, or directories of bags')
 
 

@@ -25,8 +25,15 @@ from __future__ import annotations
 
 import argparse
 import os
-import pathlib
 
+from realm_ros.commands import (
+    appearance_flag,
+    non_negative_int,
+    path_arg,
+    positive_float,
+    positive_int,
+    rig_flag,
+)
 from realm_ros.core import backends, tasks
 from realm_ros.core.config import CAMERA_NAMES
 from realm_ros.core.errors import ConfigError
@@ -44,45 +51,45 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     record.add_argument('--appearance', default='',
                         help='digital real: hidden appearance YAML (config/appearance/'
                              'lab_demo.yaml format; "" = the twin\'s look)')
-    record.add_argument('--out', required=True, type=pathlib.Path, help='bag folder to write')
+    record.add_argument('--out', required=True, type=path_arg, help='bag folder to write')
     record.add_argument('--rig', default='', help='the nominal camera rig YAML ("" = DROID)')
     record.add_argument('--image-size', default='640x360',
                         help='image size WxH, px (640x360 and 36 poses: 80 of 80 cameras '
                              'within 1 cm, 0.5 deg, 1 deg of FOV over 40 hidden offsets; '
                              'docs/visual-matching.md)')
-    record.add_argument('--poses', type=int, default=36,
+    record.add_argument('--poses', type=positive_int, default=36,
                         help='arm poses to visit (24: 39 of 40 cameras within the bounds)')
-    record.add_argument('--seed', type=int, default=0, help='seed of the poses')
+    record.add_argument('--seed', type=non_negative_int, default=0, help='seed of the poses')
     record.add_argument('--namespace', default='/real', help="franka: the world's namespace")
     record.add_argument('--yes', action='store_true',
                         help='franka: the table is cleared (skip the confirmation prompt)')
     calibrate = sub.add_parser('calibrate', help="fit each exterior camera's pose and "
                                'vertical FOV, and the wrist mount, to a recording')
-    calibrate.add_argument('bag', type=pathlib.Path, help='a `cameras record` bag')
-    calibrate.add_argument('--out', required=True, type=pathlib.Path, help='rig YAML to write')
+    calibrate.add_argument('bag', type=path_arg, help='a `cameras record` bag')
+    calibrate.add_argument('--out', required=True, type=path_arg, help='rig YAML to write')
     calibrate.add_argument('--rig', default='', help='the rig to start from ("" = DROID)')
-    calibrate.add_argument('--seed', type=int, default=0, help='CMA-ES seed')
+    calibrate.add_argument('--seed', type=non_negative_int, default=0, help='CMA-ES seed')
     calibrate.add_argument('--no-wrist', action='store_true',
                            help="keep the rig's wrist mount (do not fit it)")
     match = sub.add_parser('match', help='clean plates and colour transforms for the '
                            'visually matched twin')
-    match.add_argument('bag', type=pathlib.Path, help='a `cameras record` bag')
-    match.add_argument('--out', required=True, type=pathlib.Path, help='folder to write')
+    match.add_argument('bag', type=path_arg, help='a `cameras record` bag')
+    match.add_argument('--out', required=True, type=path_arg, help='folder to write')
     match.add_argument('--rig', default='',
                        help='the calibrated rig (`cameras calibrate`); "" = calibrate now')
     rebuild = sub.add_parser('rebuild', help="rebuild the lab's static scene on the twin's "
                              'geometry (textures, key light, robot paint): a look for every '
                              'camera, the wrist included')
-    rebuild.add_argument('bag', type=pathlib.Path, help='a `cameras record` bag')
+    rebuild.add_argument('bag', type=path_arg, help='a `cameras record` bag')
     rebuild.add_argument('--rig', default='',
                          help='the rig `cameras calibrate` fitted to this bag (required)')
-    rebuild.add_argument('--out', required=True, type=pathlib.Path, help='folder to write')
+    rebuild.add_argument('--out', required=True, type=path_arg, help='folder to write')
 
 
 def _sheet_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--task', default='', choices=['', *sorted(tasks.TASKS)],
                         help='one REALM task (default: all ten)')
-    parser.add_argument('--out', type=pathlib.Path, help='output folder (the contact sheet)')
+    parser.add_argument('--out', type=path_arg, help='output folder (the contact sheet)')
     parser.add_argument('--rig', default='',
                         help='camera rig YAML (config/cameras/droid.yaml format; "" = DROID)')
     parser.add_argument('--appearance', default='',
@@ -90,8 +97,9 @@ def _sheet_arguments(parser: argparse.ArgumentParser) -> None:
                              'twin (real | twin per camera)')
     parser.add_argument('--image-size', default='320x180',
                         help='rendered image size WxH, px (DROID stores 320x180)')
-    parser.add_argument('--seed', type=int, default=0, help='episode seed (object placement)')
-    parser.add_argument('--scale', type=float, default=1.0,
+    parser.add_argument('--seed', type=non_negative_int, default=0,
+                        help='episode seed (object placement)')
+    parser.add_argument('--scale', type=positive_float, default=1.0,
                         help='scale of the contact sheet (0.5 = half size; the per-camera PNGs '
                              'keep the rendered size)')
 
@@ -134,15 +142,16 @@ def sheet(args: argparse.Namespace) -> int:
         raise ConfigError(f'--scale must be in [0.05, 4], got {args.scale}')
     width, height = parse_image_size(args.image_size)
     names = [args.task] if args.task else list(tasks.TASKS)
+    appearance = appearance_flag(args.appearance, 'digital_real')  # read before any rendering
+    rig = rig_flag(args.rig)
     args.out.mkdir(parents=True, exist_ok=True)
     config = WorldConfig(task=names[0], cameras=CAMERA_NAMES, camera_width=width,
-                         camera_height=height, camera_rig_file=args.rig)
+                         camera_height=height, camera_rig_file=rig)
     worlds = [('', MujocoWorld(config))]
     if args.appearance:
         from realm_ros.backends.digital_real import DigitalRealWorld
         real = dataclasses.replace(config, backend='digital_real',
-                                   appearance_file=str(pathlib.Path(args.appearance)
-                                                       .expanduser().resolve()))
+                                   appearance_file=appearance)
         worlds.insert(0, ('real', DigitalRealWorld(real)))
     rows = []
     try:

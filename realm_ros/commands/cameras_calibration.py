@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from realm_ros.commands import appearance_flag, rig_flag
 from realm_ros.core import backends
 from realm_ros.core.config import CAMERA_NAMES
 from realm_ros.core.errors import ConfigError
@@ -26,10 +27,6 @@ SETTLE_S = 0.5
 CLEAR_TABLE = ('Recording for camera calibration: the arm will move through both exterior '
                "cameras' views, within 12 cm of the table top at the lowest. Clear the table "
                '(no objects, no people in reach) and keep the e-stop in hand.')
-
-
-def _abspath(path: str) -> str:
-    return str(pathlib.Path(path).expanduser().resolve()) if path else ''
 
 
 def record_world(world: Any, out: pathlib.Path, poses: np.ndarray,
@@ -101,8 +98,8 @@ def record(args: argparse.Namespace) -> int:
     else:
         config = WorldConfig(backend=args.backend, task='', cameras=CAMERA_NAMES,
                              camera_width=width, camera_height=height,
-                             camera_rig_file=_abspath(args.rig),
-                             appearance_file=_abspath(args.appearance))
+                             camera_rig_file=rig_flag(args.rig),
+                             appearance_file=appearance_flag(args.appearance, args.backend))
     world = make_world(config)
     try:
         frames = record_world(world, args.out, poses, calibration.gripper_for,
@@ -118,11 +115,11 @@ def calibrate(args: argparse.Namespace) -> int:
     """``cameras calibrate BAG --out rig.yaml``: fit, write, print residuals, save overlays."""
     from realm_ros.backends.mujoco import calibration, camera_rig
 
+    rig = camera_rig.load_rig(rig_flag(args.rig))  # the flags' files first, then the data
     recording = load_recording(args.bag)
     warning = small_recording(recording.size, len(recording.q))
     if warning:
         print(warning, file=sys.stderr)
-    rig = camera_rig.load_rig(_abspath(args.rig))
     result = calibration.calibrate(recording, rig, seed=args.seed, wrist=not args.no_wrist)
     wrist = ('the wrist mount fitted' if result.wrist_kept else
              'the wrist as given' + (' (its fit was not kept)' if result.wrist else ''))
@@ -144,7 +141,7 @@ def calibrate(args: argparse.Namespace) -> int:
               f'it is kept within {calibration.WRIST_ACCEPT_PX:.1f} px and '
               f'{calibration.WRIST_MIN_GAIN_PX:.1f} px better); the rig keeps its wrist entry')
     folder = args.out.parent / f'{args.out.stem}_check'
-    paths = overlays(recording, _abspath(args.rig), str(args.out.resolve()), folder)
+    paths = overlays(recording, rig_flag(args.rig), str(args.out.resolve()), folder)
     print(f'rig: {args.out}; overlays and before/after sheet: {", ".join(map(str, paths))}')
     return 0
 
@@ -207,7 +204,7 @@ def match(args: argparse.Namespace) -> int:
     from realm_ros.backends.mujoco import calibration, camera_rig, matching
 
     recording = load_recording(args.bag)
-    rig_file = _abspath(args.rig)
+    rig_file = rig_flag(args.rig)
     if not rig_file:
         args.out.mkdir(parents=True, exist_ok=True)
         result = calibration.calibrate(recording, camera_rig.load_rig(''))
@@ -233,7 +230,7 @@ def rebuild(args: argparse.Namespace) -> int:
     if not pathlib.Path(args.rig).expanduser().is_file():
         raise ConfigError(f'cameras rebuild: --rig {args.rig} is not a file')
     recording = load_recording(args.bag)
-    content = rebuilt.build_rebuild(recording, _abspath(args.rig), args.out,
+    content = rebuilt.build_rebuild(recording, rig_flag(args.rig), args.out,
                                     log=lambda line: print(line, file=sys.stderr))
     for name, entry in content['surfaces'].items():
         unseen = entry['unseen_fraction']

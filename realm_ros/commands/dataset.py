@@ -30,7 +30,13 @@ import numpy as np
 from realm_ros.commands import (
     add_list_argument,
     add_quiet_flag,
+    appearance_flag,
+    dynamics_flag,
+    non_negative_float,
+    non_negative_int,
     out_folder,
+    path_arg,
+    positive_int,
     require_non_negative,
     require_positive,
     task_names,
@@ -87,25 +93,26 @@ def _interrupt(signum: int, frame: object) -> None:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Output folder, tasks, episodes, noise, cameras, image size."""
-    parser.add_argument('--out', required=True, type=pathlib.Path,
+    parser.add_argument('--out', required=True, type=path_arg,
                         help='dataset folder; an existing one is resumed')
     parser.add_argument('--format', default='v3.0', choices=('v3.0', 'v2.1'),
                         help='LeRobot layout: v3.0 (lerobot >= 0.4) or v2.1 (lerobot <= 0.3)')
     add_list_argument(parser, '--tasks', 'REALM tasks (default push_switch)', 'TASK')
-    parser.add_argument('--episodes', type=int, default=40,
+    parser.add_argument('--episodes', type=positive_int, default=40,
                         help='episodes attempted per task')
-    parser.add_argument('--seed-offset', type=int, default=1000,
+    parser.add_argument('--seed-offset', type=non_negative_int, default=1000,
                         help='first seed (evaluation seeds are 0..N; keep these apart)')
-    parser.add_argument('--noise', type=float, default=0.03,
+    parser.add_argument('--noise', type=non_negative_float, default=0.03,
                         help='largest std of the noise on executed joint targets, rad')
-    parser.add_argument('--max-steps', type=int, default=200, help='control steps per episode')
+    parser.add_argument('--max-steps', type=positive_int, default=200,
+                        help='control steps per episode')
     parser.add_argument('--cameras', default=','.join(DEFAULT_CAMERAS),
                         help='comma-separated cameras to record')
     parser.add_argument('--image-size', default='320x180',
                         help='rendered image size WxH, px (DROID stores 320x180)')
     parser.add_argument('--keep-failures', action='store_true',
                         help='also keep episodes the expert failed (noise can make it fail)')
-    parser.add_argument('--from-run', type=pathlib.Path, default=None, metavar='RUN_DIR',
+    parser.add_argument('--from-run', type=path_arg, default=None, metavar='RUN_DIR',
                         help='export the recorded episodes of a `paired-eval --record` run '
                              'instead (bags and cameras; io/episode_bags.py)')
     parser.add_argument('--run-world', default='real', choices=('real', 'twin'),
@@ -162,6 +169,8 @@ def run(args: argparse.Namespace) -> int:
     place = demo_world(args.world)
     place.check(args.demonstrator, args.noise, args.appearance, args.dynamics)
     appearance, dynamics = resolve_hidden(place, args.appearance, args.dynamics)
+    appearance = appearance_flag(appearance, place.backend, '--world')  # read before any episode
+    dynamics = dynamics_flag(dynamics)
     site = DemoSite(cameras, width, height, appearance, dynamics)
     try:
         demonstrator_args = json.loads(args.demonstrator_args or '{}')

@@ -33,26 +33,36 @@ import subprocess
 import sys
 import time
 
-from realm_ros.commands import add_quiet_flag
+from realm_ros.commands import (
+    add_quiet_flag,
+    appearance_flag,
+    decided_probability_or_off,
+    dynamics_flag,
+    non_negative_int,
+    path_arg,
+    positive_float,
+    positive_int,
+    sim_params_flag,
+)
 from realm_ros.core.config import given_path
 from realm_ros.core.errors import ConfigError, RealmError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare the demo's knobs (defaults finish in about ten minutes on 2 cores)."""
-    parser.add_argument('--out', type=pathlib.Path, default=pathlib.Path('demo_out'),
+    parser.add_argument('--out', type=path_arg, default=pathlib.Path('demo_out'),
                         help='output folder (resumable)')
     parser.add_argument('--tasks', nargs='+', default=None,
                         help='tasks (default: pick_spoon put_green_block_in_bowl open_drawer; '
                              '--vision: push_switch pick_spoon)')
-    parser.add_argument('--episodes-per-cell', type=int, default=None,
+    parser.add_argument('--episodes-per-cell', type=positive_int, default=None,
                         help='episodes per task and policy (default 4; --vision 10)')
-    parser.add_argument('--max-steps', type=int, default=None,
+    parser.add_argument('--max-steps', type=positive_int, default=None,
                         help='control steps per episode (default 300; --vision 160, as the '
                              'vision ladder was evaluated)')
-    parser.add_argument('--sysid-trajectories', type=int, default=5)
-    parser.add_argument('--sysid-duration', type=float, default=8.0)
-    parser.add_argument('--seed', type=int, default=0)
+    parser.add_argument('--sysid-trajectories', type=positive_int, default=5)
+    parser.add_argument('--sysid-duration', type=positive_float, default=8.0)
+    parser.add_argument('--seed', type=non_negative_int, default=0)
     parser.add_argument('--verbose', action='store_true',
                         help="every node's log lines on the console (default: each step's "
                              'OUT/.../logs/, warnings and errors above the bars)')
@@ -91,7 +101,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help='--vision: a `cameras match` folder to use instead of matching')
     vision.add_argument('--sim-params', default='', metavar='FILE',
                         help='--vision: identified parameters to use instead of sysid')
-    vision.add_argument('--variants', type=int, default=VARIANTS, metavar='N',
+    vision.add_argument('--variants', type=non_negative_int, default=VARIANTS, metavar='N',
                         help="--vision: column (d), SIMPLER's variant aggregation over N looks "
                              'of the calibrated twin (core.appearance.VariantSet: its own look, '
                              'then background, lighting, table, distractors; SIMPLER uses 9); '
@@ -99,14 +109,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     vision.add_argument('--calibration-size', default=CALIBRATION_SIZE, metavar='WxH',
                         help='--vision: image size of the calibration recording (`cameras '
                              'record`), px; at least the default unless --weak-calibration')
-    vision.add_argument('--calibration-poses', type=int, default=CALIBRATION_POSES,
+    vision.add_argument('--calibration-poses', type=positive_int, default=CALIBRATION_POSES,
                         help='--vision: arm poses of the calibration recording; at least the '
                              'default unless --weak-calibration')
     vision.add_argument('--weak-calibration', action='store_true',
                         help='--vision: record the calibration below '
                              f'{CALIBRATION_SIZE} / {CALIBRATION_POSES} poses anyway (cameras '
                              'then calibrate outside the bounds: a quick look or a test)')
-    vision.add_argument('--until-decided', type=float, default=0.0, metavar='P',
+    vision.add_argument('--until-decided', type=decided_probability_or_off, default=0.0,
+                        metavar='P',
                         help="--vision: choose the digital real's episodes one at a time "
                              "(paired-eval --until-decided's rule) until its ranking is decided "
                              'at P, each twin column run on the same starts; the table states '
@@ -115,7 +126,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     vision.add_argument('--allocation', choices=('adaptive', 'uniform'), default='adaptive',
                         help='--vision --until-decided: adaptive (default) or uniform '
                              'round-robin')
-    vision.add_argument('--budget', type=int, default=0, metavar='N',
+    vision.add_argument('--budget', type=non_negative_int, default=0, metavar='N',
                         help='--vision --until-decided: at most N real episodes (default: the '
                              "fixed design's, --episodes-per-cell x tasks x policies)")
     add_quiet_flag(vision)
@@ -259,7 +270,7 @@ def _vision_inputs(args: argparse.Namespace, out: pathlib.Path, columns: list[st
     need_rebuild = bool({'rebuilt', 'rebuilt_sysid'} & asked)
     rig = given_path(args.rig, '--rig')
     match = given_path(args.visual_match, '--visual-match', folder=True)
-    params = given_path(args.sim_params, '--sim-params')
+    params = sim_params_flag(args.sim_params)
     calib = out / 'calibration'
     bag, done = calib / 'bag', calib / 'bag.done'
     recording = {**_check_calibration(args), 'seed': args.seed,
@@ -342,7 +353,8 @@ def run_vision(args: argparse.Namespace) -> int:
     columns = [vision_demo.column(c).name for c in args.columns.split(',') if c]
     appearance, _ = resolve_hidden(WORLDS['digital_real'],
                                    vision_demo.look_file(args.appearance, out), '')
-    dynamics = given_path(args.real_dynamics, '--real-dynamics') if args.real_dynamics else str(
+    appearance = appearance_flag(appearance, 'digital_real')  # read before any episode
+    dynamics = dynamics_flag(args.real_dynamics, '--real-dynamics') if args.real_dynamics else str(
         pathlib.Path(__file__).resolve().parents[1] / 'data' / 'digital_real_dynamics.yaml')
     # The vision ladder trained on the digital real, whose success depends on its pictures
     # (docs/learned-policy.md, section 5): rungs spread over its range, and the

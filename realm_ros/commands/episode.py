@@ -10,14 +10,24 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import pathlib
 
-from realm_ros.commands import require_non_negative, require_positive
+from realm_ros.commands import (
+    appearance_flag,
+    non_negative_int,
+    out_file,
+    positive_int,
+    require_non_negative,
+    require_positive,
+    rig_flag,
+    sim_params_flag,
+    unit_interval,
+)
 from realm_ros.core import backends, robot, tasks
 from realm_ros.core.config import (
     CAMERA_NAMES,
     PolicyNodeConfig,
     WorldConfig,
+    flags_named,
     given_path,
     renamed,
 )
@@ -25,6 +35,11 @@ from realm_ros.core.errors import ConfigError
 from realm_ros.core.types import DEFAULT_MAX_STEPS, EpisodeSpec
 
 VIDEO_CAMERA = 'exterior_1'
+#: WorldConfig fields this command's flags set -> the flag (a world's error names the flag).
+FLAGS = {'camera_rig_file': '--camera-rig', 'sim_params_file': '--sim-params',
+         'visual_match_dir': '--visual-match', 'appearance_file': '--appearance',
+         'camera_width': '--image-size', 'camera_height': '--image-size',
+         'backend': '--backend', 'task': '--task'}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -32,18 +47,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--task', required=True, choices=sorted(tasks.TASKS), help='REALM task')
     parser.add_argument('--policy', default='scripted', help='registered policy name')
     parser.add_argument('--skill', default='0', help='scripted ladder rung: 0..3 or a name')
-    parser.add_argument('--seed', type=int, default=0, help='episode seed (initial state)')
-    parser.add_argument('--max-steps', type=int, default=DEFAULT_MAX_STEPS,
+    parser.add_argument('--seed', type=non_negative_int, default=0,
+                        help='episode seed (initial state)')
+    parser.add_argument('--max-steps', type=positive_int, default=DEFAULT_MAX_STEPS,
                         help='control steps at most (15 Hz)')
     parser.add_argument('--perturbation', default='Default', help='REALM perturbation code')
-    parser.add_argument('--intensity', type=float, default=1.0, help='perturbation intensity')
+    parser.add_argument('--intensity', type=unit_interval, default=1.0,
+                        help='perturbation intensity')
     parser.add_argument('--drawer-rule', default='realm_code', choices=tasks.DRAWER_RULES,
                         help="open_drawer's TOUCH_AND_MOVE_JOINT: realm_code (touching, as "
                              "REALM's code scores it) or strict (also opened by 2.5 %%)")
     parser.add_argument('--video', default='', help='write the exterior_1 camera to this mp4')
     parser.add_argument('--video-camera', default=VIDEO_CAMERA, choices=CAMERA_NAMES,
                         help='camera --video records')
-    parser.add_argument('--execute-horizon', type=int, default=0,
+    parser.add_argument('--execute-horizon', type=non_negative_int, default=0,
                         help="actions executed open loop per chunk (0 = the policy's own: "
                              'openpi DROID 8, GR00T N1.6/N1.7 15, scripted 8)')
     parser.add_argument('--camera-rig', default='',
@@ -62,7 +79,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              'docs/visual-matching.md)')
     parser.add_argument('--appearance', default='', metavar='FILE',
                         help='digital_real: its hidden appearance YAML (config/appearance/'
-                             'lab_demo.yaml format)')
+                             'lab_demo.yaml format; refused on a backend that never reads it)')
     parser.add_argument('--json', action='store_true', help='print the result record as JSON')
     parser.add_argument('--record-actions', default='',
                         help='write the executed actions (N, 8) to this .npy (replay policy)')
@@ -80,12 +97,17 @@ def run(args: argparse.Namespace) -> int:
     require_positive('--max-steps', args.max_steps)
     require_non_negative('--execute-horizon', args.execute_horizon)
     width, height = parse_image_size(args.image_size)
-    video = pathlib.Path(args.video) if args.video else None
-    files = {'camera_rig_file': given_path(args.camera_rig, '--camera-rig'),
-             'sim_params_file': given_path(args.sim_params, '--sim-params'),
+    video = out_file(args.video, '--video')
+    actions_file = out_file(args.record_actions, '--record-actions')
+    files = {'camera_rig_file': rig_flag(args.camera_rig, '--camera-rig'),
+             'sim_params_file': sim_params_flag(args.sim_params),
              'visual_match_dir': given_path(args.visual_match, '--visual-match', folder=True),
-             'appearance_file': given_path(args.appearance, '--appearance')}
-    extra = PolicyNodeConfig(policy=args.policy, policy_args=args.policy_args).extra_kwargs()
+             'appearance_file': appearance_flag(args.appearance, args.backend)}
+    if args.visual_match and not backends.get(args.backend).looks:
+        raise ConfigError(f'--visual-match dresses the MuJoCo twin; --backend {args.backend} '
+                          'never reads it: drop the flag')
+    with flags_named(PolicyNodeConfig, {'policy_args': '--policy-args', 'policy': '--policy'}):
+        extra = PolicyNodeConfig(policy=args.policy, policy_args=args.policy_args).extra_kwargs()
     common = {'skill': args.skill, 'seed': 0}
     if args.execute_horizon:
         common['execute'] = args.execute_horizon
@@ -98,7 +120,8 @@ def run(args: argparse.Namespace) -> int:
         cameras=cameras, camera_rate_hz=robot.CONTROL_HZ if cameras else 0.0,
         camera_width=width, camera_height=height, **files)
     try:
-        world = make_world(config)
+        with flags_named(WorldConfig, FLAGS):  # the backend's errors name the flag given
+            world = make_world(config)
     except BaseException:
         inner.close()
         raise
@@ -127,9 +150,9 @@ def run(args: argparse.Namespace) -> int:
         import imageio.v2 as imageio
         video.parent.mkdir(parents=True, exist_ok=True)
         imageio.mimwrite(str(video), frames, fps=15, macro_block_size=1)
-    if args.record_actions:
+    if actions_file is not None:
         import numpy as np
-        np.save(args.record_actions, np.asarray(executed))
+        np.save(actions_file, np.asarray(executed))
     if args.json:
         print(json.dumps(result.to_record()))
         return 0
@@ -149,12 +172,14 @@ def run(args: argparse.Namespace) -> int:
 
 
 def parse_image_size(text: str, flag: str = '--image-size') -> tuple[int, int]:
-    """Return (width, height) from ``WxH``, both positive; ConfigError naming ``flag``
-    otherwise."""
+    """Return (width, height) from ``WxH``, each in [16, 4096] px (as ``WorldConfig`` renders);
+    ConfigError naming ``flag`` otherwise."""
     try:
         width, height = (int(v) for v in text.lower().split('x'))
     except ValueError:
         width = height = 0
     if width <= 0 or height <= 0:
         raise ConfigError(f'{flag} must be WxH in px (e.g. 320x180), got {text!r}')
+    if not (16 <= width <= 4096 and 16 <= height <= 4096):
+        raise ConfigError(f'{flag}: width and height must be in [16, 4096] px, got {text!r}')
     return width, height

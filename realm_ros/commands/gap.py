@@ -25,6 +25,7 @@ import sys
 
 import numpy as np
 
+from realm_ros.commands import non_negative_int, positive_float
 from realm_ros.core import backends, robot, sysid
 from realm_ros.core.config import (
     DigitalRealDynamics,
@@ -50,9 +51,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--sim-params', default='', metavar='FILE',
                         help='twin friction/armature YAML (e.g. sysid output); default: '
                              "the twin's defaults")
-    parser.add_argument('--duration', type=float, default=10.0, metavar='S',
+    parser.add_argument('--duration', type=positive_float, default=10.0, metavar='S',
                         help='trajectory length, s (default 10)')
-    parser.add_argument('--seed', type=int, default=0, help='episode seed (sensor noise)')
+    parser.add_argument('--seed', type=non_negative_int, default=0,
+                        help='episode seed (sensor noise)')
     parser.add_argument('--json', default='', metavar='FILE',
                         help='also write the per-joint numbers as JSON')
     parser.add_argument('--plot', default='', metavar='PNG',

@@ -12,6 +12,8 @@ import json
 
 from realm_ros.commands import (
     add_list_argument,
+    non_negative_int,
+    positive_int,
     require_non_negative,
     require_positive,
     task_names,
@@ -22,16 +24,18 @@ from realm_ros.core.errors import ConfigError
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Episodes, tasks, rungs, steps."""
-    parser.add_argument('--episodes', type=int, default=10, help='seeds per task and rung')
+    parser.add_argument('--episodes', type=positive_int, default=10,
+                        help='seeds per task and rung')
     add_list_argument(parser, '--tasks', 'tasks (default: all ten)', 'TASK')
     add_list_argument(parser, '--skills', 'rungs, 0..3 or expert, good, sloppy, poor (default: '
                       'all four)', 'SKILL')
-    parser.add_argument('--max-steps', type=int, default=400, help='control steps per episode')
+    parser.add_argument('--max-steps', type=positive_int, default=400,
+                        help='control steps per episode')
     parser.add_argument('--jsonl', default='', help='also write one record per episode here')
     parser.add_argument('--cameras', action='store_true',
                         help='render the three DROID cameras every step, as a vision policy '
                              'would need (the scripted rungs do not look at them)')
-    parser.add_argument('--execute-horizon', type=int, default=0,
+    parser.add_argument('--execute-horizon', type=non_negative_int, default=0,
                         help="actions executed open loop per chunk (0 = the policy's own, 8)")
 
 

@@ -27,6 +27,7 @@ import pathlib
 import sys
 from typing import Any
 
+from realm_ros.commands import decided_probability, path_arg
 from realm_ros.core import metrics
 from realm_ros.core.errors import DataError
 
@@ -35,10 +36,10 @@ REQUIRED = ('policy', 'real', 'sim')
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare the CSV path (or, with --power, the run)."""
-    parser.add_argument('csv', type=pathlib.Path, help='CSV with columns policy, real, sim '
+    parser.add_argument('csv', type=path_arg, help='CSV with columns policy, real, sim '
                                                        '[, group]; with --power: a run folder '
                                                        'or its episodes.jsonl')
-    parser.add_argument('--power', type=float, default=None, metavar='P',
+    parser.add_argument('--power', type=decided_probability, default=None, metavar='P',
                         help='episodes per policy a fixed design needs to order every adjacent '
                              'pair of the pilot run with probability P')
     parser.add_argument('--world', choices=('real', 'sim'), default='real',

@@ -17,9 +17,17 @@ from typing import TYPE_CHECKING, Any
 from realm_ros.commands import (
     add_list_argument,
     add_run_flags,
+    appearance_flag,
+    decided_probability_or_off,
+    dynamics_flag,
+    non_negative_int,
     out_folder,
+    path_arg,
     policy_specs,
+    positive_int,
+    sim_params_flag,
     stopping,
+    unit_interval,
 )
 from realm_ros.core import backends, perturbations, provenance
 from realm_ros.core.config import flags_named, given_path, renamed
@@ -32,10 +40,10 @@ if TYPE_CHECKING:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare the CLI; every flag overrides the config file's field of the same name."""
-    parser.add_argument('--out', required=True, type=pathlib.Path,
+    parser.add_argument('--out', required=True, type=path_arg,
                         help='output folder (episodes.jsonl, summary.json, report.html); '
                              'an existing one is resumed')
-    parser.add_argument('--config', type=pathlib.Path, default=None,
+    parser.add_argument('--config', type=path_arg, default=None,
                         help='evaluation YAML (default: config/paired_eval.yaml)')
     parser.add_argument('--real', choices=backends.REAL, default=None,
                         type=lambda name: renamed(name, '--real'),
@@ -52,12 +60,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              'with a 90 %% prediction interval (docs/evaluation.md)')
     parser.add_argument('--perturbations', nargs='+', default=None,
                         help='REALM perturbation codes (Default, V-LIGHT, ...)')
-    parser.add_argument('--intensity', type=float, default=None,
+    parser.add_argument('--intensity', type=unit_interval, default=None,
                         help='perturbation intensity in [0, 1] (1 = REALM ranges); run several '
                              'for a sweep')
-    parser.add_argument('--episodes-per-cell', type=int, default=None,
+    parser.add_argument('--episodes-per-cell', type=positive_int, default=None,
                         help='episodes per (task, perturbation, policy)')
-    parser.add_argument('--max-steps', type=int, default=None, help='control steps per episode')
+    parser.add_argument('--max-steps', type=positive_int, default=None,
+                        help='control steps per episode')
     parser.add_argument('--sim-params', default=None,
                         help='identified twin parameters YAML (realm-ros sysid fit)')
     parser.add_argument('--real-dynamics', default=None,
@@ -67,28 +76,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              'lab_demo.yaml format; the twin never reads it)')
     parser.add_argument('--visual-match', default=None, metavar='DIR',
                         help='the twin: a `realm-ros cameras match` folder (visual matching)')
-    parser.add_argument('--variant-aggregation', type=int, default=0, metavar='N',
+    parser.add_argument('--variant-aggregation', type=non_negative_int, default=0, metavar='N',
                         help="SIMPLER's variant aggregation: after the pairs, the sim side of "
                              'the same plan on N looks of the twin (its own, backgrounds, '
                              'lighting, table textures, distractors; SIMPLER uses 9), averaged, '
                              'in summary.json and the report beside the twin')
-    parser.add_argument('--seed', type=int, default=None, help='seed of the evaluation')
+    parser.add_argument('--seed', type=non_negative_int, default=None,
+                        help='seed of the evaluation')
     parser.add_argument('--cameras', action='store_true', default=None,
                         help='render and publish camera images (vision policies)')
-    parser.add_argument('--execute-horizon', type=int, default=None,
+    parser.add_argument('--execute-horizon', type=non_negative_int, default=None,
                         help="actions executed open loop per chunk (policy_node "
                              "execute_horizon; 0 = each policy's own)")
-    parser.add_argument('--until-decided', type=float, default=None, metavar='P',
+    parser.add_argument('--until-decided', type=decided_probability_or_off, default=None,
+                        metavar='P',
                         help='choose each next pair (policy, task) where it most reduces the '
                              'uncertainty of the real ranking; stop when every adjacent pair '
                              'of policies is ordered with probability P (e.g. 0.95) or at '
                              '--budget')
-    parser.add_argument('--budget', type=int, default=None,
+    parser.add_argument('--budget', type=non_negative_int, default=None,
                         help='with --until-decided: at most this many pairs (default: four '
                              'times the fixed plan)')
     parser.add_argument('--allocation', choices=('adaptive', 'uniform'), default=None,
                         help='with --until-decided: adaptive (default), or uniform round-robin')
-    parser.add_argument('--reuse-real', type=pathlib.Path, default=None, metavar='DIR',
+    parser.add_argument('--reuse-real', type=path_arg, default=None, metavar='DIR',
                         help='take the real episodes of the same specs from an earlier run '
                              '(re-evaluating a re-identified twin re-runs only the sim side)')
     parser.add_argument('--monitor', action='store_true', help='also run monitor_node')
@@ -116,8 +127,9 @@ def load_config(args: argparse.Namespace) -> EvalConfig:
         'perturbations': tuple(args.perturbations) if args.perturbations else None,
         'episodes_per_cell': args.episodes_per_cell, 'max_steps': args.max_steps,
         'intensity': args.intensity,
-        'sim_params_file': given_path(args.sim_params, '--sim-params'),
-        'real_dynamics_file': given_path(args.real_dynamics, '--real-dynamics'),
+        'sim_params_file': None if args.sim_params is None else sim_params_flag(args.sim_params),
+        'real_dynamics_file': None if args.real_dynamics is None else dynamics_flag(
+            args.real_dynamics, '--real-dynamics'),
         'real_appearance_file': given_path(args.appearance, '--appearance'),
         'visual_match_dir': _absdir(args.visual_match),
         'seed': args.seed, 'cameras': args.cameras,
@@ -128,7 +140,11 @@ def load_config(args: argparse.Namespace) -> EvalConfig:
     given = {name: FLAGS.get(name, '--' + name.replace('_', '-'))
              for name, value in overrides.items() if value is not None}
     with flags_named(EvalConfig, given):  # a mistyped flag is the flag's fault, not the file's
-        return EvalConfig.from_yaml(path, **overrides)
+        config = EvalConfig.from_yaml(path, **overrides)
+    # --appearance read now, not when the digital real starts; refused where the real world is
+    # a lab arm (it would have no effect), as episode and dataset refuse it.
+    appearance_flag(args.appearance or '', config.real, '--real' if args.real else f'{path}: real')
+    return config
 
 
 #: Fields whose flag is not ``--`` + the field name with dashes.

@@ -16,17 +16,24 @@ import pathlib
 import textwrap
 from typing import Any
 
+from realm_ros.commands import non_negative_int, path_arg, unit_interval
+from realm_ros.core import tasks
+from realm_ros.core.config import CAMERA_NAMES
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare task, output folder, seed, intensity, camera and image size."""
-    parser.add_argument('--task', required=True, help='REALM task name')
-    parser.add_argument('--out', required=True, type=pathlib.Path, help='output folder')
-    parser.add_argument('--seed', type=int, default=0, help='episode seed (default 0)')
-    parser.add_argument('--intensity', type=float, default=1.0,
+    parser.add_argument('--task', required=True, choices=sorted(tasks.TASKS),
+                        help='REALM task name')
+    parser.add_argument('--out', required=True, type=path_arg, help='output folder')
+    parser.add_argument('--seed', type=non_negative_int, default=0,
+                        help='episode seed (default 0)')
+    parser.add_argument('--intensity', type=unit_interval, default=1.0,
                         help='perturbation intensity in [0, 1] (1 = REALM ranges)')
-    parser.add_argument('--camera', default='exterior_1', help='camera to render')
+    parser.add_argument('--camera', default='exterior_1', choices=CAMERA_NAMES,
+                        help='camera to render')
     parser.add_argument('--size', default='320x180', help='image size WxH (default 320x180)')
-    parser.add_argument('--settle', type=int, default=10,
+    parser.add_argument('--settle', type=non_negative_int, default=10,
                         help='control steps to let objects settle before the image')
 
 

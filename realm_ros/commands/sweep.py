@@ -29,14 +29,20 @@ from realm_ros import console
 from realm_ros.commands import (
     add_list_argument,
     add_run_flags,
+    decided_probability,
+    non_negative_int,
     out_folder,
+    path_arg,
     policy_specs,
+    positive_int,
     require_positive,
+    sim_params_flag,
     stopping,
     task_names,
+    unit_interval,
 )
 from realm_ros.core import backends, perturbations, provenance
-from realm_ros.core.config import CAMERA_NAMES, given_path
+from realm_ros.core.config import CAMERA_NAMES
 from realm_ros.core.errors import ConfigError, InfrastructureError, RealmError
 from realm_ros.core.evaluation import PolicyEntry, scored
 from realm_ros.core.sweep import (
@@ -57,7 +63,7 @@ GPU_ENGINES = ('auto', 'mjx', 'warp')
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The grid (paired-eval's names), the worlds, the executor."""
-    parser.add_argument('--out', required=True, type=pathlib.Path,
+    parser.add_argument('--out', required=True, type=path_arg,
                         help='output folder (episodes.jsonl, summary.json, report.html, '
                              'sweep_events.jsonl); an existing one is resumed')
     add_list_argument(parser, '--tasks', 'task names (default pick_spoon)', 'TASK')
@@ -66,13 +72,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              'a skill is a rung number or name: good=scripted:good)')
     parser.add_argument('--perturbations', nargs='+', default=['Default'],
                         help='REALM perturbation codes (Default, V-LIGHT, ...) or "all"')
-    parser.add_argument('--intensity', nargs='+', type=float, default=[1.0],
+    parser.add_argument('--intensity', nargs='+', type=unit_interval, default=[1.0],
                         help='perturbation intensities in [0, 1] (several: a sweep over them)')
-    parser.add_argument('--episodes-per-cell', type=int, default=5,
+    parser.add_argument('--episodes-per-cell', type=positive_int, default=5,
                         help='episodes (seeds) per (task, perturbation, intensity, policy)')
-    parser.add_argument('--max-steps', type=int, default=DEFAULT_MAX_STEPS,
+    parser.add_argument('--max-steps', type=positive_int, default=DEFAULT_MAX_STEPS,
                         help='control steps per episode')
-    parser.add_argument('--seed', type=int, default=0,
+    parser.add_argument('--seed', type=non_negative_int, default=0,
                         help="seed of the sweep (paired-eval's: the same initial states)")
     parser.add_argument('--videos', nargs='?', const='exterior_1', default=None,
                         metavar='CAMERA',
@@ -88,7 +94,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--visual-match', default='', metavar='DIR',
                         help='world matched: a `realm-ros cameras match` folder (adds the '
                              'matched world)')
-    parser.add_argument('--twin-variants', type=int, default=9, metavar='N',
+    parser.add_argument('--twin-variants', type=positive_int, default=9, metavar='N',
                         help="world variants: SIMPLER's variant aggregation over N looks "
                              '(backgrounds, lighting, table textures, distractors; default 9)')
     parser.add_argument('--twin-only', nargs='+', default=[], metavar='LABEL',
@@ -96,13 +102,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "reference): the first world's mean progression of each is "
                              'predicted from the others with a 90 %% prediction interval '
                              '(docs/evaluation.md)')
-    parser.add_argument('--execute-horizon', type=int, default=0,
+    parser.add_argument('--execute-horizon', type=non_negative_int, default=0,
                         help="actions executed open loop per chunk (0 = each policy's own)")
     parser.add_argument('--sim-params', default='', help='identified twin parameters YAML')
     parser.add_argument('--servers', nargs='+', default=[], metavar='LABEL=HOST:PORT,...',
                         help='policy servers a remote policy (openpi, gr00t) is spread over: '
                              'worker i uses address i mod n')
-    parser.add_argument('--workers', type=int, default=None,
+    parser.add_argument('--workers', type=positive_int, default=None,
                         help='worker processes (default 1: in process); with --ray, actors '
                              "(default: the cluster's CPUs)")
     parser.add_argument('--ray', nargs='?', const='', default=None, metavar='ADDRESS',
@@ -114,23 +120,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--gpu-engine', default='auto', choices=GPU_ENGINES,
                         help='gpu: mjx or warp for every cell (auto: mjx when every policy '
                              'is scripted, else warp)')
-    parser.add_argument('--compare-cpu', nargs='?', type=int, const=8, default=0, metavar='N',
+    parser.add_argument('--compare-cpu', nargs='?', type=non_negative_int, const=8, default=0,
+                        metavar='N',
                         help='gpu: re-run the first N (8) GPU cells on the CPU twin and check '
                              'the records agree (OUT/compare_cpu.json)')
-    parser.add_argument('--batch', type=int, default=1024,
+    parser.add_argument('--batch', type=positive_int, default=1024,
                         help='gpu: worlds per MJX or Warp batch')
-    parser.add_argument('--gpu-workers', type=int, default=1,
+    parser.add_argument('--gpu-workers', type=positive_int, default=1,
                         help='gpu: batch worker processes sharing the GPU, one batch each '
                              '(the host side of a Warp batch, scoring and the policy chains, '
                              'is Python: more processes use more cores)')
-    parser.add_argument('--solver-iterations', default='',
+    parser.add_argument('--solver-iterations', default='', type=_solver_iterations,
                         help='gpu: MJX solver iterations/line-search iterations, e.g. 4/8')
-    parser.add_argument('--until-decided', type=float, default=None, metavar='P',
+    parser.add_argument('--until-decided', type=decided_probability, default=None, metavar='P',
                         help="choose each next cell (policy, condition) where it most reduces "
                              "the uncertainty of the first world's ranking; stop when every "
                              'adjacent pair of policies is ordered with probability P or at '
                              '--budget (docs/deciding-rankings.md)')
-    parser.add_argument('--budget', type=int, default=None,
+    parser.add_argument('--budget', type=non_negative_int, default=None,
                         help='with --until-decided: at most this many episodes of the ranked '
                              'world (default: four times the grid)')
     parser.add_argument('--allocation', choices=('adaptive', 'uniform'), default='adaptive',
@@ -139,6 +146,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--verbose', action='store_true',
                         help="every worker's output on the console too (default: "
                              'OUT/logs/sweep-worker-N.log, Ray: its session logs)')
+
+
+def _solver_iterations(text: str) -> str:
+    """``--solver-iterations`` checked when the arguments are parsed, on any ``--device``
+    (it is read on the GPU only): ``N/M`` of positive integers or ''."""
+    try:
+        solver_iterations(text)
+    except ConfigError as err:
+        raise argparse.ArgumentTypeError(str(err).removeprefix('--solver-iterations ')) from None
+    return text
 
 
 def parse_servers(items: Sequence[str]) -> dict[str, tuple[str, ...]]:
@@ -196,7 +213,7 @@ def build_config(args: argparse.Namespace) -> SweepConfig:
                               'match)')
         match = str(match_dir)
         worlds = tuple(dict.fromkeys((*worlds, 'matched')))
-    sim_params = given_path(args.sim_params, '--sim-params')
+    sim_params = sim_params_flag(args.sim_params)
     return SweepConfig(tasks=tuple(task_names(args.tasks, ['pick_spoon'])),
                        policies=tuple(policies),
                        perturbations=tuple(codes), intensities=tuple(args.intensity),

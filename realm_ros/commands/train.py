@@ -19,6 +19,7 @@ import pathlib
 import sys
 from typing import Any
 
+from realm_ros.commands import non_negative_int, path_arg, positive_float, positive_int
 from realm_ros.core.errors import ConfigError
 from realm_ros.policies.training import (  # noqa: F401 - parse_stages: the old home's name
     AUGMENTATIONS,
@@ -31,16 +32,17 @@ from realm_ros.policies.training import (  # noqa: F401 - parse_stages: the old 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Datasets, output, stages, batch, device."""
-    parser.add_argument('--data', required=True, nargs='+', type=pathlib.Path,
+    parser.add_argument('--data', required=True, nargs='+', type=path_arg,
                         help='LeRobot dataset folder(s) (realm-ros dataset)')
-    parser.add_argument('--out', required=True, type=pathlib.Path,
+    parser.add_argument('--out', required=True, type=path_arg,
                         help='folder for the checkpoints and train_log.jsonl')
     parser.add_argument('--stages', default='early=300,middle=1500,final=6000',
                         help='checkpoint name=step pairs; the largest step ends training')
-    parser.add_argument('--batch', type=int, default=256, help='samples per step')
-    parser.add_argument('--lr', type=float, default=3e-4, help='peak learning rate')
-    parser.add_argument('--horizon', type=int, default=10, help='actions per predicted chunk')
-    parser.add_argument('--image-size', type=int, default=128,
+    parser.add_argument('--batch', type=positive_int, default=256, help='samples per step')
+    parser.add_argument('--lr', type=positive_float, default=3e-4, help='peak learning rate')
+    parser.add_argument('--horizon', type=positive_int, default=10,
+                        help='actions per predicted chunk')
+    parser.add_argument('--image-size', type=positive_int, default=128,
                         help='side of the square image each camera gives the network, px')
     parser.add_argument('--cameras', default='exterior_1,wrist',
                         help='comma-separated cameras (video features) to use')
@@ -48,9 +50,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help='episodes held out for validation (-1 = 10 percent, at least 1 '
                              'when there are 2 or more)')
     parser.add_argument('--device', default='auto', help="'auto' (cuda if present), cpu, cuda")
-    parser.add_argument('--width', type=int, default=32, help='CNN base width')
-    parser.add_argument('--seed', type=int, default=0, help='torch and sampling seed')
-    parser.add_argument('--log-every', type=int, default=100, help='steps between log lines')
+    parser.add_argument('--width', type=positive_int, default=32, help='CNN base width')
+    parser.add_argument('--seed', type=non_negative_int, default=0, help='torch and sampling seed')
+    parser.add_argument('--log-every', type=positive_int, default=100,
+                        help='steps between log lines')
     parser.add_argument('--augment', default='shift', choices=AUGMENTATIONS,
                         help="image augmentation: 'shift' (+-6 px, brightness +-10 %%) or "
                              "'appearance' (also colour, light, noise, occluding boxes)")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 
+from realm_ros.commands import positive_float
 from realm_ros.core import robot
 
 
@@ -15,7 +16,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Task, output file, physics rate."""
     parser.add_argument('--task', default='', help='REALM task (default: the empty table)')
     parser.add_argument('--out', required=True, help='output file, .usda (text) or .usd')
-    parser.add_argument('--physics-hz', type=float, default=robot.PHYSICS_HZ,
+    parser.add_argument('--physics-hz', type=positive_float, default=robot.PHYSICS_HZ,
                         help='PhysX scene steps per second (default %(default)g, as the twin)')
 
 

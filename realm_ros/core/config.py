@@ -486,17 +486,20 @@ def flags_named(cls: type, flags: Mapping[str, str]) -> Iterator[None]:
 
     ``flags`` maps the fields a command overrode to their flags (``{'tasks': '--tasks'}``). A
     :class:`ConfigError` raised inside about one of them (``<file>: EvalConfig.tasks: unknown
-    task ...``, ``<file>: field 'seed' must be ...``) is raised again as ``--tasks: unknown task
-    ...``; any other passes unchanged.
+    task ...``, ``<file>: field 'seed' must be ...``, or one that starts with the bare field, as
+    a backend reading the file names it: ``camera_rig_file: X is not valid YAML``) is raised
+    again as ``--tasks: unknown task ...``; any other passes unchanged.
     """
     try:
         yield
     except ConfigError as err:
         text = str(err)
         for name, flag in flags.items():
-            found = re.search(rf"(?:\b{cls.__name__}\.{name}|field '{name}')\b:?\s*", text)
-            if found:
-                raise ConfigError(f'{flag}: {text[found.end():]}') from None
+            found = re.search(rf"(?:\b{cls.__name__}\.{name}|field '{name}'|^{name}(?=:))\b:?\s*",
+                              text)
+            if found:  # '--x: must be ...', '--x: unknown ...'; '--x is not valid JSON'
+                sep = ' ' if text[found.end():].startswith('is ') else ': '
+                raise ConfigError(f'{flag}{sep}{text[found.end():]}') from None
         raise
 
 

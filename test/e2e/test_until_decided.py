@@ -91,7 +91,7 @@ def test_metrics_power_reads_a_pilot_run(tmp_path):
 
 
 @pytest.mark.parametrize('args, message', [
-    (['--power', '0.4'], '--power must be a probability'),
+    (['--power', '0.4'], '--power: must be a probability'),
     (['--power', '0.9', '/no/such/run'], 'does not exist'),
 ])
 def test_metrics_power_bad_input(tmp_path, args, message):
@@ -129,5 +129,5 @@ def test_sweep_until_decided_spends_episodes_where_they_decide_and_resumes(tmp_p
     assert json.loads((out / 'summary.json').read_text())['until_decided']['order'] == \
         decided['order']
     bad = _realm('sweep', '--out', str(tmp_path / 'bad'), '--until-decided', '1.5', '--quiet')
-    assert bad.returncode == 2 and 'until_decided' in bad.stderr and 'Traceback' not in \
+    assert bad.returncode == 2 and '--until-decided' in bad.stderr and 'Traceback' not in \
         bad.stderr

@@ -14,15 +14,27 @@ from realm_ros.core.evaluation import PolicyEntry
 from realm_ros.core.policy import policy_spec
 
 
+def exit_code(argv: list[str]) -> int:
+    """``main(argv)``'s exit status, argparse's refusal (SystemExit) included."""
+    try:
+        return main(argv)
+    except SystemExit as stop:
+        return int(stop.code or 0)
+
+
 @pytest.mark.parametrize('argv, message', [
     (['--tasks', 'stack_cube'], "--tasks: unknown task 'stack_cube'"),
-    (['--episodes-per-cell', '0'], '--episodes-per-cell: must be >= 1'),
-    (['--intensity', '3'], '--intensity: must be in [0, 1]'),
+    # Numbers are refused as the arguments are parsed (commands.number), naming the flag too.
+    (['--episodes-per-cell', '0'], "argument --episodes-per-cell: must be an integer >= 1, "
+                                   "got '0'"),
+    (['--intensity', '3'], "argument --intensity: must be a number in [0, 1], got '3'"),
+    (['--intensity', 'nan'], "argument --intensity: must be a number in [0, 1], got 'nan'"),
     (['--perturbations', 'V-NOPE'], "--perturbations: unknown perturbation 'V-NOPE'"),
     (['--policies', 'scripted:great'], "--policies 'scripted:great': scripted policy skill"),
 ])
 def test_a_bad_flag_is_blamed_on_the_flag_not_the_config_file(tmp_path, capsys, argv, message):
-    assert main(['paired-eval', '--out', str(tmp_path / 'o'), *argv]) == 2
+    assert exit_code(['paired-eval', '--out', str(tmp_path / 'o'), *argv]) == 2
+    assert not (tmp_path / 'o').exists()  # refused before anything ran
     err = capsys.readouterr().err
     assert err.startswith(f'realm-ros paired-eval: error: {message}'), err
     assert 'paired_eval.yaml' not in err and err.count('\n') == 1
@@ -77,7 +89,8 @@ def test_a_value_argparse_refuses_is_one_line_too(capsys):
         main(['paired-eval', '--out', 'o', '--seed', '1.5'])
     err = capsys.readouterr().err
     assert stop.value.code == 2 and err.count('\n') == 1
-    assert err.startswith('realm-ros paired-eval: error: argument --seed: invalid int value')
+    assert err.startswith("realm-ros paired-eval: error: argument --seed: must be an integer "
+                          ">= 0, got '1.5'")
 
 
 def _quiet_helps(parser, path=()):

@@ -22,7 +22,13 @@ from __future__ import annotations
 
 import argparse
 
-from realm_ros.commands import add_quiet_flag
+from realm_ros.commands import (
+    add_quiet_flag,
+    non_negative_float,
+    non_negative_int,
+    positive_float,
+    positive_int,
+)
 from realm_ros.commands.sysid.fit import eval_command, find_bags, fit_command
 from realm_ros.commands.sysid.graph import (
     ROBOT_SUBNAMESPACE,
@@ -57,9 +63,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     rec.add_argument('--out', required=True, help='directory for the bags (must not exist)')
     rec.add_argument('--dynamics', default='',
                      help='digital_real only: hidden dynamics YAML of the digital real')
-    rec.add_argument('--trajectories', type=int, default=20, help='number of trajectories')
-    rec.add_argument('--duration', type=float, default=10.0, help='seconds per trajectory')
-    rec.add_argument('--seed', type=int, default=0, help='seed of the excitation')
+    rec.add_argument('--trajectories', type=positive_int, default=20,
+                     help='number of trajectories')
+    rec.add_argument('--duration', type=positive_float, default=10.0,
+                     help='seconds per trajectory')
+    rec.add_argument('--seed', type=non_negative_int, default=0, help='seed of the excitation')
     rec.add_argument('--namespace', default='/real', help="the world's namespace")
     rec.add_argument('--world-params', default='', metavar='FILE',
                      help="--backend franka: the lab world_node's parameter file (e.g. "
@@ -89,35 +97,35 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                           "(REALM's method): a global search, the fallback when LM stops at a "
                           'poor fit (a held-out RMSE far above the encoder noise). anneal = '
                           "simulated annealing (SIMPLER's baseline)")
-    fit.add_argument('--seed', type=int, default=0)
-    fit.add_argument('--generations', type=int, default=None,
+    fit.add_argument('--seed', type=non_negative_int, default=0)
+    fit.add_argument('--generations', type=positive_int, default=None,
                      help='most CMA-ES/annealing generations (default 80) or LM iterations '
                           'of the main fit (default 12; LM stops at its tolerance first)')
-    fit.add_argument('--popsize', type=int, default=12, help='cma/anneal: candidates per '
+    fit.add_argument('--popsize', type=positive_int, default=12, help='cma/anneal: candidates per '
                                                               'generation')
-    fit.add_argument('--minibatch', type=int, default=12,
+    fit.add_argument('--minibatch', type=positive_int, default=12,
                      help='cma/anneal: windows simulated per generation (all candidates share '
                           'them)')
-    fit.add_argument('--lm-windows', type=int, default=24,
+    fit.add_argument('--lm-windows', type=non_negative_int, default=24,
                      help='lm: windows in the fixed residual, spread evenly over the bags (0 = '
                           'every window; each LM iteration simulates 15 candidates on them)')
-    fit.add_argument('--lm-interval-target', type=float, default=0.005,
+    fit.add_argument('--lm-interval-target', type=non_negative_float, default=0.005,
                      help='lm: the widest 95 %% interval (relative, 0.005 = 0.5 %%) the fit must '
                           'reach; wider on the --lm-windows sample, one Gauss-Newton step on '
                           'more windows (0 = off)')
-    fit.add_argument('--window', type=float, default=1.0,
+    fit.add_argument('--window', type=non_negative_float, default=1.0,
                      help='window length, s (0 = whole trajectories)')
     fit.add_argument('--holdout', type=int, default=-1,
                      help='trajectories held out for validation (-1 = 20 %%, at least 1 if '
                           'there are 2 or more)')
     latency = fit.add_mutually_exclusive_group()
-    latency.add_argument('--latency', type=float, default=None, metavar='S',
+    latency.add_argument('--latency', type=non_negative_float, default=None, metavar='S',
                          help='known actuation latency of the recorded arm, s: replayed in '
                               'the fit instead of estimating it from the bags')
     latency.add_argument('--no-latency', action='store_true',
                          help='fit a twin without actuation latency (latency_s: 0; the '
                               'behaviour before latency estimation)')
-    fit.add_argument('--max-latency', type=float, default=0.05,
+    fit.add_argument('--max-latency', type=non_negative_float, default=0.05,
                      help='largest actuation latency searched, s')
     fit.add_argument('--profile', choices=('fast', 'full'), default='fast',
                      help='latency profile: fast = one full fit at the searched latency and '
@@ -134,7 +142,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                           '(mjx_fit.DeviceFitOptions: 3-step windows; --generations, '
                           '--popsize, --minibatch, --window, --profile apply to cpu only; '
                           'needs the gpu extra)')
-    fit.add_argument('--threads', type=int, default=2, help='rollout threads (cpu)')
+    fit.add_argument('--threads', type=positive_int, default=2, help='rollout threads (cpu)')
     fit.add_argument('--namespace', default=None, help='world namespace inside the bags')
     fit.add_argument('--truth', default='',
                      help='digital real only: its dynamics YAML, to report recovery errors')
@@ -142,7 +150,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     ev = sub.add_parser('eval', help='per-joint RMSE of the twin with a params file on bags')
     ev.add_argument('bags', nargs='+', help='bag directories, or directories of bags')
     ev.add_argument('--params', default='', help='PARAMS.yaml ("" = the twin defaults)')
-    ev.add_argument('--latency', type=float, default=None,
+    ev.add_argument('--latency', type=non_negative_float, default=None,
                     help="actuation latency to replay, s (default: the params file's "
                          'latency_s, else 0)')
     ev.add_argument('--namespace', default=None, help='world namespace inside the bags')

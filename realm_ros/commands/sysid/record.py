@@ -18,6 +18,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from realm_ros.commands import dynamics_flag
 from realm_ros.commands.sysid.graph import digital_real_graph
 from realm_ros.core import backends, robot, sysid
 from realm_ros.core.config import SafetyConfig, safety_from_params_file
@@ -186,6 +187,7 @@ def record(args: argparse.Namespace) -> int:
     arm = backends.get(args.backend)
     if not arm.hidden and args.dynamics:
         raise ConfigError('--dynamics applies to --backend digital_real only')
+    args.dynamics = dynamics_flag(args.dynamics)  # read now, not when the digital real starts
     if not arm.bridge and bool(getattr(args, 'world_params', '')):
         raise ConfigError('--world-params applies to --backend franka only (the digital real '
                           "brought up here checks SafetyConfig's defaults)")
