@@ -37,6 +37,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import math
+import os
 import pathlib
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
@@ -349,7 +350,9 @@ def save_episodes(path: str | pathlib.Path, episodes: Sequence[LabelledEpisode])
                        for e in episodes])
     path = pathlib.Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(path.name + '.partial.npz')
+    # One partial file per process: two processes joining one plan's cache at once (the last
+    # collect shares and a bench started beside it) each write their own, the same content.
+    partial = path.with_name(f'{path.name}.{os.getpid()}.partial.npz')
     np.savez_compressed(partial, frames=np.concatenate([e.frames for e in episodes]),
                         times_s=np.concatenate([e.times_s for e in episodes]),
                         met=np.concatenate([e.met for e in episodes]), lengths=lengths,
