@@ -22,7 +22,10 @@ themselves (always success / always failure, the most frequent stage count per t
 ``--measure learned_ladder``: the calibration pool stays the same (each look's 18 scripted
 episodes of seeds 100-101), and the measured episodes are instead the look's episodes of plan
 ``learned_ladder``: three rungs of the learned vision ladder, a policy family never in training
-nor in any pool, on looks 7001-7003 (set "all looks, learned ladder"; per rung too).
+nor in any pool, on looks 7001-7003 (set "all looks, learned ladder"; per task and per rung
+too); it also prints (and the JSON keeps, ``final_counts_k0``) the rubric's final stage count
+against the uncalibrated scorer's per task. Every run prints each set's ``task_mean_pearson_r``:
+the r of answering each task's mean progression, knowing the task and nothing else.
 
 ``--tune 1`` / ``--tune 2``: the settings grids on look ``learned.TUNE_LOOK`` only (plan
 ``calibrate_tune``), to choose ``CalibrateConfig``'s defaults; nothing else is measured there.
@@ -129,6 +132,11 @@ def constants(episodes: list[Any]) -> dict[str, float]:
         hits += int(np.bincount(met).max())
     frames = sum(len(e.met) for e in episodes)
     mean = float(np.mean([e.progression for e in episodes]))
+    # Knowing only the task: each task's mean progression on these episodes, as the answer.
+    task_mean = {t: np.mean([e.progression for e in episodes if e.task == t])
+                 for t in {e.task for e in episodes}}
+    per_task = np.array([task_mean[e.task] for e in episodes])
+    truth = np.array([e.progression for e in episodes])
     final_hits = 0
     for task in {e.task for e in episodes}:
         final_hits += int(np.bincount([int(e.met.max()) for e in episodes
@@ -139,7 +147,10 @@ def constants(episodes: list[Any]) -> dict[str, float]:
             'mean_progression_abs_error': float(np.mean([abs(e.progression - mean)
                                                          for e in episodes])),
             # a proposer that always proposes the stages most often met by its task's end
-            'majority_final_count': final_hits / len(episodes)}
+            'majority_final_count': final_hits / len(episodes),
+            # Pearson r of that per-task constant (nan with one task: a constant)
+            'task_mean_pearson_r': (float(np.corrcoef(per_task, truth)[0, 1])
+                                    if np.ptp(per_task) > 0 and np.ptp(truth) > 0 else np.nan)}
 
 
 def run_look(base: dict[str, Any], base_name: str, episodes: list[Any], ks: list[int],
@@ -276,6 +287,21 @@ def main() -> None:
                       f'| {f["success_accuracy"]:.3f} ({c["best_constant_success"]:.3f}) '
                       f'| {f["accepted_unchanged"]:.3f} | {f["accepted_unchanged_timed"]:.3f} |',
                       flush=True)
+        if other is not None and 0 in args.ks:
+            # Final stage counts, the rubric's against the uncalibrated scorer's, per task.
+            pairs: dict[str, dict[str, int]] = {}
+            for look in looks:
+                for r, e in zip(per_look[look][0][0], measured_of(look)):
+                    key = f'{round(r["truth"] * r["n"])} -> {round(r["predicted"] * r["n"])}'
+                    pairs.setdefault(e.task, {}).setdefault(key, 0)
+                    pairs[e.task][key] += 1
+            result['results'][name]['final_counts_k0'] = pairs
+            for task, counts in pairs.items():
+                print(f'{name} k 0 {task} (rubric -> proposed: episodes): '
+                      + ', '.join(f'{k}: {v}' for k, v in sorted(counts.items())), flush=True)
+        for key, c in result['results'][name]['constants'].items():
+            print(f'{name} {key}: per-task constant r {c["task_mean_pearson_r"]:.3f}',
+                  flush=True)
     if args.json is not None:
         args.json.write_text(json.dumps(result, indent=1, default=float))
 
