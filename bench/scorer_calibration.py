@@ -26,6 +26,9 @@ nor in any pool, on looks 7001-7003 (set "all looks, learned ladder"; per task a
 too); it also prints (and the JSON keeps, ``final_counts_k0``) the rubric's final stage count
 against the uncalibrated scorer's per task. Every run prints each set's ``task_mean_pearson_r``:
 the r of answering each task's mean progression, knowing the task and nothing else.
+``--own-pool`` (with ``--measure``): the pool is instead the look's episodes of that plan with
+its first two seeds (200-201: 12 per look, the lab's own policy labelled), the measured its
+other seeds (202-203).
 
 ``--tune 1`` / ``--tune 2``: the settings grids on look ``learned.TUNE_LOOK`` only (plan
 ``calibrate_tune``), to choose ``CalibrateConfig``'s defaults; nothing else is measured there.
@@ -154,13 +157,15 @@ def constants(episodes: list[Any]) -> dict[str, float]:
 
 
 def run_look(base: dict[str, Any], base_name: str, episodes: list[Any], ks: list[int],
-             draws: int, config: Any, seed: int, measured: list[Any] | None = None
-             ) -> dict[int, list[list[dict[str, Any]]]]:
+             draws: int, config: Any, seed: int, measured: list[Any] | None = None,
+             pool: list[Any] | None = None) -> dict[int, list[list[dict[str, Any]]]]:
     """Return, per k, per draw, the per-episode answers on the look's measured episodes (those
-    of :func:`split`, or ``measured``: other episodes of the look)."""
+    of :func:`split`, or ``measured``: other episodes of the look), calibrated from ``pool``
+    (default: :func:`split`'s)."""
     from realm_ros.scorers import learned
-    pool, held = split(episodes)
+    own_pool, held = split(episodes)
     measured = held if measured is None else measured
+    pool = own_pool if pool is None else pool
     out: dict[int, list[list[dict[str, Any]]]] = {}
     plain = learned.LearnedScorer(base)
     for k in ks:
@@ -193,6 +198,9 @@ def main() -> None:
     parser.add_argument('--threads', type=int, default=1)
     parser.add_argument('--measure', choices=('learned_ladder',), default=None,
                         help="measure on that plan's episodes of each look (the pool stays)")
+    parser.add_argument('--own-pool', action='store_true',
+                        help="with --measure: calibrate from that plan's episodes of the look "
+                             '(its first two seeds) and measure its others')
     args = parser.parse_args()
 
     from realm_ros.commands import score
@@ -233,6 +241,11 @@ def main() -> None:
     result['config'] = dataclasses.asdict(config)
     result['measure'] = args.measure or 'calibrate'
     looks = learned.PLANS[args.measure or 'calibrate'].looks
+    if args.own_pool and other is None:
+        raise SystemExit('--own-pool: only with --measure')
+    # --own-pool: the measured plan's first two seeds calibrate, its other seeds are measured.
+    own_seeds = set(learned.PLANS[args.measure].seeds[:2]) if args.own_pool else set()
+    result['pool'] = sorted(own_seeds) or 'scripted seeds 100-101'
 
     def pool_look(look: int) -> list[Any]:
         return [e for e in episodes if e.look == f'lab:{look}']
@@ -240,7 +253,12 @@ def main() -> None:
     def measured_of(look: int) -> list[Any]:
         if other is None:
             return split(pool_look(look))[1]
-        return [e for e in other if e.look == f'lab:{look}']
+        return [e for e in other if e.look == f'lab:{look}' and e.seed not in own_seeds]
+
+    def pool_of(look: int) -> list[Any] | None:
+        if not own_seeds:
+            return None
+        return [e for e in other if e.look == f'lab:{look}' and e.seed in own_seeds]
 
     # The sets over all looks: a name and which measured episodes it keeps.
     subsets: dict[str, Callable[[Any], bool]]
@@ -261,7 +279,7 @@ def main() -> None:
         for look in looks:
             start = time.monotonic()
             per_look[look] = run_look(base, name, pool_look(look), args.ks, args.draws, config,
-                                      seed=look, measured=measured_of(look))
+                                      seed=look, measured=measured_of(look), pool=pool_of(look))
             print(f'{name} lab:{look}: {time.monotonic() - start:.0f} s', file=sys.stderr,
                   flush=True)
         sets: dict[str, Any] = {}
