@@ -1,7 +1,7 @@
 """How many of a lab's own labelled episodes the learned scorer's calibration needs.
 
     python bench/scorer_calibration.py [--checkpoint CKPT ...] [--ks 0 2 4 8 16] [--draws 3]
-        [--data-dir data/progress_scorer] [--json OUT.json] [--tune]
+        [--data-dir data/progress_scorer] [--json OUT.json] [--tune] [--measure learned_ladder]
 
 For each lab look of ``learned.PLANS['calibrate']`` (7001-7003 and 7010, never in training):
 the look's episodes of the training rungs (scripted:0, 1, 3) with seeds 100-101 are its
@@ -19,6 +19,17 @@ rubric met; with times: and each within 1 s of the rubric's), each the mean over
 episodes, the same resample for every draw), and the best constants on the measured episodes
 themselves (always success / always failure, the most frequent stage count per task).
 
+``--measure learned_ladder``: the calibration pool stays the same (each look's 18 scripted
+episodes of seeds 100-101), and the measured episodes are instead the look's episodes of plan
+``learned_ladder``: three rungs of the learned vision ladder, a policy family never in training
+nor in any pool, on looks 7001-7003 (set "all looks, learned ladder"; per task and per rung
+too); it also prints (and the JSON keeps, ``final_counts_k0``) the rubric's final stage count
+against the uncalibrated scorer's per task. Every run prints each set's ``task_mean_pearson_r``:
+the r of answering each task's mean progression, knowing the task and nothing else.
+``--own-pool`` (with ``--measure``): the pool is instead the look's episodes of that plan with
+its first two seeds (200-201: 12 per look, the lab's own policy labelled), the measured its
+other seeds (202-203).
+
 ``--tune 1`` / ``--tune 2``: the settings grids on look ``learned.TUNE_LOOK`` only (plan
 ``calibrate_tune``), to choose ``CalibrateConfig``'s defaults; nothing else is measured there.
 """
@@ -32,7 +43,7 @@ import os
 import pathlib
 import sys
 import time
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -124,6 +135,11 @@ def constants(episodes: list[Any]) -> dict[str, float]:
         hits += int(np.bincount(met).max())
     frames = sum(len(e.met) for e in episodes)
     mean = float(np.mean([e.progression for e in episodes]))
+    # Knowing only the task: each task's mean progression on these episodes, as the answer.
+    task_mean = {t: np.mean([e.progression for e in episodes if e.task == t])
+                 for t in {e.task for e in episodes}}
+    per_task = np.array([task_mean[e.task] for e in episodes])
+    truth = np.array([e.progression for e in episodes])
     final_hits = 0
     for task in {e.task for e in episodes}:
         final_hits += int(np.bincount([int(e.met.max()) for e in episodes
@@ -134,14 +150,22 @@ def constants(episodes: list[Any]) -> dict[str, float]:
             'mean_progression_abs_error': float(np.mean([abs(e.progression - mean)
                                                          for e in episodes])),
             # a proposer that always proposes the stages most often met by its task's end
-            'majority_final_count': final_hits / len(episodes)}
+            'majority_final_count': final_hits / len(episodes),
+            # Pearson r of that per-task constant (nan with one task: a constant)
+            'task_mean_pearson_r': (float(np.corrcoef(per_task, truth)[0, 1])
+                                    if np.ptp(per_task) > 0 and np.ptp(truth) > 0 else np.nan)}
 
 
 def run_look(base: dict[str, Any], base_name: str, episodes: list[Any], ks: list[int],
-             draws: int, config: Any, seed: int) -> dict[int, list[list[dict[str, Any]]]]:
-    """Return, per k, per draw, the per-episode answers on the look's measured episodes."""
+             draws: int, config: Any, seed: int, measured: list[Any] | None = None,
+             pool: list[Any] | None = None) -> dict[int, list[list[dict[str, Any]]]]:
+    """Return, per k, per draw, the per-episode answers on the look's measured episodes (those
+    of :func:`split`, or ``measured``: other episodes of the look), calibrated from ``pool``
+    (default: :func:`split`'s)."""
     from realm_ros.scorers import learned
-    pool, measured = split(episodes)
+    own_pool, held = split(episodes)
+    measured = held if measured is None else measured
+    pool = own_pool if pool is None else pool
     out: dict[int, list[list[dict[str, Any]]]] = {}
     plain = learned.LearnedScorer(base)
     for k in ks:
@@ -172,9 +196,15 @@ def main() -> None:
                         help='the settings grid on look TUNE_LOOK: 1 (layers x steps x lr) or '
                              '2 (gentler learning rates, the anchor, fewer steps)')
     parser.add_argument('--threads', type=int, default=1)
+    parser.add_argument('--measure', choices=('learned_ladder',), default=None,
+                        help="measure on that plan's episodes of each look (the pool stays)")
+    parser.add_argument('--own-pool', action='store_true',
+                        help="with --measure: calibrate from that plan's episodes of the look "
+                             '(its first two seeds) and measure its others')
     args = parser.parse_args()
 
     from realm_ros.commands import score
+    from realm_ros.core.evaluation import PolicyEntry
     from realm_ros.scorers import learned
 
     appearance = score._appearance(argparse.Namespace(appearance=None))
@@ -206,36 +236,64 @@ def main() -> None:
                           f'({time.monotonic() - start:.0f} s)', flush=True)
         return
     episodes = score.labelled('calibrate', args.data_dir, appearance)
+    other = score.labelled(args.measure, args.data_dir, appearance) if args.measure else None
     config = dataclasses.replace(learned.CalibrateConfig(), threads=args.threads)
     result['config'] = dataclasses.asdict(config)
+    result['measure'] = args.measure or 'calibrate'
+    looks = learned.PLANS[args.measure or 'calibrate'].looks
+    if args.own_pool and other is None:
+        raise SystemExit('--own-pool: only with --measure')
+    # --own-pool: the measured plan's first two seeds calibrate, its other seeds are measured.
+    own_seeds = set(learned.PLANS[args.measure].seeds[:2]) if args.own_pool else set()
+    result['pool'] = sorted(own_seeds) or 'scripted seeds 100-101'
+
+    def pool_look(look: int) -> list[Any]:
+        return [e for e in episodes if e.look == f'lab:{look}']
+
+    def measured_of(look: int) -> list[Any]:
+        if other is None:
+            return split(pool_look(look))[1]
+        return [e for e in other if e.look == f'lab:{look}' and e.seed not in own_seeds]
+
+    def pool_of(look: int) -> list[Any] | None:
+        if not own_seeds:
+            return None
+        return [e for e in other if e.look == f'lab:{look}' and e.seed in own_seeds]
+
+    # The sets over all looks: a name and which measured episodes it keeps.
+    subsets: dict[str, Callable[[Any], bool]]
+    if other is None:
+        subsets = {'all looks': lambda e: True,
+                   'all looks, unseen rung scripted:2': lambda e: e.policy == 'scripted-2'}
+    else:
+        rungs = [PolicyEntry.parse(t).label for t in learned.PLANS[args.measure].policies]
+        subsets = {'all looks, learned ladder': lambda e: True,
+                   **{f'learned ladder, {task}': (lambda e, t=task: e.task == t)
+                      for task in learned.PLANS[args.measure].tasks},
+                   **{f'learned ladder, {rung}': (lambda e, r=rung: e.policy == r)
+                      for rung in rungs}}
     for path in checkpoints:
         base = learned.load_checkpoint(path)
         name = learned.LearnedScorer(path).name
         per_look: dict[int, dict[int, list[list[dict[str, Any]]]]] = {}
-        looks = learned.PLANS['calibrate'].looks
         for look in looks:
-            mine = [e for e in episodes if e.look == f'lab:{look}']
             start = time.monotonic()
-            per_look[look] = run_look(base, name, mine, args.ks, args.draws, config, seed=look)
+            per_look[look] = run_look(base, name, pool_look(look), args.ks, args.draws, config,
+                                      seed=look, measured=measured_of(look), pool=pool_of(look))
             print(f'{name} lab:{look}: {time.monotonic() - start:.0f} s', file=sys.stderr,
                   flush=True)
         sets: dict[str, Any] = {}
-        unseen_mask = {look: [e.policy == 'scripted-2' for e in split(
-            [e for e in episodes if e.look == f'lab:{look}'])[1]] for look in looks}
         for k in args.ks:
             for look in looks:
                 sets.setdefault(f'lab:{look}', {})[k] = figures(per_look[look][k])
-            joined = [sum((per_look[look][k][d] for look in looks), [])
-                      for d in range(len(per_look[looks[0]][k]))]
-            sets.setdefault('all looks', {})[k] = figures(joined)
-            unseen = [sum(([r for r, m in zip(per_look[look][k][d], unseen_mask[look]) if m]
-                           for look in looks), []) for d in range(len(per_look[looks[0]][k]))]
-            sets.setdefault('all looks, unseen rung scripted:2', {})[k] = figures(unseen)
-        measured = {f'lab:{look}': split([e for e in episodes if e.look == f'lab:{look}'])[1]
-                    for look in looks}
-        measured['all looks'] = sum(measured.values(), [])
-        measured['all looks, unseen rung scripted:2'] = [
-            e for e in measured['all looks'] if e.policy == 'scripted-2']
+            draws = range(len(per_look[looks[0]][k]))
+            for key, keep in subsets.items():
+                rows = [sum(([r for r, e in zip(per_look[look][k][d], measured_of(look))
+                              if keep(e)] for look in looks), []) for d in draws]
+                sets.setdefault(key, {})[k] = figures(rows)
+        measured = {f'lab:{look}': measured_of(look) for look in looks}
+        for key, keep in subsets.items():
+            measured[key] = [e for look in looks for e in measured_of(look) if keep(e)]
         result['results'][name] = {'sets': sets, 'constants': {
             key: constants(value) for key, value in measured.items()}}
         for key, by_k in sets.items():
@@ -247,6 +305,21 @@ def main() -> None:
                       f'| {f["success_accuracy"]:.3f} ({c["best_constant_success"]:.3f}) '
                       f'| {f["accepted_unchanged"]:.3f} | {f["accepted_unchanged_timed"]:.3f} |',
                       flush=True)
+        if other is not None and 0 in args.ks:
+            # Final stage counts, the rubric's against the uncalibrated scorer's, per task.
+            pairs: dict[str, dict[str, int]] = {}
+            for look in looks:
+                for r, e in zip(per_look[look][0][0], measured_of(look)):
+                    key = f'{round(r["truth"] * r["n"])} -> {round(r["predicted"] * r["n"])}'
+                    pairs.setdefault(e.task, {}).setdefault(key, 0)
+                    pairs[e.task][key] += 1
+            result['results'][name]['final_counts_k0'] = pairs
+            for task, counts in pairs.items():
+                print(f'{name} k 0 {task} (rubric -> proposed: episodes): '
+                      + ', '.join(f'{k}: {v}' for k, v in sorted(counts.items())), flush=True)
+        for key, c in result['results'][name]['constants'].items():
+            print(f'{name} {key}: per-task constant r {c["task_mean_pearson_r"]:.3f}',
+                  flush=True)
     if args.json is not None:
         args.json.write_text(json.dumps(result, indent=1, default=float))
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import json
+import math
 import pathlib
 from typing import Any, Mapping, Sequence
 
@@ -264,3 +265,28 @@ def append_record(path: str | pathlib.Path, record: Mapping[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open('a') as handle:
         handle.write(json.dumps(record, sort_keys=True) + '\n')
+
+
+#: Folder (beside the record file) and suffix of the episode videos ``operator_node`` records.
+VIDEO_DIR = 'videos'
+VIDEO_SUFFIX = '.webm'
+
+
+def video_relpath(world: str, episode_index: int, start_time: float) -> str:
+    """Return where ``operator_node`` writes an episode's video, relative to its record file's
+    folder: ``videos/<world>/episode_<index>_<start ms>.webm`` (the start time keeps a node
+    restarted on the same record file, whose indices start again, from overwriting one)."""
+    if not world or '/' in world or world.startswith('.'):
+        raise ConfigError(f'world {world!r} cannot name a video folder')
+    return (f'{VIDEO_DIR}/{world}/episode_{int(episode_index):04d}_'
+            f'{int(round(start_time * 1000))}{VIDEO_SUFFIX}')
+
+
+def frames_due(start: float, now: float, written: int, fps: float) -> int:
+    """How many copies of the frame arriving at ``now`` a constant-rate video started at
+    ``start`` (``written`` frames so far, ``fps`` per second) needs, so that its frame k shows
+    the scene at ``start`` + k / fps whatever rate the camera sends at: 0 for a frame that
+    arrives before the next one is due, more than 1 to fill a gap."""
+    if fps <= 0:
+        raise ConfigError(f'a video needs a positive frame rate, got {fps}')
+    return max(0, math.floor((now - start) * fps + 1e-6) + 1 - int(written))

@@ -31,19 +31,27 @@ Topics:
     operator/state (out, latched)  std_msgs/String JSON ``{state, episode_index, task, ...}``
     joint_states (in)              counts the world's control steps during an episode
     cameras/<scorer_camera>/image (in)  the frames a scorer reads (only with ``scorer`` set)
+    cameras/<video_camera>/image (in)   the episode video's frames (only with ``video_camera``)
 Parameters: :class:`realm_ros.core.annotation.OperatorConfig` fields, ``episode_spec`` (JSON
 :class:`~realm_ros.core.types.EpisodeSpec`, read at each ``confirm_reset``) and the stage
 proposals' ``scorer`` ('' = none, ``learned``, ``vlm``), ``scorer_checkpoint``,
-``scorer_endpoint``, ``scorer_model``, ``scorer_camera``, ``scorer_fps``. Each ended episode is
-appended as one JSON line to ``record_file``; it keeps who decided each stage
-(``stages_decided_by``, ``decided_by``: the operator, or the scorer's name and version when the
-operator accepted its proposal unchanged) and the proposal itself (``stage_proposal``).
+``scorer_endpoint``, ``scorer_model``, ``scorer_camera``, ``scorer_fps``, and the episode
+video's ``video_camera`` ('' = none) and ``video_fps``. Each ended episode is appended as one
+JSON line to ``record_file``; it keeps who decided each stage (``stages_decided_by``,
+``decided_by``: the operator, or the scorer's name and version when the operator accepted its
+proposal unchanged) and the proposal itself (``stage_proposal``). With ``video_camera`` set, the
+camera is recorded from the confirmed reset (the record's ``start_time``, the video's first
+frame) to the episode's end at a constant ``video_fps`` (``annotation.frames_due``) to
+``videos/<world>/episode_<index>_<start ms>.webm`` beside ``record_file``, and the record names
+it in ``video`` (relative to its folder): a lab's records are ``realm-ros score calibrate
+--labels`` lines as they are.
 Terminal: single keys (``h`` lists them); with stdin a pipe, one key (or command name) per line.
 """
 
 from __future__ import annotations
 
 import json
+import pathlib
 import queue
 import sys
 import threading
@@ -60,6 +68,7 @@ from std_srvs.srv import SetBool, Trigger
 from realm_ros.core import annotation, perturbations, scoring, tasks
 from realm_ros.core.errors import ConfigError, RealmError
 from realm_ros.core.types import EpisodeSpec
+from realm_ros.io.video import EpisodeVideo
 from realm_ros.ros import convert, qos, topics
 from realm_ros.ros.params import (
     EPISODE_SPEC,
@@ -99,10 +108,20 @@ class OperatorNode(Node):
                 ('scorer_checkpoint', '', "learned scorer checkpoint ('' = the shipped one)"),
                 ('scorer_endpoint', '', 'vlm scorer: OpenAI-compatible API base URL'),
                 ('scorer_model', '', 'vlm scorer: model name'),
-                ('scorer_camera', 'exterior_1', 'camera whose frames the scorer reads')):
+                ('scorer_camera', 'exterior_1', 'camera whose frames the scorer reads'),
+                ('video_camera', '', "camera recorded to each episode's video, named in its "
+                                     "record ('' = no video)")):
             self.declare_parameter(name, default, ParameterDescriptor(description=text))
         self.declare_parameter('scorer_fps', 3.0, ParameterDescriptor(
             description='frames per second kept for the scorer'))
+        self.declare_parameter('video_fps', 15, ParameterDescriptor(
+            description="the episode video's constant frame rate"))
+        if self._param('video_fps') <= 0:
+            raise ConfigError(f'parameter video_fps must be positive, got '
+                              f'{self._param("video_fps")}')
+        self._video: EpisodeVideo | None = None
+        self._video_relpath = ''
+        self._video_start = 0.0
         self.review = scoring.StageReview()
         self._scorer: Any = None
         self._frames: list[tuple[float, np.ndarray]] = []
@@ -118,6 +137,9 @@ class OperatorNode(Node):
             self.scorer()  # built now (a checkpoint loads in seconds): a bad one exits 2 here
             self.create_subscription(Image, topics.camera_image(self._param('scorer_camera')),
                                      self._on_image, qos.ANY_PUBLISHER)
+        if self._param('video_camera'):
+            self.create_subscription(Image, topics.camera_image(self._param('video_camera')),
+                                     self._on_video_image, qos.ANY_PUBLISHER)
         commands: dict[str, Callable[[], str]] = {
             'confirm_reset': self._confirm_reset,
             'mark_stage': self._mark_stage,
@@ -177,7 +199,9 @@ class OperatorNode(Node):
             # SB-NOUN / SB-VRB: the operator marks the stages of the task as perturbed.
             stages = perturbations.scored_task(spec.task, spec.perturbation, spec.intensity,
                                                spec.seed).stages
-        message = self.annotator.confirm_reset(self._now(), spec, stages)
+        now = self._now()
+        message = self.annotator.confirm_reset(now, spec, stages)
+        self._start_video(now)
         self._steps = 0
         self.review.reset()
         with self._frame_lock:
@@ -264,6 +288,49 @@ class OperatorNode(Node):
                 return
             self._frames.append((now, convert.image_from_msg(msg)))
 
+    # -- the episode video --------------------------------------------------------------------
+
+    def _start_video(self, start: float) -> None:
+        """Open the video of the episode confirmed at ``start`` (dropping an unended one)."""
+        if not self._param('video_camera'):
+            return
+        with self._frame_lock:
+            if self._video is not None:
+                self._video.abandon()
+            self._video_relpath = annotation.video_relpath(
+                self.config.world, self.annotator.episode_index, start)
+            folder = pathlib.Path(self.config.record_file).parent
+            self._video = EpisodeVideo(folder / self._video_relpath,
+                                       fps=int(self._param('video_fps')))
+            self._video_start = start
+
+    def _on_video_image(self, msg: Image) -> None:
+        if self.annotator.state is not annotation.State.RUNNING:
+            return
+        now = self._now()
+        with self._frame_lock:
+            video = self._video
+            if video is None:
+                return
+            due = annotation.frames_due(self._video_start, now, video.frames, video.fps)
+            if not due:
+                return
+            try:
+                image = convert.image_from_msg(msg)
+                for _ in range(due):
+                    video.add(image)
+            except RealmError as err:  # a frame of another size: the video keeps the first's
+                self.get_logger().error(f'episode video: {err}')
+
+    def _end_video(self) -> str:
+        """Close the episode's video; return its path relative to the record file's folder
+        ('' when none was recorded or no frame arrived)."""
+        with self._frame_lock:
+            video, self._video = self._video, None
+        if video is None:
+            return ''
+        return self._video_relpath if video.close() else ''
+
     def _on_parameters(self, params: list[Any]) -> SetParametersResult:
         """Show the operator what to change by hand when the next episode's spec arrives."""
         for param in params:
@@ -285,6 +352,9 @@ class OperatorNode(Node):
         for _ in range(len(record['stages_reached']) - before):
             self.review.marked(scoring.OPERATOR)  # judged success: the rest are the operator's
         record.update(self.review.record_fields())
+        video = self._end_video()
+        if video:
+            record['video'] = video
         annotation.append_record(self.config.record_file, record)
         return json.dumps({k: record[k] for k in (
             'episode_index', 'task', 'outcome', 'progression', 'stages_reached', 'steps')})

@@ -37,6 +37,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import math
+import os
 import pathlib
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
@@ -95,6 +96,10 @@ TUNE_LOOK = 7020
 #: The worlds the sets are recorded in: the twin and the digital real (``core.backends`` names).
 TWIN = 'mujoco'
 DIGITAL_REAL = 'digital_real'
+#: Rungs of the learned vision ladder (``learned`` policy, shipped checkpoints) measured as a
+#: policy family the scorer never saw: success about 0.05, 0.53 and 0.88 on the lab look.
+LEARNED_LADDER = tuple(f'{name}=learned:path=checkpoints/learned_vision/{name}.pt'
+                       for name in ('plain5k_s150', 'plain5k_s1200', 'plain12k_s12000'))
 #: The training set (the default look, both worlds), the training looks, the held-out
 #: digital-real set (other seeds), the unseen policy's set, and the held-out looks (other looks,
 #: other seeds, every rung including the unseen one).
@@ -112,6 +117,11 @@ PLANS = {
                       tuple(range(100, 104)), looks=CALIBRATION_LOOKS),
     'calibrate_tune': Plan((DIGITAL_REAL,), TASKS, TRAIN_POLICIES + ('scripted:2',),
                            tuple(range(100, 104)), looks=(TUNE_LOOK,)),
+    # A policy family never in training nor in any calibration pool: three rungs of the learned
+    # vision ladder (docs/learned-policy.md section 5: weak, middle, strong) on the two tasks
+    # it shares with the scorer, under three held-out looks (bench/scorer_learned_ladder.py).
+    'learned_ladder': Plan((DIGITAL_REAL,), ('push_switch', 'pick_spoon'), LEARNED_LADDER,
+                           tuple(range(200, 204)), max_steps=160, looks=EVAL_LOOKS),
 }
 #: The digital real's hidden look the plans use (the twin never reads it).
 APPEARANCE = 'config/appearance/lab_demo.yaml'
@@ -165,15 +175,32 @@ class LabelledEpisode:
 
 
 def world_config(world: str, appearance_file: str = '', camera: str = 'exterior_1',
-                 stride: int = 5) -> Any:
+                 stride: int = 5, policy_cameras: Sequence[str] = ()) -> Any:
     """Return the ``WorldConfig`` :func:`collect` runs ``world`` with: ``camera`` rendered on
     every ``stride``-th control step, the hidden look ``appearance_file`` for the digital real
-    only (the twin never reads it)."""
+    only (the twin never reads it). A policy that looks (``policy_cameras``, its
+    ``needs.cameras``) gets those and ``camera`` on every step instead; the scorer still reads
+    every ``stride``-th (:func:`_labelled_run`)."""
     from realm_ros.core import robot
     from realm_ros.core.config import WorldConfig
-    return WorldConfig(backend=world, cameras=(camera,),
-                       camera_rate_hz=robot.CONTROL_HZ / stride,
+    cameras = (camera,) + tuple(c for c in policy_cameras if c != camera)
+    return WorldConfig(backend=world, cameras=cameras,
+                       camera_rate_hz=robot.CONTROL_HZ / (1 if policy_cameras else stride),
                        appearance_file=appearance_file if backends.get(world).hidden else '')
+
+
+def policy_cameras(policies: Sequence[str]) -> tuple[str, ...]:
+    """The cameras the policy entries ``policies`` look through (none for the scripted
+    ladder), in order of first use."""
+    from realm_ros.core.evaluation import PolicyEntry
+    from realm_ros.core.policy import policy_needs
+    out: list[str] = []
+    for text in policies:
+        entry = PolicyEntry.parse(text)
+        for name in policy_needs(entry.policy, **dict(entry.args)).cameras:
+            if name not in out:
+                out.append(name)
+    return tuple(out)
 
 
 def write_look(seed: int, folder: str | pathlib.Path) -> pathlib.Path:
@@ -196,9 +223,10 @@ def plan_settings(plan: Plan, appearance_file: str = '', camera: str = 'exterior
     # A plan of lab looks dresses the digital real in those (below), not in the given look.
     appearance_file = '' if plan.looks else appearance_file
     # Flat (``world.field``), as provenance compares a file setting by content at the top only.
+    looking = policy_cameras(plan.policies)
     worlds = {f'{w}.{key}': value for w in plan.worlds for key, value in
-              provenance.config_settings(world_config(w, appearance_file, camera,
-                                                      stride)).items()}
+              provenance.config_settings(world_config(w, appearance_file, camera, stride,
+                                                      looking)).items()}
     return {
         'worlds': list(plan.worlds), **worlds, 'tasks': list(plan.tasks),
         'policies': [provenance.policy_setting(e.policy, e.args)
@@ -230,8 +258,9 @@ def collect(worlds: Sequence[str], task_names: Sequence[str], policies: Sequence
     for name in task_names:
         tasks.get_task(name)
     out: list[LabelledEpisode] = []
+    looking = policy_cameras(policies)
     for world_name in worlds:
-        world = make_world(world_config(world_name, appearance_file, camera, stride))
+        world = make_world(world_config(world_name, appearance_file, camera, stride, looking))
         try:
             for text in policies:
                 entry = PolicyEntry.parse(text)
@@ -241,7 +270,8 @@ def collect(worlds: Sequence[str], task_names: Sequence[str], policies: Sequence
                     for seed in seeds:
                         spec = EpisodeSpec(task=name, seed=int(seed), policy=entry.label,
                                            max_steps=max_steps)
-                        frames, times, met = _labelled_run(world, policy, spec, camera)
+                        frames, times, met = _labelled_run(world, policy, spec, camera,
+                                                           stride if looking else 0)
                         if not frames:
                             continue
                         episode = LabelledEpisode(
@@ -258,9 +288,11 @@ def collect(worlds: Sequence[str], task_names: Sequence[str], policies: Sequence
     return out
 
 
-def _labelled_run(world: Any, policy: Any, spec: Any, camera: str
+def _labelled_run(world: Any, policy: Any, spec: Any, camera: str, every: int = 0
                   ) -> tuple[list[np.ndarray], list[float], list[int]]:
-    """Run one episode; return its rendered frames (small), their times and stages met."""
+    """Run one episode; return its rendered frames (small), their times and stages met:
+    every frame rendered, or (``every`` > 0, the world rendering each step for a policy that
+    looks) that of every ``every``-th step."""
     from realm_ros.core import robot
     from realm_ros.core.episode import run_episode
 
@@ -269,7 +301,7 @@ def _labelled_run(world: Any, policy: Any, spec: Any, camera: str
     met: list[int] = []
 
     def on_step(step: int, obs: Any, action: Any, progress: Any) -> None:
-        if camera in obs.images:  # rendered when due: every stride-th step
+        if camera in obs.images and (not every or step % every == 0):
             frames.append(small_frame(obs.images[camera]))
             times.append(step / robot.CONTROL_HZ)
             met.append(int(sum(progress.met)))
@@ -318,7 +350,9 @@ def save_episodes(path: str | pathlib.Path, episodes: Sequence[LabelledEpisode])
                        for e in episodes])
     path = pathlib.Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(path.name + '.partial.npz')
+    # One partial file per process: two processes joining one plan's cache at once (the last
+    # collect shares and a bench started beside it) each write their own, the same content.
+    partial = path.with_name(f'{path.name}.{os.getpid()}.partial.npz')
     np.savez_compressed(partial, frames=np.concatenate([e.frames for e in episodes]),
                         times_s=np.concatenate([e.times_s for e in episodes]),
                         met=np.concatenate([e.met for e in episodes]), lengths=lengths,

@@ -280,3 +280,37 @@ def test_a_scorer_proposes_the_stages_and_the_record_keeps_who_decided(tmp_path)
     assert second['stages_reached'] == ['REACH']
     assert second['decided_by'] == 'operator' and second['stages_decided_by'] == ['operator']
     assert second['stage_proposal']['corrected']
+
+
+def test_the_episode_video_is_recorded_and_named_in_the_record(tmp_path):
+    """With video_camera set, the camera is written from the confirmed reset at video_fps and
+    the record names the video relative to its folder: the record file is a calibration label
+    file as it is (``score calibrate --labels``)."""
+    from realm_ros.commands import score
+    from realm_ros.ros.convert import image_to_msg
+
+    spec = EpisodeSpec(task='pick_spoon', seed=1, policy='scripted', pair_id='pick-1')
+    with operator_process(tmp_path, '-p', 'terminal_ui:=false', '-p', 'video_camera:=wrist',
+                          '-p', 'video_fps:=10', '-p', f"episode_spec:='{spec.to_json()}'"), \
+            ros_node('operator_video_client') as (node, executor):
+        c = Client(node, executor)
+        camera = node.create_publisher(Image, '/real/cameras/wrist/image', qos.IMAGE)
+        assert spin_until(executor, lambda: bool(c.states), 20)
+        assert spin_until(executor, lambda: camera.get_subscription_count() > 0, 10)
+        assert c.call('confirm_reset').success
+        assert spin_until(executor, lambda: c.states and c.states[-1]['state'] == 'running', 10)
+        for k in range(30):  # about 1.5 s of a 20 Hz camera
+            frame = np.full((36, 64, 3), 8 * k, np.uint8)
+            camera.publish(image_to_msg(frame, node.get_clock().now().to_msg(), 'wrist'))
+            spin_until(executor, lambda: False, 0.05)
+            if k == 10:
+                assert c.call('mark_stage').success
+        assert c.call('end_episode').success
+    record = json.loads((tmp_path / 'ops.jsonl').read_text())
+    assert record['video'].startswith('videos/real/episode_0001_')
+    frames, times = score.read_video(tmp_path / record['video'])
+    elapsed = record['end_time'] - record['start_time']
+    assert frames[0].shape == (36, 64, 3) and len(frames) >= 10
+    assert len(frames) <= elapsed * 10 + 1  # a constant 10 fps from the confirmed reset
+    (episode,) = score.calibration_episodes([tmp_path / 'ops.jsonl'])
+    assert episode.task == 'pick_spoon' and episode.met.max() == 1 and episode.met[0] == 0

@@ -2,6 +2,7 @@
 
 import json
 
+import numpy as np
 import pytest
 
 from realm_ros.core import annotation
@@ -94,3 +95,22 @@ def test_config_validation_names_the_field():
         annotation.OperatorConfig(stages=('A', 'A'))
     with pytest.raises(ConfigError, match='publish_hz'):
         annotation.OperatorConfig(publish_hz=-1.0)
+
+
+def test_frames_due_keeps_a_constant_rate_whatever_the_camera_sends():
+    """Frame k of the operator's episode video shows the scene at start + k / fps: a camera
+    faster than the video drops frames, a gap is filled with copies of the next frame."""
+    written = 0
+    for now in np.arange(0.0, 2.0, 1 / 30):  # a 30 Hz camera into a 10 fps video
+        written += annotation.frames_due(0.0, float(now), written, 10)
+    assert written == 20
+    assert annotation.frames_due(0.0, 2.55, written, 10) == 6  # 0.55 s without a frame
+    assert annotation.frames_due(5.0, 4.9, 0, 10) == 0  # before the start
+    with pytest.raises(ConfigError, match='frame rate'):
+        annotation.frames_due(0.0, 1.0, 0, 0)
+
+
+def test_video_relpath_names_the_world_episode_and_start():
+    assert annotation.video_relpath('real', 3, 12.3456) == 'videos/real/episode_0003_12346.webm'
+    with pytest.raises(ConfigError, match='world'):
+        annotation.video_relpath('../x', 1, 0.0)

@@ -372,3 +372,19 @@ def test_a_shipped_scorer_is_never_silently_constant_on_a_look_it_never_saw(
     assert separates or flagged, (predicted, truth, checks)
     if checkpoint == learned.LOOKS_CHECKPOINT:
         assert separates and not flagged, (predicted, truth, checks)
+
+
+def test_a_policy_that_looks_gets_its_cameras_every_step_and_the_scorer_every_fifth():
+    """The learned ladder (plan ``learned_ladder``) sees exterior_1 and wrist at every control
+    step; the scripted ladder's worlds render the scorer's camera only every fifth step."""
+    from realm_ros.core import robot
+    looking = learned.policy_cameras(learned.PLANS['learned_ladder'].policies)
+    assert set(looking) == {'exterior_1', 'wrist'}
+    assert learned.policy_cameras(learned.TRAIN_POLICIES) == ()
+    seeing = learned.world_config(learned.DIGITAL_REAL, policy_cameras=looking)
+    assert seeing.cameras[0] == 'exterior_1' and set(seeing.cameras) == set(looking)
+    assert seeing.camera_rate_hz == robot.CONTROL_HZ
+    blind = learned.world_config(learned.DIGITAL_REAL)
+    assert blind.cameras == ('exterior_1',) and blind.camera_rate_hz == robot.CONTROL_HZ / 5
+    settings = learned.plan_settings(learned.PLANS['learned_ladder'])
+    assert settings['max_steps'] == 160 and len(settings['policies']) == 3

@@ -178,3 +178,31 @@ def test_score_train_never_overwrites_the_shipped_checkpoint(tmp_path, capsys):
     assert len(err.strip().splitlines()) == 1 and 'score train: give --out CKPT' in err, err
     assert learned.DEFAULT_CHECKPOINT.read_bytes() == before
     assert not (tmp_path / 'data').exists()  # refused before running a single episode
+
+
+def test_the_bench_reports_what_knowing_only_the_task_scores():
+    """bench/scorer_calibration.py's per-task constant: each task's mean progression as the
+    answer; its r is high when the tasks' progressions differ, undefined within one task."""
+    import pathlib
+    import sys
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / 'bench'))
+    from scorer_calibration import constants
+
+    from realm_ros.core import tasks
+
+    def episode(task, reached, seed):
+        n = len(tasks.get_task(task).stages)
+        met = np.minimum(np.arange(6), reached)
+        return learned.LabelledEpisode(task=task, world='digital_real', policy='p', seed=seed,
+                                       frames=np.zeros((6, 36, 64, 3), np.uint8),
+                                       times_s=np.arange(6) / 3.0, met=met, n_stages=n)
+
+    episodes = ([episode('push_switch', r, s) for s, r in enumerate((3, 3, 2))]
+                + [episode('pick_spoon', r, s) for s, r in enumerate((0, 1, 1))])
+    c = constants(episodes)
+    truth = np.array([e.progression for e in episodes])
+    means = np.array([8 / 9] * 3 + [2 / 9] * 3)
+    assert c['task_mean_pearson_r'] == pytest.approx(np.corrcoef(means, truth)[0, 1])
+    assert c['task_mean_pearson_r'] > 0.9
+    assert np.isnan(constants(episodes[:3])['task_mean_pearson_r'])
+    assert c['best_constant_success'] == pytest.approx(4 / 6)
