@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from realm_ros.commands import non_negative_int, positive_float, positive_int
 from realm_ros.core import backends, provenance
 from realm_ros.core.errors import ConfigError, DataError
 
@@ -58,15 +59,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--endpoint', default='',
                         help='vlm: OpenAI-compatible API base URL, e.g. http://gpu-box:8000/v1')
     parser.add_argument('--model', default='', help='vlm: model name the endpoint serves')
-    parser.add_argument('--runs', type=int, default=3, help='vlm: passes over the episode')
-    parser.add_argument('--fps', type=float, default=None,
+    parser.add_argument('--runs', type=positive_int, default=3,
+                        help='vlm: passes over the episode')
+    parser.add_argument('--fps', type=positive_float, default=None,
                         help='frames per second scored (vlm 1, learned 3)')
     parser.add_argument('--task-range', nargs=2, type=float, default=None,
                         metavar=('FLOOR', 'CEILING'),
                         help='vlm: rescale the raw score: clip((raw - floor) / (ceiling - floor))')
     parser.add_argument('--api-key-env', default='OPENAI_API_KEY',
                         help='vlm: environment variable with the API key (sent if set)')
-    parser.add_argument('--timeout', type=float, default=120.0, help='vlm: seconds per request')
+    parser.add_argument('--timeout', type=positive_float, default=120.0,
+                        help='vlm: seconds per request')
     parser.add_argument('--out', type=pathlib.Path, default=None,
                         help='train, calibrate: checkpoint to write (required: the shipped '
                              'one is never overwritten by default)')
@@ -74,20 +77,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help='train/eval: labelled episodes are cached here, one '
                              'PLAN-DIGEST.npz per plan and settings (look by content, rig, '
                              'dynamics, image size, max steps, policies, version)')
-    parser.add_argument('--epochs', type=int, default=None,
+    parser.add_argument('--epochs', type=positive_int, default=None,
                         help="train: epochs (default: the shipped settings', 40)")
     parser.add_argument('--validate', action='store_true',
                         help="train: hold the training plan's seeds 6-7 back, train on the "
                              "rest and print the scorer's agreement on them (writes no "
                              'checkpoint unless --out is given)')
-    parser.add_argument('--seed', type=int, default=0, help='train: seed')
+    parser.add_argument('--seed', type=non_negative_int, default=0, help='train: seed')
     parser.add_argument('--init', type=pathlib.Path, default=None, metavar='CKPT',
                         help="train: start from this checkpoint's weights (fine-tune; same "
                              'network and tasks) instead of random ones')
-    parser.add_argument('--lr', type=float, default=None,
+    parser.add_argument('--lr', type=positive_float, default=None,
                         help="train: peak learning rate (default: the shipped settings')")
     parser.add_argument('--device', default='cpu', help='train: torch device (cpu, cuda)')
-    parser.add_argument('--threads', type=int, default=1,
+    parser.add_argument('--threads', type=positive_int, default=1,
                         help='train: CPU threads (the result is deterministic for a seed and '
                              'thread count)')
     parser.add_argument('--appearance', default=None, metavar='FILE',
@@ -105,7 +108,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--layers', default=None,
                         help='calibrate: what it trains: head, norm (head and GroupNorm) or '
                              'all (default: all)')
-    parser.add_argument('--steps', type=int, default=None,
+    parser.add_argument('--steps', type=positive_int, default=None,
                         help='calibrate: optimiser steps (default 150)')
     parser.add_argument('--json', type=pathlib.Path, default=None,
                         help='eval: also write the figures here')
