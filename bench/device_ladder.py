@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import collections
 import json
-import math
 import os
 import pathlib
 import signal
@@ -221,13 +220,12 @@ def evaluate(args: argparse.Namespace) -> int:
 
 
 def wilson(successes: int, n: int, z: float = 1.959964) -> tuple[float, float]:
-    """Wilson score 95 % interval of a success rate."""
+    """Wilson score 95 % interval of a success rate ((0, 1) with no episodes)."""
     if n == 0:
         return (0.0, 1.0)
-    p = successes / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return (max(0.0, centre - half), min(1.0, centre + half))
+    from realm_ros.core.metrics import wilson_interval
+    low, high = wilson_interval(successes, n, z)
+    return (low, high)
 
 
 def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:

@@ -164,6 +164,16 @@ def mean_progression(progressions: ArrayLike) -> float:
     return float(p.mean())
 
 
+def wilson_interval(hits: int, n: int, z: float = 1.959964) -> list[float]:
+    """Return the Wilson score interval (95 % by default) of a proportion ``hits / n``."""
+    if n < 1:
+        raise DataError('a proportion needs at least one trial')
+    p = hits / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return [max(0.0, centre - half), min(1.0, centre + half)]
+
+
 def bootstrap_ci(
     values: ArrayLike,
     statistic: Callable[[np.ndarray], float] = np.mean,

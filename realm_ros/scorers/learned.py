@@ -45,6 +45,7 @@ import numpy as np
 
 from realm_ros.core import backends, scoring, tasks
 from realm_ros.core.errors import ConfigError, DataError
+from realm_ros.core.metrics import wilson_interval
 
 FORMAT = 'realm_ros.progress_scorer/1'
 #: Frame size the network sees (width, height): 320x180 DROID frames downscaled 5x.
@@ -1002,16 +1003,6 @@ def pearson_interval(predicted: Sequence[float], truth: Sequence[float], n_resam
     return [float(v) for v in np.quantile(values, [alpha, 1.0 - alpha])]
 
 
-def wilson_interval(hits: int, n: int, z: float = 1.959964) -> list[float]:
-    """Return the Wilson score interval (95 % by default) of a proportion ``hits / n``."""
-    if n < 1:
-        raise DataError('a proportion needs at least one trial')
-    p = hits / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return [max(0.0, centre - half), min(1.0, centre + half)]
-
-
 def baselines(episodes: Sequence[LabelledEpisode], reference: Sequence[LabelledEpisode]
               ) -> dict[str, Any]:
     """Return what constant answers score on ``episodes``, the constants taken from
@@ -1052,4 +1043,4 @@ __all__ = ['CALIBRATE_LAYERS', 'CALIBRATION_LOOKS', 'CalibrateConfig', 'DEFAULT_
            'TrainConfig', 'VALIDATION_SEEDS', 'baselines', 'build_net', 'collect', 'evaluate',
            'load_checkpoint', 'load_episodes', 'look_stats', 'pearson_interval',
            'plan_settings', 'save_checkpoint', 'save_episodes', 'small_frame', 'split',
-           'stage_counts', 'train', 'wilson_interval', 'world_config', 'write_look']
+           'stage_counts', 'train', 'world_config', 'write_look']

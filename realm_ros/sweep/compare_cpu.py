@@ -13,9 +13,8 @@ from typing import Any, Mapping, Sequence
 
 from realm_ros.core import robot
 from realm_ros.core.errors import ConfigError
-from realm_ros.core.metrics import bootstrap_ci
+from realm_ros.core.metrics import bootstrap_ci, wilson_interval
 from realm_ros.core.sweep import Cell
-from realm_ros.scorers.learned import wilson_interval
 
 #: ``--compare-cpu``'s tolerance, per cell and over the compared cells. float32 physics and a
 #: different renderer (ray tracing against OpenGL) make a vision policy see slightly different

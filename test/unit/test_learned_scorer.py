@@ -18,7 +18,7 @@ pytest.importorskip('torch')
 
 from scorer_bars import TASK, bar_episode, bar_frame, train_tiny  # noqa: E402
 
-from realm_ros.core import appearance, scoring  # noqa: E402
+from realm_ros.core import appearance, metrics, scoring  # noqa: E402
 from realm_ros.core.errors import DataError  # noqa: E402
 from realm_ros.scorers import learned  # noqa: E402
 
@@ -293,8 +293,8 @@ def test_the_scorer_says_when_a_look_is_outside_its_training_looks(tiny, tmp_pat
 
 
 def test_intervals_of_r_and_of_success_accuracy():
-    assert learned.wilson_interval(10, 10)[1] == pytest.approx(1.0)
-    low, high = learned.wilson_interval(27, 45)
+    assert metrics.wilson_interval(10, 10)[1] == pytest.approx(1.0)
+    low, high = metrics.wilson_interval(27, 45)
     assert low < 27 / 45 < high and high - low == pytest.approx(0.28, abs=0.01)
     truth = np.arange(20) / 19.0
     low, high = learned.pearson_interval(truth + 0.05 * np.sin(np.arange(20)), truth)
