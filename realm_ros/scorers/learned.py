@@ -506,23 +506,13 @@ def train(episodes: Sequence[LabelledEpisode], config: TrainConfig = TrainConfig
     rng = np.random.default_rng(config.seed)
     task_names = sorted({e.task for e in episodes})
     stages = {name: list(tasks.get_task(name).stages) for name in task_names}
-    current = np.concatenate([e.frames for e in episodes])
-    first = np.concatenate([np.repeat(e.frames[:1], len(e.frames), axis=0) for e in episodes])
-    # Every (current, first) pair once as a padded float tensor; a batch is cut from it.
-    pairs = _inputs(torch, current, first)
-    padded = torch.nn.functional.pad(pairs, (_SHIFT, _SHIFT, _SHIFT, _SHIFT), mode='replicate')
-    labels = torch.from_numpy(np.concatenate([e.met for e in episodes]).astype(np.int64))
-    task_ids = torch.from_numpy(np.concatenate(
-        [np.full(len(e.met), task_names.index(e.task)) for e in episodes]).astype(np.int64))
-    n_stages = torch.from_numpy(np.concatenate(
-        [np.full(len(e.met), e.n_stages) for e in episodes]).astype(np.int64))
+    padded, labels, task_ids, n_stages = _frame_tensors(torch, episodes, task_names)
     device = torch.device(config.device)
     net = build_net(len(task_names), config.width, config.diff, config.pool)
     if init is not None:
         if list(init['tasks']) != task_names:
             raise DataError(f'--init: its tasks {list(init["tasks"])} are not {task_names}')
-        net.load_state_dict({k: v.float() if v.is_floating_point() else v
-                             for k, v in init['state_dict'].items()})
+        net.load_state_dict(_float32(init['state_dict']))
     net = net.to(device)
     labels, task_ids, n_stages = labels.to(device), task_ids.to(device), n_stages.to(device)
     optimiser = torch.optim.AdamW(net.parameters(), lr=config.lr,
@@ -530,12 +520,8 @@ def train(episodes: Sequence[LabelledEpisode], config: TrainConfig = TrainConfig
     steps_per_epoch = max(1, math.ceil(len(labels) / config.batch))
     schedule = torch.optim.lr_scheduler.OneCycleLR(optimiser, max_lr=config.lr,
                                                    total_steps=config.epochs * steps_per_epoch)
-    # Class weights: stage counts are unbalanced (most frames sit at 0 or at the last stage).
-    counts = np.bincount(labels.cpu().numpy(), minlength=MAX_STAGES + 1).astype(float)
-    weights = torch.tensor(np.where(
-        counts > 0, (counts.sum() / np.maximum(counts, 1)) ** config.class_weight_power, 0.0),
-        dtype=torch.float32)
-    loss_fn = torch.nn.CrossEntropyLoss(weight=weights.to(device))
+    loss_fn = torch.nn.CrossEntropyLoss(
+        weight=_class_weights(torch, labels, config.class_weight_power).to(device))
     history = []
     net.train()
     for epoch in range(config.epochs):
@@ -572,6 +558,44 @@ def train(episodes: Sequence[LabelledEpisode], config: TrainConfig = TrainConfig
 
 #: Most pixels a training pair is shifted by (each way).
 _SHIFT = 2
+
+
+def _float32(state_dict: Mapping[str, Any]) -> dict[str, Any]:
+    """A checkpoint's weights (stored as float16) as float32 tensors to load into a network."""
+    return {k: v.float() if v.is_floating_point() else v for k, v in state_dict.items()}
+
+
+def _net_from(checkpoint: Mapping[str, Any]) -> Any:
+    """The network a checkpoint describes (its ``config`` and ``tasks``), with its weights."""
+    config = checkpoint['config']
+    net = build_net(len(checkpoint['tasks']), int(config.get('width', 16)),
+                    bool(config.get('diff', False)), str(config.get('pool', 'mean')))
+    net.load_state_dict(_float32(checkpoint['state_dict']))
+    return net
+
+
+def _frame_tensors(torch: Any, episodes: Sequence[LabelledEpisode], task_names: list[str]
+                   ) -> tuple[Any, Any, Any, Any]:
+    """Every (current, first) frame pair of ``episodes`` once, as a padded float tensor a batch
+    is cut from (``_augment``), with each frame's stage label, task index and stage count."""
+    current = np.concatenate([e.frames for e in episodes])
+    first = np.concatenate([np.repeat(e.frames[:1], len(e.frames), axis=0) for e in episodes])
+    pairs = _inputs(torch, current, first)
+    padded = torch.nn.functional.pad(pairs, (_SHIFT, _SHIFT, _SHIFT, _SHIFT), mode='replicate')
+    labels = torch.from_numpy(np.concatenate([e.met for e in episodes]).astype(np.int64))
+    task_ids = torch.from_numpy(np.concatenate(
+        [np.full(len(e.met), task_names.index(e.task)) for e in episodes]).astype(np.int64))
+    n_stages = torch.from_numpy(np.concatenate(
+        [np.full(len(e.met), e.n_stages) for e in episodes]).astype(np.int64))
+    return padded, labels, task_ids, n_stages
+
+
+def _class_weights(torch: Any, labels: Any, power: float) -> Any:
+    """Cross-entropy weights (total / count) ** ``power`` per stage count (0 where a count never
+    occurs): stage counts are unbalanced (most frames sit at 0 or at the last stage)."""
+    counts = np.bincount(labels.cpu().numpy(), minlength=MAX_STAGES + 1).astype(float)
+    return torch.tensor(np.where(counts > 0, (counts.sum() / np.maximum(counts, 1)) ** power,
+                                 0.0), dtype=torch.float32)
 
 
 # -- per-lab calibration ------------------------------------------------------------------------
@@ -643,29 +667,15 @@ def calibrate(checkpoint: Mapping[str, Any], episodes: Sequence[LabelledEpisode]
     rng = np.random.default_rng(config.seed)
     base = dict(checkpoint)
     net_config = base['config']
-    net = build_net(len(task_names), int(net_config.get('width', 16)),
-                    bool(net_config.get('diff', False)), str(net_config.get('pool', 'mean')))
-    net.load_state_dict({k: v.float() if v.is_floating_point() else v
-                         for k, v in base['state_dict'].items()})
+    net = _net_from(base)
     params = _trainable(net, config.layers)
     for p in net.parameters():
         p.requires_grad_(False)
     for p in params:
         p.requires_grad_(True)
-    current = np.concatenate([e.frames for e in episodes])
-    first = np.concatenate([np.repeat(e.frames[:1], len(e.frames), axis=0) for e in episodes])
-    pairs = _inputs(torch, current, first)
-    padded = torch.nn.functional.pad(pairs, (_SHIFT, _SHIFT, _SHIFT, _SHIFT), mode='replicate')
-    labels = torch.from_numpy(np.concatenate([e.met for e in episodes]).astype(np.int64))
-    task_ids = torch.from_numpy(np.concatenate(
-        [np.full(len(e.met), task_names.index(e.task)) for e in episodes]).astype(np.int64))
-    n_stages = torch.from_numpy(np.concatenate(
-        [np.full(len(e.met), e.n_stages) for e in episodes]).astype(np.int64))
-    counts = np.bincount(labels.numpy(), minlength=MAX_STAGES + 1).astype(float)
-    weights = torch.tensor(np.where(
-        counts > 0, (counts.sum() / np.maximum(counts, 1))
-        ** float(net_config.get('class_weight_power', 0.5)), 0.0), dtype=torch.float32)
-    loss_fn = torch.nn.CrossEntropyLoss(weight=weights)
+    padded, labels, task_ids, n_stages = _frame_tensors(torch, episodes, task_names)
+    loss_fn = torch.nn.CrossEntropyLoss(weight=_class_weights(
+        torch, labels, float(net_config.get('class_weight_power', 0.5))))
     optimiser = torch.optim.AdamW(params, lr=config.lr, weight_decay=config.weight_decay)
     start = [p.detach().clone() for p in params]
     diff = bool(net_config.get('diff', False))
@@ -786,10 +796,7 @@ class LearnedScorer:
         self.fps = float(fps)
         config = data['config']
         self.diff = bool(config.get('diff', False))
-        self.net = build_net(len(self.tasks), int(config.get('width', 16)), self.diff,
-                             str(config.get('pool', 'mean')))
-        self.net.load_state_dict({k: v.float() if v.is_floating_point() else v
-                                  for k, v in data['state_dict'].items()})
+        self.net = _net_from(data)
         self.net.eval()
         self._torch = torch
         stats = data.get('look_stats')
