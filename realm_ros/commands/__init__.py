@@ -10,18 +10,6 @@ from typing import Any, Callable, Sequence
 from realm_ros.core.errors import ConfigError
 
 
-def require_positive(option: str, value: float) -> None:
-    """Raise ConfigError naming ``option`` (``--episodes``) unless ``value`` > 0."""
-    if value <= 0:
-        raise ConfigError(f'{option} must be > 0, got {value}')
-
-
-def require_non_negative(option: str, value: float, unit: str = '') -> None:
-    """Raise ConfigError naming ``option`` (and ``unit``, ``rad``) unless ``value`` >= 0."""
-    if value < 0:
-        raise ConfigError(f'{option} must be >= 0{" " + unit if unit else ""}, got {value}')
-
-
 def number(kind: type, low: float, high: float = math.inf, low_open: bool = False,
            high_open: bool = False, allowed: str = '',
            also: tuple[float, ...] = ()) -> Callable[[str], Any]:

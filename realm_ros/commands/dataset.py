@@ -37,8 +37,6 @@ from realm_ros.commands import (
     out_folder,
     path_arg,
     positive_int,
-    require_non_negative,
-    require_positive,
     task_names,
 )
 from realm_ros.core import provenance, robot, tasks
@@ -157,8 +155,6 @@ def run(args: argparse.Namespace) -> int:
         resolve_hidden,
     )
 
-    require_positive('--episodes', args.episodes)
-    require_non_negative('--noise', args.noise, 'rad')
     args.out = out_folder(args.out)
     names = task_names(args.tasks, ['push_switch'])
     cameras = tuple(c for c in args.cameras.split(',') if c)

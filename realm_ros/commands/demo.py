@@ -130,6 +130,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help='--vision --until-decided: at most N real episodes (default: the '
                              "fixed design's, --episodes-per-cell x tasks x policies)")
     add_quiet_flag(vision)
+    # Flags of the vision demo alone: refused without --vision, where they would be ignored.
+    parser.set_defaults(vision_only=[(action.dest, action.option_strings[0], action.default)
+                                     for action in vision._group_actions
+                                     if action.dest != 'vision'])
 
 
 #: The digital real of `make demo`: a lab Franka, not the twin with other numbers (issue 38).
@@ -159,6 +163,9 @@ def run(args: argparse.Namespace) -> int:
 
     if args.vision:
         return run_vision(args)
+    for dest, flag, default in getattr(args, 'vision_only', ()):
+        if getattr(args, dest) != default:
+            raise ConfigError(f'{flag} belongs to the vision demo: add --vision, or drop {flag}')
     args.tasks = args.tasks or ['pick_spoon', 'put_green_block_in_bowl', 'open_drawer']
     args.episodes_per_cell = args.episodes_per_cell or 4
     args.max_steps = args.max_steps or 300

@@ -16,8 +16,6 @@ from realm_ros.commands import (
     non_negative_int,
     out_file,
     positive_int,
-    require_non_negative,
-    require_positive,
     rig_flag,
     sim_params_flag,
     unit_interval,
@@ -32,6 +30,7 @@ from realm_ros.core.config import (
     renamed,
 )
 from realm_ros.core.errors import ConfigError
+from realm_ros.core.policy import POLICIES
 from realm_ros.core.types import DEFAULT_MAX_STEPS, EpisodeSpec
 
 VIDEO_CAMERA = 'exterior_1'
@@ -45,7 +44,9 @@ FLAGS = {'camera_rig_file': '--camera-rig', 'sim_params_file': '--sim-params',
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Task, policy, skill, seed, steps, video and twin parameters."""
     parser.add_argument('--task', required=True, choices=sorted(tasks.TASKS), help='REALM task')
-    parser.add_argument('--policy', default='scripted', help='registered policy name')
+    parser.add_argument('--policy', default='scripted', choices=POLICIES.names(),
+                        metavar='NAME',
+                        help='registered policy name: ' + ', '.join(POLICIES.names()))
     parser.add_argument('--skill', default='0', help='scripted ladder rung: 0..3 or a name')
     parser.add_argument('--seed', type=non_negative_int, default=0,
                         help='episode seed (initial state)')
@@ -94,8 +95,6 @@ def run(args: argparse.Namespace) -> int:
     from realm_ros.core.policy import make_policy, standard_chain
     from realm_ros.core.world import make_world
 
-    require_positive('--max-steps', args.max_steps)
-    require_non_negative('--execute-horizon', args.execute_horizon)
     width, height = parse_image_size(args.image_size)
     video = out_file(args.video, '--video')
     actions_file = out_file(args.record_actions, '--record-actions')

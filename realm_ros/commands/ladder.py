@@ -14,8 +14,6 @@ from realm_ros.commands import (
     add_list_argument,
     non_negative_int,
     positive_int,
-    require_non_negative,
-    require_positive,
     task_names,
 )
 from realm_ros.core import robot, tasks
@@ -48,8 +46,6 @@ def run(args: argparse.Namespace) -> int:
     from realm_ros.core.world import make_world
     from realm_ros.policies.scripted import SKILL_NAMES, SKILLS, ScriptedPolicy, skill_level
 
-    require_positive('--episodes', args.episodes)
-    require_non_negative('--execute-horizon', args.execute_horizon)
     names = task_names(args.tasks, list(tasks.TASKS))
     try:
         levels = [skill_level(s) for s in args.skills or SKILL_NAMES]

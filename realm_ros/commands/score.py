@@ -144,8 +144,6 @@ def build_scorer(args: argparse.Namespace) -> Any:
     from realm_ros.core import scoring
 
     name = args.scorer or ('vlm' if args.endpoint else 'learned')
-    if args.fps is not None and args.fps <= 0:
-        raise ConfigError(f'--fps must be > 0, got {args.fps}')
     kwargs: dict[str, Any] = {}
     if name == 'vlm' or args.endpoint:
         kwargs = {'endpoint': args.endpoint, 'model': args.model, 'runs': args.runs,

@@ -35,7 +35,6 @@ from realm_ros.commands import (
     path_arg,
     policy_specs,
     positive_int,
-    require_positive,
     sim_params_flag,
     stopping,
     task_names,
@@ -196,8 +195,6 @@ def _engines(world: str) -> tuple[str, ...]:
 
 def build_config(args: argparse.Namespace) -> SweepConfig:
     """Return the sweep's config from the flags."""
-    require_positive('--episodes-per-cell', args.episodes_per_cell)
-    require_positive('--max-steps', args.max_steps)
     codes = list(perturbations.PERTURBATIONS) if args.perturbations == ['all'] else \
         args.perturbations
     worlds = tuple(args.worlds)
@@ -241,8 +238,6 @@ def make_executor(args: argparse.Namespace, options: dict[str, Any],
     """Return the executor the flags ask for: Ray, local processes or this process."""
     from realm_ros.sweep.executors import InProcessExecutor, ProcessExecutor
 
-    if args.workers is not None:
-        require_positive('--workers', args.workers)
     verbose = getattr(args, 'verbose', False)
     if args.ray is not None:
         from realm_ros.sweep.ray_executor import RayExecutor
@@ -250,7 +245,6 @@ def make_executor(args: argparse.Namespace, options: dict[str, Any],
                            hook=hook, options=options,
                            init_kwargs={'log_to_driver': True} if verbose else None)
     gpu_workers = getattr(args, 'gpu_workers', 1)
-    require_positive('--gpu-workers', gpu_workers)
     if (args.workers and args.workers > 1) or gpu_workers > 1:
         # Workers' lines in OUT/logs/ (as paired-eval's node logs), unless --verbose.
         log_dir = None if verbose else _log_dir(args.out)
@@ -336,7 +330,6 @@ def run(args: argparse.Namespace) -> int:
     if 'mjx' in config.worlds:
         from realm_ros.sweep.mjx import require_mjx
         require_mjx()
-        require_positive('--batch', args.batch)
         refuse_on_gpu([c.spec for c in cells if c.world == 'mjx'])
         iterations, ls_iterations = solver_iterations(args.solver_iterations)
         options['gpu'] = {'batch': args.batch, 'iterations': iterations,
@@ -344,7 +337,6 @@ def run(args: argparse.Namespace) -> int:
     if 'warp' in config.worlds:
         from realm_ros.sweep.warp import refuse_on_warp, require_warp
         require_warp()
-        require_positive('--batch', args.batch)
         refuse_on_warp([c for c in cells if c.world == 'warp'])
         options.setdefault('gpu', {'batch': args.batch})['warp'] = {}
     out = out_folder(args.out)

@@ -110,3 +110,22 @@ def test_quiet_means_one_thing_in_every_command():
     assert {'paired-eval', 'sweep', 'dataset', 'demo', 'sysid record', 'sysid fit'} <= set(helps)
     assert set(helps.values()) == {
         'only the progress bar and the final table (with the files written)'}, helps
+
+
+@pytest.mark.parametrize('flags', [['--until-decided', '0.9'], ['--budget', '40'],
+                                   ['--allocation', 'uniform'], ['--columns', 'raw'],
+                                   ['--quiet'], ['--appearance', 'none']])
+def test_the_vision_demos_flags_are_refused_without_vision(tmp_path, capsys, flags):
+    """``make demo``'s sysid demo would ignore them: one line naming the flag, nothing run."""
+    assert exit_code(['demo', '--out', str(tmp_path / 'o'), *flags]) == 2
+    err = capsys.readouterr().err
+    assert err == (f'realm-ros demo: error: {flags[0]} belongs to the vision demo: add --vision, '
+                   f'or drop {flags[0]}\n')
+    assert not (tmp_path / 'o').exists()
+
+
+def test_episode_names_the_policy_flag_for_an_unknown_policy(capsys):
+    assert exit_code(['episode', '--task', 'push_switch', '--policy', 'nope']) == 2
+    err = capsys.readouterr().err
+    assert "argument --policy: invalid choice: 'nope'" in err and err.count('\n') == 1
+    assert "'scripted'" in err  # the registered names are listed
