@@ -29,7 +29,9 @@ Checkpoints are one ``torch.save`` dict (float16 weights) loaded with ``weights_
 ``{'format', 'config', 'tasks', 'stages', 'state_dict', 'meta', 'look_stats'}`` (the first
 ones keep no ``look_stats``). The shipped one is
 ``realm_ros/data/progress_scorer.pt``; the one fine-tuned across lab looks is
-``realm_ros/data/progress_scorer_looks.pt`` (``realm-ros score train``, docs/scoring.md).
+``realm_ros/data/progress_scorer_looks.pt`` (``realm-ros score train``, docs/scoring.md); the
+one that also reads the wrist camera, its frame pairs normalised, is
+``realm_ros/data/progress_scorer_wrist.pt`` (bench/scorer_cameras.py).
 """
 
 from __future__ import annotations
@@ -65,6 +67,12 @@ DEFAULT_CHECKPOINT = pathlib.Path(__file__).resolve().parents[1] / 'data' / 'pro
 #: The checkpoint fine-tuned across lab looks (``score train --init DEFAULT_CHECKPOINT``): for a
 #: lab whose look the default one flags as outside its training looks (docs/scoring.md).
 LOOKS_CHECKPOINT = DEFAULT_CHECKPOINT.with_name('progress_scorer_looks.pt')
+#: The checkpoint that reads the ``wrist`` camera beside ``exterior_1``, each frame pair
+#: normalised by its first frame (``TrainConfig.cameras``, ``normalise``), trained across the
+#: 40 training lab looks (bench/scorer_cameras.py): better than LOOKS_CHECKPOINT on the held-out
+#: looks in Pearson r and stage accuracy (docs/scoring.md). ``score --video EXTERIOR_1
+#: --camera-video wrist=WRIST``.
+WRIST_CHECKPOINT = DEFAULT_CHECKPOINT.with_name('progress_scorer_wrist.pt')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -893,6 +901,30 @@ class LearnedScorer:
                             'frames (320x180 episode videos, resized to '
                             f'{IMAGE_W}x{IMAGE_H})')
 
+    def stack(self, videos: Sequence[Sequence[np.ndarray]]) -> list[np.ndarray]:
+        """Return one episode's frames of each of :attr:`cameras` (in that order, one video
+        each, frame k of every video at the same time) as the frames it reads: each frame
+        resized to 64x36, the cameras' RGB stacked (64x36x3K).
+
+        Raises:
+            DataError: another number of videos than its cameras, videos of different lengths,
+                or a camera's frames that are not 16:9 (see ASPECT_TOLERANCE).
+        """
+        if len(videos) != len(self.cameras):
+            raise DataError(f'{len(videos)} camera video(s); the learned scorer {self.name} '
+                            f'reads {len(self.cameras)}: {", ".join(self.cameras)}')
+        lengths = [len(v) for v in videos]
+        if len(set(lengths)) > 1:
+            raise DataError(f'camera videos of {lengths} frames ({", ".join(self.cameras)}): '
+                            'one episode has one frame per camera at each time')
+        for camera, frames in zip(self.cameras, videos):
+            try:
+                self._check_size(frames)
+            except DataError as err:
+                raise DataError(f'{camera}: {err}') from None
+        return [np.concatenate([small_frame(v[k]) for v in videos], axis=-1)
+                for k in range(lengths[0])]
+
     def probabilities(self, frames: Sequence[np.ndarray], task: str) -> np.ndarray:
         """Return (T, N + 1) probabilities of each stage count for every frame of an episode
         (the first of ``frames`` is its first frame).
@@ -1127,7 +1159,8 @@ __all__ = ['CALIBRATE_LAYERS', 'CALIBRATION_LOOKS', 'CalibrateConfig', 'DEFAULT_
            'EVAL_LOOKS', 'FORMAT', 'InputSpec', 'LOOKS_CHECKPOINT', 'LOOK_MARGIN',
            'LabelledEpisode',
            'LearnedScorer', 'PLANS', 'Plan', 'SHIPPED', 'TRAIN_LOOKS', 'TRAIN_PLANS',
-           'TrainConfig', 'VALIDATION_SEEDS', 'baselines', 'build_net', 'collect', 'evaluate',
+           'TrainConfig', 'VALIDATION_SEEDS', 'WRIST_CHECKPOINT', 'baselines', 'build_net',
+           'collect', 'evaluate',
            'load_checkpoint', 'load_episodes', 'look_stats', 'pearson_interval',
            'plan_settings', 'save_checkpoint', 'save_episodes', 'small_frame', 'split',
            'stage_counts', 'train', 'world_config', 'write_look']

@@ -5,6 +5,7 @@ bench/scorer_cameras.py); a one-camera checkpoint reads exactly what it did befo
 from __future__ import annotations
 
 import dataclasses
+import pathlib
 
 import numpy as np
 import pytest
@@ -94,3 +95,88 @@ def test_a_two_camera_scorer_reads_its_second_camera(tmp_path):
     calibrated = learned.calibrate(learned.load_checkpoint(tmp_path / 'two.pt'), held_out[:2],
                                    learned.CalibrateConfig(steps=5))
     assert learned.LearnedScorer(calibrated).cameras == ['exterior_1', 'wrist']
+
+
+def _videos(folder, frames: int = 12, size=(36, 64), wrist_frames: int | None = None):
+    """An episode's two camera videos: exterior_1 blind (stage 0 always), the wrist the bar."""
+    import imageio.v2 as imageio
+    rng = np.random.default_rng(0)
+    ext = folder / f'ext-{frames}.mp4'
+    wrist = folder / f'wrist-{wrist_frames or frames}-{size[0]}.mp4'
+    imageio.mimwrite(str(ext), [bar_frame(0, rng) for _ in range(frames)], fps=15,
+                     codec='libx264', macro_block_size=1)
+    imageio.mimwrite(str(wrist), [bar_frame(min(3, k // 3), rng, size)
+                                  for k in range(wrist_frames or frames)],
+                     fps=15, codec='libx264', macro_block_size=1)
+    return str(ext), str(wrist)
+
+
+@pytest.fixture(scope='module')
+def two_camera(tmp_path_factory):
+    folder = tmp_path_factory.mktemp('two')
+    episodes = [_two_camera(bar_episode(final, seed), seed)
+                for final in range(4) for seed in range(6)]
+    config = learned.TrainConfig(epochs=10, batch=32, width=8, lr=5e-3, threads=1, diff=True,
+                                 pool='flat', cameras=('exterior_1', 'wrist'), normalise=True)
+    learned.save_checkpoint(folder / 'two.pt', learned.train(episodes, config))
+    return folder / 'two.pt'
+
+
+def test_score_video_takes_a_two_camera_checkpoints_wrist_video(two_camera, tmp_path, capsys):
+    import json
+
+    from realm_ros.cli import main
+
+    ext, wrist = _videos(tmp_path)
+    common = ['score', '--checkpoint', str(two_camera), '--video', ext, '--task', TASK]
+    assert main([*common, '--camera-video', f'wrist={wrist}']) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out['scorer'].startswith('learned:two@')
+    # The wrist's bar reaches stage 3; exterior_1 shows stage 0 throughout.
+    assert out['scorer_progression'] == 1.0
+    stages = list(learned.LearnedScorer(two_camera).stage_names[TASK])
+    assert [p['stage'] for p in out['stage_proposals']] == stages
+    _, short = _videos(tmp_path, wrist_frames=9)
+    _, square = _videos(tmp_path, size=(48, 64))
+    for argv, message in [
+            ([], '--camera-video wrist=FILE is needed: the learned:two@'),
+            (['--camera-video', 'wrist'], "--camera-video: expected CAMERA=FILE, got 'wrist'"),
+            (['--camera-video', f'wrist={wrist}', '--camera-video', f'exterior_2={wrist}'],
+             '--camera-video exterior_2: the learned:two@'),
+            (['--camera-video', f'wrist={tmp_path / "none.mp4"}'],
+             f'--camera-video wrist: {tmp_path / "none.mp4"} does not exist'),
+            (['--camera-video', f'wrist={short}'],
+             f'--video {ext}: camera videos of [12, 9] frames'),
+            (['--camera-video', f'wrist={square}'], f'--video {ext}: wrist: 64x48 frames')]:
+        assert main([*common, *argv]) == 2, argv
+        err = capsys.readouterr().err
+        assert len(err.strip().splitlines()) == 1 and message in err, err
+    # A one-camera checkpoint is given no other camera's video.
+    assert main(['score', '--checkpoint', str(learned.DEFAULT_CHECKPOINT), '--video', ext,
+                 '--task', TASK, '--camera-video', f'wrist={wrist}']) == 2
+    assert '--camera-video wrist: the learned:progress_scorer@' in capsys.readouterr().err
+
+
+def test_a_run_folder_is_not_scored_by_a_two_camera_checkpoint(two_camera, tmp_path, capsys):
+    import json
+
+    from realm_ros.cli import main
+
+    ext, _ = _videos(tmp_path)
+    (tmp_path / 'episodes.jsonl').write_text(json.dumps(
+        {'pair_id': 'p0', 'role': 'real', 'task': TASK, 'video': pathlib.Path(ext).name,
+         'progression': 1.0, 'scored': True}) + '\n')
+    assert main(['score', str(tmp_path), '--checkpoint', str(two_camera)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and 'one video per episode' in err, err
+
+
+def test_the_shipped_wrist_checkpoint_loads_and_says_what_it_reads():
+    scorer = learned.LearnedScorer(learned.WRIST_CHECKPOINT)
+    assert scorer.cameras == ['exterior_1', 'wrist']
+    assert scorer.spec == learned.InputSpec(diff=True, normalise=True, cameras=2)
+    assert sorted(scorer.tasks) == sorted(learned.TASKS) and scorer.look_stats is not None
+    rng = np.random.default_rng(0)
+    ext = [rng.integers(0, 255, (180, 320, 3), dtype=np.uint8) for _ in range(4)]
+    probs = scorer.probabilities(scorer.stack([ext, ext[::-1]]), 'pick_spoon')
+    assert probs.shape == (4, 4) and np.allclose(probs.sum(axis=1), 1.0)
