@@ -188,6 +188,7 @@ def measure_one(scorer: Any, episodes: list[Any], reference: list[Any]) -> dict[
     interval over episodes (frames of one episode are not independent, so a Wilson interval
     over frames would be too narrow) and the constants (``learned.baselines``, from
     ``reference``; the best success constant read off ``episodes`` themselves)."""
+    from realm_ros.core.metrics import wilson_interval
     from realm_ros.scorers import learned
     result = learned.evaluate(scorer, episodes)
     hits = np.asarray([int(np.sum(learned.stage_counts(scorer, e) == e.met)) for e in episodes])
@@ -199,6 +200,23 @@ def measure_one(scorer: Any, episodes: list[Any], reference: list[Any]) -> dict[
     base = learned.baselines(episodes, reference)
     base['best_success_constant'] = max(base['always_success_accuracy'],
                                         base['always_failure_accuracy'])
+    # Knowing the task and nothing else: each task's mean progression on these episodes.
+    means = {t: np.mean([e.progression for e in episodes if e.task == t])
+             for t in {e.task for e in episodes}}
+    truth = [e.progression for e in episodes]
+    answer = [means[e.task] for e in episodes]
+    base['task_mean_pearson_r'] = (float(np.corrcoef(answer, truth)[0, 1])
+                                   if np.ptp(answer) > 0 and np.ptp(truth) > 0 else None)
+    # The operator's view (docs/scoring.md, "Stage proposals"): the proposal at the episode's
+    # end accepted unchanged = its final stage count is the rubric's (final_stage_accuracy);
+    # the constant proposes each task's most frequent final count on these episodes.
+    finals: dict[str, list[int]] = {}
+    for e in episodes:
+        finals.setdefault(e.task, []).append(int(e.met[-1]))
+    base['final_count_constant'] = sum(int(np.bincount(v).max())
+                                       for v in finals.values()) / len(episodes)
+    result['final_stage_accuracy_ci'] = wilson_interval(
+        round(result['final_stage_accuracy'] * len(episodes)), len(episodes))
     result['baselines'] = base
     result['targets'] = {
         'pearson_r>=0.85': bool((result['pearson_r'] or 0) >= 0.85),
@@ -206,6 +224,10 @@ def measure_one(scorer: Any, episodes: list[Any], reference: list[Any]) -> dict[
         'success_accuracy>=best_constant+0.15': bool(
             result['success_accuracy'] >= base['best_success_constant'] + 0.15)}
     return result
+
+
+def _num(value: float | None) -> str:
+    return 'n/a' if value is None or not np.isfinite(value) else f'{value:.2f}'
 
 
 def run_measure(args: argparse.Namespace) -> None:
@@ -216,9 +238,10 @@ def run_measure(args: argparse.Namespace) -> None:
                       if (args.data_dir / f'{name}.pt').is_file()}}
     reference = load_set(args.data_dir, 'train', ('exterior_1',))
     figures: dict[str, Any] = {}
-    print('| set (episodes) | scorer | Pearson r [95 % CI] | stage accuracy [CI] (majority) | '
-          'success accuracy [CI] (always success / failure) | mean abs error (mean) |')
-    print('|---|---|---|---|---|---|')
+    print('| set (episodes) | scorer | Pearson r [95 % CI] (per-task constant) | stage accuracy '
+          '[CI] (majority) | success accuracy [CI] (always success / failure) | proposal '
+          'accepted unchanged [CI] (constant) | mean abs error (mean) |')
+    print('|---|---|---|---|---|---|---|')
     for label, path in checkpoints.items():
         scorer = learned.LearnedScorer(path)
         cameras = tuple(scorer.cameras)
@@ -231,19 +254,25 @@ def run_measure(args: argparse.Namespace) -> None:
                                                           if e.policy == 'scripted-2']
         if all((args.data_dir / 'learned_ladder' / f'lab-{k}.{c}.npz').is_file()
                for k in SETS['learned_ladder'][0] for c in cameras):
-            sets['held-out looks, learned ladder'] = load_set(args.data_dir, 'learned_ladder',
-                                                              cameras)
+            ladder = load_set(args.data_dir, 'learned_ladder', cameras)
+            sets['held-out looks, learned ladder'] = ladder
+            for task in SETS['learned_ladder'][1]:
+                sets[f'learned ladder, {task}'] = [e for e in ladder if e.task == task]
         for name, episodes in sets.items():
             r = measure_one(scorer, episodes, reference)
             figures.setdefault(name, {})[f'{label} ({scorer.name})'] = r
             b = r['baselines']
             ci = r['pearson_r_ci'] or [float('nan')] * 2
-            print(f'| {name} ({len(episodes)}) | {label} | {r["pearson_r"]:.2f} '
-                  f'[{ci[0]:.2f}, {ci[1]:.2f}] | {r["stage_accuracy"]:.2f} '
+            task_r = b['task_mean_pearson_r']
+            print(f'| {name} ({len(episodes)}) | {label} | {_num(r["pearson_r"])} '
+                  f'[{_num(ci[0])}, {_num(ci[1])}] ({_num(task_r)}) | '
+                  f'{r["stage_accuracy"]:.2f} '
                   f'[{r["stage_accuracy_ci"][0]:.2f}, {r["stage_accuracy_ci"][1]:.2f}] '
                   f'({b["majority_stage_accuracy"]:.2f}) | {r["success_accuracy"]:.3f} '
                   f'[{r["success_accuracy_ci"][0]:.2f}, {r["success_accuracy_ci"][1]:.2f}] '
                   f'({b["always_success_accuracy"]:.3f} / {b["always_failure_accuracy"]:.3f}) | '
+                  f'{r["final_stage_accuracy"]:.2f} [{r["final_stage_accuracy_ci"][0]:.2f}, '
+                  f'{r["final_stage_accuracy_ci"][1]:.2f}] ({b["final_count_constant"]:.2f}) | '
                   f'{r["mean_abs_error"]:.3f} ({b["mean_progression_abs_error"]:.3f}) |',
                   flush=True)
     if args.json is not None:

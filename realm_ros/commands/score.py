@@ -512,6 +512,18 @@ def _appearance(args: argparse.Namespace) -> str:
     return str(path)
 
 
+def one_camera(checkpoint: Any, flag: str, why: str) -> None:
+    """Refuse, in one line naming ``flag``, a learned checkpoint that reads several cameras
+    where only one camera's frames are there (``why``).
+
+    Raises:
+        ConfigError: the checkpoint's ``config`` names more than one camera.
+    """
+    cameras = list(checkpoint['config'].get('cameras', ('exterior_1',)))
+    if len(cameras) > 1:
+        raise ConfigError(f'{flag}: it reads {", ".join(cameras)}; {why}')
+
+
 def run_train(args: argparse.Namespace) -> int:
     """Run (or read) the training episodes, train the scorer, write the checkpoint.
 
@@ -536,6 +548,10 @@ def run_train(args: argparse.Namespace) -> int:
         {'lr': args.lr} if args.lr is not None else {}))
     if config.epochs < 1:
         raise ConfigError(f'--epochs must be >= 1, got {config.epochs}')
+    init = learned.load_checkpoint(args.init) if args.init is not None else None
+    if init is not None:
+        one_camera(init, f'--init {args.init}', "score train trains exterior_1's network "
+                   '(the wrist checkpoint is trained by bench/scorer_cameras.py)')
     appearance = _appearance(args)
     episodes = [e for name in learned.TRAIN_PLANS
                 for e in labelled(name, args.data_dir, appearance)]
@@ -545,7 +561,6 @@ def run_train(args: argparse.Namespace) -> int:
         if not episodes or len(validation) < 2:
             raise DataError(f'--validate: the training set has no episodes of seeds '
                             f'{learned.VALIDATION_SEEDS} to hold back')
-    init = learned.load_checkpoint(args.init) if args.init is not None else None
     start = time.monotonic()
     checkpoint = learned.train(episodes, config,
                                log=lambda line: print(line, file=sys.stderr), init=init)
@@ -661,6 +676,8 @@ def run_calibrate(args: argparse.Namespace) -> int:
         raise ConfigError(f'--steps must be >= 1, got {config.steps}')
     base_path = args.checkpoint or learned.DEFAULT_CHECKPOINT
     base = learned.load_checkpoint(base_path)
+    one_camera(base, f'--checkpoint {base_path}',
+               "score calibrate's labels name one video per episode")
     episodes = calibration_episodes(args.labels)
     if not episodes:
         raise DataError('--labels: no labelled episodes in ' + ', '.join(map(str, args.labels)))
@@ -743,6 +760,10 @@ def run_eval(args: argparse.Namespace) -> int:
 
     scorers = [learned.LearnedScorer(path) for path in
                [args.checkpoint or learned.DEFAULT_CHECKPOINT, *(args.against or [])]]
+    for scorer in scorers:
+        one_camera({'config': {'cameras': scorer.cameras}}, scorer.name,
+                   "score eval's plans record exterior_1 only (bench/scorer_cameras.py "
+                   'measure measures it)')
     appearance = _appearance(args)
     reference = labelled('train', args.data_dir, appearance)
     figures: dict[str, Any] = {'scorers': [s.name for s in scorers], 'sets': {}}
