@@ -94,7 +94,7 @@ def collect_look(look: int, task_names: tuple[str, ...], policies: tuple[str, ..
     from realm_ros.core.world import make_world
     from realm_ros.scorers import learned
 
-    path = learned.write_look(look, folder / 'looks')
+    path = learned.write_look(look, folder / 'appearance')
     looking = bool(learned.policy_cameras(policies))  # a policy that looks: every step
     world = make_world(WorldConfig(backend='digital_real', cameras=CAMERAS,
                                    camera_rate_hz=robot.CONTROL_HZ / (1 if looking else 5),

@@ -196,7 +196,7 @@ def test_train_calibrate_and_eval_refuse_a_two_camera_checkpoint_before_any_epis
               '--out', str(tmp_path / 'x.pt')],
              f'--checkpoint {two_camera}: it reads exterior_1, wrist; score calibrate'),
             (['eval', '--against', str(two_camera)],
-             "learned:two@")]:
+             'learned:two@')]:
         assert main(['score', *argv, '--data-dir', str(data)]) == 2, argv
         err = capsys.readouterr().err
         assert len(err.strip().splitlines()) == 1 and message in err, err
