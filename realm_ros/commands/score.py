@@ -48,7 +48,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              'scorer '
                              '(omit with --video)')
     parser.add_argument('--video', type=pathlib.Path, default=None,
-                        help='one episode video (mp4, webm: anything imageio-ffmpeg reads)')
+                        help='one episode video (mp4, webm: anything imageio-ffmpeg reads; '
+                             "a learned checkpoint of several cameras: its first camera's)")
     parser.add_argument('--camera-video', action='append', default=None,
                         metavar='CAMERA=FILE',
                         help="a learned checkpoint that reads several cameras: another "

@@ -8,7 +8,10 @@ so far, sticky), and it runs on CPU.
 
 * **input**: the current frame and the episode's first frame, each resized (area) to 64x36 RGB,
   and their difference, stacked as 9 channels (what moved since the start is what the stages
-  are about), and the task (an embedding per task it was trained on);
+  are about), and the task (an embedding per task it was trained on); a checkpoint's
+  ``config`` may also name more ``cameras`` (each read by its own convolutions: the wrist
+  checkpoint's ``exterior_1`` and ``wrist``) and ``normalise`` each frame pair by its first
+  frame's per-channel mean and spread (:class:`InputSpec`);
 * **network**: four strided 3x3 convolutions (16-32-64-64 channels, GroupNorm, ReLU), the last
   3x4 feature map flattened (where things are is what the stages are about), the task
   embedding concatenated, a 64-unit MLP, one logit per stage count; logits past the task's N
