@@ -4,6 +4,8 @@ Four forms:
 
 * ``realm-ros score --video EPISODE.webm --instruction TEXT [--task T] [--scorer vlm|learned]``
   scores one video and prints one JSON object (curve, score, who scored it, proposed stages);
+  a learned checkpoint that reads several cameras takes each other camera's video of the
+  episode as ``--camera-video CAMERA=FILE`` (the wrist checkpoint: ``wrist=FILE``);
 * ``realm-ros score RUN_DIR [--scorer ...]`` scores every episode video of a run folder
   (``paired-eval --videos``, ``sweep --videos``) into ``RUN_DIR/scores.jsonl``, beside
   ``episodes.jsonl`` and never in it; ``summary.json`` gains a ``scorers`` section and the
@@ -46,7 +48,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              'scorer '
                              '(omit with --video)')
     parser.add_argument('--video', type=pathlib.Path, default=None,
-                        help='one episode video (mp4, webm: anything imageio-ffmpeg reads)')
+                        help='one episode video (mp4, webm: anything imageio-ffmpeg reads; '
+                             "a learned checkpoint of several cameras: its first camera's)")
+    parser.add_argument('--camera-video', action='append', default=None,
+                        metavar='CAMERA=FILE',
+                        help="a learned checkpoint that reads several cameras: another "
+                             "camera's video of the same episode (repeatable; --video is its "
+                             "first camera's, exterior_1)")
     parser.add_argument('--instruction', default='',
                         help="the episode's instruction (default: the task's)")
     parser.add_argument('--task', default='', help='task name (the learned scorer needs it)')
@@ -118,14 +126,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              'in the same table (repeatable)')
 
 
-def read_video(path: pathlib.Path) -> tuple[list, list[float]]:
+def read_video(path: pathlib.Path, flag: str = '--video') -> tuple[list, list[float]]:
     """Return the frames of a video and their times in seconds.
 
     Raises:
-        DataError: the file is missing or cannot be decoded.
+        DataError: the file is missing or cannot be decoded (one line naming ``flag``).
     """
     if not path.is_file():
-        raise DataError(f'--video: {path} does not exist')
+        raise DataError(f'{flag}: {path} does not exist')
     import imageio.v2 as imageio
     try:
         reader: Any = imageio.get_reader(str(path))  # iterates frames (its stub: Array)
@@ -133,9 +141,9 @@ def read_video(path: pathlib.Path) -> tuple[list, list[float]]:
         frames = [frame[..., :3] for frame in reader]
         reader.close()
     except (OSError, RuntimeError, ValueError) as err:
-        raise DataError(f'--video: cannot decode {path}: {err}') from None
+        raise DataError(f'{flag}: cannot decode {path}: {err}') from None
     if not frames or fps <= 0:
-        raise DataError(f'--video: {path} has no frames or no frame rate')
+        raise DataError(f'{flag}: {path} has no frames or no frame rate')
     return frames, [k / fps for k in range(len(frames))]
 
 
@@ -186,17 +194,53 @@ def check_task(scorer: Any, task: str) -> None:
                       f'{", ".join(known)} only')
 
 
-def score_video(scorer: Any, path: pathlib.Path, task: str, instruction: str,
-                where: str = '--video') -> dict[str, Any]:
-    """Return one video's score record: the scorer's fields and its proposed stages.
+def camera_videos(scorer: Any, args: argparse.Namespace) -> dict[str, pathlib.Path]:
+    """Return ``--camera-video CAMERA=FILE``'s videos by camera: one for each camera the scorer
+    reads after its first (whose video is ``--video``), and no other.
 
     Raises:
-        DataError: the video cannot be read, or the scorer refuses it (its size or length);
-            one line starting with ``where`` and the path.
+        ConfigError: one line naming ``--camera-video``: a malformed one, a camera the scorer
+            does not read, or one it reads and is not given.
+    """
+    videos: dict[str, pathlib.Path] = {}
+    for text in args.camera_video or []:
+        camera, sep, file = text.partition('=')
+        if not sep or not camera or not file:
+            raise ConfigError(f'--camera-video: expected CAMERA=FILE, got {text!r}')
+        videos[camera] = pathlib.Path(file)
+    cameras = list(getattr(scorer, 'cameras', None) or [])
+    for camera in videos:
+        if camera not in cameras[1:]:
+            reads = (f'reads {", ".join(cameras)} (--video: {cameras[0]})' if cameras
+                     else 'reads --video only')
+            raise ConfigError(f'--camera-video {camera}: the {scorer.name} scorer {reads}')
+    for camera in cameras[1:]:
+        if camera not in videos:
+            raise ConfigError(f'--camera-video {camera}=FILE is needed: the {scorer.name} '
+                              f'scorer reads {", ".join(cameras)} (--video: {cameras[0]})')
+    return videos
+
+
+def score_video(scorer: Any, path: pathlib.Path, task: str, instruction: str,
+                where: str = '--video', others: dict[str, pathlib.Path] | None = None
+                ) -> dict[str, Any]:
+    """Return one video's score record: the scorer's fields and its proposed stages.
+    ``others``: the videos of the scorer's other cameras (:func:`camera_videos`).
+
+    Raises:
+        DataError: a video cannot be read, or the scorer refuses it (its size or length, the
+            cameras' lengths); one line starting with ``where`` and the path.
     """
     from realm_ros.core import annotation, scoring
 
     frames, times = read_video(path)
+    if others:
+        videos = [frames] + [read_video(file, f'--camera-video {camera}')[0]
+                             for camera, file in others.items()]
+        try:
+            frames = scorer.stack(videos)
+        except DataError as err:
+            raise DataError(f'{where} {path}: {err}') from None
     episode = episode_frames(frames, times, task, instruction)
     try:
         result = scorer.score(episode)
@@ -238,8 +282,8 @@ def run(args: argparse.Namespace) -> int:
     if args.target == 'calibrate':
         return run_calibrate(args)
     if args.target is not None:
-        if args.video is not None:
-            raise ConfigError('give either RUN_DIR or --video, not both')
+        if args.video is not None or args.camera_video:
+            raise ConfigError('give either RUN_DIR or --video (and --camera-video), not both')
         return run_dir(args, pathlib.Path(args.target))
     if args.video is None:
         raise ConfigError('nothing to score: give RUN_DIR, --video FILE, train or eval')
@@ -247,7 +291,8 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError('--video needs --instruction TEXT or --task NAME')
     scorer = build_scorer(args)
     check_task(scorer, args.task)
-    out = score_video(scorer, args.video, args.task, args.instruction)
+    others = camera_videos(scorer, args)
+    out = score_video(scorer, args.video, args.task, args.instruction, others=others)
     json.dump(out, sys.stdout, indent=2)
     sys.stdout.write('\n')
     return 0
@@ -284,6 +329,12 @@ def run_dir(args: argparse.Namespace, folder: pathlib.Path) -> int:
     if not with_video:
         raise ConfigError(f'{folder}: no episode videos (run paired-eval or sweep with --videos)')
     scorer = build_scorer(args)
+    cameras = list(getattr(scorer, 'cameras', None) or [])
+    if len(cameras) > 1:
+        # paired-eval / sweep --videos CAMERA record one camera per episode.
+        raise ConfigError(f'--checkpoint: the {scorer.name} scorer reads {", ".join(cameras)}; '
+                          "a run folder's records name one video per episode: score its "
+                          'episodes with --video and --camera-video')
     scores_path = folder / SCORES_FILE
     made_by = score_settings(args, scorer.name, records)
     # A score names what made it: the scorer's settings and its episode's (a digest of the
@@ -460,6 +511,18 @@ def _appearance(args: argparse.Namespace) -> str:
     return str(path)
 
 
+def one_camera(checkpoint: Any, flag: str, why: str) -> None:
+    """Refuse, in one line naming ``flag``, a learned checkpoint that reads several cameras
+    where only one camera's frames are there (``why``).
+
+    Raises:
+        ConfigError: the checkpoint's ``config`` names more than one camera.
+    """
+    cameras = list(checkpoint['config'].get('cameras', ('exterior_1',)))
+    if len(cameras) > 1:
+        raise ConfigError(f'{flag}: it reads {", ".join(cameras)}; {why}')
+
+
 def run_train(args: argparse.Namespace) -> int:
     """Run (or read) the training episodes, train the scorer, write the checkpoint.
 
@@ -484,6 +547,10 @@ def run_train(args: argparse.Namespace) -> int:
         {'lr': args.lr} if args.lr is not None else {}))
     if config.epochs < 1:
         raise ConfigError(f'--epochs must be >= 1, got {config.epochs}')
+    init = learned.load_checkpoint(args.init) if args.init is not None else None
+    if init is not None:
+        one_camera(init, f'--init {args.init}', "score train trains exterior_1's network "
+                   '(the wrist checkpoint is trained by bench/scorer_cameras.py)')
     appearance = _appearance(args)
     episodes = [e for name in learned.TRAIN_PLANS
                 for e in labelled(name, args.data_dir, appearance)]
@@ -493,7 +560,6 @@ def run_train(args: argparse.Namespace) -> int:
         if not episodes or len(validation) < 2:
             raise DataError(f'--validate: the training set has no episodes of seeds '
                             f'{learned.VALIDATION_SEEDS} to hold back')
-    init = learned.load_checkpoint(args.init) if args.init is not None else None
     start = time.monotonic()
     checkpoint = learned.train(episodes, config,
                                log=lambda line: print(line, file=sys.stderr), init=init)
@@ -609,6 +675,8 @@ def run_calibrate(args: argparse.Namespace) -> int:
         raise ConfigError(f'--steps must be >= 1, got {config.steps}')
     base_path = args.checkpoint or learned.DEFAULT_CHECKPOINT
     base = learned.load_checkpoint(base_path)
+    one_camera(base, f'--checkpoint {base_path}',
+               "score calibrate's labels name one video per episode")
     episodes = calibration_episodes(args.labels)
     if not episodes:
         raise DataError('--labels: no labelled episodes in ' + ', '.join(map(str, args.labels)))
@@ -691,6 +759,10 @@ def run_eval(args: argparse.Namespace) -> int:
 
     scorers = [learned.LearnedScorer(path) for path in
                [args.checkpoint or learned.DEFAULT_CHECKPOINT, *(args.against or [])]]
+    for scorer in scorers:
+        one_camera({'config': {'cameras': scorer.cameras}}, scorer.name,
+                   "score eval's plans record exterior_1 only (bench/scorer_cameras.py "
+                   'measure measures it)')
     appearance = _appearance(args)
     reference = labelled('train', args.data_dir, appearance)
     figures: dict[str, Any] = {'scorers': [s.name for s in scorers], 'sets': {}}

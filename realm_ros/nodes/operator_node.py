@@ -243,6 +243,11 @@ class OperatorNode(Node):
                 self._scorer = scoring.make_scorer(name, **kwargs)
             except (RealmError, ImportError) as err:  # a bad checkpoint, torch missing
                 raise ConfigError(f'parameter scorer {name!r}: {err}') from None
+            cameras = list(getattr(self._scorer, 'cameras', None) or [])
+            if len(cameras) > 1:  # it keeps the frames of one camera (scorer_camera)
+                self._scorer = None
+                raise ConfigError(f'parameter scorer_checkpoint: it reads {", ".join(cameras)}; '
+                                  'operator_node gives a scorer one camera (scorer_camera)')
         return self._scorer
 
     def _propose_stages(self) -> str:

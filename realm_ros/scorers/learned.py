@@ -8,7 +8,10 @@ so far, sticky), and it runs on CPU.
 
 * **input**: the current frame and the episode's first frame, each resized (area) to 64x36 RGB,
   and their difference, stacked as 9 channels (what moved since the start is what the stages
-  are about), and the task (an embedding per task it was trained on);
+  are about), and the task (an embedding per task it was trained on); a checkpoint's
+  ``config`` may also name more ``cameras`` (each read by its own convolutions: the wrist
+  checkpoint's ``exterior_1`` and ``wrist``) and ``normalise`` each frame pair by its first
+  frame's per-channel mean and spread (:class:`InputSpec`);
 * **network**: four strided 3x3 convolutions (16-32-64-64 channels, GroupNorm, ReLU), the last
   3x4 feature map flattened (where things are is what the stages are about), the task
   embedding concatenated, a 64-unit MLP, one logit per stage count; logits past the task's N
@@ -29,7 +32,9 @@ Checkpoints are one ``torch.save`` dict (float16 weights) loaded with ``weights_
 ``{'format', 'config', 'tasks', 'stages', 'state_dict', 'meta', 'look_stats'}`` (the first
 ones keep no ``look_stats``). The shipped one is
 ``realm_ros/data/progress_scorer.pt``; the one fine-tuned across lab looks is
-``realm_ros/data/progress_scorer_looks.pt`` (``realm-ros score train``, docs/scoring.md).
+``realm_ros/data/progress_scorer_looks.pt`` (``realm-ros score train``, docs/scoring.md); the
+one that also reads the wrist camera, its frame pairs normalised, is
+``realm_ros/data/progress_scorer_wrist.pt`` (bench/scorer_cameras.py).
 """
 
 from __future__ import annotations
@@ -65,6 +70,12 @@ DEFAULT_CHECKPOINT = pathlib.Path(__file__).resolve().parents[1] / 'data' / 'pro
 #: The checkpoint fine-tuned across lab looks (``score train --init DEFAULT_CHECKPOINT``): for a
 #: lab whose look the default one flags as outside its training looks (docs/scoring.md).
 LOOKS_CHECKPOINT = DEFAULT_CHECKPOINT.with_name('progress_scorer_looks.pt')
+#: The checkpoint that reads the ``wrist`` camera beside ``exterior_1``, each frame pair
+#: normalised by its first frame (``TrainConfig.cameras``, ``normalise``), trained across the
+#: 40 training lab looks (bench/scorer_cameras.py): better than LOOKS_CHECKPOINT on the held-out
+#: looks in Pearson r and stage accuracy (docs/scoring.md). ``score --video EXTERIOR_1
+#: --camera-video wrist=WRIST``.
+WRIST_CHECKPOINT = DEFAULT_CHECKPOINT.with_name('progress_scorer_wrist.pt')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -129,15 +140,22 @@ APPEARANCE = 'config/appearance/lab_demo.yaml'
 
 
 def small_frame(frame: np.ndarray) -> np.ndarray:
-    """Return ``frame`` (H, W, 3 RGB) resized with area averaging to IMAGE_H x IMAGE_W uint8."""
+    """Return ``frame`` (H, W, 3 RGB) resized with area averaging to IMAGE_H x IMAGE_W uint8.
+
+    A frame of several cameras' RGB stacked (H, W, 3K: a multi-camera checkpoint's input,
+    ``TrainConfig.cameras``) is resized camera by camera; one of another channel count (RGBA)
+    keeps its first three."""
     import cv2
     image = np.asarray(frame)
     if image.ndim != 3 or image.shape[2] < 3:
         raise DataError(f'a frame must be (H, W, 3) RGB, got shape {image.shape}')
-    image = np.ascontiguousarray(image[..., :3], dtype=np.uint8)
+    image = np.ascontiguousarray(image if image.shape[2] % 3 == 0 else image[..., :3],
+                                 dtype=np.uint8)
     if image.shape[:2] == (IMAGE_H, IMAGE_W):
         return image
-    return cv2.resize(image, (IMAGE_W, IMAGE_H), interpolation=cv2.INTER_AREA)
+    return np.concatenate([cv2.resize(np.ascontiguousarray(image[..., k:k + 3]),
+                                      (IMAGE_W, IMAGE_H), interpolation=cv2.INTER_AREA)
+                           for k in range(0, image.shape[2], 3)], axis=-1)
 
 
 @dataclasses.dataclass
@@ -397,12 +415,15 @@ def _torch() -> Any:
     return torch
 
 
-def build_net(n_tasks: int, width: int = 16, diff: bool = False, pool: str = 'mean') -> Any:
+def build_net(n_tasks: int, width: int = 16, diff: bool = False, pool: str = 'mean',
+              cameras: int = 1) -> Any:
     """Return the scorer's network (see the module docstring).
 
     ``diff``: the input has a third image, the current frame minus the first (9 channels, not
     6); ``pool``: ``'flat'`` keeps where things are (the last 3x4 feature map flattened),
-    ``'mean'`` (the first checkpoint's) averages it away.
+    ``'mean'`` (the first checkpoint's) averages it away; ``cameras``: how many cameras' images
+    it reads, each through its own convolutions (``conv`` the first's, ``towers`` the others'),
+    their features concatenated before the MLP.
     """
     torch = _torch()
     nn = torch.nn
@@ -412,36 +433,83 @@ def build_net(n_tasks: int, width: int = 16, diff: bool = False, pool: str = 'me
     class ScorerNet(nn.Module):  # type: ignore[name-defined]  # nn is a local alias of torch.nn
         def __init__(self) -> None:
             super().__init__()
-            chans = [9 if diff else 6, width, 2 * width, 4 * width, 4 * width]
-            layers: list[Any] = []
-            for a, b in zip(chans, chans[1:]):
-                layers += [nn.Conv2d(a, b, 3, stride=2, padding=1), nn.GroupNorm(4, b),
-                           nn.ReLU()]
-            self.conv = nn.Sequential(*layers)
+            self.conv = tower()
+            if cameras > 1:  # only then, so a one-camera checkpoint's weights keep their names
+                self.towers = nn.ModuleList([tower() for _ in range(cameras - 1)])
             self.task = nn.Embedding(max(1, n_tasks), 16)
-            features = 4 * width * (_FEATURE_H * _FEATURE_W if pool == 'flat' else 1)
+            features = cameras * 4 * width * (_FEATURE_H * _FEATURE_W if pool == 'flat' else 1)
             self.head = nn.Sequential(nn.Linear(features + 16, 64), nn.ReLU(),
                                       nn.Linear(64, MAX_STAGES + 1))
 
         def forward(self, images: Any, task: Any) -> Any:
-            x = self.conv(images)
-            x = x.flatten(1) if pool == 'flat' else x.mean(dim=(2, 3))
-            return self.head(torch.cat([x, self.task(task)], dim=1))
+            convs = [self.conv, *(self.towers if cameras > 1 else [])]
+            parts = []
+            for conv, block in zip(convs, images.chunk(cameras, dim=1)):
+                x = conv(block)
+                parts.append(x.flatten(1) if pool == 'flat' else x.mean(dim=(2, 3)))
+            return self.head(torch.cat([*parts, self.task(task)], dim=1))
+
+    def tower() -> Any:
+        chans = [9 if diff else 6, width, 2 * width, 4 * width, 4 * width]
+        layers: list[Any] = []
+        for a, b in zip(chans, chans[1:]):
+            layers += [nn.Conv2d(a, b, 3, stride=2, padding=1), nn.GroupNorm(4, b), nn.ReLU()]
+        return nn.Sequential(*layers)
 
     return ScorerNet()
 
 
-def _inputs(torch: Any, current: np.ndarray, first: np.ndarray, diff: bool = False) -> Any:
-    """(B, H, W, 3) uint8 current and first frames -> (B, 6, H, W) float in [-1, 1], or with
-    ``diff`` (B, 9, H, W): a third image, current minus first, in [-2, 2]."""
-    x = np.concatenate([current, first], axis=-1).astype(np.float32) / 127.5 - 1.0
-    tensor = torch.from_numpy(np.ascontiguousarray(x.transpose(0, 3, 1, 2)))
-    return _with_diff(torch, tensor) if diff else tensor
+@dataclasses.dataclass(frozen=True)
+class InputSpec:
+    """What the network reads of a (current, first) frame pair (a checkpoint's ``config``):
+    ``cameras`` cameras' images, each pair ``normalise``-d by its first frame's per-channel mean
+    and spread (so a camera's light, white balance and exposure cancel), with the current
+    minus the first appended (``diff``)."""
+
+    diff: bool = False
+    normalise: bool = False
+    cameras: int = 1
+
+    @classmethod
+    def of(cls, config: Mapping[str, Any]) -> InputSpec:
+        return cls(bool(config.get('diff', False)), bool(config.get('normalise', False)),
+                   len(config.get('cameras', ('exterior_1',))))
 
 
-def _with_diff(torch: Any, pair: Any) -> Any:
-    """(B, 6, H, W) current and first -> (B, 9, H, W) with current minus first appended."""
-    return torch.cat([pair, pair[:, :3] - pair[:, 3:]], dim=1)
+#: Least per-channel spread a first frame is divided by when normalised (of [-1, 1] values).
+_MIN_SPREAD = 0.02
+
+
+def _pairs(torch: Any, current: np.ndarray, first: np.ndarray, cameras: int = 1) -> Any:
+    """(B, H, W, 3K) uint8 current and first frames of K cameras -> (B, 6K, H, W) float in
+    [-1, 1], per camera its current then its first frame's RGB."""
+    blocks = [np.concatenate([current[..., 3 * k:3 * k + 3], first[..., 3 * k:3 * k + 3]],
+                             axis=-1) for k in range(cameras)]
+    x = np.concatenate(blocks, axis=-1).astype(np.float32) / 127.5 - 1.0
+    return torch.from_numpy(np.ascontiguousarray(x.transpose(0, 3, 1, 2)))
+
+
+def _prepare(torch: Any, pairs: Any, spec: InputSpec) -> Any:
+    """(B, 6K, H, W) pairs (:func:`_pairs`, augmented or not) -> the network's input: per
+    camera, normalised (``spec.normalise``) and with current minus first appended
+    (``spec.diff``: 9 channels a camera, else 6)."""
+    out = []
+    for pair in pairs.chunk(spec.cameras, dim=1):
+        current, first = pair[:, :3], pair[:, 3:]
+        if spec.normalise:
+            mean = first.mean(dim=(2, 3), keepdim=True)
+            spread = first.std(dim=(2, 3), keepdim=True).clamp_min(_MIN_SPREAD)
+            current, first = (current - mean) / spread, (first - mean) / spread
+        out += [current, first] + ([current - first] if spec.diff else [])
+    return torch.cat(out, dim=1)
+
+
+def _inputs(torch: Any, current: np.ndarray, first: np.ndarray,
+            spec: InputSpec = InputSpec()) -> Any:
+    """(B, H, W, 3K) uint8 current and first frames -> the network's input (:func:`_prepare`):
+    with the defaults (B, 6, H, W) in [-1, 1]; with ``diff`` a third image, current minus first,
+    in [-2, 2]."""
+    return _prepare(torch, _pairs(torch, current, first, spec.cameras), spec)
 
 
 def _masked(torch: Any, logits: Any, n_stages: Any) -> Any:
@@ -468,6 +536,10 @@ class TrainConfig:
     # exposure and contrast): per-channel gains in 1 +- this, an offset in +- this / 2 and a
     # contrast in 1 +- this; 0: the brightness gain only (the first checkpoints').
     colour_jitter: float = 0.0
+    #: The cameras it reads, in the order of a frame's stacked RGB (one tower each; build_net).
+    cameras: tuple[str, ...] = ('exterior_1',)
+    #: Each frame pair divided by its first frame's per-channel mean and spread (InputSpec).
+    normalise: bool = False
 
 
 #: The settings ``realm-ros score train`` trains with: the network and class weights chosen on
@@ -506,9 +578,11 @@ def train(episodes: Sequence[LabelledEpisode], config: TrainConfig = TrainConfig
     rng = np.random.default_rng(config.seed)
     task_names = sorted({e.task for e in episodes})
     stages = {name: list(tasks.get_task(name).stages) for name in task_names}
-    padded, labels, task_ids, n_stages = _frame_tensors(torch, episodes, task_names)
+    spec = InputSpec.of(dataclasses.asdict(config))
+    padded, labels, task_ids, n_stages = _frame_tensors(torch, episodes, task_names,
+                                                        spec.cameras)
     device = torch.device(config.device)
-    net = build_net(len(task_names), config.width, config.diff, config.pool)
+    net = build_net(len(task_names), config.width, config.diff, config.pool, spec.cameras)
     if init is not None:
         if list(init['tasks']) != task_names:
             raise DataError(f'--init: its tasks {list(init["tasks"])} are not {task_names}')
@@ -529,9 +603,8 @@ def train(episodes: Sequence[LabelledEpisode], config: TrainConfig = TrainConfig
         total = 0.0
         for k in range(steps_per_epoch):
             idx = order[k * config.batch:(k + 1) * config.batch]
-            x = _augment(torch, padded[torch.from_numpy(idx)], rng, config.colour_jitter)
-            if config.diff:
-                x = _with_diff(torch, x)
+            x = _prepare(torch, _augment(torch, padded[torch.from_numpy(idx)], rng,
+                                         config.colour_jitter, spec.cameras), spec)
             logits = _masked(torch, net(x.to(device), task_ids[idx]), n_stages[idx])
             loss = loss_fn(logits, labels[idx])
             optimiser.zero_grad()
@@ -569,18 +642,24 @@ def _net_from(checkpoint: Mapping[str, Any]) -> Any:
     """The network a checkpoint describes (its ``config`` and ``tasks``), with its weights."""
     config = checkpoint['config']
     net = build_net(len(checkpoint['tasks']), int(config.get('width', 16)),
-                    bool(config.get('diff', False)), str(config.get('pool', 'mean')))
+                    bool(config.get('diff', False)), str(config.get('pool', 'mean')),
+                    InputSpec.of(config).cameras)
     net.load_state_dict(_float32(checkpoint['state_dict']))
     return net
 
 
-def _frame_tensors(torch: Any, episodes: Sequence[LabelledEpisode], task_names: list[str]
-                   ) -> tuple[Any, Any, Any, Any]:
+def _frame_tensors(torch: Any, episodes: Sequence[LabelledEpisode], task_names: list[str],
+                   cameras: int = 1) -> tuple[Any, Any, Any, Any]:
     """Every (current, first) frame pair of ``episodes`` once, as a padded float tensor a batch
-    is cut from (``_augment``), with each frame's stage label, task index and stage count."""
+    is cut from (``_augment``), with each frame's stage label, task index and stage count;
+    ``cameras``: how many cameras' RGB each frame stacks (it must have 3 x that channels)."""
+    channels = {int(e.frames.shape[-1]) for e in episodes}
+    if channels != {3 * cameras}:
+        raise DataError(f'episodes of {sorted(channels)} channels; a scorer of {cameras} '
+                        f'camera(s) reads {3 * cameras}')
     current = np.concatenate([e.frames for e in episodes])
     first = np.concatenate([np.repeat(e.frames[:1], len(e.frames), axis=0) for e in episodes])
-    pairs = _inputs(torch, current, first)
+    pairs = _pairs(torch, current, first, cameras)
     padded = torch.nn.functional.pad(pairs, (_SHIFT, _SHIFT, _SHIFT, _SHIFT), mode='replicate')
     labels = torch.from_numpy(np.concatenate([e.met for e in episodes]).astype(np.int64))
     task_ids = torch.from_numpy(np.concatenate(
@@ -636,7 +715,7 @@ def _trainable(net: Any, layers: str) -> list[Any]:
     chosen = list(net.head.parameters()) + list(net.task.parameters())
     if layers == 'norm':
         import torch
-        chosen += [p for m in net.conv if isinstance(m, torch.nn.GroupNorm)
+        chosen += [p for m in net.modules() if isinstance(m, torch.nn.GroupNorm)
                    for p in m.parameters()]
     return chosen
 
@@ -673,19 +752,19 @@ def calibrate(checkpoint: Mapping[str, Any], episodes: Sequence[LabelledEpisode]
         p.requires_grad_(False)
     for p in params:
         p.requires_grad_(True)
-    padded, labels, task_ids, n_stages = _frame_tensors(torch, episodes, task_names)
+    spec = InputSpec.of(net_config)
+    padded, labels, task_ids, n_stages = _frame_tensors(torch, episodes, task_names,
+                                                        spec.cameras)
     loss_fn = torch.nn.CrossEntropyLoss(weight=_class_weights(
         torch, labels, float(net_config.get('class_weight_power', 0.5))))
     optimiser = torch.optim.AdamW(params, lr=config.lr, weight_decay=config.weight_decay)
     start = [p.detach().clone() for p in params]
-    diff = bool(net_config.get('diff', False))
     net.train()
     losses = []
     for _ in range(config.steps):
         idx = rng.integers(0, len(labels), size=min(config.batch, len(labels)))
-        x = _augment(torch, padded[torch.from_numpy(idx)], rng, config.colour_jitter)
-        if diff:
-            x = _with_diff(torch, x)
+        x = _prepare(torch, _augment(torch, padded[torch.from_numpy(idx)], rng,
+                                     config.colour_jitter, spec.cameras), spec)
         loss = loss_fn(_masked(torch, net(x, task_ids[idx]), n_stages[idx]), labels[idx])
         if config.anchor > 0:
             loss = loss + config.anchor * sum(((p - p0) ** 2).sum()
@@ -711,12 +790,14 @@ def calibrate(checkpoint: Mapping[str, Any], episodes: Sequence[LabelledEpisode]
     return out
 
 
-def _augment(torch: Any, padded: Any, rng: np.random.Generator, jitter: float = 0.0) -> Any:
-    """Cut each padded (current, first) pair (B, 6, H + 4, W + 4) at the same shift of up to
-    2 px for both frames and scale both by one brightness gain in 0.85-1.15 (the same for both:
-    what differs between them is what moved); with ``jitter``, also one colour transform per
-    pair (per-channel gains in 1 +- jitter, an offset in +- jitter / 2, a contrast about the
-    pair's mean in 1 +- jitter), again the same for both frames."""
+def _augment(torch: Any, padded: Any, rng: np.random.Generator, jitter: float = 0.0,
+             cameras: int = 1) -> Any:
+    """Cut each padded (current, first) pair (B, 6K, H + 4, W + 4; K ``cameras``, see
+    :func:`_pairs`) at the same shift of up to 2 px for every frame and scale each camera's
+    pair by one brightness gain in 0.85-1.15 (the same for both frames: what differs between
+    them is what moved); with ``jitter``, also one colour transform per camera's pair
+    (per-channel gains in 1 +- jitter, an offset in +- jitter / 2, a contrast about the pair's
+    mean in 1 +- jitter), again the same for both frames."""
     n = padded.shape[0]
     out = torch.empty((n, padded.shape[1], IMAGE_H, IMAGE_W), dtype=padded.dtype)
     shifts = rng.integers(0, 2 * _SHIFT + 1, size=(n, 2))
@@ -726,19 +807,21 @@ def _augment(torch: Any, padded: Any, rng: np.random.Generator, jitter: float = 
             if rows.size:
                 index = torch.from_numpy(rows)
                 out[index] = padded[index, :, dy:dy + IMAGE_H, dx:dx + IMAGE_W]
-    gain = rng.uniform(0.85, 1.15, size=(n, 1, 1, 1))
-    x = (out + 1.0) * torch.from_numpy(gain.astype(np.float32))  # in [0, 2]
+    # (n, K, 6, H, W): per camera, its current frame's RGB then its first frame's.
+    blocks = out.reshape(n, cameras, 6, IMAGE_H, IMAGE_W)
+    gain = rng.uniform(0.85, 1.15, size=(n, cameras, 1, 1, 1))
+    x = (blocks + 1.0) * torch.from_numpy(gain.astype(np.float32))  # in [0, 2]
     if jitter > 0:
-        channel = rng.uniform(1.0 - jitter, 1.0 + jitter, size=(n, 3, 1, 1))
-        offset = rng.uniform(-jitter / 2, jitter / 2, size=(n, 3, 1, 1))
-        contrast = rng.uniform(1.0 - jitter, 1.0 + jitter, size=(n, 1, 1, 1))
+        channel = rng.uniform(1.0 - jitter, 1.0 + jitter, size=(n, cameras, 3, 1, 1))
+        offset = rng.uniform(-jitter / 2, jitter / 2, size=(n, cameras, 3, 1, 1))
+        contrast = rng.uniform(1.0 - jitter, 1.0 + jitter, size=(n, cameras, 1, 1, 1))
         both = np.concatenate  # the same transform for the current and the first frame
-        channel_t = torch.from_numpy(both([channel, channel], axis=1).astype(np.float32))
-        offset_t = torch.from_numpy(both([offset, offset], axis=1).astype(np.float32))
-        mean = x.mean(dim=(1, 2, 3), keepdim=True)
+        channel_t = torch.from_numpy(both([channel, channel], axis=2).astype(np.float32))
+        offset_t = torch.from_numpy(both([offset, offset], axis=2).astype(np.float32))
+        mean = x.mean(dim=(2, 3, 4), keepdim=True)
         x = (x - mean) * torch.from_numpy(contrast.astype(np.float32)) + mean
         x = x * channel_t + 2.0 * offset_t
-    return x.clamp(0.0, 2.0) - 1.0
+    return x.clamp(0.0, 2.0).reshape(out.shape) - 1.0
 
 
 def save_checkpoint(path: str | pathlib.Path, checkpoint: Mapping[str, Any]) -> None:
@@ -795,7 +878,9 @@ class LearnedScorer:
         self.meta = dict(data.get('meta', {}))
         self.fps = float(fps)
         config = data['config']
-        self.diff = bool(config.get('diff', False))
+        self.spec = InputSpec.of(config)
+        #: The cameras it reads, in the order a frame stacks their RGB (H, W, 3 x this many).
+        self.cameras: list[str] = list(config.get('cameras', ('exterior_1',)))
         self.net = _net_from(data)
         self.net.eval()
         self._torch = torch
@@ -819,23 +904,51 @@ class LearnedScorer:
                             'frames (320x180 episode videos, resized to '
                             f'{IMAGE_W}x{IMAGE_H})')
 
+    def stack(self, videos: Sequence[Sequence[np.ndarray]]) -> list[np.ndarray]:
+        """Return one episode's frames of each of :attr:`cameras` (in that order, one video
+        each, frame k of every video at the same time) as the frames it reads: each frame
+        resized to 64x36, the cameras' RGB stacked (64x36x3K).
+
+        Raises:
+            DataError: another number of videos than its cameras, videos of different lengths,
+                or a camera's frames that are not 16:9 (see ASPECT_TOLERANCE).
+        """
+        if len(videos) != len(self.cameras):
+            raise DataError(f'{len(videos)} camera video(s); the learned scorer {self.name} '
+                            f'reads {len(self.cameras)}: {", ".join(self.cameras)}')
+        lengths = [len(v) for v in videos]
+        if len(set(lengths)) > 1:
+            raise DataError(f'camera videos of {lengths} frames ({", ".join(self.cameras)}): '
+                            'one episode has one frame per camera at each time')
+        for camera, frames in zip(self.cameras, videos):
+            try:
+                self._check_size(frames)
+            except DataError as err:
+                raise DataError(f'{camera}: {err}') from None
+        return [np.concatenate([small_frame(v[k]) for v in videos], axis=-1)
+                for k in range(lengths[0])]
+
     def probabilities(self, frames: Sequence[np.ndarray], task: str) -> np.ndarray:
         """Return (T, N + 1) probabilities of each stage count for every frame of an episode
         (the first of ``frames`` is its first frame).
 
         Raises:
-            DataError: a task it was not trained on, or frames that are not 16:9.
+            DataError: a task it was not trained on, frames that are not 16:9, or frames that
+                do not stack the RGB of each of its cameras (:attr:`cameras`).
         """
         torch = self._torch
         index, n = self._task(task)
         self._check_size(frames)
         small = np.stack([small_frame(f) for f in frames])
+        if small.shape[-1] != 3 * len(self.cameras):
+            raise DataError(f'frames of {small.shape[-1] // 3} camera(s); the learned scorer '
+                            f'{self.name} reads {len(self.cameras)}: {", ".join(self.cameras)}')
         first = np.repeat(small[:1], len(small), axis=0)
         out = []
         with torch.no_grad():
             for start in range(0, len(small), 256):
                 x = _inputs(torch, small[start:start + 256], first[start:start + 256],
-                            self.diff)
+                            self.spec)
                 k = len(x)
                 logits = _masked(torch, self.net(x, torch.full((k,), index)),
                                  torch.full((k,), n))
@@ -844,11 +957,13 @@ class LearnedScorer:
 
     def look_features(self, first: np.ndarray) -> np.ndarray:
         """Return what an episode's look is to the network: its convolutions' features of the
-        first frame (paired with itself), averaged over the feature map, one per channel."""
+        first frame (paired with itself), averaged over the feature map, one per channel (of its
+        first camera's convolutions, ``exterior_1`` for every shipped checkpoint)."""
         torch = self._torch
-        small = small_frame(first)[None]
+        small = small_frame(first)[None][..., :3]
+        one = dataclasses.replace(self.spec, cameras=1)
         with torch.no_grad():
-            features = self.net.conv(_inputs(torch, small, small, self.diff))
+            features = self.net.conv(_inputs(torch, small, small, one))
         return features.mean(dim=(2, 3))[0].numpy().astype(float)
 
     def look_check(self, first: np.ndarray) -> dict[str, Any] | None:
@@ -1044,10 +1159,11 @@ def baselines(episodes: Sequence[LabelledEpisode], reference: Sequence[LabelledE
 
 __all__ = ['CALIBRATE_LAYERS', 'CALIBRATION_LOOKS', 'CalibrateConfig', 'DEFAULT_CHECKPOINT',
            'TUNE_LOOK', 'calibrate', 'labelled_from_video',
-           'EVAL_LOOKS', 'FORMAT', 'LOOKS_CHECKPOINT', 'LOOK_MARGIN',
+           'EVAL_LOOKS', 'FORMAT', 'InputSpec', 'LOOKS_CHECKPOINT', 'LOOK_MARGIN',
            'LabelledEpisode',
            'LearnedScorer', 'PLANS', 'Plan', 'SHIPPED', 'TRAIN_LOOKS', 'TRAIN_PLANS',
-           'TrainConfig', 'VALIDATION_SEEDS', 'baselines', 'build_net', 'collect', 'evaluate',
+           'TrainConfig', 'VALIDATION_SEEDS', 'WRIST_CHECKPOINT', 'baselines', 'build_net',
+           'collect', 'evaluate',
            'load_checkpoint', 'load_episodes', 'look_stats', 'pearson_interval',
            'plan_settings', 'save_checkpoint', 'save_episodes', 'small_frame', 'split',
            'stage_counts', 'train', 'world_config', 'write_look']

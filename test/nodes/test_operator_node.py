@@ -134,6 +134,19 @@ def test_bad_parameter_exits_2(tmp_path):
     assert 'publish_hz' in proc.stderr
 
 
+def test_a_scorer_that_reads_two_cameras_is_refused_at_start():
+    """operator_node keeps one camera's frames (scorer_camera), so the wrist checkpoint, which
+    reads exterior_1 and wrist, is refused in one line before any episode, not at a proposal."""
+    pytest.importorskip('torch')
+    from realm_ros.scorers import learned
+    proc = subprocess.run([str(BIN / 'operator_node'), '--ros-args', '-p', 'scorer:=learned',
+                           '-p', f'scorer_checkpoint:={learned.WRIST_CHECKPOINT}'],
+                          capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 2, proc.stderr
+    assert 'scorer_checkpoint: it reads exterior_1, wrist' in proc.stderr
+    assert 'Traceback' not in proc.stderr
+
+
 def test_single_keys_on_a_terminal_act_without_enter(tmp_path):
     """A pseudo-terminal as stdin: cbreak mode, so 'r', 's', 's' act with no newline at all."""
     master, slave = pty.openpty()

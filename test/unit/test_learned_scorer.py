@@ -176,7 +176,7 @@ def test_an_old_six_channel_mean_pooled_checkpoint_still_loads():
     for key in ('diff', 'pool', 'class_weight_power'):  # what the first checkpoints lack
         del checkpoint['config'][key]
     scorer = learned.LearnedScorer(checkpoint)
-    assert not scorer.diff
+    assert scorer.spec == learned.InputSpec() and scorer.cameras == ['exterior_1']
     assert scorer.probabilities(list(episodes[0].frames), TASK).shape == (12, 4)
 
 

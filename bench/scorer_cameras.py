@@ -1,0 +1,298 @@
+"""Which inputs help the learned scorer read a look it never saw: the wrist camera, per-image
+normalisation, both (issue 42; docs/scoring.md, "Measured: other cameras and per-image
+normalisation").
+
+    python bench/scorer_cameras.py collect SET [--data-dir data/progress_scorer/cameras]
+    python bench/scorer_cameras.py train [--epochs E] [--threads T] [--data-dir ...]
+    python bench/scorer_cameras.py measure [--json OUT.json] [--data-dir ...]
+
+``collect`` runs the digital real's episodes of one set (below) in process, rendering
+``exterior_1`` **and** ``wrist`` on every 5th control step (3 per second), and keeps each
+camera's frames labelled by the rubric (``learned.LabelledEpisode``, one ``.npz`` per look and
+camera: ``DATA_DIR/SET/lab-SEED.CAMERA.npz``), so every variant trains and is measured on the
+same episodes. Sets:
+
+* ``train``: lab looks 1000-1039 (``learned.TRAIN_LOOKS``), push_switch, pick_spoon,
+  put_green_block_in_bowl, scripted:0, 1, 3, the look's own seed: 360 episodes (the episodes
+  of plan ``train_looks``);
+* ``looks``: lab looks 7001-7003 (never in training), the same tasks, scripted:0-3 (scripted:2
+  never in training), seeds 100-103: 144 episodes, the episodes of plan ``looks``;
+* ``learned_ladder``: the same looks, push_switch and pick_spoon, three rungs of the learned
+  vision ladder (``learned.LEARNED_LADDER``, a policy family never in training), seeds 200-203,
+  at most 160 steps: 72 episodes, the episodes of plan ``learned_ladder`` (the cameras are
+  rendered on every step for the policy, the scorer's frames kept on every 5th).
+
+``train`` trains the variants (``VARIANTS``) on the ``train`` set with the same settings
+(``learned.SHIPPED``'s, ``--epochs`` each) into ``DATA_DIR/VARIANT.pt``; ``measure`` measures
+them and the shipped checkpoints on the ``looks`` set (Pearson r with a bootstrap interval over
+episodes, stage accuracy, success accuracy with a Wilson interval, and the constants).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import pathlib
+import sys
+import time
+from typing import Any
+
+import numpy as np
+
+os.environ.setdefault('MUJOCO_GL', 'egl')
+
+CAMERAS = ('exterior_1', 'wrist')
+TASKS = ('push_switch', 'pick_spoon', 'put_green_block_in_bowl')
+#: Set -> (looks, tasks, policies, seeds (empty: the look's own seed), max steps).
+SETS = {
+    'train': (tuple(range(1000, 1040)), TASKS, ('scripted:0', 'scripted:1', 'scripted:3'), (),
+              200),
+    'looks': ((7001, 7002, 7003), TASKS,
+              ('scripted:0', 'scripted:1', 'scripted:2', 'scripted:3'), (100, 101, 102, 103),
+              200),
+    'learned_ladder': ((7001, 7002, 7003), ('push_switch', 'pick_spoon'), (), (200, 201, 202, 203),
+                       160),
+}
+#: The variants, each trained with the same settings on the same episodes: which cameras the
+#: network reads and whether each frame pair is normalised by its first frame's statistics.
+VARIANTS = {
+    'a_ext1': {'cameras': ('exterior_1',), 'normalise': False},
+    'b_ext1_wrist': {'cameras': ('exterior_1', 'wrist'), 'normalise': False},
+    'c_ext1_norm': {'cameras': ('exterior_1',), 'normalise': True},
+    'd_ext1_wrist_norm': {'cameras': ('exterior_1', 'wrist'), 'normalise': True},
+}
+
+
+def _recorder(frames: dict[str, list[Any]], times: list[float], met: list[int],
+              looking: bool) -> Any:
+    """An ``on_step`` keeping each camera's small frame, its time and the stages met: every
+    rendered frame, or (the world rendering each step for a policy that looks) every 5th."""
+    from realm_ros.core import robot
+    from realm_ros.scorers import learned
+
+    def on_step(step: int, obs: Any, action: Any, progress: Any) -> None:
+        if all(c in obs.images for c in CAMERAS) and (not looking or step % 5 == 0):
+            for c in CAMERAS:
+                frames[c].append(learned.small_frame(obs.images[c]))
+            times.append(step / robot.CONTROL_HZ)
+            met.append(int(sum(progress.met)))
+    return on_step
+
+
+def collect_look(look: int, task_names: tuple[str, ...], policies: tuple[str, ...],
+                 seeds: tuple[int, ...], folder: pathlib.Path, max_steps: int = 200
+                 ) -> dict[str, list[Any]]:
+    """Run one look's episodes with both cameras; return each camera's labelled episodes."""
+    from realm_ros.core import robot, tasks
+    from realm_ros.core.config import WorldConfig
+    from realm_ros.core.episode import run_episode
+    from realm_ros.core.evaluation import PolicyEntry
+    from realm_ros.core.policy import make_policy, standard_chain
+    from realm_ros.core.types import EpisodeSpec
+    from realm_ros.core.world import make_world
+    from realm_ros.scorers import learned
+
+    path = learned.write_look(look, folder / 'appearance')
+    looking = bool(learned.policy_cameras(policies))  # a policy that looks: every step
+    world = make_world(WorldConfig(backend='digital_real', cameras=CAMERAS,
+                                   camera_rate_hz=robot.CONTROL_HZ / (1 if looking else 5),
+                                   appearance_file=str(path)))
+    out: dict[str, list[Any]] = {c: [] for c in CAMERAS}
+    try:
+        for text in policies:
+            entry = PolicyEntry.parse(text)
+            inner = make_policy(entry.policy, common={'seed': 0}, **dict(entry.args))
+            policy = standard_chain(inner, execute=inner.needs.horizon)
+            for task in task_names:
+                for seed in seeds or (look,):
+                    start = time.monotonic()
+                    frames: dict[str, list[Any]] = {c: [] for c in CAMERAS}
+                    times: list[float] = []
+                    met: list[int] = []
+                    spec = EpisodeSpec(task=task, seed=int(seed), policy=entry.label,
+                                       max_steps=max_steps)
+                    run_episode(world, policy, spec,
+                                on_step=_recorder(frames, times, met, looking))
+                    for c in CAMERAS:
+                        out[c].append(learned.LabelledEpisode(
+                            task=task, world='digital_real', policy=entry.label, seed=int(seed),
+                            frames=np.stack(frames[c]), times_s=np.asarray(times) - times[0],
+                            met=np.asarray(met, dtype=np.int64),
+                            n_stages=len(tasks.get_task(task).stages), look=f'lab:{look}'))
+                    print(f'lab:{look} {task} {entry.label} seed {seed}: {len(met)} frames, '
+                          f'rubric {max(met)}/{len(tasks.get_task(task).stages)}, '
+                          f'{time.monotonic() - start:.1f} s', file=sys.stderr, flush=True)
+            policy.close()
+    finally:
+        world.close()
+    return out
+
+
+def run_collect(args: argparse.Namespace) -> None:
+    from realm_ros.scorers import learned
+    looks, task_names, policies, seeds, max_steps = SETS[args.set]
+    if args.set == 'learned_ladder':
+        policies = learned.LEARNED_LADDER
+    folder = args.data_dir / args.set
+    for look in looks[:args.limit_looks or None]:
+        if all((folder / f'lab-{look}.{c}.npz').is_file() for c in CAMERAS):
+            continue
+        episodes = collect_look(look, task_names, policies, seeds, args.data_dir, max_steps)
+        for c in CAMERAS:
+            learned.save_episodes(folder / f'lab-{look}.{c}.npz', episodes[c])
+
+
+def load_set(folder: pathlib.Path, name: str, cameras: tuple[str, ...]) -> list[Any]:
+    """Return set ``name``'s labelled episodes with ``cameras``' frames stacked (H, W, 3K)."""
+    from realm_ros.scorers import learned
+    looks = SETS[name][0]
+    out = []
+    for look in looks:
+        per_camera = [learned.load_episodes(folder / name / f'lab-{look}.{c}.npz')
+                      for c in cameras]
+        for parts in zip(*per_camera):
+            if any(not np.array_equal(p.met, parts[0].met) for p in parts):
+                raise SystemExit(f"lab:{look}: the cameras' labels differ")
+            out.append(dataclasses.replace(
+                parts[0], frames=np.concatenate([p.frames for p in parts], axis=-1)))
+    return out
+
+
+def variant_config(name: str, args: argparse.Namespace) -> Any:
+    from realm_ros.scorers import learned
+    return dataclasses.replace(learned.SHIPPED, epochs=args.epochs, threads=args.threads,
+                               **VARIANTS[name])
+
+
+def run_train(args: argparse.Namespace) -> None:
+    from realm_ros.scorers import learned
+    for name in args.variants or VARIANTS:
+        config = variant_config(name, args)
+        episodes = load_set(args.data_dir, 'train', config.cameras)
+        start = time.monotonic()
+        cpu = time.process_time()
+        checkpoint = learned.train(episodes, config, log=lambda line, name=name: print(
+            f'{name}: {line}', file=sys.stderr, flush=True))
+        checkpoint['meta']['train_s'] = [round(time.monotonic() - start, 1),
+                                         round(time.process_time() - cpu, 1)]
+        learned.save_checkpoint(args.data_dir / f'{name}.pt', checkpoint)
+        print(f'{name}: {len(episodes)} episodes, {checkpoint["meta"]["frames"]} frames, '
+              f'{time.monotonic() - start:.0f} s wall, {time.process_time() - cpu:.0f} s CPU, '
+              f'final loss {checkpoint["meta"]["loss"][-1]:.4f}', flush=True)
+
+
+def measure_one(scorer: Any, episodes: list[Any], reference: list[Any]) -> dict[str, Any]:
+    """A scorer's figures on ``episodes`` (``learned.evaluate``), stage accuracy's bootstrap
+    interval over episodes (frames of one episode are not independent, so a Wilson interval
+    over frames would be too narrow) and the constants (``learned.baselines``, from
+    ``reference``; the best success constant read off ``episodes`` themselves)."""
+    from realm_ros.core.metrics import wilson_interval
+    from realm_ros.scorers import learned
+    result = learned.evaluate(scorer, episodes)
+    hits = np.asarray([int(np.sum(learned.stage_counts(scorer, e) == e.met)) for e in episodes])
+    frames = np.asarray([len(e.met) for e in episodes])
+    rng = np.random.default_rng(0)
+    rows = rng.integers(0, len(episodes), size=(2000, len(episodes)))
+    boot = hits[rows].sum(axis=1) / frames[rows].sum(axis=1)
+    result['stage_accuracy_ci'] = [float(v) for v in np.quantile(boot, [0.025, 0.975])]
+    base = learned.baselines(episodes, reference)
+    base['best_success_constant'] = max(base['always_success_accuracy'],
+                                        base['always_failure_accuracy'])
+    # Knowing the task and nothing else: each task's mean progression on these episodes.
+    means = {t: np.mean([e.progression for e in episodes if e.task == t])
+             for t in {e.task for e in episodes}}
+    truth = [e.progression for e in episodes]
+    answer = [means[e.task] for e in episodes]
+    base['task_mean_pearson_r'] = (float(np.corrcoef(answer, truth)[0, 1])
+                                   if np.ptp(answer) > 0 and np.ptp(truth) > 0 else None)
+    # The operator's view (docs/scoring.md, "Stage proposals"): the proposal at the episode's
+    # end accepted unchanged = its final stage count is the rubric's (final_stage_accuracy);
+    # the constant proposes each task's most frequent final count on these episodes.
+    finals: dict[str, list[int]] = {}
+    for e in episodes:
+        finals.setdefault(e.task, []).append(int(e.met[-1]))
+    base['final_count_constant'] = sum(int(np.bincount(v).max())
+                                       for v in finals.values()) / len(episodes)
+    result['final_stage_accuracy_ci'] = wilson_interval(
+        round(result['final_stage_accuracy'] * len(episodes)), len(episodes))
+    result['baselines'] = base
+    result['targets'] = {
+        'pearson_r>=0.85': bool((result['pearson_r'] or 0) >= 0.85),
+        'stage_accuracy>=0.8': bool(result['stage_accuracy'] >= 0.8),
+        'success_accuracy>=best_constant+0.15': bool(
+            result['success_accuracy'] >= base['best_success_constant'] + 0.15)}
+    return result
+
+
+def _num(value: float | None) -> str:
+    return 'n/a' if value is None or not np.isfinite(value) else f'{value:.2f}'
+
+
+def run_measure(args: argparse.Namespace) -> None:
+    from realm_ros.scorers import learned
+    checkpoints = {'shipped default': learned.DEFAULT_CHECKPOINT,
+                   'shipped looks': learned.LOOKS_CHECKPOINT,
+                   **{name: args.data_dir / f'{name}.pt' for name in VARIANTS
+                      if (args.data_dir / f'{name}.pt').is_file()}}
+    reference = load_set(args.data_dir, 'train', ('exterior_1',))
+    figures: dict[str, Any] = {}
+    print('| set (episodes) | scorer | Pearson r [95 % CI] (per-task constant) | stage accuracy '
+          '[CI] (majority) | success accuracy [CI] (always success / failure) | proposal '
+          'accepted unchanged [CI] (constant) | mean abs error (mean) |')
+    print('|---|---|---|---|---|---|---|')
+    for label, path in checkpoints.items():
+        scorer = learned.LearnedScorer(path)
+        cameras = tuple(scorer.cameras)
+        sets = {}
+        looks = load_set(args.data_dir, 'looks', cameras)
+        sets['held-out looks 7001-7003, all'] = looks
+        for look in SETS['looks'][0]:
+            sets[f'look lab:{look}'] = [e for e in looks if e.look == f'lab:{look}']
+        sets['held-out looks, unseen rung scripted:2'] = [e for e in looks
+                                                          if e.policy == 'scripted-2']
+        if all((args.data_dir / 'learned_ladder' / f'lab-{k}.{c}.npz').is_file()
+               for k in SETS['learned_ladder'][0] for c in cameras):
+            ladder = load_set(args.data_dir, 'learned_ladder', cameras)
+            sets['held-out looks, learned ladder'] = ladder
+            for task in SETS['learned_ladder'][1]:
+                sets[f'learned ladder, {task}'] = [e for e in ladder if e.task == task]
+        for name, episodes in sets.items():
+            r = measure_one(scorer, episodes, reference)
+            figures.setdefault(name, {})[f'{label} ({scorer.name})'] = r
+            b = r['baselines']
+            ci = r['pearson_r_ci'] or [float('nan')] * 2
+            task_r = b['task_mean_pearson_r']
+            print(f'| {name} ({len(episodes)}) | {label} | {_num(r["pearson_r"])} '
+                  f'[{_num(ci[0])}, {_num(ci[1])}] ({_num(task_r)}) | '
+                  f'{r["stage_accuracy"]:.2f} '
+                  f'[{r["stage_accuracy_ci"][0]:.2f}, {r["stage_accuracy_ci"][1]:.2f}] '
+                  f'({b["majority_stage_accuracy"]:.2f}) | {r["success_accuracy"]:.3f} '
+                  f'[{r["success_accuracy_ci"][0]:.2f}, {r["success_accuracy_ci"][1]:.2f}] '
+                  f'({b["always_success_accuracy"]:.3f} / {b["always_failure_accuracy"]:.3f}) | '
+                  f'{r["final_stage_accuracy"]:.2f} [{r["final_stage_accuracy_ci"][0]:.2f}, '
+                  f'{r["final_stage_accuracy_ci"][1]:.2f}] ({b["final_count_constant"]:.2f}) | '
+                  f'{r["mean_abs_error"]:.3f} ({b["mean_progression_abs_error"]:.3f}) |',
+                  flush=True)
+    if args.json is not None:
+        args.json.write_text(json.dumps(figures, indent=2, default=float))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('command', choices=('collect', 'train', 'measure'))
+    parser.add_argument('set', nargs='?', choices=tuple(SETS), default='train')
+    parser.add_argument('--data-dir', type=pathlib.Path,
+                        default=pathlib.Path('data/progress_scorer/cameras'))
+    parser.add_argument('--limit-looks', type=int, default=0)
+    parser.add_argument('--epochs', type=int, default=10)
+    parser.add_argument('--threads', type=int, default=1)
+    parser.add_argument('--json', type=pathlib.Path, default=None)
+    parser.add_argument('--variants', nargs='+', choices=tuple(VARIANTS), default=None)
+    args = parser.parse_args()
+    {'collect': run_collect, 'train': run_train, 'measure': run_measure}[args.command](args)
+
+
+if __name__ == '__main__':
+    main()
