@@ -22,6 +22,7 @@ from typing import Any, Callable, Protocol, Sequence
 
 import numpy as np
 
+from realm_ros.backends.mujoco.derived import FIELDS, Derived
 from realm_ros.backends.mujoco.world import MujocoWorld
 from realm_ros.core.batched import BatchedChain
 from realm_ros.core.batched import actions as batched_actions
@@ -53,13 +54,25 @@ class Stepper(Protocol):
     """Integrates one control period of every world at once."""
 
     name: str
+    #: After :meth:`step`: the derived quantities the observations read (``derived.py``) of
+    #: every world's state before the period's last physics step, computed with each world's
+    #: own model; None when the stepper does not hand them back (its model is a changed copy:
+    #: MJX's; or it keeps them on its device): each world then rebuilds them on the host.
+    derived: Derived | None
 
     def step(self, rows: Sequence[Rows]) -> list[tuple[State, State]]:
         """Return per world (state before the period's last physics step, state after)."""
 
 
 class CpuStepper:
-    """``mj_step`` per world on its own copy of the world's model and data (the reference)."""
+    """``mj_step`` per world on its own copy of the world's model and data (the reference).
+
+    After each period its data holds what ``mj_step`` leaves: the derived quantities of the
+    state before the last physics step, which it hands back as :attr:`derived` (copied out of
+    its data, fresh arrays per step; one array per world, since the worlds of a CPU batch may
+    differ in size), so no world needs a host ``mj_forward``; not with
+    ``transform`` (they would be the changed model's).
+    """
 
     name = 'mujoco'
 
@@ -69,6 +82,8 @@ class CpuStepper:
         (``mjx_sweep.mjx_model``: the MJX variant on CPU MuJoCo, to tell the model's
         changes from MJX's numerics)."""
         self._models = [w.model if transform is None else transform(w.model) for w in worlds]
+        self._own = transform is None
+        self.derived: Derived | None = None
         self._data = []
         for w in worlds:
             d = mujoco.MjData(w.model)
@@ -78,6 +93,8 @@ class CpuStepper:
 
     def step(self, rows: Sequence[Rows]) -> list[tuple[State, State]]:
         out = []
+        fields: dict[str, list[np.ndarray]] = {name: [] for name in FIELDS}
+        contacts: list[np.ndarray] = []
         for m, d, (ctrl, pos, quat) in zip(self._models, self._data, rows):
             before: State = (d.qpos, d.qvel, d.time)
             for k in range(len(ctrl)):
@@ -86,6 +103,12 @@ class CpuStepper:
                 d.ctrl[:], d.mocap_pos[:], d.mocap_quat[:] = ctrl[k], pos[k], quat[k]
                 mujoco.mj_step(m, d)
             out.append((before, (d.qpos.copy(), d.qvel.copy(), float(d.time))))
+            if self._own:
+                for name, values in fields.items():
+                    values.append(getattr(d, name).copy())
+                contacts.append(d.contact.geom.copy())
+        derived = Derived(dict(fields), contacts) if self._own else None
+        self.derived = derived
         return out
 
 
@@ -230,7 +253,7 @@ def run_batch(worlds: Sequence[MujocoWorld], inners: Sequence[Policy],
             if i in ended:
                 continue
             before_t = worlds[i].time
-            obs[i] = worlds[i].load_step(*stepped[i])
+            obs[i] = worlds[i].load_step(*stepped[i], derived=stepper.derived, index=i)
             clock.lap('load')
             if states[i].advance(obs[i], (before_t, worlds[i].time)):
                 ended.append(i)

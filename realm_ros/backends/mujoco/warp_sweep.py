@@ -191,6 +191,9 @@ class WarpStepper:
     """
 
     name = 'warp'
+    #: Not handed back yet (``batch.Stepper.derived``): each world rebuilds them on the host
+    #: from the float32 state (docs/performance.md, the host's share, says why not yet).
+    derived = None
 
     def __init__(self, worlds: Sequence[MujocoWorld], cameras: Sequence[str] = (),
                  image_size: tuple[int, int] = (320, 180), device: str | None = None,
