@@ -8,7 +8,14 @@ from realm_ros.core import robot
 from realm_ros.core.batched import BatchedChain, actions
 from realm_ros.core.errors import ConfigError
 from realm_ros.core.policy import Policy, standard_chain
-from realm_ros.core.types import ActionChunk, ActionMode, EpisodeSpec, JointState, Observation
+from realm_ros.core.types import (
+    Action,
+    ActionChunk,
+    ActionMode,
+    EpisodeSpec,
+    JointState,
+    Observation,
+)
 
 
 class _Given(Policy):
@@ -277,3 +284,98 @@ def test_pictures_after_a_step_that_took_the_steppers_derived_quantities():
         w.close()
     assert pictures[0].shape == (48, 64, 3) and pictures[0].std() > 0
     np.testing.assert_array_equal(pictures[0], pictures[1])
+
+
+@pytest.mark.parametrize('shape', [True, False])
+def test_world_targets_are_world_target_row_by_row(shape):
+    """control.world_targets over 400 rows gives world_target's target of each row bit for
+    bit: position and velocity rows, speeds above 1 (scaled down), targets and joints near
+    the limits (clipped, shaped), the gripper beyond [0, 1] within the tolerance; the rows
+    validate_action refuses (NaN, beyond the limits, gripper out of range) are flagged."""
+    from realm_ros.core import control
+    from realm_ros.core.config import WorldConfig
+    from realm_ros.core.errors import CommandRejected
+
+    config = WorldConfig(task='stack_cubes', shape_targets=shape, joint_margin_rad=0.1)
+    rng = np.random.default_rng(5)
+    n, dt = 400, 1.0 / 15
+    mid = (robot.JOINT_UPPER + robot.JOINT_LOWER) / 2
+    half = (robot.JOINT_UPPER - robot.JOINT_LOWER) / 2
+    q_meas = mid + half * rng.uniform(-1.0, 1.0, (n, 7))
+    q_prev = np.clip(q_meas + rng.normal(0.0, 0.2, (n, 7)), robot.JOINT_LOWER,
+                     robot.JOINT_UPPER)
+    dq = rng.normal(0.0, 1.5, (n, 7))
+    velocity = rng.uniform(size=n) < 0.4
+    arm = np.where(velocity[:, None], rng.normal(0.0, 1.2, (n, 7)),
+                   mid + half * rng.uniform(-1.0005, 1.0005, (n, 7)))
+    gripper = rng.uniform(-0.0008, 1.0008, n)
+    arm[3, 2], arm[4, 0], gripper[5] = np.nan, 9.0, 1.5
+    velocity[4] = False
+    q_d, g, valid = control.world_targets(arm, gripper, velocity, q_meas, q_prev, dq, dt,
+                                          config)
+    refused = 0
+    for i in range(n):
+        action = Action(arm=arm[i].copy(), gripper=float(gripper[i]),
+                        mode=ActionMode.VELOCITY if velocity[i] else ActionMode.POSITION)
+        try:
+            want, wg = control.world_target(action, q_meas[i], q_prev[i], dq[i], dt, config)
+        except CommandRejected:
+            assert not valid[i]
+            refused += 1
+            continue
+        assert valid[i]
+        assert q_d[i].tobytes() == want.tobytes() and g[i] == wg
+    assert refused >= 3 and valid.sum() > n // 2
+
+
+def test_apply_all_holds_the_targets_apply_would():
+    """world.apply_all in worlds with and without latency leaves each world's target, latency
+    queue, controls and target frame exactly as MujocoWorld.apply would, and sends a row
+    apply refuses to apply (CommandRejected)."""
+    from realm_ros.backends.mujoco.world import MujocoWorld, apply_all
+    from realm_ros.core.config import WorldConfig
+    from realm_ros.core.errors import CommandRejected
+
+    rng = np.random.default_rng(2)
+    config = WorldConfig(task='stack_cubes', cameras=(), camera_rate_hz=0.0)
+    pairs = []
+    for k in range(4):
+        pair = [MujocoWorld(config, latency_s=0.01 * (k % 2)) for _ in range(2)]
+        for w in pair:
+            w.reset(EpisodeSpec(task='stack_cubes', seed=k))
+        pairs.append(pair)
+    for _ in range(3):
+        velocity = rng.uniform(size=4) < 0.5
+        arm = np.where(velocity[:, None], rng.normal(0.0, 1.0, (4, 7)),
+                       robot.RESET_Q + rng.normal(0.0, 0.3, (4, 7)))
+        gripper = rng.uniform(0.0, 1.0, 4).round()
+        apply_all([p[0] for p in pairs], arm, gripper, velocity)
+        for i, (batch, alone) in enumerate(pairs):
+            alone.apply(Action(arm=arm[i].copy(), gripper=float(gripper[i]),
+                               mode=ActionMode.VELOCITY if velocity[i] else ActionMode.POSITION))
+            for w in (batch, alone):
+                w.load_step(*_steps(w))
+            assert batch.target[0].tobytes() == alone.target[0].tobytes()
+            for name in ('ctrl', 'mocap_pos', 'mocap_quat', 'qpos'):
+                assert (getattr(batch.data, name).tobytes()
+                        == getattr(alone.data, name).tobytes())
+    bad = np.tile(robot.RESET_Q, (2, 1))
+    bad[1, 0] = np.nan
+    with pytest.raises(CommandRejected, match='NaN'):
+        apply_all([pairs[0][0], pairs[1][0]], bad, np.zeros(2), np.zeros(2, dtype=bool))
+
+
+def _steps(world):
+    """One control period of ``world`` stepped apart (mj_step on a copy of its data), as a
+    batched stepper would: (before, after) for load_step."""
+    import mujoco
+
+    d = mujoco.MjData(world.model)
+    d.qpos[:], d.qvel[:], d.time = world.data.qpos, world.data.qvel, world.data.time
+    ctrl, pos, quat = world.period_controls()
+    for k in range(len(ctrl)):
+        if k == len(ctrl) - 1:
+            before = (d.qpos.copy(), d.qvel.copy(), float(d.time))
+        d.ctrl[:], d.mocap_pos[:], d.mocap_quat[:] = ctrl[k], pos[k], quat[k]
+        mujoco.mj_step(world.model, d)
+    return before, (d.qpos.copy(), d.qvel.copy(), float(d.time))

@@ -23,9 +23,8 @@ from typing import Any, Callable, Protocol, Sequence
 import numpy as np
 
 from realm_ros.backends.mujoco.derived import FIELDS, Derived
-from realm_ros.backends.mujoco.world import MujocoWorld
+from realm_ros.backends.mujoco.world import MujocoWorld, apply_all
 from realm_ros.core.batched import BatchedChain
-from realm_ros.core.batched import actions as batched_actions
 from realm_ros.core.episode import EpisodeState
 from realm_ros.core.errors import BackendUnavailable, InfrastructureError
 from realm_ros.core.policy import ActionChunker, Policy, PolicyWrapper
@@ -160,11 +159,15 @@ def run_batch(worlds: Sequence[MujocoWorld], inners: Sequence[Policy],
     states and models). ``progress(n)`` is told when n more episodes have ended.
     ``infer_batch``: computes the chunks of the worlds whose chain asks its policy this step
     in one call (else each policy's own ``infer``, in the chain).
-    ``batched``: every world's chain (chunker, binariser, clipper, rate limiter) runs as one
-    :class:`~realm_ros.core.batched.BatchedChain` (the same actions bit for bit); False runs
-    each world's ``standard_chain`` object by object (the reference).
+    ``batched``: the host's per-world work as array code, each part the same bit for bit:
+    every world's chain (chunker, binariser, clipper, rate limiter) runs as one
+    :class:`~realm_ros.core.batched.BatchedChain`; the worlds' targets are made at once
+    (``world.apply_all``); and the observations read the derived quantities the stepper
+    hands back (``Stepper.derived``, ``derived.py``) instead of a host ``mj_forward`` per
+    world. False: each world's ``standard_chain``, ``apply`` and ``load_step``'s
+    ``mj_forward``, world by world (the reference).
     ``timing``: seconds added per phase of the host's loop (``policy``: the policies' chunks;
-    ``chain``; ``controls``: each world's ``apply`` and ``period_controls``; ``stepper``;
+    ``chain``; ``controls``: the worlds' targets and ``period_controls``; ``stepper``;
     ``load``: each world's ``load_step``, its observation; ``score``: advancing and judging
     each episode) and ``steps`` (control steps of the batch).
     """
@@ -237,9 +240,9 @@ def run_batch(worlds: Sequence[MujocoWorld], inners: Sequence[Policy],
             rows, velocity = together.step(
                 going, np.array([obs[i].joints.position for i in going], dtype=float))
             clock.lap('chain')
-            for i, action in zip(going, batched_actions(rows, velocity)):
+            apply_all([worlds[i] for i in going], rows[:, :7], rows[:, 7], velocity)
+            for i in going:
                 try:
-                    worlds[i].apply(action)
                     held[i] = worlds[i].period_controls()
                 except InfrastructureError as err:
                     states[i].fail(str(err))
@@ -248,12 +251,13 @@ def run_batch(worlds: Sequence[MujocoWorld], inners: Sequence[Policy],
         rows_all = [row if row is not None else worlds[i].period_controls()
                     for i, row in enumerate(held)]
         stepped = stepper.step(rows_all)
+        derived = stepper.derived if together is not None else None
         clock.lap('stepper')
         for i in live:
             if i in ended:
                 continue
             before_t = worlds[i].time
-            obs[i] = worlds[i].load_step(*stepped[i], derived=stepper.derived, index=i)
+            obs[i] = worlds[i].load_step(*stepped[i], derived=derived, index=i)
             clock.lap('load')
             if states[i].advance(obs[i], (before_t, worlds[i].time)):
                 ended.append(i)

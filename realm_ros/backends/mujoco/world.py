@@ -215,13 +215,19 @@ class MujocoWorld(World):
         q_meas = self.data.qpos[self._arm_qpos].copy()
         q_d, g = control.world_target(action, q_meas, self._target_q,
                                       self.data.qvel[self._arm_dof], self.control_dt, self._config)
+        self.hold(q_d, g)
+        return Action(arm=q_d, gripper=g, mode=ActionMode.POSITION)
+
+    def hold(self, q_d: np.ndarray, g: float) -> None:
+        """Put target ``(q_d, g)``, as :func:`control.world_target` made it, in force through
+        the latency rule (the second half of :meth:`apply`; :func:`apply_all` makes the
+        targets of many worlds at once)."""
         delay = self._command_delay()
         if delay:
             self._pending.push(q_d, g, delay)
         else:
             self._target_q, self._target_g = q_d, g
             self._write_target(q_d, g)
-        return Action(arm=q_d, gripper=g, mode=ActionMode.POSITION)
 
     def _command_delay(self) -> int:
         """Return how many physics steps the target being applied waits (the latency rule);
@@ -427,6 +433,38 @@ class MujocoWorld(World):
         if self._renderer is not None:
             self._renderer.close()
             self._renderer = None
+
+
+def apply_all(worlds: Sequence[MujocoWorld], arm: np.ndarray, gripper: np.ndarray,
+              velocity: np.ndarray) -> None:
+    """:meth:`MujocoWorld.apply` of row i (``arm`` (W, 7), ``gripper`` (W,), ``velocity`` (W,)
+    bool: the row's mode) in ``worlds[i]``, the targets made for all rows at once
+    (:func:`control.world_targets`, bit for bit ``apply``'s); each world then holds its own
+    (:meth:`MujocoWorld.hold`: the latency rule, the target frame's forward kinematics).
+    Worlds whose configs differ in what makes a target (``joint_margin_rad``,
+    ``shape_targets``, the control period), and rows ``validate_action`` would refuse, go
+    through ``apply`` one by one (which raises :class:`CommandRejected` for the latter)."""
+    if not worlds:
+        return
+    first = worlds[0]
+    key = (first.config.joint_margin_rad, first.config.shape_targets, first.control_dt)
+    if any((w.config.joint_margin_rad, w.config.shape_targets, w.control_dt) != key
+           for w in worlds):
+        for w, a, g, v in zip(worlds, arm, gripper, velocity):
+            w.apply(Action(arm=a.copy(), gripper=float(g),
+                           mode=ActionMode.VELOCITY if v else ActionMode.POSITION))
+        return
+    q_meas = np.array([w.data.qpos[w._arm_qpos] for w in worlds])
+    q_prev = np.array([w._target_q for w in worlds])
+    dq = np.array([w.data.qvel[w._arm_dof] for w in worlds])
+    q_d, g, valid = control.world_targets(arm, gripper, velocity, q_meas, q_prev, dq,
+                                          first.control_dt, first.config)
+    for i, w in enumerate(worlds):
+        if valid[i]:
+            w.hold(q_d[i], float(g[i]))
+        else:
+            w.apply(Action(arm=np.array(arm[i], dtype=float), gripper=float(gripper[i]),
+                           mode=ActionMode.VELOCITY if velocity[i] else ActionMode.POSITION))
 
 
 class FrameImages(Mapping[str, np.ndarray]):
