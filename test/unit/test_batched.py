@@ -329,17 +329,20 @@ def test_world_targets_are_world_target_row_by_row(shape):
 
 
 def test_apply_all_holds_the_targets_apply_would():
-    """world.apply_all in worlds with and without latency leaves each world's target, latency
-    queue, controls and target frame exactly as MujocoWorld.apply would, and sends a row
-    apply refuses to apply (CommandRejected)."""
+    """world.apply_all in worlds with and without latency, one making its targets otherwise,
+    leaves each world's target, latency queue, controls and target frame exactly as
+    MujocoWorld.apply would, and sends a row apply refuses to apply (CommandRejected)."""
     from realm_ros.backends.mujoco.world import MujocoWorld, apply_all
     from realm_ros.core.config import WorldConfig
     from realm_ros.core.errors import CommandRejected
 
     rng = np.random.default_rng(2)
-    config = WorldConfig(task='stack_cubes', cameras=(), camera_rate_hz=0.0)
     pairs = []
     for k in range(4):
+        # The last world makes its targets otherwise (the digital real's preset: no margin,
+        # no shaping): a group of its own.
+        config = WorldConfig(task='stack_cubes', cameras=(), camera_rate_hz=0.0,
+                             joint_margin_rad=0.0 if k == 3 else 0.1, shape_targets=k != 3)
         pair = [MujocoWorld(config, latency_s=0.01 * (k % 2)) for _ in range(2)]
         for w in pair:
             w.reset(EpisodeSpec(task='stack_cubes', seed=k))

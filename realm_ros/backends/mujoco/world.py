@@ -438,33 +438,31 @@ class MujocoWorld(World):
 def apply_all(worlds: Sequence[MujocoWorld], arm: np.ndarray, gripper: np.ndarray,
               velocity: np.ndarray) -> None:
     """:meth:`MujocoWorld.apply` of row i (``arm`` (W, 7), ``gripper`` (W,), ``velocity`` (W,)
-    bool: the row's mode) in ``worlds[i]``, the targets made for all rows at once
-    (:func:`control.world_targets`, bit for bit ``apply``'s); each world then holds its own
-    (:meth:`MujocoWorld.hold`: the latency rule, the target frame's forward kinematics).
-    Worlds whose configs differ in what makes a target (``joint_margin_rad``,
-    ``shape_targets``, the control period), and rows ``validate_action`` would refuse, go
-    through ``apply`` one by one (which raises :class:`CommandRejected` for the latter)."""
-    if not worlds:
-        return
-    first = worlds[0]
-    key = (first.config.joint_margin_rad, first.config.shape_targets, first.control_dt)
-    if any((w.config.joint_margin_rad, w.config.shape_targets, w.control_dt) != key
-           for w in worlds):
-        for w, a, g, v in zip(worlds, arm, gripper, velocity):
-            w.apply(Action(arm=a.copy(), gripper=float(g),
-                           mode=ActionMode.VELOCITY if v else ActionMode.POSITION))
-        return
-    q_meas = np.array([w.data.qpos[w._arm_qpos] for w in worlds])
-    q_prev = np.array([w._target_q for w in worlds])
-    dq = np.array([w.data.qvel[w._arm_dof] for w in worlds])
-    q_d, g, valid = control.world_targets(arm, gripper, velocity, q_meas, q_prev, dq,
-                                          first.control_dt, first.config)
+    bool: the row's mode) in ``worlds[i]``, the targets made in one array call per group of
+    worlds that make them alike (``joint_margin_rad``, ``shape_targets``, control period:
+    :func:`control.world_targets`, bit for bit ``apply``'s); each world then holds its own
+    (:meth:`MujocoWorld.hold`: the latency rule, the target frame's forward kinematics). A row
+    ``validate_action`` would refuse goes through ``apply``, which raises
+    :class:`CommandRejected` with the reason."""
+    groups: dict[tuple[float, bool, float], list[int]] = {}
     for i, w in enumerate(worlds):
-        if valid[i]:
-            w.hold(q_d[i], float(g[i]))
-        else:
-            w.apply(Action(arm=np.array(arm[i], dtype=float), gripper=float(gripper[i]),
-                           mode=ActionMode.VELOCITY if velocity[i] else ActionMode.POSITION))
+        key = (w.config.joint_margin_rad, w.config.shape_targets, w.control_dt)
+        groups.setdefault(key, []).append(i)
+    arm, gripper = np.asarray(arm, dtype=float), np.asarray(gripper, dtype=float)
+    velocity = np.asarray(velocity, dtype=bool)
+    for idx in groups.values():
+        group = [worlds[i] for i in idx]
+        q_meas = np.array([w.data.qpos[w._arm_qpos] for w in group])
+        q_prev = np.array([w._target_q for w in group])
+        dq = np.array([w.data.qvel[w._arm_dof] for w in group])
+        q_d, g, valid = control.world_targets(arm[idx], gripper[idx], velocity[idx], q_meas,
+                                              q_prev, dq, group[0].control_dt, group[0].config)
+        for k, (i, w) in enumerate(zip(idx, group)):
+            if valid[k]:
+                w.hold(q_d[k], float(g[k]))
+            else:
+                w.apply(Action(arm=arm[i].copy(), gripper=float(gripper[i]),
+                               mode=ActionMode.VELOCITY if velocity[i] else ActionMode.POSITION))
 
 
 class FrameImages(Mapping[str, np.ndarray]):
