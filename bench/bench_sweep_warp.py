@@ -63,6 +63,9 @@ def main() -> int:
     parser.add_argument('--no-graph', action='store_true',
                         help='launch the physics steps one by one (no CUDA graph)')
     parser.add_argument('--seed', type=int, default=0)
+    parser.add_argument('--hand-back', action='store_true',
+                        help="the observations read Warp's own derived quantities "
+                             '(WarpStepper hand_back) instead of a host mj_forward per world')
     parser.add_argument('--processes', type=int, default=1,
                         help='batch processes sharing the device, worlds split between them '
                              "(the sweep's --gpu-workers): the host side is Python")
@@ -91,7 +94,8 @@ def main() -> int:
 
     cells = plan_cells(config, cameras_for)
     options = {'batch': max(widths), 'device': device, 'image_size': (width, height),
-               'shadows': _shadows(args.shadows), 'graph': False if args.no_graph else None}
+               'shadows': _shadows(args.shadows), 'graph': False if args.no_graph else None,
+               'hand_back': args.hand_back}
     cams = f'{len(cells[0].cameras)} cameras {width}x{height}'
     first_records: list[dict] = []
     if args.processes > 1:
@@ -140,6 +144,7 @@ def main() -> int:
                    policy_calls=timing.get('policy_calls', 0),
                    transfer_s=timing.get('transfer', 0.0) / per, success=success,
                    max_steps=args.max_steps, shadows=_shadows(args.shadows),
+                   hand_back=args.hand_back,
                    note='timing fields: seconds per process (summed over processes / P)')
         rec.figure(f'sweep Warp {args.task} {w} worlds: first run ({args.warmup_steps} steps: '
                    'kernel compile or cache load, render context, graph capture)', compile_s,

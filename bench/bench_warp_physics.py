@@ -5,7 +5,12 @@ separates the two joint paths is the physics (Warp's float32, its solver's and c
 sums) and what the expert does with it. For each cell: the largest arm-joint difference (rad)
 up to each checkpoint step, and both episodes' progression and success.
 
-    python3 bench/bench_warp_physics.py --worlds 2 --steps 60 --device cpu [--out FILE]
+    python3 bench/bench_warp_physics.py --worlds 2 --steps 60 --device cpu [--hand-back]
+
+``--hand-back``: the observations read Warp's own derived quantities (``WarpStepper``
+``hand_back``: poses, contacts, actuator forces, float32) instead of a host ``mj_forward`` of
+the downloaded state per world; the host's CPU time per phase of ``run_batch`` is printed
+either way (``load``: the observations).
 
 (The CPU device compiles MuJoCo Warp's physics kernels once, minutes; a control period of two
 worlds is about 16 x 0.2 s there.)
@@ -32,6 +37,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--skill', type=int, default=0, help='the scripted ladder rung')
     parser.add_argument('--device', default='cpu')
     parser.add_argument('--out', default='')
+    parser.add_argument('--hand-back', action='store_true',
+                        help="the observations read Warp's derived quantities (no host "
+                             'mj_forward per world)')
     args = parser.parse_args(argv)
     try:
         from realm_ros.backends.mujoco import warp_sweep
@@ -41,6 +49,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     import dataclasses
 
+    from realm_ros.backends.mujoco import batch
     from realm_ros.backends.mujoco.batch import run_batch
     from realm_ros.core.episode import run_episode
     from realm_ros.core.policy import make_policy, standard_chain
@@ -57,13 +66,18 @@ def main(argv: list[str] | None = None) -> int:
     worlds = [_world(c, (), (64, 36)) for c in cells]
     warp_q: list[list[np.ndarray]] = [[] for _ in cells]
     t0 = time.perf_counter()
+    batch.TIMER = time.process_time
+    timing: dict[str, float] = {}
     results = run_batch(
         worlds, [make_policy('scripted', skill=args.skill) for _ in cells],
         [c.spec for c in cells],
-        lambda ws: warp_sweep.WarpStepper(ws, device=args.device),
+        lambda ws: warp_sweep.WarpStepper(ws, device=args.device, hand_back=args.hand_back),
         on_step=lambda i, k, obs: warp_q[i].append(obs.joints.position), execute=8,
-        infer_batch=None)
+        infer_batch=None, timing=timing)
     warp_s = time.perf_counter() - t0
+    host_ms = {p: round(timing.get(p, 0.0) / timing['steps'] * 1e3, 3)
+               for p in ('policy', 'chain', 'controls', 'load', 'score')}
+    print(f'host CPU ms per control step of the batch (hand_back={args.hand_back}): {host_ms}')
     runner = CellRunner()
     rows: list[dict[str, Any]] = []
     try:
@@ -91,7 +105,8 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         runner.close()
     report = {'policy': policy, 'worlds': args.worlds, 'steps': args.steps,
-              'device': args.device, 'warp_wall_s': round(warp_s, 1), 'cells': rows}
+              'device': args.device, 'warp_wall_s': round(warp_s, 1), 'cells': rows,
+              'hand_back': args.hand_back, 'host_ms_per_step': host_ms}
     if args.out:
         pathlib.Path(args.out).write_text(json.dumps(report, indent=1))
     print(f'warp wall {warp_s:.1f} s (compile included)')
@@ -103,7 +118,10 @@ def main(argv: list[str] | None = None) -> int:
                    max(r['max_joint_diff_rad_up_to_step'].values()) for r in rows), 'rad')
     rec.figure(f'warp_physics {policy}, {len(rows)} cells: cells with equal progression',
                sum(r['warp_progression'] == r['cpu_progression'] for r in rows) / len(rows),
-               'fraction')
+               'fraction', hand_back=args.hand_back)
+    rec.figure(f'warp_physics {policy}, {len(rows)} cells, hand_back={args.hand_back}: host '
+               "CPU ms per control step in run_batch's load phase", host_ms['load'], 'ms',
+               phases_ms=host_ms, worlds=len(cells))
     return 0
 
 

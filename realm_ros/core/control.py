@@ -162,6 +162,37 @@ def world_target(action: Action, q_measured: np.ndarray, q_previous: np.ndarray,
     return q_d, g
 
 
+def world_targets(arm: np.ndarray, gripper: np.ndarray, velocity: np.ndarray,
+                  q_measured: np.ndarray, q_previous: np.ndarray, dq_measured: np.ndarray,
+                  dt: float, config: WorldConfig) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`world_target` for W worlds at once: ``arm`` (W, 7), ``gripper`` (W,), ``velocity``
+    (W,) bool (the row's mode), the rest (W, 7). Each row of ``(q_d, g)`` is world_target's
+    for that row bit for bit (the same elementwise operations; ``test_batched.py``).
+
+    Returns ``(q_d (W, 7), g (W,), valid (W,) bool)``: a row that :func:`validate_action`
+    would refuse is not valid (its target is meaningless): give it to :func:`world_target`,
+    which raises :class:`CommandRejected` with the reason.
+    """
+    arm = np.asarray(arm, dtype=float)
+    g = np.asarray(gripper, dtype=float)
+    velocity = np.asarray(velocity, dtype=bool)
+    valid = (np.all(np.isfinite(arm), axis=1) & np.isfinite(g)
+             & (g >= -LIMIT_TOLERANCE) & (g <= 1.0 + LIMIT_TOLERANCE))
+    beyond = ((arm < robot.JOINT_LOWER - LIMIT_TOLERANCE)
+              | (arm > robot.JOINT_UPPER + LIMIT_TOLERANCE))
+    valid &= velocity | ~np.any(beyond, axis=1)
+    lower, upper = joint_bounds(config.joint_margin_rad)
+    # velocity_to_target row by row: max|v| > 1 scaled down uniformly, then q + 0.2 v.
+    peak = np.max(np.abs(arm), axis=1, initial=0.0)
+    v = np.where((peak > 1.0)[:, None], arm / np.where(peak > 1.0, peak, 1.0)[:, None], arm)
+    stepped = np.clip(np.asarray(q_measured, dtype=float) + robot.MAX_JOINT_DELTA * v,
+                      lower, upper)
+    q_d = np.where(velocity[:, None], stepped, np.clip(arm, lower, upper))
+    if config.shape_targets:  # elementwise: the (W, 7) rows are shaped as one row each
+        q_d = shape_target(q_d, q_previous, dq_measured, dt, config.joint_margin_rad)
+    return q_d, np.clip(g, 0.0, 1.0), valid
+
+
 def action_from_named(
     names: Sequence[str],
     values: Sequence[float],

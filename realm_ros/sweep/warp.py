@@ -52,6 +52,9 @@ class WarpOptions:
     shadows: bool | str = 'auto'
     #: Replay each control period as one captured CUDA graph (None: on CUDA devices).
     graph: bool | None = None
+    #: The observations read Warp's own derived quantities (``WarpStepper`` ``hand_back``)
+    #: instead of a host ``mj_forward`` per world.
+    hand_back: bool = False
 
 
 def refuse_on_warp(cells: Sequence[Cell]) -> None:
@@ -187,7 +190,7 @@ def run_warp(cells: Sequence[Cell], runner: WarpBatchRunner,
             def factory(ws: Sequence[Any], steppers: list = steppers) -> Any:
                 steppers.append(warp_sweep.WarpStepper(
                     ws, cameras, opts.image_size, device, opts.nconmax, opts.njmax,
-                    opts.shadows, opts.graph))
+                    opts.shadows, opts.graph, hand_back=opts.hand_back))
                 return steppers[-1]
 
             # Views index the batch's worlds (the stepper's order), not the cells.

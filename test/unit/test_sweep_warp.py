@@ -305,6 +305,62 @@ def test_static_bodies_placed_per_world_sit_where_each_world_has_them():
                                    atol=1e-6)
 
 
+def _numbers(state, prefix=''):
+    """A privileged state's numbers by path (booleans and names kept as they are)."""
+    if isinstance(state, dict):
+        out = {}
+        for key, value in state.items():
+            out.update(_numbers(value, f'{prefix}/{key}'))
+        return out
+    if isinstance(state, (list, tuple)) and state and isinstance(state[0], (int, float)):
+        return {prefix: np.asarray(state, dtype=float)}
+    return {prefix: state}
+
+
+@pytest.mark.slow
+@warp_cpu
+def test_warp_hands_back_the_derived_quantities_the_host_forward_rebuilds():
+    """WarpStepper(hand_back=True): the observations read Warp's own poses, contacts and
+    actuator forces (no host mj_forward) and see what the host path rebuilds from the
+    downloaded float32 state: privileged states equal to float32 precision (poses 1e-5 m),
+    the same contacts, the same records, over 2 push_switch episodes of the scripted expert
+    (to the switch: the fingers touch it)."""
+    pytest.importorskip('warp')
+    pytest.importorskip('mujoco_warp')
+    from realm_ros.backends.mujoco.batch import run_batch
+    from realm_ros.backends.mujoco.warp_sweep import WarpStepper
+    from realm_ros.core.policy import make_policy
+    from realm_ros.sweep.warp import _world
+
+    cells = _cells('scripted:0', 2, 80, cameras=())
+    seen, records = [], []
+    for hand_back in (False, True):
+        worlds = [_world(c, (), (64, 36)) for c in cells]
+        got: list[list] = [[] for _ in cells]
+        results = run_batch(
+            worlds, [make_policy('scripted', skill=0) for _ in cells], [c.spec for c in cells],
+            lambda ws, hb=hand_back: WarpStepper(ws, device='cpu', hand_back=hb),
+            on_step=lambda i, k, o, got=got: got[i].append(
+                (o.joints.effort, _numbers(dict(o.privileged)))), infer_batch=None)
+        seen.append(got)
+        records.append([{k: v for k, v in r.to_record().items() if k != 'wall_time_s'}
+                        for r in results])
+    assert records[0] == records[1]
+    touched = [k for world in seen[0] for _, state in world for k, v in state.items()
+               if '/contacts/' in k and v is True]
+    assert touched, 'the expert never touched the switch: the contacts were not compared'
+    for host, device in zip(*seen):
+        assert len(host) == len(device) >= 5
+        for (e_host, p_host), (e_dev, p_dev) in zip(host, device):
+            np.testing.assert_allclose(e_dev, e_host, atol=1e-3)
+            assert p_host.keys() == p_dev.keys()
+            for key, value in p_host.items():
+                if isinstance(value, np.ndarray):
+                    np.testing.assert_allclose(p_dev[key], value, atol=1e-5, err_msg=key)
+                else:
+                    assert p_dev[key] == value, key
+
+
 def test_coplanar_decals_are_the_window_and_the_whiteboard():
     """The room's window and whiteboard lie in their frames' front faces (OpenGL z-fights
     them, a ray picks one): Warp's copy brings exactly those two out, toward the room, by

@@ -22,9 +22,9 @@ from typing import Any, Callable, Protocol, Sequence
 
 import numpy as np
 
-from realm_ros.backends.mujoco.world import MujocoWorld
+from realm_ros.backends.mujoco.derived import FIELDS, Derived
+from realm_ros.backends.mujoco.world import MujocoWorld, apply_all
 from realm_ros.core.batched import BatchedChain
-from realm_ros.core.batched import actions as batched_actions
 from realm_ros.core.episode import EpisodeState
 from realm_ros.core.errors import BackendUnavailable, InfrastructureError
 from realm_ros.core.policy import ActionChunker, Policy, PolicyWrapper
@@ -53,13 +53,25 @@ class Stepper(Protocol):
     """Integrates one control period of every world at once."""
 
     name: str
+    #: After :meth:`step`: the derived quantities the observations read (``derived.py``) of
+    #: every world's state before the period's last physics step, computed with each world's
+    #: own model; None when the stepper does not hand them back (its model is a changed copy:
+    #: MJX's; or it keeps them on its device): each world then rebuilds them on the host.
+    derived: Derived | None
 
     def step(self, rows: Sequence[Rows]) -> list[tuple[State, State]]:
         """Return per world (state before the period's last physics step, state after)."""
 
 
 class CpuStepper:
-    """``mj_step`` per world on its own copy of the world's model and data (the reference)."""
+    """``mj_step`` per world on its own copy of the world's model and data (the reference).
+
+    After each period its data holds what ``mj_step`` leaves: the derived quantities of the
+    state before the last physics step, which it hands back as :attr:`derived` (copied out of
+    its data, fresh arrays per step; one array per world, since the worlds of a CPU batch may
+    differ in size), so no world needs a host ``mj_forward``; not with
+    ``transform`` (they would be the changed model's).
+    """
 
     name = 'mujoco'
 
@@ -69,6 +81,10 @@ class CpuStepper:
         (``mjx_sweep.mjx_model``: the MJX variant on CPU MuJoCo, to tell the model's
         changes from MJX's numerics)."""
         self._models = [w.model if transform is None else transform(w.model) for w in worlds]
+        self._own = transform is None
+        self.derived: Derived | None = None
+        #: Seconds (``TIMER``) spent copying the derived quantities out (part of ``step``).
+        self.timing = {'derived': 0.0}
         self._data = []
         for w in worlds:
             d = mujoco.MjData(w.model)
@@ -86,6 +102,14 @@ class CpuStepper:
                 d.ctrl[:], d.mocap_pos[:], d.mocap_quat[:] = ctrl[k], pos[k], quat[k]
                 mujoco.mj_step(m, d)
             out.append((before, (d.qpos.copy(), d.qvel.copy(), float(d.time))))
+        t = TIMER()
+        derived = None
+        if self._own:  # each world's data keeps them until its next step
+            derived = Derived({name: [getattr(d, name).copy() for d in self._data]
+                               for name in FIELDS},
+                              [d.contact.geom.copy() for d in self._data])
+        self.timing['derived'] += TIMER() - t
+        self.derived = derived
         return out
 
 
@@ -137,11 +161,15 @@ def run_batch(worlds: Sequence[MujocoWorld], inners: Sequence[Policy],
     states and models). ``progress(n)`` is told when n more episodes have ended.
     ``infer_batch``: computes the chunks of the worlds whose chain asks its policy this step
     in one call (else each policy's own ``infer``, in the chain).
-    ``batched``: every world's chain (chunker, binariser, clipper, rate limiter) runs as one
-    :class:`~realm_ros.core.batched.BatchedChain` (the same actions bit for bit); False runs
-    each world's ``standard_chain`` object by object (the reference).
+    ``batched``: the host's per-world work as array code, each part the same bit for bit:
+    every world's chain (chunker, binariser, clipper, rate limiter) runs as one
+    :class:`~realm_ros.core.batched.BatchedChain`; the worlds' targets are made at once
+    (``world.apply_all``); and the observations read the derived quantities the stepper
+    hands back (``Stepper.derived``, ``derived.py``) instead of a host ``mj_forward`` per
+    world. False: each world's ``standard_chain``, ``apply`` and ``load_step``'s
+    ``mj_forward``, world by world (the reference).
     ``timing``: seconds added per phase of the host's loop (``policy``: the policies' chunks;
-    ``chain``; ``controls``: each world's ``apply`` and ``period_controls``; ``stepper``;
+    ``chain``; ``controls``: the worlds' targets and ``period_controls``; ``stepper``;
     ``load``: each world's ``load_step``, its observation; ``score``: advancing and judging
     each episode) and ``steps`` (control steps of the batch).
     """
@@ -214,9 +242,9 @@ def run_batch(worlds: Sequence[MujocoWorld], inners: Sequence[Policy],
             rows, velocity = together.step(
                 going, np.array([obs[i].joints.position for i in going], dtype=float))
             clock.lap('chain')
-            for i, action in zip(going, batched_actions(rows, velocity)):
+            apply_all([worlds[i] for i in going], rows[:, :7], rows[:, 7], velocity)
+            for i in going:
                 try:
-                    worlds[i].apply(action)
                     held[i] = worlds[i].period_controls()
                 except InfrastructureError as err:
                     states[i].fail(str(err))
@@ -225,12 +253,13 @@ def run_batch(worlds: Sequence[MujocoWorld], inners: Sequence[Policy],
         rows_all = [row if row is not None else worlds[i].period_controls()
                     for i, row in enumerate(held)]
         stepped = stepper.step(rows_all)
+        derived = stepper.derived if together is not None else None
         clock.lap('stepper')
         for i in live:
             if i in ended:
                 continue
             before_t = worlds[i].time
-            obs[i] = worlds[i].load_step(*stepped[i])
+            obs[i] = worlds[i].load_step(*stepped[i], derived=derived, index=i)
             clock.lap('load')
             if states[i].advance(obs[i], (before_t, worlds[i].time)):
                 ended.append(i)

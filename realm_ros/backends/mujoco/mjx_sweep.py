@@ -133,6 +133,9 @@ class MjxStepper:
     """
 
     name = 'mjx'
+    #: Not handed back (``batch.Stepper.derived``): MJX steps a changed model (capsules,
+    #: pyramidal cones), so each world rebuilds them with its own model on the host.
+    derived = None
 
     def __init__(self, worlds: Sequence[MujocoWorld], iterations: int | None = None,
                  ls_iterations: int | None = None) -> None:

@@ -76,7 +76,10 @@ class Scene:
         return {}
 
     def privileged(self, model: Any, data: Any) -> dict[str, Any]:
-        """Return simulator-only state (object poses, contacts) for scoring and scripting."""
+        """Return simulator-only state (object poses, contacts) for scoring and scripting.
+
+        ``data``: an ``MjData``, or a batched stepper's ``derived.DerivedView``: read only
+        ``qpos``, ``contact.geom`` and the derived fields in ``derived.FIELDS``."""
         return {}
 
 
@@ -423,9 +426,7 @@ class TaskScene(Scene):
         contacts = {name: {'left': False, 'right': False, 'robot': False} for name in objects}
         touching: dict[str, set[str]] = {name: set() for name in objects}
         owner = ids['owner']
-        for i in range(data.ncon):
-            con = data.contact[i]
-            b1, b2 = model.geom_bodyid[con.geom1], model.geom_bodyid[con.geom2]
+        for b1, b2 in model.geom_bodyid[data.contact.geom].tolist():
             for a, b in ((b1, b2), (b2, b1)):
                 obj = owner.get(a, '')
                 if not obj:

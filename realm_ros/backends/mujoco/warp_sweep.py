@@ -41,6 +41,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from realm_ros.backends.mujoco.batch import Rows, State
+from realm_ros.backends.mujoco.derived import FIELDS, Derived
 from realm_ros.backends.mujoco.mjx_sweep import structure_key
 from realm_ros.backends.mujoco.world import MujocoWorld
 from realm_ros.core.errors import BackendUnavailable, ConfigError, InfrastructureError
@@ -54,6 +55,10 @@ ALL_CAMERAS = ('exterior_1', 'exterior_2', 'wrist')
 #: ``shadow_light_fraction`` 0: a point in the key light's shadow gets none of its light, as in
 #: MuJoCo's OpenGL shadow pass (Warp's default 0.3 leaves it 30 %).
 TWIN_RENDER: dict[str, Any] = {'shadow_light_fraction': 0.0}
+
+#: MuJoCo Warp's contact type bit of a constraint contact (``ContactType.CONSTRAINT``, in its
+#: ``_src/types.py``, not exported): the rows ``MjData.contact`` would hold.
+CONTACT_CONSTRAINT = 1
 
 #: How far (m) :func:`coplanar_decals` brings a decal out of the face it lies in.
 DECAL_NUDGE = 5e-4
@@ -188,6 +193,12 @@ class WarpStepper:
         forward: run Warp's ``forward`` on the initial state (False: the poses the renderer
             needs come from the host worlds alone, no physics kernels compiled: for
             pictures-only comparisons, ``bench/bench_warp_images.py``).
+        hand_back: after each period, download the derived quantities the observations read
+            (``derived.py``: Warp's own poses, contacts and actuator forces of the state before
+            the period's last physics step, float32) as :attr:`derived`, so no world runs a
+            host ``mj_forward``; False (the default): each world rebuilds them on the host from
+            the downloaded float32 state, as before (docs/performance.md: the agreement with
+            the CPU twin was measured that way; the hand-back's is not measured on a GPU).
     """
 
     name = 'warp'
@@ -196,8 +207,11 @@ class WarpStepper:
                  image_size: tuple[int, int] = (320, 180), device: str | None = None,
                  nconmax: int = 96, njmax: int = 512, shadows: bool | str = 'auto',
                  graph: bool | None = None, render_options: dict[str, Any] | None = None,
-                 forward: bool = True, decals: bool = True) -> None:
+                 forward: bool = True, decals: bool = True, hand_back: bool = False) -> None:
         wp, mjw = import_warp()
+        self.hand_back = hand_back
+        #: After :meth:`step` with ``hand_back``: ``batch.Stepper.derived``; else None.
+        self.derived: Derived | None = None
         self.wp, self.mjw = wp, mjw
         if len({structure_key(w) for w in worlds}) != 1:
             raise ConfigError('WarpStepper: the worlds of one batch must share their scene '
@@ -340,6 +354,7 @@ class WarpStepper:
             q0, v0, s0 = (self._before_q.numpy(), self._before_v.numpy(),
                           self._before_t.numpy())
             self._check_capacity()
+            self.derived = self._download_derived() if self.hand_back else None
         t3 = time.perf_counter()
         self.timing['transfer'] += (t1 - t) + (t3 - t2)
         self.timing['compile' if first else 'physics'] += t2 - t1
@@ -348,6 +363,26 @@ class WarpStepper:
         self._torch_images = None
         return [((q0[i], v0[i], float(s0[i])), (q1[i], v1[i], float(s1[i])))
                 for i in range(self.n)]
+
+    def _download_derived(self) -> Derived:
+        """Every world's :data:`derived.FIELDS` ((N, ...) float64 from Warp's float32; ``xmat``
+        and ``site_xmat`` as MuJoCo's (.., 9) rows) and its contacts' geom pairs (Warp keeps
+        all worlds' contacts in one list with their world's index: grouped per world here, in
+        Warp's order within a world)."""
+        d, n = self.d, self.n
+        arrays: dict[str, np.ndarray | list[np.ndarray]] = {}
+        for name in FIELDS:
+            values = getattr(d, name).numpy().astype(float)
+            arrays[name] = values.reshape(n, values.shape[1], 9) if name.endswith('xmat') \
+                else values
+        count = min(int(d.nacon.numpy()[0]), self.naconmax)
+        # The constraint solver's contacts (MjData.contact's), not collision sensors' rows.
+        kept = (d.contact.type.numpy()[:count] & CONTACT_CONSTRAINT) != 0
+        geom = d.contact.geom.numpy()[:count].reshape(count, 2)[kept].astype(np.int32)
+        world = d.contact.worldid.numpy()[:count][kept].astype(int)
+        order = np.argsort(world, kind='stable')
+        bounds = np.cumsum(np.bincount(world, minlength=n))[:-1]
+        return Derived(arrays, list(np.split(geom[order], bounds)))
 
     def _check_capacity(self) -> None:
         """Raise InfrastructureError if a world overflowed its contact or constraint rows."""

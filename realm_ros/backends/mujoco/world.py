@@ -15,6 +15,7 @@ import numpy as np
 from realm_ros.backends.mujoco import appearance, camera_rig, looks, perturb, visuals
 from realm_ros.backends.mujoco import model as mjcf
 from realm_ros.backends.mujoco.actuation import ArmActuation, PendingTargets, delay_steps
+from realm_ros.backends.mujoco.derived import Derived, DerivedView
 from realm_ros.backends.mujoco.render import FrameRenderer
 
 # Scenes live in scenes.py; Scene, load_scene and sample_initial_state (core.backends'
@@ -66,6 +67,11 @@ class MujocoWorld(World):
         self._frame = 0
         self._frame_images: tuple[int, dict[str, np.ndarray]] | None = None
         self._last_render_time = -np.inf
+        # After a batched step that handed back the derived quantities (load_step): the view
+        # the observation reads them from, and what a host mj_forward needs to put them into
+        # ``data`` when something else reads it (sync_data). None: ``data`` is whole.
+        self._derived: DerivedView | None = None
+        self._unsynced: tuple[Any, ...] | None = None
         self._visuals = config.camera_rate_hz > 0 and bool(config.cameras)
         self._scene: Scene | None = None
         self._task: str | None = None
@@ -200,6 +206,7 @@ class MujocoWorld(World):
         self._target_g = 0.0
         self._write_target(self._target_q, self._target_g)
         mujoco.mj_forward(self.model, self.data)
+        self._derived = self._unsynced = None
         self._step_count = 0
         self._frame += 1
         self._last_render_time = -np.inf
@@ -208,13 +215,19 @@ class MujocoWorld(World):
         q_meas = self.data.qpos[self._arm_qpos].copy()
         q_d, g = control.world_target(action, q_meas, self._target_q,
                                       self.data.qvel[self._arm_dof], self.control_dt, self._config)
+        self.hold(q_d, g)
+        return Action(arm=q_d, gripper=g, mode=ActionMode.POSITION)
+
+    def hold(self, q_d: np.ndarray, g: float) -> None:
+        """Put target ``(q_d, g)``, as :func:`control.world_target` made it, in force through
+        the latency rule (the second half of :meth:`apply`; :func:`apply_all` makes the
+        targets of many worlds at once)."""
         delay = self._command_delay()
         if delay:
             self._pending.push(q_d, g, delay)
         else:
             self._target_q, self._target_g = q_d, g
             self._write_target(q_d, g)
-        return Action(arm=q_d, gripper=g, mode=ActionMode.POSITION)
 
     def _command_delay(self) -> int:
         """Return how many physics steps the target being applied waits (the latency rule);
@@ -245,6 +258,7 @@ class MujocoWorld(World):
 
     def step_physics(self, n: int) -> None:
         """Advance ``n`` physics steps, releasing latency-delayed targets when they are due."""
+        self.sync_data()
         for _ in range(n):
             self._release_due()
             self._before_physics_step()
@@ -271,19 +285,50 @@ class MujocoWorld(World):
         return ctrl, pos, quat
 
     def load_step(self, before: tuple[np.ndarray, np.ndarray, float],
-                  after: tuple[np.ndarray, np.ndarray, float]) -> Observation:
+                  after: tuple[np.ndarray, np.ndarray, float],
+                  derived: Derived | None = None, index: int = 0) -> Observation:
         """Take the state a batched stepper reached for :meth:`period_controls` and return the
         observation :meth:`step` would: ``before`` = (qpos, qvel, time) before the period's last
         physics step, ``after`` = after it. As after ``mj_step``, the derived quantities (body
         poses, contacts, actuator forces) are those of ``before`` and qpos/qvel/time
-        ``after``'s."""
+        ``after``'s.
+
+        ``derived``: those derived quantities as the stepper computed them with this world's
+        model, this world's being the batch's ``index``-th (``derived.py``: the fields the
+        observation reads); the observation reads them
+        there and ``data``'s own derived quantities are rebuilt (a host ``mj_forward`` of
+        ``before``) only when something else needs them: a picture, :meth:`step_physics`,
+        :meth:`sync_data`. None: rebuilt now."""
         d = self.data
-        d.qpos[:], d.qvel[:], d.time = before[0], before[1], before[2]
-        mujoco.mj_forward(self.model, d)
+        if derived is None:
+            d.qpos[:], d.qvel[:], d.time = before[0], before[1], before[2]
+            mujoco.mj_forward(self.model, d)
+            self._derived = self._unsynced = None
+        else:
+            self._derived = derived.world(index, d.qpos)
+            self._unsynced = (before, d.ctrl.copy(), d.mocap_pos.copy(), d.mocap_quat.copy())
         d.qpos[:], d.qvel[:], d.time = after[0], after[1], after[2]
         self._frame += 1
         self._step_count += 1
         return self.observe(render=self._image_due())
+
+    def sync_data(self) -> None:
+        """Make ``data`` whole after :meth:`load_step` took a stepper's derived quantities:
+        rebuild them with a host ``mj_forward`` of the state before the last physics step
+        (with that step's controls and target frame), then put the state after back, as
+        ``load_step`` without them does. Nothing to do otherwise."""
+        if self._unsynced is None:
+            return
+        (qpos, qvel, t), ctrl, mocap_pos, mocap_quat = self._unsynced
+        d = self.data
+        after = (d.qpos.copy(), d.qvel.copy(), float(d.time))
+        now = (d.ctrl.copy(), d.mocap_pos.copy(), d.mocap_quat.copy())
+        d.qpos[:], d.qvel[:], d.time = qpos, qvel, t
+        d.ctrl[:], d.mocap_pos[:], d.mocap_quat[:] = ctrl, mocap_pos, mocap_quat
+        mujoco.mj_forward(self.model, d)
+        d.qpos[:], d.qvel[:], d.time = after
+        d.ctrl[:], d.mocap_pos[:], d.mocap_quat[:] = now
+        self._derived = self._unsynced = None
 
     def _write_target(self, q_d: np.ndarray, g: float) -> None:
         """Set the actuators' joint target and place the Cartesian target frame at FK(q_d)."""
@@ -303,7 +348,7 @@ class MujocoWorld(World):
         return JointState(
             position=q,
             velocity=self.data.qvel[self._arm_dof].copy(),
-            effort=self.data.qfrc_actuator[self._arm_dof].copy(),
+            effort=self._observed().qfrc_actuator[self._arm_dof].copy(),
             gripper=gripper,
             stamp=float(self.data.time))
 
@@ -354,6 +399,7 @@ class MujocoWorld(World):
         not: e.g. a camera the policies do not read, for an image distance), as the world's
         look delivers them; not cached. ``segmentation``: MuJoCo's (geom id, type) render
         instead (:meth:`FrameRenderer.render`), without the look."""
+        self.sync_data()
         if self._renderer is None:
             self._renderer = FrameRenderer(
                 self.model, self._config.camera_width, self._config.camera_height,
@@ -371,7 +417,12 @@ class MujocoWorld(World):
     def privileged_state(self) -> Mapping[str, Any]:
         if self._scene is None:
             return {}
-        return self._scene.privileged(self.model, self.data)
+        return self._scene.privileged(self.model, self._observed())
+
+    def _observed(self) -> Any:
+        """What the observation reads the derived quantities from: the stepper's view after a
+        :meth:`load_step` that took them, else ``data``."""
+        return self.data if self._derived is None else self._derived
 
     @property
     def target(self) -> tuple[np.ndarray, float]:
@@ -382,6 +433,36 @@ class MujocoWorld(World):
         if self._renderer is not None:
             self._renderer.close()
             self._renderer = None
+
+
+def apply_all(worlds: Sequence[MujocoWorld], arm: np.ndarray, gripper: np.ndarray,
+              velocity: np.ndarray) -> None:
+    """:meth:`MujocoWorld.apply` of row i (``arm`` (W, 7), ``gripper`` (W,), ``velocity`` (W,)
+    bool: the row's mode) in ``worlds[i]``, the targets made in one array call per group of
+    worlds that make them alike (``joint_margin_rad``, ``shape_targets``, control period:
+    :func:`control.world_targets`, bit for bit ``apply``'s); each world then holds its own
+    (:meth:`MujocoWorld.hold`: the latency rule, the target frame's forward kinematics). A row
+    ``validate_action`` would refuse goes through ``apply``, which raises
+    :class:`CommandRejected` with the reason."""
+    groups: dict[tuple[float, bool, float], list[int]] = {}
+    for i, w in enumerate(worlds):
+        key = (w.config.joint_margin_rad, w.config.shape_targets, w.control_dt)
+        groups.setdefault(key, []).append(i)
+    arm, gripper = np.asarray(arm, dtype=float), np.asarray(gripper, dtype=float)
+    velocity = np.asarray(velocity, dtype=bool)
+    for idx in groups.values():
+        group = [worlds[i] for i in idx]
+        q_meas = np.array([w.data.qpos[w._arm_qpos] for w in group])
+        q_prev = np.array([w._target_q for w in group])
+        dq = np.array([w.data.qvel[w._arm_dof] for w in group])
+        q_d, g, valid = control.world_targets(arm[idx], gripper[idx], velocity[idx], q_meas,
+                                              q_prev, dq, group[0].control_dt, group[0].config)
+        for k, (i, w) in enumerate(zip(idx, group)):
+            if valid[k]:
+                w.hold(q_d[k], float(g[k]))
+            else:
+                w.apply(Action(arm=arm[i].copy(), gripper=float(gripper[i]),
+                               mode=ActionMode.VELOCITY if velocity[i] else ActionMode.POSITION))
 
 
 class FrameImages(Mapping[str, np.ndarray]):
