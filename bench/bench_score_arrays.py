@@ -39,12 +39,17 @@ sys.path.insert(0, os.path.dirname(__file__))
 from benchlib import Recorder  # noqa: E402
 
 
-def _collect(task: str, n: int, steps: int) -> tuple[list[list[dict]], float, int]:
+def _collect(task: str, n: int, steps: int
+             ) -> tuple[list[list[dict]], float, int, list[list[dict]], float,
+                        list[list[dict]], tuple | None]:
     """Return each world's scored privileged states (reset first), the CPU seconds the batch
-    spent in ``TaskScene.privileged``, and its calls."""
+    spent in ``TaskScene.privileged``, its calls, and the same states' fields made by
+    :func:`_from_view` with the CPU seconds that took, what :func:`_from_batch` reads of
+    each, and the batch's one layout (None when the worlds' models differ in ids)."""
     from realm_ros.backends.mujoco import scenes
     from realm_ros.backends.mujoco.batch import CpuStepper, run_batch
     from realm_ros.backends.mujoco.world import MujocoWorld
+    from realm_ros.core import tasks
     from realm_ros.core.config import WorldConfig
     from realm_ros.core.types import EpisodeSpec
     from realm_ros.policies.scripted import ScriptedPolicy, infer_batch
@@ -63,19 +68,200 @@ def _collect(task: str, n: int, steps: int) -> tuple[list[list[dict]], float, in
               for _ in range(n)]
     specs = [EpisodeSpec(task=task, seed=k, max_steps=steps) for k in range(n)]
     states: list[list[dict]] = [[] for _ in range(n)]
+    fields: list[list[dict]] = [[] for _ in range(n)]
+    cache: dict[int, Any] = {}
+    made = [0.0]
+    definition = tasks.get_task(task)
+
+    kept: list[list[dict]] = [[] for _ in range(n)]
+
+    def on_step(i: int, k: int, obs: Any) -> None:
+        states[i].append(obs.privileged)
+        t = time.process_time()
+        fields[i].append(_from_view(worlds[i], definition, cache))
+        made[0] += time.process_time() - t
+        kept[i].append(_kept(worlds[i]))
+
     scenes.TaskScene.privileged = timed  # type: ignore[method-assign]
     try:
         for i, (w, s) in enumerate(zip(worlds, specs)):
             states[i].append(w.reset(s).privileged)
+            fields[i].append(_from_view(w, definition, cache))
+            kept[i].append(_kept(w))
         spent[0], spent[1] = 0.0, 0
         run_batch(worlds, [ScriptedPolicy() for _ in specs], specs, CpuStepper,
-                  on_step=lambda i, k, o: states[i].append(o.privileged),
-                  infer_batch=infer_batch)
+                  on_step=on_step, infer_batch=infer_batch)
     finally:
         scenes.TaskScene.privileged = original  # type: ignore[method-assign]
         for w in worlds:
             w.close()
-    return states, spent[0], int(spent[1])
+    # One layout for _from_batch when every world's model has the same ids (else None).
+    layouts = [cache[id(w.model)] for w in worlds]
+    same = all(len(x[2]) == len(layouts[0][2]) and (x[2] == layouts[0][2]).all()
+               and x[0]['objects'] == layouts[0][0]['objects']
+               and x[0]['pads'] == layouts[0][0]['pads']
+               and x[0]['fingers'] == layouts[0][0]['fingers'] for x in layouts)
+    ids = layouts[0][0]['objects']
+    layout = ((*layouts[0], ids.get(definition.obj), ids.get(definition.target), definition)
+              if same else None)
+    return states, spent[0], int(spent[1]), fields, made[0], kept, layout
+
+
+def _from_view(world: Any, task: Any, cache: dict[int, Any]) -> dict[str, Any]:
+    """The prototype's other source: one world's fields that the predicates read (as
+    :func:`_gather` makes them) straight from what ``TaskScene.privileged`` reads (the
+    stepper's derived quantities and qpos, ``world._observed()``), with no dictionaries: body
+    and geom ids and per-body masks looked up once per model, the contacts' owners by array
+    indexing."""
+    model, scene, view = world.model, world._scene, world._observed()
+    key = id(model)
+    if key not in cache:
+        ids = scene._index(model)
+        owner = ids['owner']
+        names = list(ids['objects'])
+        code = np.array([names.index(owner[b]) if owner[b] else -1
+                         for b in range(model.nbody)])
+        mask = {side: np.isin(np.arange(model.nbody), sorted(ids[side]))
+                for side in ('robot', 'left', 'right')}
+        reach = ids['handles'].get(task.obj)
+        button = [t[2] for t in ids['toggles'] if t[0] == task.obj]
+        toggle = [(model.jnt_qposadr[ids['joints'][t[1]]], t[3]) for t in ids['toggles']
+                  if t[0] == task.obj]
+        joint = [(model.jnt_qposadr[jid], model.jnt_range[jid])
+                 for n, jid in ids['joints'].items() if n.replace('_slide', '') == task.target]
+        container = [o for o in scene.free if o.name == task.target and o.interior]
+        cache[key] = (ids, names, code, mask, reach, button, toggle, joint, container,
+                      model.geom_bodyid)
+    ids, names, code, mask, reach, button, toggle, joint, container, bodyid = cache[key]
+    out: dict[str, Any] = {}
+    obj = ids['objects'].get(task.obj)
+    tgt = ids['objects'].get(task.target)
+    if obj is not None and task.obj in scene._initial:
+        out['pos'], out['quat'] = view.xpos[obj], view.xquat[obj]
+        out['init'] = scene._initial[task.obj]['pos']
+        out['init_quat'] = scene._initial[task.obj]['quat']
+    if tgt is not None and task.target in scene._initial:
+        out['target_pos'] = view.xpos[tgt]
+    if reach is not None:
+        out['centre'] = view.site_xpos[reach]
+    elif button:
+        out['centre'] = view.xpos[button[0]]
+    else:
+        out['centre'] = out['pos']
+    out['fingers'] = view.geom_xpos[list(ids['pads'])]
+    pairs = bodyid[view.contact.geom]
+    me = names.index(task.obj)
+    flags = {'robot': False, 'left': False, 'right': False}
+    touches_target = False
+    if len(pairs):
+        for a, b in ((pairs[:, 0], pairs[:, 1]), (pairs[:, 1], pairs[:, 0])):
+            mine = code[a] == me
+            for side in flags:
+                flags[side] = flags[side] or bool((mine & mask[side][b]).any())
+            if task.target in names:
+                touches_target = touches_target or bool(
+                    (mine & ~mask['robot'][b] & (code[b] == names.index(task.target))).any())
+    out.update(flags)
+    out['finger_q'] = view.qpos[list(ids['fingers'])]
+    out['finger_open'] = scene_finger_open()
+    out['on_top'] = bool(touches_target and 'pos' in out and 'target_pos' in out
+                         and out['pos'][2] > out['target_pos'][2] + 1e-3)
+    inside = False
+    if container and 'pos' in out:
+        hx, hy, height = container[0].interior
+        local = view.xmat[tgt].reshape(3, 3).T @ (np.asarray(out['pos']) - view.xpos[tgt])
+        inside = bool(abs(local[0]) < hx and abs(local[1]) < hy and 0.0 < local[2] < height)
+    out['inside'] = inside
+    out['toggled'] = bool(toggle and view.qpos[toggle[0][0]] < -toggle[0][1])
+    if joint:
+        adr, (lower, upper) = joint[0]
+        j0 = scene._initial_joints[task.target]
+        span, span0 = upper - lower, j0['upper'] - j0['lower']
+        out['open'] = (view.qpos[adr] - lower) / span if span > 0 else 0.0
+        out['open0'] = (j0['q'] - j0['lower']) / span0 if span0 > 0 else 0.0
+    return out
+
+
+def scene_finger_open() -> float:
+    """The fully open finger value the privileged state reports (``finger_open``)."""
+    from realm_ros.backends.mujoco import model
+
+    return float(model.FINGER_TRAVEL)
+
+
+#: What :func:`_from_batch` reads of each world's step (``derived.FIELDS`` it needs, qpos).
+KEPT = ('xpos', 'xquat', 'xmat', 'geom_xpos', 'site_xpos', 'qpos')
+
+
+def _kept(world: Any) -> dict[str, np.ndarray]:
+    view = world._observed()
+    out = {name: np.array(getattr(view, name)) for name in KEPT}
+    out['contact'] = np.array(view.contact.geom).reshape(-1, 2)
+    return out
+
+
+def _from_batch(kept: list[dict[str, np.ndarray]], initial: dict[str, np.ndarray],
+                layout: tuple) -> tuple[dict[str, np.ndarray], float]:
+    """The prototype's third source: the fields of every listed world at once, by indexing
+    (W, ...) arrays of the derived quantities (a device batch's layout: every world the same
+    model sizes and ids, ``layout`` from :func:`_from_view`'s cache) and the contacts of all
+    worlds as one list with each pair's world; ``initial``: each listed world's reset poses
+    and openness. Returns the fields and the CPU seconds spent stacking the per-world arrays
+    into (W, ...) ones (a CPU batch's step; a device batch hands them over so)."""
+    ids, names, code, mask, reach, button, toggle, joint, container, bodyid, obj, tgt, task = \
+        layout
+    t = time.process_time()
+    arr = {name: np.stack([k[name] for k in kept]) for name in KEPT}
+    ncon = [len(k['contact']) for k in kept]
+    pairs = bodyid[np.concatenate([k['contact'] for k in kept])]
+    widx = np.repeat(np.arange(len(kept)), ncon)
+    stacking = time.process_time() - t
+    n = len(kept)
+    out: dict[str, np.ndarray] = dict(initial)
+    if obj is not None:
+        out['pos'], out['quat'] = arr['xpos'][:, obj], arr['xquat'][:, obj]
+    if tgt is not None:
+        out['target_pos'] = arr['xpos'][:, tgt]
+    if reach is not None:
+        out['centre'] = arr['site_xpos'][:, reach]
+    elif button:
+        out['centre'] = arr['xpos'][:, button[0]]
+    else:
+        out['centre'] = out['pos']
+    out['fingers'] = arr['geom_xpos'][:, list(ids['pads'])]
+    me = names.index(task.obj)
+    other = names.index(task.target) if task.target in names else -2
+    flags = {side: np.zeros(n, dtype=bool) for side in ('robot', 'left', 'right')}
+    touches = np.zeros(n, dtype=bool)
+    for a, b in ((pairs[:, 0], pairs[:, 1]), (pairs[:, 1], pairs[:, 0])):
+        mine = code[a] == me
+        for side in flags:
+            flags[side][widx[mine & mask[side][b]]] = True
+        touches[widx[mine & ~mask['robot'][b] & (code[b] == other)]] = True
+    out.update(flags)
+    out['finger_q'] = arr['qpos'][:, list(ids['fingers'])]
+    out['finger_open'] = np.full(n, scene_finger_open())
+    out['on_top'] = (touches & (out['pos'][:, 2] > out['target_pos'][:, 2] + 1e-3)
+                     if tgt is not None and obj is not None else np.zeros(n, dtype=bool))
+    out['inside'] = np.zeros(n, dtype=bool)
+    if container and obj is not None:
+        hx, hy, height = container[0].interior
+        rot = arr['xmat'][:, tgt].reshape(n, 3, 3)
+        local = np.einsum('wji,wj->wi', rot, out['pos'] - arr['xpos'][:, tgt])
+        out['inside'] = ((np.abs(local[:, 0]) < hx) & (np.abs(local[:, 1]) < hy)
+                         & (0.0 < local[:, 2]) & (local[:, 2] < height))
+    out['toggled'] = (arr['qpos'][:, toggle[0][0]] < -toggle[0][1] if toggle
+                      else np.zeros(n, dtype=bool))
+    if joint:
+        adr, (lower, upper) = joint[0]
+        span = upper - lower
+        out['open'] = (arr['qpos'][:, adr] - lower) / span if span > 0 else np.zeros(n)
+    return out, stacking
+
+
+def _stack(rows: list[dict[str, Any]]) -> dict[str, np.ndarray]:
+    """Rows of :func:`_from_view` as the arrays :func:`_gather` makes."""
+    return {k: np.array([r[k] for r in rows]) for k in rows[0]}
 
 
 def _gather(task: Any, flat: list[dict]) -> dict[str, np.ndarray]:
@@ -176,7 +362,8 @@ def _array_predicates(skill: str, rule: str = 'realm_code'
 
 
 def _show(row: dict[str, Any]) -> None:
-    keys = ('states', 'privileged_us', 'gather_us', 'arrays_us', 'ended_early',
+    keys = ('states', 'privileged_us', 'gather_us', 'from_derived_us', 'stack_us',
+            'from_batch_us', 'batch_stacking_us', 'arrays_us', 'ended_early',
             'stages_met_mismatch', 'stage_us')
     print('   ', {k: (round(row[k], 2) if isinstance(row[k], float) else row[k])
                   for k in keys if k in row}, flush=True)
@@ -197,7 +384,7 @@ def _task(name: str, args: argparse.Namespace, rec: Recorder,
     from realm_ros.core import skills, tasks
 
     task = tasks.get_task(name)
-    states, built, calls = _collect(name, args.worlds, args.steps)
+    states, built, calls, fields, made, kept, layout = _collect(name, args.worlds, args.steps)
     flat = [s for world in states for s in world]
     n_states = len(flat)
 
@@ -234,21 +421,57 @@ def _task(name: str, args: argparse.Namespace, rec: Recorder,
         return out
 
     t_arrays = _best(arrays, args.repeat)
-    want, got = replay(), arrays()
+    # The same from the fields made without dictionaries (stacked per step, timed apart).
+    steps_rows = [[w[k] for w in fields if k < len(w)] for k in range(depth)]
+    stack = _best(lambda: [_stack(r) for r in steps_rows], args.repeat)
+    # And from (W, ...) arrays of the live worlds' derived quantities, indexed all at once.
+    sources = [arrays(), arrays([_stack(r) for r in steps_rows])]
+    batch = stacking = -1.0
+    if layout is not None:
+        first = [w[0] for w in fields]
+        init = {key: np.array([f[key] for f in first]) for key in
+                ('init', 'init_quat', 'open0') if key in first[0]}
+        lives = [np.array([i for i, w in enumerate(states) if k < len(w)])
+                 for k in range(depth)]
+
+        def batched(layout: tuple = layout) -> tuple[list[dict], float]:
+            out, spent = [], 0.0
+            for k, live in enumerate(lives):
+                a, s = _from_batch([kept[i][k] for i in live],
+                                   {key: v[live] for key, v in init.items()}, layout)
+                out.append(a)
+                spent += s
+            return out, spent
+
+        runs = []
+        for _ in range(args.repeat):
+            t = time.process_time()
+            made_batch, spent = batched()
+            runs.append((time.process_time() - t - spent, spent))
+        batch, stacking = min(runs)
+        sources.append(arrays(made_batch))
+    want = replay()
     mismatch = 0
-    for k, have in enumerate(got):
-        live = [i for i, w in enumerate(states) if k < len(w)]
-        for row, i in zip(have, live):
-            mismatch += tuple(bool(x) for x in row) != want[i][k]
+    for got in sources:
+        for k, have in enumerate(got):
+            live = [i for i, w in enumerate(states) if k < len(w)]
+            for row, i in zip(have, live):
+                mismatch += tuple(bool(x) for x in row) != want[i][k]
     _show(rec.figure(f'score_arrays {name}: tracker update per world-step',
                      update / n_states * 1e6, 'us', worlds=args.worlds, steps=args.steps,
                      states=n_states, privileged_us=built / max(calls, 1) * 1e6,
                      gather_us=gather / n_states * 1e6, arrays_us=t_arrays / n_states * 1e6,
+                     from_derived_us=made / max(n_states - len(states), 1) * 1e6,
+                     stack_us=stack / n_states * 1e6,
+                     from_batch_us=batch / n_states * 1e6,
+                     batch_stacking_us=stacking / n_states * 1e6,
                      ended_early=sum(len(w) < args.steps + 1 for w in states),
                      stages_met_mismatch=mismatch,
                      stage_us={s: round(per_stage[s][-1], 2) for s in task.stages}))
     return {'states': n_states, 'privileged': built / max(calls, 1) * n_states,
-            'update': update, 'gather': gather, 'arrays': t_arrays, 'mismatch': mismatch}
+            'update': update, 'gather': gather, 'arrays': t_arrays, 'mismatch': mismatch,
+            'from_derived': made / max(n_states - len(states), 1) * n_states,
+            'stack': stack, 'from_batch': batch, 'batch_stacking': stacking}
 
 
 def main() -> int:
@@ -263,7 +486,8 @@ def main() -> int:
 
     rec = Recorder('score_arrays')
     total: dict[str, float] = {'states': 0, 'privileged': 0.0, 'update': 0.0, 'gather': 0.0,
-                               'arrays': 0.0, 'mismatch': 0}
+                               'arrays': 0.0, 'mismatch': 0, 'from_derived': 0.0,
+                               'stack': 0.0, 'from_batch': 0.0, 'batch_stacking': 0.0}
     per_stage: dict[str, list[float]] = {}
     for name in args.tasks:
         for key, value in _task(name, args, rec, per_stage).items():
@@ -273,6 +497,10 @@ def main() -> int:
                      total['update'] / n * 1e6, 'us', states=int(n),
                      privileged_us=total['privileged'] / n * 1e6,
                      gather_us=total['gather'] / n * 1e6, arrays_us=total['arrays'] / n * 1e6,
+                     from_derived_us=total['from_derived'] / n * 1e6,
+                     stack_us=total['stack'] / n * 1e6,
+                     from_batch_us=total['from_batch'] / n * 1e6,
+                     batch_stacking_us=total['batch_stacking'] / n * 1e6,
                      stages_met_mismatch=int(total['mismatch']),
                      stage_us={s: round(float(np.mean(v)), 2) for s, v in per_stage.items()}))
     return 0
