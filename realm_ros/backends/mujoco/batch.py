@@ -52,6 +52,10 @@ State = tuple[np.ndarray, np.ndarray, float]
 class Stepper(Protocol):
     """Integrates one control period of every world at once."""
 
+    #: The backend each record names: the stepper's own ('mjx', 'warp') where its physics
+    #: replaces the worlds'; '' where it steps each world's own model, so that each record
+    #: names its world (``MujocoWorld.name``: 'mujoco', 'digital_real', ...) as
+    #: :func:`~realm_ros.core.episode.run_episode`'s does.
     name: str
     #: After :meth:`step`: the derived quantities the observations read (``derived.py``) of
     #: every world's state before the period's last physics step, computed with each world's
@@ -73,7 +77,8 @@ class CpuStepper:
     ``transform`` (they would be the changed model's).
     """
 
-    name = 'mujoco'
+    #: Each world's own physics: its records name the world (``Stepper.name``).
+    name = ''
 
     def __init__(self, worlds: Sequence[MujocoWorld],
                  transform: Callable[[Any], Any] | None = None) -> None:
@@ -155,7 +160,9 @@ def run_batch(worlds: Sequence[MujocoWorld], inners: Sequence[Policy],
               infer_batch: BatchInfer | None = None, batched: bool = True,
               timing: dict[str, float] | None = None) -> list[EpisodeResult]:
     """Run one episode per world (``specs[i]`` with ``inners[i]`` in ``worlds[i]``) in lockstep
-    and return the results in order, scored as :func:`run_episode` scores them.
+    and return the results in order, scored as :func:`run_episode` scores them and named as
+    it names them (each world's name, or the stepper's where its physics replaces the worlds':
+    ``Stepper.name``).
 
     ``stepper_factory(worlds)`` is called after every world was reset (it reads their initial
     states and models). ``progress(n)`` is told when n more episodes have ended.
@@ -194,7 +201,7 @@ def run_batch(worlds: Sequence[MujocoWorld], inners: Sequence[Policy],
     clock = _Clock(timing)
 
     def finish(i: int) -> None:
-        results[i] = states[i].result(stepper.name, worlds[i].time)
+        results[i] = states[i].result(stepper.name or worlds[i].name, worlds[i].time)
         if progress is not None:
             progress(1)
 
