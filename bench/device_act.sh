@@ -12,7 +12,7 @@
 #                                   bench/lerobot_parity.py; CPU time per chunk on one thread
 # REALM_LEROBOT_PYTHON names the interpreter that imports lerobot. Sizes from the environment:
 # ACT_STEPS (20000), ACT_BATCH (64), ACT_WORKERS (8), ACT_SAVE (1000), ACT_DEVICE (cuda),
-# ACT_WAIT_S (0), SEEDS
+# ACT_BACKEND (pyav; torchcodec where the FFmpeg libraries load), ACT_WAIT_S (0), SEEDS
 # (20), LOOKS (5), LOOK_SEEDS (2), MAX_STEPS (160), WORKERS (16), EVAL_DEADLINE_S (0).
 set -o pipefail
 phase=$1
@@ -28,7 +28,8 @@ if [ "$phase" = train ]; then
     setsid nohup python3 bench/lerobot_act.py --python "$REALM_LEROBOT_PYTHON" \
         --shards $(ls -d "$data"/shard_* | grep -v log) --data "$act.data" --out "$act" \
         --steps "${ACT_STEPS:-20000}" --batch "${ACT_BATCH:-64}" --workers "${ACT_WORKERS:-8}" \
-        --save-freq "${ACT_SAVE:-1000}" --device "${ACT_DEVICE:-cuda}" > "$act.log" 2>&1 < /dev/null &
+        --save-freq "${ACT_SAVE:-1000}" --device "${ACT_DEVICE:-cuda}" \
+        --video-backend "${ACT_BACKEND:-pyav}" > "$act.log" 2>&1 < /dev/null &
     echo "lerobot-train started (pid $!), log $act.log"
 elif [ "$phase" = eval ]; then
     while pgrep -f "lerobot_act.py|lerobot_train" >/dev/null && [ $((SECONDS - start)) -lt "${ACT_WAIT_S:-0}" ]; do

@@ -3,9 +3,10 @@
 on a CPU or a GPU (``--device cuda --workers 8``).
 
 Run: ``.venv/bin/python bench/lerobot_act.py --data DIR --out DIR [--steps 3000] [--batch 8]
-[--device cpu] [--workers 0] [--shards SHARD ...] [--python /work/venvs/lerobot/bin/python]
-[--resume] [-- extra lerobot-train flags]``. ``--shards`` first joins several dataset folders
-(``bench/device_ladder.py gen``'s) into ``--data`` with LeRobot's own ``aggregate_datasets``.
+[--device cpu] [--workers 0] [--video-backend pyav] [--shards SHARD ...]
+[--python /work/venvs/lerobot/bin/python] [--resume] [-- extra lerobot-train flags]``.
+``--shards`` first joins several dataset folders (``bench/device_ladder.py gen``'s) into
+``--data`` with LeRobot's own ``aggregate_datasets``.
 
 The venv is ``make lerobot-env``'s (lerobot 0.4.4, Python 3.11, torch 2.9.1) or the one
 ``--python`` names (lerobot 0.6.1 on Python 3.12 ran on the H200 machine). Prints the command,
@@ -77,6 +78,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--device', default='cpu', help="lerobot-train's --policy.device")
     parser.add_argument('--workers', type=int, default=0,
                         help="data-loader processes (lerobot-train's --num_workers)")
+    parser.add_argument('--video-backend', default='pyav', choices=('pyav', 'torchcodec'),
+                        help="lerobot's video decoder (torchcodec needs the system's FFmpeg "
+                             'libraries; on one core it served items 1.5-2.5x faster: '
+                             'bench/lerobot_loader.py)')
     parser.add_argument('--python', default='', help="the lerobot venv's interpreter")
     parser.add_argument('--resume', action='store_true',
                         help="continue --out's last checkpoint up to --steps (lerobot-train "
@@ -93,7 +98,8 @@ def main(argv: list[str] | None = None) -> int:
     train = [str(script)] if script.exists() else [str(python), '-m',
                                                    'lerobot.scripts.lerobot_train']
     cmd = [*train, f'--dataset.repo_id=local/{args.data.name}',
-           f'--dataset.root={args.data.resolve()}', '--dataset.video_backend=pyav',
+           f'--dataset.root={args.data.resolve()}',
+           f'--dataset.video_backend={args.video_backend}',
            *SLIM, f'--policy.device={args.device}', f'--steps={args.steps}',
            f'--batch_size={args.batch}', f'--num_workers={args.workers}',
            f'--save_freq={args.save_freq or args.steps}', '--log_freq=50',

@@ -14,6 +14,15 @@
     data/chunk-000/file-000.parquet            rows of many episodes, one per frame
     videos/<key>/chunk-000/file-000.mp4        many episodes back to back, AV1
 
+With ``frames='png'`` (``realm-ros dataset --frames png``, v3.0 only) there is no videos/
+folder: each camera is an ``image`` feature, a column of the data parquet holding one PNG per
+frame as the Hugging Face ``datasets.Image`` struct ``{bytes, path}`` (path null), which is how
+lerobot 0.4.4 and 0.6 store image features in v3.0 (``embed_images`` before ``to_parquet``;
+read back through ``datasets.Image()`` and ``ToTensor``). ``info.json``'s ``video_path`` is
+null, as lerobot's own ``create(use_videos=False)`` writes it. Decoding a PNG costs less than
+seeking an AV1 stream, so lerobot's data loader serves such a folder faster
+(bench/lerobot_loader.py; docs/learned-policy.md), at several times the disk size.
+
 A video file's episode e occupies ``[from_timestamp, to_timestamp)``; LeRobot decodes frame k
 of e at ``from_timestamp + k / fps`` and refuses a frame more than ``tolerance_s`` (1e-4 s)
 away. Here both bounds are whole frames over ``fps`` and every frame sits exactly on that grid
@@ -75,6 +84,9 @@ QUANTILE_KEYS = tuple(f'q{int(q * 100):02d}' for q in QUANTILES)
 SCALARS = (('timestamp', 'float32'), ('frame_index', 'int64'), ('episode_index', 'int64'),
            ('index', 'int64'), ('task_index', 'int64'))
 TOLERANCE_S = 1e-4
+#: How a v3.0 writer stores camera frames: 'video' (AV1 mp4s) or 'png' (image features).
+FRAME_STORES = ('video', 'png')
+PNG_LEVEL = 3  # zlib level: decoding cost hardly depends on it; 1 (lerobot's) is 1.5x larger
 EXTRAS_FILE = 'meta/realm_episodes.jsonl'
 
 
@@ -267,18 +279,49 @@ def _video_feature(shape: tuple[int, int, int], fps: int, codec: str) -> dict[st
                      'video.fps': int(fps), 'video.channels': c, 'has_audio': False}}
 
 
+def _image_feature(shape: tuple[int, int, int]) -> dict[str, Any]:
+    h, w, c = shape
+    return {'dtype': 'image', 'shape': [h, w, c], 'names': ['height', 'width', 'channels']}
+
+
 def _features(cameras: Sequence[str], shapes: dict[str, tuple[int, int, int]], fps: int,
-              codec: str) -> dict[str, Any]:
+              codec: str, store: str = 'video') -> dict[str, Any]:
     features: dict[str, Any] = {}
     for camera in cameras:
-        features[IMAGE_PREFIX + camera] = _video_feature(
-            tuple(shapes.get(camera, (180, 320, 3))), fps, codec)  # type: ignore[arg-type]
+        shape: tuple[int, int, int] = tuple(shapes.get(camera, (180, 320, 3)))  # type: ignore
+        features[IMAGE_PREFIX + camera] = (_video_feature(shape, fps, codec) if store == 'video'
+                                           else _image_feature(shape))
     features['observation.state'] = {'dtype': 'float32', 'shape': [8], 'names': STATE_NAMES}
     features['action'] = {'dtype': 'float32', 'shape': [8], 'names': STATE_NAMES}
     features['next.done'] = {'dtype': 'bool', 'shape': [1], 'names': None}
     for name, dtype in SCALARS:
         features[name] = {'dtype': dtype, 'shape': [1], 'names': None}
     return features
+
+
+def png_column(frames: np.ndarray):
+    """(T, H, W, 3) uint8 RGB frames as a ``datasets.Image`` column: struct{bytes, path}."""
+    import cv2
+    import pyarrow as pa
+
+    blobs = []
+    for frame in np.asarray(frames, dtype=np.uint8):
+        ok, buf = cv2.imencode('.png', np.ascontiguousarray(frame[..., ::-1]),
+                               [cv2.IMWRITE_PNG_COMPRESSION, PNG_LEVEL])
+        if not ok:
+            raise ConfigError(f'could not encode a {frame.shape} frame as PNG')
+        blobs.append({'bytes': buf.tobytes(), 'path': None})
+    return pa.array(blobs, type=pa.struct([('bytes', pa.binary()), ('path', pa.string())]))
+
+
+def decode_png(blob: bytes) -> np.ndarray:
+    """One PNG (as :func:`png_column` stores it) as (H, W, 3) uint8 RGB."""
+    import cv2
+
+    image = cv2.imdecode(np.frombuffer(blob, np.uint8), cv2.IMREAD_COLOR)
+    if image is None:
+        raise ConfigError('a frame of an image feature is not a readable PNG')
+    return image[..., ::-1]
 
 
 # ---------------------------------------------------------------------------- v3.0
@@ -291,19 +334,25 @@ class LeRobotWriter:
         root: the dataset folder. New, empty, or a v3.0 folder this class wrote (then it is
             reopened: episodes past the last finished one are dropped and writing goes on).
         fps: frames per second (the control rate).
-        cameras: camera names; each is the video feature ``observation.images.<camera>``.
+        cameras: camera names; each is the feature ``observation.images.<camera>``.
+        frames: 'video' (an AV1 ``video`` feature per camera) or 'png' (an ``image`` feature:
+            PNG bytes in the data parquet; see the module doc).
 
     Raises:
-        ConfigError: ``root`` holds something else, or a dataset of another fps, cameras or
-            format.
+        ConfigError: ``root`` holds something else, or a dataset of another fps, cameras,
+            frame store or format.
     """
 
     format = 'v3.0'
 
     def __init__(self, root: str | pathlib.Path, fps: float = 15, robot_type: str = 'panda',
-                 cameras: Sequence[str] = ('exterior_1', 'wrist')) -> None:
+                 cameras: Sequence[str] = ('exterior_1', 'wrist'), frames: str = 'video'
+                 ) -> None:
         from realm_ros.io import ffmpeg_video as video
 
+        if frames not in FRAME_STORES:
+            raise ConfigError(f'--frames must be one of {list(FRAME_STORES)}, got {frames!r}')
+        self.store = frames
         self.root = pathlib.Path(root)
         self.fps = int(fps)
         self.robot_type = robot_type
@@ -377,6 +426,9 @@ class LeRobotWriter:
             key = IMAGE_PREFIX + camera
             frames = np.asarray(episode.images[camera], dtype=np.uint8)
             self.image_shapes.setdefault(camera, _shape3(frames.shape[1:]))
+            if self.store == 'png':
+                table = table.append_column(key, png_column(frames))
+                continue
             part = tmp / f'{camera}.mp4'
             video.encode(frames, part, self.fps, self.codec)
             last = self._video_file(key, self.rows[-1][f'videos/{key}/chunk_index'],
@@ -433,8 +485,9 @@ class LeRobotWriter:
             'chunks_size': CHUNKS_SIZE, 'data_files_size_in_mb': DATA_FILE_SIZE_MB,
             'video_files_size_in_mb': VIDEO_FILE_SIZE_MB, 'fps': self.fps,
             'splits': {'train': f'0:{n}'} if n else {}, 'data_path': DATA_PATH,
-            'video_path': VIDEO_PATH,
-            'features': _features(self.cameras, self.image_shapes, self.fps, self.codec[1]),
+            'video_path': VIDEO_PATH if self.store == 'video' else None,
+            'features': _features(self.cameras, self.image_shapes, self.fps, self.codec[1],
+                                  self.store),
         }
 
     def _write_meta(self) -> None:
@@ -467,15 +520,20 @@ class LeRobotWriter:
                               f'dataset; cannot add {CODEBASE_VERSION} episodes to it')
         if int(info['fps']) != self.fps:
             raise ConfigError(f'{self.root} has fps {info["fps"]}, not {self.fps}')
-        keys = sorted(k for k, v in info['features'].items() if v.get('dtype') == 'video')
+        keys = sorted(k for k, v in info['features'].items()
+                      if v.get('dtype') in ('video', 'image'))
         if keys != sorted(IMAGE_PREFIX + c for c in self.cameras):
             raise ConfigError(f'{self.root} has cameras {keys}, not '
                               f'{[IMAGE_PREFIX + c for c in self.cameras]}')
+        kind = 'video' if self.store == 'video' else 'image'
         for camera in self.cameras:
             feature = info['features'][IMAGE_PREFIX + camera]
+            if feature['dtype'] != kind:
+                raise ConfigError(f'{self.root} stores frames as {feature["dtype"]}s; '
+                                  f'--frames {self.store} cannot add to it')
             self.image_shapes[camera] = _shape3(feature['shape'])
             codec = feature.get('info', {}).get('video.codec')
-            if codec and codec != self.codec[1]:
+            if kind == 'video' and codec and codec != self.codec[1]:
                 raise ConfigError(f'{self.root} videos are {codec}; this ffmpeg writes '
                                   f'{self.codec[1]}')
         files = sorted((self.root / 'meta' / 'episodes').glob('*/*.parquet'))
@@ -514,7 +572,7 @@ class LeRobotWriter:
 
                 kept = table.filter(pc.less(table.column('episode_index'), len(rows)))
                 _replace(path, lambda p, t=kept: pq.write_table(t, p, compression='snappy'))
-        for camera in self.cameras:
+        for camera in self.cameras if self.store == 'video' else ():
             key = IMAGE_PREFIX + camera
             ends: dict[tuple[int, int], int] = {}
             for r in rows:
@@ -688,10 +746,20 @@ WRITERS = {'v3.0': LeRobotWriter, 'v2.1': LeRobotV21Writer}
 
 
 def open_writer(root: str | pathlib.Path, format: str = CODEBASE_VERSION, fps: float = 15,
-                cameras: Sequence[str] = ('exterior_1', 'wrist'), robot_type: str = 'panda'):
-    """The writer for ``format`` ('v3.0' or 'v2.1'), new or reopened at ``root``."""
+                cameras: Sequence[str] = ('exterior_1', 'wrist'), robot_type: str = 'panda',
+                frames: str = 'video'):
+    """The writer for ``format`` ('v3.0' or 'v2.1'), new or reopened at ``root``.
+
+    ``frames`` ('video' or 'png') is how v3.0 stores camera frames; v2.1 has videos only.
+    """
     if format not in WRITERS:
         raise ConfigError(f'--format must be one of {list(WRITERS)}, got {format!r}')
+    if frames != 'video':
+        if format != CODEBASE_VERSION:
+            raise ConfigError(f'--frames {frames}: only --format {CODEBASE_VERSION} stores '
+                              'frames as images; v2.1 writes videos')
+        return LeRobotWriter(root, fps=fps, robot_type=robot_type, cameras=cameras,
+                             frames=frames)
     return WRITERS[format](root, fps=fps, robot_type=robot_type, cameras=cameras)
 
 
@@ -717,15 +785,18 @@ def read_info(root: str | pathlib.Path) -> dict[str, Any]:
     return info
 
 
-def _video_keys(root: pathlib.Path, info: dict[str, Any],
-                cameras: Sequence[str] | None) -> list[str]:
-    keys = [k for k, v in info['features'].items() if v.get('dtype') == 'video']
+def _camera_keys(root: pathlib.Path, info: dict[str, Any],
+                 cameras: Sequence[str] | None) -> list[str]:
+    """The camera features to read: video features, and v3.0 image features."""
+    kinds = ('video', 'image') if str(info.get('codebase_version', '')).startswith('v3') \
+        else ('video',)
+    keys = [k for k, v in info['features'].items() if v.get('dtype') in kinds]
     if cameras is None:
         return keys
     wanted = [IMAGE_PREFIX + c for c in cameras]
     missing = [k for k in wanted if k not in keys]
     if missing:
-        raise ConfigError(f'dataset {root} has no video feature(s) {missing}; has {keys}')
+        raise ConfigError(f'dataset {root} has no camera feature(s) {missing}; has {keys}')
     return wanted
 
 
@@ -746,11 +817,11 @@ def iter_episodes(root: str | pathlib.Path, cameras: Sequence[str] | None = None
     """Yield every episode of a LeRobot v3.0 or v2.x dataset folder (images decoded).
 
     Works on any dataset with ``observation.state``, ``action`` and ``task_index`` columns and
-    video features; each video file is decoded once.
+    video features (v3.0: or PNG image features); each video file is decoded once.
     """
     root = pathlib.Path(root)
     info = read_info(root)
-    keys = _video_keys(root, info, cameras)
+    keys = _camera_keys(root, info, cameras)
     if str(info.get('codebase_version', '')).startswith('v3'):
         yield from _iter_v3(root, info, keys)
     else:
@@ -791,6 +862,10 @@ def _iter_v3(root: pathlib.Path, info: dict[str, Any], keys: list[str]) -> Itera
         states, actions = _columns(rows)
         images = {}
         for key in keys:
+            if info['features'][key]['dtype'] == 'image':
+                images[key[len(IMAGE_PREFIX):]] = np.stack([
+                    decode_png(x['bytes']) for x in rows.column(key).to_pylist()])
+                continue
             vpath = root / info['video_path'].format(
                 video_key=key, chunk_index=row[f'videos/{key}/chunk_index'],
                 file_index=row[f'videos/{key}/file_index'])
@@ -888,11 +963,15 @@ def check_dataset(root: str | pathlib.Path) -> list[str]:
                    if k not in stats[name]]
         if missing:
             problems.append(f'stats.json {name!r} lacks {missing}')
-        if ft['dtype'] == 'video' and np.shape(stats[name].get('mean')) != (3, 1, 1):
+        if ft['dtype'] in ('video', 'image') and \
+                np.shape(stats[name].get('mean')) != (3, 1, 1):
             problems.append(f'stats.json {name!r} mean is not (3, 1, 1)')
     expected_index = 0
     tables: dict[str, Any] = {}
     video_keys = [k for k, v in features.items() if v.get('dtype') == 'video']
+    image_keys = [k for k, v in features.items() if v.get('dtype') == 'image']
+    if video_keys and not info.get('video_path'):
+        problems.append('info.json: video features but no video_path')
     spans: dict[str, list[tuple[float, float]]] = {}
     for row in rows:
         e = row['episode_index']
@@ -916,6 +995,9 @@ def check_dataset(root: str | pathlib.Path) -> list[str]:
             ts = np.array([cols['timestamp'][i] for i in sel])
             if np.abs(ts - np.arange(n) / fps).max() >= TOLERANCE_S:
                 problems.append(f'episode {e}: timestamps off the 1/{fps} s grid')
+            for key in image_keys:
+                problems += _image_problems(e, key, [cols[key][i] if key in cols else None
+                                                     for i in sel], features[key]['shape'])
         expected_index += n
         for key in video_keys:
             vpath = root / info['video_path'].format(
@@ -950,7 +1032,19 @@ def check_dataset(root: str | pathlib.Path) -> list[str]:
     return problems
 
 
-__all__ = ['CODEBASE_VERSION', 'Episode', 'FORMATS', 'LeRobotV21Writer', 'LeRobotWriter',
-           'WRITERS', 'check_dataset', 'image_stats', 'iter_episodes', 'merge_stats',
-           'open_writer', 'read_episode_rows', 'read_info', 'read_video', 'sample_indices',
-           'vector_stats']
+def _image_problems(episode: int, key: str, cells: list, shape: Sequence[int]) -> list[str]:
+    """An image column's cells: every one a ``{bytes, path}`` PNG; the first decodes to shape."""
+    if any(not isinstance(c, dict) or not isinstance(c.get('bytes'), bytes) for c in cells):
+        return [f'episode {episode} {key}: not a column of {{bytes, path}} images']
+    if any(not c['bytes'].startswith(b'\x89PNG\r\n\x1a\n') for c in cells):
+        return [f'episode {episode} {key}: a frame is not PNG']
+    got = decode_png(cells[0]['bytes']).shape if cells else tuple(shape)
+    if tuple(got) != tuple(shape):
+        return [f'episode {episode} {key}: frames are {tuple(got)}, info.json says {shape}']
+    return []
+
+
+__all__ = ['CODEBASE_VERSION', 'Episode', 'FORMATS', 'FRAME_STORES', 'LeRobotV21Writer',
+           'LeRobotWriter', 'WRITERS', 'check_dataset', 'decode_png', 'image_stats',
+           'iter_episodes', 'merge_stats', 'open_writer', 'png_column', 'read_episode_rows',
+           'read_info', 'read_video', 'sample_indices', 'vector_stats']

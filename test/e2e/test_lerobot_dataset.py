@@ -14,6 +14,7 @@ import sys
 import time
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -232,6 +233,54 @@ def test_reopening_refuses_another_dataset(tmp_path):
     (empty_meta / 'meta').mkdir(parents=True)  # what the issue-26 abort left: an empty meta/
     open_writer(empty_meta, 'v3.0', cameras=CAMERAS).add(make_episode(rng, 5))
     assert check_dataset(empty_meta) == []
+
+
+def test_png_frames_are_lerobot_image_features(tmp_path):
+    # lerobot 0.4.4 and 0.6 read an ``image`` feature through datasets.Image(): a parquet
+    # column of struct{bytes: binary, path: string}, PNG bytes, path null; no videos/, and
+    # info.json's video_path null (what lerobot's create(use_videos=False) writes).
+    rng = np.random.default_rng(6)
+    root = tmp_path / 'ds'
+    episodes = [make_episode(rng, n, seed=i) for i, n in enumerate((11, 7))]
+    for ep in episodes:  # texture, so that a lossy or channel-swapped store would show
+        for camera in CAMERAS:
+            ep.images[camera] = rng.integers(0, 256, ep.images[camera].shape, dtype=np.uint8)
+    writer = open_writer(root, 'v3.0', fps=15, cameras=CAMERAS, frames='png')
+    for ep in episodes:
+        writer.add(ep)
+    info = read_info(root)
+    assert info['video_path'] is None and not (root / 'videos').exists()
+    for camera in CAMERAS:
+        assert info['features'][f'observation.images.{camera}'] == {
+            'dtype': 'image', 'shape': [36, 64, 3], 'names': ['height', 'width', 'channels']}
+    table = pq.read_table(root / 'data' / 'chunk-000' / 'file-000.parquet')
+    column = table.column('observation.images.wrist')
+    assert str(column.type) == 'struct<bytes: binary, path: string>'
+    cells = column.to_pylist()
+    assert len(cells) == 18 and all(c['path'] is None for c in cells)
+    assert all(c['bytes'].startswith(bytes([0x89]) + b'PNG') for c in cells)
+    assert check_dataset(root) == []
+    stats = json.loads((root / 'meta' / 'stats.json').read_text())
+    assert np.shape(stats['observation.images.wrist']['mean']) == (3, 1, 1)
+    back = list(iter_episodes(root))  # what realm-ros train reads
+    for got, want in zip(back, episodes):
+        for camera in CAMERAS:  # PNG is lossless, RGB order kept
+            np.testing.assert_array_equal(got.images[camera], want.images[camera])
+    # A store is one per folder; v2.1 has videos only.
+    with pytest.raises(ConfigError, match='stores frames as images; --frames video'):
+        open_writer(root, 'v3.0', fps=15, cameras=CAMERAS)
+    assert open_writer(root, 'v3.0', fps=15, cameras=CAMERAS, frames='png').resumed == 2
+    with pytest.raises(ConfigError, match='--frames png: only --format v3.0'):
+        open_writer(tmp_path / 'v2', 'v2.1', cameras=CAMERAS, frames='png')
+    with pytest.raises(ConfigError, match='--frames must be one of'):
+        open_writer(tmp_path / 'x', 'v3.0', cameras=CAMERAS, frames='jpeg')
+    # A damaged cell is caught by the check.
+    cells[3] = {'bytes': b'not a png', 'path': None}
+    i = table.column_names.index('observation.images.wrist')
+    pq.write_table(table.set_column(i, 'observation.images.wrist',
+                                    pa.array(cells, type=column.type)),
+                   root / 'data' / 'chunk-000' / 'file-000.parquet')
+    assert check_dataset(root) == ['episode 0 observation.images.wrist: a frame is not PNG']
 
 
 def test_v21_kept_for_lerobot_03(tmp_path):
