@@ -14,6 +14,11 @@
 # ACT_STEPS (20000), ACT_BATCH (64), ACT_WORKERS (8), ACT_SAVE (1000), ACT_DEVICE (cuda),
 # ACT_BACKEND (pyav; torchcodec where the FFmpeg libraries load), ACT_WAIT_S (0), SEEDS
 # (20), LOOKS (5), LOOK_SEEDS (2), MAX_STEPS (160), WORKERS (16), EVAL_DEADLINE_S (0).
+# One session's plan (docs/learned-policy.md, "The data loader, measured on one core"; NOT YET
+# RUN): ACT_STEPS=10000 ACT_WORKERS=14 ACT_SAVE=2500 ... train, then ACT_WAIT_S=900
+# EVAL_DEADLINE_S=190 ... eval. On one core lerobot's loader served the slim ACT's items (10
+# actions) at 138/s with pyav, 269/s with torchcodec (bench/lerobot_loader.py --chunk 10); the
+# H200 run gave 54/s per loader process.
 set -o pipefail
 phase=$1
 out=$2

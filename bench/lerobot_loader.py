@@ -13,7 +13,7 @@ same loader on one core so the storages can be compared here:
    smaller size (AV1), measured as it is.
 2. For each folder, ``--repeats`` times, a fresh process in the lerobot venv
    (``--venv``; ``make lerobot-env``) with one torch thread builds lerobot's own
-   ``LeRobotDataset`` with ACT's ``delta_timestamps`` (100 future actions) and its
+   ``LeRobotDataset`` with ACT's ``delta_timestamps`` (``--chunk`` future actions) and its
    ``torch.utils.data.DataLoader`` (``num_workers=0``, shuffled, ``--batch``), reads one batch to
    warm up, then times ``--batches`` batches: items/s, and per item the milliseconds inside
    ``_query_videos`` (video decoding) and ``_query_hf_dataset`` (the action window from the
@@ -46,10 +46,10 @@ import torch
 torch.set_num_threads(1)
 from lerobot.datasets.lerobot_dataset import LeRobotDataset, LeRobotDatasetMetadata
 
-root, repo_id, backend, batches, batch, seed = sys.argv[1:7]
-batches, batch, seed = int(batches), int(batch), int(seed)
+root, repo_id, backend, batches, batch, seed, chunk = sys.argv[1:8]
+batches, batch, seed, chunk = int(batches), int(batch), int(seed), int(chunk)
 meta = LeRobotDatasetMetadata(repo_id, root=root)
-delta = {'action': [i / meta.fps for i in range(100)]}  # ACT: chunk_size 100, n_obs_steps 1
+delta = {'action': [i / meta.fps for i in range(chunk)]}  # ACT: chunk_size, n_obs_steps 1
 ds = LeRobotDataset(repo_id, root=root, delta_timestamps=delta, video_backend=backend)
 spent = {'video': 0.0, 'window': 0.0}
 
@@ -139,6 +139,9 @@ def main() -> int:
     ap.add_argument('--batches', type=int, default=12)
     ap.add_argument('--batch', type=int, default=8)
     ap.add_argument('--backend', default='pyav', choices=('pyav', 'torchcodec'))
+    ap.add_argument('--chunk', type=int, default=100,
+                    help="actions per item (ACT's chunk_size: 100 by default, 10 in "
+                         "bench/lerobot_act.py's slim ACT)")
     ap.add_argument('--stores', default='av1,av1_small,h264,png')
     ap.add_argument('--json', type=pathlib.Path, default=None)
     args = ap.parse_args()
@@ -164,7 +167,7 @@ def main() -> int:
             loads.append(os.getloadavg()[0])
             proc = subprocess.run(
                 [str(py), '-c', INNER, str(folders[store]), f'local/{store}', args.backend,
-                 str(args.batches), str(args.batch), str(rep)],
+                 str(args.batches), str(args.batch), str(rep), str(args.chunk)],
                 capture_output=True, text=True, env=env, check=False)
             line = [x for x in proc.stdout.splitlines() if x.startswith('RESULT ')]
             if proc.returncode != 0 or not line:
@@ -176,11 +179,13 @@ def main() -> int:
     rng = np.random.default_rng(0)
     info = machine()
     summary = {'machine': describe(info), 'load_1min': [min(loads), max(loads)],
-               'backend': args.backend, 'batch': args.batch, 'batches': args.batches,
+               'backend': args.backend, 'chunk': args.chunk, 'batch': args.batch,
+               'batches': args.batches,
                'repeats': args.repeats, 'stores': {}}
     print(f'\nmachine: {describe(info)}; 1-min load during the runs {min(loads):.1f}-'
           f'{max(loads):.1f}; one torch thread, num_workers=0, batch {args.batch}, '
-          f'{args.batches} batches x {args.repeats} fresh processes, backend {args.backend}')
+          f'{args.batches} batches x {args.repeats} fresh processes, backend {args.backend}, '
+          f'{args.chunk} actions an item')
     base = np.mean([r['items_per_s'] for r in runs[wanted[0]]])
     for store in wanted:
         rate = [r['items_per_s'] for r in runs[store]]
