@@ -145,6 +145,7 @@ class EvaluatorNode(Node):
         # Several cameras (a comma list): one video each, the first the arena's (io/video.py).
         self._videos: dict[tuple[str, str], EpisodeVideo] = {}
         self._cameras = parse_cameras(self.config.videos, 'parameter videos')
+        self._pending: dict[str, dict[tuple[int, int], dict[str, Image]]] = {}
         for world, ns in self._ns.items():
             for camera in self._cameras:
                 self.create_subscription(
@@ -269,6 +270,7 @@ class EvaluatorNode(Node):
         camera)."""
         with self._lock:
             videos, self._videos = self._videos, {}
+            self._pending = {}
         if not keep:
             for video in videos.values():
                 video.abandon()
@@ -276,13 +278,30 @@ class EvaluatorNode(Node):
         return {key: video.close() for key, video in videos.items()}
 
     def _on_image(self, world: str, msg: Image, camera: str) -> None:
+        stamp = (msg.header.stamp.sec, msg.header.stamp.nanosec)
         with self._lock:
-            video = self._videos.get((world, camera))
             run = self._runs.get(world)
-        # A world whose episode ended first (a real arm keeps publishing) adds no idle frames.
-        if video is not None and run is not None and not run.finished.is_set():
-            try:
-                video.add(convert.image_from_msg(msg))
+            # A world whose episode ended first (a real arm keeps publishing) adds no idle
+            # frames.
+            if run is None or run.finished.is_set() or (world, camera) not in self._videos:
+                return
+            if len(self._cameras) == 1:
+                ready = [(camera, msg)]
+            else:
+                # Several cameras: a step's images (one stamp) are written together, so every
+                # camera's video keeps the same steps, frame k of each at the same time; a step
+                # one camera lost (a dropped image) is left out of all of them.
+                pending = self._pending.setdefault(world, {})
+                pending.setdefault(stamp, {})[camera] = msg
+                if len(pending[stamp]) < len(self._cameras):
+                    return
+                ready = sorted(pending.pop(stamp).items(),
+                               key=lambda item: self._cameras.index(item[0]))
+                for older in [s for s in pending if s < stamp]:
+                    del pending[older]
+            try:  # under the lock: a step's frames go to every video before the next step's
+                for name, image in ready:
+                    self._videos[(world, name)].add(convert.image_from_msg(image))
             except RealmError as err:
                 self.get_logger().error(f'{world} video: {err}')
 
