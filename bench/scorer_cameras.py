@@ -49,6 +49,9 @@ TASKS = ('push_switch', 'pick_spoon', 'put_green_block_in_bowl')
 SETS = {
     'train': (tuple(range(1000, 1040)), TASKS, ('scripted:0', 'scripted:1', 'scripted:3'), (),
               200),
+    # 20 more training looks (issue 42, round 2: variant e), seeds no figure has used.
+    'train_more': (tuple(range(1100, 1120)), TASKS, ('scripted:0', 'scripted:1', 'scripted:3'),
+                   (), 200),
     'looks': ((7001, 7002, 7003), TASKS,
               ('scripted:0', 'scripted:1', 'scripted:2', 'scripted:3'), (100, 101, 102, 103),
               200),
@@ -71,6 +74,10 @@ VARIANTS = {
     'b_ext1_wrist': {'cameras': ('exterior_1', 'wrist'), 'normalise': False},
     'c_ext1_norm': {'cameras': ('exterior_1',), 'normalise': True},
     'd_ext1_wrist_norm': {'cameras': ('exterior_1', 'wrist'), 'normalise': True},
+    # Round 2 (decided before measuring): (d)'s inputs and epochs (the shipped wrist
+    # checkpoint's: 30), trained on half as many looks again (train + train_more: 60 lab looks).
+    'e_wrist_norm_60looks': {'cameras': ('exterior_1', 'wrist'), 'normalise': True,
+                             'epochs': 30, 'sets': ('train', 'train_more')},
 }
 
 
@@ -169,27 +176,40 @@ def load_set(folder: pathlib.Path, name: str, cameras: tuple[str, ...]) -> list[
     return out
 
 
-def variant_config(name: str, args: argparse.Namespace) -> Any:
+def variant_config(name: str, args: argparse.Namespace, seed: int = 0) -> Any:
     from realm_ros.scorers import learned
-    return dataclasses.replace(learned.SHIPPED, epochs=args.epochs, threads=args.threads,
-                               **VARIANTS[name])
+    settings = {k: v for k, v in VARIANTS[name].items() if k != 'sets'}
+    settings.setdefault('epochs', args.epochs)
+    return dataclasses.replace(learned.SHIPPED, threads=args.threads, seed=seed, **settings)
+
+
+def checkpoint_name(name: str, seed: int) -> str:
+    """A variant's checkpoint stem: its name, ``_s<seed>`` for a training seed other than 0."""
+    return name if seed == 0 else f'{name}_s{seed}'
 
 
 def run_train(args: argparse.Namespace) -> None:
+    for variant in args.variants or VARIANTS:
+        for seed in args.seeds:
+            train_one(args, variant, seed)
+
+
+def train_one(args: argparse.Namespace, variant: str, seed: int) -> None:
     from realm_ros.scorers import learned
-    for name in args.variants or VARIANTS:
-        config = variant_config(name, args)
-        episodes = load_set(args.data_dir, 'train', config.cameras)
-        start = time.monotonic()
-        cpu = time.process_time()
-        checkpoint = learned.train(episodes, config, log=lambda line, name=name: print(
-            f'{name}: {line}', file=sys.stderr, flush=True))
-        checkpoint['meta']['train_s'] = [round(time.monotonic() - start, 1),
-                                         round(time.process_time() - cpu, 1)]
-        learned.save_checkpoint(args.data_dir / f'{name}.pt', checkpoint)
-        print(f'{name}: {len(episodes)} episodes, {checkpoint["meta"]["frames"]} frames, '
-              f'{time.monotonic() - start:.0f} s wall, {time.process_time() - cpu:.0f} s CPU, '
-              f'final loss {checkpoint["meta"]["loss"][-1]:.4f}', flush=True)
+    name = checkpoint_name(variant, seed)
+    config = variant_config(variant, args, seed)
+    episodes = [e for part in VARIANTS[variant].get('sets', ('train',))
+                for e in load_set(args.data_dir, part, config.cameras)]
+    start = time.monotonic()
+    cpu = time.process_time()
+    checkpoint = learned.train(episodes, config, log=lambda line, name=name: print(
+        f'{name}: {line}', file=sys.stderr, flush=True))
+    checkpoint['meta']['train_s'] = [round(time.monotonic() - start, 1),
+                                     round(time.process_time() - cpu, 1)]
+    learned.save_checkpoint(args.data_dir / f'{name}.pt', checkpoint)
+    print(f'{name}: {len(episodes)} episodes, {checkpoint["meta"]["frames"]} frames, '
+          f'{time.monotonic() - start:.0f} s wall, {time.process_time() - cpu:.0f} s CPU, '
+          f'final loss {checkpoint["meta"]["loss"][-1]:.4f}', flush=True)
 
 
 def measure_one(scorer: Any, episodes: list[Any], reference: list[Any]) -> dict[str, Any]:
@@ -243,11 +263,13 @@ def run_measure(args: argparse.Namespace) -> None:
     from realm_ros.scorers import learned
     checkpoints = {'shipped default': learned.DEFAULT_CHECKPOINT,
                    'shipped looks': learned.LOOKS_CHECKPOINT,
-                   **{name: args.data_dir / f'{name}.pt' for name in VARIANTS
-                      if (args.data_dir / f'{name}.pt').is_file()}}
-    if args.variants is not None:
-        checkpoints = {k: v for k, v in checkpoints.items()
-                       if k.startswith('shipped') or k in args.variants}
+                   'shipped wrist': learned.WRIST_CHECKPOINT,
+                   **{stem: args.data_dir / f'{stem}.pt'
+                      for stem in (checkpoint_name(name, seed)
+                                   for name in (VARIANTS if args.variants is None
+                                                else args.variants)
+                                   for seed in args.seeds)
+                      if (args.data_dir / f'{stem}.pt').is_file()}}
     held = args.set if args.set in LADDER_OF else 'looks'
     ladder_set = LADDER_OF[held]
     reference = load_set(args.data_dir, 'train', ('exterior_1',))
@@ -304,7 +326,11 @@ def main() -> None:
     parser.add_argument('--epochs', type=int, default=10)
     parser.add_argument('--threads', type=int, default=1)
     parser.add_argument('--json', type=pathlib.Path, default=None)
-    parser.add_argument('--variants', nargs='+', choices=tuple(VARIANTS), default=None)
+    parser.add_argument('--variants', nargs='*', choices=tuple(VARIANTS), default=None,
+                        help='train / measure these (measure: none = the shipped only)')
+    parser.add_argument('--seeds', nargs='+', type=int, default=[0],
+                        help="training seeds (TrainConfig.seed); a seed's checkpoint is "
+                             'VARIANT_s<seed>.pt (seed 0: VARIANT.pt)')
     args = parser.parse_args()
     {'collect': run_collect, 'train': run_train, 'measure': run_measure}[args.command](args)
 

@@ -42,6 +42,12 @@ DEFAULT_DATA_DIR = pathlib.Path('data/progress_scorer')
 SCORES_FILE = 'scores.jsonl'
 
 
+def _shipped_epochs() -> int:
+    """The epochs ``score train`` trains with by default (``learned.SHIPPED``)."""
+    from realm_ros.scorers.learned import SHIPPED
+    return SHIPPED.epochs
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare the forms' arguments (see the module docstring)."""
     parser.add_argument('target', nargs='?', default=None, metavar='RUN_DIR|train|eval|calibrate',
@@ -87,7 +93,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              'PLAN-DIGEST.npz per plan and settings (look by content, rig, '
                              'dynamics, image size, max steps, policies, version)')
     parser.add_argument('--epochs', type=positive_int, default=None,
-                        help="train: epochs (default: the shipped settings', 40)")
+                        help="train: epochs (default: the shipped settings' "
+                             f'{_shipped_epochs()})')
     parser.add_argument('--validate', action='store_true',
                         help="train: hold the training plan's seeds 6-7 back, train on the "
                              "rest and print the scorer's agreement on them (writes no "
