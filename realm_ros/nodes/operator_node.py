@@ -134,7 +134,8 @@ class OperatorNode(Node):
         self._video_start = 0.0
         self.review = scoring.StageReview()
         self._scorer: Any = None
-        self._frames: list[tuple[float, np.ndarray]] = []
+        # (time, frame), or with a scorer of several cameras (time, [frame of each camera]).
+        self._frames: list[tuple[float, Any]] = []
         self._latest: dict[str, np.ndarray] = {}  # each further scorer camera's latest frame
         self._frame_lock = threading.Lock()
         self.quit_requested = False
