@@ -3,8 +3,9 @@ normalisation, both (issue 42; docs/scoring.md, "Measured: other cameras and per
 normalisation").
 
     python bench/scorer_cameras.py collect SET [--data-dir data/progress_scorer/cameras]
-    python bench/scorer_cameras.py train [--epochs E] [--threads T] [--data-dir ...]
-    python bench/scorer_cameras.py measure [--json OUT.json] [--data-dir ...]
+    python bench/scorer_cameras.py train [--variants V ...] [--seeds S ...] [--epochs E] [...]
+    python bench/scorer_cameras.py measure [looks|new_looks] [--variants [V ...]] [--seeds S ...]
+                                           [--json OUT.json] [--data-dir ...]
 
 ``collect`` runs the digital real's episodes of one set (below) in process, rendering
 ``exterior_1`` **and** ``wrist`` on every 5th control step (3 per second), and keeps each
@@ -22,10 +23,17 @@ same episodes. Sets:
   at most 160 steps: 72 episodes, the episodes of plan ``learned_ladder`` (the cameras are
   rendered on every step for the policy, the scorer's frames kept on every 5th).
 
-``train`` trains the variants (``VARIANTS``) on the ``train`` set with the same settings
-(``learned.SHIPPED``'s, ``--epochs`` each) into ``DATA_DIR/VARIANT.pt``; ``measure`` measures
-them and the shipped checkpoints on the ``looks`` set (Pearson r with a bootstrap interval over
-episodes, stage accuracy, success accuracy with a Wilson interval, and the constants).
+Round 2 (issue 42) adds ``new_looks`` and ``new_learned_ladder``: the same episodes under lab
+looks 7011-7013, which no figure, choice or training had used (the figures held against the
+targets), and ``train_more``: 20 more training looks (1100-1119), the same policies.
+
+``train`` trains the variants (``VARIANTS``) on the ``train`` set (variant ``e``: ``train`` and
+``train_more``) with the same settings (``learned.SHIPPED``'s, ``--epochs`` each unless the
+variant names its own) into ``DATA_DIR/VARIANT.pt`` (``--seeds``: one checkpoint per training
+seed, ``VARIANT_s<seed>.pt`` for a seed other than 0); ``measure [looks|new_looks]`` measures
+them and the shipped checkpoints (``--variants`` with no name: the shipped ones only) on that
+set and its learned ladder (Pearson r with a bootstrap interval over episodes, stage accuracy,
+success accuracy with a Wilson interval, and the constants).
 """
 
 from __future__ import annotations
