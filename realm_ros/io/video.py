@@ -106,6 +106,30 @@ def record_videos(record: Mapping[str, Any]) -> dict[str, str]:
     return {'': str(record['video'])} if record.get('video') else {}
 
 
+#: Images of several cameras whose stamps are at most this far apart are one step's (half a
+#: control period: a simulated world stamps a step's images alike, a lab's drivers do not).
+STEP_SLOP_S = 0.5 / DEFAULT_FPS
+
+
+def matched_images(pending: dict[str, list[tuple[float, Any]]], slop_s: float = STEP_SLOP_S
+                   ) -> list[dict[str, Any]]:
+    """Take the steps every camera has an image of from ``pending`` (camera -> [(stamp s,
+    image)] in arrival order, consumed in place) and return them in order, each camera ->
+    image: the oldest image of each camera, when their stamps are within ``slop_s``; else the
+    oldest of them is dropped (its step lost another camera's image), so the cameras' videos
+    keep the same steps frame for frame."""
+    steps = []
+    while all(pending.values()):
+        heads = {camera: queue[0] for camera, queue in pending.items()}
+        stamps = [stamp for stamp, _ in heads.values()]
+        if max(stamps) - min(stamps) <= slop_s:
+            steps.append({camera: queue.pop(0)[1] for camera, queue in pending.items()})
+        else:
+            oldest = min(heads, key=lambda camera: heads[camera][0])
+            pending[oldest].pop(0)
+    return steps
+
+
 class EpisodeVideo:
     """Write one episode's frames (H, W, 3 uint8, all the same size) to ``path``.
 

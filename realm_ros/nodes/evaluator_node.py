@@ -44,8 +44,10 @@ from realm_ros.core.evaluation import REAL, SIM, EpisodeLog, EvalConfig, PolicyE
 from realm_ros.core.types import EpisodeSpec, Progress
 from realm_ros.io import episode_bags
 from realm_ros.io.video import (
+    STEP_SLOP_S,
     EpisodeVideo,
     camera_relpath,
+    matched_images,
     parse_cameras,
     video_fields,
     video_relpath,
@@ -145,7 +147,8 @@ class EvaluatorNode(Node):
         # Several cameras (a comma list): one video each, the first the arena's (io/video.py).
         self._videos: dict[tuple[str, str], EpisodeVideo] = {}
         self._cameras = parse_cameras(self.config.videos, 'parameter videos')
-        self._pending: dict[str, dict[tuple[int, int], dict[str, Image]]] = {}
+        # Per world and camera, the images not yet written (time from their stamp, message).
+        self._pending: dict[str, dict[str, list[tuple[float, Image]]]] = {}
         for world, ns in self._ns.items():
             for camera in self._cameras:
                 self.create_subscription(
@@ -278,30 +281,19 @@ class EvaluatorNode(Node):
         return {key: video.close() for key, video in videos.items()}
 
     def _on_image(self, world: str, msg: Image, camera: str) -> None:
-        stamp = (msg.header.stamp.sec, msg.header.stamp.nanosec)
+        stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
         with self._lock:
             run = self._runs.get(world)
             # A world whose episode ended first (a real arm keeps publishing) adds no idle
             # frames.
             if run is None or run.finished.is_set() or (world, camera) not in self._videos:
                 return
-            if len(self._cameras) == 1:
-                ready = [(camera, msg)]
-            else:
-                # Several cameras: a step's images (one stamp) are written together, so every
-                # camera's video keeps the same steps, frame k of each at the same time; a step
-                # one camera lost (a dropped image) is left out of all of them.
-                pending = self._pending.setdefault(world, {})
-                pending.setdefault(stamp, {})[camera] = msg
-                if len(pending[stamp]) < len(self._cameras):
-                    return
-                ready = sorted(pending.pop(stamp).items(),
-                               key=lambda item: self._cameras.index(item[0]))
-                for older in [s for s in pending if s < stamp]:
-                    del pending[older]
+            pending = self._pending.setdefault(world, {c: [] for c in self._cameras})
+            pending[camera].append((stamp, msg))
             try:  # under the lock: a step's frames go to every video before the next step's
-                for name, image in ready:
-                    self._videos[(world, name)].add(convert.image_from_msg(image))
+                for step in matched_images(pending, STEP_SLOP_S):
+                    for name, image in step.items():
+                        self._videos[(world, name)].add(convert.image_from_msg(image))
             except RealmError as err:
                 self.get_logger().error(f'{world} video: {err}')
 

@@ -18,6 +18,7 @@ from realm_ros.io.video import (
     VideoOnStep,
     camera_relpath,
     episode_stem,
+    matched_images,
     parse_cameras,
     probe,
     record_videos,
@@ -118,6 +119,27 @@ def test_several_cameras_are_named_by_camera_beside_the_first():
     assert record_videos({'video': first}) == {'': first}
     assert video_fields(paths, {'exterior_1': 5, 'wrist': 0}) == {
         'video': paths['exterior_1'], 'camera_videos': {'exterior_1': paths['exterior_1']}}
+
+
+def test_a_step_one_camera_lost_is_left_out_of_every_cameras_video():
+    """The evaluator's pairing of several cameras' images: one stamp (a simulated world) or
+    stamps within half a step (a lab's drivers) make a step; a step with an image lost (the
+    wrist's second) is dropped from both, so frame k of each video is the same step."""
+    pending = {'exterior_1': [], 'wrist': []}
+    written = []
+    arrivals = [('exterior_1', 0.0), ('wrist', 0.0), ('exterior_1', 1 / 15),
+                ('exterior_1', 2 / 15), ('wrist', 2 / 15 + 0.01), ('wrist', 3 / 15),
+                ('exterior_1', 3 / 15 - 0.02)]
+    for camera, stamp in arrivals:
+        pending[camera].append((stamp, f'{camera}@{stamp:.3f}'))
+        written += matched_images(pending)
+    assert [sorted(step.values()) for step in written] == [
+        ['exterior_1@0.000', 'wrist@0.000'], ['exterior_1@0.133', 'wrist@0.143'],
+        ['exterior_1@0.180', 'wrist@0.200']]
+    assert pending == {'exterior_1': [], 'wrist': []}
+    # One camera: every image as it comes.
+    assert matched_images({'wrist': [(0.0, 'a'), (0.5, 'b')]}) == [{'wrist': 'a'},
+                                                                    {'wrist': 'b'}]
 
 
 def test_the_sweep_hook_records_every_camera_of_a_cell(tmp_path):
