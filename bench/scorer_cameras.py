@@ -3,8 +3,9 @@ normalisation, both (issue 42; docs/scoring.md, "Measured: other cameras and per
 normalisation").
 
     python bench/scorer_cameras.py collect SET [--data-dir data/progress_scorer/cameras]
-    python bench/scorer_cameras.py train [--epochs E] [--threads T] [--data-dir ...]
-    python bench/scorer_cameras.py measure [--json OUT.json] [--data-dir ...]
+    python bench/scorer_cameras.py train [--variants V ...] [--seeds S ...] [--epochs E] [...]
+    python bench/scorer_cameras.py measure [looks|new_looks] [--variants [V ...]] [--seeds S ...]
+                                           [--json OUT.json] [--data-dir ...]
 
 ``collect`` runs the digital real's episodes of one set (below) in process, rendering
 ``exterior_1`` **and** ``wrist`` on every 5th control step (3 per second), and keeps each
@@ -22,10 +23,17 @@ same episodes. Sets:
   at most 160 steps: 72 episodes, the episodes of plan ``learned_ladder`` (the cameras are
   rendered on every step for the policy, the scorer's frames kept on every 5th).
 
-``train`` trains the variants (``VARIANTS``) on the ``train`` set with the same settings
-(``learned.SHIPPED``'s, ``--epochs`` each) into ``DATA_DIR/VARIANT.pt``; ``measure`` measures
-them and the shipped checkpoints on the ``looks`` set (Pearson r with a bootstrap interval over
-episodes, stage accuracy, success accuracy with a Wilson interval, and the constants).
+Round 2 (issue 42) adds ``new_looks`` and ``new_learned_ladder``: the same episodes under lab
+looks 7011-7013, which no figure, choice or training had used (the figures held against the
+targets), and ``train_more``: 20 more training looks (1100-1119), the same policies.
+
+``train`` trains the variants (``VARIANTS``) on the ``train`` set (variant ``e``: ``train`` and
+``train_more``) with the same settings (``learned.SHIPPED``'s, ``--epochs`` each unless the
+variant names its own) into ``DATA_DIR/VARIANT.pt`` (``--seeds``: one checkpoint per training
+seed, ``VARIANT_s<seed>.pt`` for a seed other than 0); ``measure [looks|new_looks]`` measures
+them and the shipped checkpoints (``--variants`` with no name: the shipped ones only) on that
+set and its learned ladder (Pearson r with a bootstrap interval over episodes, stage accuracy,
+success accuracy with a Wilson interval, and the constants).
 """
 
 from __future__ import annotations
@@ -49,12 +57,24 @@ TASKS = ('push_switch', 'pick_spoon', 'put_green_block_in_bowl')
 SETS = {
     'train': (tuple(range(1000, 1040)), TASKS, ('scripted:0', 'scripted:1', 'scripted:3'), (),
               200),
+    # 20 more training looks (issue 42, round 2: variant e), seeds no figure has used.
+    'train_more': (tuple(range(1100, 1120)), TASKS, ('scripted:0', 'scripted:1', 'scripted:3'),
+                   (), 200),
     'looks': ((7001, 7002, 7003), TASKS,
               ('scripted:0', 'scripted:1', 'scripted:2', 'scripted:3'), (100, 101, 102, 103),
               200),
     'learned_ladder': ((7001, 7002, 7003), ('push_switch', 'pick_spoon'), (), (200, 201, 202, 203),
                        160),
+    # Looks no figure had used before issue 42's second round (nor any choice since): the
+    # figures put first against the targets.
+    'new_looks': ((7011, 7012, 7013), TASKS,
+                  ('scripted:0', 'scripted:1', 'scripted:2', 'scripted:3'), (100, 101, 102, 103),
+                  200),
+    'new_learned_ladder': ((7011, 7012, 7013), ('push_switch', 'pick_spoon'), (),
+                           (200, 201, 202, 203), 160),
 }
+#: A held-out set -> the learned-ladder set on the same looks.
+LADDER_OF = {'looks': 'learned_ladder', 'new_looks': 'new_learned_ladder'}
 #: The variants, each trained with the same settings on the same episodes: which cameras the
 #: network reads and whether each frame pair is normalised by its first frame's statistics.
 VARIANTS = {
@@ -62,6 +82,10 @@ VARIANTS = {
     'b_ext1_wrist': {'cameras': ('exterior_1', 'wrist'), 'normalise': False},
     'c_ext1_norm': {'cameras': ('exterior_1',), 'normalise': True},
     'd_ext1_wrist_norm': {'cameras': ('exterior_1', 'wrist'), 'normalise': True},
+    # Round 2 (decided before measuring): (d)'s inputs and epochs (the shipped wrist
+    # checkpoint's: 30), trained on half as many looks again (train + train_more: 60 lab looks).
+    'e_wrist_norm_60looks': {'cameras': ('exterior_1', 'wrist'), 'normalise': True,
+                             'epochs': 30, 'sets': ('train', 'train_more')},
 }
 
 
@@ -133,7 +157,7 @@ def collect_look(look: int, task_names: tuple[str, ...], policies: tuple[str, ..
 def run_collect(args: argparse.Namespace) -> None:
     from realm_ros.scorers import learned
     looks, task_names, policies, seeds, max_steps = SETS[args.set]
-    if args.set == 'learned_ladder':
+    if args.set in LADDER_OF.values():
         policies = learned.LEARNED_LADDER
     folder = args.data_dir / args.set
     for look in looks[:args.limit_looks or None]:
@@ -160,27 +184,40 @@ def load_set(folder: pathlib.Path, name: str, cameras: tuple[str, ...]) -> list[
     return out
 
 
-def variant_config(name: str, args: argparse.Namespace) -> Any:
+def variant_config(name: str, args: argparse.Namespace, seed: int = 0) -> Any:
     from realm_ros.scorers import learned
-    return dataclasses.replace(learned.SHIPPED, epochs=args.epochs, threads=args.threads,
-                               **VARIANTS[name])
+    settings = {k: v for k, v in VARIANTS[name].items() if k != 'sets'}
+    settings.setdefault('epochs', args.epochs)
+    return dataclasses.replace(learned.SHIPPED, threads=args.threads, seed=seed, **settings)
+
+
+def checkpoint_name(name: str, seed: int) -> str:
+    """A variant's checkpoint stem: its name, ``_s<seed>`` for a training seed other than 0."""
+    return name if seed == 0 else f'{name}_s{seed}'
 
 
 def run_train(args: argparse.Namespace) -> None:
+    for variant in args.variants or VARIANTS:
+        for seed in args.seeds:
+            train_one(args, variant, seed)
+
+
+def train_one(args: argparse.Namespace, variant: str, seed: int) -> None:
     from realm_ros.scorers import learned
-    for name in args.variants or VARIANTS:
-        config = variant_config(name, args)
-        episodes = load_set(args.data_dir, 'train', config.cameras)
-        start = time.monotonic()
-        cpu = time.process_time()
-        checkpoint = learned.train(episodes, config, log=lambda line, name=name: print(
-            f'{name}: {line}', file=sys.stderr, flush=True))
-        checkpoint['meta']['train_s'] = [round(time.monotonic() - start, 1),
-                                         round(time.process_time() - cpu, 1)]
-        learned.save_checkpoint(args.data_dir / f'{name}.pt', checkpoint)
-        print(f'{name}: {len(episodes)} episodes, {checkpoint["meta"]["frames"]} frames, '
-              f'{time.monotonic() - start:.0f} s wall, {time.process_time() - cpu:.0f} s CPU, '
-              f'final loss {checkpoint["meta"]["loss"][-1]:.4f}', flush=True)
+    name = checkpoint_name(variant, seed)
+    config = variant_config(variant, args, seed)
+    episodes = [e for part in VARIANTS[variant].get('sets', ('train',))
+                for e in load_set(args.data_dir, part, config.cameras)]
+    start = time.monotonic()
+    cpu = time.process_time()
+    checkpoint = learned.train(episodes, config, log=lambda line, name=name: print(
+        f'{name}: {line}', file=sys.stderr, flush=True))
+    checkpoint['meta']['train_s'] = [round(time.monotonic() - start, 1),
+                                     round(time.process_time() - cpu, 1)]
+    learned.save_checkpoint(args.data_dir / f'{name}.pt', checkpoint)
+    print(f'{name}: {len(episodes)} episodes, {checkpoint["meta"]["frames"]} frames, '
+          f'{time.monotonic() - start:.0f} s wall, {time.process_time() - cpu:.0f} s CPU, '
+          f'final loss {checkpoint["meta"]["loss"][-1]:.4f}', flush=True)
 
 
 def measure_one(scorer: Any, episodes: list[Any], reference: list[Any]) -> dict[str, Any]:
@@ -234,8 +271,15 @@ def run_measure(args: argparse.Namespace) -> None:
     from realm_ros.scorers import learned
     checkpoints = {'shipped default': learned.DEFAULT_CHECKPOINT,
                    'shipped looks': learned.LOOKS_CHECKPOINT,
-                   **{name: args.data_dir / f'{name}.pt' for name in VARIANTS
-                      if (args.data_dir / f'{name}.pt').is_file()}}
+                   'shipped wrist': learned.WRIST_CHECKPOINT,
+                   **{stem: args.data_dir / f'{stem}.pt'
+                      for stem in (checkpoint_name(name, seed)
+                                   for name in (VARIANTS if args.variants is None
+                                                else args.variants)
+                                   for seed in args.seeds)
+                      if (args.data_dir / f'{stem}.pt').is_file()}}
+    held = args.set if args.set in LADDER_OF else 'looks'
+    ladder_set = LADDER_OF[held]
     reference = load_set(args.data_dir, 'train', ('exterior_1',))
     figures: dict[str, Any] = {}
     print('| set (episodes) | scorer | Pearson r [95 % CI] (per-task constant) | stage accuracy '
@@ -246,17 +290,18 @@ def run_measure(args: argparse.Namespace) -> None:
         scorer = learned.LearnedScorer(path)
         cameras = tuple(scorer.cameras)
         sets = {}
-        looks = load_set(args.data_dir, 'looks', cameras)
-        sets['held-out looks 7001-7003, all'] = looks
-        for look in SETS['looks'][0]:
+        looks = load_set(args.data_dir, held, cameras)
+        first, last = SETS[held][0][0], SETS[held][0][-1]
+        sets[f'held-out looks {first}-{last}, all'] = looks
+        for look in SETS[held][0]:
             sets[f'look lab:{look}'] = [e for e in looks if e.look == f'lab:{look}']
         sets['held-out looks, unseen rung scripted:2'] = [e for e in looks
                                                           if e.policy == 'scripted-2']
-        if all((args.data_dir / 'learned_ladder' / f'lab-{k}.{c}.npz').is_file()
-               for k in SETS['learned_ladder'][0] for c in cameras):
-            ladder = load_set(args.data_dir, 'learned_ladder', cameras)
+        if all((args.data_dir / ladder_set / f'lab-{k}.{c}.npz').is_file()
+               for k in SETS[ladder_set][0] for c in cameras):
+            ladder = load_set(args.data_dir, ladder_set, cameras)
             sets['held-out looks, learned ladder'] = ladder
-            for task in SETS['learned_ladder'][1]:
+            for task in SETS[ladder_set][1]:
                 sets[f'learned ladder, {task}'] = [e for e in ladder if e.task == task]
         for name, episodes in sets.items():
             r = measure_one(scorer, episodes, reference)
@@ -289,7 +334,11 @@ def main() -> None:
     parser.add_argument('--epochs', type=int, default=10)
     parser.add_argument('--threads', type=int, default=1)
     parser.add_argument('--json', type=pathlib.Path, default=None)
-    parser.add_argument('--variants', nargs='+', choices=tuple(VARIANTS), default=None)
+    parser.add_argument('--variants', nargs='*', choices=tuple(VARIANTS), default=None,
+                        help='train / measure these (measure: none = the shipped only)')
+    parser.add_argument('--seeds', nargs='+', type=int, default=[0],
+                        help="training seeds (TrainConfig.seed); a seed's checkpoint is "
+                             'VARIANT_s<seed>.pt (seed 0: VARIANT.pt)')
     args = parser.parse_args()
     {'collect': run_collect, 'train': run_train, 'measure': run_measure}[args.command](args)
 

@@ -148,8 +148,9 @@ def paired_eval_graph(config: EvalConfig, out_dir: str, lockstep: bool = True,
         arm: ``arm_id`` of the arm (fr3, fer, panda): joint names on the robot side of the
             bridge, the digital real's too.
         gripper: the gripper on the arm (franka_hand, robotiq_2f_85).
-        videos: a camera whose images the evaluator saves as one video per episode and world
-            (docs/arena.md); both worlds then render it. '' = no videos.
+        videos: the cameras (a comma list) whose images the evaluator saves as one video per
+            episode, world and camera (docs/arena.md); both worlds then render them. '' = no
+            videos.
     """
     entries = config.policy_entries()
     needs = _policy_needs(entries)
@@ -172,10 +173,9 @@ def paired_eval_graph(config: EvalConfig, out_dir: str, lockstep: bool = True,
     declared = _policy_cameras(needs)
     camera_names = list(declared or (CAMERA_NAMES if config.cameras else ()))
     if videos:
-        if videos not in CAMERA_NAMES:
-            raise ConfigError(f'videos: unknown camera {videos!r}; choose from '
-                              f'{list(CAMERA_NAMES)}')
-        camera_names = [c for c in CAMERA_NAMES if c in {*camera_names, videos}]
+        from realm_ros.io.video import parse_cameras
+        recorded = parse_cameras(videos, '--videos')
+        camera_names = [c for c in CAMERA_NAMES if c in {*camera_names, *recorded}]
     cameras = bool(camera_names)
     policy = {'policy': entries[0].policy, 'policy_args': json.dumps(dict(entries[0].args)),
               **dict(policy or {}),

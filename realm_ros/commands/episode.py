@@ -1,7 +1,9 @@
 """``realm-ros episode``: run one episode in the MuJoCo twin (no ROS) and print its score.
 
 The world renders the cameras the policy declares (:attr:`Policy.needs`: openpi's DROID
-checkpoints exterior_1 and wrist, GR00T N1.5 all three) plus the one ``--video`` records; the
+checkpoints exterior_1 and wrist, GR00T N1.5 all three) plus the one ``--video`` records and
+each ``--camera-video CAMERA=FILE`` (the same episode's other cameras, frame for frame: what
+``realm-ros score --video --camera-video`` reads for a scorer of several cameras); the
 chunk's open-loop length is ``--execute-horizon`` or the policy's own.
 """
 
@@ -10,6 +12,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import pathlib
+from typing import Any
 
 from realm_ros.commands import (
     appearance_flag,
@@ -61,6 +65,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--video', default='', help='write the exterior_1 camera to this mp4')
     parser.add_argument('--video-camera', default=VIDEO_CAMERA, choices=CAMERA_NAMES,
                         help='camera --video records')
+    parser.add_argument('--camera-video', action='append', default=None,
+                        metavar='CAMERA=FILE',
+                        help="also write CAMERA's frames of the same steps to FILE (repeatable; "
+                             'wrist=FILE beside --video: what the wrist scorer checkpoint '
+                             'reads, scored with `realm-ros score --video V --camera-video '
+                             'wrist=FILE`)')
     parser.add_argument('--execute-horizon', type=non_negative_int, default=0,
                         help="actions executed open loop per chunk (0 = the policy's own: "
                              'openpi DROID 8, GR00T N1.6/N1.7 15, scripted 8)')
@@ -97,6 +107,7 @@ def run(args: argparse.Namespace) -> int:
 
     width, height = parse_image_size(args.image_size)
     video = out_file(args.video, '--video')
+    others = camera_video_files(args.camera_video, args.video_camera if video else None)
     actions_file = out_file(args.record_actions, '--record-actions')
     files = {'camera_rig_file': rig_flag(args.camera_rig, '--camera-rig'),
              'sim_params_file': sim_params_flag(args.sim_params),
@@ -113,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
     inner = make_policy(args.policy, common=common, **extra)
     needs = inner.needs
     cameras = tuple(dict.fromkeys(
-        (*needs.cameras, *((args.video_camera,) if video else ()))))
+        (*needs.cameras, *((args.video_camera,) if video else ()), *others)))
     config = WorldConfig(
         backend=args.backend, task=args.task, seed=args.seed,
         cameras=cameras, camera_rate_hz=robot.CONTROL_HZ if cameras else 0.0,
@@ -131,6 +142,7 @@ def run(args: argparse.Namespace) -> int:
                        perturbation=args.perturbation, intensity=args.intensity,
                        max_steps=args.max_steps)
     frames = []
+    other_frames: dict[str, list[Any]] = {camera: [] for camera in others}
     executed = []
 
     def on_step(step, obs, action, progress) -> None:
@@ -138,6 +150,9 @@ def run(args: argparse.Namespace) -> int:
         executed.append(action.as_array())
         if video is not None and args.video_camera in obs.images:
             frames.append(obs.images[args.video_camera])
+        for camera, kept in other_frames.items():
+            if camera in obs.images:
+                kept.append(obs.images[camera])
 
     try:
         result = run_episode(world, policy, spec, on_step=on_step,
@@ -149,6 +164,10 @@ def run(args: argparse.Namespace) -> int:
         import imageio.v2 as imageio
         video.parent.mkdir(parents=True, exist_ok=True)
         imageio.mimwrite(str(video), frames, fps=15, macro_block_size=1)
+    for camera, file in others.items():
+        import imageio.v2 as imageio
+        file.parent.mkdir(parents=True, exist_ok=True)
+        imageio.mimwrite(str(file), other_frames[camera], fps=15, macro_block_size=1)
     if actions_file is not None:
         import numpy as np
         np.save(actions_file, np.asarray(executed))
@@ -167,7 +186,32 @@ def run(args: argparse.Namespace) -> int:
         print(f'error: {result.error}')
     if video is not None:
         print(f'video: {video} ({len(frames)} frames)')
+    for camera, file in others.items():
+        print(f'video {camera}: {file} ({len(other_frames[camera])} frames)')
     return 0
+
+
+def camera_video_files(texts: list[str] | None, video_camera: str | None
+                       ) -> dict[str, pathlib.Path]:
+    """Return ``--camera-video CAMERA=FILE``'s files by camera.
+
+    Raises:
+        ConfigError: one line naming ``--camera-video``: malformed, an unknown camera, one
+            named twice or the one ``--video`` records, or a file that cannot be written.
+    """
+    files: dict[str, pathlib.Path] = {}
+    for text in texts or []:
+        camera, sep, file = text.partition('=')
+        if not sep or not camera or not file:
+            raise ConfigError(f'--camera-video: expected CAMERA=FILE, got {text!r}')
+        if camera not in CAMERA_NAMES:
+            raise ConfigError(f'--camera-video: unknown camera {camera!r}; choose from '
+                              f'{", ".join(CAMERA_NAMES)}')
+        if camera in files or camera == video_camera:
+            raise ConfigError(f'--camera-video {camera}: that camera is recorded already')
+        out_file(file, f'--camera-video {camera}')  # not a folder
+        files[camera] = pathlib.Path(file).expanduser()
+    return files
 
 
 def parse_image_size(text: str, flag: str = '--image-size') -> tuple[int, int]:

@@ -106,10 +106,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--record', action='store_true',
                         help='record both worlds (commands, joint states) to one rosbag2/MCAP '
                              'bag per pair under OUT/bags_real and OUT/bags_sim')
-    parser.add_argument('--videos', nargs='?', const='exterior_1', default='', metavar='CAMERA',
+    parser.add_argument('--videos', nargs='?', const='exterior_1', default='',
+                        metavar='CAMERA[,CAMERA...]',
                         help="save each episode's video of CAMERA (default exterior_1) as "
                              'OUT/videos/<role>/<episode id>.webm, named in its record, for '
-                             '`realm-ros arena serve` (the worlds render that camera)')
+                             '`realm-ros arena serve` and `realm-ros score OUT` (the worlds '
+                             'render that camera); a comma list (exterior_1,wrist: what the '
+                             'wrist scorer checkpoint reads) also saves each further camera as '
+                             'OUT/videos/<role>/<camera>/<episode id>.webm, all named in the '
+                             "record's camera_videos")
     add_run_flags(parser, 'episodes')
     parser.add_argument('--verbose', action='store_true',
                         help="every node's log lines on the console too (default: in "

@@ -7,7 +7,8 @@ Four forms:
   a learned checkpoint that reads several cameras takes each other camera's video of the
   episode as ``--camera-video CAMERA=FILE`` (the wrist checkpoint: ``wrist=FILE``);
 * ``realm-ros score RUN_DIR [--scorer ...]`` scores every episode video of a run folder
-  (``paired-eval --videos``, ``sweep --videos``) into ``RUN_DIR/scores.jsonl``, beside
+  (``paired-eval --videos``, ``sweep --videos``; for a checkpoint of several cameras, a run
+  recorded with all of them: ``--videos exterior_1,wrist``) into ``RUN_DIR/scores.jsonl``, beside
   ``episodes.jsonl`` and never in it; ``summary.json`` gains a ``scorers`` section and the
   report a scorer column. Episodes already scored by the same scorer are skipped (resumable);
 * ``realm-ros score train --out CKPT [--validate]`` runs the labelled episodes of the twin
@@ -39,6 +40,12 @@ from realm_ros.core.errors import ConfigError, DataError
 MODES = ('train', 'eval', 'calibrate')
 DEFAULT_DATA_DIR = pathlib.Path('data/progress_scorer')
 SCORES_FILE = 'scores.jsonl'
+
+
+def _shipped_epochs() -> int:
+    """The epochs ``score train`` trains with by default (``learned.SHIPPED``)."""
+    from realm_ros.scorers.learned import SHIPPED
+    return SHIPPED.epochs
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -86,7 +93,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              'PLAN-DIGEST.npz per plan and settings (look by content, rig, '
                              'dynamics, image size, max steps, policies, version)')
     parser.add_argument('--epochs', type=positive_int, default=None,
-                        help="train: epochs (default: the shipped settings', 40)")
+                        help="train: epochs (default: the shipped settings' "
+                             f'{_shipped_epochs()})')
     parser.add_argument('--validate', action='store_true',
                         help="train: hold the training plan's seeds 6-7 back, train on the "
                              "rest and print the scorer's agreement on them (writes no "
@@ -330,11 +338,8 @@ def run_dir(args: argparse.Namespace, folder: pathlib.Path) -> int:
         raise ConfigError(f'{folder}: no episode videos (run paired-eval or sweep with --videos)')
     scorer = build_scorer(args)
     cameras = list(getattr(scorer, 'cameras', None) or [])
-    if len(cameras) > 1:
-        # paired-eval / sweep --videos CAMERA record one camera per episode.
-        raise ConfigError(f'--checkpoint: the {scorer.name} scorer reads {", ".join(cameras)}; '
-                          "a run folder's records name one video per episode: score its "
-                          'episodes with --video and --camera-video')
+    videos_of = {(r['pair_id'], r['role']): run_videos(scorer, folder, r, cameras)
+                 for r in with_video}
     scores_path = folder / SCORES_FILE
     made_by = score_settings(args, scorer.name, records)
     # A score names what made it: the scorer's settings and its episode's (a digest of the
@@ -352,8 +357,10 @@ def run_dir(args: argparse.Namespace, folder: pathlib.Path) -> int:
     start = time.monotonic()
     with scores_path.open('a') as handle:
         for k, record in enumerate(todo, start=1):
-            out = score_video(scorer, folder / record['video'], str(record['task']),
-                              str(record.get('instruction') or ''), where='episode video')
+            first, *others = videos_of[(record['pair_id'], record['role'])]
+            out = score_video(scorer, first, str(record['task']),
+                              str(record.get('instruction') or ''), where='episode video',
+                              others=dict(zip(cameras[1:], others)) or None)
             line = {'pair_id': record['pair_id'], 'role': record['role'],
                     'task': record['task'], 'policy': record.get('policy', ''),
                     'video': record['video'], **out, provenance.MADE_BY: made_by(record)}
@@ -373,6 +380,31 @@ def run_dir(args: argparse.Namespace, folder: pathlib.Path) -> int:
                   f'{agreement["success_accuracy"]:.3f}')
     _write_summary(folder, section)
     return 0
+
+
+def run_videos(scorer: Any, folder: pathlib.Path, record: dict[str, Any],
+               cameras: list[str]) -> list[pathlib.Path]:
+    """Return the videos of a run folder's episode that ``scorer`` reads, one per camera in its
+    order (``record_videos``: a record of one camera gives its ``video`` to a scorer of one).
+
+    Raises:
+        ConfigError: one line: the scorer reads a camera the run did not record (naming
+            ``--videos``, the flag that records it).
+    """
+    from realm_ros.io.video import record_videos
+    named = record_videos(record)
+    if '' in named and len(cameras) <= 1:
+        return [folder / named['']]
+    if '' in named:
+        has = "one camera's video"
+    else:
+        missing = [c for c in cameras if c not in named or not (folder / named[c]).is_file()]
+        if not missing:
+            return [folder / named[c] for c in (cameras or list(named)[:1])]
+        has = f'no {", ".join(missing)} video'
+    raise ConfigError(f'--checkpoint: the {scorer.name} scorer reads {", ".join(cameras)}; '
+                      f'episode {record["role"]} {record["pair_id"]} has {has}: record the run '
+                      f'with --videos {",".join(cameras)} (paired-eval or sweep)')
 
 
 #: Score settings set by a flag other than ``--<setting>``.

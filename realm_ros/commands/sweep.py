@@ -80,9 +80,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--seed', type=non_negative_int, default=0,
                         help="seed of the sweep (paired-eval's: the same initial states)")
     parser.add_argument('--videos', nargs='?', const='exterior_1', default=None,
-                        metavar='CAMERA',
+                        metavar='CAMERA[,CAMERA...]',
                         help="save each cell's CAMERA (exterior_1) as OUT/videos/<world>/"
-                             '<episode id>.webm, named in its record, for the arena')
+                             '<episode id>.webm, named in its record, for the arena and '
+                             '`realm-ros score OUT`; a comma list (exterior_1,wrist: what the '
+                             'wrist scorer checkpoint reads) also saves each further camera as '
+                             "OUT/videos/<world>/<camera>/<episode id>.webm (the record's "
+                             'camera_videos)')
     parser.add_argument('--cameras', action='store_true',
                         help='render every camera (vision policies get theirs anyway)')
     parser.add_argument('--worlds', nargs='+', default=['mujoco'],
@@ -301,16 +305,18 @@ def run(args: argparse.Namespace) -> int:
     console.capture_warnings()
     config = build_config(args)
     servers = parse_servers(args.servers)
-    video_camera = getattr(args, 'videos', None)
-    if video_camera is not None:
-        if video_camera not in CAMERA_NAMES:
-            raise ConfigError(f'--videos: unknown camera {video_camera!r}; choose one of '
-                              f'{list(CAMERA_NAMES)}')
+    videos = getattr(args, 'videos', None)
+    video_cameras: tuple[str, ...] = ()
+    if videos is not None:
+        from realm_ros.io.video import parse_cameras
+        video_cameras = parse_cameras(videos, '--videos')
+        if not video_cameras:
+            raise ConfigError('--videos: name a camera (exterior_1, or a comma list)')
         if 'mjx' in config.worlds or 'warp' in config.worlds:
             raise ConfigError('--videos: the GPU batch (--device gpu) keeps no videos')
 
     def cameras_for(entry: PolicyEntry) -> tuple[str, ...]:
-        wanted = set(policy_cameras(entry, config.cameras)) | {video_camera}
+        wanted = set(policy_cameras(entry, config.cameras)) | set(video_cameras)
         return tuple(c for c in CAMERA_NAMES if c in wanted)
 
     cells = plan_cells(config, cameras_for, servers)
@@ -348,9 +354,9 @@ def run(args: argparse.Namespace) -> int:
         if changed:
             console.warn(provenance.rerun_line(changed, FLAGS))
     hook = None
-    if video_camera is not None:
+    if video_cameras:
         from realm_ros.sweep.videos import VideoHook
-        hook = VideoHook(out, video_camera)
+        hook = VideoHook(out, video_cameras)
     executor = make_executor(args, options, hook)
     bar = console.bar(len(cells), 'cells', unit='cell')  # after the last check of the flags
     decided = None

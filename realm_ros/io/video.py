@@ -3,14 +3,20 @@
 Layout inside a run folder (the one holding ``episodes.jsonl``)::
 
     videos/<role>/<episode id>.webm        role: real or sim (or the backend outside a pair)
+    videos/<role>/<camera>/<episode id>.webm   each further camera of a run recording several
 
 where the episode id is the record's ``pair_id`` with ``/`` written as ``__``
 (:func:`video_relpath`); the record names its video in its ``video`` field, relative to the
-run folder. VP9 in WebM, yuv420p, at the control rate (15 fps): every Chromium and Firefox
-build plays it, while H.264 needs a browser built with proprietary codecs (Debian's chromium
-has them; others do not). Encoded by imageio-ffmpeg's bundled ffmpeg, the library the LeRobot
-dataset writer (io/lerobot.py) uses for its mp4s, with realtime VP9 settings (about 2 ms per
-320x180 frame here). Nothing in the file names the policy: the arena serves these files to
+run folder (the first camera's: the one the arena shows), and, when a run records several
+cameras (``--videos exterior_1,wrist``: what a scorer checkpoint of several cameras reads),
+every camera's in ``camera_videos`` (camera -> path; :func:`video_fields`,
+:func:`record_videos`).
+
+VP9 in WebM, yuv420p, at the control rate (15 fps): every Chromium and Firefox build plays it,
+while H.264 needs a browser built with proprietary codecs (Debian's chromium has them; others
+do not). Encoded by imageio-ffmpeg's bundled ffmpeg, the library the LeRobot dataset writer
+(io/lerobot.py) uses for its mp4s, with realtime VP9 settings (about 2 ms per 320x180 frame
+here). Nothing in the file names the policy: the arena serves these files to
 blind judges (docs/arena.md), so no metadata is written into them.
 
 A video is written to ``<name>.partial.webm`` and renamed when closed: a run killed mid-episode
@@ -50,6 +56,78 @@ def video_relpath(role: str, pair_id: str) -> str:
     if not role or '/' in role or role.startswith('.'):
         raise ConfigError(f'role {role!r} cannot name a video folder')
     return f'{VIDEO_DIR}/{role}/{episode_stem(pair_id)}{SUFFIX}'
+
+
+def parse_cameras(text: str, flag: str) -> tuple[str, ...]:
+    """Return the cameras of a comma list (``'exterior_1,wrist'``; '' = none), in its order.
+
+    Raises:
+        ConfigError: one line naming ``flag``: an unknown or repeated camera.
+    """
+    from realm_ros.core.config import CAMERA_NAMES
+    cameras = tuple(c.strip() for c in str(text).split(',') if c.strip())
+    for camera in cameras:
+        if camera not in CAMERA_NAMES:
+            raise ConfigError(f'{flag}: unknown camera {camera!r}; choose from '
+                              f'{", ".join(CAMERA_NAMES)} (a comma list records several)')
+    if len(set(cameras)) != len(cameras):
+        raise ConfigError(f'{flag}: a camera is named twice in {text!r}')
+    return cameras
+
+
+def camera_relpath(first: str, camera: str, cameras: tuple[str, ...] | list[str]) -> str:
+    """Return where ``camera``'s video goes when the first camera's is ``first``: ``first``
+    itself for the first camera, else ``<first's folder>/<camera>/<first's name>``."""
+    if not cameras or camera == cameras[0]:
+        return first
+    folder, _, name = first.rpartition('/')
+    return f'{folder}/{camera}/{name}' if folder else f'{camera}/{name}'
+
+
+def video_fields(relpaths: Mapping[str, str], frames: Mapping[str, int]) -> dict[str, Any]:
+    """Return a record's video fields: ``video`` (the first camera's, when it has frames) and,
+    with several cameras, ``camera_videos`` (camera -> path, each camera with frames)."""
+    kept = {c: path for c, path in relpaths.items() if frames.get(c, 0) > 0}
+    out: dict[str, Any] = {}
+    first = next(iter(relpaths), None)
+    if first in kept:
+        out['video'] = kept[first]
+    if len(relpaths) > 1 and kept:
+        out['camera_videos'] = kept
+    return out
+
+
+def record_videos(record: Mapping[str, Any]) -> dict[str, str]:
+    """Return a record's videos by camera: its ``camera_videos``; for a record of one camera
+    (no ``camera_videos``), ``{'': video}``: the camera is the one the run was asked for."""
+    named = record.get('camera_videos')
+    if isinstance(named, Mapping) and named:
+        return {str(c): str(p) for c, p in named.items()}
+    return {'': str(record['video'])} if record.get('video') else {}
+
+
+#: Images of several cameras whose stamps are at most this far apart are one step's (half a
+#: control period: a simulated world stamps a step's images alike, a lab's drivers do not).
+STEP_SLOP_S = 0.5 / DEFAULT_FPS
+
+
+def matched_images(pending: dict[str, list[tuple[float, Any]]], slop_s: float = STEP_SLOP_S
+                   ) -> list[dict[str, Any]]:
+    """Take the steps every camera has an image of from ``pending`` (camera -> [(stamp s,
+    image)] in arrival order, consumed in place) and return them in order, each camera ->
+    image: the oldest image of each camera, when their stamps are within ``slop_s``; else the
+    oldest of them is dropped (its step lost another camera's image), so the cameras' videos
+    keep the same steps frame for frame."""
+    steps = []
+    while all(pending.values()):
+        heads = {camera: queue[0] for camera, queue in pending.items()}
+        stamps = [stamp for stamp, _ in heads.values()]
+        if max(stamps) - min(stamps) <= slop_s:
+            steps.append({camera: queue.pop(0)[1] for camera, queue in pending.items()})
+        else:
+            oldest = min(heads, key=lambda camera: heads[camera][0])
+            pending[oldest].pop(0)
+    return steps
 
 
 class EpisodeVideo:

@@ -43,7 +43,15 @@ from realm_ros.core.errors import ConfigError, DataError, InfrastructureError, R
 from realm_ros.core.evaluation import REAL, SIM, EpisodeLog, EvalConfig, PolicyEntry
 from realm_ros.core.types import EpisodeSpec, Progress
 from realm_ros.io import episode_bags
-from realm_ros.io.video import EpisodeVideo, video_relpath
+from realm_ros.io.video import (
+    STEP_SLOP_S,
+    EpisodeVideo,
+    camera_relpath,
+    matched_images,
+    parse_cameras,
+    video_fields,
+    video_relpath,
+)
 from realm_ros.programs.paired import (  # noqa: F401 - EvaluatorConfig: its old home's name
     EvaluatorConfig,
     PairedEvaluation,
@@ -136,12 +144,16 @@ class EvaluatorNode(Node):
                 qos.LATCHED, callback_group=self._group)
         # Episode videos (docs/arena.md): subscribed only when asked for, so a headless run
         # never receives an image.
-        self._videos: dict[str, EpisodeVideo] = {}
-        if self.config.videos:
-            for world, ns in self._ns.items():
+        # Several cameras (a comma list): one video each, the first the arena's (io/video.py).
+        self._videos: dict[tuple[str, str], EpisodeVideo] = {}
+        self._cameras = parse_cameras(self.config.videos, 'parameter videos')
+        # Per world and camera, the images not yet written (time from their stamp, message).
+        self._pending: dict[str, dict[str, list[tuple[float, Image]]]] = {}
+        for world, ns in self._ns.items():
+            for camera in self._cameras:
                 self.create_subscription(
-                    Image, f'{ns}/{topics.camera_image(self.config.videos)}',
-                    lambda msg, w=world: self._on_image(w, msg), qos.IMAGE,
+                    Image, f'{ns}/{topics.camera_image(camera)}',
+                    lambda msg, w=world, c=camera: self._on_image(w, msg, c), qos.IMAGE,
                     callback_group=self._group)
         self._thread: threading.Thread | None = None
         # The ROS-free half: which pairs run, the records (and what made them), the summary.
@@ -239,38 +251,49 @@ class EvaluatorNode(Node):
                                         self.config.service_timeout_s, self._service_clients)
         for world in worlds:
             record = self._record(spec, runs[world])
-            if videos.get(world):
-                record['video'] = video_relpath(world, spec.pair_id)
+            record.update(video_fields(self._video_relpaths(world, spec), {
+                camera: frames for (w, camera), frames in videos.items() if w == world}))
             episode_bags.note_bag(self.out_dir, record, self._ns[world], bags)  # before log
             log.append(record)
 
     def _start_videos(self, spec: EpisodeSpec, worlds: list[str]) -> None:
         """Open one video per running world; its images are appended until the episode ends."""
-        if not self.config.videos:
-            return
         with self._lock:
             for world in worlds:
-                self._videos[world] = EpisodeVideo(
-                    self.out_dir / video_relpath(world, spec.pair_id))
+                for camera, relpath in self._video_relpaths(world, spec).items():
+                    self._videos[(world, camera)] = EpisodeVideo(self.out_dir / relpath)
 
-    def _end_videos(self, keep: bool) -> dict[str, int]:
-        """Close (or, for a pair that is not recorded, drop) the videos; frames per world."""
+    def _video_relpaths(self, world: str, spec: EpisodeSpec) -> dict[str, str]:
+        """Each recorded camera's video of ``world``'s episode, relative to ``out_dir``."""
+        first = video_relpath(world, spec.pair_id)
+        return {c: camera_relpath(first, c, self._cameras) for c in self._cameras}
+
+    def _end_videos(self, keep: bool) -> dict[tuple[str, str], int]:
+        """Close (or, for a pair that is not recorded, drop) the videos; frames per (world,
+        camera)."""
         with self._lock:
             videos, self._videos = self._videos, {}
+            self._pending = {}
         if not keep:
             for video in videos.values():
                 video.abandon()
             return {}
-        return {world: video.close() for world, video in videos.items()}
+        return {key: video.close() for key, video in videos.items()}
 
-    def _on_image(self, world: str, msg: Image) -> None:
+    def _on_image(self, world: str, msg: Image, camera: str) -> None:
+        stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
         with self._lock:
-            video = self._videos.get(world)
             run = self._runs.get(world)
-        # A world whose episode ended first (a real arm keeps publishing) adds no idle frames.
-        if video is not None and run is not None and not run.finished.is_set():
-            try:
-                video.add(convert.image_from_msg(msg))
+            # A world whose episode ended first (a real arm keeps publishing) adds no idle
+            # frames.
+            if run is None or run.finished.is_set() or (world, camera) not in self._videos:
+                return
+            pending = self._pending.setdefault(world, {c: [] for c in self._cameras})
+            pending[camera].append((stamp, msg))
+            try:  # under the lock: a step's frames go to every video before the next step's
+                for step in matched_images(pending, STEP_SLOP_S):
+                    for name, image in step.items():
+                        self._videos[(world, name)].add(convert.image_from_msg(image))
             except RealmError as err:
                 self.get_logger().error(f'{world} video: {err}')
 

@@ -31,7 +31,11 @@ Topics:
     operator/state (out, latched)  std_msgs/String JSON ``{state, episode_index, task, ...}``
     joint_states (in)              counts the world's control steps during an episode
     cameras/<scorer_camera>/image (in)  the frames a scorer reads (only with ``scorer`` set)
-    cameras/<video_camera>/image (in)   the episode video's frames (only with ``video_camera``)
+    cameras/<camera>/image (in)         each further camera a scorer checkpoint reads (the
+                                        wrist checkpoint: wrist), the latest frame kept
+                                        beside each of scorer_camera's
+    cameras/<video_camera>/image (in)   the episode video's frames (only with ``video_camera``;
+                                        a comma list: one video per camera)
 Parameters: :class:`realm_ros.core.annotation.OperatorConfig` fields, ``episode_spec`` (JSON
 :class:`~realm_ros.core.types.EpisodeSpec`, read at each ``confirm_reset``) and the stage
 proposals' ``scorer`` ('' = none, ``learned``, ``vlm``), ``scorer_checkpoint``,
@@ -44,7 +48,10 @@ camera is recorded from the confirmed reset (the record's ``start_time``, the vi
 frame) to the episode's end at a constant ``video_fps`` (``annotation.frames_due``) to
 ``videos/<world>/episode_<index>_<start ms>.webm`` beside ``record_file``, and the record names
 it in ``video`` (relative to its folder): a lab's records are ``realm-ros score calibrate
---labels`` lines as they are.
+--labels`` lines as they are. With ``video_camera`` a comma list (``exterior_1,wrist``: what the
+wrist scorer checkpoint reads), each further camera's video is
+``videos/<world>/<camera>/episode_<index>_<start ms>.webm`` and the record names every camera's
+in ``camera_videos`` (``realm_ros.io.video``).
 Terminal: single keys (``h`` lists them); with stdin a pipe, one key (or command name) per line.
 """
 
@@ -68,7 +75,7 @@ from std_srvs.srv import SetBool, Trigger
 from realm_ros.core import annotation, perturbations, scoring, tasks
 from realm_ros.core.errors import ConfigError, RealmError
 from realm_ros.core.types import EpisodeSpec
-from realm_ros.io.video import EpisodeVideo
+from realm_ros.io.video import EpisodeVideo, camera_relpath, parse_cameras, video_fields
 from realm_ros.ros import convert, qos, topics
 from realm_ros.ros.params import (
     EPISODE_SPEC,
@@ -110,7 +117,8 @@ class OperatorNode(Node):
                 ('scorer_model', '', 'vlm scorer: model name'),
                 ('scorer_camera', 'exterior_1', 'camera whose frames the scorer reads'),
                 ('video_camera', '', "camera recorded to each episode's video, named in its "
-                                     "record ('' = no video)")):
+                                     "record ('' = no video; a comma list records one video "
+                                     'per camera, all named in camera_videos)')):
             self.declare_parameter(name, default, ParameterDescriptor(description=text))
         self.declare_parameter('scorer_fps', 3.0, ParameterDescriptor(
             description='frames per second kept for the scorer'))
@@ -119,12 +127,16 @@ class OperatorNode(Node):
         if self._param('video_fps') <= 0:
             raise ConfigError(f'parameter video_fps must be positive, got '
                               f'{self._param("video_fps")}')
-        self._video: EpisodeVideo | None = None
-        self._video_relpath = ''
+        self._video_cameras = parse_cameras(self._param('video_camera'),
+                                            'parameter video_camera')
+        self._videos: dict[str, EpisodeVideo] = {}
+        self._video_relpaths: dict[str, str] = {}
         self._video_start = 0.0
         self.review = scoring.StageReview()
         self._scorer: Any = None
-        self._frames: list[tuple[float, np.ndarray]] = []
+        # (time, frame), or with a scorer of several cameras (time, [frame of each camera]).
+        self._frames: list[tuple[float, Any]] = []
+        self._latest: dict[str, np.ndarray] = {}  # each further scorer camera's latest frame
         self._frame_lock = threading.Lock()
         self.quit_requested = False
         self._steps = 0
@@ -137,9 +149,14 @@ class OperatorNode(Node):
             self.scorer()  # built now (a checkpoint loads in seconds): a bad one exits 2 here
             self.create_subscription(Image, topics.camera_image(self._param('scorer_camera')),
                                      self._on_image, qos.ANY_PUBLISHER)
-        if self._param('video_camera'):
-            self.create_subscription(Image, topics.camera_image(self._param('video_camera')),
-                                     self._on_video_image, qos.ANY_PUBLISHER)
+            for camera in self._scorer_cameras()[1:]:
+                self.create_subscription(Image, topics.camera_image(camera),
+                                         lambda msg, c=camera: self._on_other_image(c, msg),
+                                         qos.ANY_PUBLISHER)
+        for camera in self._video_cameras:
+            self.create_subscription(Image, topics.camera_image(camera),
+                                     lambda msg, c=camera: self._on_video_image(c, msg),
+                                     qos.ANY_PUBLISHER)
         commands: dict[str, Callable[[], str]] = {
             'confirm_reset': self._confirm_reset,
             'mark_stage': self._mark_stage,
@@ -206,6 +223,7 @@ class OperatorNode(Node):
         self.review.reset()
         with self._frame_lock:
             self._frames = []
+            self._latest = {}
         return message
 
     # -- stages: marked by the operator, or proposed by a scorer and accepted -----------------
@@ -244,11 +262,16 @@ class OperatorNode(Node):
             except (RealmError, ImportError) as err:  # a bad checkpoint, torch missing
                 raise ConfigError(f'parameter scorer {name!r}: {err}') from None
             cameras = list(getattr(self._scorer, 'cameras', None) or [])
-            if len(cameras) > 1:  # it keeps the frames of one camera (scorer_camera)
+            if len(cameras) > 1 and cameras[0] != self._param('scorer_camera'):
                 self._scorer = None
-                raise ConfigError(f'parameter scorer_checkpoint: it reads {", ".join(cameras)}; '
-                                  'operator_node gives a scorer one camera (scorer_camera)')
+                raise ConfigError(f'parameter scorer_camera: the checkpoint reads '
+                                  f'{", ".join(cameras)}, the first being {cameras[0]}')
         return self._scorer
+
+    def _scorer_cameras(self) -> list[str]:
+        """The cameras the scorer reads, in order (``scorer_camera`` first)."""
+        cameras = list(getattr(self.scorer(), 'cameras', None) or [])
+        return cameras or [self._param('scorer_camera')]
 
     def _propose_stages(self) -> str:
         if self.annotator.state is not annotation.State.RUNNING:
@@ -263,6 +286,10 @@ class OperatorNode(Node):
         instruction = spec.instruction or (tasks.TASKS[spec.task].instruction
                                            if spec.task in tasks.TASKS else spec.task)
         t0 = frames[0][0]
+        cameras = len(self._scorer_cameras())
+        if cameras > 1:  # each kept frame holds every camera's: stacked as the scorer reads
+            stacked = scorer.stack([[parts[k] for _, parts in frames] for k in range(cameras)])
+            frames = [(t, f) for (t, _), f in zip(frames, stacked)]
         episode = scoring.EpisodeFrames(frames=[f for _, f in frames],
                                         times_s=[t - t0 for t, _ in frames],
                                         instruction=instruction, task=spec.task)
@@ -291,30 +318,45 @@ class OperatorNode(Node):
             if self._frames and (now - self._frames[-1][0] < 1.0 / fps - 1e-3
                                  or len(self._frames) >= MAX_FRAMES):
                 return
-            self._frames.append((now, convert.image_from_msg(msg)))
+            image = convert.image_from_msg(msg)
+            others = self._scorer_cameras()[1:]
+            if not others:
+                self._frames.append((now, image))
+            elif all(c in self._latest for c in others):  # else: kept once every camera sent
+                self._frames.append((now, [image, *(self._latest[c] for c in others)]))
+
+    def _on_other_image(self, camera: str, msg: Image) -> None:
+        """Keep a further scorer camera's latest frame (stored beside scorer_camera's)."""
+        if self.annotator.state is not annotation.State.RUNNING:
+            return
+        image = convert.image_from_msg(msg)
+        with self._frame_lock:
+            self._latest[camera] = image
 
     # -- the episode video --------------------------------------------------------------------
 
     def _start_video(self, start: float) -> None:
-        """Open the video of the episode confirmed at ``start`` (dropping an unended one)."""
-        if not self._param('video_camera'):
+        """Open the videos of the episode confirmed at ``start`` (dropping unended ones)."""
+        if not self._video_cameras:
             return
         with self._frame_lock:
-            if self._video is not None:
-                self._video.abandon()
-            self._video_relpath = annotation.video_relpath(
-                self.config.world, self.annotator.episode_index, start)
+            for video in self._videos.values():
+                video.abandon()
+            first = annotation.video_relpath(self.config.world, self.annotator.episode_index,
+                                             start)
+            self._video_relpaths = {c: camera_relpath(first, c, self._video_cameras)
+                                    for c in self._video_cameras}
             folder = pathlib.Path(self.config.record_file).parent
-            self._video = EpisodeVideo(folder / self._video_relpath,
-                                       fps=int(self._param('video_fps')))
+            self._videos = {c: EpisodeVideo(folder / path, fps=int(self._param('video_fps')))
+                            for c, path in self._video_relpaths.items()}
             self._video_start = start
 
-    def _on_video_image(self, msg: Image) -> None:
+    def _on_video_image(self, camera: str, msg: Image) -> None:
         if self.annotator.state is not annotation.State.RUNNING:
             return
         now = self._now()
         with self._frame_lock:
-            video = self._video
+            video = self._videos.get(camera)
             if video is None:
                 return
             due = annotation.frames_due(self._video_start, now, video.frames, video.fps)
@@ -325,16 +367,17 @@ class OperatorNode(Node):
                 for _ in range(due):
                     video.add(image)
             except RealmError as err:  # a frame of another size: the video keeps the first's
-                self.get_logger().error(f'episode video: {err}')
+                self.get_logger().error(f'episode video {camera}: {err}')
 
-    def _end_video(self) -> str:
-        """Close the episode's video; return its path relative to the record file's folder
-        ('' when none was recorded or no frame arrived)."""
+    def _end_video(self) -> dict[str, Any]:
+        """Close the episode's videos; return the record's video fields (paths relative to the
+        record file's folder; none when no video was recorded or no frame arrived)."""
         with self._frame_lock:
-            video, self._video = self._video, None
-        if video is None:
-            return ''
-        return self._video_relpath if video.close() else ''
+            videos, self._videos = self._videos, {}
+        if not videos:
+            return {}
+        return video_fields(self._video_relpaths,
+                            {c: video.close() for c, video in videos.items()})
 
     def _on_parameters(self, params: list[Any]) -> SetParametersResult:
         """Show the operator what to change by hand when the next episode's spec arrives."""
@@ -357,9 +400,7 @@ class OperatorNode(Node):
         for _ in range(len(record['stages_reached']) - before):
             self.review.marked(scoring.OPERATOR)  # judged success: the rest are the operator's
         record.update(self.review.record_fields())
-        video = self._end_video()
-        if video:
-            record['video'] = video
+        record.update(self._end_video())
         annotation.append_record(self.config.record_file, record)
         return json.dumps({k: record[k] for k in (
             'episode_index', 'task', 'outcome', 'progression', 'stages_reached', 'steps')})

@@ -59,9 +59,11 @@ class EvaluatorConfig:
             'pair gets its own bag')
     quiet: bool = field(False, 'no progress bar and no table on stdout')
     videos: str = field(
-        '', 'camera whose images are saved as one WebM video per episode and world, '
-            'videos/<role>/<episode id>.webm beside episodes.jsonl (the record names it); "" = '
-            'no videos and no image subscription')
+        '', 'cameras (a comma list) whose images are saved as one WebM video per episode, '
+            'world and camera: the first as videos/<role>/<episode id>.webm beside '
+            'episodes.jsonl (the record names it in video), each further one as '
+            'videos/<role>/<camera>/<episode id>.webm (with several, the record names all in '
+            'camera_videos); "" = no videos and no image subscription')
     execute_horizon: int = field(
         0, "actions the policy nodes execute open loop per chunk (0 = each policy's own); "
            'recorded with each episode (made_by), as the policy nodes were given it')

@@ -134,17 +134,54 @@ def test_bad_parameter_exits_2(tmp_path):
     assert 'publish_hz' in proc.stderr
 
 
-def test_a_scorer_that_reads_two_cameras_is_refused_at_start():
-    """operator_node keeps one camera's frames (scorer_camera), so the wrist checkpoint, which
-    reads exterior_1 and wrist, is refused in one line before any episode, not at a proposal."""
+def test_a_scorer_that_reads_two_cameras_proposes_from_both(tmp_path):
+    """The wrist checkpoint reads exterior_1 and wrist: operator_node keeps each wrist frame
+    beside scorer_camera's and proposes from both; a scorer_camera that is not the
+    checkpoint's first camera is refused in one line at start."""
     pytest.importorskip('torch')
+    from scorer_bars import bar_frame
+
+    from realm_ros.ros.convert import image_to_msg
     from realm_ros.scorers import learned
+    wrist_checkpoint = f'scorer_checkpoint:={learned.WRIST_CHECKPOINT}'
     proc = subprocess.run([str(BIN / 'operator_node'), '--ros-args', '-p', 'scorer:=learned',
-                           '-p', f'scorer_checkpoint:={learned.WRIST_CHECKPOINT}'],
+                           '-p', wrist_checkpoint, '-p', 'scorer_camera:=wrist'],
                           capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
     assert proc.returncode == 2, proc.stderr
-    assert 'scorer_checkpoint: it reads exterior_1, wrist' in proc.stderr
+    assert 'parameter scorer_camera: the checkpoint reads exterior_1, wrist' in proc.stderr
     assert 'Traceback' not in proc.stderr
+    spec = EpisodeSpec(task='pick_spoon', seed=1, policy='scripted', pair_id='pick-1')
+    with operator_process(tmp_path, '-p', 'terminal_ui:=false', '-p', 'scorer:=learned',
+                          '-p', wrist_checkpoint, '-p', 'scorer_fps:=50.0',
+                          '-p', f"episode_spec:='{spec.to_json()}'"), \
+            ros_node('operator_two_camera_client') as (node, executor):
+        c = Client(node, executor)
+        cameras = {name: node.create_publisher(Image, f'/real/cameras/{name}/image', qos.IMAGE)
+                   for name in ('exterior_1', 'wrist')}
+        rng = np.random.default_rng(0)
+
+        def show(names):
+            for stage in (0, 1, 2, 2):
+                stamp = node.get_clock().now().to_msg()
+                for name in names:
+                    cameras[name].publish(image_to_msg(bar_frame(stage, rng, (180, 320)),
+                                                       stamp, name))
+                spin_until(executor, lambda: False, 0.08)
+            spin_until(executor, lambda: False, 0.5)
+
+        assert spin_until(executor, lambda: bool(c.states), 90)
+        assert c.call('confirm_reset').success
+        assert spin_until(executor, lambda: c.states and c.states[-1]['state'] == 'running', 10)
+        assert spin_until(executor, lambda: all(p.get_subscription_count() > 0
+                                                for p in cameras.values()), 10)
+        show(['exterior_1'])  # no wrist frame yet: nothing the scorer can read
+        refused = c.call('propose_stages')
+        assert not refused.success and "no frames of camera 'exterior_1'" in refused.message
+        show(['wrist', 'exterior_1'])
+        proposed = c.call('propose_stages')
+        assert proposed.success, proposed.message
+        assert 'learned:progress_scorer_wrist@' in proposed.message
+        assert c.call('end_episode').success
 
 
 def test_single_keys_on_a_terminal_act_without_enter(tmp_path):
@@ -303,27 +340,37 @@ def test_the_episode_video_is_recorded_and_named_in_the_record(tmp_path):
     from realm_ros.ros.convert import image_to_msg
 
     spec = EpisodeSpec(task='pick_spoon', seed=1, policy='scripted', pair_id='pick-1')
-    with operator_process(tmp_path, '-p', 'terminal_ui:=false', '-p', 'video_camera:=wrist',
-                          '-p', 'video_fps:=10', '-p', f"episode_spec:='{spec.to_json()}'"), \
+    with operator_process(tmp_path, '-p', 'terminal_ui:=false',
+                          '-p', 'video_camera:=exterior_1,wrist', '-p', 'video_fps:=10',
+                          '-p', f"episode_spec:='{spec.to_json()}'"), \
             ros_node('operator_video_client') as (node, executor):
         c = Client(node, executor)
-        camera = node.create_publisher(Image, '/real/cameras/wrist/image', qos.IMAGE)
+        cameras = {name: node.create_publisher(Image, f'/real/cameras/{name}/image', qos.IMAGE)
+                   for name in ('exterior_1', 'wrist')}
         assert spin_until(executor, lambda: bool(c.states), 20)
-        assert spin_until(executor, lambda: camera.get_subscription_count() > 0, 10)
+        assert spin_until(executor, lambda: all(p.get_subscription_count() > 0
+                                                for p in cameras.values()), 10)
         assert c.call('confirm_reset').success
         assert spin_until(executor, lambda: c.states and c.states[-1]['state'] == 'running', 10)
         for k in range(30):  # about 1.5 s of a 20 Hz camera
-            frame = np.full((36, 64, 3), 8 * k, np.uint8)
-            camera.publish(image_to_msg(frame, node.get_clock().now().to_msg(), 'wrist'))
+            stamp = node.get_clock().now().to_msg()
+            for shade, (name, camera) in enumerate(cameras.items()):
+                frame = np.full((36, 64, 3), 8 * k + 100 * shade, np.uint8)
+                camera.publish(image_to_msg(frame, stamp, name))
             spin_until(executor, lambda: False, 0.05)
             if k == 10:
                 assert c.call('mark_stage').success
         assert c.call('end_episode').success
     record = json.loads((tmp_path / 'ops.jsonl').read_text())
     assert record['video'].startswith('videos/real/episode_0001_')
-    frames, times = score.read_video(tmp_path / record['video'])
+    assert record['camera_videos']['exterior_1'] == record['video']
+    assert record['camera_videos']['wrist'] == record['video'].replace(
+        'videos/real/', 'videos/real/wrist/')
     elapsed = record['end_time'] - record['start_time']
-    assert frames[0].shape == (36, 64, 3) and len(frames) >= 10
-    assert len(frames) <= elapsed * 10 + 1  # a constant 10 fps from the confirmed reset
+    for shade, path in enumerate(record['camera_videos'].values()):
+        frames, times = score.read_video(tmp_path / path)
+        assert frames[0].shape == (36, 64, 3) and len(frames) >= 10
+        assert len(frames) <= elapsed * 10 + 1  # a constant 10 fps from the confirmed reset
+        assert abs(float(frames[0].mean()) - 100 * shade) < 30  # each camera's own frames
     (episode,) = score.calibration_episodes([tmp_path / 'ops.jsonl'])
     assert episode.task == 'pick_spoon' and episode.met.max() == 1 and episode.met[0] == 0

@@ -157,18 +157,45 @@ def test_score_video_takes_a_two_camera_checkpoints_wrist_video(two_camera, tmp_
     assert '--camera-video wrist: the learned:progress_scorer@' in capsys.readouterr().err
 
 
-def test_a_run_folder_is_not_scored_by_a_two_camera_checkpoint(two_camera, tmp_path, capsys):
+def test_a_run_folder_recorded_with_both_cameras_is_scored_by_a_two_camera_checkpoint(
+        two_camera, tmp_path, capsys):
+    """``score RUN_DIR`` finds each episode's wrist video by name (the record's camera_videos,
+    as ``paired-eval --videos exterior_1,wrist`` writes it); a run that lacks it is refused in
+    one line naming the flag that records it."""
     import json
 
     from realm_ros.cli import main
 
-    ext, _ = _videos(tmp_path)
-    (tmp_path / 'episodes.jsonl').write_text(json.dumps(
-        {'pair_id': 'p0', 'role': 'real', 'task': TASK, 'video': pathlib.Path(ext).name,
-         'progression': 1.0, 'scored': True}) + '\n')
-    assert main(['score', str(tmp_path), '--checkpoint', str(two_camera)]) == 2
-    err = capsys.readouterr().err
-    assert len(err.strip().splitlines()) == 1 and 'one video per episode' in err, err
+    ext, wrist = _videos(tmp_path)
+    base = {'pair_id': 'p0', 'role': 'real', 'task': TASK, 'video': pathlib.Path(ext).name,
+            'progression': 1.0, 'scored': True}
+    run = tmp_path / 'both'
+    run.mkdir()
+    for name in (ext, wrist):
+        (run / pathlib.Path(name).name).write_bytes(pathlib.Path(name).read_bytes())
+    both = {'exterior_1': pathlib.Path(ext).name, 'wrist': pathlib.Path(wrist).name}
+    (run / 'episodes.jsonl').write_text(json.dumps({**base, 'camera_videos': both}) + '\n')
+    assert main(['score', str(run), '--checkpoint', str(two_camera)]) == 0
+    (line,) = [json.loads(t) for t in (run / 'scores.jsonl').read_text().splitlines()]
+    # exterior_1 shows stage 0 throughout; only the wrist's bar reaches stage 3.
+    assert line['scorer_progression'] == 1.0 and line['video'] == both['exterior_1']
+    capsys.readouterr()
+    for name, record, message in [
+            ('one', base, "has one camera's video: record the run with --videos "
+                          'exterior_1,wrist (paired-eval or sweep)'),
+            ('nowrist', {**base, 'camera_videos': {'exterior_1': both['exterior_1'],
+                                                   'exterior_2': both['wrist']}},
+             'has no wrist video: record the run with --videos exterior_1,wrist')]:
+        folder = tmp_path / name
+        folder.mkdir()
+        for file in (ext, wrist):
+            (folder / pathlib.Path(file).name).write_bytes(pathlib.Path(file).read_bytes())
+        (folder / 'episodes.jsonl').write_text(json.dumps(record) + '\n')
+        assert main(['score', str(folder), '--checkpoint', str(two_camera)]) == 2
+        err = capsys.readouterr().err
+        assert len(err.strip().splitlines()) == 1 and message in err, err
+        assert 'the learned:two@' in err and 'reads exterior_1, wrist' in err
+        assert not (folder / 'scores.jsonl').exists()
 
 
 def test_the_shipped_wrist_checkpoint_loads_and_says_what_it_reads():
