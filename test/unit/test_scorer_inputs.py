@@ -209,19 +209,17 @@ def test_the_shipped_wrist_checkpoint_loads_and_says_what_it_reads():
     assert probs.shape == (4, 4) and np.allclose(probs.sum(axis=1), 1.0)
 
 
-def test_train_calibrate_and_eval_refuse_a_two_camera_checkpoint_before_any_episode(
+def test_train_and_eval_refuse_a_two_camera_checkpoint_before_any_episode(
         two_camera, tmp_path, capsys):
     """Their episodes hold exterior_1's frames only: refused in one line, before any episode
-    runs (a data dir that does not exist stays so)."""
+    runs (a data dir that does not exist stays so). ``score calibrate`` reads every camera
+    (test_scorer_calibration.py)."""
     from realm_ros.cli import main
 
     data = tmp_path / 'never'
     for argv, message in [
             (['train', '--init', str(two_camera), '--out', str(tmp_path / 'x.pt')],
              f'--init {two_camera}: it reads exterior_1, wrist; score train trains'),
-            (['calibrate', '--checkpoint', str(two_camera), '--labels', 'labels.jsonl',
-              '--out', str(tmp_path / 'x.pt')],
-             f'--checkpoint {two_camera}: it reads exterior_1, wrist; score calibrate'),
             (['eval', '--against', str(two_camera)],
              'learned:two@')]:
         assert main(['score', *argv, '--data-dir', str(data)]) == 2, argv
