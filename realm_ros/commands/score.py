@@ -121,7 +121,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         metavar='FILE',
                         help="calibrate: a lab's labelled episodes (repeatable): a .jsonl of "
                              'lines {video, task, stage_times_s} or operator_node records '
-                             'with a video (a checkpoint of several cameras: each camera\'s in '
+                             "with a video (a checkpoint of several cameras: each camera's in "
                              'camera_videos), or a .npz of labelled episodes')
     parser.add_argument('--layers', default=None,
                         help='calibrate: what it trains: head, norm (head and GroupNorm) or '
@@ -688,7 +688,7 @@ def label_frames(record: dict[str, Any], folder: pathlib.Path, scorer: Any, wher
     lengths = [len(frames) for frames, _ in videos]
     if max(lengths) - min(lengths) > 1:
         raise DataError(f'{where}: camera videos of {lengths} frames ({", ".join(cameras)}) '
-                        'differ by more than one frame: not one episode\'s')
+                        "differ by more than one frame: not one episode's")
     n = min(lengths)
     try:
         stacked = scorer.stack([frames[:n] for frames, _ in videos])
