@@ -395,7 +395,7 @@ def run_measure(args: argparse.Namespace) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('command', choices=('collect', 'train', 'measure'))
-    parser.add_argument('sets', nargs='*', choices=tuple(SETS), default=[],
+    parser.add_argument('sets', nargs='*', default=[], metavar='SET',
                         help='collect: one set (default train); measure: the held-out sets '
                              'pooled (default looks)')
     parser.add_argument('--data-dir', type=pathlib.Path,
@@ -412,6 +412,9 @@ def main() -> None:
                         help="training seeds (TrainConfig.seed); a seed's checkpoint is "
                              'VARIANT_s<seed>.pt (seed 0: VARIANT.pt)')
     args = parser.parse_args()
+    unknown = [name for name in args.sets if name not in SETS]
+    if unknown:
+        parser.error(f'unknown set(s) {", ".join(unknown)}: one of {", ".join(SETS)}')
     if args.command == 'collect':
         if len(args.sets) > 1:
             parser.error('collect: one set')
