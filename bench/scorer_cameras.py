@@ -345,6 +345,7 @@ def run_measure(args: argparse.Namespace) -> None:
     checkpoints = {'shipped default': learned.DEFAULT_CHECKPOINT,
                    'shipped looks': learned.LOOKS_CHECKPOINT,
                    'shipped wrist': learned.WRIST_CHECKPOINT,
+                   'shipped wrist80': learned.WRIST80_CHECKPOINT,
                    **{stem: args.data_dir / f'{stem}.pt'
                       for stem in (checkpoint_name(name, seed)
                                    for name in (VARIANTS if args.variants is None
