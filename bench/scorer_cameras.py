@@ -4,7 +4,7 @@ normalisation").
 
     python bench/scorer_cameras.py collect SET [--data-dir data/progress_scorer/cameras]
     python bench/scorer_cameras.py train [--variants V ...] [--seeds S ...] [--epochs E] [...]
-    python bench/scorer_cameras.py measure [looks|new_looks] [--variants [V ...]] [--seeds S ...]
+    python bench/scorer_cameras.py measure [SET ...] [--variants [V ...]] [--seeds S ...]
                                            [--json OUT.json] [--data-dir ...]
 
 ``collect`` runs the digital real's episodes of one set (below) in process, rendering
@@ -26,6 +26,13 @@ same episodes. Sets:
 Round 2 (issue 42) adds ``new_looks`` and ``new_learned_ladder``: the same episodes under lab
 looks 7011-7013, which no figure, choice or training had used (the figures held against the
 targets), and ``train_more``: 20 more training looks (1100-1119), the same policies.
+
+Round 3 (issue 42) adds ``fresh_looks``: the same episodes as ``looks`` under lab looks
+7031-7033, used by no figure, choice or training before (the figures reported against the
+targets, nothing chosen on them), and ``train_more2``: 20 more training looks (1120-1139) for
+variant ``f`` (the wrist checkpoint's inputs on 80 looks). ``measure looks new_looks`` pools
+several sets (the rows per look and the learned ladder of each set that has one) and, with
+variants, applies ``SHIP_RULE`` on the pooled episodes.
 
 ``train`` trains the variants (``VARIANTS``) on the ``train`` set (variant ``e``: ``train`` and
 ``train_more``) with the same settings (``learned.SHIPPED``'s, ``--epochs`` each unless the
@@ -72,6 +79,13 @@ SETS = {
                   200),
     'new_learned_ladder': ((7011, 7012, 7013), ('push_switch', 'pick_spoon'), (),
                            (200, 201, 202, 203), 160),
+    # Round 3: 20 more training looks (variant f), seeds no figure had used.
+    'train_more2': (tuple(range(1120, 1140)), TASKS, ('scripted:0', 'scripted:1', 'scripted:3'),
+                    (), 200),
+    # Round 3: looks no figure, choice or training had used; reported, never chosen on.
+    'fresh_looks': ((7031, 7032, 7033), TASKS,
+                    ('scripted:0', 'scripted:1', 'scripted:2', 'scripted:3'), (100, 101, 102, 103),
+                    200),
 }
 #: A held-out set -> the learned-ladder set on the same looks.
 LADDER_OF = {'looks': 'learned_ladder', 'new_looks': 'new_learned_ladder'}
@@ -86,7 +100,15 @@ VARIANTS = {
     # checkpoint's: 30), trained on half as many looks again (train + train_more: 60 lab looks).
     'e_wrist_norm_60looks': {'cameras': ('exterior_1', 'wrist'), 'normalise': True,
                              'epochs': 30, 'sets': ('train', 'train_more')},
+    # Round 3 (decided before measuring): the same inputs and settings on 80 lab looks.
+    'f_wrist_norm_80looks': {'cameras': ('exterior_1', 'wrist'), 'normalise': True,
+                             'epochs': 30, 'sets': ('train', 'train_more', 'train_more2')},
 }
+#: Round 3's shipping rule (fixed before measuring; docs/scoring.md): a variant ships only if
+#: every one of its training seeds beats the shipped wrist checkpoint in Pearson r **and** stage
+#: accuracy on the pooled scripted episodes of these sets; the seed shipped is the median by r.
+SHIP_RULE_SETS = ('looks', 'new_looks')
+SHIP_RULE_SEEDS = (0, 1, 2)
 
 
 def _recorder(frames: dict[str, list[Any]], times: list[float], met: list[int],
@@ -267,19 +289,74 @@ def _num(value: float | None) -> str:
     return 'n/a' if value is None or not np.isfinite(value) else f'{value:.2f}'
 
 
+def held_sets(folder: pathlib.Path, held: tuple[str, ...], cameras: tuple[str, ...]
+              ) -> dict[str, list[Any]]:
+    """The rows ``measure`` reports for the held-out sets ``held`` pooled: all their episodes,
+    each look, the unseen rung, and the learned ladder of each set that has one collected."""
+    looks = [e for name in held for e in load_set(folder, name, cameras)]
+    numbers = [k for name in held for k in SETS[name][0]]
+    title = ' + '.join(f'{SETS[name][0][0]}-{SETS[name][0][-1]}' for name in held)
+    sets = {f'held-out looks {title}, all': looks}
+    for look in numbers:
+        sets[f'look lab:{look}'] = [e for e in looks if e.look == f'lab:{look}']
+    sets['held-out looks, unseen rung scripted:2'] = [e for e in looks
+                                                      if e.policy == 'scripted-2']
+    for name in held:
+        ladder_set = LADDER_OF.get(name)
+        if ladder_set is None or not all((folder / ladder_set / f'lab-{k}.{c}.npz').is_file()
+                                         for k in SETS[ladder_set][0] for c in cameras):
+            continue
+        ladder = load_set(folder, ladder_set, cameras)
+        span = f'{SETS[ladder_set][0][0]}-{SETS[ladder_set][0][-1]}'
+        sets[f'learned ladder, looks {span}'] = ladder
+        for task in SETS[ladder_set][1]:
+            sets[f'learned ladder {span}, {task}'] = [e for e in ladder if e.task == task]
+    return sets
+
+
+def ship_rule(figures: dict[str, Any], pooled: str, variant: str, seeds: tuple[int, ...]
+              ) -> dict[str, Any]:
+    """Round 3's rule (``SHIP_RULE_*``) read off the measured ``figures``: does every seed of
+    ``variant`` beat the shipped wrist checkpoint in r and stage accuracy on ``pooled``?"""
+    row = figures[pooled]
+    wrist = next(v for k, v in row.items() if k.startswith('shipped wrist '))
+    verdict: dict[str, Any] = {'rows': pooled, 'wrist': {
+        'pearson_r': wrist['pearson_r'], 'stage_accuracy': wrist['stage_accuracy']}, 'seeds': {}}
+    for seed in seeds:
+        stem = checkpoint_name(variant, seed)
+        mine = next((v for k, v in row.items() if k.startswith(f'{stem} (')), None)
+        if mine is None:
+            verdict['seeds'][seed] = None
+            continue
+        verdict['seeds'][seed] = {
+            'pearson_r': mine['pearson_r'], 'stage_accuracy': mine['stage_accuracy'],
+            'beats': bool((mine['pearson_r'] or -1) > (wrist['pearson_r'] or -1)
+                          and mine['stage_accuracy'] > wrist['stage_accuracy'])}
+    measured = [v for v in verdict['seeds'].values() if v is not None]
+    verdict['ships'] = bool(len(measured) == len(seeds) and all(v['beats'] for v in measured))
+    if verdict['ships']:
+        order = sorted(seeds, key=lambda k: verdict['seeds'][k]['pearson_r'])
+        verdict['median_seed_by_r'] = order[len(order) // 2]
+    return verdict
+
+
 def run_measure(args: argparse.Namespace) -> None:
     from realm_ros.scorers import learned
     checkpoints = {'shipped default': learned.DEFAULT_CHECKPOINT,
                    'shipped looks': learned.LOOKS_CHECKPOINT,
                    'shipped wrist': learned.WRIST_CHECKPOINT,
+                   'shipped wrist80': learned.WRIST80_CHECKPOINT,
                    **{stem: args.data_dir / f'{stem}.pt'
                       for stem in (checkpoint_name(name, seed)
                                    for name in (VARIANTS if args.variants is None
                                                 else args.variants)
                                    for seed in args.seeds)
                       if (args.data_dir / f'{stem}.pt').is_file()}}
-    held = args.set if args.set in LADDER_OF else 'looks'
-    ladder_set = LADDER_OF[held]
+    if args.only_wrist:
+        checkpoints = {k: v for k, v in checkpoints.items()
+                       if k not in ('shipped default', 'shipped looks')}
+    held = tuple(s for s in args.sets if s not in ('train', 'train_more', 'train_more2')
+                 and s not in LADDER_OF.values()) or ('looks',)
     reference = load_set(args.data_dir, 'train', ('exterior_1',))
     figures: dict[str, Any] = {}
     print('| set (episodes) | scorer | Pearson r [95 % CI] (per-task constant) | stage accuracy '
@@ -288,21 +365,7 @@ def run_measure(args: argparse.Namespace) -> None:
     print('|---|---|---|---|---|---|---|')
     for label, path in checkpoints.items():
         scorer = learned.LearnedScorer(path)
-        cameras = tuple(scorer.cameras)
-        sets = {}
-        looks = load_set(args.data_dir, held, cameras)
-        first, last = SETS[held][0][0], SETS[held][0][-1]
-        sets[f'held-out looks {first}-{last}, all'] = looks
-        for look in SETS[held][0]:
-            sets[f'look lab:{look}'] = [e for e in looks if e.look == f'lab:{look}']
-        sets['held-out looks, unseen rung scripted:2'] = [e for e in looks
-                                                          if e.policy == 'scripted-2']
-        if all((args.data_dir / ladder_set / f'lab-{k}.{c}.npz').is_file()
-               for k in SETS[ladder_set][0] for c in cameras):
-            ladder = load_set(args.data_dir, ladder_set, cameras)
-            sets['held-out looks, learned ladder'] = ladder
-            for task in SETS[ladder_set][1]:
-                sets[f'learned ladder, {task}'] = [e for e in ladder if e.task == task]
+        sets = held_sets(args.data_dir, held, tuple(scorer.cameras))
         for name, episodes in sets.items():
             r = measure_one(scorer, episodes, reference)
             figures.setdefault(name, {})[f'{label} ({scorer.name})'] = r
@@ -311,7 +374,7 @@ def run_measure(args: argparse.Namespace) -> None:
             task_r = b['task_mean_pearson_r']
             print(f'| {name} ({len(episodes)}) | {label} | {_num(r["pearson_r"])} '
                   f'[{_num(ci[0])}, {_num(ci[1])}] ({_num(task_r)}) | '
-                  f'{r["stage_accuracy"]:.2f} '
+                  f'{r["stage_accuracy"]:.3f} '
                   f'[{r["stage_accuracy_ci"][0]:.2f}, {r["stage_accuracy_ci"][1]:.2f}] '
                   f'({b["majority_stage_accuracy"]:.2f}) | {r["success_accuracy"]:.3f} '
                   f'[{r["success_accuracy_ci"][0]:.2f}, {r["success_accuracy_ci"][1]:.2f}] '
@@ -320,6 +383,12 @@ def run_measure(args: argparse.Namespace) -> None:
                   f'{r["final_stage_accuracy_ci"][1]:.2f}] ({b["final_count_constant"]:.2f}) | '
                   f'{r["mean_abs_error"]:.3f} ({b["mean_progression_abs_error"]:.3f}) |',
                   flush=True)
+    if held == SHIP_RULE_SETS:
+        pooled = next(iter(figures))  # the first row: all the held-out episodes
+        for variant in args.variants or ():
+            verdict = ship_rule(figures, pooled, variant, SHIP_RULE_SEEDS)
+            figures.setdefault('ship_rule', {})[variant] = verdict
+            print(f'ship rule, {variant}: {json.dumps(verdict)}', flush=True)
     if args.json is not None:
         args.json.write_text(json.dumps(figures, indent=2, default=float))
 
@@ -327,19 +396,30 @@ def run_measure(args: argparse.Namespace) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('command', choices=('collect', 'train', 'measure'))
-    parser.add_argument('set', nargs='?', choices=tuple(SETS), default='train')
+    parser.add_argument('sets', nargs='*', default=[], metavar='SET',
+                        help='collect: one set (default train); measure: the held-out sets '
+                             'pooled (default looks)')
     parser.add_argument('--data-dir', type=pathlib.Path,
                         default=pathlib.Path('data/progress_scorer/cameras'))
     parser.add_argument('--limit-looks', type=int, default=0)
     parser.add_argument('--epochs', type=int, default=10)
     parser.add_argument('--threads', type=int, default=1)
     parser.add_argument('--json', type=pathlib.Path, default=None)
+    parser.add_argument('--only-wrist', action='store_true',
+                        help='measure: leave out the shipped default and looks checkpoints')
     parser.add_argument('--variants', nargs='*', choices=tuple(VARIANTS), default=None,
                         help='train / measure these (measure: none = the shipped only)')
     parser.add_argument('--seeds', nargs='+', type=int, default=[0],
                         help="training seeds (TrainConfig.seed); a seed's checkpoint is "
                              'VARIANT_s<seed>.pt (seed 0: VARIANT.pt)')
     args = parser.parse_args()
+    unknown = [name for name in args.sets if name not in SETS]
+    if unknown:
+        parser.error(f'unknown set(s) {", ".join(unknown)}: one of {", ".join(SETS)}')
+    if args.command == 'collect':
+        if len(args.sets) > 1:
+            parser.error('collect: one set')
+        args.set = (args.sets or ['train'])[0]
     {'collect': run_collect, 'train': run_train, 'measure': run_measure}[args.command](args)
 
 

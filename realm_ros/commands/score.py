@@ -17,7 +17,8 @@ Four forms:
 * ``realm-ros score eval [--checkpoint CKPT]`` measures a learned scorer against the rubric on
   held-out digital-real episodes and on a policy it never saw;
 * ``realm-ros score calibrate --labels FILE --out CKPT [--checkpoint BASE]`` adapts a learned
-  checkpoint to one lab's look from a few of its labelled episodes (seconds on a CPU).
+  checkpoint to one lab's look from a few of its labelled episodes (seconds on a CPU); a
+  checkpoint of several cameras reads each label's ``camera_videos``.
 
 A scorer's score is a scorer's: reported beside the rubric's, never in place of it.
 """
@@ -120,7 +121,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         metavar='FILE',
                         help="calibrate: a lab's labelled episodes (repeatable): a .jsonl of "
                              'lines {video, task, stage_times_s} or operator_node records '
-                             'with a video, or a .npz of labelled episodes')
+                             "with a video (a checkpoint of several cameras: each camera's in "
+                             'camera_videos), or a .npz of labelled episodes')
     parser.add_argument('--layers', default=None,
                         help='calibrate: what it trains: head, norm (head and GroupNorm) or '
                              'all (default: all)')
@@ -650,15 +652,68 @@ def stage_times(record: dict[str, Any], where: str) -> list[float]:
     return marks
 
 
-def calibration_episodes(paths: list[pathlib.Path]) -> list[Any]:
-    """Return the labelled episodes of ``--labels`` files (see :func:`stage_times`)."""
+def label_frames(record: dict[str, Any], folder: pathlib.Path, scorer: Any, where: str
+                 ) -> tuple[list, list[float]]:
+    """Return a label line's frames as ``scorer`` reads them and their times: its ``video``,
+    and for a checkpoint of several cameras each camera's video named in ``camera_videos``
+    (camera -> path, as ``operator_node`` and ``paired-eval --videos`` record them; ``video`` is
+    the first camera's) stacked frame by frame (``LearnedScorer.stack``). Paths are relative to
+    ``folder``. Each camera's video starts at the episode's reset at the same rate, so their
+    lengths may differ by one frame at the end (``operator_node``): the longer are cut to the
+    shortest; by more, the videos are not one episode's and are refused.
+
+    Raises:
+        DataError: a camera's video is not named, cannot be read, or its length or size does
+            not fit (one line starting with ``where``).
+    """
+    cameras = list(getattr(scorer, 'cameras', None) or ['exterior_1'])
+
+    def resolve(name: str) -> pathlib.Path:
+        path = pathlib.Path(name)
+        return path if path.is_absolute() else folder / path
+
+    if len(cameras) <= 1:
+        return read_video(resolve(str(record['video'])))
+    named = record.get('camera_videos') or {}
+    if not isinstance(named, dict):
+        raise DataError(f'{where}: camera_videos must map each camera to its video')
+    files = {cameras[0]: str(named.get(cameras[0], record['video'])),
+             **{c: str(named[c]) for c in cameras[1:] if c in named}}
+    missing = [c for c in cameras if c not in files]
+    if missing:
+        raise DataError(f'{where}: no {", ".join(missing)} video in camera_videos: '
+                        f'{scorer.name} reads {", ".join(cameras)} (record them with '
+                        f'--videos / video_camera {",".join(cameras)})')
+    videos = [read_video(resolve(files[c]), f'{where} ({c})') for c in cameras]
+    lengths = [len(frames) for frames, _ in videos]
+    if max(lengths) - min(lengths) > 1:
+        raise DataError(f'{where}: camera videos of {lengths} frames ({", ".join(cameras)}) '
+                        "differ by more than one frame: not one episode's")
+    n = min(lengths)
+    try:
+        stacked = scorer.stack([frames[:n] for frames, _ in videos])
+    except DataError as err:
+        raise DataError(f'{where}: {err}') from None
+    return stacked, videos[0][1][:n]
+
+
+def calibration_episodes(paths: list[pathlib.Path], scorer: Any = None) -> list[Any]:
+    """Return the labelled episodes of ``--labels`` files (see :func:`stage_times`), each
+    episode's frames of every camera ``scorer`` reads (see :func:`label_frames`; None: one
+    camera, ``exterior_1``)."""
     from realm_ros.scorers import learned
+    cameras = list(getattr(scorer, 'cameras', None) or ['exterior_1'])
     out: list[Any] = []
     for path in paths:
         if not path.is_file():
             raise ConfigError(f'--labels: {path} does not exist')
         if path.suffix == '.npz':
-            out += learned.load_episodes(path)
+            loaded = learned.load_episodes(path)
+            channels = {int(e.frames.shape[-1]) for e in loaded}
+            if channels != {3 * len(cameras)}:
+                raise DataError(f'--labels {path}: frames of {sorted(c // 3 for c in channels)} '
+                                f'camera(s); the checkpoint reads {", ".join(cameras)}')
+            out += loaded
             continue
         for number, line in enumerate(path.read_text().splitlines(), start=1):
             if not line.strip():
@@ -670,9 +725,7 @@ def calibration_episodes(paths: list[pathlib.Path]) -> list[Any]:
                 raise DataError(f'{where}: not JSON ({err.msg})') from None
             if not isinstance(record, dict) or not record.get('video') or not record.get('task'):
                 raise DataError(f'{where}: needs video and task')
-            video = pathlib.Path(record['video'])
-            video = video if video.is_absolute() else path.parent / video
-            frames, times = read_video(video)
+            frames, times = label_frames(record, path.parent, scorer, where)
             try:
                 out.append(learned.labelled_from_video(
                     frames, times, str(record['task']), stage_times(record, where),
@@ -707,9 +760,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
         raise ConfigError(f'--steps must be >= 1, got {config.steps}')
     base_path = args.checkpoint or learned.DEFAULT_CHECKPOINT
     base = learned.load_checkpoint(base_path)
-    one_camera(base, f'--checkpoint {base_path}',
-               "score calibrate's labels name one video per episode")
-    episodes = calibration_episodes(args.labels)
+    episodes = calibration_episodes(args.labels, learned.LearnedScorer(base))
     if not episodes:
         raise DataError('--labels: no labelled episodes in ' + ', '.join(map(str, args.labels)))
     unknown = sorted({e.task for e in episodes} - set(base['tasks']))

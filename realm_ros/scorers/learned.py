@@ -34,7 +34,8 @@ ones keep no ``look_stats``). The shipped one is
 ``realm_ros/data/progress_scorer.pt``; the one fine-tuned across lab looks is
 ``realm_ros/data/progress_scorer_looks.pt`` (``realm-ros score train``, docs/scoring.md); the
 one that also reads the wrist camera, its frame pairs normalised, is
-``realm_ros/data/progress_scorer_wrist.pt`` (bench/scorer_cameras.py).
+``realm_ros/data/progress_scorer_wrist.pt`` (bench/scorer_cameras.py); the same inputs trained on
+80 lab looks, the one for a lab's look, ``realm_ros/data/progress_scorer_wrist80.pt``.
 """
 
 from __future__ import annotations
@@ -76,6 +77,11 @@ LOOKS_CHECKPOINT = DEFAULT_CHECKPOINT.with_name('progress_scorer_looks.pt')
 #: looks in Pearson r and stage accuracy (docs/scoring.md). ``score --video EXTERIOR_1
 #: --camera-video wrist=WRIST``.
 WRIST_CHECKPOINT = DEFAULT_CHECKPOINT.with_name('progress_scorer_wrist.pt')
+#: The wrist checkpoint's inputs and settings trained on 80 lab looks (bench/scorer_cameras.py
+#: variant ``f_wrist_norm_80looks``, training seed 2: the median of three by r), shipped by
+#: issue 42's round-3 rule (every seed beat WRIST_CHECKPOINT in r and stage accuracy on looks
+#: 7001-7003 + 7011-7013; docs/scoring.md): the checkpoint for a lab's look.
+WRIST80_CHECKPOINT = DEFAULT_CHECKPOINT.with_name('progress_scorer_wrist80.pt')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -1162,7 +1168,8 @@ __all__ = ['CALIBRATE_LAYERS', 'CALIBRATION_LOOKS', 'CalibrateConfig', 'DEFAULT_
            'EVAL_LOOKS', 'FORMAT', 'InputSpec', 'LOOKS_CHECKPOINT', 'LOOK_MARGIN',
            'LabelledEpisode',
            'LearnedScorer', 'PLANS', 'Plan', 'SHIPPED', 'TRAIN_LOOKS', 'TRAIN_PLANS',
-           'TrainConfig', 'VALIDATION_SEEDS', 'WRIST_CHECKPOINT', 'baselines', 'build_net',
+           'TrainConfig', 'VALIDATION_SEEDS', 'WRIST80_CHECKPOINT', 'WRIST_CHECKPOINT',
+           'baselines', 'build_net',
            'collect', 'evaluate',
            'load_checkpoint', 'load_episodes', 'look_stats', 'pearson_interval',
            'plan_settings', 'save_checkpoint', 'save_episodes', 'small_frame', 'split',

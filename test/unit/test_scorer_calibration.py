@@ -211,3 +211,84 @@ def test_the_bench_reports_what_knowing_only_the_task_scores():
     assert c['task_mean_pearson_r'] > 0.9
     assert np.isnan(constants(episodes[:3])['task_mean_pearson_r'])
     assert c['best_constant_success'] == pytest.approx(4 / 6)
+
+
+def _wrist(episode: learned.LabelledEpisode) -> np.ndarray:
+    """The wrist camera's frames of a drawn episode: the bar from the other side, green."""
+    return np.ascontiguousarray(episode.frames[:, ::-1, ::-1, ::-1])
+
+
+def test_score_calibrate_reads_every_camera_of_a_two_camera_checkpoint(tmp_path, capsys):
+    """A checkpoint of two cameras (as the wrist checkpoint) is calibrated from labels whose
+    ``camera_videos`` name both cameras' videos (as operator_node records them: the wrist's
+    may be a frame longer); a label without the wrist's video, videos of lengths further
+    apart, and one-camera frames are each refused in one line."""
+    from realm_ros.cli import main
+    from realm_ros.commands.score import calibration_episodes
+
+    episodes = [bar_episode(final, seed) for final in range(4) for seed in range(4)]
+    both = [learned.LabelledEpisode(
+        task=e.task, world=e.world, policy=e.policy, seed=e.seed,
+        frames=np.concatenate([e.frames, _wrist(e)], axis=-1), times_s=e.times_s, met=e.met,
+        n_stages=e.n_stages) for e in episodes]
+    base = tmp_path / 'two.pt'
+    learned.save_checkpoint(base, learned.train(both, learned.TrainConfig(
+        epochs=2, batch=32, width=8, threads=1, diff=True, pool='flat',
+        cameras=('exterior_1', 'wrist'), normalise=True)))
+    lines = []
+    (tmp_path / 'wrist').mkdir()
+    for final in range(3):
+        episode = other_look(bar_episode(final, 500 + final))
+        ext = _video(tmp_path / f'ext{final}.mp4', episode)
+        wrist_episode = learned.LabelledEpisode(
+            task=TASK, world='drawn', policy='', seed=0, frames=_wrist(episode),
+            times_s=episode.times_s, met=episode.met, n_stages=3)
+        wrist = _video(tmp_path / 'wrist' / f'ext{final}.mp4', wrist_episode)
+        lines.append({'video': ext.name, 'task': TASK,
+                      'camera_videos': {'exterior_1': ext.name, 'wrist': f'wrist/{wrist.name}'},
+                      'stage_times_s': [k * 1.0 for k in range(1, final + 1)]})
+    # operator_node's videos of one episode may differ by a frame: the wrist's one longer.
+    import imageio.v2 as imageio
+    frames = [f for f in imageio.get_reader(str(tmp_path / 'wrist' / 'ext1.mp4'))]
+    imageio.mimwrite(str(tmp_path / 'wrist' / 'ext1.mp4'), frames + frames[-1:], fps=15,
+                     codec='libx264', macro_block_size=1)
+    labels = tmp_path / 'labels.jsonl'
+    labels.write_text(''.join(json.dumps(line) + '\n' for line in lines))
+
+    read = calibration_episodes([labels], learned.LearnedScorer(base))
+    assert [e.frames.shape[-1] for e in read] == [6, 6, 6]
+    # Each camera's frames are its own video's (within the codec's error), in the
+    # checkpoint's order: exterior_1's RGB, then the wrist's (the bar from the other side).
+    drawn = other_look(bar_episode(2, 502)).frames.astype(float)
+    got = read[2].frames.astype(float)
+    assert np.abs(got[..., :3] - drawn).mean() < 6
+    wrist = _wrist(other_look(bar_episode(2, 502))).astype(float)
+    assert np.abs(got[..., 3:] - wrist).mean() < 6
+    assert np.abs(got[..., 3:] - drawn).mean() > 20
+    assert [int(e.met[-1]) for e in read] == [0, 1, 2]
+
+    out = tmp_path / 'lab.pt'
+    assert main(['score', 'calibrate', '--labels', str(labels), '--checkpoint', str(base),
+                 '--out', str(out), '--steps', '5']) == 0
+    assert 'on 3 episode(s)' in capsys.readouterr().out
+    assert list(learned.LearnedScorer(out).cameras) == ['exterior_1', 'wrist']
+
+    bad = tmp_path / 'bad.jsonl'
+    one = tmp_path / 'one.npz'
+    learned.save_episodes(one, episodes[:2])
+    imageio.mimwrite(str(tmp_path / 'short.mp4'), frames[:-3], fps=15, codec='libx264',
+                     macro_block_size=1)
+    for line, message in [
+            ({'video': 'ext0.mp4', 'task': TASK, 'stage_times_s': []},
+             'line 1: no wrist video in camera_videos'),
+            ({'video': 'ext1.mp4', 'task': TASK, 'stage_times_s': [1.0],
+              'camera_videos': {'wrist': 'short.mp4'}}, 'differ by more than one frame')]:
+        bad.write_text(json.dumps(line) + '\n')
+        assert main(['score', 'calibrate', '--labels', str(bad), '--checkpoint', str(base),
+                     '--out', str(out)]) == 2
+        err = capsys.readouterr().err
+        assert len(err.strip().splitlines()) == 1 and message in err, err
+    assert main(['score', 'calibrate', '--labels', str(one), '--checkpoint', str(base),
+                 '--out', str(out)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and 'frames of [1] camera(s)' in err, err

@@ -198,8 +198,11 @@ def test_a_run_folder_recorded_with_both_cameras_is_scored_by_a_two_camera_check
         assert not (folder / 'scores.jsonl').exists()
 
 
-def test_the_shipped_wrist_checkpoint_loads_and_says_what_it_reads():
-    scorer = learned.LearnedScorer(learned.WRIST_CHECKPOINT)
+@pytest.mark.parametrize('checkpoint', [learned.WRIST_CHECKPOINT, learned.WRIST80_CHECKPOINT],
+                         ids=['wrist', 'wrist80'])
+def test_the_shipped_wrist_checkpoint_loads_and_says_what_it_reads(checkpoint):
+    assert checkpoint.stat().st_size < 1_000_000
+    scorer = learned.LearnedScorer(checkpoint)
     assert scorer.cameras == ['exterior_1', 'wrist']
     assert scorer.spec == learned.InputSpec(diff=True, normalise=True, cameras=2)
     assert sorted(scorer.tasks) == sorted(learned.TASKS) and scorer.look_stats is not None
@@ -209,19 +212,17 @@ def test_the_shipped_wrist_checkpoint_loads_and_says_what_it_reads():
     assert probs.shape == (4, 4) and np.allclose(probs.sum(axis=1), 1.0)
 
 
-def test_train_calibrate_and_eval_refuse_a_two_camera_checkpoint_before_any_episode(
+def test_train_and_eval_refuse_a_two_camera_checkpoint_before_any_episode(
         two_camera, tmp_path, capsys):
     """Their episodes hold exterior_1's frames only: refused in one line, before any episode
-    runs (a data dir that does not exist stays so)."""
+    runs (a data dir that does not exist stays so). ``score calibrate`` reads every camera
+    (test_scorer_calibration.py)."""
     from realm_ros.cli import main
 
     data = tmp_path / 'never'
     for argv, message in [
             (['train', '--init', str(two_camera), '--out', str(tmp_path / 'x.pt')],
              f'--init {two_camera}: it reads exterior_1, wrist; score train trains'),
-            (['calibrate', '--checkpoint', str(two_camera), '--labels', 'labels.jsonl',
-              '--out', str(tmp_path / 'x.pt')],
-             f'--checkpoint {two_camera}: it reads exterior_1, wrist; score calibrate'),
             (['eval', '--against', str(two_camera)],
              'learned:two@')]:
         assert main(['score', *argv, '--data-dir', str(data)]) == 2, argv
