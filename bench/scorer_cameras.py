@@ -111,29 +111,12 @@ SHIP_RULE_SETS = ('looks', 'new_looks')
 SHIP_RULE_SEEDS = (0, 1, 2)
 
 
-def _recorder(frames: dict[str, list[Any]], times: list[float], met: list[int],
-              looking: bool) -> Any:
-    """An ``on_step`` keeping each camera's small frame, its time and the stages met: every
-    rendered frame, or (the world rendering each step for a policy that looks) every 5th."""
-    from realm_ros.core import robot
-    from realm_ros.scorers import learned
-
-    def on_step(step: int, obs: Any, action: Any, progress: Any) -> None:
-        if all(c in obs.images for c in CAMERAS) and (not looking or step % 5 == 0):
-            for c in CAMERAS:
-                frames[c].append(learned.small_frame(obs.images[c]))
-            times.append(step / robot.CONTROL_HZ)
-            met.append(int(sum(progress.met)))
-    return on_step
-
-
 def collect_look(look: int, task_names: tuple[str, ...], policies: tuple[str, ...],
                  seeds: tuple[int, ...], folder: pathlib.Path, max_steps: int = 200
                  ) -> dict[str, list[Any]]:
     """Run one look's episodes with both cameras; return each camera's labelled episodes."""
     from realm_ros.core import robot, tasks
     from realm_ros.core.config import WorldConfig
-    from realm_ros.core.episode import run_episode
     from realm_ros.core.evaluation import PolicyEntry
     from realm_ros.core.policy import make_policy, standard_chain
     from realm_ros.core.types import EpisodeSpec
@@ -154,13 +137,11 @@ def collect_look(look: int, task_names: tuple[str, ...], policies: tuple[str, ..
             for task in task_names:
                 for seed in seeds or (look,):
                     start = time.monotonic()
-                    frames: dict[str, list[Any]] = {c: [] for c in CAMERAS}
-                    times: list[float] = []
-                    met: list[int] = []
                     spec = EpisodeSpec(task=task, seed=int(seed), policy=entry.label,
                                        max_steps=max_steps)
-                    run_episode(world, policy, spec,
-                                on_step=_recorder(frames, times, met, looking))
+                    # Every 5th step when the world renders each step for a looking policy.
+                    frames, times, met = learned.labelled_run(world, policy, spec, CAMERAS,
+                                                              5 if looking else 0)
                     for c in CAMERAS:
                         out[c].append(learned.LabelledEpisode(
                             task=task, world='digital_real', policy=entry.label, seed=int(seed),

@@ -205,7 +205,7 @@ def world_config(world: str, appearance_file: str = '', camera: str = 'exterior_
     every ``stride``-th control step, the hidden look ``appearance_file`` for the digital real
     only (the twin never reads it). A policy that looks (``policy_cameras``, its
     ``needs.cameras``) gets those and ``camera`` on every step instead; the scorer still reads
-    every ``stride``-th (:func:`_labelled_run`)."""
+    every ``stride``-th (:func:`labelled_run`)."""
     from realm_ros.core import robot
     from realm_ros.core.config import WorldConfig
     cameras = (camera,) + tuple(c for c in policy_cameras if c != camera)
@@ -295,8 +295,9 @@ def collect(worlds: Sequence[str], task_names: Sequence[str], policies: Sequence
                     for seed in seeds:
                         spec = EpisodeSpec(task=name, seed=int(seed), policy=entry.label,
                                            max_steps=max_steps)
-                        frames, times, met = _labelled_run(world, policy, spec, camera,
-                                                           stride if looking else 0)
+                        by_camera, times, met = labelled_run(world, policy, spec, (camera,),
+                                                             stride if looking else 0)
+                        frames = by_camera[camera]
                         if not frames:
                             continue
                         episode = LabelledEpisode(
@@ -313,21 +314,23 @@ def collect(worlds: Sequence[str], task_names: Sequence[str], policies: Sequence
     return out
 
 
-def _labelled_run(world: Any, policy: Any, spec: Any, camera: str, every: int = 0
-                  ) -> tuple[list[np.ndarray], list[float], list[int]]:
-    """Run one episode; return its rendered frames (small), their times and stages met:
-    every frame rendered, or (``every`` > 0, the world rendering each step for a policy that
-    looks) that of every ``every``-th step."""
+def labelled_run(world: Any, policy: Any, spec: Any, cameras: Sequence[str], every: int = 0
+                 ) -> tuple[dict[str, list[np.ndarray]], list[float], list[int]]:
+    """Run one episode; return each camera's rendered frames (small), their times and stages
+    met, kept at the steps where every one of ``cameras`` rendered: every such step, or
+    (``every`` > 0, the world rendering each step for a policy that looks) every
+    ``every``-th."""
     from realm_ros.core import robot
     from realm_ros.core.episode import run_episode
 
-    frames: list[np.ndarray] = []
+    frames: dict[str, list[np.ndarray]] = {c: [] for c in cameras}
     times: list[float] = []
     met: list[int] = []
 
     def on_step(step: int, obs: Any, action: Any, progress: Any) -> None:
-        if camera in obs.images and (not every or step % every == 0):
-            frames.append(small_frame(obs.images[camera]))
+        if all(c in obs.images for c in cameras) and (not every or step % every == 0):
+            for c in cameras:
+                frames[c].append(small_frame(obs.images[c]))
             times.append(step / robot.CONTROL_HZ)
             met.append(int(sum(progress.met)))
 
