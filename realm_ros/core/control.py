@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
@@ -42,11 +42,11 @@ def velocity_to_target(q_measured: np.ndarray, velocity: np.ndarray,
     shrunk by ``margin`` rad.
 
     ``v`` is unitless; if ``max|v| > 1`` it is scaled down uniformly first (DROID robot.py).
+    Row by row over the last axis: one command (7,) or W worlds' (W, 7) at once.
     """
     v = np.asarray(velocity, dtype=float)
-    peak = float(np.max(np.abs(v))) if v.size else 0.0
-    if peak > 1.0:
-        v = v / peak
+    peak = np.max(np.abs(v), axis=-1, keepdims=True, initial=0.0)
+    v = np.where(peak > 1.0, v / np.where(peak > 1.0, peak, 1.0), v)
     target = np.asarray(q_measured, dtype=float) + robot.MAX_JOINT_DELTA * v
     return np.clip(target, *joint_bounds(margin))
 
@@ -70,6 +70,18 @@ def gripper_closure(width: float, max_width: float = robot.GRIPPER_MAX_WIDTH) ->
     return float(np.clip(1.0 - float(width) / max_width, 0.0, 1.0))
 
 
+def beyond_limits(arm: np.ndarray) -> np.ndarray:
+    """Return, per joint value (any shape ending in 7), whether a position target lies beyond
+    the joint limits by more than :data:`LIMIT_TOLERANCE`."""
+    return ((arm < robot.JOINT_LOWER - LIMIT_TOLERANCE)
+            | (arm > robot.JOINT_UPPER + LIMIT_TOLERANCE))
+
+
+def gripper_in_range(g: Any) -> Any:
+    """Return whether gripper command(s) ``g`` lie in [0, 1] within :data:`LIMIT_TOLERANCE`."""
+    return (g >= -LIMIT_TOLERANCE) & (g <= 1.0 + LIMIT_TOLERANCE)
+
+
 def validate_action(action: Action) -> None:
     """Raise :class:`CommandRejected` unless ``action`` is finite, well-shaped and in range.
 
@@ -83,16 +95,15 @@ def validate_action(action: Action) -> None:
         raise CommandRejected(f'arm command contains NaN or inf: {arm.tolist()}')
     if not math.isfinite(action.gripper):
         raise CommandRejected(f'gripper command is not finite: {action.gripper}')
-    if not (-LIMIT_TOLERANCE <= action.gripper <= 1.0 + LIMIT_TOLERANCE):
+    if not gripper_in_range(action.gripper):
         raise CommandRejected(f'gripper command {action.gripper} outside [0, 1] (1 = closed)')
     if action.mode is ActionMode.POSITION:
-        low = arm < robot.JOINT_LOWER - LIMIT_TOLERANCE
-        high = arm > robot.JOINT_UPPER + LIMIT_TOLERANCE
-        if np.any(low | high):
+        beyond = beyond_limits(arm)
+        if np.any(beyond):
             bad = [
                 f'{robot.JOINT_NAMES[i]}={arm[i]:.4f} not in '
                 f'[{robot.JOINT_LOWER[i]:.4f}, {robot.JOINT_UPPER[i]:.4f}]'
-                for i in np.flatnonzero(low | high)
+                for i in np.flatnonzero(beyond)
             ]
             raise CommandRejected('position target beyond joint limits: ' + ', '.join(bad))
 
@@ -176,17 +187,11 @@ def world_targets(arm: np.ndarray, gripper: np.ndarray, velocity: np.ndarray,
     arm = np.asarray(arm, dtype=float)
     g = np.asarray(gripper, dtype=float)
     velocity = np.asarray(velocity, dtype=bool)
-    valid = (np.all(np.isfinite(arm), axis=1) & np.isfinite(g)
-             & (g >= -LIMIT_TOLERANCE) & (g <= 1.0 + LIMIT_TOLERANCE))
-    beyond = ((arm < robot.JOINT_LOWER - LIMIT_TOLERANCE)
-              | (arm > robot.JOINT_UPPER + LIMIT_TOLERANCE))
-    valid &= velocity | ~np.any(beyond, axis=1)
+    # validate_action's rules as a mask (a refused row is passed to world_target to raise).
+    valid = np.all(np.isfinite(arm), axis=1) & np.isfinite(g) & gripper_in_range(g)
+    valid &= velocity | ~np.any(beyond_limits(arm), axis=1)
     lower, upper = joint_bounds(config.joint_margin_rad)
-    # velocity_to_target row by row: max|v| > 1 scaled down uniformly, then q + 0.2 v.
-    peak = np.max(np.abs(arm), axis=1, initial=0.0)
-    v = np.where((peak > 1.0)[:, None], arm / np.where(peak > 1.0, peak, 1.0)[:, None], arm)
-    stepped = np.clip(np.asarray(q_measured, dtype=float) + robot.MAX_JOINT_DELTA * v,
-                      lower, upper)
+    stepped = velocity_to_target(q_measured, arm, config.joint_margin_rad)
     q_d = np.where(velocity[:, None], stepped, np.clip(arm, lower, upper))
     if config.shape_targets:  # elementwise: the (W, 7) rows are shaped as one row each
         q_d = shape_target(q_d, q_previous, dq_measured, dt, config.joint_margin_rad)
