@@ -111,6 +111,22 @@ def path_arg(text: str) -> pathlib.Path:
     return pathlib.Path(text)
 
 
+def camera_files(texts: Sequence[str] | None, flag: str = '--camera-video'
+                 ) -> list[tuple[str, str]]:
+    """Return the (camera, file) pairs of a repeated ``CAMERA=FILE`` flag, in order.
+
+    Raises:
+        ConfigError: one line naming ``flag``: an entry without a camera, ``=`` or a file.
+    """
+    pairs = []
+    for text in texts or []:
+        camera, sep, file = text.partition('=')
+        if not sep or not camera or not file:
+            raise ConfigError(f'{flag}: expected CAMERA=FILE, got {text!r}')
+        pairs.append((camera, file))
+    return pairs
+
+
 def out_file(path: str, option: str) -> pathlib.Path | None:
     """Return output file ``path`` (None when not given, ''); ConfigError naming ``option``
     if it is a folder, before anything runs (the file would be written at the end)."""

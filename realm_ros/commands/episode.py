@@ -17,6 +17,7 @@ from typing import Any
 
 from realm_ros.commands import (
     appearance_flag,
+    camera_files,
     non_negative_int,
     out_file,
     positive_int,
@@ -200,10 +201,7 @@ def camera_video_files(texts: list[str] | None, video_camera: str | None
             named twice or the one ``--video`` records, or a file that cannot be written.
     """
     files: dict[str, pathlib.Path] = {}
-    for text in texts or []:
-        camera, sep, file = text.partition('=')
-        if not sep or not camera or not file:
-            raise ConfigError(f'--camera-video: expected CAMERA=FILE, got {text!r}')
+    for camera, file in camera_files(texts):
         if camera not in CAMERA_NAMES:
             raise ConfigError(f'--camera-video: unknown camera {camera!r}; choose from '
                               f'{", ".join(CAMERA_NAMES)}')

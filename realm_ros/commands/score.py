@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from realm_ros.commands import non_negative_int, positive_float, positive_int
+from realm_ros.commands import camera_files, non_negative_int, positive_float, positive_int
 from realm_ros.core import backends, provenance
 from realm_ros.core.errors import ConfigError, DataError
 
@@ -212,12 +212,7 @@ def camera_videos(scorer: Any, args: argparse.Namespace) -> dict[str, pathlib.Pa
         ConfigError: one line naming ``--camera-video``: a malformed one, a camera the scorer
             does not read, or one it reads and is not given.
     """
-    videos: dict[str, pathlib.Path] = {}
-    for text in args.camera_video or []:
-        camera, sep, file = text.partition('=')
-        if not sep or not camera or not file:
-            raise ConfigError(f'--camera-video: expected CAMERA=FILE, got {text!r}')
-        videos[camera] = pathlib.Path(file)
+    videos = {camera: pathlib.Path(file) for camera, file in camera_files(args.camera_video)}
     cameras = list(getattr(scorer, 'cameras', None) or [])
     for camera in videos:
         if camera not in cameras[1:]:
