@@ -12,8 +12,10 @@
 #                                   bench/lerobot_parity.py; CPU time per chunk on one thread
 # REALM_LEROBOT_PYTHON names the interpreter that imports lerobot. Sizes from the environment:
 # ACT_STEPS (20000), ACT_BATCH (64), ACT_WORKERS (8), ACT_SAVE (1000), ACT_DEVICE (cuda),
-# ACT_BACKEND (pyav; torchcodec where the FFmpeg libraries load), ACT_WAIT_S (0), SEEDS
-# (20), LOOKS (5), LOOK_SEEDS (2), MAX_STEPS (160), WORKERS (16), EVAL_DEADLINE_S (0).
+# ACT_BACKEND (pyav; torchcodec where the FFmpeg libraries load), ACT_BACKBONE_STEPS (0: ACT's
+# ResNet18 from scratch; N: first pretrain it N steps on the demonstrations with
+# bench/act_backbone.py), ACT_WAIT_S (0), SEEDS (20), LOOKS (5), LOOK_SEEDS (2), MAX_STEPS (160),
+# WORKERS (16), EVAL_DEADLINE_S (0), IMAGE_SIZE (320x180: the demonstrations' WxH).
 # One session's plan (docs/learned-policy.md, "The data loader, measured on one core"; NOT YET
 # RUN): ACT_STEPS=10000 ACT_WORKERS=14 ACT_SAVE=2500 ... train, then ACT_WAIT_S=900
 # EVAL_DEADLINE_S=190 ... eval. On one core lerobot's loader served the slim ACT's items (10
@@ -28,13 +30,21 @@ data=${DATA:-$HOME/ladder_data}
 act=${ACT_DIR:-$HOME/act}
 start=$SECONDS
 
+shards=$(ls -d "$data"/shard_* 2>/dev/null | grep -v log | tr "\n" " ")
 if [ "$phase" = train ]; then
-    rm -rf "$act" "$act.data"
-    setsid nohup python3 bench/lerobot_act.py --python "$REALM_LEROBOT_PYTHON" \
-        --shards $(ls -d "$data"/shard_* | grep -v log) --data "$act.data" --out "$act" \
-        --steps "${ACT_STEPS:-20000}" --batch "${ACT_BATCH:-64}" --workers "${ACT_WORKERS:-8}" \
-        --save-freq "${ACT_SAVE:-1000}" --device "${ACT_DEVICE:-cuda}" \
-        --video-backend "${ACT_BACKEND:-pyav}" > "$act.log" 2>&1 < /dev/null &
+    rm -rf "$act" "$act.data" "$act.backbone"
+    bb=""
+    if [ "${ACT_BACKBONE_STEPS:-0}" -gt 0 ]; then
+        # ACT's ResNet18 from a backbone pretrained on these demonstrations (bench/act_backbone.py)
+        bb="python3 bench/act_backbone.py --data $shards --out $act.backbone \
+            --steps $ACT_BACKBONE_STEPS --device ${ACT_DEVICE:-cuda} && "
+    fi
+    setsid nohup bash -c "$bb python3 bench/lerobot_act.py --python $REALM_LEROBOT_PYTHON \
+        --shards $shards --data $act.data --out $act \
+        --steps ${ACT_STEPS:-20000} --batch ${ACT_BATCH:-64} --workers ${ACT_WORKERS:-8} \
+        --save-freq ${ACT_SAVE:-1000} --device ${ACT_DEVICE:-cuda} \
+        --video-backend ${ACT_BACKEND:-pyav} ${bb:+--backbone $act.backbone}" \
+        > "$act.log" 2>&1 < /dev/null &
     echo "lerobot-train started (pid $!), log $act.log"
 elif [ "$phase" = eval ]; then
     while pgrep -f "lerobot_act.py|lerobot_train" >/dev/null && [ $((SECONDS - start)) -lt "${ACT_WAIT_S:-0}" ]; do
@@ -43,6 +53,9 @@ elif [ "$phase" = eval ]; then
     pids=$(pgrep -f "lerobot_act.py|lerobot_train")
     [ -n "$pids" ] && kill $pids && sleep 5
     tr '\r' '\n' < "$act.log" | grep -v "it/s\]\|step/s\]" | tail -n 400 > "$out/act_train.log"
+    # a checkpoint trained from a pretrained backbone names it; LeRobot's own loader (the
+    # parity check) builds that backbone first, from torchvision's cache
+    [ -d "$act.backbone" ] && export TORCH_HOME=$act.backbone && cp "$act.backbone/backbone.json" "$out/"
     ck=""
     for d in $(ls -d "$act"/checkpoints/[0-9]* | sort -r); do
         m=$d/pretrained_model
@@ -58,11 +71,11 @@ elif [ "$phase" = eval ]; then
     python3 bench/device_ladder.py eval --checkpoints "$name=lerobot:$ck" --blind "$name" \
         --seeds "${SEEDS:-20}" --looks "${LOOKS:-5}" --look-seeds "${LOOK_SEEDS:-2}" \
         --max-steps "${MAX_STEPS:-160}" --workers "${WORKERS:-16}" \
-        --deadline "${EVAL_DEADLINE_S:-0}" --out "$out/act_episodes.jsonl" 2>&1 | tee "$out/act_eval.log"
+        --image-size "${IMAGE_SIZE:-320x180}" --deadline "${EVAL_DEADLINE_S:-0}" --out "$out/act_episodes.jsonl" 2>&1 | tee "$out/act_eval.log"
     python3 bench/device_ladder.py summary "$out/act_episodes.jsonl" \
         --json "$out/act_summary.json" | tee -a "$out/act_eval.log"
     python3 bench/lerobot_parity.py --checkpoint "$ck" --task pick_spoon --seed 0 \
-        --image-size 320x180 2>&1 | tail -n 3 | tee -a "$out/act_eval.log"
+        --image-size "${IMAGE_SIZE:-320x180}" 2>&1 | tail -n 3 | tee -a "$out/act_eval.log"
     taskset -c $(( $(nproc) - 1 )) env OMP_NUM_THREADS=1 python3 bench/device_ladder.py latency \
         "lerobot:$ck" --calls 30 2>&1 | tail -n 2 | tee -a "$out/act_eval.log"
     rm -rf "$out/looks"  # the look files are rebuilt from VariantSet's seed

@@ -50,7 +50,7 @@ def gen(args: argparse.Namespace) -> int:
                '--out', str(args.out / name), '--tasks', task,
                '--episodes', str(args.episodes), '--seed-offset',
                str(args.seed_offset + j * args.episodes), '--max-steps', str(args.max_steps),
-               '--quiet']
+               '--image-size', args.image_size, '--quiet']
         if args.pin:
             cmd = ['taskset', '-c', str(i % (os.cpu_count() or 1)), *cmd]
         log = open(args.out / f'{name}.log', 'w')
@@ -352,6 +352,7 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument('--max-steps', type=int, default=200)
     g.add_argument('--deadline', type=float, default=0, help='s; 0 = none')
     g.add_argument('--pin', action='store_true', help='one core per shard (taskset)')
+    g.add_argument('--image-size', default='320x180', help='recorded WxH, px (both cameras)')
     e = sub.add_parser('eval', help='checkpoints on the digital real, blind, other looks')
     e.add_argument('--checkpoints', nargs='+', required=True, metavar='NAME=PATH')
     e.add_argument('--blind', nargs='*', default=[], metavar='NAME',

@@ -11,7 +11,8 @@
 # (0: the small run trains on each task's first shard), TRAIN_BUDGET_S, GEN_DEADLINE_S,
 # TRAIN_ARGS, SEEDS (20), LOOKS (8), LOOK_SEEDS (3), BLIND (rungs), EVAL_DEADLINE_S; RUNS, the
 # training runs (default "plain aug small"), GEN (1; 0 trains on the demonstrations already in
-# DATA, ~/ladder_data), GEN_ONLY (0; 1 stops after the demonstrations).
+# DATA, ~/ladder_data), GEN_ONLY (0; 1 stops after the demonstrations), IMAGE_SIZE (320x180:
+# the demonstrations' pictures, WxH).
 set -o pipefail
 phase=$1
 out=$2
@@ -25,6 +26,7 @@ start=$SECONDS
 if [ "$phase" = train ]; then
     [ "${GEN:-1}" = 0 ] || python3 bench/device_ladder.py gen --out "$data" --shards "${SHARDS:-16}" \
         --episodes "${EPISODES:-44}" --max-steps 200 --deadline "${GEN_DEADLINE_S:-0}" $pin \
+        --image-size "${IMAGE_SIZE:-320x180}" \
         2>&1 | tee "$out/gen.log" || exit 1
     [ "${GEN_ONLY:-0}" = 1 ] && exit 0
     budget=$(( ${TRAIN_BUDGET_S:-100000} - (SECONDS - start) ))

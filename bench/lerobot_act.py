@@ -6,7 +6,9 @@ Run: ``.venv/bin/python bench/lerobot_act.py --data DIR --out DIR [--steps 3000]
 [--device cpu] [--workers 0] [--video-backend pyav] [--shards SHARD ...]
 [--python /work/venvs/lerobot/bin/python] [--resume] [-- extra lerobot-train flags]``.
 ``--shards`` first joins several dataset folders (``bench/device_ladder.py gen``'s) into
-``--data`` with LeRobot's own ``aggregate_datasets``.
+``--data`` with LeRobot's own ``aggregate_datasets``. ``--backbone DIR`` starts ACT's ResNet18
+from the weights ``bench/act_backbone.py`` pretrained on the demonstrations (ACT's frozen
+BatchNorm makes a from-scratch backbone train without normalisation).
 
 The venv is ``make lerobot-env``'s (lerobot 0.4.4, Python 3.11, torch 2.9.1) or the one
 ``--python`` names (lerobot 0.6.1 on Python 3.12 ran on the H200 machine). Prints the command,
@@ -89,8 +91,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--shards', type=pathlib.Path, nargs='*', default=[],
                         help="realm-ros dataset folders to join first into --data (LeRobot's "
                              'own aggregate_datasets, in its venv; --data must not exist)')
+    parser.add_argument('--backbone', type=pathlib.Path, default=None,
+                        help="a folder bench/act_backbone.py wrote: ACT's ResNet18 starts from "
+                             "its weights (through torchvision's cache: TORCH_HOME=FOLDER) "
+                             'instead of from scratch')
     parser.add_argument('extra', nargs='*', help='more lerobot-train flags (after --)')
     args = parser.parse_args(argv)
+    backbone = []
+    if args.backbone is not None:
+        cached = args.backbone / 'hub' / 'checkpoints' / 'resnet18-f37072fd.pth'
+        if not cached.is_file():
+            print(f'lerobot_act: --backbone {args.backbone}: no hub/checkpoints/{cached.name} '
+                  'there; write it with bench/act_backbone.py', file=sys.stderr)
+            return 2
+        # ACT's own recipe for a pretrained backbone: it learns at 1e-5 (LeRobot's default)
+        backbone = ['--policy.pretrained_backbone_weights=ResNet18_Weights.IMAGENET1K_V1',
+                    '--policy.optimizer_lr_backbone=1e-5']
     from realm_ros.policies.lerobot_policy import find_python
 
     python = pathlib.Path(find_python(args.python))
@@ -100,14 +116,17 @@ def main(argv: list[str] | None = None) -> int:
     cmd = [*train, f'--dataset.repo_id=local/{args.data.name}',
            f'--dataset.root={args.data.resolve()}',
            f'--dataset.video_backend={args.video_backend}',
-           *SLIM, f'--policy.device={args.device}', f'--steps={args.steps}',
+           *(f for f in SLIM if not (backbone and ('backbone' in f))),
+           f'--policy.device={args.device}', f'--steps={args.steps}',
            f'--batch_size={args.batch}', f'--num_workers={args.workers}',
            f'--save_freq={args.save_freq or args.steps}', '--log_freq=50',
            f'--output_dir={args.out.resolve()}', '--wandb.enable=false', eval_off(str(python)),
-           '--seed=1000', *args.extra]
+           '--seed=1000', *backbone, *args.extra]
     env = dict(os.environ, HF_HUB_OFFLINE='1', HF_DATASETS_OFFLINE='1', WANDB_MODE='disabled',
                OMP_NUM_THREADS=str(args.threads), MKL_NUM_THREADS=str(args.threads),
                PYTHONPATH='')
+    if args.backbone is not None:
+        env['TORCH_HOME'] = str(args.backbone.resolve())
     if args.resume:
         saved = args.out.resolve() / 'checkpoints' / 'last' / 'pretrained_model'
         cmd = [*train, f'--config_path={saved / "train_config.json"}', '--resume=true',

@@ -163,6 +163,11 @@ class LeRobotRunner:
         self.device = torch.device(device)
         self.config = PreTrainedConfig.from_pretrained(checkpoint)
         self.config.device = device
+        if getattr(self.config, 'pretrained_backbone_weights', None):
+            # The checkpoint holds the whole backbone (parameters and frozen statistics); built
+            # from torchvision's pretrained weights first, loading would fetch, or fail to fetch
+            # offline, weights that the checkpoint's own then replace.
+            self.config.pretrained_backbone_weights = None
         self.policy = get_policy_class(self.config.type).from_pretrained(checkpoint,
                                                                          config=self.config)
         self.policy.to(self.device).eval()
