@@ -5,8 +5,9 @@ Why: LeRobot's ACT builds torchvision's ResNet18 with ``norm_layer=FrozenBatchNo
 (``--policy.pretrained_backbone_weights=null``, the only choice where no model hub can be
 reached) every normalisation layer is then an identity frozen at mean 0 and variance 1, for the
 whole run; torchvision's own detection models stopped freezing BatchNorm without pretrained
-weights for that reason (pytorch/vision pull request 5443). The ACT trained that way here
-never used its pictures (docs/learned-policy.md: blanked images scored the same).
+weights for that reason (pytorch/vision pull request 5443). The ACTs trained that way here at
+320x180 and 64x36 never used their pictures; at 160x90 one did, and this backbone still
+helped it on pick_spoon at equal steps (docs/learned-policy.md, "The ACT rung that looks").
 
 A lab starts from ImageNet's weights; none can be fetched here. So this script pretrains a
 ResNet18 of torchvision's layout (BatchNorm trained) on the demonstrations: from the cameras

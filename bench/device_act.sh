@@ -52,7 +52,9 @@ elif [ "$phase" = eval ]; then
     done
     pids=$(pgrep -f "lerobot_act.py|lerobot_train")
     [ -n "$pids" ] && kill $pids && sleep 5
-    tr '\r' '\n' < "$act.log" | grep -v "it/s\]\|step/s\]" | tail -n 400 > "$out/act_train.log"
+    # tqdm's bar and LeRobot's log line share a carriage-return segment: cut the bar off
+    tr '\r' '\n' < "$act.log" | sed -E 's/^Training:[^]]*\]//' | grep -v '^\s*$' \
+        | tail -n 400 > "$out/act_train.log"
     # a checkpoint trained from a pretrained backbone names it; LeRobot's own loader (the
     # parity check) builds that backbone first, from torchvision's cache
     [ -d "$act.backbone" ] && export TORCH_HOME=$act.backbone && cp "$act.backbone/backbone.json" "$out/"
