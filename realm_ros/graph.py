@@ -173,7 +173,7 @@ def paired_eval_graph(config: EvalConfig, out_dir: str, lockstep: bool = True,
     declared = _policy_cameras(needs)
     camera_names = list(declared or (CAMERA_NAMES if config.cameras else ()))
     if videos:
-        from realm_ros.io.video import parse_cameras
+        from realm_ros.core.config import parse_cameras
         recorded = parse_cameras(videos, '--videos')
         camera_names = [c for c in CAMERA_NAMES if c in {*camera_names, *recorded}]
     cameras = bool(camera_names)

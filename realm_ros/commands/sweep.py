@@ -308,7 +308,7 @@ def run(args: argparse.Namespace) -> int:
     videos = getattr(args, 'videos', None)
     video_cameras: tuple[str, ...] = ()
     if videos is not None:
-        from realm_ros.io.video import parse_cameras
+        from realm_ros.core.config import parse_cameras
         video_cameras = parse_cameras(videos, '--videos')
         if not video_cameras:
             raise ConfigError('--videos: name a camera (exterior_1, or a comma list)')

@@ -27,6 +27,25 @@ T = TypeVar('T')
 CAMERA_NAMES = ('exterior_1', 'exterior_2', 'wrist')
 
 
+def parse_cameras(cameras: str | Sequence[str], where: str) -> tuple[str, ...]:
+    """Return DROID cameras from a comma list (``'exterior_1,wrist'``; '' = none) or a
+    sequence of names, in their order.
+
+    Raises:
+        ConfigError: one line naming ``where``: an unknown or repeated camera.
+    """
+    names = (str(cameras).split(',') if isinstance(cameras, str)
+             else [str(c) for c in cameras])
+    found = tuple(c.strip() for c in names if c.strip())
+    for camera in found:
+        if camera not in CAMERA_NAMES:
+            raise ConfigError(f'{where}: unknown camera {camera!r}; choose from '
+                              f'{", ".join(CAMERA_NAMES)} (a comma list names several)')
+    if len(set(found)) != len(found):
+        raise ConfigError(f'{where}: a camera is named twice in {cameras!r}')
+    return found
+
+
 def field(default: Any, help: str, **kwargs: Any) -> Any:  # noqa: A002 - mirrors argparse
     """Return a dataclass field carrying its description (and ``choices`` if given)."""
     metadata: dict[str, Any] = {'help': help}
@@ -366,11 +385,7 @@ class SimulationConfig:
             raise ConfigError(
                 f'{name}.physics_hz must be a positive multiple of control_hz '
                 f'({self.control_hz}), got {self.physics_hz}')
-        unknown = [c for c in self.cameras if c not in CAMERA_NAMES]
-        if unknown:
-            raise ConfigError(
-                f'{name}.cameras: unknown camera(s) {unknown}; choose from {CAMERA_NAMES}')
-        object.__setattr__(self, 'cameras', tuple(self.cameras))
+        object.__setattr__(self, 'cameras', parse_cameras(self.cameras, f'{name}.cameras'))
         for size in ('camera_width', 'camera_height'):
             if not 16 <= getattr(self, size) <= 4096:
                 raise ConfigError(f'{name}.{size} must be in [16, 4096] px')
@@ -831,17 +846,13 @@ class PolicyNodeConfig:
         if not 0.0 < self.control_hz <= 1000.0:
             raise ConfigError(
                 f'PolicyNodeConfig.control_hz must be in (0, 1000], got {self.control_hz}')
-        unknown = [c for c in self.camera_names if c not in CAMERA_NAMES]
-        if unknown:
-            raise ConfigError(
-                f'PolicyNodeConfig.cameras: unknown camera(s) {unknown}; choose from '
-                f'{CAMERA_NAMES}')
+        parse_cameras(self.cameras, 'PolicyNodeConfig.cameras')
         self.extra_kwargs()
 
     @property
     def camera_names(self) -> tuple[str, ...]:
         """The ``cameras`` parameter as a tuple of names."""
-        return tuple(c.strip() for c in self.cameras.split(',') if c.strip())
+        return parse_cameras(self.cameras, 'PolicyNodeConfig.cameras')
 
     def extra_kwargs(self) -> dict[str, Any]:
         """Return ``policy_args`` parsed as a JSON object."""

@@ -58,23 +58,6 @@ def video_relpath(role: str, pair_id: str) -> str:
     return f'{VIDEO_DIR}/{role}/{episode_stem(pair_id)}{SUFFIX}'
 
 
-def parse_cameras(text: str, flag: str) -> tuple[str, ...]:
-    """Return the cameras of a comma list (``'exterior_1,wrist'``; '' = none), in its order.
-
-    Raises:
-        ConfigError: one line naming ``flag``: an unknown or repeated camera.
-    """
-    from realm_ros.core.config import CAMERA_NAMES
-    cameras = tuple(c.strip() for c in str(text).split(',') if c.strip())
-    for camera in cameras:
-        if camera not in CAMERA_NAMES:
-            raise ConfigError(f'{flag}: unknown camera {camera!r}; choose from '
-                              f'{", ".join(CAMERA_NAMES)} (a comma list records several)')
-    if len(set(cameras)) != len(cameras):
-        raise ConfigError(f'{flag}: a camera is named twice in {text!r}')
-    return cameras
-
-
 def camera_relpath(first: str, camera: str, cameras: tuple[str, ...] | list[str]) -> str:
     """Return where ``camera``'s video goes when the first camera's is ``first``: ``first``
     itself for the first camera, else ``<first's folder>/<camera>/<first's name>``."""

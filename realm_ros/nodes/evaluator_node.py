@@ -38,6 +38,7 @@ from std_msgs.msg import String
 from std_srvs.srv import SetBool, Trigger
 
 from realm_ros.core import safety
+from realm_ros.core.config import parse_cameras
 from realm_ros.core.episode import EpisodeState
 from realm_ros.core.errors import ConfigError, DataError, InfrastructureError, RealmError
 from realm_ros.core.evaluation import REAL, SIM, EpisodeLog, EvalConfig, PolicyEntry
@@ -48,7 +49,6 @@ from realm_ros.io.video import (
     EpisodeVideo,
     camera_relpath,
     matched_images,
-    parse_cameras,
     video_fields,
     video_relpath,
 )

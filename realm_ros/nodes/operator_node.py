@@ -73,9 +73,10 @@ from std_msgs.msg import String
 from std_srvs.srv import SetBool, Trigger
 
 from realm_ros.core import annotation, perturbations, scoring, tasks
+from realm_ros.core.config import parse_cameras
 from realm_ros.core.errors import ConfigError, RealmError
 from realm_ros.core.types import EpisodeSpec
-from realm_ros.io.video import EpisodeVideo, camera_relpath, parse_cameras, video_fields
+from realm_ros.io.video import EpisodeVideo, camera_relpath, video_fields
 from realm_ros.ros import convert, qos, topics
 from realm_ros.ros.params import (
     EPISODE_SPEC,

@@ -12,6 +12,7 @@ import warnings
 import numpy as np
 import pytest
 
+from realm_ros.core.config import parse_cameras
 from realm_ros.core.errors import ConfigError, DataError
 from realm_ros.io.video import (
     EpisodeVideo,
@@ -19,7 +20,6 @@ from realm_ros.io.video import (
     camera_relpath,
     episode_stem,
     matched_images,
-    parse_cameras,
     probe,
     record_videos,
     video_fields,

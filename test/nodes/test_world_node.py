@@ -110,7 +110,7 @@ def test_real_time_world_publishes_at_control_rate_and_resets(tmp_path):
 @pytest.mark.parametrize('param, expected', [
     ('backend:=gazebo', "backend = 'gazebo' is not allowed; choose one of"),
     ('physics_hz:=100.0', 'physics_hz must be a positive multiple of control_hz'),
-    ('cameras:=[side]', "unknown camera(s) ['side']"),
+    ('cameras:=[side]', "unknown camera 'side'"),
 ])
 def test_bad_parameter_fails_at_startup_naming_the_field(param, expected):
     proc = subprocess.run([str(BIN / 'world_node'), '--ros-args', '-p', param],

@@ -476,3 +476,21 @@ def test_images_are_rendered_only_when_the_policy_reads_them(monkeypatch):
             CAMERA_NAMES)
     finally:
         world.close()
+
+
+@pytest.mark.parametrize('make, message', [
+    (lambda: PolicyNodeConfig(policy='scripted', cameras='exterior_1,top'),
+     "PolicyNodeConfig.cameras: unknown camera 'top'; choose from exterior_1, exterior_2, wrist"),
+    (lambda: PolicyNodeConfig(policy='scripted', cameras='wrist, wrist'),
+     'PolicyNodeConfig.cameras: a camera is named twice'),
+    (lambda: WorldConfig(cameras=('exterior_1', 'side')),
+     "WorldConfig.cameras: unknown camera 'side'"),
+    (lambda: WorldConfig(cameras=('wrist', 'wrist')),
+     'WorldConfig.cameras: a camera is named twice'),
+])
+def test_camera_lists_are_read_by_one_parser(make, message):
+    # the policy node's comma list, the world's list and the runners' --videos share one rule
+    with pytest.raises(ConfigError, match=message.replace('(', r'\(')):
+        make()
+    assert PolicyNodeConfig(policy='scripted', cameras=' wrist,exterior_1 ').camera_names == (
+        'wrist', 'exterior_1')
