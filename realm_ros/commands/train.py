@@ -45,7 +45,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--image-size', type=positive_int, default=128,
                         help='side of the square image each camera gives the network, px')
     parser.add_argument('--cameras', default='exterior_1,wrist',
-                        help='comma-separated cameras (video features) to use')
+                        help="comma-separated cameras to use (the dataset's video or image "
+                             'features)')
     parser.add_argument('--val-episodes', type=int, default=-1,
                         help='episodes held out for validation (-1 = 10 percent, at least 1 '
                              'when there are 2 or more)')
