@@ -16,11 +16,11 @@
 # ResNet18 from scratch; N: first pretrain it N steps on the demonstrations with
 # bench/act_backbone.py), ACT_WAIT_S (0), SEEDS (20), LOOKS (5), LOOK_SEEDS (2), MAX_STEPS (160),
 # WORKERS (16), EVAL_DEADLINE_S (0), IMAGE_SIZE (320x180: the demonstrations' WxH).
-# One session's plan (docs/learned-policy.md, "The data loader, measured on one core"; NOT YET
-# RUN): ACT_STEPS=10000 ACT_WORKERS=14 ACT_SAVE=2500 ... train, then ACT_WAIT_S=900
-# EVAL_DEADLINE_S=190 ... eval. On one core lerobot's loader served the slim ACT's items (10
-# actions) at 138/s with pyav, 269/s with torchcodec (bench/lerobot_loader.py --chunk 10); the
-# H200 run gave 54/s per loader process.
+# What ran on 2026-12-07 (docs/learned-policy.md, "The ACT rung that looks"), after
+# `IMAGE_SIZE=160x90 GEN_ONLY=1 bash bench/device_ladder.sh train OUT`:
+#   ACT_BACKBONE_STEPS=3000 ACT_STEPS=12000 ACT_WORKERS=14 ACT_SAVE=2000 ... train OUT
+#   ACT_WAIT_S=120 EVAL_DEADLINE_S=320 SEEDS=40 LOOKS=5 LOOK_SEEDS=2 IMAGE_SIZE=160x90 ... eval OUT
+# (16.6 lerobot-train steps/s at 160x90 with 14 loader processes; 6.8 at 320x180 with 8.)
 set -o pipefail
 phase=$1
 out=$2
