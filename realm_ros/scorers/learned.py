@@ -34,7 +34,8 @@ ones keep no ``look_stats``). An **ensemble** checkpoint (:func:`ensemble`) hold
 networks of one ``config`` and tasks under ``state_dicts`` instead of ``state_dict``: it is
 read wherever a checkpoint is (:class:`LearnedScorer` averages its networks' stage
 probabilities, then decodes them as one network's), and refused in one line where one network
-is trained from it (:func:`one_network`: ``score train --init``, ``score calibrate``). The shipped one is
+is trained from it (:func:`one_network`: ``score train --init``, ``score calibrate``). The
+shipped one is
 ``realm_ros/data/progress_scorer.pt``; the one fine-tuned across lab looks is
 ``realm_ros/data/progress_scorer_looks.pt`` (``realm-ros score train``, docs/scoring.md); the
 one that also reads the wrist camera, its frame pairs normalised, is
