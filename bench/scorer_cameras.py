@@ -6,6 +6,7 @@ normalisation").
     python bench/scorer_cameras.py train [--variants V ...] [--seeds S ...] [--epochs E] [...]
     python bench/scorer_cameras.py measure [SET ...] [--variants [V ...]] [--seeds S ...]
                                            [--json OUT.json] [--data-dir ...]
+    python bench/scorer_cameras.py timing [SET] [--variants V ...] [--seeds S ...]
 
 ``collect`` runs the digital real's episodes of one set (below) in process, rendering
 ``exterior_1`` **and** ``wrist`` on every 5th control step (3 per second), and keeps each
@@ -33,6 +34,15 @@ targets, nothing chosen on them), and ``train_more2``: 20 more training looks (1
 variant ``f`` (the wrist checkpoint's inputs on 80 looks). ``measure looks new_looks`` pools
 several sets (the rows per look and the learned ladder of each set that has one) and, with
 variants, applies ``SHIP_RULE`` on the pooled episodes.
+
+Round 4 (issue 42) adds ``train_families`` and ``train_families_real``: two other policy
+families (``TWIN_LADDER``, ``REAL_LADDER``: the twin-trained and the digital-real-trained learned
+ladders, never the vision ladder) under 40 training looks each, for variant ``g_families``;
+variant ``f_ensemble`` is not trained but built (``learned.ensemble``) from ``f``'s three seeds;
+``measure looks new_looks fresh_looks`` applies ``ROUND4_*`` (``round4_rule``); ``eval4_looks``
+and ``eval4_learned_ladder`` are lab looks 7041-7043, reported once, never chosen on;
+``timing`` measures the CPU time to score a 200-step episode. ``collect --share I N`` collects
+every N-th look from the I-th, for N processes side by side.
 
 ``train`` trains the variants (``VARIANTS``) on the ``train`` set (variant ``e``: ``train`` and
 ``train_more``) with the same settings (``learned.SHIPPED``'s, ``--epochs`` each unless the
