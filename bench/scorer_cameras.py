@@ -437,6 +437,7 @@ def run_measure(args: argparse.Namespace) -> None:
                    'shipped looks': learned.LOOKS_CHECKPOINT,
                    'shipped wrist': learned.WRIST_CHECKPOINT,
                    'shipped wrist80': learned.WRIST80_CHECKPOINT,
+                   'shipped families': learned.FAMILIES_CHECKPOINT,
                    **{stem: args.data_dir / f'{stem}.pt'
                       for stem in (checkpoint_name(name, seed)
                                    for name in (VARIANTS if args.variants is None
@@ -494,6 +495,7 @@ def run_timing(args: argparse.Namespace) -> None:
     from realm_ros.core import scoring
     from realm_ros.scorers import learned
     checkpoints = {'shipped wrist80': learned.WRIST80_CHECKPOINT,
+                   'shipped families': learned.FAMILIES_CHECKPOINT,
                    **{stem: args.data_dir / f'{stem}.pt'
                       for stem in (checkpoint_name(name, seed) for name in args.variants or ()
                                    for seed in args.seeds)

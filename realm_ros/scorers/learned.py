@@ -40,7 +40,9 @@ shipped one is
 ``realm_ros/data/progress_scorer_looks.pt`` (``realm-ros score train``, docs/scoring.md); the
 one that also reads the wrist camera, its frame pairs normalised, is
 ``realm_ros/data/progress_scorer_wrist.pt`` (bench/scorer_cameras.py); the same inputs trained on
-80 lab looks, the one for a lab's look, ``realm_ros/data/progress_scorer_wrist80.pt``.
+80 lab looks, ``realm_ros/data/progress_scorer_wrist80.pt``; the same inputs trained on
+episodes of more policy families, the one for a lab's look,
+``realm_ros/data/progress_scorer_families.pt``.
 """
 
 from __future__ import annotations
@@ -87,6 +89,13 @@ WRIST_CHECKPOINT = DEFAULT_CHECKPOINT.with_name('progress_scorer_wrist.pt')
 #: issue 42's round-3 rule (every seed beat WRIST_CHECKPOINT in r and stage accuracy on looks
 #: 7001-7003 + 7011-7013; docs/scoring.md): the checkpoint for a lab's look.
 WRIST80_CHECKPOINT = DEFAULT_CHECKPOINT.with_name('progress_scorer_wrist80.pt')
+#: The same inputs trained on wrist80's scripted episodes plus 480 episodes of two other policy
+#: families (the twin-trained and the real-trained learned ladders) under training looks
+#: (bench/scorer_cameras.py variant ``g_families``, training seed 1: the median of three by r),
+#: shipped by issue 42's round-4 rule (every seed beat WRIST80_CHECKPOINT in r and stage
+#: accuracy on looks 7001-7003 + 7011-7013 + 7031-7033 and lost no r on the vision ladder
+#: there; docs/scoring.md, "Round 4"): the checkpoint for a lab's look.
+FAMILIES_CHECKPOINT = DEFAULT_CHECKPOINT.with_name('progress_scorer_families.pt')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -1244,6 +1253,7 @@ __all__ = ['CALIBRATE_LAYERS', 'CALIBRATION_LOOKS', 'CalibrateConfig', 'DEFAULT_
            'LabelledEpisode',
            'LearnedScorer', 'PLANS', 'Plan', 'SHIPPED', 'TRAIN_LOOKS', 'TRAIN_PLANS',
            'TrainConfig', 'VALIDATION_SEEDS', 'WRIST80_CHECKPOINT', 'WRIST_CHECKPOINT',
+           'FAMILIES_CHECKPOINT',
            'baselines', 'build_net',
            'collect', 'ensemble', 'evaluate', 'networks', 'one_network',
            'load_checkpoint', 'load_episodes', 'look_stats', 'pearson_interval',
