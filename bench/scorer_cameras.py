@@ -7,6 +7,7 @@ normalisation").
     python bench/scorer_cameras.py measure [SET ...] [--variants [V ...]] [--seeds S ...]
                                            [--json OUT.json] [--data-dir ...]
     python bench/scorer_cameras.py timing [SET] [--variants V ...] [--seeds S ...]
+    python bench/scorer_cameras.py touched [LADDER_SET ...] [--variants V ...] [--seeds S ...]
 
 ``collect`` runs the digital real's episodes of one set (below) in process, rendering
 ``exterior_1`` **and** ``wrist`` on every 5th control step (3 per second), and keeps each
@@ -41,8 +42,9 @@ ladders, never the vision ladder) under 40 training looks each, for variant ``g_
 variant ``f_ensemble`` is not trained but built (``learned.ensemble``) from ``f``'s three seeds;
 ``measure looks new_looks fresh_looks`` applies ``ROUND4_*`` (``round4_rule``); ``eval4_looks``
 and ``eval4_learned_ladder`` are lab looks 7041-7043, reported once, never chosen on;
-``timing`` measures the CPU time to score a 200-step episode. ``collect --share I N`` collects
-every N-th look from the I-th, for N processes side by side.
+``timing`` measures the CPU time to score a 200-step episode; ``touched`` counts the learned
+ladders' push_switch episodes that touched the panel without toggling it called successes.
+``collect --share I N`` collects every N-th look from the I-th, for N processes side by side.
 
 ``train`` trains the variants (``VARIANTS``) on the ``train`` set (variant ``e``: ``train`` and
 ``train_more``) with the same settings (``learned.SHIPPED``'s, ``--epochs`` each unless the
@@ -518,9 +520,31 @@ def run_timing(args: argparse.Namespace) -> None:
               flush=True)
 
 
+def run_touched(args: argparse.Namespace) -> None:
+    """How many of the learned ladders' push_switch episodes that touched the panel without
+    toggling it (the rubric's 2 of 3) each scorer calls a success (its final count 3)."""
+    from realm_ros.scorers import learned
+    checkpoints = {'shipped wrist80': learned.WRIST80_CHECKPOINT,
+                   'shipped families': learned.FAMILIES_CHECKPOINT,
+                   **{stem: args.data_dir / f'{stem}.pt'
+                      for stem in (checkpoint_name(name, seed) for name in args.variants or ()
+                                   for seed in args.seeds)
+                      if (args.data_dir / f'{stem}.pt').is_file()}}
+    for label, path in checkpoints.items():
+        scorer = learned.LearnedScorer(path)
+        for name in args.sets or list(LADDER_OF.values()):
+            episodes = [e for e in load_set(args.data_dir, name, tuple(scorer.cameras))
+                        if e.task == 'push_switch']
+            touched = [e for e in episodes if e.met[-1] == 2]
+            called = sum(int(learned.stage_counts(scorer, e)[-1] == 3) for e in touched)
+            print(f'{label} ({scorer.name}), {name}: {len(episodes)} push_switch episodes, '
+                  f'{len(touched)} touched without toggling, {called} of them called a '
+                  'success', flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument('command', choices=('collect', 'train', 'measure', 'timing'))
+    parser.add_argument('command', choices=('collect', 'train', 'measure', 'timing', 'touched'))
     parser.add_argument('sets', nargs='*', default=[], metavar='SET',
                         help='collect: one set (default train); measure: the held-out sets '
                              'pooled (default looks)')
@@ -549,7 +573,7 @@ def main() -> None:
             parser.error('collect: one set')
         args.set = (args.sets or ['train'])[0]
     {'collect': run_collect, 'train': run_train, 'measure': run_measure,
-     'timing': run_timing}[args.command](args)
+     'timing': run_timing, 'touched': run_touched}[args.command](args)
 
 
 if __name__ == '__main__':
