@@ -6,6 +6,8 @@ normalisation").
     python bench/scorer_cameras.py train [--variants V ...] [--seeds S ...] [--epochs E] [...]
     python bench/scorer_cameras.py measure [SET ...] [--variants [V ...]] [--seeds S ...]
                                            [--json OUT.json] [--data-dir ...]
+    python bench/scorer_cameras.py timing [SET] [--variants V ...] [--seeds S ...]
+    python bench/scorer_cameras.py touched [LADDER_SET ...] [--variants V ...] [--seeds S ...]
 
 ``collect`` runs the digital real's episodes of one set (below) in process, rendering
 ``exterior_1`` **and** ``wrist`` on every 5th control step (3 per second), and keeps each
@@ -34,6 +36,16 @@ variant ``f`` (the wrist checkpoint's inputs on 80 looks). ``measure looks new_l
 several sets (the rows per look and the learned ladder of each set that has one) and, with
 variants, applies ``SHIP_RULE`` on the pooled episodes.
 
+Round 4 (issue 42) adds ``train_families`` and ``train_families_real``: two other policy
+families (``TWIN_LADDER``, ``REAL_LADDER``: the twin-trained and the digital-real-trained learned
+ladders, never the vision ladder) under 40 training looks each, for variant ``g_families``;
+variant ``f_ensemble`` is not trained but built (``learned.ensemble``) from ``f``'s three seeds;
+``measure looks new_looks fresh_looks`` applies ``ROUND4_*`` (``round4_rule``); ``eval4_looks``
+and ``eval4_learned_ladder`` are lab looks 7041-7043, reported once, never chosen on;
+``timing`` measures the CPU time to score a 200-step episode; ``touched`` counts the learned
+ladders' push_switch episodes that touched the panel without toggling it called successes.
+``collect --share I N`` collects every N-th look from the I-th, for N processes side by side.
+
 ``train`` trains the variants (``VARIANTS``) on the ``train`` set (variant ``e``: ``train`` and
 ``train_more``) with the same settings (``learned.SHIPPED``'s, ``--epochs`` each unless the
 variant names its own) into ``DATA_DIR/VARIANT.pt`` (``--seeds``: one checkpoint per training
@@ -60,6 +72,14 @@ os.environ.setdefault('MUJOCO_GL', 'egl')
 
 CAMERAS = ('exterior_1', 'wrist')
 TASKS = ('push_switch', 'pick_spoon', 'put_green_block_in_bowl')
+#: Round 4's second policy family for training: the twin-trained learned ladder's early and
+#: middle checkpoints (trained on push_switch and put_green_block_in_bowl demonstrations).
+TWIN_LADDER = ('twin_early=learned:path=checkpoints/learned/early.pt',
+               'twin_middle=learned:path=checkpoints/learned/middle.pt')
+#: ... and a third: the digital-real-trained ladder's middle and final checkpoints
+#: (docs/vision-demo.md, trained on push_switch and pick_spoon demonstrations).
+REAL_LADDER = ('real_middle=learned:path=checkpoints/learned_real/middle.pt',
+               'real_final=learned:path=checkpoints/learned_real/final.pt')
 #: Set -> (looks, tasks, policies, seeds (empty: the look's own seed), max steps).
 SETS = {
     'train': (tuple(range(1000, 1040)), TASKS, ('scripted:0', 'scripted:1', 'scripted:3'), (),
@@ -86,9 +106,22 @@ SETS = {
     'fresh_looks': ((7031, 7032, 7033), TASKS,
                     ('scripted:0', 'scripted:1', 'scripted:2', 'scripted:3'), (100, 101, 102, 103),
                     200),
+    # Round 4: other policy families than the scripted ladder under half the training looks
+    # (variant g): the twin-trained learned ladder's early and middle checkpoints
+    # (docs/learned-policy.md section 4), never the vision ladder (the held-out family).
+    'train_families': (tuple(range(1000, 1040)), TASKS, TWIN_LADDER, (), 200),
+    'train_families_real': (tuple(range(1100, 1140)), TASKS, REAL_LADDER, (), 200),
+    # Round 4: looks no file, figure, choice or training had named; reported once, never
+    # chosen on: the scripted ladder and the held-out vision ladder under them.
+    'eval4_looks': ((7041, 7042, 7043), TASKS,
+                    ('scripted:0', 'scripted:1', 'scripted:2', 'scripted:3'), (100, 101, 102, 103),
+                    200),
+    'eval4_learned_ladder': ((7041, 7042, 7043), ('push_switch', 'pick_spoon'), (),
+                             (200, 201, 202, 203), 160),
 }
 #: A held-out set -> the learned-ladder set on the same looks.
-LADDER_OF = {'looks': 'learned_ladder', 'new_looks': 'new_learned_ladder'}
+LADDER_OF = {'looks': 'learned_ladder', 'new_looks': 'new_learned_ladder',
+             'eval4_looks': 'eval4_learned_ladder'}
 #: The variants, each trained with the same settings on the same episodes: which cameras the
 #: network reads and whether each frame pair is normalised by its first frame's statistics.
 VARIANTS = {
@@ -103,12 +136,29 @@ VARIANTS = {
     # Round 3 (decided before measuring): the same inputs and settings on 80 lab looks.
     'f_wrist_norm_80looks': {'cameras': ('exterior_1', 'wrist'), 'normalise': True,
                              'epochs': 30, 'sets': ('train', 'train_more', 'train_more2')},
+    # Round 4 (decided before measuring): f's inputs, settings and 720 scripted episodes plus
+    # 480 episodes of two other policy families under the same training looks (never the
+    # vision ladder, the held-out family).
+    'g_families': {'cameras': ('exterior_1', 'wrist'), 'normalise': True, 'epochs': 30,
+                   'sets': ('train', 'train_more', 'train_more2', 'train_families',
+                            'train_families_real')},
+    # Round 4 (decided before measuring): not trained: f's three seeds (the shipped wrist80 among
+    # them) in one ensemble checkpoint (learned.ensemble), their stage probabilities averaged.
+    'f_ensemble': {'ensemble_of': 'f_wrist_norm_80looks', 'seeds': (0, 1, 2)},
 }
 #: Round 3's shipping rule (fixed before measuring; docs/scoring.md): a variant ships only if
 #: every one of its training seeds beats the shipped wrist checkpoint in Pearson r **and** stage
 #: accuracy on the pooled scripted episodes of these sets; the seed shipped is the median by r.
 SHIP_RULE_SETS = ('looks', 'new_looks')
 SHIP_RULE_SEEDS = (0, 1, 2)
+#: Round 4's rule (fixed before measuring; docs/scoring.md, "Round 4"): among the shipped
+#: wrist80 and the candidates (variant -> the training seeds that must each pass), a candidate
+#: passes if it beats wrist80 in Pearson r **and** stage accuracy on the pooled scripted
+#: episodes of ROUND4_SETS (432) **and** does not lose to it in r (>=) on their learned
+#: ladders pooled (7001-7003 + 7011-7013, 144); a passing variant of several seeds ships its
+#: median seed by pooled r; if both pass, the higher pooled r ships.
+ROUND4_SETS = ('looks', 'new_looks', 'fresh_looks')
+ROUND4_CANDIDATES = {'f_ensemble': (0,), 'g_families': (0, 1, 2)}
 
 
 def collect_look(look: int, task_names: tuple[str, ...], policies: tuple[str, ...],
@@ -163,7 +213,8 @@ def run_collect(args: argparse.Namespace) -> None:
     if args.set in LADDER_OF.values():
         policies = learned.LEARNED_LADDER
     folder = args.data_dir / args.set
-    for look in looks[:args.limit_looks or None]:
+    share, shares = args.share
+    for look in looks[:args.limit_looks or None][share::shares]:
         if all((folder / f'lab-{look}.{c}.npz').is_file() for c in CAMERAS):
             continue
         episodes = collect_look(look, task_names, policies, seeds, args.data_dir, max_steps)
@@ -208,6 +259,16 @@ def run_train(args: argparse.Namespace) -> None:
 def train_one(args: argparse.Namespace, variant: str, seed: int) -> None:
     from realm_ros.scorers import learned
     name = checkpoint_name(variant, seed)
+    if 'ensemble_of' in VARIANTS[variant]:  # built from trained seeds, not trained
+        if seed != 0:
+            return
+        paths = [args.data_dir / f'{checkpoint_name(VARIANTS[variant]["ensemble_of"], k)}.pt'
+                 for k in VARIANTS[variant]['seeds']]
+        checkpoint = learned.ensemble([learned.load_checkpoint(p) for p in paths],
+                                      [learned.LearnedScorer(p).name for p in paths])
+        learned.save_checkpoint(args.data_dir / f'{name}.pt', checkpoint)
+        print(f'{name}: the ensemble of {", ".join(checkpoint["meta"]["ensemble"])}', flush=True)
+        return
     config = variant_config(variant, args, seed)
     episodes = [e for part in VARIANTS[variant].get('sets', ('train',))
                 for e in load_set(args.data_dir, part, config.cameras)]
@@ -282,6 +343,7 @@ def held_sets(folder: pathlib.Path, held: tuple[str, ...], cameras: tuple[str, .
         sets[f'look lab:{look}'] = [e for e in looks if e.look == f'lab:{look}']
     sets['held-out looks, unseen rung scripted:2'] = [e for e in looks
                                                       if e.policy == 'scripted-2']
+    ladders: dict[str, list[Any]] = {}
     for name in held:
         ladder_set = LADDER_OF.get(name)
         if ladder_set is None or not all((folder / ladder_set / f'lab-{k}.{c}.npz').is_file()
@@ -289,10 +351,60 @@ def held_sets(folder: pathlib.Path, held: tuple[str, ...], cameras: tuple[str, .
             continue
         ladder = load_set(folder, ladder_set, cameras)
         span = f'{SETS[ladder_set][0][0]}-{SETS[ladder_set][0][-1]}'
+        ladders[span] = ladder
         sets[f'learned ladder, looks {span}'] = ladder
         for task in SETS[ladder_set][1]:
             sets[f'learned ladder {span}, {task}'] = [e for e in ladder if e.task == task]
+        for rung in sorted({e.policy for e in ladder}):
+            sets[f'learned ladder {span}, {rung}'] = [e for e in ladder if e.policy == rung]
+    if len(ladders) > 1:
+        sets[f'learned ladder pooled, looks {" + ".join(ladders)}'] = [
+            e for ladder in ladders.values() for e in ladder]
     return sets
+
+
+def round4_rule(figures: dict[str, Any]) -> dict[str, Any]:
+    """Round 4's rule (``ROUND4_*``) read off the measured ``figures`` (the rows of
+    ``measure looks new_looks fresh_looks``): which candidates pass, and which one ships."""
+    pooled = next(iter(figures))  # the first row: all the held-out scripted episodes
+    ladder = next(k for k in figures if k.startswith('learned ladder pooled'))
+
+    def row(rows: dict[str, Any], prefix: str) -> dict[str, Any] | None:
+        return next((v for k, v in rows.items() if k.startswith(prefix)), None)
+
+    def figures_of(prefix: str) -> dict[str, Any] | None:
+        mine, theirs = row(figures[pooled], prefix), row(figures[ladder], prefix)
+        if mine is None or theirs is None:
+            return None
+        return {'pearson_r': mine['pearson_r'], 'stage_accuracy': mine['stage_accuracy'],
+                'ladder_pearson_r': theirs['pearson_r']}
+
+    base = figures_of('shipped wrist80 (')
+    assert base is not None, 'measure the shipped wrist80 too'
+    verdict: dict[str, Any] = {'rows': [pooled, ladder], 'wrist80': base, 'candidates': {}}
+    for variant, seeds in ROUND4_CANDIDATES.items():
+        per_seed = {}
+        for seed in seeds:
+            mine = figures_of(f'{checkpoint_name(variant, seed)} (')
+            if mine is not None:
+                mine['passes'] = bool(
+                    (mine['pearson_r'] or -1) > (base['pearson_r'] or -1)
+                    and mine['stage_accuracy'] > base['stage_accuracy']
+                    and (mine['ladder_pearson_r'] or -1) >= (base['ladder_pearson_r'] or -1))
+            per_seed[seed] = mine
+        measured = {k: v for k, v in per_seed.items() if v is not None}
+        passes = bool(measured) and all(v['passes'] for v in measured.values())
+        entry: dict[str, Any] = {'seeds': per_seed, 'seeds_measured': sorted(measured),
+                                 'passes': passes}
+        if passes:
+            order = sorted(measured, key=lambda k: measured[k]['pearson_r'])
+            entry['ships_seed'] = order[len(order) // 2]
+            entry['pooled_r'] = measured[entry['ships_seed']]['pearson_r']
+        verdict['candidates'][variant] = entry
+    passing = {k: v for k, v in verdict['candidates'].items() if v['passes']}
+    verdict['ships'] = (max(passing, key=lambda k: passing[k]['pooled_r']) if passing
+                        else 'wrist80 (nothing passes)')
+    return verdict
 
 
 def ship_rule(figures: dict[str, Any], pooled: str, variant: str, seeds: tuple[int, ...]
@@ -327,6 +439,7 @@ def run_measure(args: argparse.Namespace) -> None:
                    'shipped looks': learned.LOOKS_CHECKPOINT,
                    'shipped wrist': learned.WRIST_CHECKPOINT,
                    'shipped wrist80': learned.WRIST80_CHECKPOINT,
+                   'shipped families': learned.FAMILIES_CHECKPOINT,
                    **{stem: args.data_dir / f'{stem}.pt'
                       for stem in (checkpoint_name(name, seed)
                                    for name in (VARIANTS if args.variants is None
@@ -336,7 +449,7 @@ def run_measure(args: argparse.Namespace) -> None:
     if args.only_wrist:
         checkpoints = {k: v for k, v in checkpoints.items()
                        if k not in ('shipped default', 'shipped looks')}
-    held = tuple(s for s in args.sets if s not in ('train', 'train_more', 'train_more2')
+    held = tuple(s for s in args.sets if not s.startswith('train')
                  and s not in LADDER_OF.values()) or ('looks',)
     reference = load_set(args.data_dir, 'train', ('exterior_1',))
     figures: dict[str, Any] = {}
@@ -364,6 +477,9 @@ def run_measure(args: argparse.Namespace) -> None:
                   f'{r["final_stage_accuracy_ci"][1]:.2f}] ({b["final_count_constant"]:.2f}) | '
                   f'{r["mean_abs_error"]:.3f} ({b["mean_progression_abs_error"]:.3f}) |',
                   flush=True)
+    if held == ROUND4_SETS:
+        figures['round4_rule'] = round4_rule(figures)
+        print(f'round 4 rule: {json.dumps(figures["round4_rule"])}', flush=True)
     if held == SHIP_RULE_SETS:
         pooled = next(iter(figures))  # the first row: all the held-out episodes
         for variant in args.variants or ():
@@ -374,17 +490,72 @@ def run_measure(args: argparse.Namespace) -> None:
         args.json.write_text(json.dumps(figures, indent=2, default=float))
 
 
+def run_timing(args: argparse.Namespace) -> None:
+    """CPU time to score one 200-step episode as ``score RUN_DIR`` does after decoding its
+    videos: each camera's 200 frames at 320x180 (15 per second: a labelled episode's 40 frames,
+    each shown 5 times, enlarged 5x) stacked (``LearnedScorer.stack``) and scored."""
+    from realm_ros.core import scoring
+    from realm_ros.scorers import learned
+    checkpoints = {'shipped wrist80': learned.WRIST80_CHECKPOINT,
+                   'shipped families': learned.FAMILIES_CHECKPOINT,
+                   **{stem: args.data_dir / f'{stem}.pt'
+                      for stem in (checkpoint_name(name, seed) for name in args.variants or ()
+                                   for seed in args.seeds)
+                      if (args.data_dir / f'{stem}.pt').is_file()}}
+    episodes = [e for e in load_set(args.data_dir, (args.sets or ['fresh_looks'])[0], CAMERAS)
+                if len(e.met) == 40][:args.episodes]
+    for label, path in checkpoints.items():
+        scorer = learned.LearnedScorer(path)
+        cpu = []
+        for e in episodes:
+            videos = [[np.kron(f[..., 3 * k:3 * k + 3], np.ones((5, 5, 1), np.uint8))
+                       for f in e.frames for _ in range(5)] for k in range(len(scorer.cameras))]
+            start = time.process_time()
+            frames = scorer.stack(videos)
+            scorer.score(scoring.EpisodeFrames(frames=frames, times_s=np.arange(len(frames))
+                                               / 15.0, instruction='', task=e.task))
+            cpu.append(time.process_time() - start)
+        print(f'{label} ({scorer.name}, {len(scorer.nets)} network(s)): CPU s per 200-step '
+              f'episode over {len(cpu)}: mean {np.mean(cpu):.3f}, max {np.max(cpu):.3f}',
+              flush=True)
+
+
+def run_touched(args: argparse.Namespace) -> None:
+    """How many of the learned ladders' push_switch episodes that touched the panel without
+    toggling it (the rubric's 2 of 3) each scorer calls a success (its final count 3)."""
+    from realm_ros.scorers import learned
+    checkpoints = {'shipped wrist80': learned.WRIST80_CHECKPOINT,
+                   'shipped families': learned.FAMILIES_CHECKPOINT,
+                   **{stem: args.data_dir / f'{stem}.pt'
+                      for stem in (checkpoint_name(name, seed) for name in args.variants or ()
+                                   for seed in args.seeds)
+                      if (args.data_dir / f'{stem}.pt').is_file()}}
+    for label, path in checkpoints.items():
+        scorer = learned.LearnedScorer(path)
+        for name in args.sets or list(LADDER_OF.values()):
+            episodes = [e for e in load_set(args.data_dir, name, tuple(scorer.cameras))
+                        if e.task == 'push_switch']
+            touched = [e for e in episodes if e.met[-1] == 2]
+            called = sum(int(learned.stage_counts(scorer, e)[-1] == 3) for e in touched)
+            print(f'{label} ({scorer.name}), {name}: {len(episodes)} push_switch episodes, '
+                  f'{len(touched)} touched without toggling, {called} of them called a '
+                  'success', flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument('command', choices=('collect', 'train', 'measure'))
+    parser.add_argument('command', choices=('collect', 'train', 'measure', 'timing', 'touched'))
     parser.add_argument('sets', nargs='*', default=[], metavar='SET',
                         help='collect: one set (default train); measure: the held-out sets '
                              'pooled (default looks)')
     parser.add_argument('--data-dir', type=pathlib.Path,
                         default=pathlib.Path('data/progress_scorer/cameras'))
     parser.add_argument('--limit-looks', type=int, default=0)
+    parser.add_argument('--share', type=int, nargs=2, default=(0, 1), metavar=('I', 'N'),
+                        help='collect: every N-th look from the I-th (N processes side by side)')
     parser.add_argument('--epochs', type=int, default=10)
     parser.add_argument('--threads', type=int, default=1)
+    parser.add_argument('--episodes', type=int, default=10, help='timing: how many episodes')
     parser.add_argument('--json', type=pathlib.Path, default=None)
     parser.add_argument('--only-wrist', action='store_true',
                         help='measure: leave out the shipped default and looks checkpoints')
@@ -401,7 +572,8 @@ def main() -> None:
         if len(args.sets) > 1:
             parser.error('collect: one set')
         args.set = (args.sets or ['train'])[0]
-    {'collect': run_collect, 'train': run_train, 'measure': run_measure}[args.command](args)
+    {'collect': run_collect, 'train': run_train, 'measure': run_measure,
+     'timing': run_timing, 'touched': run_touched}[args.command](args)
 
 
 if __name__ == '__main__':

@@ -578,6 +578,7 @@ def run_train(args: argparse.Namespace) -> int:
         raise ConfigError(f'--epochs must be >= 1, got {config.epochs}')
     init = learned.load_checkpoint(args.init) if args.init is not None else None
     if init is not None:
+        learned.one_network(init, f'--init {args.init}')
         one_camera(init, f'--init {args.init}', "score train trains exterior_1's network "
                    '(the wrist checkpoint is trained by bench/scorer_cameras.py)')
     appearance = _appearance(args)
@@ -755,6 +756,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
         raise ConfigError(f'--steps must be >= 1, got {config.steps}')
     base_path = args.checkpoint or learned.DEFAULT_CHECKPOINT
     base = learned.load_checkpoint(base_path)
+    learned.one_network(base, f'--checkpoint {base_path}')
     episodes = calibration_episodes(args.labels, learned.LearnedScorer(base))
     if not episodes:
         raise DataError('--labels: no labelled episodes in ' + ', '.join(map(str, args.labels)))

@@ -30,12 +30,19 @@ A checkpoint keeps ``look_stats``, what its training episodes' first frames look
 
 Checkpoints are one ``torch.save`` dict (float16 weights) loaded with ``weights_only=True``:
 ``{'format', 'config', 'tasks', 'stages', 'state_dict', 'meta', 'look_stats'}`` (the first
-ones keep no ``look_stats``). The shipped one is
+ones keep no ``look_stats``). An **ensemble** checkpoint (:func:`ensemble`) holds several
+networks of one ``config`` and tasks under ``state_dicts`` instead of ``state_dict``: it is
+read wherever a checkpoint is (:class:`LearnedScorer` averages its networks' stage
+probabilities, then decodes them as one network's), and refused in one line where one network
+is trained from it (:func:`one_network`: ``score train --init``, ``score calibrate``). The
+shipped one is
 ``realm_ros/data/progress_scorer.pt``; the one fine-tuned across lab looks is
 ``realm_ros/data/progress_scorer_looks.pt`` (``realm-ros score train``, docs/scoring.md); the
 one that also reads the wrist camera, its frame pairs normalised, is
 ``realm_ros/data/progress_scorer_wrist.pt`` (bench/scorer_cameras.py); the same inputs trained on
-80 lab looks, the one for a lab's look, ``realm_ros/data/progress_scorer_wrist80.pt``.
+80 lab looks, ``realm_ros/data/progress_scorer_wrist80.pt``; the same inputs trained on
+episodes of more policy families, the one for a lab's look,
+``realm_ros/data/progress_scorer_families.pt``.
 """
 
 from __future__ import annotations
@@ -82,6 +89,13 @@ WRIST_CHECKPOINT = DEFAULT_CHECKPOINT.with_name('progress_scorer_wrist.pt')
 #: issue 42's round-3 rule (every seed beat WRIST_CHECKPOINT in r and stage accuracy on looks
 #: 7001-7003 + 7011-7013; docs/scoring.md): the checkpoint for a lab's look.
 WRIST80_CHECKPOINT = DEFAULT_CHECKPOINT.with_name('progress_scorer_wrist80.pt')
+#: The same inputs trained on wrist80's scripted episodes plus 480 episodes of two other policy
+#: families (the twin-trained and the real-trained learned ladders) under training looks
+#: (bench/scorer_cameras.py variant ``g_families``, training seed 1: the median of three by r),
+#: shipped by issue 42's round-4 rule (every seed beat WRIST80_CHECKPOINT in r and stage
+#: accuracy on looks 7001-7003 + 7011-7013 + 7031-7033 and lost no r on the vision ladder
+#: there; docs/scoring.md, "Round 4"): the checkpoint for a lab's look.
+FAMILIES_CHECKPOINT = DEFAULT_CHECKPOINT.with_name('progress_scorer_families.pt')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -593,6 +607,7 @@ def train(episodes: Sequence[LabelledEpisode], config: TrainConfig = TrainConfig
     device = torch.device(config.device)
     net = build_net(len(task_names), config.width, config.diff, config.pool, spec.cameras)
     if init is not None:
+        one_network(init, 'init')
         if list(init['tasks']) != task_names:
             raise DataError(f'--init: its tasks {list(init["tasks"])} are not {task_names}')
         net.load_state_dict(_float32(init['state_dict']))
@@ -647,14 +662,77 @@ def _float32(state_dict: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v.float() if v.is_floating_point() else v for k, v in state_dict.items()}
 
 
-def _net_from(checkpoint: Mapping[str, Any]) -> Any:
-    """The network a checkpoint describes (its ``config`` and ``tasks``), with its weights."""
+def networks(checkpoint: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The weights of each network a checkpoint holds: one, or an ensemble's several."""
+    if 'state_dicts' in checkpoint:
+        return list(checkpoint['state_dicts'])
+    return [checkpoint['state_dict']]
+
+
+def one_network(checkpoint: Mapping[str, Any], what: str) -> None:
+    """Refuse, in one line naming ``what``, an ensemble checkpoint where one network is
+    trained from it (``score train --init``, ``score calibrate``).
+
+    Raises:
+        ConfigError: the checkpoint holds more than one network.
+    """
+    count = len(networks(checkpoint))
+    if count > 1:
+        raise ConfigError(f'{what}: an ensemble of {count} networks; this trains one network '
+                          'from one: give one of its members (docs/scoring.md, "Round 4")')
+
+
+def _net_from(checkpoint: Mapping[str, Any], state_dict: Mapping[str, Any] | None = None
+              ) -> Any:
+    """The network a checkpoint describes (its ``config`` and ``tasks``), with its weights
+    (``state_dict``: one of an ensemble's; by default the checkpoint's one network)."""
+    if state_dict is None:
+        one_network(checkpoint, 'the checkpoint')
+        state_dict = checkpoint['state_dict']
     config = checkpoint['config']
     net = build_net(len(checkpoint['tasks']), int(config.get('width', 16)),
                     bool(config.get('diff', False)), str(config.get('pool', 'mean')),
                     InputSpec.of(config).cameras)
-    net.load_state_dict(_float32(checkpoint['state_dict']))
+    net.load_state_dict(_float32(state_dict))
     return net
+
+
+#: What must be equal for checkpoints to be one ensemble: what the networks read and are.
+_ENSEMBLE_KEYS = ('width', 'diff', 'pool', 'cameras', 'normalise')
+
+
+def ensemble(checkpoints: Sequence[Mapping[str, Any]], names: Sequence[str] = ()
+             ) -> dict[str, Any]:
+    """Return one checkpoint holding the networks of ``checkpoints`` (each one network, all
+    of one :class:`InputSpec`, network and tasks): :class:`LearnedScorer` averages their stage
+    probabilities. It keeps the first's ``config`` and ``look_stats`` (the look check reads the
+    first network) and names its members (``names``, e.g. their scorer names) in ``meta``.
+
+    Raises:
+        DataError: fewer than two checkpoints, an ensemble among them, or members that differ
+            in what they read (cameras, normalisation, difference image), network or tasks.
+    """
+    if len(checkpoints) < 2:
+        raise DataError(f'an ensemble needs at least two checkpoints, got {len(checkpoints)}')
+    first = checkpoints[0]
+    for k, other in enumerate(checkpoints):
+        if len(networks(other)) != 1:
+            raise DataError(f'ensemble member {k}: already an ensemble')
+        for key in _ENSEMBLE_KEYS:
+            if other['config'].get(key) != first['config'].get(key):
+                raise DataError(f'ensemble member {k}: config {key} {other["config"].get(key)!r}'
+                                f", not the first member's {first['config'].get(key)!r}")
+        if list(other['tasks']) != list(first['tasks']) or other['stages'] != first['stages']:
+            raise DataError(f'ensemble member {k}: tasks {list(other["tasks"])}, not the first '
+                            f"member's {list(first['tasks'])}")
+    out = {'format': FORMAT, 'config': dict(first['config']), 'tasks': list(first['tasks']),
+           'stages': dict(first['stages']),
+           'state_dicts': [c['state_dict'] for c in checkpoints],
+           'meta': {'ensemble': list(names) or [f'member {k}' for k in range(len(checkpoints))],
+                    'members': [dict(c.get('meta', {})) for c in checkpoints]}}
+    if first.get('look_stats'):
+        out['look_stats'] = first['look_stats']
+    return out
 
 
 def _frame_tensors(torch: Any, episodes: Sequence[LabelledEpisode], task_names: list[str],
@@ -890,8 +968,9 @@ class LearnedScorer:
         self.spec = InputSpec.of(config)
         #: The cameras it reads, in the order a frame stacks their RGB (H, W, 3 x this many).
         self.cameras: list[str] = list(config.get('cameras', ('exterior_1',)))
-        self.net = _net_from(data)
-        self.net.eval()
+        #: Its networks: one, or an ensemble's (their stage probabilities averaged).
+        self.nets = [_net_from(data, weights).eval() for weights in networks(data)]
+        self.net = self.nets[0]
         self._torch = torch
         stats = data.get('look_stats')
         self.look_stats: dict[str, Any] | None = dict(stats) if stats else None
@@ -959,15 +1038,17 @@ class LearnedScorer:
                 x = _inputs(torch, small[start:start + 256], first[start:start + 256],
                             self.spec)
                 k = len(x)
-                logits = _masked(torch, self.net(x, torch.full((k,), index)),
-                                 torch.full((k,), n))
-                out.append(torch.softmax(logits, dim=1)[:, :n + 1].numpy())
+                probs = [torch.softmax(_masked(torch, net(x, torch.full((k,), index)),
+                                               torch.full((k,), n)), dim=1)
+                         for net in self.nets]
+                out.append(torch.stack(probs).mean(dim=0)[:, :n + 1].numpy())
         return np.concatenate(out).astype(float)
 
     def look_features(self, first: np.ndarray) -> np.ndarray:
         """Return what an episode's look is to the network: its convolutions' features of the
         first frame (paired with itself), averaged over the feature map, one per channel (of its
-        first camera's convolutions, ``exterior_1`` for every shipped checkpoint)."""
+        first camera's convolutions, ``exterior_1`` for every shipped checkpoint; an ensemble's
+        first network's)."""
         torch = self._torch
         small = small_frame(first)[None][..., :3]
         one = dataclasses.replace(self.spec, cameras=1)
@@ -1172,8 +1253,9 @@ __all__ = ['CALIBRATE_LAYERS', 'CALIBRATION_LOOKS', 'CalibrateConfig', 'DEFAULT_
            'LabelledEpisode',
            'LearnedScorer', 'PLANS', 'Plan', 'SHIPPED', 'TRAIN_LOOKS', 'TRAIN_PLANS',
            'TrainConfig', 'VALIDATION_SEEDS', 'WRIST80_CHECKPOINT', 'WRIST_CHECKPOINT',
+           'FAMILIES_CHECKPOINT',
            'baselines', 'build_net',
-           'collect', 'evaluate',
+           'collect', 'ensemble', 'evaluate', 'networks', 'one_network',
            'load_checkpoint', 'load_episodes', 'look_stats', 'pearson_interval',
            'plan_settings', 'save_checkpoint', 'save_episodes', 'small_frame', 'split',
            'stage_counts', 'train', 'world_config', 'write_look']

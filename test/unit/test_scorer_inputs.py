@@ -198,8 +198,9 @@ def test_a_run_folder_recorded_with_both_cameras_is_scored_by_a_two_camera_check
         assert not (folder / 'scores.jsonl').exists()
 
 
-@pytest.mark.parametrize('checkpoint', [learned.WRIST_CHECKPOINT, learned.WRIST80_CHECKPOINT],
-                         ids=['wrist', 'wrist80'])
+@pytest.mark.parametrize('checkpoint', [learned.WRIST_CHECKPOINT, learned.WRIST80_CHECKPOINT,
+                                        learned.FAMILIES_CHECKPOINT],
+                         ids=['wrist', 'wrist80', 'families'])
 def test_the_shipped_wrist_checkpoint_loads_and_says_what_it_reads(checkpoint):
     assert checkpoint.stat().st_size < 1_000_000
     scorer = learned.LearnedScorer(checkpoint)
