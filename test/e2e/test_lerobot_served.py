@@ -12,8 +12,10 @@ torch wheels, 8 GB installed); ``make lerobot-env`` makes it, or REALM_LEROBOT_P
 """
 
 import json
+import os
 import pathlib
 import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -239,3 +241,33 @@ def test_served_diffusion_executes_lerobots_own_select_action_sequence(diffusion
     assert own.shape == executed.shape == (steps, 8)
     assert np.max(np.abs(np.diff(own, axis=0))) > 1e-3  # the policy does not answer a constant
     np.testing.assert_allclose(executed, own, atol=1e-5)
+
+
+def test_sweep_and_paired_eval_run_a_lerobot_checkpoint_and_name_it(checkpoint, tmp_path):
+    """``realm-ros sweep`` over two cells (one episode each, Default and V-LIGHT) with the tiny
+    ACT as ``act=lerobot:path=...``: every cell ran (none an infrastructure failure) and its
+    record names the policy; then ``realm-ros paired-eval`` (the ROS graph: policy_node serves
+    it on both sides of the pair) runs one pair of it."""
+    policy = f'act=lerobot:path={checkpoint}'
+    common = ['--tasks', 'push_switch', '--policies', policy, '--episodes-per-cell', '1',
+              '--max-steps', '12']
+    env = {**os.environ, 'HF_HUB_OFFLINE': '1'}
+    sweep = tmp_path / 'sweep'
+    proc = subprocess.run([sys.executable, '-m', 'realm_ros.cli', 'sweep', '--out', str(sweep),
+                           *common, '--perturbations', 'Default', 'V-LIGHT', '--workers', '1',
+                           '--quiet'], capture_output=True, text=True, timeout=600, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    records = [json.loads(line) for line in (sweep / 'episodes.jsonl').read_text().splitlines()]
+    assert len(records) == 2
+    assert {r['pair_id'].split('/')[1] for r in records} == {'Default@1', 'V-LIGHT@1'}
+    for record in records:
+        assert record['policy'] == 'act' and record['pair_id'].endswith('/act')
+        assert record['outcome'] != 'infra_failure' and record['steps'] == 12, record
+    paired = tmp_path / 'paired'
+    proc = subprocess.run([sys.executable, '-m', 'realm_ros.cli', 'paired-eval', '--out',
+                           str(paired), *common, '--perturbations', 'Default'],
+                          capture_output=True, text=True, timeout=600, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    pairs = [json.loads(line) for line in (paired / 'episodes.jsonl').read_text().splitlines()]
+    assert len(pairs) == 2 and {r['policy'] for r in pairs} == {'act'}
+    assert all(r['outcome'] != 'infra_failure' and r['steps'] == 12 for r in pairs), pairs
