@@ -5,7 +5,8 @@ realm_ros's client over openpi's websocket protocol; the chunk it answers is LeR
 inference (``predict_action``, as lerobot-record runs it) on the same observation, within float
 tolerance, and blanked images change it. A tiny diffusion policy (two observations of history,
 DDPM noise) made the same way is served too: over a short episode's observations the actions
-realm_ros executes are LeRobot's own ``select_action`` sequence on them.
+realm_ros executes are LeRobot's own ``select_action`` sequence on them. ``realm-ros sweep`` and
+``realm-ros paired-eval`` run the tiny ACT as a ``label=lerobot:path=...`` policy.
 
 Skipped where the lerobot venv is absent (``make setup`` does not make it: about 4 GB of CUDA
 torch wheels, 8 GB installed); ``make lerobot-env`` makes it, or REALM_LEROBOT_PYTHON names one.
