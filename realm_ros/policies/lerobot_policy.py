@@ -226,7 +226,9 @@ class LeRobotPolicy(op.OpenPIPolicy):
         keep = int(self.info['history']) - 1
         if keep < 1:
             return
-        if self._unsent and obs.step <= self._unsent[-1][0]:
+        if self._unsent and obs.step == self._unsent[-1][0]:
+            return  # the same step seen again (a timer answering the latest observation twice)
+        if self._unsent and obs.step < self._unsent[-1][0]:
             self._unsent = []  # the step count went back: a new episode without reset
         self._unsent = [*self._unsent, (obs.step, self._state(obs))][-keep:]
 

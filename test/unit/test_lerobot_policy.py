@@ -107,3 +107,32 @@ def test_needs_follow_the_checkpoint_and_a_given_server_needs_no_venv(tmp_path):
         policy.close()
     with pytest.raises(ConfigError, match='horizon'):
         make_policy('lerobot', path=str(folder), server='127.0.0.1:9', horizon=11)
+
+
+def test_a_policy_with_history_keeps_the_last_steps_it_ran_open_loop(tmp_path):
+    """n_obs_steps 3: of the steps the ActionChunker runs open loop, the last two go with the
+    next query (the server's queues already hold the earlier ones); a step seen twice is kept
+    once, a step count that goes back starts afresh; ACT keeps none."""
+    import numpy as np
+
+    from realm_ros.core.types import JointState, Observation
+
+    def obs(step):
+        images = {c: np.full((90, 160, 3), step, np.uint8) for c in ('exterior_1', 'wrist')}
+        return Observation(joints=JointState(np.full(7, 0.1 * step), np.zeros(7), np.zeros(7),
+                                             0.0), images=images, step=step)
+
+    folder = write_checkpoint(tmp_path / 'd', fields={**DIFFUSION, 'n_obs_steps': 3})
+    diffusion = make_policy('lerobot', path=str(folder), server='127.0.0.1:9')
+    act = make_policy('lerobot', path=str(write_checkpoint(tmp_path / 'a')), server='127.0.0.1:9')
+    try:
+        for step in (1, 2, 3, 3):
+            diffusion.observe(obs(step))
+            act.observe(obs(step))
+        assert [s for s, _ in diffusion._unsent] == [2, 3] and act._unsent == []
+        assert diffusion._unsent[1][1]['observation/joint_position'][0] == pytest.approx(0.3)
+        diffusion.observe(obs(1))
+        assert [s for s, _ in diffusion._unsent] == [1]
+    finally:
+        diffusion.close()
+        act.close()
