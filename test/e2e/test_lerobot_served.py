@@ -6,7 +6,7 @@ inference (``predict_action``, as lerobot-record runs it) on the same observatio
 tolerance, and blanked images change it. A tiny diffusion policy (two observations of history,
 DDPM noise) made the same way is served too: over a short episode's observations the actions
 realm_ros executes are LeRobot's own ``select_action`` sequence on them. ``realm-ros sweep`` and
-``realm-ros paired-eval`` run the tiny ACT as a ``label=lerobot:path=...`` policy.
+``realm-ros paired-eval`` run both as ``label=lerobot:path=...`` policies.
 
 Skipped where the lerobot venv is absent (``make setup`` does not make it: about 4 GB of CUDA
 torch wheels, 8 GB installed); ``make lerobot-env`` makes it, or REALM_LEROBOT_PYTHON names one.
@@ -244,14 +244,14 @@ def test_served_diffusion_executes_lerobots_own_select_action_sequence(diffusion
     np.testing.assert_allclose(executed, own, atol=1e-5)
 
 
-def test_sweep_and_paired_eval_run_a_lerobot_checkpoint_and_name_it(checkpoint, tmp_path):
-    """``realm-ros sweep`` over two cells (one episode each, Default and V-LIGHT) with the tiny
-    ACT as ``act=lerobot:path=...``: every cell ran (none an infrastructure failure) and its
-    record names the policy; then ``realm-ros paired-eval`` (the ROS graph: policy_node serves
-    it on both sides of the pair) runs one pair of it."""
-    policy = f'act=lerobot:path={checkpoint}'
-    common = ['--tasks', 'push_switch', '--policies', policy, '--episodes-per-cell', '1',
-              '--max-steps', '12']
+def test_sweep_and_paired_eval_run_lerobot_checkpoints_and_name_them(checkpoint, diffusion,
+                                                                   tmp_path):
+    """``realm-ros sweep`` over two cells per policy (one episode each, Default and V-LIGHT) with
+    the tiny ACT and the tiny diffusion as ``label=lerobot:path=...``: every cell ran (none an
+    infrastructure failure) and its record names its policy; then ``realm-ros paired-eval`` (the
+    ROS graph: policy_node serves each on both sides of the pair) runs one pair of each."""
+    common = ['--tasks', 'push_switch', '--policies', f'act=lerobot:path={checkpoint}',
+              f'diff=lerobot:path={diffusion}', '--episodes-per-cell', '1', '--max-steps', '12']
     env = {**os.environ, 'HF_HUB_OFFLINE': '1'}
     sweep = tmp_path / 'sweep'
     proc = subprocess.run([sys.executable, '-m', 'realm_ros.cli', 'sweep', '--out', str(sweep),
@@ -259,10 +259,10 @@ def test_sweep_and_paired_eval_run_a_lerobot_checkpoint_and_name_it(checkpoint, 
                            '--quiet'], capture_output=True, text=True, timeout=600, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     records = [json.loads(line) for line in (sweep / 'episodes.jsonl').read_text().splitlines()]
-    assert len(records) == 2
-    assert {r['pair_id'].split('/')[1] for r in records} == {'Default@1', 'V-LIGHT@1'}
+    assert sorted((r['policy'], r['pair_id'].split('/')[1]) for r in records) == [
+        ('act', 'Default@1'), ('act', 'V-LIGHT@1'), ('diff', 'Default@1'), ('diff', 'V-LIGHT@1')]
     for record in records:
-        assert record['policy'] == 'act' and record['pair_id'].endswith('/act')
+        assert record['pair_id'].endswith('/' + record['policy'])
         assert record['outcome'] != 'infra_failure' and record['steps'] == 12, record
     paired = tmp_path / 'paired'
     proc = subprocess.run([sys.executable, '-m', 'realm_ros.cli', 'paired-eval', '--out',
@@ -270,5 +270,5 @@ def test_sweep_and_paired_eval_run_a_lerobot_checkpoint_and_name_it(checkpoint, 
                           capture_output=True, text=True, timeout=600, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     pairs = [json.loads(line) for line in (paired / 'episodes.jsonl').read_text().splitlines()]
-    assert len(pairs) == 2 and {r['policy'] for r in pairs} == {'act'}
+    assert sorted(r['policy'] for r in pairs) == ['act', 'act', 'diff', 'diff']
     assert all(r['outcome'] != 'infra_failure' and r['steps'] == 12 for r in pairs), pairs
