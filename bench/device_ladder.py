@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import collections
 import json
+import math
 import os
 import pathlib
 import signal
@@ -298,6 +299,15 @@ def summary(args: argparse.Namespace) -> int:
     return 0
 
 
+def median_interval(times: list[float], level: float = 0.95) -> list[float]:
+    """Distribution-free interval of the median (order statistics: the ranks j..k that a
+    Binomial(n, 1/2) count falls between with probability >= ``level``), ms."""
+    n, values = len(times), sorted(times)
+    cdf = [sum(math.comb(n, i) for i in range(j + 1)) / 2 ** n for j in range(n + 1)]
+    j = max([r for r in range(n) if cdf[r] <= (1 - level) / 2], default=0)  # P(B <= j)
+    return [round(values[j], 2), round(values[n - 1 - j], 2)]
+
+
 def latency(args: argparse.Namespace) -> int:
     """CPU time of one chunk per checkpoint (``infer``: two 320x180 frames resized, forward,
     decode), one thread: median and 90th percentile over ``--calls`` calls, ms. A
@@ -331,10 +341,12 @@ def latency(args: argparse.Namespace) -> int:
                 times.append((time.perf_counter() - start) * 1000.0)
         row = {'checkpoint': path, 'threads': 1, 'calls': args.calls,
                'median_ms': round(float(np.median(times)), 2),
+               'median_ci95_ms': median_interval(times),
                'p90_ms': round(float(np.quantile(times, 0.9)), 2)}
         if path.startswith('lerobot:'):  # the server's own time per chunk, without the wire
-            server = policy.server_latency
-            row['server_median_ms'] = round(float(server.p50_ms), 2)
+            server = policy._server_latency.samples[5:]  # noqa: SLF001 - after the warm-up
+            row['server_median_ms'] = round(float(np.median(server)), 2)
+            row['server_p90_ms'] = round(float(np.quantile(server, 0.9)), 2)
             policy.close()
         print(json.dumps(row), flush=True)
     return 0

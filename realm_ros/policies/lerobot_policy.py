@@ -6,7 +6,13 @@ speaks openpi's websocket protocol to it (it is an :class:`~realm_ros.policies.o
 whose server it owns), or connects to one already running (``server='host:port'``). Inference is
 LeRobot's own (the server's docstring says which calls); this side only sends the observation
 (images resized with padding to the checkpoint's size, black with ``blind=true``) and reads the
-(chunk_size, 8) absolute joint targets + gripper back.
+(chunk, 8) absolute joint targets + gripper back. What one query answers (``chunk`` rows,
+``execute`` of them run open loop by default, ``history`` observations in) is the server's
+:func:`~realm_ros.policies.lerobot_server.action_plan` of the checkpoint's config, read here and
+there by the same function: ACT answers ``chunk_size`` rows from the current observation;
+diffusion answers ``n_action_steps`` rows from its last ``n_obs_steps`` observations, so this
+side keeps the observations of the steps it ran open loop (:meth:`LeRobotPolicy.observe`) and
+sends them with the next query, and the server puts them in the policy's own queues.
 
 Everything that can be refused without lerobot is refused when the policy is built, with one
 line naming what does not fit (the CLIs exit 2 on it, before any world or arm is touched):
@@ -34,6 +40,7 @@ from realm_ros.core.policy import PolicyNeeds
 from realm_ros.core.types import ActionChunk, ActionMode, EpisodeSpec, Observation
 from realm_ros.policies import openpi as op
 from realm_ros.policies.image_tools import resize_with_pad
+from realm_ros.policies.lerobot_server import KEY_HISTORY, action_plan
 from realm_ros.policies.msgpack_numpy import openpi_packb
 
 #: The Franka's state and action: 7 joints + gripper.
@@ -72,7 +79,8 @@ def find_checkpoint(path: str) -> pathlib.Path:
 
 def check_checkpoint(folder: pathlib.Path) -> dict[str, Any]:
     """Read ``config.json`` and refuse what cannot drive the Franka here; returns
-    ``{'type', 'cameras': {name: (h, w)}, 'chunk_size', 'n_action_steps'}``.
+    ``{'type', 'cameras': {name: (h, w)}, 'chunk', 'execute', 'history'}`` (the last three:
+    :func:`~realm_ros.policies.lerobot_server.action_plan`).
 
     Raises:
         ConfigError: one line naming what does not fit.
@@ -115,10 +123,11 @@ def check_checkpoint(folder: pathlib.Path) -> dict[str, Any]:
     if not (folder / 'policy_preprocessor.json').is_file() or not stats:
         raise ConfigError(f'{folder}: missing stats (no policy_preprocessor.json with its '
                           "normalizer .safetensors: the training set's normalisation)")
-    chunk = int(config.get('chunk_size', 1) or 1)
-    steps = int(config.get('n_action_steps', chunk) or chunk)
-    return {'type': str(config.get('type', '?')), 'cameras': cameras, 'chunk_size': chunk,
-            'n_action_steps': steps}
+    try:
+        plan = action_plan(config)
+    except ValueError as err:
+        raise ConfigError(f'{folder}: {err}') from None
+    return {'type': str(config.get('type', '?')), 'cameras': cameras, **plan}
 
 
 def find_python(python: str) -> str:
@@ -160,7 +169,8 @@ class LeRobotPolicy(op.OpenPIPolicy):
             server: ``host:port`` or ``ws://`` URI of a :mod:`lerobot_server` already running
                 ('' = start one on a free local port at the first reset).
             horizon: actions executed open loop per chunk (0 = the checkpoint's
-                ``n_action_steps``).
+                ``n_action_steps``; below it, a policy with a history re-plans sooner than
+                ``select_action`` would, from the right observations).
             blind: send black images (the blind baseline: the same weights without pictures).
             threads: torch threads of the server started here (0 = torch's default).
             device: torch device of the server started here.
@@ -174,10 +184,9 @@ class LeRobotPolicy(op.OpenPIPolicy):
         self.cameras = tuple(sorted(self.info['cameras']))
         self.image_hw: tuple[int, int] = next(iter(self.info['cameras'].values()))
         self.python = '' if server else find_python(python)
-        self.horizon = int(horizon) or min(int(self.info['n_action_steps']),
-                                           int(self.info['chunk_size']))
-        if not 1 <= self.horizon <= int(self.info['chunk_size']):
-            raise ConfigError(f"lerobot policy 'horizon' must be 1..{self.info['chunk_size']} "
+        self.horizon = int(horizon) or int(self.info['execute'])
+        if not 1 <= self.horizon <= int(self.info['chunk']):
+            raise ConfigError(f"lerobot policy 'horizon' must be 1..{self.info['chunk']} "
                               f'(the chunk size), got {horizon}')
         self.blind = str(blind).lower() in ('1', 'true', 'yes')
         self.threads = int(threads)
@@ -190,6 +199,8 @@ class LeRobotPolicy(op.OpenPIPolicy):
         self._owned = not server
         self._proc: subprocess.Popen[str] | None = None
         self._stderr: list[str] = []
+        #: (step, request map) of the control steps since the last query, newest last.
+        self._unsent: list[tuple[int, dict[str, Any]]] = []
 
     @property
     def label(self) -> str:
@@ -204,10 +215,39 @@ class LeRobotPolicy(op.OpenPIPolicy):
 
     def reset(self, spec: EpisodeSpec) -> None:
         super().reset(spec)
-        # A new episode: the server resets the policy (ACT's action queue, temporal ensembler).
-        self._round_trip(openpi_packb({'__ctrl__': 'episode_start'}))
+        self._unsent = []
+        # A new episode: the server resets the policy (its queues, ACT's temporal ensembler)
+        # and seeds torch with the episode's seed (diffusion draws the same noise every run).
+        self._round_trip(openpi_packb({'__ctrl__': 'episode_start', 'seed': int(spec.seed)}))
+
+    def observe(self, obs: Observation) -> None:
+        """Keep a step run open loop: a policy with a history (diffusion's ``n_obs_steps``)
+        gets it with the next query, as ``select_action`` gets every step."""
+        keep = int(self.info['history']) - 1
+        if keep < 1:
+            return
+        if self._unsent and obs.step == self._unsent[-1][0]:
+            return  # the same step seen again (a timer answering the latest observation twice)
+        if self._unsent and obs.step < self._unsent[-1][0]:
+            self._unsent = []  # the step count went back: a new episode without reset
+        self._unsent = [*self._unsent, (obs.step, self._state(obs))][-keep:]
 
     def infer(self, obs: Observation) -> ActionChunk:
+        request: dict[str, Any] = {**self._state(obs),
+                                   op.KEY_PROMPT: self.prompt.for_observation(obs)}
+        history = [m for step, m in self._unsent if step < obs.step]
+        if history:
+            request[KEY_HISTORY] = history
+        self._unsent = []
+        response = self._round_trip(openpi_packb(request))
+        values = op.parse_actions(response, f'lerobot server {self.uri}')
+        timing = response.get('server_timing')
+        if isinstance(timing, dict) and isinstance(timing.get('infer_ms'), (int, float)):
+            self._server_latency.add(float(timing['infer_ms']))
+        return ActionChunk(values, ActionMode.POSITION)
+
+    def _state(self, obs: Observation) -> dict[str, Any]:
+        """``obs`` as the server reads it: cameras at the checkpoint's size, joints, gripper."""
         h, w = self.image_hw
         images = {}
         for key, camera in ((op.KEY_EXTERIOR, 'exterior_1'), (op.KEY_WRIST, 'wrist')):
@@ -218,16 +258,9 @@ class LeRobotPolicy(op.OpenPIPolicy):
                                   f'observation has {sorted(obs.images)}')
             image = resize_with_pad(obs.images[camera], h, w)
             images[key] = np.zeros_like(image) if self.blind else image
-        request = {**images,
-                   op.KEY_JOINTS: np.asarray(obs.joints.position, dtype=np.float64).reshape(7),
-                   op.KEY_GRIPPER: np.array([float(obs.joints.gripper)], dtype=np.float64),
-                   op.KEY_PROMPT: self.prompt.for_observation(obs)}
-        response = self._round_trip(openpi_packb(request))
-        values = op.parse_actions(response, f'lerobot server {self.uri}')
-        timing = response.get('server_timing')
-        if isinstance(timing, dict) and isinstance(timing.get('infer_ms'), (int, float)):
-            self._server_latency.add(float(timing['infer_ms']))
-        return ActionChunk(values, ActionMode.POSITION)
+        return {**images,
+                op.KEY_JOINTS: np.asarray(obs.joints.position, dtype=np.float64).reshape(7),
+                op.KEY_GRIPPER: np.array([float(obs.joints.gripper)], dtype=np.float64)}
 
     def close(self) -> None:
         super().close()

@@ -14,17 +14,27 @@ a robot; ``lerobot.utils.control_utils`` in 0.4, ``lerobot.common.control_utils`
 :func:`lerobot_api`): ``prepare_observation_for_inference`` (HWC uint8 ->
 CHW float in [0, 1], batch of 1), the checkpoint's saved preprocessor (normalisation with the
 training set's stats), then ``policy.predict_action_chunk`` (where ``predict_action`` calls
-``select_action``, which pops the same chunk's first ``n_action_steps`` rows one by one), then
-the saved postprocessor (unnormalisation). The whole chunk goes back, (chunk_size, 8).
+``select_action``, which pops the same chunk's rows one by one), then the saved postprocessor
+(unnormalisation). What one query answers is read from the checkpoint's config by
+:func:`action_plan` (``chunk`` rows, ``execute`` of them run open loop, ``history`` observations
+in): ACT answers its ``chunk_size`` rows from the current observation; diffusion answers its
+``n_action_steps`` rows from its last ``n_obs_steps`` observations, kept in the policy's own
+queues as ``select_action`` keeps them (LeRobot's ``populate_queues``: filled with copies of
+the first observation after a reset, then one entry per control step), so the request carries
+the steps the client ran open loop since its last query (``realm/history``).
 
 Protocol (openpi's, as :mod:`realm_ros.policies.server`): metadata frame on connect
 ``{'server': 'lerobot', 'policy': type, 'lerobot': version, 'action_space': 'joint_position',
-'cameras': [...], 'image_size': [h, w], 'chunk_size': n, 'n_action_steps': k}``; a request is
+'cameras': [...], 'image_size': [h, w], 'chunk': n, 'execute': k, 'history': o}``; a request is
 openpi's DROID map (``observation/exterior_image_1_left``, ``observation/wrist_image_left``,
-``observation/joint_position`` (7,), ``observation/gripper_position`` (1,), ``prompt``); images of
+``observation/joint_position`` (7,), ``observation/gripper_position`` (1,), ``prompt``), plus,
+for a policy with ``history`` > 1, ``realm/history``: the same maps (no prompt) of the earlier
+control steps the policy has not seen yet, oldest first (at most ``history`` - 1); images of
 another size are resized (shrinking area-averaged, padding bands of a 224x224 openpi frame
 removed first); the answer is ``{'actions': (H, 8) float64, 'server_timing': {'infer_ms'}}``.
-``{'__ctrl__': 'episode_start'}`` resets the policy (answered ``{'__ack__': ...}``). A failure
+``{'__ctrl__': 'episode_start', 'seed': s}`` resets the policy before the next request (its
+queues, ACT's temporal ensembler) and seeds torch with ``s`` there (answered
+``{'__ack__': ...}``): diffusion's noise is then the same on every run of that episode. A failure
 goes back as a text frame (the traceback) and the connection closes with 1011, as openpi does.
 Once listening it prints ``LEROBOT_SERVER_READY port=N`` on stdout; it exits when its standard
 input closes (the realm_ros process that started it has gone).
@@ -33,6 +43,7 @@ input closes (the realm_ros process that started it has gone).
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping
 import json
 import os
 import sys
@@ -49,6 +60,8 @@ DROID_CAMERAS = {'observation/exterior_image_1_left': 'exterior_1',
                  'observation/wrist_image_left': 'wrist'}
 KEY_JOINTS = 'observation/joint_position'
 KEY_GRIPPER = 'observation/gripper_position'
+#: realm_ros's key for the earlier control steps' observations (a list of DROID maps).
+KEY_HISTORY = 'realm/history'
 
 
 def _encode(obj: Any) -> Any:
@@ -96,6 +109,45 @@ def fit_image(image: np.ndarray, height: int, width: int) -> np.ndarray:
     return cv2.resize(np.ascontiguousarray(image), (width, height), interpolation=cv2.INTER_AREA)
 
 
+def action_plan(config: Mapping[str, Any]) -> dict[str, int]:
+    """What one query of a LeRobot policy answers, from its ``config.json``: ``{'chunk': rows
+    ``predict_action_chunk`` returns, 'execute': rows ``select_action`` runs before it predicts
+    again, 'history': observations it is given}``.
+
+    Read from the fields, the same for every type: ``n_obs_steps`` (default 1) observations in;
+    ``chunk_size`` rows out where the config has one (ACT), else ``n_action_steps`` (diffusion's
+    ``generate_actions`` keeps the ``n_action_steps`` rows from the current step of its
+    ``horizon``); ``n_action_steps`` of them executed. LeRobot's own rules on these numbers are
+    checked here (diffusion: ``n_action_steps <= horizon - n_obs_steps + 1``).
+
+    Raises:
+        ValueError: one line naming the field that does not fit.
+    """
+    def number(name: str, default: int) -> int:
+        value = config.get(name, default)
+        if value is None:
+            value = default
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f'config field {name!r} must be an integer >= 1, got {value!r}')
+        return int(value)
+
+    history = number('n_obs_steps', 1)
+    execute = number('n_action_steps', 1)
+    if 'chunk_size' in config:
+        chunk = number('chunk_size', 1)
+        if execute > chunk:
+            raise ValueError(f'config field n_action_steps ({execute}) exceeds chunk_size '
+                             f'({chunk})')
+    else:
+        chunk = execute
+        if 'horizon' in config:
+            horizon = number('horizon', 1)
+            if execute > horizon - history + 1:
+                raise ValueError(f'config field n_action_steps ({execute}) exceeds horizon - '
+                                 f'n_obs_steps + 1 ({horizon} - {history} + 1)')
+    return {'chunk': chunk, 'execute': execute, 'history': history}
+
+
 #: Where each piece of LeRobot's inference lives, by release: (module, name) tried in order.
 #: 0.4.x and 0.6.x share all but ``predict_action``, which 0.6 moved from ``lerobot.utils``
 #: to ``lerobot.common``.
@@ -105,6 +157,7 @@ LEROBOT_API = {
     'make_pre_post_processors': (('lerobot.policies.factory', 'make_pre_post_processors'),),
     'prepare_observation_for_inference': (('lerobot.policies.utils',
                                            'prepare_observation_for_inference'),),
+    'populate_queues': (('lerobot.policies.utils', 'populate_queues'),),
     'predict_action': (('lerobot.common.control_utils', 'predict_action'),    # 0.6
                        ('lerobot.utils.control_utils', 'predict_action')),    # 0.4
 }
@@ -174,6 +227,8 @@ class LeRobotRunner:
         overrides = {'device_processor': {'device': device}}
         self.pre, self.post = make_pre_post_processors(
             self.config, pretrained_path=checkpoint, preprocessor_overrides=overrides)
+        with open(os.path.join(checkpoint, 'config.json')) as f:
+            self.plan = action_plan(json.load(f))
         self.cameras: dict[str, tuple[int, int]] = {}
         for key, feature in self.config.image_features.items():
             shape = tuple(feature.shape)  # (C, H, W)
@@ -186,8 +241,7 @@ class LeRobotRunner:
         size = next(iter(self.cameras.values()), (0, 0))
         return {'server': 'lerobot', 'policy': self.config.type, 'lerobot': version('lerobot'),
                 'action_space': 'joint_position', 'cameras': sorted(self.cameras),
-                'image_size': list(size), 'chunk_size': int(self.config.chunk_size),
-                'n_action_steps': int(getattr(self.config, 'n_action_steps', 1))}
+                'image_size': list(size), **self.plan}
 
     def observation(self, request: dict[str, Any]) -> dict[str, np.ndarray]:
         """openpi DROID map -> the dict of numpy arrays lerobot-record hands predict_action."""
@@ -209,19 +263,47 @@ class LeRobotRunner:
             obs[f'observation.images.{camera}'] = fit_image(request[key], h, w)
         return obs
 
-    def reset(self) -> None:
+    def reset(self, seed: int | None = None) -> None:
+        """A new episode: the policy's queues emptied; torch seeded with ``seed`` if given."""
         self.policy.reset()
+        if seed is not None:
+            self.torch.manual_seed(int(seed))
 
-    def chunk(self, obs: dict[str, np.ndarray], task: str) -> np.ndarray:
-        """The whole chunk, (chunk_size, action_dim) float64, through lerobot's own steps."""
+    def chunk(self, observations: list[dict[str, np.ndarray]], task: str) -> np.ndarray:
+        """The answer to one query, (chunk, action_dim) float64, through lerobot's own steps.
+
+        ``observations``: the control steps the policy has not seen yet, oldest first, the
+        current one last. With ``history`` 1 (ACT) only the current one is used. Otherwise each
+        enters the policy's own observation queues through LeRobot's ``populate_queues``,
+        stacked as ``select_action`` stacks them (cameras on ``observation.images``), and
+        ``predict_action_chunk`` reads the last ``n_obs_steps`` from there, as it does when
+        ``select_action`` calls it.
+        """
         prepare_observation_for_inference = self.api['prepare_observation_for_inference']
         with self.torch.inference_mode():
-            batch = prepare_observation_for_inference(dict(obs), self.device, task,
-                                                      self.robot_type)
-            batch = self.pre(batch)
+            batches = [self.pre(prepare_observation_for_inference(dict(obs), self.device, task,
+                                                                  self.robot_type))
+                       for obs in observations]
+            batch = batches[-1]
+            if self.plan['history'] > 1:
+                batches = [self._with_images(b) for b in batches]
+                for step in batches:
+                    self.policy._queues = self.api['populate_queues'](  # noqa: SLF001
+                        self.policy._queues, step)  # noqa: SLF001 - LeRobot's own queues
+                batch = batches[-1]
             actions = self.policy.predict_action_chunk(batch)
             actions = self.post(actions)
-        return actions[0].to('cpu', self.torch.float64).numpy()
+        return actions[0, :self.plan['chunk']].to('cpu', self.torch.float64).numpy()
+
+    def _with_images(self, batch: dict[str, Any]) -> dict[str, Any]:
+        """``batch`` as ``select_action`` puts it in the queues: no ``action`` entry (the
+        preprocessor leaves one, None), the cameras stacked on ``observation.images``
+        (B, N, C, H, W), the key and layout LeRobot's queue policies read."""
+        step = {k: v for k, v in batch.items() if k != 'action'}
+        keys = list(self.config.image_features)
+        if keys:
+            step['observation.images'] = self.torch.stack([step[k] for k in keys], dim=-4)
+        return step
 
     def select(self, obs: dict[str, np.ndarray], task: str) -> np.ndarray:
         """One action as lerobot-record gets it: ``predict_action`` (select_action's queue)."""
@@ -246,6 +328,7 @@ def serve(runner: LeRobotRunner, host: str, port: int, max_seconds: float = 0.0)
     def handler(websocket: Any) -> None:
         websocket.send(packb(meta))
         prompt: str | None = None
+        seed: int | None = None
         prev_total_ms: float | None = None
         while True:
             try:
@@ -262,16 +345,22 @@ def serve(runner: LeRobotRunner, host: str, port: int, max_seconds: float = 0.0)
                 if '__ctrl__' in request:
                     if request['__ctrl__'] == 'episode_start':
                         prompt = None
+                        seed = request.get('seed')
                     websocket.send(packb({'__ack__': request['__ctrl__']}))
                     continue
-                obs = runner.observation(request)
+                history = request.get(KEY_HISTORY, [])
+                if not isinstance(history, list) or not all(isinstance(h, dict)
+                                                            for h in history):
+                    raise ValueError(f'{KEY_HISTORY} must be a list of observation maps')
+                observations = [runner.observation(h) for h in history]
+                observations.append(runner.observation(request))
                 task = str(request.get('prompt', ''))
                 with lock:
                     if task != prompt:
-                        runner.reset()
+                        runner.reset(seed)
                         prompt = task
                     t0 = time.monotonic()
-                    actions = runner.chunk(obs, task)
+                    actions = runner.chunk(observations, task)
                     infer_ms = (time.monotonic() - t0) * 1000.0
                 timing = {'infer_ms': (time.monotonic() - start) * 1000.0}
                 if prev_total_ms is not None:

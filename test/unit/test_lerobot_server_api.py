@@ -14,7 +14,7 @@ from realm_ros.policies import lerobot_server as server
 
 SHARED = {'lerobot.configs.policies': 'PreTrainedConfig',
           'lerobot.policies.factory': ('get_policy_class', 'make_pre_post_processors'),
-          'lerobot.policies.utils': 'prepare_observation_for_inference'}
+          'lerobot.policies.utils': ('prepare_observation_for_inference', 'populate_queues')}
 
 
 def install(monkeypatch, layout):
@@ -77,3 +77,16 @@ def test_lerobot_act_names_the_eval_flag_of_the_release(tmp_path, version, flag)
     python.write_text(f'#!/bin/sh\necho {version}\n')
     python.chmod(0o755)
     assert lerobot_act.eval_off(str(python)) == flag
+
+
+@pytest.mark.parametrize('config, plan', [
+    ({'type': 'act', 'chunk_size': 100, 'n_action_steps': 100}, (100, 100, 1)),
+    ({'type': 'act', 'chunk_size': 10, 'n_action_steps': 8}, (10, 8, 1)),
+    # LeRobot 0.4.4's DiffusionConfig defaults; num_inference_steps does not change the plan
+    ({'type': 'diffusion', 'n_obs_steps': 2, 'horizon': 16, 'n_action_steps': 8,
+      'num_inference_steps': 10}, (8, 8, 2)),
+    ({'type': 'diffusion', 'n_obs_steps': 1, 'horizon': 8, 'n_action_steps': 8}, (8, 8, 1)),
+])
+def test_the_plan_is_read_from_the_config_fields(config, plan):
+    got = server.action_plan(config)
+    assert (got['chunk'], got['execute'], got['history']) == plan
