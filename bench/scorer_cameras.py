@@ -46,6 +46,13 @@ and ``eval4_learned_ladder`` are lab looks 7041-7043, reported once, never chose
 ladders' push_switch episodes that touched the panel without toggling it called successes.
 ``collect --share I N`` collects every N-th look from the I-th, for N processes side by side.
 
+Round 5 (issue 42) adds ``demo_ladder``: the held-out vision ladder's four rungs
+(``VISION_LADDER4``) under the look it was trained and evaluated on, the appearance file
+``config/appearance/lab_demo.yaml`` (a set's look is a lab look's seed or an appearance file),
+push_switch and pick_spoon, seeds 300-314, at most 160 steps; ``measure demo_ladder`` reports
+it alone (all, per task, per rung): a policy family in no training set, on a look only the
+default and looks checkpoints were trained on.
+
 ``train`` trains the variants (``VARIANTS``) on the ``train`` set (variant ``e``: ``train`` and
 ``train_more``) with the same settings (``learned.SHIPPED``'s, ``--epochs`` each unless the
 variant names its own) into ``DATA_DIR/VARIANT.pt`` (``--seeds``: one checkpoint per training
@@ -80,7 +87,15 @@ TWIN_LADDER = ('twin_early=learned:path=checkpoints/learned/early.pt',
 #: (docs/vision-demo.md, trained on push_switch and pick_spoon demonstrations).
 REAL_LADDER = ('real_middle=learned:path=checkpoints/learned_real/middle.pt',
                'real_final=learned:path=checkpoints/learned_real/final.pt')
-#: Set -> (looks, tasks, policies, seeds (empty: the look's own seed), max steps).
+#: Round 5: the held-out vision ladder's four rungs (docs/learned-policy.md section 5: success
+#: about 0.05 / 0.15 / 0.53 / 0.88 under lab_demo's look), weakest first.
+VISION_LADDER4 = tuple(f'{name}=learned:path=checkpoints/learned_vision/{name}.pt'
+                       for name in ('plain5k_s150', 'plain5kb_s800', 'plain5k_s1200',
+                                    'plain12k_s12000'))
+#: The look the vision ladder was trained and evaluated on (and the scorer's ``train`` plan's).
+DEMO_LOOK = 'config/appearance/lab_demo.yaml'
+#: Set -> (looks, tasks, policies, seeds (empty: the look's own seed), max steps); a look is a
+#: lab look's seed (``learned.write_look``) or an appearance file's path.
 SETS = {
     'train': (tuple(range(1000, 1040)), TASKS, ('scripted:0', 'scripted:1', 'scripted:3'), (),
               200),
@@ -118,7 +133,13 @@ SETS = {
                     200),
     'eval4_learned_ladder': ((7041, 7042, 7043), ('push_switch', 'pick_spoon'), (),
                              (200, 201, 202, 203), 160),
+    # Round 5: the held-out family where its outcomes vary: the vision ladder's four rungs under
+    # its own look, seeds no scorer set had used; reported once, nothing chosen on it.
+    'demo_ladder': ((DEMO_LOOK,), ('push_switch', 'pick_spoon'), VISION_LADDER4,
+                    tuple(range(300, 315)), 160),
 }
+#: Sets of a learned ladder alone, measured on their own (rows: all, per task, per rung).
+LADDER_ONLY = ('demo_ladder',)
 #: A held-out set -> the learned-ladder set on the same looks.
 LADDER_OF = {'looks': 'learned_ladder', 'new_looks': 'new_learned_ladder',
              'eval4_looks': 'eval4_learned_ladder'}
@@ -161,7 +182,12 @@ ROUND4_SETS = ('looks', 'new_looks', 'fresh_looks')
 ROUND4_CANDIDATES = {'f_ensemble': (0,), 'g_families': (0, 1, 2)}
 
 
-def collect_look(look: int, task_names: tuple[str, ...], policies: tuple[str, ...],
+def look_stem(look: int | str) -> str:
+    """A set's look as a file stem: ``lab-SEED`` for a lab look, ``file-NAME`` for a file."""
+    return f'lab-{look}' if isinstance(look, int) else f'file-{pathlib.Path(look).stem}'
+
+
+def collect_look(look: int | str, task_names: tuple[str, ...], policies: tuple[str, ...],
                  seeds: tuple[int, ...], folder: pathlib.Path, max_steps: int = 200
                  ) -> dict[str, list[Any]]:
     """Run one look's episodes with both cameras; return each camera's labelled episodes."""
@@ -173,12 +199,14 @@ def collect_look(look: int, task_names: tuple[str, ...], policies: tuple[str, ..
     from realm_ros.core.world import make_world
     from realm_ros.scorers import learned
 
-    path = learned.write_look(look, folder / 'appearance')
+    path = (learned.write_look(look, folder / 'appearance') if isinstance(look, int)
+            else pathlib.Path(look))
     looking = bool(learned.policy_cameras(policies))  # a policy that looks: every step
     world = make_world(WorldConfig(backend='digital_real', cameras=CAMERAS,
                                    camera_rate_hz=robot.CONTROL_HZ / (1 if looking else 5),
                                    appearance_file=str(path)))
     out: dict[str, list[Any]] = {c: [] for c in CAMERAS}
+    label = f'lab:{look}' if isinstance(look, int) else ''  # '': the look the plan was given
     try:
         for text in policies:
             entry = PolicyEntry.parse(text)
@@ -197,8 +225,8 @@ def collect_look(look: int, task_names: tuple[str, ...], policies: tuple[str, ..
                             task=task, world='digital_real', policy=entry.label, seed=int(seed),
                             frames=np.stack(frames[c]), times_s=np.asarray(times) - times[0],
                             met=np.asarray(met, dtype=np.int64),
-                            n_stages=len(tasks.get_task(task).stages), look=f'lab:{look}'))
-                    print(f'lab:{look} {task} {entry.label} seed {seed}: {len(met)} frames, '
+                            n_stages=len(tasks.get_task(task).stages), look=label))
+                    print(f'{label or look} {task} {entry.label} seed {seed}: {len(met)} frames, '
                           f'rubric {max(met)}/{len(tasks.get_task(task).stages)}, '
                           f'{time.monotonic() - start:.1f} s', file=sys.stderr, flush=True)
             policy.close()
@@ -215,11 +243,11 @@ def run_collect(args: argparse.Namespace) -> None:
     folder = args.data_dir / args.set
     share, shares = args.share
     for look in looks[:args.limit_looks or None][share::shares]:
-        if all((folder / f'lab-{look}.{c}.npz').is_file() for c in CAMERAS):
+        if all((folder / f'{look_stem(look)}.{c}.npz').is_file() for c in CAMERAS):
             continue
         episodes = collect_look(look, task_names, policies, seeds, args.data_dir, max_steps)
         for c in CAMERAS:
-            learned.save_episodes(folder / f'lab-{look}.{c}.npz', episodes[c])
+            learned.save_episodes(folder / f'{look_stem(look)}.{c}.npz', episodes[c])
 
 
 def load_set(folder: pathlib.Path, name: str, cameras: tuple[str, ...]) -> list[Any]:
@@ -228,11 +256,11 @@ def load_set(folder: pathlib.Path, name: str, cameras: tuple[str, ...]) -> list[
     looks = SETS[name][0]
     out = []
     for look in looks:
-        per_camera = [learned.load_episodes(folder / name / f'lab-{look}.{c}.npz')
+        per_camera = [learned.load_episodes(folder / name / f'{look_stem(look)}.{c}.npz')
                       for c in cameras]
         for parts in zip(*per_camera):
             if any(not np.array_equal(p.met, parts[0].met) for p in parts):
-                raise SystemExit(f"lab:{look}: the cameras' labels differ")
+                raise SystemExit(f"{look}: the cameras' labels differ")
             out.append(dataclasses.replace(
                 parts[0], frames=np.concatenate([p.frames for p in parts], axis=-1)))
     return out
@@ -334,7 +362,18 @@ def _num(value: float | None) -> str:
 def held_sets(folder: pathlib.Path, held: tuple[str, ...], cameras: tuple[str, ...]
               ) -> dict[str, list[Any]]:
     """The rows ``measure`` reports for the held-out sets ``held`` pooled: all their episodes,
-    each look, the unseen rung, and the learned ladder of each set that has one collected."""
+    each look, the unseen rung, and the learned ladder of each set that has one collected; a
+    set of ``LADDER_ONLY`` alone: its episodes, each task and each rung."""
+    if any(name in LADDER_ONLY for name in held):
+        if len(held) > 1:
+            raise SystemExit(f'measure: {", ".join(LADDER_ONLY)} is measured alone')
+        ladder = load_set(folder, held[0], cameras)
+        sets = {f'{held[0]}, all': ladder}
+        for task in SETS[held[0]][1]:
+            sets[f'{held[0]}, {task}'] = [e for e in ladder if e.task == task]
+        for rung in dict.fromkeys(e.policy for e in ladder):
+            sets[f'{held[0]}, {rung}'] = [e for e in ladder if e.policy == rung]
+        return sets
     looks = [e for name in held for e in load_set(folder, name, cameras)]
     numbers = [k for name in held for k in SETS[name][0]]
     title = ' + '.join(f'{SETS[name][0][0]}-{SETS[name][0][-1]}' for name in held)
