@@ -8,6 +8,7 @@ normalisation").
                                            [--json OUT.json] [--data-dir ...]
     python bench/scorer_cameras.py timing [SET] [--variants V ...] [--seeds S ...]
     python bench/scorer_cameras.py touched [LADDER_SET ...] [--variants V ...] [--seeds S ...]
+    python bench/scorer_cameras.py finals [SET ...] [--variants V ...] [--seeds S ...]
 
 ``collect`` runs the digital real's episodes of one set (below) in process, rendering
 ``exterior_1`` **and** ``wrist`` on every 5th control step (3 per second), and keeps each
@@ -51,7 +52,9 @@ Round 5 (issue 42) adds ``demo_ladder``: the held-out vision ladder's four rungs
 ``config/appearance/lab_demo.yaml`` (a set's look is a lab look's seed or an appearance file),
 push_switch and pick_spoon, seeds 300-314, at most 160 steps; ``measure demo_ladder`` reports
 it alone (all, per task, per rung): a policy family in no training set, on a look only the
-default and looks checkpoints were trained on.
+default and looks checkpoints were trained on. ``finals`` tabulates, per task, each episode's
+final stage count by the rubric against the scorer's, and the look check
+(``LearnedScorer.look_check``) on each episode's first frame.
 
 ``train`` trains the variants (``VARIANTS``) on the ``train`` set (variant ``e``: ``train`` and
 ``train_more``) with the same settings (``learned.SHIPPED``'s, ``--epochs`` each unless the
@@ -581,9 +584,44 @@ def run_touched(args: argparse.Namespace) -> None:
                   'success', flush=True)
 
 
+def run_finals(args: argparse.Namespace) -> None:
+    """Per checkpoint and set: how many episodes end at each (task, rubric's final count,
+    scorer's final count), and how many first frames the look check puts outside its training
+    looks (with the median look distance and the threshold)."""
+    from realm_ros.scorers import learned
+    checkpoints = {'shipped wrist': learned.WRIST_CHECKPOINT,
+                   'shipped wrist80': learned.WRIST80_CHECKPOINT,
+                   'shipped families': learned.FAMILIES_CHECKPOINT,
+                   **{stem: args.data_dir / f'{stem}.pt'
+                      for stem in (checkpoint_name(name, seed) for name in args.variants or ()
+                                   for seed in args.seeds)
+                      if (args.data_dir / f'{stem}.pt').is_file()}}
+    for label, path in checkpoints.items():
+        scorer = learned.LearnedScorer(path)
+        for name in args.sets or ['demo_ladder']:
+            episodes = load_set(args.data_dir, name, tuple(scorer.cameras))
+            table: dict[tuple[str, int, int], int] = {}
+            for e in episodes:
+                key = (e.task, int(e.met[-1]), int(learned.stage_counts(scorer, e)[-1]))
+                table[key] = table.get(key, 0) + 1
+            checks = [scorer.look_check(e.frames[0]) for e in episodes]
+            distances = [c['look_distance'] for c in checks if c is not None]
+            print(f'{label} ({scorer.name}), {name}, {len(episodes)} episodes:', flush=True)
+            for task in dict.fromkeys(e.task for e in episodes):
+                rows = [f'rubric {k[1]} -> scorer {k[2]}: {v}'
+                        for k, v in sorted(table.items()) if k[0] == task]
+                print(f'  {task}: {"; ".join(rows)}', flush=True)
+            if distances:
+                print(f'  look check: {sum(c["outside_training_looks"] for c in checks if c)} '
+                      f'of {len(checks)} outside the training looks, distance median '
+                      f'{np.median(distances):.2f} (max {max(distances):.2f}), threshold '
+                      f'{checks[0]["look_threshold"]:.2f}', flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument('command', choices=('collect', 'train', 'measure', 'timing', 'touched'))
+    parser.add_argument('command', choices=('collect', 'train', 'measure', 'timing', 'touched',
+                                            'finals'))
     parser.add_argument('sets', nargs='*', default=[], metavar='SET',
                         help='collect: one set (default train); measure: the held-out sets '
                              'pooled (default looks)')
@@ -612,7 +650,7 @@ def main() -> None:
             parser.error('collect: one set')
         args.set = (args.sets or ['train'])[0]
     {'collect': run_collect, 'train': run_train, 'measure': run_measure,
-     'timing': run_timing, 'touched': run_touched}[args.command](args)
+     'timing': run_timing, 'touched': run_touched, 'finals': run_finals}[args.command](args)
 
 
 if __name__ == '__main__':
