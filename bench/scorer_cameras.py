@@ -5,7 +5,8 @@ normalisation").
     python bench/scorer_cameras.py collect SET [--data-dir data/progress_scorer/cameras]
     python bench/scorer_cameras.py train [--variants V ...] [--seeds S ...] [--epochs E] [...]
     python bench/scorer_cameras.py measure [SET ...] [--variants [V ...]] [--seeds S ...]
-                                           [--json OUT.json] [--data-dir ...]
+                                           [--ladders LADDER_SET ...] [--json OUT.json]
+                                           [--data-dir ...]
     python bench/scorer_cameras.py timing [SET] [--variants V ...] [--seeds S ...]
     python bench/scorer_cameras.py touched [LADDER_SET ...] [--variants V ...] [--seeds S ...]
     python bench/scorer_cameras.py finals [SET ...] [--variants V ...] [--seeds S ...]
@@ -54,7 +55,10 @@ push_switch and pick_spoon, seeds 300-314, at most 160 steps; ``measure demo_lad
 it alone (all, per task, per rung): a policy family in no training set, on a look only the
 default and looks checkpoints were trained on. ``finals`` tabulates, per task, each episode's
 final stage count by the rubric against the scorer's, and the look check
-(``LearnedScorer.look_check``) on each episode's first frame.
+(``LearnedScorer.look_check``) on each episode's first frame. Variant ``g_ensemble`` is built
+(not trained) from ``g_families``' three seeds; ``measure looks new_looks fresh_looks --ladders
+eval4_learned_ladder demo_ladder`` pools those ladder sets with the held sets' own and applies
+``ROUND5_*`` (``round5_rule``); ``eval5_looks`` is lab looks 7051-7053, reported once.
 
 ``train`` trains the variants (``VARIANTS``) on the ``train`` set (variant ``e``: ``train`` and
 ``train_more``) with the same settings (``learned.SHIPPED``'s, ``--epochs`` each unless the
@@ -140,6 +144,11 @@ SETS = {
     # its own look, seeds no scorer set had used; reported once, nothing chosen on it.
     'demo_ladder': ((DEMO_LOOK,), ('push_switch', 'pick_spoon'), VISION_LADDER4,
                     tuple(range(300, 315)), 160),
+    # Round 5: looks no file, figure, choice or training had named; reported once, never
+    # chosen on: the scripted ladder under them.
+    'eval5_looks': ((7051, 7052, 7053), TASKS,
+                    ('scripted:0', 'scripted:1', 'scripted:2', 'scripted:3'), (100, 101, 102, 103),
+                    200),
 }
 #: Sets of a learned ladder alone, measured on their own (rows: all, per task, per rung).
 LADDER_ONLY = ('demo_ladder',)
@@ -169,6 +178,9 @@ VARIANTS = {
     # Round 4 (decided before measuring): not trained: f's three seeds (the shipped wrist80 among
     # them) in one ensemble checkpoint (learned.ensemble), their stage probabilities averaged.
     'f_ensemble': {'ensemble_of': 'f_wrist_norm_80looks', 'seeds': (0, 1, 2)},
+    # Round 5 (decided before measuring): not trained: g's three seeds (the shipped families
+    # checkpoint is seed 1) in one ensemble checkpoint.
+    'g_ensemble': {'ensemble_of': 'g_families', 'seeds': (0, 1, 2)},
 }
 #: Round 3's shipping rule (fixed before measuring; docs/scoring.md): a variant ships only if
 #: every one of its training seeds beats the shipped wrist checkpoint in Pearson r **and** stage
@@ -183,6 +195,13 @@ SHIP_RULE_SEEDS = (0, 1, 2)
 #: median seed by pooled r; if both pass, the higher pooled r ships.
 ROUND4_SETS = ('looks', 'new_looks', 'fresh_looks')
 ROUND4_CANDIDATES = {'f_ensemble': (0,), 'g_families': (0, 1, 2)}
+#: Round 5's rule (fixed before measuring; docs/scoring.md, "Round 5"): the candidate passes if
+#: it beats the shipped families checkpoint in Pearson r **and** stage accuracy on the pooled
+#: scripted episodes of ROUND4_SETS (432) **and** does not lose to it (>=) in r **nor** in
+#: success accuracy on every vision-ladder episode collected so far, pooled (the held sets' own
+#: ladders and ROUND5_LADDERS: 336).
+ROUND5_LADDERS = ('eval4_learned_ladder', 'demo_ladder')
+ROUND5_CANDIDATE = 'g_ensemble'
 
 
 def look_stem(look: int | str) -> str:
@@ -362,11 +381,18 @@ def _num(value: float | None) -> str:
     return 'n/a' if value is None or not np.isfinite(value) else f'{value:.2f}'
 
 
-def held_sets(folder: pathlib.Path, held: tuple[str, ...], cameras: tuple[str, ...]
-              ) -> dict[str, list[Any]]:
+def span_of(name: str) -> str:
+    """A set's looks in a row's title: ``FIRST-LAST`` lab looks, or the appearance file's name."""
+    first, last = SETS[name][0][0], SETS[name][0][-1]
+    return f'{first}-{last}' if isinstance(first, int) else pathlib.Path(str(first)).stem
+
+
+def held_sets(folder: pathlib.Path, held: tuple[str, ...], cameras: tuple[str, ...],
+              extra_ladders: tuple[str, ...] = ()) -> dict[str, list[Any]]:
     """The rows ``measure`` reports for the held-out sets ``held`` pooled: all their episodes,
-    each look, the unseen rung, and the learned ladder of each set that has one collected; a
-    set of ``LADDER_ONLY`` alone: its episodes, each task and each rung."""
+    each look, the unseen rung, and the learned ladder of each set that has one collected (and
+    the ladder sets ``extra_ladders``), those ladders pooled; a set of ``LADDER_ONLY`` alone:
+    its episodes, each task and each rung."""
     if any(name in LADDER_ONLY for name in held):
         if len(held) > 1:
             raise SystemExit(f'measure: {", ".join(LADDER_ONLY)} is measured alone')
@@ -386,13 +412,15 @@ def held_sets(folder: pathlib.Path, held: tuple[str, ...], cameras: tuple[str, .
     sets['held-out looks, unseen rung scripted:2'] = [e for e in looks
                                                       if e.policy == 'scripted-2']
     ladders: dict[str, list[Any]] = {}
-    for name in held:
-        ladder_set = LADDER_OF.get(name)
-        if ladder_set is None or not all((folder / ladder_set / f'lab-{k}.{c}.npz').is_file()
-                                         for k in SETS[ladder_set][0] for c in cameras):
+    for ladder_set in [LADDER_OF[name] for name in held if name in LADDER_OF] + list(
+            extra_ladders):
+        if not all((folder / ladder_set / f'{look_stem(k)}.{c}.npz').is_file()
+                   for k in SETS[ladder_set][0] for c in cameras):
+            if ladder_set in extra_ladders:
+                raise SystemExit(f'measure --ladders: {ladder_set} is not collected')
             continue
         ladder = load_set(folder, ladder_set, cameras)
-        span = f'{SETS[ladder_set][0][0]}-{SETS[ladder_set][0][-1]}'
+        span = span_of(ladder_set)
         ladders[span] = ladder
         sets[f'learned ladder, looks {span}'] = ladder
         for task in SETS[ladder_set][1]:
@@ -449,6 +477,34 @@ def round4_rule(figures: dict[str, Any]) -> dict[str, Any]:
     return verdict
 
 
+def round5_rule(figures: dict[str, Any]) -> dict[str, Any]:
+    """Round 5's rule (``ROUND5_*``) read off the measured ``figures`` (the rows of ``measure
+    looks new_looks fresh_looks --ladders eval4_learned_ladder demo_ladder``): does the
+    candidate pass against the shipped families checkpoint?"""
+    pooled = next(iter(figures))  # the first row: all the held-out scripted episodes
+    ladder = next(k for k in figures if k.startswith('learned ladder pooled'))
+
+    def figures_of(prefix: str) -> dict[str, Any] | None:
+        mine = next((v for k, v in figures[pooled].items() if k.startswith(prefix)), None)
+        theirs = next((v for k, v in figures[ladder].items() if k.startswith(prefix)), None)
+        if mine is None or theirs is None:
+            return None
+        return {'pearson_r': mine['pearson_r'], 'stage_accuracy': mine['stage_accuracy'],
+                'ladder_pearson_r': theirs['pearson_r'],
+                'ladder_success_accuracy': theirs['success_accuracy']}
+
+    base = figures_of('shipped families (')
+    mine = figures_of(f'{ROUND5_CANDIDATE} (')
+    assert base is not None and mine is not None, 'measure families and the candidate'
+    mine['passes'] = bool(
+        (mine['pearson_r'] or -1) > (base['pearson_r'] or -1)
+        and mine['stage_accuracy'] > base['stage_accuracy']
+        and (mine['ladder_pearson_r'] or -1) >= (base['ladder_pearson_r'] or -1)
+        and mine['ladder_success_accuracy'] >= base['ladder_success_accuracy'])
+    return {'rows': [pooled, ladder], 'families': base, ROUND5_CANDIDATE: mine,
+            'ships': ROUND5_CANDIDATE if mine['passes'] else 'families (the candidate fails)'}
+
+
 def ship_rule(figures: dict[str, Any], pooled: str, variant: str, seeds: tuple[int, ...]
               ) -> dict[str, Any]:
     """Round 3's rule (``SHIP_RULE_*``) read off the measured ``figures``: does every seed of
@@ -501,7 +557,7 @@ def run_measure(args: argparse.Namespace) -> None:
     print('|---|---|---|---|---|---|---|')
     for label, path in checkpoints.items():
         scorer = learned.LearnedScorer(path)
-        sets = held_sets(args.data_dir, held, tuple(scorer.cameras))
+        sets = held_sets(args.data_dir, held, tuple(scorer.cameras), tuple(args.ladders))
         for name, episodes in sets.items():
             r = measure_one(scorer, episodes, reference)
             figures.setdefault(name, {})[f'{label} ({scorer.name})'] = r
@@ -519,7 +575,10 @@ def run_measure(args: argparse.Namespace) -> None:
                   f'{r["final_stage_accuracy_ci"][1]:.2f}] ({b["final_count_constant"]:.2f}) | '
                   f'{r["mean_abs_error"]:.3f} ({b["mean_progression_abs_error"]:.3f}) |',
                   flush=True)
-    if held == ROUND4_SETS:
+    if held == ROUND4_SETS and tuple(args.ladders) == ROUND5_LADDERS:
+        figures['round5_rule'] = round5_rule(figures)
+        print(f'round 5 rule: {json.dumps(figures["round5_rule"])}', flush=True)
+    elif held == ROUND4_SETS and not args.ladders:
         figures['round4_rule'] = round4_rule(figures)
         print(f'round 4 rule: {json.dumps(figures["round4_rule"])}', flush=True)
     if held == SHIP_RULE_SETS:
@@ -634,6 +693,8 @@ def main() -> None:
     parser.add_argument('--threads', type=int, default=1)
     parser.add_argument('--episodes', type=int, default=10, help='timing: how many episodes')
     parser.add_argument('--json', type=pathlib.Path, default=None)
+    parser.add_argument('--ladders', nargs='*', default=[], metavar='LADDER_SET',
+                        help="measure: more learned-ladder sets, pooled with the held sets' own")
     parser.add_argument('--only-wrist', action='store_true',
                         help='measure: leave out the shipped default and looks checkpoints')
     parser.add_argument('--variants', nargs='*', choices=tuple(VARIANTS), default=None,
@@ -642,7 +703,7 @@ def main() -> None:
                         help="training seeds (TrainConfig.seed); a seed's checkpoint is "
                              'VARIANT_s<seed>.pt (seed 0: VARIANT.pt)')
     args = parser.parse_args()
-    unknown = [name for name in args.sets if name not in SETS]
+    unknown = [name for name in args.sets + args.ladders if name not in SETS]
     if unknown:
         parser.error(f'unknown set(s) {", ".join(unknown)}: one of {", ".join(SETS)}')
     if args.command == 'collect':
