@@ -5,9 +5,11 @@ normalisation").
     python bench/scorer_cameras.py collect SET [--data-dir data/progress_scorer/cameras]
     python bench/scorer_cameras.py train [--variants V ...] [--seeds S ...] [--epochs E] [...]
     python bench/scorer_cameras.py measure [SET ...] [--variants [V ...]] [--seeds S ...]
-                                           [--json OUT.json] [--data-dir ...]
+                                           [--ladders LADDER_SET ...] [--json OUT.json]
+                                           [--data-dir ...]
     python bench/scorer_cameras.py timing [SET] [--variants V ...] [--seeds S ...]
     python bench/scorer_cameras.py touched [LADDER_SET ...] [--variants V ...] [--seeds S ...]
+    python bench/scorer_cameras.py finals [SET ...] [--variants V ...] [--seeds S ...]
 
 ``collect`` runs the digital real's episodes of one set (below) in process, rendering
 ``exterior_1`` **and** ``wrist`` on every 5th control step (3 per second), and keeps each
@@ -46,6 +48,18 @@ and ``eval4_learned_ladder`` are lab looks 7041-7043, reported once, never chose
 ladders' push_switch episodes that touched the panel without toggling it called successes.
 ``collect --share I N`` collects every N-th look from the I-th, for N processes side by side.
 
+Round 5 (issue 42) adds ``demo_ladder``: the held-out vision ladder's four rungs
+(``VISION_LADDER4``) under the look it was trained and evaluated on, the appearance file
+``config/appearance/lab_demo.yaml`` (a set's look is a lab look's seed or an appearance file),
+push_switch and pick_spoon, seeds 300-314, at most 160 steps; ``measure demo_ladder`` reports
+it alone (all, per task, per rung): a policy family in no training set, on a look only the
+default and looks checkpoints were trained on. ``finals`` tabulates, per task, each episode's
+final stage count by the rubric against the scorer's, and the look check
+(``LearnedScorer.look_check``) on each episode's first frame. Variant ``g_ensemble`` is built
+(not trained) from ``g_families``' three seeds; ``measure looks new_looks fresh_looks --ladders
+eval4_learned_ladder demo_ladder`` pools those ladder sets with the held sets' own and applies
+``ROUND5_*`` (``round5_rule``); ``eval5_looks`` is lab looks 7051-7053, reported once.
+
 ``train`` trains the variants (``VARIANTS``) on the ``train`` set (variant ``e``: ``train`` and
 ``train_more``) with the same settings (``learned.SHIPPED``'s, ``--epochs`` each unless the
 variant names its own) into ``DATA_DIR/VARIANT.pt`` (``--seeds``: one checkpoint per training
@@ -80,7 +94,15 @@ TWIN_LADDER = ('twin_early=learned:path=checkpoints/learned/early.pt',
 #: (docs/vision-demo.md, trained on push_switch and pick_spoon demonstrations).
 REAL_LADDER = ('real_middle=learned:path=checkpoints/learned_real/middle.pt',
                'real_final=learned:path=checkpoints/learned_real/final.pt')
-#: Set -> (looks, tasks, policies, seeds (empty: the look's own seed), max steps).
+#: Round 5: the held-out vision ladder's four rungs (docs/learned-policy.md section 5: success
+#: about 0.05 / 0.15 / 0.53 / 0.88 under lab_demo's look), weakest first.
+VISION_LADDER4 = tuple(f'{name}=learned:path=checkpoints/learned_vision/{name}.pt'
+                       for name in ('plain5k_s150', 'plain5kb_s800', 'plain5k_s1200',
+                                    'plain12k_s12000'))
+#: The look the vision ladder was trained and evaluated on (and the scorer's ``train`` plan's).
+DEMO_LOOK = 'config/appearance/lab_demo.yaml'
+#: Set -> (looks, tasks, policies, seeds (empty: the look's own seed), max steps); a look is a
+#: lab look's seed (``learned.write_look``) or an appearance file's path.
 SETS = {
     'train': (tuple(range(1000, 1040)), TASKS, ('scripted:0', 'scripted:1', 'scripted:3'), (),
               200),
@@ -118,7 +140,18 @@ SETS = {
                     200),
     'eval4_learned_ladder': ((7041, 7042, 7043), ('push_switch', 'pick_spoon'), (),
                              (200, 201, 202, 203), 160),
+    # Round 5: the held-out family where its outcomes vary: the vision ladder's four rungs under
+    # its own look, seeds no scorer set had used; reported once, nothing chosen on it.
+    'demo_ladder': ((DEMO_LOOK,), ('push_switch', 'pick_spoon'), VISION_LADDER4,
+                    tuple(range(300, 315)), 160),
+    # Round 5: looks no file, figure, choice or training had named; reported once, never
+    # chosen on: the scripted ladder under them.
+    'eval5_looks': ((7051, 7052, 7053), TASKS,
+                    ('scripted:0', 'scripted:1', 'scripted:2', 'scripted:3'), (100, 101, 102, 103),
+                    200),
 }
+#: Sets of a learned ladder alone, measured on their own (rows: all, per task, per rung).
+LADDER_ONLY = ('demo_ladder',)
 #: A held-out set -> the learned-ladder set on the same looks.
 LADDER_OF = {'looks': 'learned_ladder', 'new_looks': 'new_learned_ladder',
              'eval4_looks': 'eval4_learned_ladder'}
@@ -145,6 +178,9 @@ VARIANTS = {
     # Round 4 (decided before measuring): not trained: f's three seeds (the shipped wrist80 among
     # them) in one ensemble checkpoint (learned.ensemble), their stage probabilities averaged.
     'f_ensemble': {'ensemble_of': 'f_wrist_norm_80looks', 'seeds': (0, 1, 2)},
+    # Round 5 (decided before measuring): not trained: g's three seeds (the shipped families
+    # checkpoint is seed 1) in one ensemble checkpoint.
+    'g_ensemble': {'ensemble_of': 'g_families', 'seeds': (0, 1, 2)},
 }
 #: Round 3's shipping rule (fixed before measuring; docs/scoring.md): a variant ships only if
 #: every one of its training seeds beats the shipped wrist checkpoint in Pearson r **and** stage
@@ -159,9 +195,21 @@ SHIP_RULE_SEEDS = (0, 1, 2)
 #: median seed by pooled r; if both pass, the higher pooled r ships.
 ROUND4_SETS = ('looks', 'new_looks', 'fresh_looks')
 ROUND4_CANDIDATES = {'f_ensemble': (0,), 'g_families': (0, 1, 2)}
+#: Round 5's rule (fixed before measuring; docs/scoring.md, "Round 5"): the candidate passes if
+#: it beats the shipped families checkpoint in Pearson r **and** stage accuracy on the pooled
+#: scripted episodes of ROUND4_SETS (432) **and** does not lose to it (>=) in r **nor** in
+#: success accuracy on every vision-ladder episode collected so far, pooled (the held sets' own
+#: ladders and ROUND5_LADDERS: 336).
+ROUND5_LADDERS = ('eval4_learned_ladder', 'demo_ladder')
+ROUND5_CANDIDATE = 'g_ensemble'
 
 
-def collect_look(look: int, task_names: tuple[str, ...], policies: tuple[str, ...],
+def look_stem(look: int | str) -> str:
+    """A set's look as a file stem: ``lab-SEED`` for a lab look, ``file-NAME`` for a file."""
+    return f'lab-{look}' if isinstance(look, int) else f'file-{pathlib.Path(look).stem}'
+
+
+def collect_look(look: int | str, task_names: tuple[str, ...], policies: tuple[str, ...],
                  seeds: tuple[int, ...], folder: pathlib.Path, max_steps: int = 200
                  ) -> dict[str, list[Any]]:
     """Run one look's episodes with both cameras; return each camera's labelled episodes."""
@@ -173,12 +221,14 @@ def collect_look(look: int, task_names: tuple[str, ...], policies: tuple[str, ..
     from realm_ros.core.world import make_world
     from realm_ros.scorers import learned
 
-    path = learned.write_look(look, folder / 'appearance')
+    path = (learned.write_look(look, folder / 'appearance') if isinstance(look, int)
+            else pathlib.Path(look))
     looking = bool(learned.policy_cameras(policies))  # a policy that looks: every step
     world = make_world(WorldConfig(backend='digital_real', cameras=CAMERAS,
                                    camera_rate_hz=robot.CONTROL_HZ / (1 if looking else 5),
                                    appearance_file=str(path)))
     out: dict[str, list[Any]] = {c: [] for c in CAMERAS}
+    label = f'lab:{look}' if isinstance(look, int) else ''  # '': the look the plan was given
     try:
         for text in policies:
             entry = PolicyEntry.parse(text)
@@ -197,8 +247,8 @@ def collect_look(look: int, task_names: tuple[str, ...], policies: tuple[str, ..
                             task=task, world='digital_real', policy=entry.label, seed=int(seed),
                             frames=np.stack(frames[c]), times_s=np.asarray(times) - times[0],
                             met=np.asarray(met, dtype=np.int64),
-                            n_stages=len(tasks.get_task(task).stages), look=f'lab:{look}'))
-                    print(f'lab:{look} {task} {entry.label} seed {seed}: {len(met)} frames, '
+                            n_stages=len(tasks.get_task(task).stages), look=label))
+                    print(f'{label or look} {task} {entry.label} seed {seed}: {len(met)} frames, '
                           f'rubric {max(met)}/{len(tasks.get_task(task).stages)}, '
                           f'{time.monotonic() - start:.1f} s', file=sys.stderr, flush=True)
             policy.close()
@@ -215,11 +265,11 @@ def run_collect(args: argparse.Namespace) -> None:
     folder = args.data_dir / args.set
     share, shares = args.share
     for look in looks[:args.limit_looks or None][share::shares]:
-        if all((folder / f'lab-{look}.{c}.npz').is_file() for c in CAMERAS):
+        if all((folder / f'{look_stem(look)}.{c}.npz').is_file() for c in CAMERAS):
             continue
         episodes = collect_look(look, task_names, policies, seeds, args.data_dir, max_steps)
         for c in CAMERAS:
-            learned.save_episodes(folder / f'lab-{look}.{c}.npz', episodes[c])
+            learned.save_episodes(folder / f'{look_stem(look)}.{c}.npz', episodes[c])
 
 
 def load_set(folder: pathlib.Path, name: str, cameras: tuple[str, ...]) -> list[Any]:
@@ -228,11 +278,11 @@ def load_set(folder: pathlib.Path, name: str, cameras: tuple[str, ...]) -> list[
     looks = SETS[name][0]
     out = []
     for look in looks:
-        per_camera = [learned.load_episodes(folder / name / f'lab-{look}.{c}.npz')
+        per_camera = [learned.load_episodes(folder / name / f'{look_stem(look)}.{c}.npz')
                       for c in cameras]
         for parts in zip(*per_camera):
             if any(not np.array_equal(p.met, parts[0].met) for p in parts):
-                raise SystemExit(f"lab:{look}: the cameras' labels differ")
+                raise SystemExit(f"{look}: the cameras' labels differ")
             out.append(dataclasses.replace(
                 parts[0], frames=np.concatenate([p.frames for p in parts], axis=-1)))
     return out
@@ -331,10 +381,28 @@ def _num(value: float | None) -> str:
     return 'n/a' if value is None or not np.isfinite(value) else f'{value:.2f}'
 
 
-def held_sets(folder: pathlib.Path, held: tuple[str, ...], cameras: tuple[str, ...]
-              ) -> dict[str, list[Any]]:
+def span_of(name: str) -> str:
+    """A set's looks in a row's title: ``FIRST-LAST`` lab looks, or the appearance file's name."""
+    first, last = SETS[name][0][0], SETS[name][0][-1]
+    return f'{first}-{last}' if isinstance(first, int) else pathlib.Path(str(first)).stem
+
+
+def held_sets(folder: pathlib.Path, held: tuple[str, ...], cameras: tuple[str, ...],
+              extra_ladders: tuple[str, ...] = ()) -> dict[str, list[Any]]:
     """The rows ``measure`` reports for the held-out sets ``held`` pooled: all their episodes,
-    each look, the unseen rung, and the learned ladder of each set that has one collected."""
+    each look, the unseen rung, and the learned ladder of each set that has one collected (and
+    the ladder sets ``extra_ladders``), those ladders pooled; a set of ``LADDER_ONLY`` alone:
+    its episodes, each task and each rung."""
+    if any(name in LADDER_ONLY for name in held):
+        if len(held) > 1:
+            raise SystemExit(f'measure: {", ".join(LADDER_ONLY)} is measured alone')
+        ladder = load_set(folder, held[0], cameras)
+        sets = {f'{held[0]}, all': ladder}
+        for task in SETS[held[0]][1]:
+            sets[f'{held[0]}, {task}'] = [e for e in ladder if e.task == task]
+        for rung in dict.fromkeys(e.policy for e in ladder):
+            sets[f'{held[0]}, {rung}'] = [e for e in ladder if e.policy == rung]
+        return sets
     looks = [e for name in held for e in load_set(folder, name, cameras)]
     numbers = [k for name in held for k in SETS[name][0]]
     title = ' + '.join(f'{SETS[name][0][0]}-{SETS[name][0][-1]}' for name in held)
@@ -344,13 +412,15 @@ def held_sets(folder: pathlib.Path, held: tuple[str, ...], cameras: tuple[str, .
     sets['held-out looks, unseen rung scripted:2'] = [e for e in looks
                                                       if e.policy == 'scripted-2']
     ladders: dict[str, list[Any]] = {}
-    for name in held:
-        ladder_set = LADDER_OF.get(name)
-        if ladder_set is None or not all((folder / ladder_set / f'lab-{k}.{c}.npz').is_file()
-                                         for k in SETS[ladder_set][0] for c in cameras):
+    for ladder_set in [LADDER_OF[name] for name in held if name in LADDER_OF] + list(
+            extra_ladders):
+        if not all((folder / ladder_set / f'{look_stem(k)}.{c}.npz').is_file()
+                   for k in SETS[ladder_set][0] for c in cameras):
+            if ladder_set in extra_ladders:
+                raise SystemExit(f'measure --ladders: {ladder_set} is not collected')
             continue
         ladder = load_set(folder, ladder_set, cameras)
-        span = f'{SETS[ladder_set][0][0]}-{SETS[ladder_set][0][-1]}'
+        span = span_of(ladder_set)
         ladders[span] = ladder
         sets[f'learned ladder, looks {span}'] = ladder
         for task in SETS[ladder_set][1]:
@@ -407,6 +477,34 @@ def round4_rule(figures: dict[str, Any]) -> dict[str, Any]:
     return verdict
 
 
+def round5_rule(figures: dict[str, Any]) -> dict[str, Any]:
+    """Round 5's rule (``ROUND5_*``) read off the measured ``figures`` (the rows of ``measure
+    looks new_looks fresh_looks --ladders eval4_learned_ladder demo_ladder``): does the
+    candidate pass against the shipped families checkpoint?"""
+    pooled = next(iter(figures))  # the first row: all the held-out scripted episodes
+    ladder = next(k for k in figures if k.startswith('learned ladder pooled'))
+
+    def figures_of(prefix: str) -> dict[str, Any] | None:
+        mine = next((v for k, v in figures[pooled].items() if k.startswith(prefix)), None)
+        theirs = next((v for k, v in figures[ladder].items() if k.startswith(prefix)), None)
+        if mine is None or theirs is None:
+            return None
+        return {'pearson_r': mine['pearson_r'], 'stage_accuracy': mine['stage_accuracy'],
+                'ladder_pearson_r': theirs['pearson_r'],
+                'ladder_success_accuracy': theirs['success_accuracy']}
+
+    base = figures_of('shipped families (')
+    mine = figures_of(f'{ROUND5_CANDIDATE} (')
+    assert base is not None and mine is not None, 'measure families and the candidate'
+    mine['passes'] = bool(
+        (mine['pearson_r'] or -1) > (base['pearson_r'] or -1)
+        and mine['stage_accuracy'] > base['stage_accuracy']
+        and (mine['ladder_pearson_r'] or -1) >= (base['ladder_pearson_r'] or -1)
+        and mine['ladder_success_accuracy'] >= base['ladder_success_accuracy'])
+    return {'rows': [pooled, ladder], 'families': base, ROUND5_CANDIDATE: mine,
+            'ships': ROUND5_CANDIDATE if mine['passes'] else 'families (the candidate fails)'}
+
+
 def ship_rule(figures: dict[str, Any], pooled: str, variant: str, seeds: tuple[int, ...]
               ) -> dict[str, Any]:
     """Round 3's rule (``SHIP_RULE_*``) read off the measured ``figures``: does every seed of
@@ -459,7 +557,7 @@ def run_measure(args: argparse.Namespace) -> None:
     print('|---|---|---|---|---|---|---|')
     for label, path in checkpoints.items():
         scorer = learned.LearnedScorer(path)
-        sets = held_sets(args.data_dir, held, tuple(scorer.cameras))
+        sets = held_sets(args.data_dir, held, tuple(scorer.cameras), tuple(args.ladders))
         for name, episodes in sets.items():
             r = measure_one(scorer, episodes, reference)
             figures.setdefault(name, {})[f'{label} ({scorer.name})'] = r
@@ -477,7 +575,10 @@ def run_measure(args: argparse.Namespace) -> None:
                   f'{r["final_stage_accuracy_ci"][1]:.2f}] ({b["final_count_constant"]:.2f}) | '
                   f'{r["mean_abs_error"]:.3f} ({b["mean_progression_abs_error"]:.3f}) |',
                   flush=True)
-    if held == ROUND4_SETS:
+    if held == ROUND4_SETS and tuple(args.ladders) == ROUND5_LADDERS:
+        figures['round5_rule'] = round5_rule(figures)
+        print(f'round 5 rule: {json.dumps(figures["round5_rule"])}', flush=True)
+    elif held == ROUND4_SETS and not args.ladders:
         figures['round4_rule'] = round4_rule(figures)
         print(f'round 4 rule: {json.dumps(figures["round4_rule"])}', flush=True)
     if held == SHIP_RULE_SETS:
@@ -542,9 +643,44 @@ def run_touched(args: argparse.Namespace) -> None:
                   'success', flush=True)
 
 
+def run_finals(args: argparse.Namespace) -> None:
+    """Per checkpoint and set: how many episodes end at each (task, rubric's final count,
+    scorer's final count), and how many first frames the look check puts outside its training
+    looks (with the median look distance and the threshold)."""
+    from realm_ros.scorers import learned
+    checkpoints = {'shipped wrist': learned.WRIST_CHECKPOINT,
+                   'shipped wrist80': learned.WRIST80_CHECKPOINT,
+                   'shipped families': learned.FAMILIES_CHECKPOINT,
+                   **{stem: args.data_dir / f'{stem}.pt'
+                      for stem in (checkpoint_name(name, seed) for name in args.variants or ()
+                                   for seed in args.seeds)
+                      if (args.data_dir / f'{stem}.pt').is_file()}}
+    for label, path in checkpoints.items():
+        scorer = learned.LearnedScorer(path)
+        for name in args.sets or ['demo_ladder']:
+            episodes = load_set(args.data_dir, name, tuple(scorer.cameras))
+            table: dict[tuple[str, int, int], int] = {}
+            for e in episodes:
+                key = (e.task, int(e.met[-1]), int(learned.stage_counts(scorer, e)[-1]))
+                table[key] = table.get(key, 0) + 1
+            checks = [scorer.look_check(e.frames[0]) for e in episodes]
+            distances = [c['look_distance'] for c in checks if c is not None]
+            print(f'{label} ({scorer.name}), {name}, {len(episodes)} episodes:', flush=True)
+            for task in dict.fromkeys(e.task for e in episodes):
+                rows = [f'rubric {k[1]} -> scorer {k[2]}: {v}'
+                        for k, v in sorted(table.items()) if k[0] == task]
+                print(f'  {task}: {"; ".join(rows)}', flush=True)
+            if distances:
+                print(f'  look check: {sum(c["outside_training_looks"] for c in checks if c)} '
+                      f'of {len(checks)} outside the training looks, distance median '
+                      f'{np.median(distances):.2f} (max {max(distances):.2f}), threshold '
+                      f'{checks[0]["look_threshold"]:.2f}', flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument('command', choices=('collect', 'train', 'measure', 'timing', 'touched'))
+    parser.add_argument('command', choices=('collect', 'train', 'measure', 'timing', 'touched',
+                                            'finals'))
     parser.add_argument('sets', nargs='*', default=[], metavar='SET',
                         help='collect: one set (default train); measure: the held-out sets '
                              'pooled (default looks)')
@@ -557,6 +693,8 @@ def main() -> None:
     parser.add_argument('--threads', type=int, default=1)
     parser.add_argument('--episodes', type=int, default=10, help='timing: how many episodes')
     parser.add_argument('--json', type=pathlib.Path, default=None)
+    parser.add_argument('--ladders', nargs='*', default=[], metavar='LADDER_SET',
+                        help="measure: more learned-ladder sets, pooled with the held sets' own")
     parser.add_argument('--only-wrist', action='store_true',
                         help='measure: leave out the shipped default and looks checkpoints')
     parser.add_argument('--variants', nargs='*', choices=tuple(VARIANTS), default=None,
@@ -565,7 +703,7 @@ def main() -> None:
                         help="training seeds (TrainConfig.seed); a seed's checkpoint is "
                              'VARIANT_s<seed>.pt (seed 0: VARIANT.pt)')
     args = parser.parse_args()
-    unknown = [name for name in args.sets if name not in SETS]
+    unknown = [name for name in args.sets + args.ladders if name not in SETS]
     if unknown:
         parser.error(f'unknown set(s) {", ".join(unknown)}: one of {", ".join(SETS)}')
     if args.command == 'collect':
@@ -573,7 +711,7 @@ def main() -> None:
             parser.error('collect: one set')
         args.set = (args.sets or ['train'])[0]
     {'collect': run_collect, 'train': run_train, 'measure': run_measure,
-     'timing': run_timing, 'touched': run_touched}[args.command](args)
+     'timing': run_timing, 'touched': run_touched, 'finals': run_finals}[args.command](args)
 
 
 if __name__ == '__main__':

@@ -41,8 +41,9 @@ shipped one is
 one that also reads the wrist camera, its frame pairs normalised, is
 ``realm_ros/data/progress_scorer_wrist.pt`` (bench/scorer_cameras.py); the same inputs trained on
 80 lab looks, ``realm_ros/data/progress_scorer_wrist80.pt``; the same inputs trained on
-episodes of more policy families, the one for a lab's look,
-``realm_ros/data/progress_scorer_families.pt``.
+episodes of more policy families, ``realm_ros/data/progress_scorer_families.pt``, and three
+training seeds of those as one ensemble, the one for a lab's look,
+``realm_ros/data/progress_scorer_families3.pt``.
 """
 
 from __future__ import annotations
@@ -94,8 +95,15 @@ WRIST80_CHECKPOINT = DEFAULT_CHECKPOINT.with_name('progress_scorer_wrist80.pt')
 #: (bench/scorer_cameras.py variant ``g_families``, training seed 1: the median of three by r),
 #: shipped by issue 42's round-4 rule (every seed beat WRIST80_CHECKPOINT in r and stage
 #: accuracy on looks 7001-7003 + 7011-7013 + 7031-7033 and lost no r on the vision ladder
-#: there; docs/scoring.md, "Round 4"): the checkpoint for a lab's look.
+#: there; docs/scoring.md, "Round 4"); its seeds' ensemble, FAMILIES3_CHECKPOINT, replaced it
+#: as the checkpoint for a lab's look in round 5.
 FAMILIES_CHECKPOINT = DEFAULT_CHECKPOINT.with_name('progress_scorer_families.pt')
+#: FAMILIES_CHECKPOINT's three training seeds in one ensemble checkpoint (:func:`ensemble`;
+#: bench/scorer_cameras.py variant ``g_ensemble``), shipped by issue 42's round-5 rule (it beat
+#: FAMILIES_CHECKPOINT in r and stage accuracy on the 432 pooled scripted episodes of looks
+#: 7001-7003 + 7011-7013 + 7031-7033 and lost neither r nor success accuracy on the 336 pooled
+#: vision-ladder episodes; docs/scoring.md, "Round 5"): the checkpoint for a lab's look.
+FAMILIES3_CHECKPOINT = DEFAULT_CHECKPOINT.with_name('progress_scorer_families3.pt')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -1253,7 +1261,7 @@ __all__ = ['CALIBRATE_LAYERS', 'CALIBRATION_LOOKS', 'CalibrateConfig', 'DEFAULT_
            'LabelledEpisode',
            'LearnedScorer', 'PLANS', 'Plan', 'SHIPPED', 'TRAIN_LOOKS', 'TRAIN_PLANS',
            'TrainConfig', 'VALIDATION_SEEDS', 'WRIST80_CHECKPOINT', 'WRIST_CHECKPOINT',
-           'FAMILIES_CHECKPOINT',
+           'FAMILIES_CHECKPOINT', 'FAMILIES3_CHECKPOINT',
            'baselines', 'build_net',
            'collect', 'ensemble', 'evaluate', 'networks', 'one_network',
            'load_checkpoint', 'load_episodes', 'look_stats', 'pearson_interval',

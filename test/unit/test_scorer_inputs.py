@@ -198,12 +198,14 @@ def test_a_run_folder_recorded_with_both_cameras_is_scored_by_a_two_camera_check
         assert not (folder / 'scores.jsonl').exists()
 
 
-@pytest.mark.parametrize('checkpoint', [learned.WRIST_CHECKPOINT, learned.WRIST80_CHECKPOINT,
-                                        learned.FAMILIES_CHECKPOINT],
-                         ids=['wrist', 'wrist80', 'families'])
-def test_the_shipped_wrist_checkpoint_loads_and_says_what_it_reads(checkpoint):
-    assert checkpoint.stat().st_size < 1_000_000
+@pytest.mark.parametrize('checkpoint,networks', [
+    (learned.WRIST_CHECKPOINT, 1), (learned.WRIST80_CHECKPOINT, 1),
+    (learned.FAMILIES_CHECKPOINT, 1), (learned.FAMILIES3_CHECKPOINT, 3)],
+    ids=['wrist', 'wrist80', 'families', 'families3'])
+def test_the_shipped_wrist_checkpoint_loads_and_says_what_it_reads(checkpoint, networks):
     scorer = learned.LearnedScorer(checkpoint)
+    assert len(scorer.nets) == networks
+    assert checkpoint.stat().st_size < 1_000_000 * networks
     assert scorer.cameras == ['exterior_1', 'wrist']
     assert scorer.spec == learned.InputSpec(diff=True, normalise=True, cameras=2)
     assert sorted(scorer.tasks) == sorted(learned.TASKS) and scorer.look_stats is not None
