@@ -60,6 +60,13 @@ final stage count by the rubric against the scorer's, and the look check
 eval4_learned_ladder demo_ladder`` pools those ladder sets with the held sets' own and applies
 ``ROUND5_*`` (``round5_rule``); ``eval5_looks`` is lab looks 7051-7053, reported once.
 
+Round 6 (issue 42) adds ``train_demo`` and ``train_demo_families``: lab_demo's look in training
+(the scripted ladder's rungs 0, 1, 3 and the twin and real ladders, seeds 400-407) for variant
+``h_families_demo`` (g's episodes plus these; the vision ladder still in no training set), and
+``eval6_demo_ladder``: the vision ladder's four rungs under lab_demo, seeds 320-331, reported
+once. ``round6`` applies ``ROUND6_*`` (``round6_rule``) to ``measure eval6_demo_ladder`` and
+``measure eval5_looks`` (their ``--json`` files, ``ROUND6_FILES``).
+
 ``train`` trains the variants (``VARIANTS``) on the ``train`` set (variant ``e``: ``train`` and
 ``train_more``) with the same settings (``learned.SHIPPED``'s, ``--epochs`` each unless the
 variant names its own) into ``DATA_DIR/VARIANT.pt`` (``--seeds``: one checkpoint per training
@@ -149,9 +156,20 @@ SETS = {
     'eval5_looks': ((7051, 7052, 7053), TASKS,
                     ('scripted:0', 'scripted:1', 'scripted:2', 'scripted:3'), (100, 101, 102, 103),
                     200),
+    # Round 6: lab_demo's look in training (variant h), seeds no scorer set had used: the
+    # scripted ladder, and the twin-trained and real-trained learned ladders (never the vision
+    # ladder, the held-out family). Two sets so that two processes collect them side by side.
+    'train_demo': ((DEMO_LOOK,), TASKS, ('scripted:0', 'scripted:1', 'scripted:3'),
+                   tuple(range(400, 408)), 200),
+    'train_demo_families': ((DEMO_LOOK,), TASKS, TWIN_LADDER + REAL_LADDER,
+                            tuple(range(400, 408)), 200),
+    # Round 6: the held-out family under lab_demo again, seeds no scorer set had used;
+    # reported once, nothing chosen on it.
+    'eval6_demo_ladder': ((DEMO_LOOK,), ('push_switch', 'pick_spoon'), VISION_LADDER4,
+                          tuple(range(320, 332)), 160),
 }
 #: Sets of a learned ladder alone, measured on their own (rows: all, per task, per rung).
-LADDER_ONLY = ('demo_ladder',)
+LADDER_ONLY = ('demo_ladder', 'eval6_demo_ladder')
 #: A held-out set -> the learned-ladder set on the same looks.
 LADDER_OF = {'looks': 'learned_ladder', 'new_looks': 'new_learned_ladder',
              'eval4_looks': 'eval4_learned_ladder'}
@@ -181,6 +199,11 @@ VARIANTS = {
     # Round 5 (decided before measuring): not trained: g's three seeds (the shipped families
     # checkpoint is seed 1) in one ensemble checkpoint.
     'g_ensemble': {'ensemble_of': 'g_families', 'seeds': (0, 1, 2)},
+    # Round 6 (decided before measuring): g's inputs, settings and episodes plus lab_demo's
+    # look in training (train_demo, train_demo_families): the vision ladder still in none.
+    'h_families_demo': {'cameras': ('exterior_1', 'wrist'), 'normalise': True, 'epochs': 30,
+                        'sets': ('train', 'train_more', 'train_more2', 'train_families',
+                                 'train_families_real', 'train_demo', 'train_demo_families')},
 }
 #: Round 3's shipping rule (fixed before measuring; docs/scoring.md): a variant ships only if
 #: every one of its training seeds beats the shipped wrist checkpoint in Pearson r **and** stage
@@ -202,6 +225,21 @@ ROUND4_CANDIDATES = {'f_ensemble': (0,), 'g_families': (0, 1, 2)}
 #: ladders and ROUND5_LADDERS: 336).
 ROUND5_LADDERS = ('eval4_learned_ladder', 'demo_ladder')
 ROUND5_CANDIDATE = 'g_ensemble'
+#: Round 6's rule (fixed before measuring; docs/scoring.md, "Round 6"): the candidate passes if
+#: **every** trained seed of it (at least two of ROUND6_SEEDS) beats the shipped families3
+#: checkpoint in Pearson r **and** stage accuracy on all of ``eval6_demo_ladder`` (the held-out
+#: family under lab_demo, 96 episodes) **and** loses no more than ROUND6_LOOKS_MARGIN of Pearson
+#: r to it on ``eval5_looks`` (the scripted ladder under fresh looks 7051-7053, 144). If it
+#: passes, seed ROUND6_SHIPS_SEED ships (fixed here, not chosen on any figure).
+ROUND6_CANDIDATE = 'h_families_demo'
+ROUND6_SEEDS = (0, 1, 2)
+ROUND6_SHIPS_SEED = 0
+ROUND6_LOOKS_MARGIN = 0.03
+#: The two measurements the rule reads (``measure eval6_demo_ladder`` / ``measure eval5_looks``
+#: with ``--json``) and where its verdict is written.
+ROUND6_FILES = (pathlib.Path('docs/scorer-round6-ladder.json'),
+                pathlib.Path('docs/scorer-round6-looks.json'),
+                pathlib.Path('docs/scorer-round6-rule.json'))
 
 
 def look_stem(look: int | str) -> str:
@@ -505,6 +543,58 @@ def round5_rule(figures: dict[str, Any]) -> dict[str, Any]:
             'ships': ROUND5_CANDIDATE if mine['passes'] else 'families (the candidate fails)'}
 
 
+def round6_rule(ladder: dict[str, Any], looks: dict[str, Any]) -> dict[str, Any]:
+    """Round 6's rule (``ROUND6_*``) read off ``measure eval6_demo_ladder``'s and ``measure
+    eval5_looks``' figures: does every trained seed of the candidate pass against families3?
+    Also the seeds' mean figures on the held-out family (the figure the docs call h's)."""
+    ladder_row = next(iter(ladder))  # the first row: all the set's episodes
+    looks_row = next(iter(looks))
+
+    def figures_of(prefix: str) -> dict[str, Any] | None:
+        mine = next((v for k, v in ladder[ladder_row].items() if k.startswith(prefix)), None)
+        theirs = next((v for k, v in looks[looks_row].items() if k.startswith(prefix)), None)
+        if mine is None or theirs is None:
+            return None
+        return {'pearson_r': mine['pearson_r'], 'stage_accuracy': mine['stage_accuracy'],
+                'success_accuracy': mine['success_accuracy'],
+                'looks_pearson_r': theirs['pearson_r']}
+
+    base = figures_of('shipped families3 (')
+    assert base is not None, 'measure families3 on both sets'
+    seeds: dict[int, Any] = {}
+    for seed in ROUND6_SEEDS:
+        mine = figures_of(f'{checkpoint_name(ROUND6_CANDIDATE, seed)} (')
+        if mine is not None:
+            mine['passes'] = bool(
+                (mine['pearson_r'] or -1) > (base['pearson_r'] or -1)
+                and mine['stage_accuracy'] > base['stage_accuracy']
+                and (mine['looks_pearson_r'] or -1)
+                >= (base['looks_pearson_r'] or -1) - ROUND6_LOOKS_MARGIN)
+        seeds[seed] = mine
+    measured = [v for v in seeds.values() if v is not None]
+    passes = (len(measured) >= 2 and ROUND6_SHIPS_SEED in [k for k, v in seeds.items() if v]
+              and all(v['passes'] for v in measured))
+    mean = {key: float(np.mean([v[key] for v in measured]))
+            for key in ('pearson_r', 'stage_accuracy', 'success_accuracy', 'looks_pearson_r')
+            } if measured else None
+    return {'rows': [ladder_row, looks_row], 'families3': base, ROUND6_CANDIDATE: seeds,
+            'seeds_measured': [k for k, v in seeds.items() if v], 'mean_of_seeds': mean,
+            'passes': passes,
+            'ships': (f'{checkpoint_name(ROUND6_CANDIDATE, ROUND6_SHIPS_SEED)}' if passes
+                      else 'nothing (families3 stays the recommendation)')}
+
+
+def run_round6(args: argparse.Namespace) -> None:
+    """Apply round 6's rule to the two measurements' JSON files (``ROUND6_FILES``)."""
+    ladder_file, looks_file, out = ROUND6_FILES
+    for path in (ladder_file, looks_file):
+        if not path.is_file():
+            raise SystemExit(f'round6: {path} is not measured yet')
+    verdict = round6_rule(json.loads(ladder_file.read_text()), json.loads(looks_file.read_text()))
+    out.write_text(json.dumps(verdict, indent=2, default=float))
+    print(f'round 6 rule: {json.dumps(verdict, default=float)}', flush=True)
+
+
 def ship_rule(figures: dict[str, Any], pooled: str, variant: str, seeds: tuple[int, ...]
               ) -> dict[str, Any]:
     """Round 3's rule (``SHIP_RULE_*``) read off the measured ``figures``: does every seed of
@@ -538,6 +628,7 @@ def run_measure(args: argparse.Namespace) -> None:
                    'shipped wrist': learned.WRIST_CHECKPOINT,
                    'shipped wrist80': learned.WRIST80_CHECKPOINT,
                    'shipped families': learned.FAMILIES_CHECKPOINT,
+                   'shipped families3': learned.FAMILIES3_CHECKPOINT,
                    **{stem: args.data_dir / f'{stem}.pt'
                       for stem in (checkpoint_name(name, seed)
                                    for name in (VARIANTS if args.variants is None
@@ -680,7 +771,7 @@ def run_finals(args: argparse.Namespace) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('command', choices=('collect', 'train', 'measure', 'timing', 'touched',
-                                            'finals'))
+                                            'finals', 'round6'))
     parser.add_argument('sets', nargs='*', default=[], metavar='SET',
                         help='collect: one set (default train); measure: the held-out sets '
                              'pooled (default looks)')
@@ -711,7 +802,8 @@ def main() -> None:
             parser.error('collect: one set')
         args.set = (args.sets or ['train'])[0]
     {'collect': run_collect, 'train': run_train, 'measure': run_measure,
-     'timing': run_timing, 'touched': run_touched, 'finals': run_finals}[args.command](args)
+     'timing': run_timing, 'touched': run_touched, 'finals': run_finals,
+     'round6': run_round6}[args.command](args)
 
 
 if __name__ == '__main__':
