@@ -10,6 +10,7 @@ normalisation").
     python bench/scorer_cameras.py timing [SET] [--variants V ...] [--seeds S ...]
     python bench/scorer_cameras.py touched [LADDER_SET ...] [--variants V ...] [--seeds S ...]
     python bench/scorer_cameras.py finals [SET ...] [--variants V ...] [--seeds S ...]
+    python bench/scorer_cameras.py round6
 
 ``collect`` runs the digital real's episodes of one set (below) in process, rendering
 ``exterior_1`` **and** ``wrist`` on every 5th control step (3 per second), and keeps each
