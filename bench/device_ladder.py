@@ -41,6 +41,14 @@ LAB_LOOK = REPO / 'config' / 'appearance' / 'lab_demo.yaml'
 
 def gen(args: argparse.Namespace) -> int:
     """Run the dataset shards in parallel and wait (or stop them at the deadline)."""
+    from realm_ros.commands.episode import parse_image_size
+    from realm_ros.core.errors import ConfigError
+
+    try:
+        parse_image_size(args.image_size)
+    except ConfigError as err:
+        print(f'gen: {err}', file=sys.stderr)
+        return 2
     args.out.mkdir(parents=True, exist_ok=True)
     task_names = [t for t in args.tasks.split(',') if t]
     per_task = max(1, args.shards // len(task_names))
@@ -172,8 +180,14 @@ def evaluate(args: argparse.Namespace) -> int:
             rungs[name or pathlib.Path(path).stem] = str(pathlib.Path(path).resolve())
     task_names = [t for t in args.tasks.split(',') if t]
     lab = str(LAB_LOOK)
-    width, _, height = args.image_size.partition('x')
-    image_size = (int(width), int(height))
+    from realm_ros.commands.episode import parse_image_size
+    from realm_ros.core.errors import ConfigError
+
+    try:
+        image_size = parse_image_size(args.image_size)
+    except ConfigError as err:
+        print(f'eval: {err}', file=sys.stderr)
+        return 2
     if args.world != 'digital_real' and looks:
         sys.exit('eval: --looks are looks of the digital real; pass --looks 0 with --world mujoco')
     jobs = []

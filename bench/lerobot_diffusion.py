@@ -58,7 +58,8 @@ print('PARAMS', sum(p.numel() for p in policy.parameters()))
 
 
 def main(argv: list[str] | None = None) -> int:
-    from realm_ros.core.errors import BackendUnavailable
+    from realm_ros.commands.episode import parse_image_size
+    from realm_ros.core.errors import BackendUnavailable, ConfigError
     from realm_ros.policies.lerobot_policy import find_python
 
     parser = argparse.ArgumentParser(prog='bench/lerobot_diffusion.py',
@@ -71,9 +72,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--python', default='', help='the lerobot venv interpreter')
     args = parser.parse_args(argv)
     try:
-        w, h = (int(v) for v in args.image_size.lower().split('x'))
-    except ValueError:
-        print(f'--image-size: expected WxH, got {args.image_size!r}', file=sys.stderr)
+        w, h = parse_image_size(args.image_size)
+    except ConfigError as err:
+        print(err, file=sys.stderr)
         return 2
     if args.inference_steps < 0:
         print(f'--inference-steps: must be >= 0, got {args.inference_steps}', file=sys.stderr)

@@ -53,6 +53,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--max-steps', type=int, default=160)
     parser.add_argument('--image-size', default='160x90', help='rendered WxH, px')
     args = parser.parse_args(argv)
+    from realm_ros.commands.episode import parse_image_size
+    from realm_ros.core.errors import ConfigError
+
+    try:
+        width, height = parse_image_size(args.image_size)
+    except ConfigError as err:
+        print(err, file=sys.stderr)
+        return 2
 
     import torch
 
@@ -66,10 +74,9 @@ def main(argv: list[str] | None = None) -> int:
     from realm_ros.policies.lerobot_policy import SERVER_SCRIPT, LeRobotPolicy, find_python
 
     torch.set_num_threads(1)
-    width, _, height = args.image_size.partition('x')
     world = make_world(WorldConfig(
         backend='digital_real', task=args.task, cameras=('exterior_1', 'wrist'),
-        camera_rate_hz=robot.CONTROL_HZ, camera_width=int(width), camera_height=int(height),
+        camera_rate_hz=robot.CONTROL_HZ, camera_width=width, camera_height=height,
         appearance_file=str(REPO / 'config' / 'appearance' / 'lab_demo.yaml')))
     policy = LeRobotPolicy(path=args.checkpoint, threads=1)
     recorded: dict[str, Any] = {}
