@@ -472,17 +472,21 @@ def held_sets(folder: pathlib.Path, held: tuple[str, ...], cameras: tuple[str, .
     return sets
 
 
+def checkpoint_figures(row: dict[str, Any], prefix: str) -> dict[str, Any] | None:
+    """The figures of the checkpoint whose column name in a ``measure`` row starts with
+    ``prefix`` (None: not measured there)."""
+    return next((v for k, v in row.items() if k.startswith(prefix)), None)
+
+
 def round4_rule(figures: dict[str, Any]) -> dict[str, Any]:
     """Round 4's rule (``ROUND4_*``) read off the measured ``figures`` (the rows of
     ``measure looks new_looks fresh_looks``): which candidates pass, and which one ships."""
     pooled = next(iter(figures))  # the first row: all the held-out scripted episodes
     ladder = next(k for k in figures if k.startswith('learned ladder pooled'))
 
-    def row(rows: dict[str, Any], prefix: str) -> dict[str, Any] | None:
-        return next((v for k, v in rows.items() if k.startswith(prefix)), None)
-
     def figures_of(prefix: str) -> dict[str, Any] | None:
-        mine, theirs = row(figures[pooled], prefix), row(figures[ladder], prefix)
+        mine = checkpoint_figures(figures[pooled], prefix)
+        theirs = checkpoint_figures(figures[ladder], prefix)
         if mine is None or theirs is None:
             return None
         return {'pearson_r': mine['pearson_r'], 'stage_accuracy': mine['stage_accuracy'],
@@ -524,8 +528,8 @@ def round5_rule(figures: dict[str, Any]) -> dict[str, Any]:
     ladder = next(k for k in figures if k.startswith('learned ladder pooled'))
 
     def figures_of(prefix: str) -> dict[str, Any] | None:
-        mine = next((v for k, v in figures[pooled].items() if k.startswith(prefix)), None)
-        theirs = next((v for k, v in figures[ladder].items() if k.startswith(prefix)), None)
+        mine = checkpoint_figures(figures[pooled], prefix)
+        theirs = checkpoint_figures(figures[ladder], prefix)
         if mine is None or theirs is None:
             return None
         return {'pearson_r': mine['pearson_r'], 'stage_accuracy': mine['stage_accuracy'],
@@ -552,8 +556,8 @@ def round6_rule(ladder: dict[str, Any], looks: dict[str, Any]) -> dict[str, Any]
     looks_row = next(iter(looks))
 
     def figures_of(prefix: str) -> dict[str, Any] | None:
-        mine = next((v for k, v in ladder[ladder_row].items() if k.startswith(prefix)), None)
-        theirs = next((v for k, v in looks[looks_row].items() if k.startswith(prefix)), None)
+        mine = checkpoint_figures(ladder[ladder_row], prefix)
+        theirs = checkpoint_figures(looks[looks_row], prefix)
         if mine is None or theirs is None:
             return None
         return {'pearson_r': mine['pearson_r'], 'stage_accuracy': mine['stage_accuracy'],
@@ -606,7 +610,7 @@ def ship_rule(figures: dict[str, Any], pooled: str, variant: str, seeds: tuple[i
         'pearson_r': wrist['pearson_r'], 'stage_accuracy': wrist['stage_accuracy']}, 'seeds': {}}
     for seed in seeds:
         stem = checkpoint_name(variant, seed)
-        mine = next((v for k, v in row.items() if k.startswith(f'{stem} (')), None)
+        mine = checkpoint_figures(row, f'{stem} (')
         if mine is None:
             verdict['seeds'][seed] = None
             continue
