@@ -17,6 +17,7 @@ import json
 import os
 import subprocess
 
+import lerobot_checkpoints
 import numpy as np
 import pytest
 
@@ -33,51 +34,26 @@ pytestmark = [pytest.mark.slow,
 H, W = 36, 64
 FLAG = 'ResNet18_Weights.IMAGENET1K_V1'
 
-# A tiny ACT with a ResNet18 (ACT's only backbone family), saved with its processors; then
+# What a checkpoint trained from a pretrained backbone has beyond lerobot_checkpoints.ACT's:
+# frozen BatchNorm statistics unlike a fresh FrozenBatchNorm2d's; and, for LeRobot's own loader,
 # torchvision's cache file for the flag, filled with another random ResNet18.
-MAKE = r"""
-import json, pathlib, sys, torch, torchvision
-from lerobot.configs.types import FeatureType, PolicyFeature
-from lerobot.policies.act.configuration_act import ACTConfig
-from lerobot.policies.act.modeling_act import ACTPolicy
-from lerobot.policies.factory import make_pre_post_processors
-
+TRAINED = r"""
+import pathlib, sys, torch, torchvision
+from safetensors.torch import load_file, save_file
 out, cache = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
-h, w, flag = int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
-inputs = {'observation.state': PolicyFeature(FeatureType.STATE, (8,))}
-for cam in ('exterior_1', 'wrist'):
-    inputs[f'observation.images.{cam}'] = PolicyFeature(FeatureType.VISUAL, (3, h, w))
-cfg = ACTConfig(input_features=inputs,
-                output_features={'action': PolicyFeature(FeatureType.ACTION, (8,))},
-                chunk_size=10, n_action_steps=8, dim_model=32, n_heads=2, dim_feedforward=64,
-                n_encoder_layers=1, n_vae_encoder_layers=1, use_vae=False,
-                pretrained_backbone_weights=None, device='cpu', push_to_hub=False)
-torch.manual_seed(0)
-policy = ACTPolicy(cfg)
-# frozen statistics unlike a fresh FrozenBatchNorm2d's, as a trained checkpoint has
-with torch.no_grad():
-    for name, buf in policy.named_buffers():
-        if name.endswith('running_var'):
-            buf.uniform_(0.5, 2.0)
-        elif name.endswith('running_mean'):
-            buf.uniform_(-0.2, 0.2)
-stats = {'observation.state': {'mean': torch.zeros(8), 'std': torch.full((8,), 0.5)},
-         'action': {'mean': torch.full((8,), 0.1), 'std': torch.full((8,), 0.3)}}
-for cam in ('exterior_1', 'wrist'):
-    stats[f'observation.images.{cam}'] = {'mean': torch.full((3, 1, 1), 0.4),
-                                          'std': torch.full((3, 1, 1), 0.2)}
-pre, post = make_pre_post_processors(cfg, dataset_stats=stats)
-policy.save_pretrained(out)
-pre.save_pretrained(out)
-post.save_pretrained(out)
-config = json.loads((out / 'config.json').read_text())
-config['pretrained_backbone_weights'] = flag
-(out / 'config.json').write_text(json.dumps(config))
+weights = load_file(out / 'model.safetensors')
+g = torch.Generator().manual_seed(0)
+for name, t in weights.items():
+    if name.endswith('running_var'):
+        weights[name] = 0.5 + 1.5 * torch.rand(t.shape, generator=g)
+    elif name.endswith('running_mean'):
+        weights[name] = -0.2 + 0.4 * torch.rand(t.shape, generator=g)
+save_file(weights, out / 'model.safetensors')
 torch.manual_seed(1)
 (cache / 'hub' / 'checkpoints').mkdir(parents=True)
 torch.save(torchvision.models.resnet18().state_dict(),
            cache / 'hub' / 'checkpoints' / 'resnet18-f37072fd.pth')
-print('made', out)
+print('trained', out)
 """
 
 # LeRobot's own loader and inference, the config as saved (the flag on): from_pretrained, the
@@ -111,10 +87,14 @@ def lerobot_env(torch_home):
 @pytest.fixture(scope='module')
 def checkpoint(tmp_path_factory):
     root = tmp_path_factory.mktemp('lerobot_backbone')
-    out, cache = root / 'pretrained_model', root / 'cache'
-    proc = subprocess.run([find_python(''), '-c', MAKE, str(out), str(cache), str(H), str(W),
-                           FLAG], capture_output=True, text=True, env=lerobot_env(cache))
+    out = lerobot_checkpoints.make_checkpoint(root, lerobot_checkpoints.ACT, H, W)
+    cache = root / 'cache'
+    proc = subprocess.run([find_python(''), '-c', TRAINED, str(out), str(cache)],
+                          capture_output=True, text=True, env=lerobot_env(cache))
     assert proc.returncode == 0, proc.stderr[-3000:]
+    config = json.loads((out / 'config.json').read_text())
+    config['pretrained_backbone_weights'] = FLAG
+    (out / 'config.json').write_text(json.dumps(config))
     assert json.loads((out / 'config.json').read_text())['pretrained_backbone_weights'] == FLAG
     return out, cache
 

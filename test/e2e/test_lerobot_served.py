@@ -18,6 +18,7 @@ import pathlib
 import subprocess
 import sys
 
+import lerobot_checkpoints
 import numpy as np
 import pytest
 
@@ -33,68 +34,6 @@ pytestmark = [pytest.mark.slow,
               pytest.mark.filterwarnings('ignore:connect\\(\\) must be used:DeprecationWarning')]
 
 H, W = 36, 64
-
-MAKE = r"""
-import sys, torch
-from lerobot.configs.types import FeatureType, PolicyFeature
-from lerobot.policies.act.configuration_act import ACTConfig
-from lerobot.policies.act.modeling_act import ACTPolicy
-from lerobot.policies.factory import make_pre_post_processors
-
-out, h, w = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-inputs = {'observation.state': PolicyFeature(FeatureType.STATE, (8,))}
-for cam in ('exterior_1', 'wrist'):
-    inputs[f'observation.images.{cam}'] = PolicyFeature(FeatureType.VISUAL, (3, h, w))
-cfg = ACTConfig(input_features=inputs,
-                output_features={'action': PolicyFeature(FeatureType.ACTION, (8,))},
-                chunk_size=10, n_action_steps=8, dim_model=32, n_heads=2, dim_feedforward=64,
-                n_encoder_layers=1, n_vae_encoder_layers=1, use_vae=False,
-                pretrained_backbone_weights=None, device='cpu', push_to_hub=False)
-torch.manual_seed(0)
-policy = ACTPolicy(cfg)
-stats = {'observation.state': {'mean': torch.zeros(8), 'std': torch.full((8,), 0.5)},
-         'action': {'mean': torch.full((8,), 0.1), 'std': torch.full((8,), 0.3)}}
-for cam in ('exterior_1', 'wrist'):
-    stats[f'observation.images.{cam}'] = {'mean': torch.full((3, 1, 1), 0.4),
-                                          'std': torch.full((3, 1, 1), 0.2)}
-pre, post = make_pre_post_processors(cfg, dataset_stats=stats)
-policy.save_pretrained(out)
-pre.save_pretrained(out)
-post.save_pretrained(out)
-print('made', out)
-"""
-
-MAKE_DIFFUSION = r"""
-import sys, torch
-from lerobot.configs.types import FeatureType, PolicyFeature
-from lerobot.policies.diffusion.configuration_diffusion import DiffusionConfig
-from lerobot.policies.diffusion.modeling_diffusion import DiffusionPolicy
-from lerobot.policies.factory import make_pre_post_processors
-
-out, h, w = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-inputs = {'observation.state': PolicyFeature(FeatureType.STATE, (8,))}
-for cam in ('exterior_1', 'wrist'):
-    inputs[f'observation.images.{cam}'] = PolicyFeature(FeatureType.VISUAL, (3, h, w))
-cfg = DiffusionConfig(input_features=inputs,
-                      output_features={'action': PolicyFeature(FeatureType.ACTION, (8,))},
-                      n_obs_steps=2, horizon=16, n_action_steps=8, down_dims=(16, 32),
-                      kernel_size=3, n_groups=4, diffusion_step_embed_dim=16,
-                      spatial_softmax_num_keypoints=8, num_train_timesteps=10,
-                      pretrained_backbone_weights=None, device='cpu', push_to_hub=False)
-torch.manual_seed(0)
-policy = DiffusionPolicy(cfg)
-stats = {k: {'min': torch.full((8,), -3.0), 'max': torch.full((8,), 3.0),
-             'mean': torch.zeros(8), 'std': torch.ones(8)}
-         for k in ('observation.state', 'action')}
-for cam in ('exterior_1', 'wrist'):
-    stats[f'observation.images.{cam}'] = {'mean': torch.full((3, 1, 1), 0.4),
-                                          'std': torch.full((3, 1, 1), 0.2)}
-pre, post = make_pre_post_processors(cfg, dataset_stats=stats)
-policy.save_pretrained(out)
-pre.save_pretrained(out)
-post.save_pretrained(out)
-print('made', out)
-"""
 
 # LeRobot's own select_action sequence over an episode: reset, torch seeded with the episode's
 # seed (what the server does at an episode's first query), then predict_action once per step.
@@ -129,21 +68,14 @@ print('OWN ' + json.dumps(rows))
 
 @pytest.fixture(scope='module')
 def checkpoint(tmp_path_factory):
-    return make_checkpoint(tmp_path_factory, MAKE, 'lerobot')
-
-
-def make_checkpoint(tmp_path_factory, script, name):
-    out = tmp_path_factory.mktemp(name) / 'pretrained_model'
-    proc = subprocess.run([find_python(''), '-c', script, str(out), str(H), str(W)],
-                          capture_output=True, text=True, env={'HF_HUB_OFFLINE': '1',
-                                                               'PATH': '/usr/bin:/bin'})
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return out
+    return lerobot_checkpoints.make_checkpoint(tmp_path_factory.mktemp('lerobot'),
+                                               lerobot_checkpoints.ACT, H, W)
 
 
 @pytest.fixture(scope='module')
 def diffusion(tmp_path_factory):
-    return make_checkpoint(tmp_path_factory, MAKE_DIFFUSION, 'diffusion')
+    return lerobot_checkpoints.make_checkpoint(tmp_path_factory.mktemp('diffusion'),
+                                               lerobot_checkpoints.DIFFUSION, H, W)
 
 
 def observation(seed=0, step=0):
