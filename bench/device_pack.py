@@ -170,9 +170,10 @@ def lay_out(files: list[pathlib.Path], out: pathlib.Path, room: int,
             with open(by_name[name], 'rb') as src:
                 src.seek(offset)
                 (folder / part).write_bytes(src.read(length))
-            entry = manifest.setdefault(name, {'md5': hashlib.md5(by_name[name].read_bytes())
-                                                      .hexdigest(), 'parts': []})
-            entry['parts'].append(part)  # type: ignore[attr-defined]
+            if name not in manifest:  # each whole file read once for its md5
+                manifest[name] = {'md5': hashlib.md5(by_name[name].read_bytes()).hexdigest(),
+                                  'parts': []}
+            manifest[name]['parts'].append(part)  # type: ignore[attr-defined]
     for entry in manifest.values():
         entry['parts'] = sorted(entry['parts'])  # type: ignore[arg-type]
     (folders[-1] / 'manifest.json').write_text(json.dumps(manifest, indent=1))
