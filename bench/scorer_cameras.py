@@ -254,9 +254,6 @@ def collect_look(look: int | str, task_names: tuple[str, ...], policies: tuple[s
     """Run one look's episodes with both cameras; return each camera's labelled episodes."""
     from realm_ros.core import robot, tasks
     from realm_ros.core.config import WorldConfig
-    from realm_ros.core.evaluation import PolicyEntry
-    from realm_ros.core.policy import make_policy, standard_chain
-    from realm_ros.core.types import EpisodeSpec
     from realm_ros.core.world import make_world
     from realm_ros.scorers import learned
 
@@ -269,28 +266,17 @@ def collect_look(look: int | str, task_names: tuple[str, ...], policies: tuple[s
     out: dict[str, list[Any]] = {c: [] for c in CAMERAS}
     label = f'lab:{look}' if isinstance(look, int) else ''  # '': the look the plan was given
     try:
-        for text in policies:
-            entry = PolicyEntry.parse(text)
-            inner = make_policy(entry.policy, common={'seed': 0}, **dict(entry.args))
-            policy = standard_chain(inner, execute=inner.needs.horizon)
-            for task in task_names:
-                for seed in seeds or (look,):
-                    start = time.monotonic()
-                    spec = EpisodeSpec(task=task, seed=int(seed), policy=entry.label,
-                                       max_steps=max_steps)
-                    # Every 5th step when the world renders each step for a looking policy.
-                    frames, times, met = learned.labelled_run(world, policy, spec, CAMERAS,
-                                                              5 if looking else 0)
-                    for c in CAMERAS:
-                        out[c].append(learned.LabelledEpisode(
-                            task=task, world='digital_real', policy=entry.label, seed=int(seed),
-                            frames=np.stack(frames[c]), times_s=np.asarray(times) - times[0],
-                            met=np.asarray(met, dtype=np.int64),
-                            n_stages=len(tasks.get_task(task).stages), look=label))
-                    print(f'{label or look} {task} {entry.label} seed {seed}: {len(met)} frames, '
-                          f'rubric {max(met)}/{len(tasks.get_task(task).stages)}, '
-                          f'{time.monotonic() - start:.1f} s', file=sys.stderr, flush=True)
-            policy.close()
+        start = time.monotonic()
+        for name, task, seed, frames, times, met in learned.policy_runs(
+                world, policies, task_names, seeds or (look,), max_steps, CAMERAS,
+                5 if looking else 0):  # every 5th step when the world renders each step
+            for c in CAMERAS:
+                out[c].append(learned.labelled_episode(task, 'digital_real', name, seed,
+                                                       frames[c], times, met, label))
+            print(f'{label or look} {task} {name} seed {seed}: {len(met)} frames, '
+                  f'rubric {max(met)}/{len(tasks.get_task(task).stages)}, '
+                  f'{time.monotonic() - start:.1f} s', file=sys.stderr, flush=True)
+            start = time.monotonic()
     finally:
         world.close()
     return out

@@ -53,7 +53,7 @@ import hashlib
 import math
 import os
 import pathlib
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -297,9 +297,6 @@ def collect(worlds: Sequence[str], task_names: Sequence[str], policies: Sequence
     ``appearance_file`` gives the digital real its hidden look (the twin never reads it);
     ``look`` is the label its episodes keep (``lab:SEED``).
     """
-    from realm_ros.core.evaluation import PolicyEntry
-    from realm_ros.core.policy import make_policy, standard_chain
-    from realm_ros.core.types import EpisodeSpec
     from realm_ros.core.world import make_world
 
     for name in task_names:
@@ -309,31 +306,54 @@ def collect(worlds: Sequence[str], task_names: Sequence[str], policies: Sequence
     for world_name in worlds:
         world = make_world(world_config(world_name, appearance_file, camera, stride, looking))
         try:
-            for text in policies:
-                entry = PolicyEntry.parse(text)
-                inner = make_policy(entry.policy, common={'seed': 0}, **dict(entry.args))
-                policy = standard_chain(inner, execute=inner.needs.horizon)
-                for name in task_names:
-                    for seed in seeds:
-                        spec = EpisodeSpec(task=name, seed=int(seed), policy=entry.label,
-                                           max_steps=max_steps)
-                        by_camera, times, met = labelled_run(world, policy, spec, (camera,),
-                                                             stride if looking else 0)
-                        frames = by_camera[camera]
-                        if not frames:
-                            continue
-                        episode = LabelledEpisode(
-                            task=name, world=world_name, policy=entry.label, seed=int(seed),
-                            frames=np.stack(frames), times_s=np.asarray(times) - times[0],
-                            met=np.asarray(met, dtype=np.int64),
-                            n_stages=len(tasks.get_task(name).stages), look=look)
-                        out.append(episode)
-                        if on_episode is not None:
-                            on_episode(episode)
-                policy.close()
+            for label, name, seed, by_camera, times, met in policy_runs(
+                    world, policies, task_names, seeds, max_steps, (camera,),
+                    stride if looking else 0):
+                if not by_camera[camera]:
+                    continue
+                episode = labelled_episode(name, world_name, label, seed, by_camera[camera],
+                                           times, met, look)
+                out.append(episode)
+                if on_episode is not None:
+                    on_episode(episode)
         finally:
             world.close()
     return out
+
+
+def policy_runs(world: Any, policies: Sequence[str], task_names: Sequence[str],
+                seeds: Sequence[int], max_steps: int, cameras: Sequence[str], every: int = 0
+                ) -> Iterator[tuple[str, str, int, dict[str, list[np.ndarray]], list[float],
+                                    list[int]]]:
+    """Run every (policy, task, seed) episode in ``world`` (each policy entry made once,
+    through the standard chain, closed after its episodes); yield ``(policy label, task,
+    seed, frames by camera, times, stages met)`` as :func:`labelled_run` keeps them."""
+    from realm_ros.core.evaluation import PolicyEntry
+    from realm_ros.core.policy import make_policy, standard_chain
+    from realm_ros.core.types import EpisodeSpec
+
+    for text in policies:
+        entry = PolicyEntry.parse(text)
+        inner = make_policy(entry.policy, common={'seed': 0}, **dict(entry.args))
+        policy = standard_chain(inner, execute=inner.needs.horizon)
+        for name in task_names:
+            for seed in seeds:
+                spec = EpisodeSpec(task=name, seed=int(seed), policy=entry.label,
+                                   max_steps=max_steps)
+                by_camera, times, met = labelled_run(world, policy, spec, cameras, every)
+                yield entry.label, name, int(seed), by_camera, times, met
+        policy.close()
+
+
+def labelled_episode(task: str, world: str, policy: str, seed: int,
+                     frames: Sequence[np.ndarray], times: Sequence[float], met: Sequence[int],
+                     look: str = '') -> LabelledEpisode:
+    """One camera's kept frames of a :func:`labelled_run` as a :class:`LabelledEpisode`
+    (times from the episode's first kept frame)."""
+    return LabelledEpisode(task=task, world=world, policy=policy, seed=int(seed),
+                           frames=np.stack(frames), times_s=np.asarray(times) - times[0],
+                           met=np.asarray(met, dtype=np.int64),
+                           n_stages=len(tasks.get_task(task).stages), look=look)
 
 
 def labelled_run(world: Any, policy: Any, spec: Any, cameras: Sequence[str], every: int = 0
