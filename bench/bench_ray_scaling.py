@@ -106,6 +106,63 @@ def _late(args: argparse.Namespace, what: str) -> bool:
     return False
 
 
+def _ray_run(n: int, cells: list, clock: CpuClock) -> tuple[Any, list[dict], float]:
+    """``cells`` on ``n`` warm Ray actors (each has run one 10-step cell first); start-up s."""
+    from realm_ros.sweep.ray_executor import RayExecutor
+
+    t = time.perf_counter()
+    ex = RayExecutor(None, workers=n, hook=clock)
+    try:
+        ex.warm_up()
+        _run(ex, _cells(n, 10, first=10_000))
+        startup = time.perf_counter() - t
+        run, records = _run(ex, cells)
+    finally:
+        ex.close()
+    return run, records, startup
+
+
+def interleaved(args: argparse.Namespace, rec: Recorder, clock: CpuClock) -> None:
+    """``--interleave`` rounds of 1, N1, 1, N2, ..., 1: each N run's per-worker figure is its
+    rate over N x the mean rate of the two 1-worker runs beside it, so that the drift of the
+    machine between runs minutes apart (15-35 % measured) falls out of the ratio."""
+    steps, cpw = args.cell_steps, args.cells_per_worker
+    many = [n for n in args.workers if n > 1]
+    one = _cells(cpw, steps)  # the same cells in every 1-worker run
+    last: float | None = None
+    ratios: dict[int, list[float]] = {n: [] for n in many}
+
+    def single(rnd: int) -> float:
+        run, records, startup = _ray_run(1, one, clock)
+        s = _summary(1, one, run, records, steps)
+        rec.figure(f'ray_scaling interleaved 1 Ray worker (round {rnd + 1})', s['rate'],
+                   'cells/s', startup_s=startup, load_now=os.getloadavg()[0], **s)
+        return s['rate']
+
+    for rnd in range(args.interleave):
+        for n in many:
+            if _late(args, f'interleaved round {rnd + 1}, {n} workers'):
+                break
+            before = last if last is not None else single(rnd)
+            cells = _cells(n * cpw, steps)
+            run, records, startup = _ray_run(n, cells, clock)
+            s = _summary(n, cells, run, records, steps)
+            after = single(rnd)
+            last = after
+            base = (before + after) / 2
+            rec.figure(f'ray_scaling interleaved {n} Ray workers, {steps}-step cells '
+                       f'(round {rnd + 1})', s['rate'], 'cells/s',
+                       baseline=base * n, baseline_label=f'{n} x the mean of the 1-worker runs '
+                       'just before and after', goal='>= 0.8 per worker',
+                       per_worker=s['rate'] / (n * base), one_before=before, one_after=after,
+                       startup_s=startup, load_now=os.getloadavg()[0], **s)
+            ratios[n].append(s['rate'] / (n * base))
+    for n, r in ratios.items():
+        if r:
+            print(f'{n} workers: per worker {min(r):.3f}-{max(r):.3f}, mean '
+                  f'{statistics.mean(r):.3f} over {len(r)} rounds', flush=True)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument('--workers', type=int, nargs='+', default=[1, 2, 4, 8, 15])
@@ -121,6 +178,10 @@ def main() -> int:
     parser.add_argument('--processes', action='store_true', help='local processes too, last')
     parser.add_argument('--deadline', type=float, default=1e9,
                         help='seconds after start after which no new part begins')
+    parser.add_argument('--interleave', type=int, default=0,
+                        help='only K rounds of [1 worker, N workers] for each N > 1 of --workers, '
+                             'each N run judged against the 1-worker runs just before and after '
+                             'it (the machine drifts between runs minutes apart)')
     args = parser.parse_args()
     os.environ.setdefault('MUJOCO_GL', 'egl')
     rec = Recorder('ray_scaling')
@@ -144,6 +205,12 @@ def main() -> int:
     ray.init(num_cpus=cores, include_dashboard=False, log_to_driver=False)
     rec.figure('ray_scaling ray.init (local, one node)', time.perf_counter() - t, 's',
                num_cpus=cores)
+
+    if args.interleave:
+        interleaved(args, rec, clock)
+        ray.shutdown()
+        print(f'load after: {os.getloadavg()[0]:.2f}; {time.monotonic() - T0:.0f} s', flush=True)
+        return 0
 
     rate1: list[float] = []
     reference: dict[str, dict[str, Any]] = {}

@@ -1,0 +1,71 @@
+#!/bin/bash
+# Issue 45's GPU measures on one device machine (docs/performance.md, docs/scaling.md), one stage
+# per device call, run from the repository root there. The machine has no registry and a call
+# carries at most 64 MiB with the tree, so the wheels travel beforehand into ~/parts (kept while
+# the machine is warm), xz-compressed where that pays (warp-lang 1.19's wheel is 149 MB; its
+# warp.so and warp-clang.so are 81 + 20 MB as .xz, the rest of the package 1.4 MB):
+#   parts: warp.so.xz.aa/ab (split), warp-clang.so.xz, warp_rest.tar.xz (the wheel without
+#   bin/*.so, examples, tests), the mujoco 4.0, mujoco-core 4.0, mujoco-warp 4.0, PyOpenGL,
+#   glfw, websockets cp312 wheels, pkg.tar.xz (bench/device_pack.py's: pybullet_data's
+#   franka_panda meshes), ray.tar.xz (bench/device_ray_scaling.sh's trimmed Ray 2.60.0) with
+#   jsonschema's four wheels in rayw/, COMMIT, MD5SUMS; .gl carried (the GL loader debs).
+#   call k < last:  mkdir -p ~/parts && cp -r .dev45/cK/* ~/parts/
+#   then:           bash bench/device_warp45.sh agree|ladder|speed|ray
+set -o pipefail
+P=~/parts
+S=~/site
+stage=$1
+t0=$SECONDS
+if [ ! -f $S/.done ]; then
+    (cd $P && md5sum --quiet -c MD5SUMS) || { echo "parts: md5 mismatch"; exit 1; }
+    for f in .gl/*.deb; do dpkg -x $f /; done
+    ldconfig
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target $S \
+        $P/*.whl || exit 1
+    tar -C $S -xJf $P/warp_rest.tar.xz || exit 1
+    cat $P/warp.so.xz.* | xz -dc > $S/warp/bin/warp.so || exit 1
+    xz -dc $P/warp-clang.so.xz > $S/warp/bin/warp-clang.so || exit 1
+    tar -C $S -xJf $P/pkg.tar.xz || exit 1
+    touch $S/.done
+fi
+if [ "$stage" = ray ] && [ ! -d $S/ray ]; then
+    tar -C $S -xJf $P/ray.tar.xz || exit 1
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target $S \
+        $P/rayw/*.whl || exit 1
+fi
+export PYTHONPATH=$S:$PWD MUJOCO_GL=egl PYTHONUNBUFFERED=1 REALM_BENCH_COMMIT=$(cat $P/COMMIT) \
+    REALM_BENCH_RESULTS=$OUT/bench.jsonl RAY_DISABLE_USAGE_STATS=1
+nv=/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json
+[ -f $nv ] && export __EGL_VENDOR_LIBRARY_FILENAMES=$nv
+echo "setup $((SECONDS - t0)) s; $(nproc) cores; load $(cut -d' ' -f1-3 /proc/loadavg)"
+nvidia-smi --query-gpu=name,memory.used,memory.total --format=csv,noheader
+python3 -c "import mujoco, warp, mujoco_warp, torch; print('mujoco', mujoco.__version__,
+'warp', warp.__version__, 'torch', torch.__version__)" || exit 1
+learned=checkpoints/learned/final.pt
+case $stage in
+agree)  # the learned policy, 128 cells, on Warp and on the CPU twin (three cameras, 320x180)
+    python3 -m realm_ros.cli sweep --out $OUT/warp_agree --tasks push_switch \
+        --policies final=learned:path=$learned --episodes-per-cell 128 --max-steps 150 \
+        --cameras --device gpu --seed 3 --compare-cpu 128 2>&1 | tail -40
+    ;;
+ladder)  # the scripted ladder, 4 rungs x 32 cells, on Warp and on the CPU twin
+    python3 -m realm_ros.cli sweep --out $OUT/warp_ladder --tasks push_switch \
+        --policies scripted:0 scripted:1 scripted:2 scripted:3 --episodes-per-cell 32 \
+        --max-steps 150 --device gpu --gpu-engine warp --seed 3 --compare-cpu 128 2>&1 | tail -40
+    ;;
+speed)  # real-time factor of the learned sweep on one GPU, batch processes sharing it
+    shift
+    timeout ${SPEED_TIMEOUT:-400} python3 bench/bench_sweep_warp.py --max-steps 150 \
+        --cpu-episodes 0 "$@" 2>&1 | grep -v "^Module\|^Warp " | tail -40
+    ;;
+ray)  # Ray at 1..15 workers, interleaved with one worker to take out the machine's drift
+    shift
+    export OMP_NUM_THREADS=1
+    timeout ${RAY_TIMEOUT:-400} python3 bench/bench_ray_scaling.py "$@" 2>&1 \
+        | grep -v "authentication_token\|Worker exit detail"
+    ;;
+esac
+for d in $OUT/warp_*; do
+    [ -d "$d" ] && tar -C $OUT -cJf $d.tar.xz $(basename $d) && rm -rf $d
+done
+echo "stage $stage rc $? total $((SECONDS - t0)) s"
