@@ -58,6 +58,21 @@ from realm_ros.sweep.mjx import refuse_on_gpu, solver_iterations
 DEVICES = ('cpu', 'gpu')
 #: What ``--device gpu`` runs the twin's cells on (``--gpu-engine``).
 GPU_ENGINES = ('auto', 'mjx', 'warp')
+#: GPU cells a GPU sweep re-runs on the CPU twin unless --compare-cpu says otherwise: the
+#: agreement (with its intervals) is part of every GPU sweep's report (docs/scaling.md).
+DEFAULT_COMPARE_CPU = 8
+
+
+def compare_cells(compare: int | None, device: str) -> int:
+    """How many GPU cells re-run on the CPU twin: ``--compare-cpu`` as given, else
+    :data:`DEFAULT_COMPARE_CPU` on the GPU (every GPU sweep checks itself) and none on the CPU."""
+    if compare and device != 'gpu':
+        raise ConfigError('--compare-cpu checks a GPU run against the CPU twin: add --device gpu')
+    if compare is None:
+        return DEFAULT_COMPARE_CPU if device == 'gpu' else 0
+    if compare < 0:
+        raise ConfigError(f'--compare-cpu must be a positive cell count, got {compare}')
+    return compare
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -123,10 +138,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--gpu-engine', default='auto', choices=GPU_ENGINES,
                         help='gpu: mjx or warp for every cell (auto: mjx when every policy '
                              'is scripted, else warp)')
-    parser.add_argument('--compare-cpu', nargs='?', type=non_negative_int, const=8, default=0,
-                        metavar='N',
-                        help='gpu: re-run the first N (8) GPU cells on the CPU twin and check '
-                             'the records agree (OUT/compare_cpu.json)')
+    parser.add_argument('--compare-cpu', nargs='?', type=non_negative_int, const=8,
+                        default=None, metavar='N',
+                        help='gpu: re-run the first N GPU cells on the CPU twin and put the '
+                             'agreement, with intervals, into the report (OUT/compare_cpu.json; '
+                             f'default {DEFAULT_COMPARE_CPU} with --device gpu, 0: none)')
     parser.add_argument('--batch', type=positive_int, default=1024,
                         help='gpu: worlds per MJX or Warp batch')
     parser.add_argument('--gpu-workers', type=positive_int, default=1,
@@ -328,10 +344,7 @@ def run(args: argparse.Namespace) -> int:
     if config.twin_only and getattr(args, 'until_decided', None) is not None:
         raise ConfigError('--twin-only: --until-decided ranks the first world, which the '
                           'twin-only policies do not run in; use one or the other')
-    if getattr(args, 'compare_cpu', 0) and args.device != 'gpu':
-        raise ConfigError('--compare-cpu checks a GPU run against the CPU twin: add --device gpu')
-    if getattr(args, 'compare_cpu', 0) < 0:
-        raise ConfigError(f'--compare-cpu must be a positive cell count, got {args.compare_cpu}')
+    args.compare_cpu = compare_cells(getattr(args, 'compare_cpu', None), args.device)
     options: dict[str, Any] = {}
     if 'mjx' in config.worlds:
         from realm_ros.sweep.mjx import require_mjx

@@ -105,6 +105,19 @@ def test_compare_cpu_needs_the_gpu_and_exits_2(tmp_path, capsys):
     assert '--device gpu' in capsys.readouterr().err
 
 
+def test_every_gpu_sweep_compares_with_the_cpu_twin_unless_told_not_to():
+    from realm_ros.commands.sweep import DEFAULT_COMPARE_CPU, compare_cells
+
+    assert compare_cells(None, 'gpu') == DEFAULT_COMPARE_CPU > 0
+    assert compare_cells(None, 'cpu') == 0
+    assert compare_cells(0, 'gpu') == 0 and compare_cells(0, 'cpu') == 0
+    assert compare_cells(128, 'gpu') == 128
+    with pytest.raises(ConfigError, match='--device gpu'):
+        compare_cells(2, 'cpu')
+    with pytest.raises(ConfigError, match='positive'):
+        compare_cells(-1, 'gpu')
+
+
 def _record(pair: str, progression: float, success: bool) -> dict:
     return {'pair_id': pair, 'progression': progression, 'success': success, 'steps': 10}
 
