@@ -10,7 +10,7 @@
 #   franka_panda meshes), ray.tar.xz (bench/device_ray_scaling.sh's trimmed Ray 2.60.0) with
 #   jsonschema's four wheels in rayw/, COMMIT, MD5SUMS; .gl carried (the GL loader debs).
 #   call k < last:  mkdir -p ~/parts && cp -r .dev45/cK/* ~/parts/
-#   then:           bash bench/device_warp45.sh agree|ladder|speed|ray
+#   then:           bash bench/device_warp45.sh agree|speed|ray
 set -o pipefail
 P=~/parts
 S=~/site
@@ -43,15 +43,16 @@ python3 -c "import mujoco, warp, mujoco_warp, torch; print('mujoco', mujoco.__ve
 'warp', warp.__version__, 'torch', torch.__version__)" || exit 1
 learned=checkpoints/learned/final.pt
 case $stage in
-agree)  # the learned policy, 128 cells, on Warp and on the CPU twin (three cameras, 320x180)
-    python3 -m realm_ros.cli sweep --out $OUT/warp_agree --tasks push_switch \
-        --policies final=learned:path=$learned --episodes-per-cell 128 --max-steps 150 \
-        --cameras --device gpu --seed 3 --compare-cpu 128 2>&1 | tail -40
-    ;;
-ladder)  # the scripted ladder, 4 rungs x 32 cells, on Warp and on the CPU twin
-    python3 -m realm_ros.cli sweep --out $OUT/warp_ladder --tasks push_switch \
-        --policies scripted:0 scripted:1 scripted:2 scripted:3 --episodes-per-cell 32 \
-        --max-steps 150 --device gpu --gpu-engine warp --seed 3 --compare-cpu 128 2>&1 | tail -40
+agree)  # the learned policy, 128 cells, then the scripted ladder, 4 rungs x 32 cells, each on
+        # Warp and on the CPU twin (three cameras at 320x180 for the learned policy)
+    timeout $((${BUDGET:-570} - SECONDS)) python3 -m realm_ros.cli sweep --out $OUT/warp_agree \
+        --tasks push_switch --policies final=learned:path=$learned --episodes-per-cell 128 \
+        --max-steps 150 --cameras --device gpu --seed 3 --compare-cpu 128 2>&1 | tail -30
+    echo "learned done at $((SECONDS - t0)) s"
+    timeout $((${BUDGET:-570} - SECONDS)) python3 -m realm_ros.cli sweep --out $OUT/warp_ladder \
+        --tasks push_switch --policies scripted:0 scripted:1 scripted:2 scripted:3 \
+        --episodes-per-cell 32 --max-steps 150 --device gpu --gpu-engine warp --seed 3 \
+        --compare-cpu 128 2>&1 | tail -30
     ;;
 speed)  # real-time factor of the learned sweep on one GPU, batch processes sharing it
     shift
