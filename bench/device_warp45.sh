@@ -4,13 +4,15 @@
 # carries at most 64 MiB with the tree, so the wheels travel beforehand into ~/parts (kept while
 # the machine is warm), xz-compressed where that pays (warp-lang 1.19's wheel is 149 MB; its
 # warp.so and warp-clang.so are 81 + 20 MB as .xz, the rest of the package 1.4 MB):
-#   parts: warp.so.xz.aa/ab (split), warp-clang.so.xz, warp_rest.tar.xz (the wheel without
-#   bin/*.so, examples, tests), the mujoco 4.0, mujoco-core 4.0, mujoco-warp 4.0, PyOpenGL,
-#   glfw, websockets cp312 wheels, pkg.tar.xz (bench/device_pack.py's: pybullet_data's
-#   franka_panda meshes), ray.tar.xz (bench/device_ray_scaling.sh's trimmed Ray 2.60.0) with
-#   jsonschema's four wheels in rayw/, COMMIT, MD5SUMS; .gl carried (the GL loader debs).
-#   call k < last:  mkdir -p ~/parts && cp -r .dev45/cK/* ~/parts/
-#   then:           bash bench/device_warp45.sh agree|speed|ray
+#   c1: warp.so.xz.aa; c2: warp.so.xz.ab, warp_rest.tar.xz (the wheel without bin/*.so,
+#   examples, tests), the mujoco 4.0, mujoco-core 4.0, mujoco-warp 4.0, PyOpenGL, glfw,
+#   websockets cp312 wheels, pkg.tar.xz (bench/device_pack.py's: pybullet_data's franka_panda
+#   meshes), COMMIT, MD5SUMS (of c1 and c2); c3 (optional, later): warp-clang.so.xz (Warp's
+#   CPU kernels, not needed on a GPU), ray.tar.xz (bench/device_ray_scaling.sh's trimmed Ray
+#   2.60.0) with jsonschema's four wheels in rayw/. .gl carried (the GL loader debs).
+#   call 1:         mkdir -p ~/parts && cp -r .dev45/c1/* ~/parts/
+#   then, each:     mkdir -p ~/parts && cp -r .dev45/cK/* ~/parts/ && \
+#                   bash bench/device_warp45.sh agree|speed|ray [bench flags]
 set -o pipefail
 P=~/parts
 S=~/site
@@ -24,9 +26,12 @@ if [ ! -f $S/.done ]; then
         $P/*.whl || exit 1
     tar -C $S -xJf $P/warp_rest.tar.xz || exit 1
     cat $P/warp.so.xz.* | xz -dc > $S/warp/bin/warp.so || exit 1
-    xz -dc $P/warp-clang.so.xz > $S/warp/bin/warp-clang.so || exit 1
     tar -C $S -xJf $P/pkg.tar.xz || exit 1
     touch $S/.done
+fi
+# warp-clang (Warp's CPU kernels) is optional on a GPU: installed once carried
+if [ -f $P/warp-clang.so.xz ] && [ ! -f $S/warp/bin/warp-clang.so ]; then
+    xz -dc $P/warp-clang.so.xz > $S/warp/bin/warp-clang.so || exit 1
 fi
 if [ "$stage" = ray ] && [ ! -d $S/ray ]; then
     tar -C $S -xJf $P/ray.tar.xz || exit 1
