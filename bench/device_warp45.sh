@@ -25,7 +25,7 @@ if [ ! -f $S/.done ]; then
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target $S \
         $P/*.whl || exit 1
     tar -C $S -xJf $P/warp_rest.tar.xz || exit 1
-    cat $P/warp.so.xz.* | xz -dc > $S/warp/bin/warp.so || exit 1
+    mkdir -p $S/warp/bin && cat $P/warp.so.xz.* | xz -dc > $S/warp/bin/warp.so || exit 1
     tar -C $S -xJf $P/pkg.tar.xz || exit 1
     touch $S/.done
 fi
