@@ -10,7 +10,8 @@ normalisation").
     python bench/scorer_cameras.py timing [SET] [--variants V ...] [--seeds S ...]
     python bench/scorer_cameras.py touched [LADDER_SET ...] [--variants V ...] [--seeds S ...]
     python bench/scorer_cameras.py finals [SET ...] [--variants V ...] [--seeds S ...]
-    python bench/scorer_cameras.py round6
+    python bench/scorer_cameras.py diagnose [SET ...] [--variants V ...] [--seeds S ...]
+    python bench/scorer_cameras.py round6 | round7
 
 ``collect`` runs the digital real's episodes of one set (below) in process, rendering
 ``exterior_1`` **and** ``wrist`` on every 5th control step (3 per second), and keeps each
@@ -68,6 +69,14 @@ Round 6 (issue 42) adds ``train_demo`` and ``train_demo_families``: lab_demo's l
 once. ``round6`` applies ``ROUND6_*`` (``round6_rule``) to ``measure eval6_demo_ladder`` and
 ``measure eval5_looks`` (their ``--json`` files, ``ROUND6_FILES``).
 
+Round 7 (issue 42) adds ``diagnose`` (where a scorer's errors on a set come from: per frame
+against decoded, which counts, which third of the episode, short successes), the candidates
+``h_ensemble`` (h's three seeds as one) and ``i_ensemble`` (three seeds of ``i_families_more``:
+h's episodes plus ``train7_demo_more``, more policy families under lab_demo, never the vision
+ladder), and ``eval7_demo_ladder`` (the vision ladder under lab_demo, seeds 340-351) and
+``eval7_looks`` (lab looks 7061-7063), reported once; ``round7`` applies ``ROUND7_*``
+(``round7_rule``) to their ``measure --json`` files (``ROUND7_FILES``).
+
 ``train`` trains the variants (``VARIANTS``) on the ``train`` set (variant ``e``: ``train`` and
 ``train_more``) with the same settings (``learned.SHIPPED``'s, ``--epochs`` each unless the
 variant names its own) into ``DATA_DIR/VARIANT.pt`` (``--seeds``: one checkpoint per training
@@ -102,6 +111,14 @@ TWIN_LADDER = ('twin_early=learned:path=checkpoints/learned/early.pt',
 #: (docs/vision-demo.md, trained on push_switch and pick_spoon demonstrations).
 REAL_LADDER = ('real_middle=learned:path=checkpoints/learned_real/middle.pt',
                'real_final=learned:path=checkpoints/learned_real/final.pt')
+#: Round 7: checkpoints of the non-vision-ladder families no scorer set ran (the twin ladder's
+#: final, the real ladder's early, the push_switch ladder's three) and the scripted ladder's
+#: rung 2, under lab_demo for variant ``i`` (never the vision ladder).
+MORE_FAMILIES = ('twin_final=learned:path=checkpoints/learned/final.pt',
+                 'real_early=learned:path=checkpoints/learned_real/early.pt',
+                 *(f'push_{name}=learned:path=checkpoints/learned_push_switch/{name}.pt'
+                   for name in ('early', 'middle', 'final')),
+                 'scripted:2')
 #: Round 5: the held-out vision ladder's four rungs (docs/learned-policy.md section 5: success
 #: about 0.05 / 0.15 / 0.53 / 0.88 under lab_demo's look), weakest first.
 VISION_LADDER4 = tuple(f'{name}=learned:path=checkpoints/learned_vision/{name}.pt'
@@ -168,9 +185,19 @@ SETS = {
     # reported once, nothing chosen on it.
     'eval6_demo_ladder': ((DEMO_LOOK,), ('push_switch', 'pick_spoon'), VISION_LADDER4,
                           tuple(range(320, 332)), 160),
+    # Round 7: more policy families under lab_demo's look (variant i), seeds no scorer set
+    # had used; never the vision ladder (the held-out family).
+    'train7_demo_more': ((DEMO_LOOK,), TASKS, MORE_FAMILIES, tuple(range(410, 418)), 200),
+    # Round 7: the held-out family under lab_demo on seeds no scorer set had used, and the
+    # scripted ladder under looks no file had named; reported once, nothing chosen on them.
+    'eval7_demo_ladder': ((DEMO_LOOK,), ('push_switch', 'pick_spoon'), VISION_LADDER4,
+                          tuple(range(340, 352)), 160),
+    'eval7_looks': ((7061, 7062, 7063), TASKS,
+                    ('scripted:0', 'scripted:1', 'scripted:2', 'scripted:3'), (100, 101, 102, 103),
+                    200),
 }
 #: Sets of a learned ladder alone, measured on their own (rows: all, per task, per rung).
-LADDER_ONLY = ('demo_ladder', 'eval6_demo_ladder')
+LADDER_ONLY = ('demo_ladder', 'eval6_demo_ladder', 'eval7_demo_ladder')
 #: A held-out set -> the learned-ladder set on the same looks.
 LADDER_OF = {'looks': 'learned_ladder', 'new_looks': 'new_learned_ladder',
              'eval4_looks': 'eval4_learned_ladder'}
@@ -205,6 +232,16 @@ VARIANTS = {
     'h_families_demo': {'cameras': ('exterior_1', 'wrist'), 'normalise': True, 'epochs': 30,
                         'sets': ('train', 'train_more', 'train_more2', 'train_families',
                                  'train_families_real', 'train_demo', 'train_demo_families')},
+    # Round 7 (decided before measuring): not trained: h's three seeds in one ensemble.
+    'h_ensemble': {'ensemble_of': 'h_families_demo', 'seeds': (0, 1, 2)},
+    # Round 7 (decided before measuring): h's inputs, settings and episodes plus 144 episodes of
+    # more policy families under lab_demo (train7_demo_more), trained with seeds 0-2, and those
+    # three seeds as one ensemble (the candidate); the vision ladder still in no training set.
+    'i_families_more': {'cameras': ('exterior_1', 'wrist'), 'normalise': True, 'epochs': 30,
+                        'sets': ('train', 'train_more', 'train_more2', 'train_families',
+                                 'train_families_real', 'train_demo', 'train_demo_families',
+                                 'train7_demo_more')},
+    'i_ensemble': {'ensemble_of': 'i_families_more', 'seeds': (0, 1, 2)},
 }
 #: Round 3's shipping rule (fixed before measuring; docs/scoring.md): a variant ships only if
 #: every one of its training seeds beats the shipped wrist checkpoint in Pearson r **and** stage
@@ -241,6 +278,22 @@ ROUND6_LOOKS_MARGIN = 0.03
 ROUND6_FILES = (pathlib.Path('docs/scorer-round6-ladder.json'),
                 pathlib.Path('docs/scorer-round6-looks.json'),
                 pathlib.Path('docs/scorer-round6-rule.json'))
+
+#: Round 7's rule (fixed before measuring; docs/scoring.md, "Round 7"): a candidate (one
+#: checkpoint each: an ensemble) passes if on all of ``eval7_demo_ladder`` (the held-out family
+#: under lab_demo, seeds 340-351, 96 episodes) its Pearson r **and** stage accuracy are above
+#: both the shipped families3's and h's (the mean of ROUND7_H's seeds' figures), **and** on
+#: ``eval7_looks`` (the scripted ladder under fresh looks 7061-7063, 144) it loses no more than
+#: ROUND7_LOOKS_MARGIN of Pearson r to families3. If both pass, the higher r on
+#: ``eval7_demo_ladder`` ships (a tie: the first in ROUND7_CANDIDATES), as ROUND7_SHIPS_AS names.
+ROUND7_CANDIDATES = ('h_ensemble', 'i_ensemble')
+ROUND7_H = ('h_families_demo', (0, 1, 2))
+ROUND7_LOOKS_MARGIN = 0.03
+ROUND7_SHIPS_AS = {'h_ensemble': 'progress_scorer_families_demo3.pt',
+                   'i_ensemble': 'progress_scorer_families_more3.pt'}
+ROUND7_FILES = (pathlib.Path('docs/scorer-round7-ladder.json'),
+                pathlib.Path('docs/scorer-round7-looks.json'),
+                pathlib.Path('docs/scorer-round7-rule.json'))
 
 
 def look_stem(look: int | str) -> str:
@@ -586,6 +639,59 @@ def run_round6(args: argparse.Namespace) -> None:
     print(f'round 6 rule: {json.dumps(verdict, default=float)}', flush=True)
 
 
+def round7_rule(ladder: dict[str, Any], looks: dict[str, Any]) -> dict[str, Any]:
+    """Round 7's rule (``ROUND7_*``) read off ``measure eval7_demo_ladder``'s and ``measure
+    eval7_looks``' figures: which candidates beat families3 and h (its seeds' mean) on the
+    held-out family, within the margin on the fresh looks, and which one ships."""
+    ladder_row = next(iter(ladder))  # the first row: all the set's episodes
+    looks_row = next(iter(looks))
+
+    def figures_of(prefix: str) -> dict[str, Any] | None:
+        mine = checkpoint_figures(ladder[ladder_row], prefix)
+        theirs = checkpoint_figures(looks[looks_row], prefix)
+        if mine is None or theirs is None:
+            return None
+        return {'pearson_r': mine['pearson_r'], 'stage_accuracy': mine['stage_accuracy'],
+                'success_accuracy': mine['success_accuracy'],
+                'looks_pearson_r': theirs['pearson_r']}
+
+    base = figures_of('shipped families3 (')
+    assert base is not None, 'measure families3 on both sets'
+    h_name, h_seeds = ROUND7_H
+    h_each = {seed: figures_of(f'{checkpoint_name(h_name, seed)} (') for seed in h_seeds}
+    assert all(v is not None for v in h_each.values()), f"measure {h_name}'s seeds on both sets"
+    h_mean = {key: float(np.mean([v[key] for v in h_each.values() if v is not None]))
+              for key in ('pearson_r', 'stage_accuracy', 'success_accuracy', 'looks_pearson_r')}
+    candidates: dict[str, Any] = {}
+    for name in ROUND7_CANDIDATES:
+        mine = figures_of(f'{name} (')
+        if mine is not None:
+            r, stage = mine['pearson_r'] or -1, mine['stage_accuracy']
+            mine['passes'] = bool(
+                r > (base['pearson_r'] or -1) and r > h_mean['pearson_r']
+                and stage > base['stage_accuracy'] and stage > h_mean['stage_accuracy']
+                and (mine['looks_pearson_r'] or -1)
+                >= (base['looks_pearson_r'] or -1) - ROUND7_LOOKS_MARGIN)
+        candidates[name] = mine
+    passing = [k for k, v in candidates.items() if v is not None and v['passes']]
+    best = max(passing, key=lambda k: candidates[k]['pearson_r'], default=None)  # first on a tie
+    return {'rows': [ladder_row, looks_row], 'families3': base, 'h_mean_of_seeds': h_mean,
+            'candidates': candidates, 'passing': passing,
+            'ships': (f'{best} as realm_ros/data/{ROUND7_SHIPS_AS[best]}' if best
+                      else 'nothing (families3 stays the recommendation)')}
+
+
+def run_round7(args: argparse.Namespace) -> None:
+    """Apply round 7's rule to the two measurements' JSON files (``ROUND7_FILES``)."""
+    ladder_file, looks_file, out = ROUND7_FILES
+    for path in (ladder_file, looks_file):
+        if not path.is_file():
+            raise SystemExit(f'round7: {path} is not measured yet')
+    verdict = round7_rule(json.loads(ladder_file.read_text()), json.loads(looks_file.read_text()))
+    out.write_text(json.dumps(verdict, indent=2, default=float))
+    print(f'round 7 rule: {json.dumps(verdict, default=float)}', flush=True)
+
+
 def ship_rule(figures: dict[str, Any], pooled: str, variant: str, seeds: tuple[int, ...]
               ) -> dict[str, Any]:
     """Round 3's rule (``SHIP_RULE_*``) read off the measured ``figures``: does every seed of
@@ -759,10 +865,77 @@ def run_finals(args: argparse.Namespace) -> None:
                       f'{checks[0]["look_threshold"]:.2f}', flush=True)
 
 
+def run_diagnose(args: argparse.Namespace) -> None:
+    """Where a scorer's errors come from (round 7's diagnosis, docs/scoring.md "Round 7"), per
+    checkpoint and set: Pearson r; stage accuracy of each frame's most likely count before the
+    episode's decoding (median of 3, running maximum) and after it, and the frames the decoded
+    count is above / below the rubric's; episodes whose final count is above / below; per task
+    the frames' confusion (rows: the rubric's count, columns: the scorer's); the decoded
+    accuracy in each third of an episode's frames; successes of at most 25 frames against
+    failures (stage accuracy, final count right); and on push_switch the median probability of
+    the count 3 (the switch toggled) where the rubric says 3."""
+    from realm_ros.scorers import learned
+    checkpoints = {stem: args.data_dir / f'{stem}.pt'
+                   for stem in (checkpoint_name(name, seed) for name in args.variants or ()
+                                for seed in args.seeds)
+                   if (args.data_dir / f'{stem}.pt').is_file()}
+    checkpoints['shipped families3'] = learned.FAMILIES3_CHECKPOINT
+    for label, path in checkpoints.items():
+        scorer = learned.LearnedScorer(path)
+        for name in args.sets or ['demo_ladder']:
+            episodes = load_set(args.data_dir, name, tuple(scorer.cameras))
+            probs = [scorer.probabilities(list(e.frames), e.task) for e in episodes]
+            decoded = [learned.stage_counts(scorer, e) for e in episodes]
+            met = np.concatenate([e.met for e in episodes])
+            raw = np.concatenate([np.argmax(p, axis=1) for p in probs])
+            dec = np.concatenate(decoded)
+            finals = np.asarray([(d[-1], e.met[-1]) for d, e in zip(decoded, episodes)])
+            r = np.corrcoef([d[-1] / e.n_stages for d, e in zip(decoded, episodes)],
+                            [e.progression for e in episodes])[0, 1]
+            print(f'{label} ({scorer.name}), {name}, {len(episodes)} episodes, {len(met)} '
+                  f'frames: r {r:.3f}; stage accuracy per frame {np.mean(raw == met):.3f}, '
+                  f'decoded {np.mean(dec == met):.3f} (above {np.mean(dec > met):.3f}, below '
+                  f'{np.mean(dec < met):.3f}); final count above '
+                  f'{int(np.sum(finals[:, 0] > finals[:, 1]))}, below '
+                  f'{int(np.sum(finals[:, 0] < finals[:, 1]))}', flush=True)
+            for task in dict.fromkeys(e.task for e in episodes):
+                n = next(e.n_stages for e in episodes if e.task == task)
+                table = np.zeros((n + 1, n + 1), int)
+                for d, e in zip(decoded, episodes):
+                    if e.task == task:
+                        np.add.at(table, (e.met, d), 1)
+                print(f'  {task} frames, rubric -> scorer: '
+                      + '; '.join(f'{k}: {list(row)}' for k, row in enumerate(table)), flush=True)
+            thirds = np.zeros((3, 2))
+            for d, e in zip(decoded, episodes):
+                part = np.minimum(2, 3 * np.arange(len(d)) // len(d))
+                np.add.at(thirds, (part, 0), (d == e.met).astype(float))
+                np.add.at(thirds, (part, 1), 1.0)
+            print('  by third of the episode: '
+                  + ' / '.join(f'{a / b:.3f}' for a, b in thirds), flush=True)
+            for title, keep in (('successes of <= 25 frames',
+                                 lambda e: e.success and len(e.met) <= 25),
+                                ('successes of > 25 frames',
+                                 lambda e: e.success and len(e.met) > 25),
+                                ('failures', lambda e: not e.success)):
+                rows = [(d, e) for d, e in zip(decoded, episodes) if keep(e)]
+                if rows:
+                    length = np.median([len(e.met) for _, e in rows])
+                    right = np.mean(np.concatenate([d == e.met for d, e in rows]))
+                    final = np.mean([d[-1] == e.met[-1] for d, e in rows])
+                    print(f'  {title}: {len(rows)}, median {length:.0f} frames, stage accuracy '
+                          f'{right:.3f}, final count right {final:.2f}', flush=True)
+            toggled = [p[e.met == 3, 3] for p, e in zip(probs, episodes)
+                       if e.task == 'push_switch' and e.success]
+            if toggled:
+                print(f'  push_switch, frames the rubric says toggled: median P(3) '
+                      f'{np.median(np.concatenate(toggled)):.2f}', flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('command', choices=('collect', 'train', 'measure', 'timing', 'touched',
-                                            'finals', 'round6'))
+                                            'finals', 'diagnose', 'round6', 'round7'))
     parser.add_argument('sets', nargs='*', default=[], metavar='SET',
                         help='collect: one set (default train); measure: the held-out sets '
                              'pooled (default looks)')
@@ -794,7 +967,7 @@ def main() -> None:
         args.set = (args.sets or ['train'])[0]
     {'collect': run_collect, 'train': run_train, 'measure': run_measure,
      'timing': run_timing, 'touched': run_touched, 'finals': run_finals,
-     'round6': run_round6}[args.command](args)
+     'diagnose': run_diagnose, 'round6': run_round6, 'round7': run_round7}[args.command](args)
 
 
 if __name__ == '__main__':
