@@ -89,6 +89,7 @@ success accuracy with a Wilson interval, and the constants).
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 import dataclasses
 import json
 import os
@@ -628,15 +629,17 @@ def round6_rule(ladder: dict[str, Any], looks: dict[str, Any]) -> dict[str, Any]
                       else 'nothing (families3 stays the recommendation)')}
 
 
-def run_round6(args: argparse.Namespace) -> None:
-    """Apply round 6's rule to the two measurements' JSON files (``ROUND6_FILES``)."""
-    ladder_file, looks_file, out = ROUND6_FILES
+def apply_round(label: str, files: tuple[pathlib.Path, ...],
+                rule: Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]]) -> None:
+    """Apply a round's ``rule`` to its two measurements' JSON files (``files``: the held-out
+    family's, the fresh looks', and the verdict written beside them)."""
+    ladder_file, looks_file, out = files
     for path in (ladder_file, looks_file):
         if not path.is_file():
-            raise SystemExit(f'round6: {path} is not measured yet')
-    verdict = round6_rule(json.loads(ladder_file.read_text()), json.loads(looks_file.read_text()))
+            raise SystemExit(f'{label}: {path} is not measured yet')
+    verdict = rule(json.loads(ladder_file.read_text()), json.loads(looks_file.read_text()))
     out.write_text(json.dumps(verdict, indent=2, default=float))
-    print(f'round 6 rule: {json.dumps(verdict, default=float)}', flush=True)
+    print(f'{label} rule: {json.dumps(verdict, default=float)}', flush=True)
 
 
 def round7_rule(ladder: dict[str, Any], looks: dict[str, Any]) -> dict[str, Any]:
@@ -679,17 +682,6 @@ def round7_rule(ladder: dict[str, Any], looks: dict[str, Any]) -> dict[str, Any]
             'candidates': candidates, 'passing': passing,
             'ships': (f'{best} as realm_ros/data/{ROUND7_SHIPS_AS[best]}' if best
                       else 'nothing (families3 stays the recommendation)')}
-
-
-def run_round7(args: argparse.Namespace) -> None:
-    """Apply round 7's rule to the two measurements' JSON files (``ROUND7_FILES``)."""
-    ladder_file, looks_file, out = ROUND7_FILES
-    for path in (ladder_file, looks_file):
-        if not path.is_file():
-            raise SystemExit(f'round7: {path} is not measured yet')
-    verdict = round7_rule(json.loads(ladder_file.read_text()), json.loads(looks_file.read_text()))
-    out.write_text(json.dumps(verdict, indent=2, default=float))
-    print(f'round 7 rule: {json.dumps(verdict, default=float)}', flush=True)
 
 
 def ship_rule(figures: dict[str, Any], pooled: str, variant: str, seeds: tuple[int, ...]
@@ -967,7 +959,9 @@ def main() -> None:
         args.set = (args.sets or ['train'])[0]
     {'collect': run_collect, 'train': run_train, 'measure': run_measure,
      'timing': run_timing, 'touched': run_touched, 'finals': run_finals,
-     'diagnose': run_diagnose, 'round6': run_round6, 'round7': run_round7}[args.command](args)
+     'diagnose': run_diagnose,
+     'round6': lambda _: apply_round('round 6', ROUND6_FILES, round6_rule),
+     'round7': lambda _: apply_round('round 7', ROUND7_FILES, round7_rule)}[args.command](args)
 
 
 if __name__ == '__main__':
