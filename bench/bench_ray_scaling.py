@@ -106,20 +106,22 @@ def _late(args: argparse.Namespace, what: str) -> bool:
     return False
 
 
-def _ray_run(n: int, cells: list, clock: CpuClock) -> tuple[Any, list[dict], float]:
-    """``cells`` on ``n`` warm Ray actors (each has run one 10-step cell first); start-up s."""
+def _ray_run(n: int, cells: list, clock: CpuClock) -> tuple[Any, list[dict], float, float]:
+    """``cells`` on ``n`` warm Ray actors (each has run one 10-step cell first); returns the run,
+    its records, the seconds until the actors were up and until each had run its first cell."""
     from realm_ros.sweep.ray_executor import RayExecutor
 
     t = time.perf_counter()
     ex = RayExecutor(None, workers=n, hook=clock)
     try:
         ex.warm_up()
+        up = time.perf_counter() - t
         _run(ex, _cells(n, 10, first=10_000))
         startup = time.perf_counter() - t
         run, records = _run(ex, cells)
     finally:
         ex.close()
-    return run, records, startup
+    return run, records, up, startup
 
 
 def interleaved(args: argparse.Namespace, rec: Recorder, clock: CpuClock) -> None:
@@ -133,7 +135,7 @@ def interleaved(args: argparse.Namespace, rec: Recorder, clock: CpuClock) -> Non
     ratios: dict[int, list[float]] = {n: [] for n in many}
 
     def single(rnd: int) -> float:
-        run, records, startup = _ray_run(1, one, clock)
+        run, records, _, startup = _ray_run(1, one, clock)
         s = _summary(1, one, run, records, steps)
         rec.figure(f'ray_scaling interleaved 1 Ray worker (round {rnd + 1})', s['rate'],
                    'cells/s', startup_s=startup, load_now=os.getloadavg()[0], **s)
@@ -145,7 +147,7 @@ def interleaved(args: argparse.Namespace, rec: Recorder, clock: CpuClock) -> Non
                 break
             before = last if last is not None else single(rnd)
             cells = _cells(n * cpw, steps)
-            run, records, startup = _ray_run(n, cells, clock)
+            run, records, _, startup = _ray_run(n, cells, clock)
             s = _summary(n, cells, run, records, steps)
             after = single(rnd)
             last = after
@@ -221,16 +223,7 @@ def main() -> int:
             if _late(args, f'{n} Ray workers (pass {rep + 1})'):
                 return
             cells = _cells(n * cpw, steps)
-            t = time.perf_counter()
-            ex = RayExecutor(None, workers=n, hook=clock)
-            try:
-                ex.warm_up()
-                up = time.perf_counter() - t
-                _run(ex, _cells(n, 10, first=10_000))  # each actor runs one episode first
-                startup = time.perf_counter() - t
-                run, records = _run(ex, cells)
-            finally:
-                ex.close()
+            run, records, up, startup = _ray_run(n, cells, clock)
             s = _summary(n, cells, run, records, steps)
             if not rate1:
                 rate1.append(s['rate'] / n)
@@ -302,13 +295,7 @@ def main() -> int:
             if _late(args, f'same cells on {n}'):
                 break
             cells = _cells(args.same_cells, steps, first=40_000)
-            ex = RayExecutor(None, workers=n, hook=clock)
-            try:
-                ex.warm_up()
-                _run(ex, _cells(n, 10, first=10_000))
-                run, records = _run(ex, cells)
-            finally:
-                ex.close()
+            run, records, _, _ = _ray_run(n, cells, clock)
             s = _summary(n, cells, run, records, steps)
             rec.figure(f'ray_scaling same {len(cells)} cells on {n} Ray workers', s['rate'],
                        'cells/s', **s)
