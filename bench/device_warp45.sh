@@ -59,10 +59,23 @@ agree)  # the learned policy, 128 cells, then the scripted ladder, 4 rungs x 32 
         --episodes-per-cell 32 --max-steps 150 --device gpu --gpu-engine warp --seed 3 \
         --compare-cpu 128 2>&1 | tail -30
     ;;
-speed)  # real-time factor of the learned sweep on one GPU, batch processes sharing it
+speed)  # real-time factor of the learned sweep on one GPU, batch processes sharing it;
+        # MPS=1: through CUDA's Multi-Process Service (the processes' kernels side by side
+        # instead of in turns), its daemon started here and stopped after the run
     shift
+    if [ "${MPS:-0}" = 1 ]; then
+        if command -v nvidia-cuda-mps-control >/dev/null; then
+            export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps CUDA_MPS_LOG_DIRECTORY=/tmp/mps-log
+            mkdir -p $CUDA_MPS_PIPE_DIRECTORY $CUDA_MPS_LOG_DIRECTORY
+            nvidia-cuda-mps-control -d && echo "MPS daemon started"
+        else
+            echo "MPS=1: nvidia-cuda-mps-control is not on this machine; running without it"
+            MPS=0
+        fi
+    fi
     timeout ${SPEED_TIMEOUT:-400} python3 bench/bench_sweep_warp.py --max-steps 150 \
         --cpu-episodes 0 "$@" 2>&1 | grep -v "^Module\|^Warp " | tail -40
+    [ "${MPS:-0}" = 1 ] && echo quit | nvidia-cuda-mps-control
     ;;
 ray)  # Ray at 1..15 workers, interleaved with one worker to take out the machine's drift
     shift
