@@ -3,7 +3,8 @@
 # per device call, run from the repository root there. The machine has no registry and a call
 # carries at most 64 MiB with the tree, so the wheels travel beforehand into ~/parts (kept while
 # the machine is warm), xz-compressed where that pays (warp-lang 1.19's wheel is 149 MB; its
-# warp.so and warp-clang.so are 81 + 20 MB as .xz, the rest of the package 1.4 MB):
+# warp.so and warp-clang.so are 81 + 20 MB as .xz, the rest of the package 1.4 MB); built by
+# bench/device_warp45_pack.sh:
 #   c1: warp.so.xz.aa; c2: warp.so.xz.ab, warp_rest.tar.xz (the wheel without bin/*.so,
 #   examples, tests), the mujoco 4.0, mujoco-core 4.0, mujoco-warp 4.0, PyOpenGL, glfw,
 #   websockets cp312 wheels, pkg.tar.xz (bench/device_pack.py's: pybullet_data's franka_panda
