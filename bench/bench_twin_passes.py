@@ -34,8 +34,24 @@ def main() -> int:
     parser.add_argument('--max-steps', type=int, default=150)
     parser.add_argument('--policy', default=str(ROOT / 'checkpoints/learned/final.pt'))
     parser.add_argument('--settings', default='auto,both,shadows,reflections')
+    parser.add_argument('--darken', type=float, default=0.0,
+                        help='an experiment: subtract this many grey levels from every camera '
+                             "image before the policy sees it (Warp's pictures are about 1.5 "
+                             "levels darker than OpenGL's: docs/performance.md)")
     args = parser.parse_args()
     os.environ.setdefault('MUJOCO_GL', 'egl')
+    if args.darken:
+        import numpy as np
+
+        from realm_ros.backends.mujoco.world import MujocoWorld
+
+        drawn = MujocoWorld.render
+
+        def darker(self: MujocoWorld) -> dict[str, np.ndarray]:
+            return {cam: np.clip(np.rint(img.astype(np.float32) - args.darken), 0, 255
+                                 ).astype(img.dtype) for cam, img in drawn(self).items()}
+
+        MujocoWorld.render = darker  # type: ignore[method-assign]
     from realm_ros.core.sweep import SweepConfig, plan_cells
     from realm_ros.sweep.compare_cpu import cpu_runner, cpu_twin
 
@@ -63,11 +79,14 @@ def main() -> int:
             runner.close()
         wins = sum(bool(r['success']) for r in records)
         progressions = [round(r['progression'], 2) for r in records]
-        print(json.dumps({'setting': setting, 'successes': wins, 'cells': len(records),
-                          'progressions': progressions}), flush=True)
+        steps = [int(r['steps']) for r in records]
+        print(json.dumps({'setting': setting, 'darken': args.darken, 'successes': wins,
+                          'cells': len(records), 'progressions': progressions,
+                          'steps': steps}), flush=True)
         rec.figure(f'twin_passes learned on the CPU twin, render {setting}, {len(records)} '
-                   f'cells of seed {args.seed}: successes', wins / len(records), 'fraction',
-                   progressions=progressions)
+                   f'cells of seed {args.seed}, darken {args.darken:g}: successes',
+                   wins / len(records), 'fraction', progressions=progressions, steps=steps,
+                   policy=args.policy)
     return 0
 
 
