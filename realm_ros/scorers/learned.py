@@ -1216,17 +1216,17 @@ def agreement(episodes: Sequence[LabelledEpisode], counts: Sequence[np.ndarray]
     predicted, truth, n_stages, hits, frames, final_hits = [], [], [], 0, 0, 0
     n_episodes = 0
     for episode, counts_of in zip(episodes, counts, strict=True):
-        counts = np.asarray(counts_of)
-        if counts.shape != episode.met.shape:
-            raise DataError(f'{counts.size} stage counts for an episode of {episode.met.size} '
+        read = np.asarray(counts_of)
+        if read.shape != episode.met.shape:
+            raise DataError(f'{read.size} stage counts for an episode of {episode.met.size} '
                             'frames')
         n = episode.n_stages
-        predicted.append(float(counts[-1]) / n)
+        predicted.append(float(read[-1]) / n)
         truth.append(episode.progression)
         n_stages.append(n)
-        hits += int(np.sum(counts == episode.met))
-        frames += len(counts)
-        final_hits += int(counts[-1] == episode.met[-1])
+        hits += int(np.sum(read == episode.met))
+        frames += len(read)
+        final_hits += int(read[-1] == episode.met[-1])
         n_episodes += 1
     if n_episodes < 2:
         raise DataError(f'need at least two episodes to measure agreement, got {n_episodes}')
