@@ -84,7 +84,9 @@ and ``eval8_looks`` (lab looks 7071-7073), their frames kept at **every** contro
 (``ROUND8_READINGS``) on those episodes, all scored at the shipped reading's frames; ``rates
 eval8_demo_ladder eval8_looks --json docs/scorer-round8-rates.json`` also applies ``ROUND8_*``
 (``round8_rule``) and writes the verdict; ``timing --fps 3 5 15`` times a 200-step episode read
-at each rate.
+at each rate. ``bench/scorer_round8_offset.py`` (run after the verdict) reads the ladder set
+from its 5th kept frame as rounds 5-7's ladder sets were kept, and counts where the readings
+differ.
 
 ``train`` trains the variants (``VARIANTS``) on the ``train`` set (variant ``e``: ``train`` and
 ``train_more``) with the same settings (``learned.SHIPPED``'s, ``--epochs`` each unless the
