@@ -12,6 +12,7 @@ normalisation").
     python bench/scorer_cameras.py finals [SET ...] [--variants V ...] [--seeds S ...]
     python bench/scorer_cameras.py diagnose [SET ...] [--variants V ...] [--seeds S ...]
     python bench/scorer_cameras.py round6 | round7
+    python bench/scorer_cameras.py rates [SET ...] [--variants V ...] [--json OUT.json]
 
 ``collect`` runs the digital real's episodes of one set (below) in process, rendering
 ``exterior_1`` **and** ``wrist`` on every 5th control step (3 per second), and keeps each
@@ -76,6 +77,16 @@ h's episodes plus ``train7_demo_more``, more policy families under lab_demo, nev
 ladder), and ``eval7_demo_ladder`` (the vision ladder under lab_demo, seeds 340-351) and
 ``eval7_looks`` (lab looks 7061-7063), reported once; ``round7`` applies ``ROUND7_*``
 (``round7_rule``) to their ``measure --json`` files (``ROUND7_FILES``).
+
+Round 8 (issue 42) adds ``eval8_demo_ladder`` (the vision ladder under lab_demo, seeds 360-371)
+and ``eval8_looks`` (lab looks 7071-7073), their frames kept at **every** control step
+(``EVERY_STEP``), and ``rates``: each checkpoint read at several rates and median windows
+(``ROUND8_READINGS``) on those episodes, all scored at the shipped reading's frames; ``rates
+eval8_demo_ladder eval8_looks --json docs/scorer-round8-rates.json`` also applies ``ROUND8_*``
+(``round8_rule``) and writes the verdict; ``timing --fps 3 5 15`` times a 200-step episode read
+at each rate. ``bench/scorer_round8_offset.py`` (run after the verdict) reads the ladder set
+from its 5th kept frame as rounds 5-7's ladder sets were kept, and counts where the readings
+differ.
 
 ``train`` trains the variants (``VARIANTS``) on the ``train`` set (variant ``e``: ``train`` and
 ``train_more``) with the same settings (``learned.SHIPPED``'s, ``--epochs`` each unless the
@@ -196,7 +207,19 @@ SETS = {
     'eval7_looks': ((7061, 7062, 7063), TASKS,
                     ('scripted:0', 'scripted:1', 'scripted:2', 'scripted:3'), (100, 101, 102, 103),
                     200),
+    # Round 8: the held-out family under lab_demo on seeds no scorer set had used, and the
+    # scripted ladder under looks no file had named, their frames kept at every control step
+    # (EVERY_STEP); reported once, nothing chosen on them but round 8's verdict.
+    'eval8_demo_ladder': ((DEMO_LOOK,), ('push_switch', 'pick_spoon'), VISION_LADDER4,
+                          tuple(range(360, 372)), 160),
+    'eval8_looks': ((7071, 7072, 7073), TASKS,
+                    ('scripted:0', 'scripted:1', 'scripted:2', 'scripted:3'), (100, 101, 102, 103),
+                    200),
 }
+#: Sets whose frames are kept at every control step (15 per second) instead of every 5th, so
+#: that a reading at any rate (round 8) is taken from the same episodes; every 5th of their
+#: frames is the frame the other sets keep.
+EVERY_STEP = ('eval8_demo_ladder', 'eval8_looks')
 #: Sets of a learned ladder alone, measured on their own (rows: all, per task, per rung).
 LADDER_ONLY = ('demo_ladder', 'eval6_demo_ladder', 'eval7_demo_ladder')
 #: A held-out set -> the learned-ladder set on the same looks.
@@ -296,6 +319,33 @@ ROUND7_FILES = (pathlib.Path('docs/scorer-round7-ladder.json'),
                 pathlib.Path('docs/scorer-round7-looks.json'),
                 pathlib.Path('docs/scorer-round7-rule.json'))
 
+#: Round 8's readings (fixed before measuring; docs/scoring.md, "Round 8"): the same checkpoint
+#: reading an episode's frames at every ``stride``-th control step (15 / stride per second), its
+#: per-frame most likely counts median filtered over ``median`` frames (``learned.decode``). The
+#: shipped reading is every 5th step, a median of 3 (1 s); ``_median1s`` keeps the median's
+#: window at 1 s as the rate rises. Every reading is scored at the same times, the shipped
+#: reading's frames (every 5th step), its curve's value there being that of its last frame at or
+#: before each (so stage accuracy has the same denominator for all, and the progression is the
+#: curve's value at the last of them).
+ROUND8_READINGS = {'3fps': (5, 3), '15fps': (1, 3), '15fps_median1s': (1, 15),
+                   '5fps': (3, 3), '5fps_median1s': (3, 5)}
+ROUND8_BASE = '3fps'
+#: The checkpoint whose readings the rule compares (the recommendation); the others measured
+#: beside it (``rates --variants``, the shipped wrist) are reported, nothing chosen on them.
+ROUND8_CHECKPOINT = 'shipped families3'
+#: Round 8's rule: a candidate reading of ROUND8_CHECKPOINT passes if on all of
+#: ``eval8_demo_ladder`` (the held-out family under lab_demo, seeds 360-371, 96) its Pearson r
+#: **and** stage accuracy are above the shipped reading's, **and** on ``eval8_looks`` (the
+#: scripted ladder under fresh looks 7071-7073, 144) it loses no more than ROUND8_R_MARGIN of r
+#: and ROUND8_STAGE_MARGIN of stage accuracy to it. Of several passing, the higher r on
+#: ``eval8_demo_ladder`` becomes the default (a tie: the first in ROUND8_CANDIDATES).
+ROUND8_CANDIDATES = ('15fps', '15fps_median1s', '5fps', '5fps_median1s')
+ROUND8_R_MARGIN = 0.03
+ROUND8_STAGE_MARGIN = 0.02
+#: ``rates eval8_demo_ladder eval8_looks --json``'s file, and where the verdict is written.
+ROUND8_FILES = (pathlib.Path('docs/scorer-round8-rates.json'),
+                pathlib.Path('docs/scorer-round8-rule.json'))
+
 
 def look_stem(look: int | str) -> str:
     """A set's look as a file stem: ``lab-SEED`` for a lab look, ``file-NAME`` for a file."""
@@ -303,9 +353,10 @@ def look_stem(look: int | str) -> str:
 
 
 def collect_look(look: int | str, task_names: tuple[str, ...], policies: tuple[str, ...],
-                 seeds: tuple[int, ...], folder: pathlib.Path, max_steps: int = 200
-                 ) -> dict[str, list[Any]]:
-    """Run one look's episodes with both cameras; return each camera's labelled episodes."""
+                 seeds: tuple[int, ...], folder: pathlib.Path, max_steps: int = 200,
+                 every_step: bool = False) -> dict[str, list[Any]]:
+    """Run one look's episodes with both cameras; return each camera's labelled episodes
+    (frames at every 5th control step, or at every step with ``every_step``)."""
     from realm_ros.core import robot, tasks
     from realm_ros.core.config import WorldConfig
     from realm_ros.core.world import make_world
@@ -313,7 +364,8 @@ def collect_look(look: int | str, task_names: tuple[str, ...], policies: tuple[s
 
     path = (learned.write_look(look, folder / 'appearance') if isinstance(look, int)
             else pathlib.Path(look))
-    looking = bool(learned.policy_cameras(policies))  # a policy that looks: every step
+    # A policy that looks, or frames kept at every step: the world renders every step.
+    looking = bool(learned.policy_cameras(policies)) or every_step
     world = make_world(WorldConfig(backend='digital_real', cameras=CAMERAS,
                                    camera_rate_hz=robot.CONTROL_HZ / (1 if looking else 5),
                                    appearance_file=str(path)))
@@ -323,7 +375,7 @@ def collect_look(look: int | str, task_names: tuple[str, ...], policies: tuple[s
         start = time.monotonic()
         for name, task, seed, frames, times, met in learned.policy_runs(
                 world, policies, task_names, seeds or (look,), max_steps, CAMERAS,
-                5 if looking else 0):  # every 5th step when the world renders each step
+                1 if every_step else 5 if looking else 0):  # kept: every step, or every 5th
             for c in CAMERAS:
                 out[c].append(learned.labelled_episode(task, 'digital_real', name, seed,
                                                        frames[c], times, met, label))
@@ -346,7 +398,8 @@ def run_collect(args: argparse.Namespace) -> None:
     for look in looks[:args.limit_looks or None][share::shares]:
         if all((folder / f'{look_stem(look)}.{c}.npz').is_file() for c in CAMERAS):
             continue
-        episodes = collect_look(look, task_names, policies, seeds, args.data_dir, max_steps)
+        episodes = collect_look(look, task_names, policies, seeds, args.data_dir, max_steps,
+                                args.set in EVERY_STEP)
         for c in CAMERAS:
             learned.save_episodes(folder / f'{look_stem(look)}.{c}.npz', episodes[c])
 
@@ -413,15 +466,19 @@ def train_one(args: argparse.Namespace, variant: str, seed: int) -> None:
           f'final loss {checkpoint["meta"]["loss"][-1]:.4f}', flush=True)
 
 
-def measure_one(scorer: Any, episodes: list[Any], reference: list[Any]) -> dict[str, Any]:
-    """A scorer's figures on ``episodes`` (``learned.evaluate``), stage accuracy's bootstrap
-    interval over episodes (frames of one episode are not independent, so a Wilson interval
-    over frames would be too narrow) and the constants (``learned.baselines``, from
-    ``reference``; the best success constant read off ``episodes`` themselves)."""
+def measure_one(scorer: Any, episodes: list[Any], reference: list[Any],
+                counts: list[np.ndarray] | None = None) -> dict[str, Any]:
+    """A scorer's figures on ``episodes`` (``learned.evaluate``; or of per-frame ``counts``
+    read otherwise, ``learned.agreement``), stage accuracy's bootstrap interval over episodes
+    (frames of one episode are not independent, so a Wilson interval over frames would be too
+    narrow) and the constants (``learned.baselines``, from ``reference``; the best success
+    constant read off ``episodes`` themselves)."""
     from realm_ros.core.metrics import wilson_interval
     from realm_ros.scorers import learned
-    result = learned.evaluate(scorer, episodes)
-    hits = np.asarray([int(np.sum(learned.stage_counts(scorer, e) == e.met)) for e in episodes])
+    if counts is None:
+        counts = [learned.stage_counts(scorer, e) for e in episodes]
+    result = learned.agreement(episodes, counts)
+    hits = np.asarray([int(np.sum(c == e.met)) for c, e in zip(counts, episodes)])
     frames = np.asarray([len(e.met) for e in episodes])
     rng = np.random.default_rng(0)
     rows = rng.integers(0, len(episodes), size=(2000, len(episodes)))
@@ -684,6 +741,126 @@ def round7_rule(ladder: dict[str, Any], looks: dict[str, Any]) -> dict[str, Any]
                       else 'nothing (families3 stays the recommendation)')}
 
 
+def round8_rule(rates: dict[str, Any]) -> dict[str, Any]:
+    """Round 8's rule (``ROUND8_*``) read off ``rates eval8_demo_ladder eval8_looks``'s
+    figures: which readings of ROUND8_CHECKPOINT beat its shipped reading on the held-out
+    family within the margins on the fresh looks, and which becomes the default."""
+    ladder_row, looks_row = 'eval8_demo_ladder, all', 'eval8_looks, all'
+
+    def figures_of(reading: str) -> dict[str, Any]:
+        column = f'{ROUND8_CHECKPOINT} @ {reading}'
+        mine, theirs = rates[ladder_row][column], rates[looks_row][column]
+        return {'pearson_r': mine['pearson_r'], 'stage_accuracy': mine['stage_accuracy'],
+                'success_accuracy': mine['success_accuracy'],
+                'looks_pearson_r': theirs['pearson_r'],
+                'looks_stage_accuracy': theirs['stage_accuracy']}
+
+    base = figures_of(ROUND8_BASE)
+    candidates: dict[str, Any] = {}
+    for reading in ROUND8_CANDIDATES:
+        mine = figures_of(reading)
+        mine['passes'] = bool(
+            (mine['pearson_r'] or -1) > (base['pearson_r'] or -1)
+            and mine['stage_accuracy'] > base['stage_accuracy']
+            and (mine['looks_pearson_r'] or -1) >= (base['looks_pearson_r'] or -1)
+            - ROUND8_R_MARGIN
+            and mine['looks_stage_accuracy'] >= base['looks_stage_accuracy']
+            - ROUND8_STAGE_MARGIN)
+        candidates[reading] = mine
+    passing = [k for k, v in candidates.items() if v['passes']]
+    best = max(passing, key=lambda k: candidates[k]['pearson_r'], default=None)  # first on a tie
+    return {'rows': [ladder_row, looks_row], 'checkpoint': ROUND8_CHECKPOINT,
+            'readings': {k: {'stride': v[0], 'median_frames': v[1]}
+                         for k, v in ROUND8_READINGS.items()},
+            ROUND8_BASE: base, 'candidates': candidates, 'passing': passing,
+            'default': (f'{best} (stride {ROUND8_READINGS[best][0]}, median '
+                        f'{ROUND8_READINGS[best][1]})' if best
+                        else f'{ROUND8_BASE} (unchanged: no reading passes)')}
+
+
+def reading_counts(probs: np.ndarray, stride: int, median: int, base_stride: int = 5
+                   ) -> np.ndarray:
+    """One episode's stage counts, read at every ``stride``-th of its frames (kept at every
+    step) and decoded with a median of ``median`` frames, at the shipped reading's frames
+    (every ``base_stride``-th): each the value of the last frame read at or before it."""
+    from realm_ros.scorers import learned
+    read = np.arange(0, len(probs), stride)
+    curve = learned.decode(probs[read], median)
+    at = np.searchsorted(read, np.arange(0, len(probs), base_stride), side='right') - 1
+    return np.rint(curve[at]).astype(int)
+
+
+def rate_rows(name: str, episodes: list[Any]) -> dict[str, list[int]]:
+    """The rows ``rates`` reports for a set: all its episodes, each task, each rung (a
+    ladder set) or each look, as indices into ``episodes``."""
+    rows = {f'{name}, all': list(range(len(episodes)))}
+    for key in ('task', 'policy' if len(SETS[name][0]) == 1 else 'look'):
+        for value in dict.fromkeys(getattr(e, key) for e in episodes):
+            rows[f'{name}, {value}'] = [k for k, e in enumerate(episodes)
+                                        if getattr(e, key) == value]
+    return rows
+
+
+def run_rates(args: argparse.Namespace) -> None:
+    """Round 8: each checkpoint's readings (``ROUND8_READINGS``) of sets kept at every step,
+    scored at the shipped reading's frames against the rubric there; with the two round-8
+    sets, the rule's verdict."""
+    from realm_ros.scorers import learned
+    checkpoints = {'shipped families3': learned.FAMILIES3_CHECKPOINT,
+                   'shipped wrist': learned.WRIST_CHECKPOINT,
+                   **{stem: args.data_dir / f'{stem}.pt'
+                      for stem in (checkpoint_name(name, seed) for name in args.variants or ()
+                                   for seed in args.seeds)
+                      if (args.data_dir / f'{stem}.pt').is_file()}}
+    names = args.sets or list(EVERY_STEP)
+    if any(name not in EVERY_STEP for name in names):
+        raise SystemExit(f'rates: sets kept at every step only ({", ".join(EVERY_STEP)})')
+    reference = load_set(args.data_dir, 'train', ('exterior_1',))
+    figures: dict[str, Any] = {}
+    print('| set (episodes) | reader | Pearson r [95 % CI] (per-task constant) | stage accuracy '
+          '[CI] (majority) | success accuracy [CI] (always success / failure) | final count '
+          'right [CI] (constant) |')
+    print('|---|---|---|---|---|---|')
+    for label, path in checkpoints.items():
+        scorer = learned.LearnedScorer(path)
+        for name in names:
+            episodes = load_set(args.data_dir, name, tuple(scorer.cameras))
+            cpu = time.process_time()
+            probs = [scorer.probabilities(list(e.frames), e.task) for e in episodes]
+            print(f'{label} ({scorer.name}), {name}: probabilities of '
+                  f'{sum(len(p) for p in probs)} frames, {time.process_time() - cpu:.1f} s CPU',
+                  file=sys.stderr, flush=True)
+            shipped = [dataclasses.replace(e, frames=e.frames[::5], times_s=e.times_s[::5],
+                                           met=e.met[::5]) for e in episodes]
+            for reading, (stride, median) in ROUND8_READINGS.items():
+                counts = [reading_counts(p, stride, median) for p in probs]
+                for row, keep in rate_rows(name, shipped).items():
+                    r = measure_one(None, [shipped[k] for k in keep], reference,
+                                    [counts[k] for k in keep])
+                    r['checkpoint'] = scorer.name
+                    figures.setdefault(row, {})[f'{label} @ {reading}'] = r
+                    b, ci = r['baselines'], r['pearson_r_ci'] or [float('nan')] * 2
+                    print(f'| {row} ({len(keep)}) | {label} @ {reading} | '
+                          f'{_num(r["pearson_r"])} [{_num(ci[0])}, {_num(ci[1])}] '
+                          f'({_num(b["task_mean_pearson_r"])}) | {r["stage_accuracy"]:.3f} '
+                          f'[{r["stage_accuracy_ci"][0]:.2f}, {r["stage_accuracy_ci"][1]:.2f}] '
+                          f'({b["majority_stage_accuracy"]:.2f}) | '
+                          f'{r["success_accuracy"]:.3f} [{r["success_accuracy_ci"][0]:.2f}, '
+                          f'{r["success_accuracy_ci"][1]:.2f}] '
+                          f'({b["always_success_accuracy"]:.3f} / '
+                          f'{b["always_failure_accuracy"]:.3f}) | '
+                          f'{r["final_stage_accuracy"]:.2f} '
+                          f'[{r["final_stage_accuracy_ci"][0]:.2f}, '
+                          f'{r["final_stage_accuracy_ci"][1]:.2f}] '
+                          f'({b["final_count_constant"]:.2f}) |', flush=True)
+    if args.json is not None:
+        args.json.write_text(json.dumps(figures, indent=2, default=float))
+    if sorted(names) == sorted(EVERY_STEP) and args.json == ROUND8_FILES[0]:
+        verdict = round8_rule(figures)
+        ROUND8_FILES[1].write_text(json.dumps(verdict, indent=2, default=float))
+        print(f'round 8 rule: {json.dumps(verdict, default=float)}', flush=True)
+
+
 def ship_rule(figures: dict[str, Any], pooled: str, variant: str, seeds: tuple[int, ...]
               ) -> dict[str, Any]:
     """Round 3's rule (``SHIP_RULE_*``) read off the measured ``figures``: does every seed of
@@ -783,22 +960,26 @@ def run_timing(args: argparse.Namespace) -> None:
                       for stem in (checkpoint_name(name, seed) for name in args.variants or ()
                                    for seed in args.seeds)
                       if (args.data_dir / f'{stem}.pt').is_file()}}
-    episodes = [e for e in load_set(args.data_dir, (args.sets or ['fresh_looks'])[0], CAMERAS)
-                if len(e.met) == 40][:args.episodes]
+    name = (args.sets or ['fresh_looks'])[0]
+    repeat = 1 if name in EVERY_STEP else 5  # a set kept at every 5th step: each frame 5 times
+    episodes = [e for e in load_set(args.data_dir, name, CAMERAS)
+                if len(e.met) == 200 // repeat][:args.episodes]
     for label, path in checkpoints.items():
-        scorer = learned.LearnedScorer(path)
-        cpu = []
-        for e in episodes:
-            videos = [[np.kron(f[..., 3 * k:3 * k + 3], np.ones((5, 5, 1), np.uint8))
-                       for f in e.frames for _ in range(5)] for k in range(len(scorer.cameras))]
-            start = time.process_time()
-            frames = scorer.stack(videos)
-            scorer.score(scoring.EpisodeFrames(frames=frames, times_s=np.arange(len(frames))
-                                               / 15.0, instruction='', task=e.task))
-            cpu.append(time.process_time() - start)
-        print(f'{label} ({scorer.name}, {len(scorer.nets)} network(s)): CPU s per 200-step '
-              f'episode over {len(cpu)}: mean {np.mean(cpu):.3f}, max {np.max(cpu):.3f}',
-              flush=True)
+        for fps in args.fps:
+            scorer = learned.LearnedScorer(path, fps=fps)
+            cpu = []
+            for e in episodes:
+                videos = [[np.kron(f[..., 3 * k:3 * k + 3], np.ones((5, 5, 1), np.uint8))
+                           for f in e.frames for _ in range(repeat)]
+                          for k in range(len(scorer.cameras))]
+                start = time.process_time()
+                frames = scorer.stack(videos)
+                scorer.score(scoring.EpisodeFrames(frames=frames, times_s=np.arange(len(frames))
+                                                   / 15.0, instruction='', task=e.task))
+                cpu.append(time.process_time() - start)
+            print(f'{label} ({scorer.name}, {len(scorer.nets)} network(s)) at {fps:g} frames '
+                  f'per second: CPU s per 200-step episode over {len(cpu)}: mean '
+                  f'{np.mean(cpu):.3f}, max {np.max(cpu):.3f}', flush=True)
 
 
 def run_touched(args: argparse.Namespace) -> None:
@@ -927,7 +1108,8 @@ def run_diagnose(args: argparse.Namespace) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('command', choices=('collect', 'train', 'measure', 'timing', 'touched',
-                                            'finals', 'diagnose', 'round6', 'round7'))
+                                            'finals', 'diagnose', 'round6', 'round7',
+                                            'rates'))
     parser.add_argument('sets', nargs='*', default=[], metavar='SET',
                         help='collect: one set (default train); measure: the held-out sets '
                              'pooled (default looks)')
@@ -939,6 +1121,8 @@ def main() -> None:
     parser.add_argument('--epochs', type=int, default=10)
     parser.add_argument('--threads', type=int, default=1)
     parser.add_argument('--episodes', type=int, default=10, help='timing: how many episodes')
+    parser.add_argument('--fps', type=float, nargs='+', default=[3.0],
+                        help='timing: the frames per second the scorer reads')
     parser.add_argument('--json', type=pathlib.Path, default=None)
     parser.add_argument('--ladders', nargs='*', default=[], metavar='LADDER_SET',
                         help="measure: more learned-ladder sets, pooled with the held sets' own")
@@ -959,7 +1143,7 @@ def main() -> None:
         args.set = (args.sets or ['train'])[0]
     {'collect': run_collect, 'train': run_train, 'measure': run_measure,
      'timing': run_timing, 'touched': run_touched, 'finals': run_finals,
-     'diagnose': run_diagnose,
+     'diagnose': run_diagnose, 'rates': run_rates,
      'round6': lambda _: apply_round('round 6', ROUND6_FILES, round6_rule),
      'round7': lambda _: apply_round('round 7', ROUND7_FILES, round7_rule)}[args.command](args)
 

@@ -66,6 +66,8 @@ FORMAT = 'realm_ros.progress_scorer/1'
 IMAGE_W, IMAGE_H = 64, 36
 #: Frames per second the scorer samples (every 5th control step at 15 Hz).
 SAMPLE_FPS = 3.0
+#: Frames of the median filter over the per-frame most likely counts (:func:`decode`).
+MEDIAN_FRAMES = 3
 #: Most stages of any task (REALM: 5), so classes 0..MAX_STAGES.
 MAX_STAGES = 5
 #: Ways the network pools its last feature map (see :func:`build_net`).
@@ -1105,10 +1107,7 @@ class LearnedScorer:
         _, n = self._task(task)
         probs = self.probabilities(frames, task)
         expected = probs @ np.arange(n + 1)
-        # The most likely count per frame (an expectation between two likely counts would name
-        # a stage neither is), median filtered against one-frame flickers, then monotone.
-        filtered = _median3(np.argmax(probs, axis=1).astype(float))
-        return expected / n, np.maximum.accumulate(filtered)
+        return expected / n, decode(probs)
 
     def score(self, episode: scoring.EpisodeFrames) -> scoring.ScoredEpisode:
         """Return the episode's monotone progress curve and its progression (its last value)."""
@@ -1174,11 +1173,21 @@ def look_stats(scorer: LearnedScorer, episodes: Sequence[LabelledEpisode]) -> di
     return stats
 
 
-def _median3(values: np.ndarray) -> np.ndarray:
-    if values.size < 3:
-        return values.copy()
-    padded = np.concatenate([values[:1], values, values[-1:]])
-    return np.median(np.stack([padded[:-2], padded[1:-1], padded[2:]]), axis=0)
+def decode(probs: np.ndarray, median_frames: int = MEDIAN_FRAMES) -> np.ndarray:
+    """Return an episode's monotone stage-count curve from its (T, N + 1) per-frame
+    probabilities: each frame's most likely count (an expectation between two likely counts
+    would name a stage neither is), median filtered over ``median_frames`` frames (odd; the
+    ends repeated) against flickers, then a running maximum (the rubric's stages stay met)."""
+    if median_frames < 1 or median_frames % 2 == 0:
+        raise DataError(f'median_frames must be odd and positive, got {median_frames}')
+    values = np.argmax(probs, axis=1).astype(float)
+    if values.size >= median_frames > 1:
+        half = median_frames // 2
+        padded = np.concatenate([np.repeat(values[:1], half), values,
+                                 np.repeat(values[-1:], half)])
+        values = np.median(np.lib.stride_tricks.sliding_window_view(padded, median_frames),
+                           axis=1)
+    return np.maximum.accumulate(values)
 
 
 def stage_counts(scorer: LearnedScorer, episode: LabelledEpisode) -> np.ndarray:
@@ -1196,30 +1205,41 @@ def evaluate(scorer: LearnedScorer, episodes: Iterable[LabelledEpisode]) -> dict
     stage count matches the rubric's at that frame) and ``final_stage_accuracy`` (episodes whose
     last stage count matches).
     """
+    episodes = list(episodes)
+    return agreement(episodes, [stage_counts(scorer, e) for e in episodes])
+
+
+def agreement(episodes: Sequence[LabelledEpisode], counts: Sequence[np.ndarray]
+              ) -> dict[str, Any]:
+    """:func:`evaluate`'s figures for per-frame stage ``counts`` (one array per episode, one
+    count per frame of its ``met``) read by any means."""
     predicted, truth, n_stages, hits, frames, final_hits = [], [], [], 0, 0, 0
     n_episodes = 0
-    for episode in episodes:
-        counts = stage_counts(scorer, episode)
+    for episode, counts_of in zip(episodes, counts, strict=True):
+        read = np.asarray(counts_of)
+        if read.shape != episode.met.shape:
+            raise DataError(f'{read.size} stage counts for an episode of {episode.met.size} '
+                            'frames')
         n = episode.n_stages
-        predicted.append(float(counts[-1]) / n)
+        predicted.append(float(read[-1]) / n)
         truth.append(episode.progression)
         n_stages.append(n)
-        hits += int(np.sum(counts == episode.met))
-        frames += len(counts)
-        final_hits += int(counts[-1] == episode.met[-1])
+        hits += int(np.sum(read == episode.met))
+        frames += len(read)
+        final_hits += int(read[-1] == episode.met[-1])
         n_episodes += 1
     if n_episodes < 2:
         raise DataError(f'need at least two episodes to measure agreement, got {n_episodes}')
-    agreement = scoring.agreement_with_rubric(predicted, truth, n_stages)
+    rubric = scoring.agreement_with_rubric(predicted, truth, n_stages)
     called = scoring.calls_success(predicted, n_stages)
     real = scoring.calls_success(truth, n_stages)
     return {
         'episodes': n_episodes, 'frames': frames,
-        'pearson_r': agreement['pearson_r'],
+        'pearson_r': rubric['pearson_r'],
         'pearson_r_ci': pearson_interval(predicted, truth),
-        'mean_abs_error': agreement['mean_abs_error'],
+        'mean_abs_error': rubric['mean_abs_error'],
         'stage_accuracy': hits / frames, 'final_stage_accuracy': final_hits / n_episodes,
-        'success_accuracy': agreement['success_accuracy'],
+        'success_accuracy': rubric['success_accuracy'],
         'success_accuracy_ci': wilson_interval(int(np.sum(called == real)), n_episodes),
         'rubric_success_rate': float(np.mean(real)),
         'progression_spread': float(np.std(predicted)),
@@ -1281,6 +1301,7 @@ __all__ = ['CALIBRATE_LAYERS', 'CALIBRATION_LOOKS', 'CalibrateConfig', 'DEFAULT_
            'LabelledEpisode',
            'LearnedScorer', 'PLANS', 'Plan', 'SHIPPED', 'TRAIN_LOOKS', 'TRAIN_PLANS',
            'TrainConfig', 'VALIDATION_SEEDS', 'WRIST80_CHECKPOINT', 'WRIST_CHECKPOINT',
+           'MEDIAN_FRAMES', 'SAMPLE_FPS', 'agreement', 'decode',
            'FAMILIES_CHECKPOINT', 'FAMILIES3_CHECKPOINT',
            'baselines', 'build_net',
            'collect', 'ensemble', 'evaluate', 'networks', 'one_network',

@@ -388,3 +388,32 @@ def test_a_policy_that_looks_gets_its_cameras_every_step_and_the_scorer_every_fi
     assert blind.cameras == ('exterior_1',) and blind.camera_rate_hz == robot.CONTROL_HZ / 5
     settings = learned.plan_settings(learned.PLANS['learned_ladder'])
     assert settings['max_steps'] == 160 and len(settings['policies']) == 3
+
+
+def test_decoding_filters_flickers_over_its_median_then_keeps_the_maximum():
+    def onehot(counts):
+        return np.eye(4)[np.asarray(counts)]
+
+    # One frame's flicker to 2 and one to 3: a median of 3 removes both, the maximum keeps 1.
+    counts = [0, 2, 0, 0, 1, 1, 3, 1, 1]
+    assert learned.decode(onehot(counts)).tolist() == [0, 0, 0, 0, 1, 1, 1, 1, 1]
+    assert learned.MEDIAN_FRAMES == 3
+    # Without a median the flicker locks in; two frames of 3 pass a median of 3, not of 5.
+    assert learned.decode(onehot(counts), 1)[1] == 2
+    twice = [0, 0, 0, 3, 3, 0, 0, 0, 0]
+    assert learned.decode(onehot(twice), 3)[-1] == 3
+    assert learned.decode(onehot(twice), 5)[-1] == 0
+    # The ends are repeated: a count held to the last frame is kept.
+    assert learned.decode(onehot([0, 0, 0, 0, 2, 2, 2]), 5)[-1] == 2
+    for bad in (0, 2, -3):
+        with pytest.raises(DataError, match='median_frames'):
+            learned.decode(onehot(counts), bad)
+    # evaluate() is agreement() over the scorer's own decoded counts.
+    episodes = [bar_episode(3, 0), bar_episode(1, 1)]
+    right = [e.met.copy() for e in episodes]
+    figures = learned.agreement(episodes, right)
+    assert figures['stage_accuracy'] == 1.0 and figures['success_accuracy'] == 1.0
+    wrong = [np.zeros_like(e.met) for e in episodes]
+    assert learned.agreement(episodes, wrong)['stage_accuracy'] < 0.5
+    with pytest.raises(DataError, match='stage counts'):
+        learned.agreement(episodes, [right[0][:-1], right[1]])
