@@ -390,6 +390,35 @@ def test_a_policy_that_looks_gets_its_cameras_every_step_and_the_scorer_every_fi
     assert settings['max_steps'] == 160 and len(settings['policies']) == 3
 
 
+def test_a_looking_policys_episode_keeps_the_frames_a_blind_ones_does():
+    """labelled_run keeps steps 1, 6, 11, ... of a world rendering every step (``every`` 5),
+    the steps a world rendering every 5th step renders for a blind policy: the scorer's first
+    frame is the episode's first, not 4 steps late (issue 42, round 8)."""
+    from realm_ros.core import robot
+    from realm_ros.core.policy import make_policy, standard_chain
+    from realm_ros.core.types import EpisodeSpec
+    from realm_ros.core.world import make_world
+
+    spec = EpisodeSpec(task='push_switch', seed=0, policy='scripted:0', max_steps=12)
+    kept = {}
+    for name, config, every in (
+            ('looking', learned.world_config('mujoco', policy_cameras=('exterior_1',)), 5),
+            ('blind', learned.world_config('mujoco'), 0)):
+        world = make_world(config)
+        inner = make_policy('scripted', common={'seed': 0}, skill=0)
+        policy = standard_chain(inner, execute=inner.needs.horizon)
+        try:
+            frames, times, _ = learned.labelled_run(world, policy, spec, ('exterior_1',), every)
+        finally:
+            policy.close()
+            world.close()
+        steps = np.round(np.asarray(times) * robot.CONTROL_HZ).astype(int).tolist()
+        kept[name] = (steps, frames['exterior_1'])
+    assert kept['looking'][0] == kept['blind'][0] == [1, 6, 11]
+    for a, b in zip(kept['looking'][1], kept['blind'][1]):
+        assert np.array_equal(a, b)
+
+
 def test_decoding_filters_flickers_over_its_median_then_keeps_the_maximum():
     def onehot(counts):
         return np.eye(4)[np.asarray(counts)]
