@@ -283,7 +283,11 @@ def plan_settings(plan: Plan, appearance_file: str = '', camera: str = 'exterior
         'seeds': list(plan.seeds), 'max_steps': plan.max_steps,
         **({'looks': {str(k): provenance.digest(appearance.droid_lab_look(k))
                       for k in plan.looks}} if plan.looks else {}),
-        'image': [IMAGE_W, IMAGE_H], 'code': provenance.code_version()}
+        'image': [IMAGE_W, IMAGE_H], 'code': provenance.code_version(),
+        # A looking policy's world renders every step and labelled_run keeps every stride-th
+        # from the first (before issue 42's round 8: from the stride-th, 4 steps late), so a
+        # cache made by the old rule is not reused.
+        **({'kept_frames': 'steps 1, 1 + stride, ...'} if looking else {})}
 
 
 def collect(worlds: Sequence[str], task_names: Sequence[str], policies: Sequence[str],

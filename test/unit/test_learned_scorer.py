@@ -148,6 +148,10 @@ def test_score_evals_cache_is_keyed_by_the_look_not_the_plan(tmp_path, monkeypat
     assert base['max_steps'] == 200 and base['image'] == [64, 36]
     assert base['digital_real.appearance_file']['sha256'] != learned.plan_settings(
         learned.PLANS['heldout'], str(other))['digital_real.appearance_file']['sha256']
+    # A plan of a policy that looks names the rule its frames were kept by (round 8's fix), so
+    # a cache made before it is not reused; a blind plan's episodes did not change.
+    assert 'kept_frames' not in base
+    assert 'kept_frames' in learned.plan_settings(learned.PLANS['learned_ladder'])
 
 
 def test_the_validation_split_holds_whole_episodes_back_by_seed():
