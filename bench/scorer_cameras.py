@@ -645,11 +645,12 @@ def round5_rule(figures: dict[str, Any]) -> dict[str, Any]:
             'ships': ROUND5_CANDIDATE if mine['passes'] else 'families (the candidate fails)'}
 
 
-def round6_rule(ladder: dict[str, Any], looks: dict[str, Any]) -> dict[str, Any]:
-    """Round 6's rule (``ROUND6_*``) read off ``measure eval6_demo_ladder``'s and ``measure
-    eval5_looks``' figures: does every trained seed of the candidate pass against families3?
-    Also the seeds' mean figures on the held-out family (the figure the docs call h's)."""
-    ladder_row = next(iter(ladder))  # the first row: all the set's episodes
+def held_out_and_looks(ladder: dict[str, Any], looks: dict[str, Any]
+                       ) -> tuple[tuple[str, str], Callable[[str], dict[str, Any] | None]]:
+    """The rows rounds 6 and 7 judge by (the first of ``measure``'s figures on the held-out
+    family and on the fresh looks: all of each set's episodes) and a lookup of one checkpoint's
+    figures there (its column by ``prefix``; ``None`` where it was not measured on both)."""
+    ladder_row = next(iter(ladder))
     looks_row = next(iter(looks))
 
     def figures_of(prefix: str) -> dict[str, Any] | None:
@@ -660,6 +661,15 @@ def round6_rule(ladder: dict[str, Any], looks: dict[str, Any]) -> dict[str, Any]
         return {'pearson_r': mine['pearson_r'], 'stage_accuracy': mine['stage_accuracy'],
                 'success_accuracy': mine['success_accuracy'],
                 'looks_pearson_r': theirs['pearson_r']}
+
+    return (ladder_row, looks_row), figures_of
+
+
+def round6_rule(ladder: dict[str, Any], looks: dict[str, Any]) -> dict[str, Any]:
+    """Round 6's rule (``ROUND6_*``) read off ``measure eval6_demo_ladder``'s and ``measure
+    eval5_looks``' figures: does every trained seed of the candidate pass against families3?
+    Also the seeds' mean figures on the held-out family (the figure the docs call h's)."""
+    (ladder_row, looks_row), figures_of = held_out_and_looks(ladder, looks)
 
     base = figures_of('shipped families3 (')
     assert base is not None, 'measure families3 on both sets'
@@ -703,17 +713,7 @@ def round7_rule(ladder: dict[str, Any], looks: dict[str, Any]) -> dict[str, Any]
     """Round 7's rule (``ROUND7_*``) read off ``measure eval7_demo_ladder``'s and ``measure
     eval7_looks``' figures: which candidates beat families3 and h (its seeds' mean) on the
     held-out family, within the margin on the fresh looks, and which one ships."""
-    ladder_row = next(iter(ladder))  # the first row: all the set's episodes
-    looks_row = next(iter(looks))
-
-    def figures_of(prefix: str) -> dict[str, Any] | None:
-        mine = checkpoint_figures(ladder[ladder_row], prefix)
-        theirs = checkpoint_figures(looks[looks_row], prefix)
-        if mine is None or theirs is None:
-            return None
-        return {'pearson_r': mine['pearson_r'], 'stage_accuracy': mine['stage_accuracy'],
-                'success_accuracy': mine['success_accuracy'],
-                'looks_pearson_r': theirs['pearson_r']}
+    (ladder_row, looks_row), figures_of = held_out_and_looks(ladder, looks)
 
     base = figures_of('shipped families3 (')
     assert base is not None, 'measure families3 on both sets'
