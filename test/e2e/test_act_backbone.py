@@ -7,10 +7,9 @@ from torchvision's architecture (no torchvision in this venv; the GPU machine's 
 loads the file into ACT, docs/learned-policy.md).
 """
 
-import importlib.util
 import json
-import pathlib
 
+from bench_module import load_bench
 import numpy as np
 import pytest
 
@@ -18,10 +17,7 @@ from realm_ros.io.lerobot import Episode, open_writer
 
 torch = pytest.importorskip('torch')
 
-REPO = pathlib.Path(__file__).resolve().parents[2]
-spec = importlib.util.spec_from_file_location('act_backbone', REPO / 'bench' / 'act_backbone.py')
-act_backbone = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(act_backbone)
+act_backbone = load_bench('act_backbone')
 
 
 def torchvision_resnet18_layout():

@@ -1,19 +1,15 @@
 """bench/device_pack.py: wheels and files laid out in device calls of bounded size, and joined
 back, md5-checked, by the unpack.sh it writes (run here with bash and python3)."""
 
-import importlib.util
 import os
-import pathlib
 import shutil
 import subprocess
 
+from bench_module import load_bench
 import numpy as np
 import pytest
 
-REPO = pathlib.Path(__file__).resolve().parents[2]
-spec = importlib.util.spec_from_file_location('device_pack', REPO / 'bench' / 'device_pack.py')
-device_pack = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(device_pack)
+device_pack = load_bench('device_pack')
 
 
 @pytest.mark.parametrize('seed', range(5))

@@ -3,15 +3,13 @@ measured figures: the committed verdict is what the rule gives on the committed 
 and its margin on the fresh looks decides as written."""
 
 import copy
-import importlib.util
 import json
 import pathlib
 
+from bench_module import load_bench
+
 REPO = pathlib.Path(__file__).resolve().parents[2]
-spec = importlib.util.spec_from_file_location('scorer_cameras',
-                                              REPO / 'bench' / 'scorer_cameras.py')
-bench = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(bench)
+bench = load_bench('scorer_cameras')
 
 LADDER, LOOKS, RULE = (json.loads((REPO / p).read_text()) for p in bench.ROUND6_FILES)
 

@@ -5,15 +5,13 @@ the held-out family; the 0.03 margin on the fresh looks; the higher r of two pas
 as written."""
 
 import copy
-import importlib.util
 import json
 import pathlib
 
+from bench_module import load_bench
+
 REPO = pathlib.Path(__file__).resolve().parents[2]
-spec = importlib.util.spec_from_file_location('scorer_cameras',
-                                              REPO / 'bench' / 'scorer_cameras.py')
-bench = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(bench)
+bench = load_bench('scorer_cameras')
 
 LADDER, LOOKS, RULE = (json.loads((REPO / p).read_text()) for p in bench.ROUND7_FILES)
 

@@ -5,17 +5,14 @@ its conditions (above the shipped reading in r and stage accuracy on the held-ou
 as written, and a faster reading is scored at the shipped reading's frames."""
 
 import copy
-import importlib.util
 import json
 import pathlib
 
+from bench_module import load_bench
 import numpy as np
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
-spec = importlib.util.spec_from_file_location('scorer_cameras',
-                                              REPO / 'bench' / 'scorer_cameras.py')
-bench = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(bench)
+bench = load_bench('scorer_cameras')
 
 RATES, RULE = (json.loads((REPO / p).read_text()) for p in bench.ROUND8_FILES)
 LADDER, LOOKS = 'eval8_demo_ladder, all', 'eval8_looks, all'
