@@ -23,13 +23,9 @@ import pytest
 
 from realm_ros.core.policy import make_policy
 from realm_ros.core.types import EpisodeSpec, JointState, Observation
-from realm_ros.policies.lerobot_policy import find_python, lerobot_available
+from realm_ros.policies.lerobot_policy import find_python
 
-pytestmark = [pytest.mark.slow,
-              pytest.mark.skipif(not lerobot_available(),
-                                 reason='no lerobot venv here (make lerobot-env; make setup does '
-                                        'not make it)'),
-              pytest.mark.filterwarnings('ignore:connect\\(\\) must be used:DeprecationWarning')]
+pytestmark = lerobot_checkpoints.MARKS
 
 H, W = 36, 64
 FLAG = 'ResNet18_Weights.IMAGENET1K_V1'

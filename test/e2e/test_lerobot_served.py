@@ -25,13 +25,9 @@ import pytest
 from realm_ros.core.errors import InfrastructureError
 from realm_ros.core.policy import ActionChunker, make_policy
 from realm_ros.core.types import ActionMode, EpisodeSpec, JointState, Observation
-from realm_ros.policies.lerobot_policy import SERVER_SCRIPT, find_python, lerobot_available
+from realm_ros.policies.lerobot_policy import SERVER_SCRIPT, find_python
 
-pytestmark = [pytest.mark.slow,
-              pytest.mark.skipif(not lerobot_available(),
-                                 reason='no lerobot venv here (make lerobot-env; make setup does '
-                                        'not make it)'),
-              pytest.mark.filterwarnings('ignore:connect\\(\\) must be used:DeprecationWarning')]
+pytestmark = lerobot_checkpoints.MARKS
 
 H, W = 36, 64
 

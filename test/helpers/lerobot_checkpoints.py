@@ -6,7 +6,16 @@ shares (the DROID features, the image stats, the saving) are written once."""
 import pathlib
 import subprocess
 
-from realm_ros.policies.lerobot_policy import find_python
+import pytest
+
+from realm_ros.policies.lerobot_policy import find_python, lerobot_available
+
+#: The marks of a test that runs lerobot (in its own venv, which ``make setup`` does not make).
+MARKS = [pytest.mark.slow,
+         pytest.mark.skipif(not lerobot_available(),
+                            reason='no lerobot venv here (make lerobot-env; make setup does not '
+                                   'make it)'),
+         pytest.mark.filterwarnings('ignore:connect\\(\\) must be used:DeprecationWarning')]
 
 _HEAD = r"""
 import sys, torch
