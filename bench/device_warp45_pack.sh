@@ -13,11 +13,10 @@ set -eo pipefail
 PY=${PY:-.venv/bin/python}
 W=$(mktemp -d)
 trap 'rm -rf $W' EXIT
-dl() { $PY -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
-    --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 \
-    --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
-    --platform manylinux1_x86_64 -d $W "$@"; }
-dl warp-lang==1.19.0 mujoco-warp==4.0.0 mujoco==4.0.0 mujoco-core==4.0.0 PyOpenGL==3.1.10 \
+# cp312 wheels by device_pack's own download (its platforms; a wheel already in $W is reused)
+PYTHONPATH=bench $PY -c "import pathlib, sys, device_pack as d
+for spec in sys.argv[1:]: d.download(spec, pathlib.Path('$W'))" \
+    warp-lang==1.19.0 mujoco-warp==4.0.0 mujoco==4.0.0 mujoco-core==4.0.0 PyOpenGL==3.1.10 \
     glfw==2.11.0 websockets==17.4 ray==2.60.0 jsonschema==4.26.0 \
     jsonschema-specifications==2025.9.1 referencing==0.37.0 rpds-py==2026.9.1
 rm -rf .dev45 && mkdir -p .dev45/c1 .dev45/c2 .dev45/c3/rayw
