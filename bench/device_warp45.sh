@@ -47,18 +47,26 @@ echo "setup $((SECONDS - t0)) s; $(nproc) cores; load $(cut -d' ' -f1-3 /proc/lo
 nvidia-smi --query-gpu=name,memory.used,memory.total --format=csv,noheader
 python3 -c "import mujoco, warp, mujoco_warp, torch; print('mujoco', mujoco.__version__,
 'warp', warp.__version__, 'torch', torch.__version__)" || exit 1
-learned=checkpoints/learned/final.pt
+# LEARNED=checkpoints/learned/early.pt: another checkpoint of the learned ladder (its folder
+# named by the file: warp_agree_early); LADDER=0: the learned sweep alone
+learned=${LEARNED:-checkpoints/learned/final.pt}
+name=$(basename $learned .pt)
+suffix=$([ "$name" = final ] || echo _$name)
 case $stage in
 agree)  # the learned policy, 128 cells, then the scripted ladder, 4 rungs x 32 cells, each on
         # Warp and on the CPU twin (three cameras at 320x180 for the learned policy)
-    timeout $((${BUDGET:-570} - SECONDS)) python3 -m realm_ros.cli sweep --out $OUT/warp_agree \
-        --tasks push_switch --policies final=learned:path=$learned --episodes-per-cell 128 \
-        --max-steps 150 --cameras --device gpu --seed 3 --compare-cpu 128 2>&1 | tail -30
-    echo "learned done at $((SECONDS - t0)) s"
-    timeout $((${BUDGET:-570} - SECONDS)) python3 -m realm_ros.cli sweep --out $OUT/warp_ladder \
-        --tasks push_switch --policies scripted:0 scripted:1 scripted:2 scripted:3 \
-        --episodes-per-cell 32 --max-steps 150 --device gpu --gpu-engine warp --seed 3 \
+    timeout $((${BUDGET:-570} - SECONDS)) python3 -m realm_ros.cli sweep \
+        --out $OUT/warp_agree$suffix --tasks push_switch --policies $name=learned:path=$learned \
+        --episodes-per-cell 128 --max-steps 150 --cameras --device gpu --seed 3 \
         --compare-cpu 128 2>&1 | tail -30
+    echo "learned done at $((SECONDS - t0)) s"
+    if [ "${LADDER:-1}" = 1 ]; then
+        timeout $((${BUDGET:-570} - SECONDS)) python3 -m realm_ros.cli sweep \
+            --out $OUT/warp_ladder --tasks push_switch \
+            --policies scripted:0 scripted:1 scripted:2 scripted:3 --episodes-per-cell 32 \
+            --max-steps 150 --device gpu --gpu-engine warp --seed 3 --compare-cpu 128 2>&1 \
+            | tail -30
+    fi
     ;;
 speed)  # real-time factor of the learned sweep on one GPU, batch processes sharing it;
         # MPS=1: through CUDA's Multi-Process Service (the processes' kernels side by side

@@ -22,7 +22,6 @@ host); each world holds a :class:`LearnedView` (its instruction) in the usual po
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import functools
 import time
@@ -156,18 +155,9 @@ def run_warp(cells: Sequence[Cell], runner: WarpBatchRunner,
     cameras = tuple(c for c in warp_sweep.ALL_CAMERAS
                     if any(c in cell.cameras for cell in cells))
     t0 = time.perf_counter()
-    worlds, inners, execute = [], [], []
-    # One world built per (task, twin parameters), the others copied from it before their
-    # reset (a copy costs a fifth of a build); reset rebuilds a copy whose perturbation changes
-    # the scene, as it rebuilds any world.
-    templates: dict[tuple[str, str], Any] = {}
+    worlds, templates = build_worlds(cells, cameras, opts.image_size)
+    inners, execute = [], []
     for i, cell in enumerate(cells):
-        key = (cell.spec.task, cell.sim_params_file)
-        if key not in templates:
-            templates[key] = _world(cell, cameras, opts.image_size)
-        world = copy.deepcopy(templates[key])
-        world.reset(cell.spec)
-        worlds.append(world)
         if cell.entry.policy == 'learned':
             inner = runner.learned(cell.entry.args).view(i)
         else:
@@ -215,9 +205,32 @@ def run_warp(cells: Sequence[Cell], runner: WarpBatchRunner,
         for name, value in batch.timing.items():
             timing[f'policy_{name}'] = timing.get(f'policy_{name}', 0.0) + value
             batch.timing[name] = 0
-    for w in [*worlds, *templates.values()]:
+    for w in [*worlds, *templates]:
         w.close()
     return records, timing
+
+
+def build_worlds(cells: Sequence[Cell], cameras: tuple[str, ...], size: tuple[int, int]
+                 ) -> tuple[list[Any], list[Any]]:
+    """Each cell's host world, reset to its episode, and the templates they were copied from.
+
+    One world is built per (task, twin parameters) and the others copied from it before their
+    reset (a copy costs a fifth of a build; ``MujocoWorld.copy``); a cell under
+    ``Default`` shares the template's model (its reset changes nothing in it), a cell whose
+    perturbation changes the model has a model of its own, and reset rebuilds a copy whose
+    perturbation changes the scene, as it rebuilds any world."""
+    from realm_ros.core import perturbations
+
+    templates: dict[tuple[str, str], Any] = {}
+    worlds = []
+    for cell in cells:
+        key = (cell.spec.task, cell.sim_params_file)
+        if key not in templates:
+            templates[key] = _world(cell, cameras, size)
+        world = templates[key].copy(share_model=cell.spec.perturbation == perturbations.DEFAULT)
+        world.reset(cell.spec)
+        worlds.append(world)
+    return worlds, list(templates.values())
 
 
 @functools.lru_cache(maxsize=16)

@@ -16,6 +16,7 @@ the same number.
 from __future__ import annotations
 
 import collections
+import copy
 
 import numpy as np
 
@@ -54,6 +55,18 @@ class ArmActuation:
         self.ee_site = model.site('ee').id
         self.mocap = model.body('target_frame').mocapid[0]
         self._kin = mujoco.MjData(model)  # scratch data for FK of targets
+
+    def __deepcopy__(self, memo: dict) -> 'ArmActuation':
+        """A copy with scratch data of its own, fresh rather than copied: ``target_pose``
+        writes every joint it reads before each use (a copied MjData copies its 20 MB
+        arena: 4 ms against 0.8 ms for a new one, with many worlds in one sweep batch)."""
+        new = ArmActuation.__new__(ArmActuation)
+        memo[id(self)] = new
+        for name, value in self.__dict__.items():
+            if name != '_kin':
+                setattr(new, name, copy.deepcopy(value, memo))
+        new._kin = mujoco.MjData(new.model)
+        return new
 
     def target_pose(self, q_d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Return the flange pose (position m, quaternion wxyz) at joint configuration q_d."""

@@ -8,6 +8,7 @@ seeded from the spec.
 
 from __future__ import annotations
 
+import copy
 from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
@@ -428,6 +429,22 @@ class MujocoWorld(World):
     def target(self) -> tuple[np.ndarray, float]:
         """The target in force: (q_d rad, gripper g)."""
         return self._target_q.copy(), self._target_g
+
+    def copy(self, share_model: bool = False) -> 'MujocoWorld':
+        """Return a deep copy of this world (its own data, latency queue, random state).
+
+        ``share_model``: a copy about to be reset with
+        :data:`~realm_ros.core.perturbations.DEFAULT` on this world's task and variant: it
+        reads this world's ``model`` and pristine snapshot instead of copies, and starts from
+        new data (that reset writes the pristine values into the model, the same for every
+        copy, and the state into the data whole; nothing else a batch does to a world writes
+        the model). A copy costs a third then (copying a model and an MjData's 20 MB arena is
+        most of it). A perturbation that changes the model, or a rebuild, needs a full copy."""
+        if not share_model:
+            return copy.deepcopy(self)
+        return copy.deepcopy(self, memo={id(self.model): self.model,
+                                         id(self._pristine): self._pristine,
+                                         id(self.data): mujoco.MjData(self.model)})
 
     def close(self) -> None:
         if self._renderer is not None:
