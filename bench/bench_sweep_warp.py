@@ -143,6 +143,8 @@ def main() -> int:
                    policy_s=timing.get('policy_infer', 0.0) / per,
                    policy_calls=timing.get('policy_calls', 0),
                    transfer_s=timing.get('transfer', 0.0) / per, success=success,
+                   host_loop_s={k[5:]: v / per for k, v in timing.items()
+                                if k.startswith('host_')},
                    max_steps=args.max_steps, shadows=_shadows(args.shadows),
                    hand_back=args.hand_back,
                    note='timing fields: seconds per process (summed over processes / P)')

@@ -189,11 +189,14 @@ def run_warp(cells: Sequence[Cell], runner: WarpBatchRunner,
                 view = inners[i]
                 if isinstance(view, LearnedView):
                     view.index = k
+            host: dict[str, float] = {}
             results = run_batch(
                 [worlds[i] for i in idx], [inners[i] for i in idx],
                 [cells[i].spec for i in idx], factory, progress=progress,
                 execute=horizon,
-                infer_batch=make_infer_batch(current))
+                infer_batch=make_infer_batch(current), timing=host)
+            for name, value in host.items():
+                timing[f'host_{name}'] = timing.get(f'host_{name}', 0.0) + value
             for k, i in enumerate(idx):
                 records[i] = results[k].to_record()
                 timing['world_steps'] += results[k].steps
