@@ -146,6 +146,7 @@ def main() -> int:
                    host_loop_s={k[5:]: v / per for k, v in timing.items()
                                 if k.startswith('host_')},
                    max_steps=args.max_steps, shadows=_shadows(args.shadows),
+                   start_unix=min(r['start'] for r in results),
                    hand_back=args.hand_back,
                    note='timing fields: seconds per process (summed over processes / P)')
         rec.figure(f'sweep Warp {args.task} {w} worlds: first run ({args.warmup_steps} steps: '

@@ -82,8 +82,15 @@ speed)  # real-time factor of the learned sweep on one GPU, batch processes shar
             MPS=0
         fi
     fi
+    # the GPU's utilisation every 0.5 s while the bench runs (util_N.txt: time, percent, MiB)
+    util=$OUT/util_$(ls $OUT/util_*.txt 2>/dev/null | wc -l).txt
+    nvidia-smi --query-gpu=timestamp,utilization.gpu,memory.used --format=csv,noheader,nounits \
+        -lms 500 > $util 2>/dev/null &
+    smi=$!
+    echo "speed $* MPS=${MPS:-0}: utilisation in $(basename $util)"
     timeout ${SPEED_TIMEOUT:-400} python3 bench/bench_sweep_warp.py --max-steps 150 \
         --cpu-episodes 0 "$@" 2>&1 | grep -v "^Module\|^Warp " | tail -40
+    kill $smi 2>/dev/null
     [ "${MPS:-0}" = 1 ] && echo quit | nvidia-cuda-mps-control
     ;;
 ray)  # Ray at 1..15 workers, interleaved with one worker to take out the machine's drift
