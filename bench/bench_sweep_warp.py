@@ -66,6 +66,10 @@ def main() -> int:
     parser.add_argument('--hand-back', action='store_true',
                         help="the observations read Warp's own derived quantities "
                              '(WarpStepper hand_back) instead of a host mj_forward per world')
+    parser.add_argument('--stagger', type=float, default=0.0,
+                        help="seconds between the worker processes' starts (process k starts "
+                             'k x S after the first, so that their host and device phases '
+                             'interleave instead of coinciding; the wall time includes it)')
     parser.add_argument('--processes', type=int, default=1,
                         help='batch processes sharing the device, worlds split between them '
                              "(the sweep's --gpu-workers): the host side is Python")
@@ -113,7 +117,7 @@ def main() -> int:
         if args.processes == 1:
             results = [_shard(0, shards[0], options, args.warmup_steps, None)]
         else:
-            results = _in_processes(shards, options, args.warmup_steps)
+            results = _in_processes(shards, options, args.warmup_steps, args.stagger)
         # Records back in the grid's order (shard k holds cells k, k + P, ...).
         records: list[dict] = [{}] * w
         for k, result in enumerate(results):
@@ -146,7 +150,7 @@ def main() -> int:
                    host_loop_s={k[5:]: v / per for k, v in timing.items()
                                 if k.startswith('host_')},
                    max_steps=args.max_steps, shadows=_shadows(args.shadows),
-                   start_unix=min(r['start'] for r in results),
+                   start_unix=min(r['start'] for r in results), stagger_s=args.stagger,
                    hand_back=args.hand_back,
                    note='timing fields: seconds per process (summed over processes / P)')
         rec.figure(f'sweep Warp {args.task} {w} worlds: first run ({args.warmup_steps} steps: '
@@ -194,10 +198,10 @@ def main() -> int:
 
 
 def _shard(index: int, cells: list, options: dict, warmup: int, queue: Any,
-           steps: int = 0) -> dict:
+           steps: int = 0, delay: float = 0.0) -> dict:
     """Run ``cells`` in one Warp batch (``steps``: that many steps each) after a
     ``warmup``-step first run; with ``queue`` (a worker process) wait for the others before
-    the timed run and put the result there."""
+    the timed run (and ``delay`` seconds more) and put the result there."""
     from realm_ros.sweep.warp import WarpBatchRunner, run_warp
 
     runner = WarpBatchRunner(**options)
@@ -208,7 +212,9 @@ def _shard(index: int, cells: list, options: dict, warmup: int, queue: Any,
     first = time.perf_counter() - t
     if queue is not None:
         queue[1].wait()
-    start = time.time()
+    barrier = time.time()
+    time.sleep(delay)
+    start = barrier if queue is not None else time.time()
     if steps:
         cells = [dataclasses.replace(c, spec=dataclasses.replace(c.spec, max_steps=steps))
                  for c in cells]
@@ -220,12 +226,14 @@ def _shard(index: int, cells: list, options: dict, warmup: int, queue: Any,
     return result
 
 
-def _in_processes(shards: list, options: dict, warmup: int) -> list[dict]:
+def _in_processes(shards: list, options: dict, warmup: int, stagger: float = 0.0
+                  ) -> list[dict]:
     import multiprocessing
 
     ctx = multiprocessing.get_context('spawn')
     queue, barrier = ctx.Queue(), ctx.Barrier(len(shards))
-    procs = [ctx.Process(target=_shard, args=(k, shard, options, warmup, (queue, barrier)))
+    procs = [ctx.Process(target=_shard,
+                         args=(k, shard, options, warmup, (queue, barrier), 0, k * stagger))
              for k, shard in enumerate(shards)]
     for p in procs:
         p.start()
