@@ -218,19 +218,15 @@ def build_worlds(cells: Sequence[Cell], cameras: tuple[str, ...], size: tuple[in
     """Each cell's host world, reset to its episode, and the templates they were copied from.
 
     One world is built per (task, twin parameters) and the others copied from it before their
-    reset (a copy costs a fifth of a build; ``MujocoWorld.copy``); a cell under
-    ``Default`` shares the template's model (its reset changes nothing in it), a cell whose
-    perturbation changes the model has a model of its own, and reset rebuilds a copy whose
-    perturbation changes the scene, as it rebuilds any world."""
-    from realm_ros.core import perturbations
-
+    reset (``MujocoWorld.copy`` with new data: a fraction of a build); reset rebuilds a copy
+    whose perturbation changes the scene, as it rebuilds any world."""
     templates: dict[tuple[str, str], Any] = {}
     worlds = []
     for cell in cells:
         key = (cell.spec.task, cell.sim_params_file)
         if key not in templates:
             templates[key] = _world(cell, cameras, size)
-        world = templates[key].copy(share_model=cell.spec.perturbation == perturbations.DEFAULT)
+        world = templates[key].copy(fresh_data=True)
         world.reset(cell.spec)
         worlds.append(world)
     return worlds, list(templates.values())

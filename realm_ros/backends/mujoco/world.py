@@ -430,21 +430,21 @@ class MujocoWorld(World):
         """The target in force: (q_d rad, gripper g)."""
         return self._target_q.copy(), self._target_g
 
-    def copy(self, share_model: bool = False) -> 'MujocoWorld':
-        """Return a deep copy of this world (its own data, latency queue, random state).
+    def copy(self, fresh_data: bool = False) -> 'MujocoWorld':
+        """Return a deep copy of this world (its own model, data, latency queue, random state).
 
-        ``share_model``: a copy about to be reset with
-        :data:`~realm_ros.core.perturbations.DEFAULT` on this world's task and variant: it
-        reads this world's ``model`` and pristine snapshot instead of copies, and starts from
-        new data (that reset writes the pristine values into the model, the same for every
-        copy, and the state into the data whole; nothing else a batch does to a world writes
-        the model). A copy costs a third then (copying a model and an MjData's 20 MB arena is
-        most of it). A perturbation that changes the model, or a rebuild, needs a full copy."""
-        if not share_model:
+        ``fresh_data``: a copy about to be reset (``run_warp``'s worlds): it starts from new
+        data instead of a copy of this world's (the reset writes the state whole; copying an
+        MjData copies its 20 MB arena) and reads this world's pristine snapshot (read only).
+        Its model is always its own: a reset writes the model too (a fixture's placement, the
+        perturbation's parameters); copies sharing one model ended with the last reset's
+        switch panel in every world."""
+        if not fresh_data:
             return copy.deepcopy(self)
-        return copy.deepcopy(self, memo={id(self.model): self.model,
-                                         id(self._pristine): self._pristine,
-                                         id(self.data): mujoco.MjData(self.model)})
+        memo: dict[int, Any] = {id(self._pristine): self._pristine}
+        memo[id(self.model)] = model = copy.deepcopy(self.model)
+        memo[id(self.data)] = mujoco.MjData(model)
+        return copy.deepcopy(self, memo=memo)
 
     def close(self) -> None:
         if self._renderer is not None:
