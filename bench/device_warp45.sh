@@ -13,7 +13,9 @@
 #   2.60.0) with jsonschema's four wheels in rayw/. .gl carried (the GL loader debs).
 #   call 1:         mkdir -p ~/parts && cp -r .dev45/c1/* ~/parts/
 #   then, each:     mkdir -p ~/parts && cp -r .dev45/cK/* ~/parts/ && \
-#                   bash bench/device_warp45.sh agree|speed|ray [bench flags]
+#                   bash bench/device_warp45.sh agree|speed|ray|cache [bench flags]
+# `cache` returns Warp's compiled kernels; copied into a carried part (e.g. .dev45/c3) they
+# spare the next machine the compilation.
 set -o pipefail
 P=~/parts
 S=~/site
@@ -29,6 +31,13 @@ if [ ! -f $S/.done ]; then
     mkdir -p $S/warp/bin && cat $P/warp.so.xz.* | xz -dc > $S/warp/bin/warp.so || exit 1
     tar -C $S -xJf $P/pkg.tar.xz || exit 1
     touch $S/.done
+fi
+# Warp's kernel cache from an earlier machine (the `cache` stage's warp_cache.tar.xz.*, carried
+# into ~/parts): compiled for sm_90, so it serves the H100 and the H200 alike, and a first run
+# loads the kernels instead of compiling them (187 s on the H100)
+if ls $P/warp_cache.tar.xz.* >/dev/null 2>&1 && [ ! -d ~/.cache/warp ]; then
+    mkdir -p ~/.cache && cat $P/warp_cache.tar.xz.* | xz -dc | tar -C ~/.cache -xf - \
+        && echo "warp kernel cache restored: $(du -sh ~/.cache/warp | cut -f1)"
 fi
 # warp-clang (Warp's CPU kernels) is optional on a GPU: installed once carried
 if [ -f $P/warp-clang.so.xz ] && [ ! -f $S/warp/bin/warp-clang.so ]; then
@@ -92,6 +101,13 @@ speed)  # real-time factor of the learned sweep on one GPU, batch processes shar
         --cpu-episodes 0 "$@" 2>&1 | grep -v "^Module\|^Warp " | tail -40
     kill $smi 2>/dev/null
     [ "${MPS:-0}" = 1 ] && echo quit | nvidia-cuda-mps-control
+    ;;
+cache)  # compile the learned sweep's kernels (2 worlds, 4 steps, three cameras) and return Warp's
+        # kernel cache as warp_cache.tar.xz.aa, .ab, ... (30 MB parts) for a later machine
+    timeout ${CACHE_TIMEOUT:-400} python3 bench/bench_sweep_warp.py --worlds 2 --max-steps 4 \
+        --cpu-episodes 0 --hand-back 2>&1 | grep -v "^Module\|^Warp " | tail -5
+    tar -C ~/.cache -cf - warp | xz -T0 -6 | split -b 30M - $OUT/warp_cache.tar.xz.
+    ls -la $OUT/warp_cache.tar.xz.*; du -sh ~/.cache/warp
     ;;
 ray)  # Ray at 1..15 workers, interleaved with one worker to take out the machine's drift
     shift
