@@ -17,6 +17,7 @@ import os
 import pathlib
 import sys
 import tempfile
+from typing import Any
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 from benchlib import Recorder  # noqa: E402
@@ -38,8 +39,15 @@ def main() -> int:
                         help='an experiment: subtract this many grey levels from every camera '
                              "image before the policy sees it (Warp's pictures are about 1.5 "
                              "levels darker than OpenGL's: docs/performance.md)")
+    parser.add_argument('--pictures', choices=('opengl', 'warp'), default='opengl',
+                        help="warp: an experiment: the policy's pictures drawn by MuJoCo Warp's "
+                             "ray tracer (the Warp sweep's, on Warp's CPU device: shadows on, "
+                             "as on a GPU machine) from the CPU twin's own states, so that the "
+                             "physics is the CPU twin's and only the pictures are Warp's")
     args = parser.parse_args()
     os.environ.setdefault('MUJOCO_GL', 'egl')
+    if args.pictures == 'warp':
+        _warp_pictures()
     if args.darken:
         import numpy as np
 
@@ -80,14 +88,42 @@ def main() -> int:
         wins = sum(bool(r['success']) for r in records)
         progressions = [round(r['progression'], 2) for r in records]
         steps = [int(r['steps']) for r in records]
-        print(json.dumps({'setting': setting, 'darken': args.darken, 'successes': wins,
+        print(json.dumps({'setting': setting, 'darken': args.darken, 'pictures': args.pictures,
+                          'successes': wins,
                           'cells': len(records), 'progressions': progressions,
                           'steps': steps}), flush=True)
         rec.figure(f'twin_passes learned on the CPU twin, render {setting}, {len(records)} '
-                   f'cells of seed {args.seed}, darken {args.darken:g}: successes',
+                   f'cells of seed {args.seed}, darken {args.darken:g}, pictures '
+                   f'{args.pictures}: successes',
                    wins / len(records), 'fraction', progressions=progressions, steps=steps,
                    policy=args.policy)
     return 0
+
+
+def _warp_pictures() -> None:
+    """Make every CPU twin world draw its camera images with a one-world ``WarpStepper``
+    (``forward=False``: no Warp physics; each read loads the world's current poses), built
+    again at each episode (the switch is placed per episode)."""
+    import numpy as np
+
+    from realm_ros.backends.mujoco.warp_sweep import WarpStepper
+    from realm_ros.backends.mujoco.world import MujocoWorld
+
+    steppers: dict[int, tuple[Any, Any]] = {}  # world -> (its episode's seed, stepper)
+
+    def warp_render(self: MujocoWorld) -> dict[str, np.ndarray]:
+        key = self.perturbation.get('seed')  # each cell its own seed
+        held = steppers.get(id(self))
+        if held is None or held[0] != key:
+            size = (self.config.camera_width, self.config.camera_height)
+            steppers[id(self)] = held = (key, WarpStepper(
+                [self], cameras=self.config.cameras, image_size=size, device='cpu',
+                shadows=True, forward=False))
+        stepper = held[1]
+        stepper.load_poses([self])
+        return {cam: img.copy() for cam, img in stepper.host_images(0).items()}
+
+    MujocoWorld.render = warp_render  # type: ignore[method-assign]
 
 
 if __name__ == '__main__':

@@ -246,23 +246,8 @@ class WarpStepper:
             if self.nm:
                 d.mocap_pos.assign(np.stack([w.data.mocap_pos for w in worlds]).astype(dtype))
                 d.mocap_quat.assign(np.stack([w.data.mocap_quat for w in worlds]).astype(dtype))
-            # MuJoCo Warp computes the poses of geoms welded to the world once, in make_data,
-            # from the model it is given (world 0's), and never again: a static body placed
-            # per world (push_switch's panel: body_pos batched) would collide and render where
-            # world 0 has it (on the H200 the learned policy then reached for world 0's panel
-            # and ended within 0.25 progression of its CPU episode in 1 of 16 cells). Each
-            # world's own poses, from its host mj_forward:
-            for name in ('geom_xpos', 'geom_xmat', 'xpos', 'xquat', 'xmat', 'xipos', 'ximat',
-                         'cam_xpos', 'cam_xmat', 'light_xpos', 'light_xdir'):
-                if not getattr(d, name).size:
-                    continue
-                values = np.stack([getattr(w.data, name) for w in worlds]).astype(dtype)
-                if name.endswith('mat'):  # MuJoCo's (n, 9) rows -> Warp's mat33
-                    values = values.reshape(n, -1, 3, 3)
-                if name == 'geom_xpos' and decals:
-                    for g, offset in coplanar_decals(base, worlds[0].data).items():
-                        values[:, g] += offset
-                getattr(d, name).assign(values)
+            self._decals = coplanar_decals(base, worlds[0].data) if decals else {}
+            self.load_poses(worlds)
             s = self.substeps
             self._ctrl = wp.zeros((s, n, base.nu), dtype=float)
             self._mpos = wp.zeros((s, n, max(self.nm, 1)), dtype=wp.vec3)
@@ -292,6 +277,34 @@ class WarpStepper:
         self._graph: Any = None
         self._use_graph = (self.device.startswith('cuda') if graph is None else graph)
         self._torch_images: Any = None
+
+    def load_poses(self, worlds: Sequence[MujocoWorld]) -> None:
+        """Write each world's poses (bodies, geoms, cameras, lights: its host ``mj_forward``'s)
+        into this batch's data, the coplanar decals brought out as at construction.
+
+        MuJoCo Warp computes the poses of geoms welded to the world once, in make_data, from
+        the model it is given (world 0's), and never again: a static body placed per world
+        (push_switch's panel: body_pos batched) would collide and render where world 0 has it
+        (on the H200 the learned policy then reached for world 0's panel and ended within 0.25
+        progression of its CPU episode in 1 of 16 cells). Called again on a batch built with
+        ``forward=False``, it draws the host worlds' current states (pictures without Warp's
+        physics: ``bench/bench_twin_passes.py --pictures warp``)."""
+        wp, d, n = self.wp, self.d, len(worlds)
+        if n != self.n:
+            raise ConfigError(f'WarpStepper.load_poses: {n} worlds for a batch of {self.n}')
+        with wp.ScopedDevice(self.device):
+            for name in ('geom_xpos', 'geom_xmat', 'xpos', 'xquat', 'xmat', 'xipos', 'ximat',
+                         'cam_xpos', 'cam_xmat', 'light_xpos', 'light_xdir'):
+                if not getattr(d, name).size:
+                    continue
+                values = np.stack([getattr(w.data, name) for w in worlds]).astype(np.float32)
+                if name.endswith('mat'):  # MuJoCo's (n, 9) rows -> Warp's mat33
+                    values = values.reshape(n, -1, 3, 3)
+                if name == 'geom_xpos':
+                    for g, offset in self._decals.items():
+                        values[:, g] += offset
+                getattr(d, name).assign(values)
+        self._torch_images = None
 
     # -- physics ---------------------------------------------------------------------------
 
