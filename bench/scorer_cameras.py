@@ -976,6 +976,7 @@ def run_measure(args: argparse.Namespace) -> None:
                    'shipped wrist80': learned.WRIST80_CHECKPOINT,
                    'shipped families': learned.FAMILIES_CHECKPOINT,
                    'shipped families3': learned.FAMILIES3_CHECKPOINT,
+                   'shipped families_demo3': learned.FAMILIES_DEMO3_CHECKPOINT,
                    **{stem: args.data_dir / f'{stem}.pt'
                       for stem in (checkpoint_name(name, seed)
                                    for name in (VARIANTS if args.variants is None
