@@ -105,11 +105,13 @@ FAMILIES_CHECKPOINT = DEFAULT_CHECKPOINT.with_name('progress_scorer_families.pt'
 #: bench/scorer_cameras.py variant ``g_ensemble``), shipped by issue 42's round-5 rule (it beat
 #: FAMILIES_CHECKPOINT in r and stage accuracy on the 432 pooled scripted episodes of looks
 #: 7001-7003 + 7011-7013 + 7031-7033 and lost neither r nor success accuracy on the 336 pooled
-#: vision-ladder episodes; docs/scoring.md, "Round 5"): the checkpoint for a lab's look.
+#: vision-ladder episodes; docs/scoring.md, "Round 5"): the checkpoint for a lab's look until
+#: FAMILIES_DEMO3_CHECKPOINT replaced it in round 9.
 FAMILIES3_CHECKPOINT = DEFAULT_CHECKPOINT.with_name('progress_scorer_families3.pt')
 #: Round 6's recipe (FAMILIES_CHECKPOINT's episodes plus episodes under lab_demo's look; the
-#: learned vision ladder in none) trained with three seeds as one ensemble (bench/scorer_cameras.py
-#: variant ``h_ensemble``), shipped by issue 42's round-9 rule (it met or beat FAMILIES3_CHECKPOINT
+#: learned vision ladder in none; the learned families' frames kept 4 steps late, as before the
+#: labelled_run fix) trained with three seeds as one ensemble (bench/scorer_cameras.py variant
+#: ``h_ensemble``), shipped by issue 42's round-9 rule (it met or beat FAMILIES3_CHECKPOINT
 #: in r and stage accuracy on 96 new episodes of the held-out vision ladder and lost no r on
 #: fresh looks 7081-7083; docs/scoring.md, "Round 9"): the checkpoint for a lab's look.
 FAMILIES_DEMO3_CHECKPOINT = DEFAULT_CHECKPOINT.with_name('progress_scorer_families_demo3.pt')
