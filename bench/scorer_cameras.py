@@ -11,7 +11,7 @@ normalisation").
     python bench/scorer_cameras.py touched [LADDER_SET ...] [--variants V ...] [--seeds S ...]
     python bench/scorer_cameras.py finals [SET ...] [--variants V ...] [--seeds S ...]
     python bench/scorer_cameras.py diagnose [SET ...] [--variants V ...] [--seeds S ...]
-    python bench/scorer_cameras.py round6 | round7
+    python bench/scorer_cameras.py round6 | round7 | round9
     python bench/scorer_cameras.py rates [SET ...] [--variants V ...] [--json OUT.json]
 
 ``collect`` runs the digital real's episodes of one set (below) in process, rendering
@@ -87,6 +87,16 @@ eval8_demo_ladder eval8_looks --json docs/scorer-round8-rates.json`` also applie
 at each rate. ``bench/scorer_round8_offset.py`` (run after the verdict) reads the ladder set
 from its 5th kept frame as rounds 5-7's ladder sets were kept, and counts where the readings
 differ.
+
+Round 9 (issue 42) collects the learned families' training sets (``train_families``,
+``train_families_real``, ``train_demo_families``, ``train7_demo_more``: the same entries) again
+into its own data dir with the fixed ``labelled_run`` (frames from the episode's first step;
+rounds 4-7 kept them 4 steps late), trains ``j_families_fixed`` (i's recipe on those) with
+seeds 0-2 and ``j_ensemble`` (the three as one), and adds ``eval9_demo_ladder`` (the vision
+ladder under lab_demo, seeds 380-391), ``eval9_looks`` (lab looks 7081-7083) and
+``eval9_looks_ladder`` (the vision ladder under those looks, seed 381), reported once;
+``round9`` applies ``ROUND9_*`` (``round9_rule``) to the first two's ``measure --json`` files
+(``ROUND9_FILES``).
 
 ``train`` trains the variants (``VARIANTS``) on the ``train`` set (variant ``e``: ``train`` and
 ``train_more``) with the same settings (``learned.SHIPPED``'s, ``--epochs`` each unless the
@@ -215,13 +225,25 @@ SETS = {
     'eval8_looks': ((7071, 7072, 7073), TASKS,
                     ('scripted:0', 'scripted:1', 'scripted:2', 'scripted:3'), (100, 101, 102, 103),
                     200),
+    # Round 9: the held-out family under lab_demo on seeds no scorer set had used, the scripted
+    # ladder under looks no file had named, and the held-out family under those looks (one
+    # seed); frames from the episode's first (the fixed labelled_run), every 5th step; reported
+    # once, nothing chosen on them but round 9's verdict (the first two).
+    'eval9_demo_ladder': ((DEMO_LOOK,), ('push_switch', 'pick_spoon'), VISION_LADDER4,
+                          tuple(range(380, 392)), 160),
+    'eval9_looks': ((7081, 7082, 7083), TASKS,
+                    ('scripted:0', 'scripted:1', 'scripted:2', 'scripted:3'), (100, 101, 102, 103),
+                    200),
+    'eval9_looks_ladder': ((7081, 7082, 7083), ('push_switch', 'pick_spoon'), VISION_LADDER4,
+                           (381,), 160),
 }
 #: Sets whose frames are kept at every control step (15 per second) instead of every 5th, so
 #: that a reading at any rate (round 8) is taken from the same episodes; every 5th of their
 #: frames is the frame the other sets keep.
 EVERY_STEP = ('eval8_demo_ladder', 'eval8_looks')
 #: Sets of a learned ladder alone, measured on their own (rows: all, per task, per rung).
-LADDER_ONLY = ('demo_ladder', 'eval6_demo_ladder', 'eval7_demo_ladder')
+LADDER_ONLY = ('demo_ladder', 'eval6_demo_ladder', 'eval7_demo_ladder', 'eval9_demo_ladder',
+               'eval9_looks_ladder')
 #: A held-out set -> the learned-ladder set on the same looks.
 LADDER_OF = {'looks': 'learned_ladder', 'new_looks': 'new_learned_ladder',
              'eval4_looks': 'eval4_learned_ladder'}
@@ -266,6 +288,16 @@ VARIANTS = {
                                  'train_families_real', 'train_demo', 'train_demo_families',
                                  'train7_demo_more')},
     'i_ensemble': {'ensemble_of': 'i_families_more', 'seeds': (0, 1, 2)},
+    # Round 9 (decided before measuring): i's inputs, settings and sets, the four learned-family
+    # sets among them (train_families, train_families_real, train_demo_families,
+    # train7_demo_more) collected again from the episode's first frame (the fixed labelled_run;
+    # the data dir's copies, not round 4-7's late frames), seeds 0-2, and those three seeds as
+    # one ensemble (the candidate); the vision ladder still in no training set.
+    'j_families_fixed': {'cameras': ('exterior_1', 'wrist'), 'normalise': True, 'epochs': 30,
+                         'sets': ('train', 'train_more', 'train_more2', 'train_families',
+                                  'train_families_real', 'train_demo', 'train_demo_families',
+                                  'train7_demo_more')},
+    'j_ensemble': {'ensemble_of': 'j_families_fixed', 'seeds': (0, 1, 2)},
 }
 #: Round 3's shipping rule (fixed before measuring; docs/scoring.md): a variant ships only if
 #: every one of its training seeds beats the shipped wrist checkpoint in Pearson r **and** stage
@@ -345,6 +377,25 @@ ROUND8_STAGE_MARGIN = 0.02
 #: ``rates eval8_demo_ladder eval8_looks --json``'s file, and where the verdict is written.
 ROUND8_FILES = (pathlib.Path('docs/scorer-round8-rates.json'),
                 pathlib.Path('docs/scorer-round8-rule.json'))
+
+#: Round 9's rule (fixed before measuring; docs/scoring.md, "Round 9"): a candidate (one
+#: checkpoint each: an ensemble) passes if on all of ``eval9_demo_ladder`` (the held-out family
+#: under lab_demo, seeds 380-391, 96 episodes) its Pearson r **and** stage accuracy each meet or
+#: beat (>=) the shipped families3's, **and** on ``eval9_looks`` (the scripted ladder under
+#: fresh looks 7081-7083, 144) it loses no more than ROUND9_LOOKS_MARGIN of Pearson r to
+#: families3. Of two passing, the higher r on ``eval9_demo_ladder`` ships (a tie: the first in
+#: ROUND9_CANDIDATES), as ROUND9_SHIPS_AS names, and becomes the recommendation.
+#: ``j_ensemble`` is the retrained candidate; ``h_ensemble`` (round 7's, trained on the late
+#: frames) is the one more: after the frame fix it read both re-read held-out sets above
+#: families3 in r and stage accuracy (docs/scoring.md, "After the frame fix"), with no rule
+#: written first.
+ROUND9_CANDIDATES = ('j_ensemble', 'h_ensemble')
+ROUND9_LOOKS_MARGIN = 0.03
+ROUND9_SHIPS_AS = {'j_ensemble': 'progress_scorer_families_fixed3.pt',
+                   'h_ensemble': 'progress_scorer_families_demo3.pt'}
+ROUND9_FILES = (pathlib.Path('docs/scorer-round9-ladder.json'),
+                pathlib.Path('docs/scorer-round9-looks.json'),
+                pathlib.Path('docs/scorer-round9-rule.json'))
 
 
 def look_stem(look: int | str) -> str:
@@ -741,6 +792,36 @@ def round7_rule(ladder: dict[str, Any], looks: dict[str, Any]) -> dict[str, Any]
                       else 'nothing (families3 stays the recommendation)')}
 
 
+def round9_rule(ladder: dict[str, Any], looks: dict[str, Any]) -> dict[str, Any]:
+    """Round 9's rule (``ROUND9_*``) read off ``measure eval9_demo_ladder``'s and ``measure
+    eval9_looks``' figures: which candidates meet or beat families3 on the held-out family,
+    within the margin on the fresh looks, which one ships, and which of the issue's three
+    targets each checkpoint measured meets on each set (recorded, not part of the rule)."""
+    (ladder_row, looks_row), figures_of = held_out_and_looks(ladder, looks)
+
+    base = figures_of('shipped families3 (')
+    assert base is not None, 'measure families3 on both sets'
+    candidates: dict[str, Any] = {}
+    for name in ROUND9_CANDIDATES:
+        mine = figures_of(f'{name} (')
+        if mine is not None:
+            mine['passes'] = bool(
+                (mine['pearson_r'] or -1) >= (base['pearson_r'] or -1)
+                and mine['stage_accuracy'] >= base['stage_accuracy']
+                and (mine['looks_pearson_r'] or -1)
+                >= (base['looks_pearson_r'] or -1) - ROUND9_LOOKS_MARGIN)
+        candidates[name] = mine
+    passing = [k for k, v in candidates.items() if v is not None and v['passes']]
+    best = max(passing, key=lambda k: candidates[k]['pearson_r'], default=None)  # first on a tie
+    targets = {row: {column: figures['targets'] for column, figures in table[row].items()}
+               for row, table in ((ladder_row, ladder), (looks_row, looks))}
+    return {'rows': [ladder_row, looks_row], 'families3': base, 'candidates': candidates,
+            'passing': passing,
+            'ships': (f'{best} as realm_ros/data/{ROUND9_SHIPS_AS[best]}' if best
+                      else 'nothing (families3 stays the recommendation)'),
+            'targets': targets}
+
+
 def round8_rule(rates: dict[str, Any]) -> dict[str, Any]:
     """Round 8's rule (``ROUND8_*``) read off ``rates eval8_demo_ladder eval8_looks``'s
     figures: which readings of ROUND8_CHECKPOINT beat its shipped reading on the held-out
@@ -895,6 +976,7 @@ def run_measure(args: argparse.Namespace) -> None:
                    'shipped wrist80': learned.WRIST80_CHECKPOINT,
                    'shipped families': learned.FAMILIES_CHECKPOINT,
                    'shipped families3': learned.FAMILIES3_CHECKPOINT,
+                   'shipped families_demo3': learned.FAMILIES_DEMO3_CHECKPOINT,
                    **{stem: args.data_dir / f'{stem}.pt'
                       for stem in (checkpoint_name(name, seed)
                                    for name in (VARIANTS if args.variants is None
@@ -1109,7 +1191,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('command', choices=('collect', 'train', 'measure', 'timing', 'touched',
                                             'finals', 'diagnose', 'round6', 'round7',
-                                            'rates'))
+                                            'round9', 'rates'))
     parser.add_argument('sets', nargs='*', default=[], metavar='SET',
                         help='collect: one set (default train); measure: the held-out sets '
                              'pooled (default looks)')
@@ -1145,7 +1227,8 @@ def main() -> None:
      'timing': run_timing, 'touched': run_touched, 'finals': run_finals,
      'diagnose': run_diagnose, 'rates': run_rates,
      'round6': lambda _: apply_round('round 6', ROUND6_FILES, round6_rule),
-     'round7': lambda _: apply_round('round 7', ROUND7_FILES, round7_rule)}[args.command](args)
+     'round7': lambda _: apply_round('round 7', ROUND7_FILES, round7_rule),
+     'round9': lambda _: apply_round('round 9', ROUND9_FILES, round9_rule)}[args.command](args)
 
 
 if __name__ == '__main__':

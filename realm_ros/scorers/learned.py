@@ -42,8 +42,9 @@ one that also reads the wrist camera, its frame pairs normalised, is
 ``realm_ros/data/progress_scorer_wrist.pt`` (bench/scorer_cameras.py); the same inputs trained on
 80 lab looks, ``realm_ros/data/progress_scorer_wrist80.pt``; the same inputs trained on
 episodes of more policy families, ``realm_ros/data/progress_scorer_families.pt``, and three
-training seeds of those as one ensemble, the one for a lab's look,
-``realm_ros/data/progress_scorer_families3.pt``.
+training seeds of those as one ensemble, ``realm_ros/data/progress_scorer_families3.pt``; with
+episodes under lab_demo's look too, three seeds as one ensemble, the one for a lab's look,
+``realm_ros/data/progress_scorer_families_demo3.pt``.
 """
 
 from __future__ import annotations
@@ -104,8 +105,16 @@ FAMILIES_CHECKPOINT = DEFAULT_CHECKPOINT.with_name('progress_scorer_families.pt'
 #: bench/scorer_cameras.py variant ``g_ensemble``), shipped by issue 42's round-5 rule (it beat
 #: FAMILIES_CHECKPOINT in r and stage accuracy on the 432 pooled scripted episodes of looks
 #: 7001-7003 + 7011-7013 + 7031-7033 and lost neither r nor success accuracy on the 336 pooled
-#: vision-ladder episodes; docs/scoring.md, "Round 5"): the checkpoint for a lab's look.
+#: vision-ladder episodes; docs/scoring.md, "Round 5"): the checkpoint for a lab's look until
+#: FAMILIES_DEMO3_CHECKPOINT replaced it in round 9.
 FAMILIES3_CHECKPOINT = DEFAULT_CHECKPOINT.with_name('progress_scorer_families3.pt')
+#: Round 6's recipe (FAMILIES_CHECKPOINT's episodes plus episodes under lab_demo's look; the
+#: learned vision ladder in none; the learned families' frames kept 4 steps late, as before the
+#: labelled_run fix) trained with three seeds as one ensemble (bench/scorer_cameras.py variant
+#: ``h_ensemble``), shipped by issue 42's round-9 rule (it met or beat FAMILIES3_CHECKPOINT
+#: in r and stage accuracy on 96 new episodes of the held-out vision ladder and lost no r on
+#: fresh looks 7081-7083; docs/scoring.md, "Round 9"): the checkpoint for a lab's look.
+FAMILIES_DEMO3_CHECKPOINT = DEFAULT_CHECKPOINT.with_name('progress_scorer_families_demo3.pt')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -1309,7 +1318,7 @@ __all__ = ['CALIBRATE_LAYERS', 'CALIBRATION_LOOKS', 'CalibrateConfig', 'DEFAULT_
            'LearnedScorer', 'PLANS', 'Plan', 'SHIPPED', 'TRAIN_LOOKS', 'TRAIN_PLANS',
            'TrainConfig', 'VALIDATION_SEEDS', 'WRIST80_CHECKPOINT', 'WRIST_CHECKPOINT',
            'MEDIAN_FRAMES', 'SAMPLE_FPS', 'agreement', 'decode',
-           'FAMILIES_CHECKPOINT', 'FAMILIES3_CHECKPOINT',
+           'FAMILIES_CHECKPOINT', 'FAMILIES3_CHECKPOINT', 'FAMILIES_DEMO3_CHECKPOINT',
            'baselines', 'build_net',
            'collect', 'ensemble', 'evaluate', 'networks', 'one_network',
            'load_checkpoint', 'load_episodes', 'look_stats', 'pearson_interval',
