@@ -44,10 +44,25 @@ def main() -> int:
                              "ray tracer (the Warp sweep's, on Warp's CPU device: shadows on, "
                              "as on a GPU machine) from the CPU twin's own states, so that the "
                              "physics is the CPU twin's and only the pictures are Warp's")
+    parser.add_argument('--warp-cameras', default='',
+                        help='with --pictures warp: only these cameras (comma separated) drawn '
+                             'by Warp, the others by OpenGL (default: every camera)')
+    parser.add_argument('--bottom-rows', type=int, default=0,
+                        help='with --pictures warp: the bottom N rows of each Warp-drawn camera '
+                             "are OpenGL's (where OpenGL's near plane cuts the hand in the wrist "
+                             "view); negative: only the bottom -N rows are Warp's")
+    parser.add_argument('--warp-shadows', choices=('on', 'off'), default='on',
+                        help="with --pictures warp: Warp's ray-traced shadows of the key light")
+    parser.add_argument('--no-textures', action='store_true',
+                        help='an ablation on both renderers: every material drawn without its '
+                             'texture (the worlds reset, then mat_texid cleared)')
     args = parser.parse_args()
     os.environ.setdefault('MUJOCO_GL', 'egl')
+    if args.no_textures:
+        _untextured()
     if args.pictures == 'warp':
-        _warp_pictures()
+        _warp_pictures(tuple(c for c in args.warp_cameras.split(',') if c), args.bottom_rows,
+                       args.warp_shadows == 'on')
     if args.darken:
         import numpy as np
 
@@ -89,27 +104,49 @@ def main() -> int:
         progressions = [round(r['progression'], 2) for r in records]
         steps = [int(r['steps']) for r in records]
         print(json.dumps({'setting': setting, 'darken': args.darken, 'pictures': args.pictures,
+                          'warp_cameras': args.warp_cameras or 'all',
+                          'bottom_rows': args.bottom_rows, 'warp_shadows': args.warp_shadows,
+                          'no_textures': args.no_textures,
                           'successes': wins,
                           'cells': len(records), 'progressions': progressions,
                           'steps': steps}), flush=True)
         rec.figure(f'twin_passes learned on the CPU twin, render {setting}, {len(records)} '
                    f'cells of seed {args.seed}, darken {args.darken:g}, pictures '
-                   f'{args.pictures}: successes',
+                   f'{args.pictures} ({args.warp_cameras or "all"}, bottom rows '
+                   f'{args.bottom_rows}, Warp shadows {args.warp_shadows}, textures '
+                   f'{"off" if args.no_textures else "on"}): successes',
                    wins / len(records), 'fraction', progressions=progressions, steps=steps,
                    policy=args.policy)
     return 0
 
 
-def _warp_pictures() -> None:
+def _untextured() -> None:
+    """Clear every material's texture after each reset (both renderers read the model)."""
+    from realm_ros.backends.mujoco.world import MujocoWorld
+
+    reset = MujocoWorld.reset
+
+    def untextured_reset(self: MujocoWorld, spec: Any) -> Any:
+        obs = reset(self, spec)
+        self.model.mat_texid[:] = -1
+        return obs
+
+    MujocoWorld.reset = untextured_reset  # type: ignore[method-assign]
+
+
+def _warp_pictures(only: tuple[str, ...] = (), bottom_rows: int = 0,
+                   shadows: bool = True) -> None:
     """Make every CPU twin world draw its camera images with a one-world ``WarpStepper``
     (``forward=False``: no Warp physics; each read loads the world's current poses), built
-    again at each episode (the switch is placed per episode)."""
+    again at each episode (the switch is placed per episode); ``only``: just these cameras
+    (the others OpenGL's); ``bottom_rows``: see ``--bottom-rows``."""
     import numpy as np
 
     from realm_ros.backends.mujoco.warp_sweep import WarpStepper
     from realm_ros.backends.mujoco.world import MujocoWorld
 
     steppers: dict[int, tuple[Any, Any]] = {}  # world -> (its episode's seed, stepper)
+    opengl = MujocoWorld.render
 
     def warp_render(self: MujocoWorld) -> dict[str, np.ndarray]:
         key = self.perturbation.get('seed')  # each cell its own seed
@@ -118,10 +155,17 @@ def _warp_pictures() -> None:
             size = (self.config.camera_width, self.config.camera_height)
             steppers[id(self)] = held = (key, WarpStepper(
                 [self], cameras=self.config.cameras, image_size=size, device='cpu',
-                shadows=True, forward=False))
+                shadows=shadows, forward=False))
         stepper = held[1]
         stepper.load_poses([self])
-        return {cam: img.copy() for cam, img in stepper.host_images(0).items()}
+        images = {cam: img.copy() for cam, img in stepper.host_images(0).items()}
+        gl = opengl(self) if only or bottom_rows else {}
+        for cam in (only or tuple(images)):
+            if bottom_rows > 0:
+                images[cam][-bottom_rows:] = gl[cam][-bottom_rows:]
+            elif bottom_rows < 0:
+                images[cam] = np.concatenate([gl[cam][:bottom_rows], images[cam][bottom_rows:]])
+        return {**gl, **{c: images[c] for c in (only or tuple(images))}}
 
     MujocoWorld.render = warp_render  # type: ignore[method-assign]
 
