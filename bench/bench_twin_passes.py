@@ -53,6 +53,9 @@ def main() -> int:
                              "view); negative: only the bottom -N rows are Warp's")
     parser.add_argument('--warp-shadows', choices=('on', 'off'), default='on',
                         help="with --pictures warp: Warp's ray-traced shadows of the key light")
+    parser.add_argument('--warp-texture-blur', type=int, default=0,
+                        help="with --pictures warp: Warp's textures box-filtered K x K before "
+                             "they go to the device (a fixed stand-in for OpenGL's mipmaps)")
     parser.add_argument('--no-textures', action='store_true',
                         help='an ablation on both renderers: every material drawn without its '
                              'texture (the worlds reset, then mat_texid cleared)')
@@ -62,7 +65,7 @@ def main() -> int:
         _untextured()
     if args.pictures == 'warp':
         _warp_pictures(tuple(c for c in args.warp_cameras.split(',') if c), args.bottom_rows,
-                       args.warp_shadows == 'on')
+                       args.warp_shadows == 'on', args.warp_texture_blur)
     if args.darken:
         import numpy as np
 
@@ -106,7 +109,7 @@ def main() -> int:
         print(json.dumps({'setting': setting, 'darken': args.darken, 'pictures': args.pictures,
                           'warp_cameras': args.warp_cameras or 'all',
                           'bottom_rows': args.bottom_rows, 'warp_shadows': args.warp_shadows,
-                          'no_textures': args.no_textures,
+                          'no_textures': args.no_textures, 'blur': args.warp_texture_blur,
                           'successes': wins,
                           'cells': len(records), 'progressions': progressions,
                           'steps': steps}), flush=True)
@@ -114,10 +117,22 @@ def main() -> int:
                    f'cells of seed {args.seed}, darken {args.darken:g}, pictures '
                    f'{args.pictures} ({args.warp_cameras or "all"}, bottom rows '
                    f'{args.bottom_rows}, Warp shadows {args.warp_shadows}, textures '
-                   f'{"off" if args.no_textures else "on"}): successes',
+                   f'{"off" if args.no_textures else "on"}, Warp texture blur '
+                   f'{args.warp_texture_blur}): successes',
                    wins / len(records), 'fraction', progressions=progressions, steps=steps,
                    policy=args.policy)
     return 0
+
+
+def _blur_textures(model: Any, k: int) -> None:
+    """Box-filter every 2-D texture of ``model`` k x k in place (edges repeated)."""
+    import cv2
+
+    for t in range(model.ntex):
+        h, w, c = int(model.tex_height[t]), int(model.tex_width[t]), int(model.tex_nchannel[t])
+        adr = int(model.tex_adr[t])
+        image = model.tex_data[adr:adr + h * w * c].reshape(h, w, c)
+        model.tex_data[adr:adr + h * w * c] = cv2.blur(image, (k, k)).reshape(-1)
 
 
 def _untextured() -> None:
@@ -135,7 +150,7 @@ def _untextured() -> None:
 
 
 def _warp_pictures(only: tuple[str, ...] = (), bottom_rows: int = 0,
-                   shadows: bool = True) -> None:
+                   shadows: bool = True, blur: int = 0) -> None:
     """Make every CPU twin world draw its camera images with a one-world ``WarpStepper``
     (``forward=False``: no Warp physics; each read loads the world's current poses), built
     again at each episode (the switch is placed per episode); ``only``: just these cameras
@@ -153,9 +168,15 @@ def _warp_pictures(only: tuple[str, ...] = (), bottom_rows: int = 0,
         held = steppers.get(id(self))
         if held is None or held[0] != key:
             size = (self.config.camera_width, self.config.camera_height)
-            steppers[id(self)] = held = (key, WarpStepper(
-                [self], cameras=self.config.cameras, image_size=size, device='cpu',
-                shadows=shadows, forward=False))
+            kept = self.model.tex_data.copy()
+            if blur > 1:  # the device's copy only: the host model is restored below
+                _blur_textures(self.model, blur)
+            try:
+                steppers[id(self)] = held = (key, WarpStepper(
+                    [self], cameras=self.config.cameras, image_size=size, device='cpu',
+                    shadows=shadows, forward=False))
+            finally:
+                self.model.tex_data[:] = kept
         stepper = held[1]
         stepper.load_poses([self])
         images = {cam: img.copy() for cam, img in stepper.host_images(0).items()}
