@@ -56,6 +56,8 @@ def main() -> int:
     parser.add_argument('--warp-texture-blur', type=int, default=0,
                         help="with --pictures warp: Warp's textures box-filtered K x K before "
                              "they go to the device (a fixed stand-in for OpenGL's mipmaps)")
+    parser.add_argument('--warp-spp', type=int, default=1,
+                        help="with --pictures warp: Warp's samples per pixel (supersampling)")
     parser.add_argument('--no-textures', action='store_true',
                         help='an ablation on both renderers: every material drawn without its '
                              'texture (the worlds reset, then mat_texid cleared)')
@@ -65,7 +67,7 @@ def main() -> int:
         _untextured()
     if args.pictures == 'warp':
         _warp_pictures(tuple(c for c in args.warp_cameras.split(',') if c), args.bottom_rows,
-                       args.warp_shadows == 'on', args.warp_texture_blur)
+                       args.warp_shadows == 'on', args.warp_texture_blur, args.warp_spp)
     if args.darken:
         import numpy as np
 
@@ -110,6 +112,7 @@ def main() -> int:
                           'warp_cameras': args.warp_cameras or 'all',
                           'bottom_rows': args.bottom_rows, 'warp_shadows': args.warp_shadows,
                           'no_textures': args.no_textures, 'blur': args.warp_texture_blur,
+                          'spp': args.warp_spp,
                           'successes': wins,
                           'cells': len(records), 'progressions': progressions,
                           'steps': steps}), flush=True)
@@ -118,7 +121,7 @@ def main() -> int:
                    f'{args.pictures} ({args.warp_cameras or "all"}, bottom rows '
                    f'{args.bottom_rows}, Warp shadows {args.warp_shadows}, textures '
                    f'{"off" if args.no_textures else "on"}, Warp texture blur '
-                   f'{args.warp_texture_blur}): successes',
+                   f'{args.warp_texture_blur}, spp {args.warp_spp}): successes',
                    wins / len(records), 'fraction', progressions=progressions, steps=steps,
                    policy=args.policy)
     return 0
@@ -150,7 +153,7 @@ def _untextured() -> None:
 
 
 def _warp_pictures(only: tuple[str, ...] = (), bottom_rows: int = 0,
-                   shadows: bool = True, blur: int = 0) -> None:
+                   shadows: bool = True, blur: int = 0, spp: int = 1) -> None:
     """Make every CPU twin world draw its camera images with a one-world ``WarpStepper``
     (``forward=False``: no Warp physics; each read loads the world's current poses), built
     again at each episode (the switch is placed per episode); ``only``: just these cameras
@@ -174,7 +177,8 @@ def _warp_pictures(only: tuple[str, ...] = (), bottom_rows: int = 0,
             try:
                 steppers[id(self)] = held = (key, WarpStepper(
                     [self], cameras=self.config.cameras, image_size=size, device='cpu',
-                    shadows=shadows, forward=False))
+                    shadows=shadows, forward=False,
+                    render_options={'samples_per_pixel': spp} if spp > 1 else None))
             finally:
                 self.model.tex_data[:] = kept
         stepper = held[1]
