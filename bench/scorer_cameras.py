@@ -716,6 +716,18 @@ def held_out_and_looks(ladder: dict[str, Any], looks: dict[str, Any]
     return (ladder_row, looks_row), figures_of
 
 
+#: What a round's verdict says ships when no candidate passes.
+NOTHING_SHIPS = 'nothing (families3 stays the recommendation)'
+
+
+def passing_and_best(candidates: dict[str, Any]) -> tuple[list[str], str | None]:
+    """A round's passing candidates (in the rule's order; ``None``: not measured) and the one
+    of them with the highest Pearson r on the held-out family (the first on a tie; None: none
+    passes)."""
+    passing = [k for k, v in candidates.items() if v is not None and v['passes']]
+    return passing, max(passing, key=lambda k: candidates[k]['pearson_r'], default=None)
+
+
 def round6_rule(ladder: dict[str, Any], looks: dict[str, Any]) -> dict[str, Any]:
     """Round 6's rule (``ROUND6_*``) read off ``measure eval6_demo_ladder``'s and ``measure
     eval5_looks``' figures: does every trained seed of the candidate pass against families3?
@@ -744,7 +756,7 @@ def round6_rule(ladder: dict[str, Any], looks: dict[str, Any]) -> dict[str, Any]
             'seeds_measured': [k for k, v in seeds.items() if v], 'mean_of_seeds': mean,
             'passes': passes,
             'ships': (f'{checkpoint_name(ROUND6_CANDIDATE, ROUND6_SHIPS_SEED)}' if passes
-                      else 'nothing (families3 stays the recommendation)')}
+                      else NOTHING_SHIPS)}
 
 
 def apply_round(label: str, files: tuple[pathlib.Path, ...],
@@ -784,12 +796,11 @@ def round7_rule(ladder: dict[str, Any], looks: dict[str, Any]) -> dict[str, Any]
                 and (mine['looks_pearson_r'] or -1)
                 >= (base['looks_pearson_r'] or -1) - ROUND7_LOOKS_MARGIN)
         candidates[name] = mine
-    passing = [k for k, v in candidates.items() if v is not None and v['passes']]
-    best = max(passing, key=lambda k: candidates[k]['pearson_r'], default=None)  # first on a tie
+    passing, best = passing_and_best(candidates)
     return {'rows': [ladder_row, looks_row], 'families3': base, 'h_mean_of_seeds': h_mean,
             'candidates': candidates, 'passing': passing,
             'ships': (f'{best} as realm_ros/data/{ROUND7_SHIPS_AS[best]}' if best
-                      else 'nothing (families3 stays the recommendation)')}
+                      else NOTHING_SHIPS)}
 
 
 def round9_rule(ladder: dict[str, Any], looks: dict[str, Any]) -> dict[str, Any]:
@@ -811,14 +822,13 @@ def round9_rule(ladder: dict[str, Any], looks: dict[str, Any]) -> dict[str, Any]
                 and (mine['looks_pearson_r'] or -1)
                 >= (base['looks_pearson_r'] or -1) - ROUND9_LOOKS_MARGIN)
         candidates[name] = mine
-    passing = [k for k, v in candidates.items() if v is not None and v['passes']]
-    best = max(passing, key=lambda k: candidates[k]['pearson_r'], default=None)  # first on a tie
+    passing, best = passing_and_best(candidates)
     targets = {row: {column: figures['targets'] for column, figures in table[row].items()}
                for row, table in ((ladder_row, ladder), (looks_row, looks))}
     return {'rows': [ladder_row, looks_row], 'families3': base, 'candidates': candidates,
             'passing': passing,
             'ships': (f'{best} as realm_ros/data/{ROUND9_SHIPS_AS[best]}' if best
-                      else 'nothing (families3 stays the recommendation)'),
+                      else NOTHING_SHIPS),
             'targets': targets}
 
 
@@ -848,8 +858,7 @@ def round8_rule(rates: dict[str, Any]) -> dict[str, Any]:
             and mine['looks_stage_accuracy'] >= base['looks_stage_accuracy']
             - ROUND8_STAGE_MARGIN)
         candidates[reading] = mine
-    passing = [k for k, v in candidates.items() if v['passes']]
-    best = max(passing, key=lambda k: candidates[k]['pearson_r'], default=None)  # first on a tie
+    passing, best = passing_and_best(candidates)
     return {'rows': [ladder_row, looks_row], 'checkpoint': ROUND8_CHECKPOINT,
             'readings': {k: {'stride': v[0], 'median_frames': v[1]}
                          for k, v in ROUND8_READINGS.items()},

@@ -17,8 +17,8 @@ LADDER, LOOKS, RULE = (json.loads((REPO / p).read_text()) for p in bench.ROUND7_
 
 
 def _column(figures, prefix):
-    row = figures[next(iter(figures))]
-    return next(v for k, v in row.items() if k.startswith(prefix))
+    """The figures (the measurement's own dict) of a checkpoint in a set's first row."""
+    return bench.checkpoint_figures(figures[next(iter(figures))], prefix)
 
 
 def _set(name, r, stage, looks_delta):
