@@ -212,9 +212,8 @@ def _shard(index: int, cells: list, options: dict, warmup: int, queue: Any,
     first = time.perf_counter() - t
     if queue is not None:
         queue[1].wait()
-    barrier = time.time()
+    start = time.time()  # the wall time counts the stagger's delay
     time.sleep(delay)
-    start = barrier if queue is not None else time.time()
     if steps:
         cells = [dataclasses.replace(c, spec=dataclasses.replace(c.spec, max_steps=steps))
                  for c in cells]

@@ -69,17 +69,12 @@ def main() -> int:
         _warp_pictures(tuple(c for c in args.warp_cameras.split(',') if c), args.bottom_rows,
                        args.warp_shadows == 'on', args.warp_texture_blur, args.warp_spp)
     if args.darken:
-        import numpy as np
-
-        from realm_ros.backends.mujoco.world import MujocoWorld
-
-        drawn = MujocoWorld.render
-
-        def darker(self: MujocoWorld) -> dict[str, np.ndarray]:
-            return {cam: np.clip(np.rint(img.astype(np.float32) - args.darken), 0, 255
-                                 ).astype(img.dtype) for cam, img in drawn(self).items()}
-
-        MujocoWorld.render = darker  # type: ignore[method-assign]
+        _darkened(args.darken)
+    # The experiment's settings: in each run's printed line and in its figure's name.
+    experiment = {'darken': args.darken, 'pictures': args.pictures,
+                  'warp_cameras': args.warp_cameras or 'all', 'bottom_rows': args.bottom_rows,
+                  'warp_shadows': args.warp_shadows, 'no_textures': args.no_textures,
+                  'blur': args.warp_texture_blur, 'spp': args.warp_spp}
     from realm_ros.core.sweep import SweepConfig, plan_cells
     from realm_ros.sweep.compare_cpu import cpu_runner, cpu_twin
 
@@ -108,23 +103,30 @@ def main() -> int:
         wins = sum(bool(r['success']) for r in records)
         progressions = [round(r['progression'], 2) for r in records]
         steps = [int(r['steps']) for r in records]
-        print(json.dumps({'setting': setting, 'darken': args.darken, 'pictures': args.pictures,
-                          'warp_cameras': args.warp_cameras or 'all',
-                          'bottom_rows': args.bottom_rows, 'warp_shadows': args.warp_shadows,
-                          'no_textures': args.no_textures, 'blur': args.warp_texture_blur,
-                          'spp': args.warp_spp,
-                          'successes': wins,
+        print(json.dumps({'setting': setting, **experiment, 'successes': wins,
                           'cells': len(records), 'progressions': progressions,
                           'steps': steps}), flush=True)
         rec.figure(f'twin_passes learned on the CPU twin, render {setting}, {len(records)} '
-                   f'cells of seed {args.seed}, darken {args.darken:g}, pictures '
-                   f'{args.pictures} ({args.warp_cameras or "all"}, bottom rows '
-                   f'{args.bottom_rows}, Warp shadows {args.warp_shadows}, textures '
-                   f'{"off" if args.no_textures else "on"}, Warp texture blur '
-                   f'{args.warp_texture_blur}, spp {args.warp_spp}): successes',
+                   f'cells of seed {args.seed}, '
+                   f'{", ".join(f"{k} {v}" for k, v in experiment.items())}: successes',
                    wins / len(records), 'fraction', progressions=progressions, steps=steps,
                    policy=args.policy)
     return 0
+
+
+def _darkened(levels: float) -> None:
+    """Subtract ``levels`` grey levels from every picture a CPU twin world draws."""
+    import numpy as np
+
+    from realm_ros.backends.mujoco.world import MujocoWorld
+
+    drawn = MujocoWorld.render
+
+    def darker(self: MujocoWorld) -> dict[str, np.ndarray]:
+        return {cam: np.clip(np.rint(img.astype(np.float32) - levels), 0, 255
+                             ).astype(img.dtype) for cam, img in drawn(self).items()}
+
+    MujocoWorld.render = darker  # type: ignore[method-assign]
 
 
 def _blur_textures(model: Any, k: int) -> None:
