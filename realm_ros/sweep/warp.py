@@ -218,7 +218,7 @@ def build_worlds(cells: Sequence[Cell], cameras: tuple[str, ...], size: tuple[in
     """Each cell's host world, reset to its episode, and the templates they were copied from.
 
     One world is built per (task, twin parameters) and the others copied from it before their
-    reset (``MujocoWorld.copy`` with new data: a fraction of a build); reset rebuilds a copy
+    reset (``MujocoWorld.copy_for_reset``: new data, a fraction of a build); reset rebuilds a copy
     whose perturbation changes the scene, as it rebuilds any world."""
     templates: dict[tuple[str, str], Any] = {}
     worlds = []
@@ -226,7 +226,7 @@ def build_worlds(cells: Sequence[Cell], cameras: tuple[str, ...], size: tuple[in
         key = (cell.spec.task, cell.sim_params_file)
         if key not in templates:
             templates[key] = _world(cell, cameras, size)
-        world = templates[key].copy(fresh_data=True)
+        world = templates[key].copy_for_reset()
         world.reset(cell.spec)
         worlds.append(world)
     return worlds, list(templates.values())

@@ -430,17 +430,14 @@ class MujocoWorld(World):
         """The target in force: (q_d rad, gripper g)."""
         return self._target_q.copy(), self._target_g
 
-    def copy(self, fresh_data: bool = False) -> 'MujocoWorld':
-        """Return a deep copy of this world (its own model, data, latency queue, random state).
-
-        ``fresh_data``: a copy about to be reset (``run_warp``'s worlds): it starts from new
-        data instead of a copy of this world's (the reset writes the state whole; copying an
-        MjData copies its 20 MB arena) and reads this world's pristine snapshot (read only).
-        Its model is always its own: a reset writes the model too (a fixture's placement, the
+    def copy_for_reset(self) -> 'MujocoWorld':
+        """Return a copy of this world to be reset before use (``run_warp``'s worlds): its own
+        model, latency queue and random state as a deep copy has them, but new data instead
+        of a copy of this world's (the reset writes the state whole; copying an MjData copies
+        its 20 MB arena), and this world's pristine snapshot read, not copied (read only). Its
+        model is always its own: a reset writes the model too (a fixture's placement, the
         perturbation's parameters); copies sharing one model ended with the last reset's
         switch panel in every world."""
-        if not fresh_data:
-            return copy.deepcopy(self)
         memo: dict[int, Any] = {id(self._pristine): self._pristine}
         memo[id(self.model)] = model = copy.deepcopy(self.model)
         memo[id(self.data)] = mujoco.MjData(model)
