@@ -145,6 +145,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              f'default {DEFAULT_COMPARE_CPU} with --device gpu, 0: none)')
     parser.add_argument('--batch', type=positive_int, default=1024,
                         help='gpu: worlds per MJX or Warp batch')
+    parser.add_argument('--cells-per-world', type=positive_int, default=1, metavar='K',
+                        help='gpu (Warp): units of K x --batch cells, run in --batch worlds, a '
+                             'world taking the next cell as soon as its episode ends (keeps the '
+                             'GPU full when episodes end at different steps; cells are written '
+                             'per unit, so an interrupted unit runs again whole)')
     parser.add_argument('--gpu-workers', type=positive_int, default=1,
                         help='gpu: batch worker processes sharing the GPU, one batch each '
                              '(the host side of a Warp batch, scoring and the policy chains, '
@@ -385,7 +390,8 @@ def run(args: argparse.Namespace) -> int:
                     cameras_for, servers, progress=bar.update, rerun_changed=rerun_changed)
                 cells, run_info, log = decided.cells, decided.run, decided.log
             else:
-                run_info, log = run_sweep(cells, executor, out, args.batch,
+                run_info, log = run_sweep(cells, executor, out,
+                                          args.batch * args.cells_per_world,
                                           progress=bar.update, rerun_changed=rerun_changed)
     except InfrastructureError as err:
         print(f'realm-ros sweep: {err}\n(finished cells are kept in {out}; re-run the same '

@@ -55,6 +55,9 @@ class WarpOptions:
     #: The observations read Warp's own derived quantities (``WarpStepper`` ``hand_back``)
     #: instead of a host ``mj_forward`` per world.
     hand_back: bool = False
+    #: A world whose episode ends takes the next cell at once (False: batches of ``batch``
+    #: cells one after another, each stepped until its longest episode ends).
+    refill: bool = True
 
 
 def refuse_on_warp(cells: Sequence[Cell]) -> None:
@@ -142,11 +145,17 @@ class WarpBatchRunner:
 def run_warp(cells: Sequence[Cell], runner: WarpBatchRunner,
              progress: Callable[[int], None] | None = None
              ) -> tuple[list[dict], dict[str, float]]:
-    """Run ``cells`` in Warp batches of up to ``runner.options.batch`` worlds (grouped by scene
-    structure and executed chunk length); records in cell order and the timing summed."""
+    """Run ``cells`` on MuJoCo Warp, grouped by world template (task and twin parameters) and
+    executed chunk length, each group in up to ``runner.options.batch`` worlds; records in cell
+    order and the timing summed.
+
+    With ``options.refill`` (the default) a group's worlds take its cells one after another:
+    a world whose episode ends is reset to the group's next cell and loaded into its slot of
+    the batch (``run_batch``, ``WarpStepper.replace``), so the batch stays full until the cells
+    run out. Without: batches of ``batch`` cells one after another, each stepped until its
+    longest episode ends."""
     from realm_ros.backends.mujoco import warp_sweep
     from realm_ros.backends.mujoco.batch import run_batch
-    from realm_ros.backends.mujoco.mjx_sweep import structure_key
     from realm_ros.core.policy import make_policy
 
     refuse_on_warp(cells)
@@ -154,8 +163,6 @@ def run_warp(cells: Sequence[Cell], runner: WarpBatchRunner,
     device = runner.device()
     cameras = tuple(c for c in warp_sweep.ALL_CAMERAS
                     if any(c in cell.cameras for cell in cells))
-    t0 = time.perf_counter()
-    worlds, templates = build_worlds(cells, cameras, opts.image_size)
     inners, execute = [], []
     for i, cell in enumerate(cells):
         if cell.entry.policy == 'learned':
@@ -165,14 +172,21 @@ def run_warp(cells: Sequence[Cell], runner: WarpBatchRunner,
         inners.append(inner)
         execute.append(cell.execute_horizon or inner.needs.horizon)
     groups: dict[tuple, list[int]] = {}
-    for i, w in enumerate(worlds):
-        groups.setdefault((structure_key(w), execute[i]), []).append(i)
-    timing: dict[str, float] = {'build_s': time.perf_counter() - t0, 'groups': 0,
-                                'world_steps': 0, 'sim_s': 0.0}
+    for i, cell in enumerate(cells):
+        groups.setdefault((cell.spec.task, cell.sim_params_file, execute[i]), []).append(i)
+    timing: dict[str, float] = {'build_s': 0.0, 'groups': 0, 'world_steps': 0, 'sim_s': 0.0}
     records: list[Any] = [None] * len(cells)
-    for (_, horizon), members in groups.items():
-        for lo in range(0, len(members), opts.batch):
-            idx = members[lo:lo + opts.batch]
+    templates: list[Any] = []
+    for (_, _, horizon), members in groups.items():
+        t0 = time.perf_counter()
+        templates.append(_world(cells[members[0]], cameras, opts.image_size))
+        timing['build_s'] += time.perf_counter() - t0
+        batches = ([members] if opts.refill else
+                   [members[lo:lo + opts.batch] for lo in range(0, len(members), opts.batch)])
+        for idx in batches:
+            t0 = time.perf_counter()
+            worlds = slot_worlds(templates[-1], min(opts.batch, len(idx)))
+            timing['build_s'] += time.perf_counter() - t0
             steppers: list[warp_sweep.WarpStepper] = []
 
             def current(steppers: list = steppers) -> warp_sweep.WarpStepper | None:
@@ -184,52 +198,42 @@ def run_warp(cells: Sequence[Cell], runner: WarpBatchRunner,
                     opts.shadows, opts.graph, hand_back=opts.hand_back))
                 return steppers[-1]
 
-            # Views index the batch's worlds (the stepper's order), not the cells.
-            for k, i in enumerate(idx):
-                view = inners[i]
+            def on_slot(e: int, k: int, idx: list[int] = idx) -> None:
+                view = inners[idx[e]]  # a view reads its world's images: the batch's slot
                 if isinstance(view, LearnedView):
                     view.index = k
+
             host: dict[str, float] = {}
             results = run_batch(
-                [worlds[i] for i in idx], [inners[i] for i in idx],
-                [cells[i].spec for i in idx], factory, progress=progress,
-                execute=horizon,
-                infer_batch=make_infer_batch(current), timing=host)
+                worlds, [inners[i] for i in idx], [cells[i].spec for i in idx], factory,
+                progress=progress, execute=horizon, infer_batch=make_infer_batch(current),
+                timing=host, on_slot=on_slot)
             for name, value in host.items():
                 timing[f'host_{name}'] = timing.get(f'host_{name}', 0.0) + value
             for k, i in enumerate(idx):
                 records[i] = results[k].to_record()
                 timing['world_steps'] += results[k].steps
                 timing['sim_s'] += results[k].steps / robot.CONTROL_HZ
-            for name, value in steppers[0].timing.items():
-                timing[name] = timing.get(name, 0.0) + value
+            for stepper in steppers:
+                for name, value in stepper.timing.items():
+                    timing[name] = timing.get(name, 0.0) + value
             timing['groups'] += 1
+            for w in worlds:
+                w.close()
     for batch in runner._learned.values():
         for name, value in batch.timing.items():
             timing[f'policy_{name}'] = timing.get(f'policy_{name}', 0.0) + value
             batch.timing[name] = 0
-    for w in [*worlds, *templates]:
+    for w in templates:
         w.close()
     return records, timing
 
 
-def build_worlds(cells: Sequence[Cell], cameras: tuple[str, ...], size: tuple[int, int]
-                 ) -> tuple[list[Any], list[Any]]:
-    """Each cell's host world, reset to its episode, and the templates they were copied from.
-
-    One world is built per (task, twin parameters) and the others copied from it before their
-    reset (``MujocoWorld.copy_for_reset``: new data, a fraction of a build); reset rebuilds a copy
-    whose perturbation changes the scene, as it rebuilds any world."""
-    templates: dict[tuple[str, str], Any] = {}
-    worlds = []
-    for cell in cells:
-        key = (cell.spec.task, cell.sim_params_file)
-        if key not in templates:
-            templates[key] = _world(cell, cameras, size)
-        world = templates[key].copy_for_reset()
-        world.reset(cell.spec)
-        worlds.append(world)
-    return worlds, list(templates.values())
+def slot_worlds(template: Any, count: int) -> list[Any]:
+    """``count`` worlds copied from ``template`` (``MujocoWorld.copy_for_reset``: new data, a
+    fraction of a build), each with a model of its own, for :func:`run_batch` to reset to its
+    episodes one after another."""
+    return [template.copy_for_reset() for _ in range(count)]
 
 
 @functools.lru_cache(maxsize=16)

@@ -77,11 +77,35 @@ def test_infer_batch_equals_each_policys_infer(skill):
             obs = world.step()
 
 
-def test_run_batch_with_the_cpu_stepper_reproduces_run_episode():
+class _Refusing:
+    """A CPU stepper whose batch refuses every second episode loaded into it (as a Warp
+    batch refuses a model it cannot hold): those run in a batch of their own after."""
+
+    def __init__(self, worlds):
+        from realm_ros.backends.mujoco.batch import CpuStepper
+
+        self.inner = CpuStepper(worlds)
+        self.name, self.calls = '', 0
+
+    @property
+    def derived(self):
+        return self.inner.derived
+
+    def step(self, rows):
+        return self.inner.step(rows)
+
+    def replace(self, slot, world):
+        self.calls += 1
+        return self.calls % 2 == 0 and self.inner.replace(slot, world)
+
+
+@pytest.mark.parametrize('slots,refusing', [(8, False), (3, False), (3, True)])
+def test_run_batch_with_the_cpu_stepper_reproduces_run_episode(slots, refusing):
     """The lockstep loop (policy chains, period controls with latency, state hand-back,
     scoring) gives each world's run_episode record and joint trajectory exactly, across
     perturbations that change the scene (V-SC), the model (B-HOBJ) and the pose (VB-POSE),
-    with a latency queue and episodes of different lengths."""
+    with a latency queue and episodes of different lengths; and so it does with 8 episodes in
+    3 worlds, each world taking the next episode as soon as its own ends."""
     from realm_ros.backends.mujoco.batch import CpuStepper, run_batch
     from realm_ros.backends.mujoco.world import MujocoWorld
     from realm_ros.core.episode import run_episode
@@ -101,18 +125,47 @@ def test_run_batch_with_the_cpu_stepper_reproduces_run_episode():
             on_step=lambda k, o, a, p, qs=qs: qs.append(o.joints.position)))
         traj_cpu.append(np.array(qs))
     worlds = [MujocoWorld(WorldConfig(task=s.task, cameras=(), camera_rate_hz=0.0),
-                          latency_s=0.01) for s in specs]
+                          latency_s=0.01) for s in specs[:slots]]
     traj = [[] for _ in specs]
-    got = run_batch(worlds, [ScriptedPolicy() for _ in specs], specs, CpuStepper,
+    taken: list[tuple[int, int]] = []
+    got = run_batch(worlds, [ScriptedPolicy() for _ in specs], specs,
+                    _Refusing if refusing else CpuStepper,
                     on_step=lambda i, k, o: traj[i].append(o.joints.position),
-                    infer_batch=infer_batch)
+                    infer_batch=infer_batch, on_slot=lambda i, k: taken.append((i, k)))
     assert len({r.steps for r in expected}) > 1  # some end early (success), some do not
+    # every episode ran once, in a world; with 3 worlds a world took the one that ended first
+    assert sorted(set(i for i, _ in taken)) == list(range(len(specs)))
+    assert {k for _, k in taken} == set(range(slots))
+    if slots < len(specs) and not refusing:
+        first_end = min(range(slots), key=lambda i: (expected[i].steps, i))
+        assert taken[slots] == (slots, first_end)
     for e, g, qe, qg in zip(expected, got, traj_cpu, traj):
         re, rg = e.to_record(), g.to_record()
         for key in ('wall_time_s',):
             re.pop(key), rg.pop(key)
         assert rg == re
         np.testing.assert_array_equal(np.array(qg), qe)
+
+
+def test_run_batch_refuses_more_episodes_than_worlds_without_a_stepper_that_reloads():
+    from realm_ros.backends.mujoco.batch import CpuStepper, run_batch
+    from realm_ros.backends.mujoco.world import MujocoWorld
+    from realm_ros.policies.scripted import ScriptedPolicy
+
+    class Fixed:  # a stepper that steps the worlds it was built with, and no others
+        name = ''
+
+        def __init__(self, worlds):
+            self.inner = CpuStepper(worlds)
+            self.derived = None
+
+        def step(self, rows):
+            return self.inner.step(rows)
+
+    specs = _specs('push_switch', ['Default'], [0, 1], 5)
+    world = MujocoWorld(WorldConfig(task='push_switch', cameras=(), camera_rate_hz=0.0))
+    with pytest.raises(ValueError, match='2 episodes in 1 worlds need a stepper'):
+        run_batch([world], [ScriptedPolicy() for _ in specs], specs, Fixed)
 
 
 def test_grid_plans_cells_and_refuses_incompatible_pairs():

@@ -219,30 +219,34 @@ def _model_arrays(model) -> dict[str, np.ndarray]:
             if not name.startswith('_') and isinstance(getattr(model, name), np.ndarray)}
 
 
-def test_built_worlds_are_fresh_worlds_each_with_its_own_model():
-    """build_worlds: every world's state and whole model after its reset are those of a world
+def test_slot_worlds_reset_to_each_episode_as_fresh_worlds_with_models_of_their_own():
+    """slot_worlds: every world's state and whole model after each reset are those of a world
     built for its cell alone, each world reads a model of its own (a reset writes the model:
     push_switch's panel is placed per world; once the worlds shared one, every world had the
     last reset's panel and the learned policy succeeded in 4 % of 4,096 Warp cells), under
-    Default and under a perturbation that changes the model (V-LIGHT), and one step from the
-    same target lands where a fresh world's does (the target frame's scratch kinematics
-    data is each world's own)."""
+    Default and under a perturbation that changes the model (V-LIGHT), also when a world is
+    reset to its next episode after one (the refill: a V-LIGHT episode, then a Default one), and
+    one step from the same target lands where a fresh world's does (the target frame's scratch
+    kinematics data is each world's own)."""
     import dataclasses
 
-    from realm_ros.sweep.warp import _world, build_worlds
+    from realm_ros.sweep.warp import _world, slot_worlds
 
     default = _cells('scripted:0', 3, 5, cameras=())
     perturbed = [dataclasses.replace(c, cameras=()) for c in plan_cells(SweepConfig(
         tasks=('push_switch',), policies=('scripted:0',), perturbations=('V-LIGHT',),
         episodes_per_cell=1, max_steps=5, worlds=('warp',))) if c.spec.perturbation == 'V-LIGHT']
     cells = [default[0], *perturbed, *default[1:]]
-    worlds, templates = build_worlds(cells, (), (64, 36))
-    assert len(templates) == 1
-    assert len({id(w.model) for w in [*worlds, *templates]}) == len(worlds) + 1
-    assert len({id(w.data) for w in worlds}) == len(worlds)
-    # the switch is placed per episode, in the model
-    panels = {tuple(w.model.body_pos[w.model.body('light_switch').id]) for w in worlds}
-    for cell, world in zip(cells, worlds):
+    template = _world(cells[0], (), (64, 36))
+    worlds = slot_worlds(template, 2)
+    assert len({id(w.model) for w in [*worlds, template]}) == 3
+    assert len({id(w.data) for w in worlds}) == 2
+    panels, lights = set(), []
+    for k, cell in enumerate(cells):  # world k % 2 takes episode k: two episodes each
+        world = worlds[k % 2]
+        world.reset(cell.spec)
+        panels.add(tuple(world.model.body_pos[world.model.body('light_switch').id]))
+        lights.append(np.array(world.model.light_diffuse))
         fresh = _world(cell, (), (64, 36))
         fresh.reset(cell.spec)
         for field in ('qpos', 'qvel', 'act', 'ctrl', 'mocap_pos', 'mocap_quat', 'xpos',
@@ -251,18 +255,15 @@ def test_built_worlds_are_fresh_worlds_each_with_its_own_model():
         mine, theirs = _model_arrays(world.model), _model_arrays(fresh.model)
         assert mine.keys() == theirs.keys()
         for name in mine:
-            assert np.array_equal(mine[name], theirs[name]), name
-    assert len(panels) == len(worlds)
-    assert not np.array_equal(worlds[1].model.light_diffuse, worlds[0].model.light_diffuse)
-    for cell, world in zip(cells, worlds):
-        fresh = _world(cell, (), (64, 36))
-        fresh.reset(cell.spec)
+            assert np.array_equal(mine[name], theirs[name]), (k, name)
         q = fresh.data.qpos[:7] + 0.05
         for w in (fresh, world):
             w.hold(q, 0.5)
             w.step_physics(8)
         assert np.array_equal(fresh.data.qpos, world.data.qpos)
         assert np.array_equal(fresh.data.mocap_pos, world.data.mocap_pos)
+    assert len(panels) == len(cells)  # the switch is placed per episode, in the model
+    assert not np.array_equal(lights[1], lights[0]) and np.array_equal(lights[3], lights[0])
 
 
 # -- MuJoCo Warp on the CPU device --------------------------------------------------------
@@ -336,15 +337,20 @@ def test_warp_scripted_episodes_follow_the_cpu_twin():
 def test_warp_learned_sweep_renders_batched_and_matches_the_cpu_records():
     """Two worlds of the learned checkpoint, 9 control steps (two chunks: the second query
     reads the images the device rendered after 8 steps): the records agree with the CPU
-    twin's within the sweep's tolerance, and the cameras were rendered on the device twice."""
+    twin's within the sweep's tolerance, the cameras were rendered on the device twice, and
+    the same two cells run one after the other in one world give the same records."""
     from realm_ros.sweep.compare_cpu import cpu_runner, cpu_twin
-    from realm_ros.sweep.warp import run_warp
+    from realm_ros.sweep.warp import WarpBatchRunner, run_warp
 
     runner = _warp_runner()
     cells = _cells(f'final=learned:path={CHECKPOINT}', 2, 9)
     records, timing = run_warp(cells, runner)
     assert timing['renders'] == 2 and timing['policy_calls'] == 2
     assert [r['steps'] for r in records] == [9, 9]
+    # the two cells one after the other in one world (the refill): each reads its own images
+    one, _ = run_warp(cells, WarpBatchRunner(batch=1, device='cpu', image_size=(64, 36)))
+    assert ([{k: v for k, v in r.items() if k != 'wall_time_s'} for r in one]
+            == [{k: v for k, v in r.items() if k != 'wall_time_s'} for r in records])
     cpu_side = cpu_runner((64, 36))
     try:
         cpu = [cpu_side.run(cpu_twin(c)) for c in cells]
@@ -433,6 +439,72 @@ def test_warp_hands_back_the_derived_quantities_the_host_forward_rebuilds():
                     np.testing.assert_allclose(p_dev[key], value, atol=1e-5, err_msg=key)
                 else:
                     assert p_dev[key] == value, key
+
+
+@pytest.mark.slow
+@warp_cpu
+def test_a_world_refilled_with_the_next_cell_runs_it_as_a_batch_of_its_own_would():
+    """run_warp's refill: 5 scripted cells of different lengths in 2 worlds, each world taking
+    the next cell when its episode ends, give the records of the 5 cells run as one batch of
+    5 worlds."""
+    import dataclasses
+
+    from realm_ros.sweep.warp import WarpBatchRunner, run_warp
+
+    cells = [dataclasses.replace(c, spec=dataclasses.replace(c.spec, max_steps=steps))
+             for c, steps in zip(_cells('scripted:0', 5, 8, cameras=()), (4, 7, 3, 6, 5))]
+    got = {}
+    for batch, refill in ((2, True), (5, False)):
+        runner = WarpBatchRunner(batch=batch, device='cpu', refill=refill)
+        records, timing = run_warp(cells, runner)
+        got[refill] = [{k: v for k, v in r.items() if k != 'wall_time_s'} for r in records]
+        assert timing['world_steps'] == 4 + 7 + 3 + 6 + 5
+    assert [r['steps'] for r in got[True]] == [4, 7, 3, 6, 5]
+    assert got[True] == got[False]
+
+
+@pytest.mark.slow
+@warp_cpu
+def test_a_replaced_world_draws_and_steps_as_a_new_batch_would():
+    """WarpStepper.replace: world 0 reset to another cell and loaded into slot 0 renders the
+    pictures and takes the step a batch built with that world does; a world whose model
+    differs where the batch holds one value for all (V-LIGHT's lights) is refused."""
+    import dataclasses
+
+    from realm_ros.backends.mujoco.warp_sweep import WarpStepper
+    from realm_ros.sweep.warp import _world
+
+    cells = _cells('scripted:0', 3, 5, cameras=('exterior_1', 'wrist'))
+    size = (64, 36)
+
+    def worlds_for(chosen):
+        out = []
+        for c in chosen:
+            w = _world(c, c.cameras, size)
+            w.reset(c.spec)
+            out.append(w)
+        return out
+
+    worlds = worlds_for(cells[:2])
+    stepper = WarpStepper(worlds, cells[0].cameras, size, device='cpu', graph=False)
+    worlds[0].reset(cells[2].spec)
+    assert stepper.replace(0, worlds[0])
+    fresh_worlds = worlds_for([cells[2], cells[1]])
+    fresh = WarpStepper(fresh_worlds, cells[0].cameras, size, device='cpu', graph=False)
+    a = stepper.render().numpy().astype(int)
+    b = fresh.render().numpy().astype(int)
+    diff = np.abs(a[0] - b[0])
+    print(f'replaced vs new batch, slot 0: mean {diff.mean():.3f}, max {diff.max()} levels')
+    assert diff.mean() < 0.5 and np.mean(diff > 8) < 0.01
+    assert not np.array_equal(a[0], stepper.render().numpy()[1])  # another world's pictures
+    rows = [w.period_controls() for w in worlds]
+    (_, after), (_, after_fresh) = stepper.step(rows)[0], fresh.step(rows)[0]
+    np.testing.assert_allclose(after[0], after_fresh[0], atol=1e-5)
+    light = [dataclasses.replace(c, cameras=cells[0].cameras) for c in plan_cells(SweepConfig(
+        tasks=('push_switch',), policies=('scripted:0',), perturbations=('V-LIGHT',),
+        episodes_per_cell=1, max_steps=5, worlds=('warp',))) if c.spec.perturbation == 'V-LIGHT']
+    lit = worlds_for(light[:1])[0]
+    assert not stepper.replace(1, lit)
 
 
 def test_coplanar_decals_are_the_window_and_the_whiteboard():

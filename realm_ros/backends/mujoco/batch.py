@@ -66,6 +66,12 @@ class Stepper(Protocol):
     def step(self, rows: Sequence[Rows]) -> list[tuple[State, State]]:
         """Return per world (state before the period's last physics step, state after)."""
 
+    def replace(self, slot: int, world: MujocoWorld) -> bool:
+        """Load ``world`` (just reset to a new episode) into world ``slot`` of the batch and
+        return True; False where the batch cannot hold its model (the episode then runs in a
+        batch of its own). Optional: :func:`run_batch` calls it only when episodes outnumber
+        the worlds."""
+
 
 class CpuStepper:
     """``mj_step`` per world on its own copy of the world's model and data (the reference).
@@ -90,12 +96,22 @@ class CpuStepper:
         self.derived: Derived | None = None
         #: Seconds (``TIMER``) spent copying the derived quantities out (part of ``step``).
         self.timing = {'derived': 0.0}
-        self._data = []
-        for w in worlds:
-            d = mujoco.MjData(w.model)
-            d.qpos[:], d.qvel[:], d.time = w.data.qpos, w.data.qvel, w.data.time
-            d.act[:] = w.data.act
-            self._data.append(d)
+        self._transform = transform
+        self._data = [self._load(w) for w in worlds]
+
+    @staticmethod
+    def _load(w: MujocoWorld) -> Any:
+        d = mujoco.MjData(w.model)
+        d.qpos[:], d.qvel[:], d.time = w.data.qpos, w.data.qvel, w.data.time
+        d.act[:] = w.data.act
+        return d
+
+    def replace(self, slot: int, world: MujocoWorld) -> bool:
+        """World ``slot`` steps ``world``'s model and state from now on (``Stepper.replace``)."""
+        self._models[slot] = (world.model if self._transform is None
+                              else self._transform(world.model))
+        self._data[slot] = self._load(world)
+        return True
 
     def step(self, rows: Sequence[Rows]) -> list[tuple[State, State]]:
         out = []
@@ -158,11 +174,21 @@ def run_batch(worlds: Sequence[MujocoWorld], inners: Sequence[Policy],
               progress: Callable[[int], None] | None = None,
               drawer_rule: str = 'realm_code', execute: int = 8,
               infer_batch: BatchInfer | None = None, batched: bool = True,
-              timing: dict[str, float] | None = None) -> list[EpisodeResult]:
-    """Run one episode per world (``specs[i]`` with ``inners[i]`` in ``worlds[i]``) in lockstep
-    and return the results in order, scored as :func:`run_episode` scores them and named as
-    it names them (each world's name, or the stepper's where its physics replaces the worlds':
+              timing: dict[str, float] | None = None,
+              on_slot: Callable[[int, int], None] | None = None) -> list[EpisodeResult]:
+    """Run episode i (``specs[i]`` with ``inners[i]``) in the worlds, in lockstep, and return
+    the results in episode order, scored as :func:`run_episode` scores them and named as it
+    names them (each world's name, or the stepper's where its physics replaces the worlds':
     ``Stepper.name``).
+
+    ``worlds`` are the batch's slots. With as many episodes as worlds, episode i runs in world
+    i. With more episodes (the worlds of one template: same task and twin parameters), the
+    first ``len(worlds)`` start and each world that ends an episode takes the next one at once
+    (reset on the host, then loaded into the stepper's slot: :meth:`Stepper.replace`), so every
+    slot stays busy while episodes remain instead of the whole batch waiting for its longest
+    episode; an episode whose model the stepper's batch cannot hold (``replace`` False) runs in
+    a batch of its own after. ``on_slot(i, k)`` is told when episode i takes world k (before its
+    reset: a learned view reads slot k's images).
 
     ``stepper_factory(worlds)`` is called after every world was reset (it reads their initial
     states and models). ``progress(n)`` is told when n more episodes have ended.
@@ -178,38 +204,84 @@ def run_batch(worlds: Sequence[MujocoWorld], inners: Sequence[Policy],
     ``timing``: seconds added per phase of the host's loop (``policy``: the policies' chunks;
     ``chain``; ``controls``: the worlds' targets and ``period_controls``; ``stepper``;
     ``load``: each world's ``load_step``, its observation; ``score``: advancing and judging
-    each episode) and ``steps`` (control steps of the batch).
+    each episode; ``refill``: the next episodes' resets and loads; ``reset``: the first
+    episodes' resets; ``setup``: building the stepper) and ``steps`` (control steps of the
+    batch).
     """
-    n = len(worlds)
+    if len(inners) != len(specs):
+        raise ValueError(f'run_batch: {len(inners)} policies for {len(specs)} episodes')
+    if len(specs) < len(worlds):
+        raise ValueError(f'run_batch: {len(worlds)} worlds for {len(specs)} episodes')
+    slots = len(worlds)
     start = time.monotonic()
     chains, links = zip(*(prepared_chain(p, execute) for p in inners))
     chunkers = [_chunker(c) for c in chains]
-    together = BatchedChain(n, execute) if batched else None
+    together = BatchedChain(slots, execute) if batched else None
     states = [EpisodeState(s, drawer_rule, wall_start=start) for s in specs]
-    results: list[EpisodeResult | None] = [None] * n
-    obs: list[Observation] = []
-    for i, (w, s) in enumerate(zip(worlds, specs)):
-        obs.append(w.reset(s))
-        states[i].begin(obs[i], w.time)
+    results: list[EpisodeResult | None] = [None] * len(specs)
+    obs: dict[int, Observation] = {}
+    slot_of: dict[int, int] = {}
+    names: dict[int, str] = {}
+
+    def begin(i: int, k: int) -> None:
+        if on_slot is not None:
+            on_slot(i, k)
+        slot_of[i] = k
+        obs[i] = worlds[k].reset(specs[i])
+        states[i].begin(obs[i], worlds[k].time)
         if together is None:
-            chains[i].reset(s)
+            chains[i].reset(specs[i])
         else:
-            inners[i].reset(s)
-    stepper = stepper_factory(worlds)
-    held: list[Rows | None] = [None] * n
-    live = [i for i in range(n) if not states[i].over]
+            together.reset([k])
+            inners[i].reset(specs[i])
+
     clock = _Clock(timing)
+    for i in range(slots):
+        begin(i, i)
+    clock.lap('reset')
+    waiting = list(range(slots, len(specs)))
+    deferred: list[int] = []
+    stepper = stepper_factory(worlds)
+    clock.lap('setup')
+    if waiting and not hasattr(stepper, 'replace'):
+        raise ValueError(f'run_batch: {len(specs)} episodes in {slots} worlds need a stepper '
+                         f'that loads a new episode into a world ({type(stepper).__name__} '
+                         'has no replace)')
+    held: list[Rows | None] = [None] * slots
+    live = [i for i in range(slots) if not states[i].over]
 
     def finish(i: int) -> None:
-        results[i] = states[i].result(stepper.name or worlds[i].name, worlds[i].time)
+        k = slot_of[i]
+        names[i] = stepper.name or worlds[k].name
+        results[i] = states[i].result(names[i], worlds[k].time)
         if progress is not None:
             progress(1)
 
-    for i in range(n):
-        if i not in live:
-            finish(i)
+    def refill(ended: Sequence[int]) -> list[int]:
+        """The next waiting episodes into the ended episodes' worlds; the new live ones."""
+        started: list[int] = []
+        for i in ended:
+            k = slot_of[i]
+            while waiting:
+                j = waiting.pop(0)
+                begin(j, k)
+                if not stepper.replace(k, worlds[k]):
+                    deferred.append(j)
+                    continue
+                held[k] = None
+                if states[j].over:
+                    finish(j)
+                    continue
+                started.append(j)
+                break
+        return started
+
+    ended = [i for i in range(slots) if i not in live]
+    for i in ended:
+        finish(i)
+    live += refill(ended)
     while live:
-        ended: list[int] = []
+        ended = []
         if together is None:
             if infer_batch is not None:
                 batch = [i for i in live if _queries(chunkers[i])]
@@ -218,17 +290,18 @@ def run_batch(worlds: Sequence[MujocoWorld], inners: Sequence[Policy],
                     links[i].chunk = chunk
             clock.lap('policy')
             for i in live:
+                w = worlds[slot_of[i]]
                 try:
                     chunk = chains[i].infer(obs[i])
-                    worlds[i].apply(chunk[0])
-                    held[i] = worlds[i].period_controls()
+                    w.apply(chunk[0])
+                    held[slot_of[i]] = w.period_controls()
                 except InfrastructureError as err:
                     states[i].fail(str(err))
                     ended.append(i)
             clock.lap('controls')
         else:
             asks = together.queries()
-            batch = [i for i in live if asks[i]]
+            batch = [i for i in live if asks[slot_of[i]]]
             if infer_batch is not None:
                 chunks = list(infer_batch([inners[i] for i in batch], [obs[i] for i in batch]))
             else:
@@ -241,34 +314,36 @@ def run_batch(worlds: Sequence[MujocoWorld], inners: Sequence[Policy],
                         ended.append(i)
                 batch = [i for i in batch if i not in ended]
             for i in live:
-                if not asks[i]:
+                if not asks[slot_of[i]]:
                     inners[i].observe(obs[i])
-            together.set_chunks(batch, chunks)
+            together.set_chunks([slot_of[i] for i in batch], chunks)
             clock.lap('policy')
             going = [i for i in live if i not in ended]
             rows, velocity = together.step(
-                going, np.array([obs[i].joints.position for i in going], dtype=float))
+                [slot_of[i] for i in going],
+                np.array([obs[i].joints.position for i in going], dtype=float))
             clock.lap('chain')
-            apply_all([worlds[i] for i in going], rows[:, :7], rows[:, 7], velocity)
+            apply_all([worlds[slot_of[i]] for i in going], rows[:, :7], rows[:, 7], velocity)
             for i in going:
                 try:
-                    held[i] = worlds[i].period_controls()
+                    held[slot_of[i]] = worlds[slot_of[i]].period_controls()
                 except InfrastructureError as err:
                     states[i].fail(str(err))
                     ended.append(i)
             clock.lap('controls')
-        rows_all = [row if row is not None else worlds[i].period_controls()
-                    for i, row in enumerate(held)]
+        rows_all = [row if row is not None else worlds[k].period_controls()
+                    for k, row in enumerate(held)]
         stepped = stepper.step(rows_all)
         derived = stepper.derived if together is not None else None
         clock.lap('stepper')
         for i in live:
             if i in ended:
                 continue
-            before_t = worlds[i].time
-            obs[i] = worlds[i].load_step(*stepped[i], derived=derived, index=i)
+            k = slot_of[i]
+            before_t = worlds[k].time
+            obs[i] = worlds[k].load_step(*stepped[k], derived=derived, index=k)
             clock.lap('load')
-            if states[i].advance(obs[i], (before_t, worlds[i].time)):
+            if states[i].advance(obs[i], (before_t, worlds[k].time)):
                 ended.append(i)
                 clock.lap('score')
                 continue
@@ -280,8 +355,20 @@ def run_batch(worlds: Sequence[MujocoWorld], inners: Sequence[Policy],
         for i in ended:
             finish(i)
         done = set(ended)
-        live = [i for i in live if i not in done]
+        live = [i for i in live if i not in done] + refill(ended)
+        clock.lap('refill')
         clock.count()
+    if deferred:
+        rest = run_batch(worlds[:min(slots, len(deferred))], [inners[i] for i in deferred],
+                         [specs[i] for i in deferred], stepper_factory,
+                         on_step=None if on_step is None else
+                         (lambda j, n, o: on_step(deferred[j], n, o)),
+                         progress=progress, drawer_rule=drawer_rule, execute=execute,
+                         infer_batch=infer_batch, batched=batched, timing=timing,
+                         on_slot=None if on_slot is None else
+                         (lambda j, k: on_slot(deferred[j], k)))
+        for i, result in zip(deferred, rest):
+            results[i] = result
     return [r for r in results if r is not None]
 
 

@@ -141,6 +141,26 @@ def default_device() -> str:
     return 'cuda:0' if wp.get_cuda_device_count() > 0 else 'cpu'
 
 
+def warp_model_fields(mjw: Any) -> dict[str, bool]:
+    """The MuJoCo Warp model's array fields, each with whether it can hold a value per world."""
+    import dataclasses
+
+    out: dict[str, bool] = {}
+    for f in dataclasses.fields(mjw.Model):
+        shape = getattr(f.type, 'shape', None)
+        if isinstance(shape, tuple):
+            out[f.name] = shape[:1] == ('*',)
+    return out
+
+
+def _host_array(model: Any, name: str) -> np.ndarray | None:
+    """``model``'s field ``name`` where it is a numeric array Warp may hold, else None."""
+    value = getattr(model, name, None)
+    if not isinstance(value, np.ndarray) or value.dtype == object or not value.size:
+        return None
+    return value
+
+
 def batched_fields(worlds: Sequence[MujocoWorld], mjw: Any) -> dict[str, np.ndarray]:
     """Return the MuJoCo Warp model fields whose values differ between ``worlds``, stacked
     (N, ...). Fields Warp does not hold only matter to the host, where each world keeps its own
@@ -149,19 +169,12 @@ def batched_fields(worlds: Sequence[MujocoWorld], mjw: Any) -> dict[str, np.ndar
     Raises:
         ConfigError: a differing field MuJoCo Warp holds shared (not batchable per world).
     """
-    import dataclasses
-
     models = [w.model for w in worlds]
-    warp_fields: dict[str, bool] = {}
-    for f in dataclasses.fields(mjw.Model):
-        shape = getattr(f.type, 'shape', None)
-        if isinstance(shape, tuple):
-            warp_fields[f.name] = shape[:1] == ('*',)
     out: dict[str, np.ndarray] = {}
     shared: list[str] = []
-    for name, batchable in warp_fields.items():
-        first = getattr(models[0], name, None)
-        if not isinstance(first, np.ndarray) or first.dtype == object or not first.size:
+    for name, batchable in warp_model_fields(mjw).items():
+        first = _host_array(models[0], name)
+        if first is None:
             continue
         arrays = [np.asarray(getattr(m, name)) for m in models]
         if all(np.array_equal(a, first) for a in arrays[1:]):
@@ -175,6 +188,12 @@ def batched_fields(worlds: Sequence[MujocoWorld], mjw: Any) -> dict[str, np.ndar
                           f'of one batch are shared in MuJoCo Warp: {sorted(shared)}; run these '
                           'cells with --device cpu')
     return out
+
+
+#: The derived quantities a render reads (and the hand-back's static geoms), written from the
+#: host worlds' ``mj_forward`` by :meth:`WarpStepper.load_poses` and :meth:`WarpStepper.replace`.
+POSE_FIELDS = ('geom_xpos', 'geom_xmat', 'xpos', 'xquat', 'xmat', 'xipos', 'ximat', 'cam_xpos',
+               'cam_xmat', 'light_xpos', 'light_xdir')
 
 
 class WarpStepper:
@@ -228,6 +247,11 @@ class WarpStepper:
         with wp.ScopedDevice(self.device):
             fields = batched_fields(worlds, mjw)
             self.varying = sorted(fields)
+            # the Warp-held fields every world of this batch shares: a world loaded later
+            # (replace) must have the same values
+            self._shared = {name: np.array(value) for name in warp_model_fields(mjw)
+                            if name not in fields
+                            and (value := _host_array(base, name)) is not None}
             self.m = mjw.put_model(base, batch_sizes={k: n for k in fields})
             for name, values in fields.items():
                 target = getattr(self.m, name)
@@ -289,22 +313,72 @@ class WarpStepper:
         progression of its CPU episode in 1 of 16 cells). Called again on a batch built with
         ``forward=False``, it draws the host worlds' current states (pictures without Warp's
         physics: ``bench/bench_twin_passes.py --pictures warp``)."""
-        wp, d, n = self.wp, self.d, len(worlds)
-        if n != self.n:
-            raise ConfigError(f'WarpStepper.load_poses: {n} worlds for a batch of {self.n}')
-        with wp.ScopedDevice(self.device):
-            for name in ('geom_xpos', 'geom_xmat', 'xpos', 'xquat', 'xmat', 'xipos', 'ximat',
-                         'cam_xpos', 'cam_xmat', 'light_xpos', 'light_xdir'):
-                if not getattr(d, name).size:
-                    continue
-                values = np.stack([getattr(w.data, name) for w in worlds]).astype(np.float32)
-                if name.endswith('mat'):  # MuJoCo's (n, 9) rows -> Warp's mat33
-                    values = values.reshape(n, -1, 3, 3)
-                if name == 'geom_xpos':
-                    for g, offset in self._decals.items():
-                        values[:, g] += offset
-                getattr(d, name).assign(values)
+        if len(worlds) != self.n:
+            raise ConfigError(f'WarpStepper.load_poses: {len(worlds)} worlds for a batch of '
+                              f'{self.n}')
+        with self.wp.ScopedDevice(self.device):
+            for name, values in self._poses(worlds).items():
+                getattr(self.d, name).assign(values)
         self._torch_images = None
+
+    def _poses(self, worlds: Sequence[MujocoWorld]) -> dict[str, np.ndarray]:
+        """:data:`POSE_FIELDS` of ``worlds`` stacked as this batch's data holds them (float32;
+        MuJoCo's (.., 9) rotation rows as Warp's mat33), the decals brought out."""
+        out = {}
+        for name in POSE_FIELDS:
+            if not getattr(self.d, name).size:
+                continue
+            values = np.stack([getattr(w.data, name) for w in worlds]).astype(np.float32)
+            if name.endswith('mat'):  # MuJoCo's (n, 9) rows -> Warp's mat33
+                values = values.reshape(len(worlds), -1, 3, 3)
+            if name == 'geom_xpos':
+                for g, offset in self._decals.items():
+                    values[:, g] += offset
+            out[name] = values
+        return out
+
+    def replace(self, slot: int, world: MujocoWorld) -> bool:
+        """Load ``world``, just reset to a new episode, into world ``slot`` (``Stepper.replace``):
+        its batched model fields, its state (the solver's warm start cleared, as a new batch
+        starts) and its poses for the next render. False, nothing written, where its model
+        differs from the batch's in a field this batch holds once for every world (the
+        episode then runs in a batch of its own)."""
+        t = time.perf_counter()
+        model = world.model
+        for name, value in self._shared.items():
+            if not np.array_equal(getattr(model, name), value):
+                return False
+        dtype = np.float32
+        d = world.data
+        rows: list[tuple[Any, np.ndarray]] = [
+            (getattr(self.m, name), np.asarray(getattr(model, name)))
+            for name in self.varying]
+        state = {'qpos': d.qpos, 'qvel': d.qvel, 'time': np.array([d.time]), 'ctrl': d.ctrl,
+                 'qacc_warmstart': np.zeros_like(d.qvel)}
+        if self._base.na:
+            state['act'] = d.act
+        if self.nm:
+            state.update(mocap_pos=d.mocap_pos, mocap_quat=d.mocap_quat)
+        rows += [(getattr(self.d, name), values) for name, values in state.items()]
+        rows += [(getattr(self.d, name), values[0])
+                 for name, values in self._poses([world]).items()]
+        with self.wp.ScopedDevice(self.device):
+            for target, values in rows:
+                row = target[slot:slot + 1] if target.shape[0] == self.n else None
+                if row is None:
+                    raise ConfigError(f'WarpStepper.replace: a field of shape {target.shape} '
+                                      f'is not per world in a batch of {self.n}')
+                row.assign(np.ascontiguousarray(values, dtype=dtype).reshape(
+                    self._row_shape(row)))
+        self._torch_images = None
+        self.timing['replace'] = self.timing.get('replace', 0.0) + time.perf_counter() - t
+        return True
+
+    @staticmethod
+    def _row_shape(row: Any) -> tuple[int, ...]:
+        """The numpy shape of a one-world Warp row (vector and matrix types' own dims too)."""
+        inner = tuple(getattr(row.dtype, '_shape_', ()))
+        return tuple(row.shape) + inner
 
     # -- physics ---------------------------------------------------------------------------
 
