@@ -45,6 +45,20 @@ def test_near_miss_is_a_name_not_a_rung():
     assert ScriptedPolicy(skill='near_miss').level not in range(len(SKILLS))
 
 
+def test_the_rungs_draws_are_the_ones_before_near_miss():
+    """Every rung's per-episode draws on 50 seeds, summed: the figure the code before
+    ``near_miss`` (commit 79f5a81) gives, so no sweep or figure over the ladder moved."""
+    draws = []
+    for rung in range(len(SKILLS)):
+        for seed in range(50):
+            policy = ScriptedPolicy(skill=rung)
+            policy.reset(EpisodeSpec(task='pick_spoon', seed=seed))
+            draws.append(np.r_[policy.offset, policy.yaw_error, policy.pause_at,
+                               policy.pause_len, policy.wrong, policy.early_release,
+                               policy.short, policy.stall_at])
+    assert float(np.sum(draws)) == pytest.approx(5091.718045075568, abs=1e-9)
+
+
 def test_the_ladders_wrong_point_stays_inside_reach_and_near_misss_outside():
     ladder, near = [], []
     for seed in range(200):
