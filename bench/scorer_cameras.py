@@ -11,7 +11,7 @@ normalisation").
     python bench/scorer_cameras.py touched [LADDER_SET ...] [--variants V ...] [--seeds S ...]
     python bench/scorer_cameras.py finals [SET ...] [--variants V ...] [--seeds S ...]
     python bench/scorer_cameras.py diagnose [SET ...] [--variants V ...] [--seeds S ...]
-    python bench/scorer_cameras.py round6 | round7 | round9
+    python bench/scorer_cameras.py round6 | round7 | round9 | round10
     python bench/scorer_cameras.py rates [SET ...] [--variants V ...] [--json OUT.json]
 
 ``collect`` runs the digital real's episodes of one set (below) in process, rendering
@@ -98,6 +98,15 @@ ladder under lab_demo, seeds 380-391), ``eval9_looks`` (lab looks 7081-7083) and
 ``round9`` applies ``ROUND9_*`` (``round9_rule``) to the first two's ``measure --json`` files
 (``ROUND9_FILES``).
 
+Round 10 (issue 42) adds the boundary sets ``train10_boundary`` (60 training looks) and
+``train10_demo_boundary`` (lab_demo, train_demo's seeds): the scripted policy's ``near_miss``
+level (``NEAR_MISS``; ``scripted.NAMED_LEVELS``: a wrong approach point outside REACH, a
+press or lift of 0-35 %), never the vision ladder; ``k_boundary`` (j's recipe on j's sets plus
+those), seeds 0-2, and ``k_ensemble``; ``eval10_demo_ladder`` (the vision ladder under lab_demo,
+seeds 420-431), ``eval10_looks`` (lab looks 7091-7093) and ``eval10_looks_ladder`` (the vision
+ladder under those looks, seed 421), reported once; ``round10`` applies ``ROUND10_*``
+(``round10_rule``) to the first two's ``measure --json`` files (``ROUND10_FILES``).
+
 ``train`` trains the variants (``VARIANTS``) on the ``train`` set (variant ``e``: ``train`` and
 ``train_more``) with the same settings (``learned.SHIPPED``'s, ``--epochs`` each unless the
 variant names its own) into ``DATA_DIR/VARIANT.pt`` (``--seeds``: one checkpoint per training
@@ -146,6 +155,9 @@ MORE_FAMILIES = ('twin_final=learned:path=checkpoints/learned/final.pt',
 VISION_LADDER4 = tuple(f'{name}=learned:path=checkpoints/learned_vision/{name}.pt'
                        for name in ('plain5k_s150', 'plain5kb_s800', 'plain5k_s1200',
                                     'plain12k_s12000'))
+#: Round 10: the scripted policy's boundary episodes (``scripted.NAMED_LEVELS['near_miss']``: a
+#: wrong approach point 13-20 cm off, outside REACH; a press or lift of 0-35 %), not a rung.
+NEAR_MISS = ('scripted:near_miss',)
 #: The look the vision ladder was trained and evaluated on (and the scorer's ``train`` plan's).
 DEMO_LOOK = 'config/appearance/lab_demo.yaml'
 #: Set -> (looks, tasks, policies, seeds (empty: the look's own seed), max steps); a look is a
@@ -236,6 +248,21 @@ SETS = {
                     200),
     'eval9_looks_ladder': ((7081, 7082, 7083), ('push_switch', 'pick_spoon'), VISION_LADDER4,
                            (381,), 160),
+    # Round 10: boundary episodes (NEAR_MISS) under training looks only, the looks' own seeds
+    # (train's and train_more's looks) and train_demo's lab_demo seeds; never the vision ladder.
+    'train10_boundary': (tuple(range(1000, 1040)) + tuple(range(1100, 1120)), TASKS, NEAR_MISS,
+                         (), 200),
+    'train10_demo_boundary': ((DEMO_LOOK,), TASKS, NEAR_MISS, tuple(range(400, 408)), 200),
+    # Round 10: the held-out family under lab_demo on seeds no scorer set had used, the scripted
+    # ladder under looks no file had named, and the held-out family under those looks (one
+    # seed); reported once, nothing chosen on them but round 10's verdict (the first two).
+    'eval10_demo_ladder': ((DEMO_LOOK,), ('push_switch', 'pick_spoon'), VISION_LADDER4,
+                           tuple(range(420, 432)), 160),
+    'eval10_looks': ((7091, 7092, 7093), TASKS,
+                     ('scripted:0', 'scripted:1', 'scripted:2', 'scripted:3'),
+                     (100, 101, 102, 103), 200),
+    'eval10_looks_ladder': ((7091, 7092, 7093), ('push_switch', 'pick_spoon'), VISION_LADDER4,
+                            (421,), 160),
 }
 #: Sets whose frames are kept at every control step (15 per second) instead of every 5th, so
 #: that a reading at any rate (round 8) is taken from the same episodes; every 5th of their
@@ -243,7 +270,7 @@ SETS = {
 EVERY_STEP = ('eval8_demo_ladder', 'eval8_looks')
 #: Sets of a learned ladder alone, measured on their own (rows: all, per task, per rung).
 LADDER_ONLY = ('demo_ladder', 'eval6_demo_ladder', 'eval7_demo_ladder', 'eval9_demo_ladder',
-               'eval9_looks_ladder')
+               'eval9_looks_ladder', 'eval10_demo_ladder', 'eval10_looks_ladder')
 #: A held-out set -> the learned-ladder set on the same looks.
 LADDER_OF = {'looks': 'learned_ladder', 'new_looks': 'new_learned_ladder',
              'eval4_looks': 'eval4_learned_ladder'}
@@ -298,6 +325,14 @@ VARIANTS = {
                                   'train_families_real', 'train_demo', 'train_demo_families',
                                   'train7_demo_more')},
     'j_ensemble': {'ensemble_of': 'j_families_fixed', 'seeds': (0, 1, 2)},
+    # Round 10 (decided before measuring): j's recipe unchanged on j's eight sets plus the
+    # boundary episodes (train10_boundary, train10_demo_boundary), seeds 0-2, and those as one
+    # ensemble (the candidate); the vision ladder still in no training set.
+    'k_boundary': {'cameras': ('exterior_1', 'wrist'), 'normalise': True, 'epochs': 30,
+                   'sets': ('train', 'train_more', 'train_more2', 'train_families',
+                            'train_families_real', 'train_demo', 'train_demo_families',
+                            'train7_demo_more', 'train10_boundary', 'train10_demo_boundary')},
+    'k_ensemble': {'ensemble_of': 'k_boundary', 'seeds': (0, 1, 2)},
 }
 #: Round 3's shipping rule (fixed before measuring; docs/scoring.md): a variant ships only if
 #: every one of its training seeds beats the shipped wrist checkpoint in Pearson r **and** stage
@@ -396,6 +431,27 @@ ROUND9_SHIPS_AS = {'j_ensemble': 'progress_scorer_families_fixed3.pt',
 ROUND9_FILES = (pathlib.Path('docs/scorer-round9-ladder.json'),
                 pathlib.Path('docs/scorer-round9-looks.json'),
                 pathlib.Path('docs/scorer-round9-rule.json'))
+
+#: Round 10's rule (fixed before measuring; docs/scoring.md, "Round 10"): the bar is the shipped
+#: recommendation, families_demo3 (round 9's ``h_ensemble``). A candidate (one checkpoint each)
+#: passes if on all of ``eval10_demo_ladder`` (the held-out family under lab_demo, seeds
+#: 420-431, 96 episodes) its stage accuracy is **above** the bar's and its Pearson r no more than
+#: ROUND10_R_MARGIN below it, **and** on ``eval10_looks`` (the scripted ladder under fresh looks
+#: 7091-7093, 144) its r is no more than ROUND10_R_MARGIN below the bar's and its stage accuracy
+#: meets or beats (>=) the bar's. Of several passing, the one meeting more of the issue's six
+#: targets (three targets on each set, at the point estimate) ships; a tie: the higher stage
+#: accuracy on ``eval10_demo_ladder``; then the first in ROUND10_CANDIDATES. It ships as
+#: ROUND10_SHIPS_AS names and becomes the recommendation. ``k_ensemble`` is k's seeds 0-2 as one
+#: ensemble; if seed 2 has not finished by 19:10 UTC, the seeds that finished by then.
+ROUND10_CANDIDATES = ('k_ensemble', 'j_ensemble')
+ROUND10_BAR = 'shipped families_demo3'
+ROUND10_R_MARGIN = 0.03
+ROUND10_SHIPS_AS = {'k_ensemble': 'progress_scorer_boundary3.pt',
+                    'j_ensemble': 'progress_scorer_families_fixed3.pt'}
+ROUND10_NOTHING_SHIPS = 'nothing (families_demo3 stays the recommendation)'
+ROUND10_FILES = (pathlib.Path('docs/scorer-round10-ladder.json'),
+                 pathlib.Path('docs/scorer-round10-looks.json'),
+                 pathlib.Path('docs/scorer-round10-rule.json'))
 
 
 def look_stem(look: int | str) -> str:
@@ -720,12 +776,14 @@ def held_out_and_looks(ladder: dict[str, Any], looks: dict[str, Any]
 NOTHING_SHIPS = 'nothing (families3 stays the recommendation)'
 
 
-def passing_and_best(candidates: dict[str, Any]) -> tuple[list[str], str | None]:
+def passing_and_best(candidates: dict[str, Any],
+                     key: Callable[[dict[str, Any]], Any] = lambda v: v['pearson_r']
+                     ) -> tuple[list[str], str | None]:
     """A round's passing candidates (in the rule's order; ``None``: not measured) and the one
-    of them with the highest Pearson r on the held-out family (the first on a tie; None: none
-    passes)."""
+    of them with the highest ``key`` (by default the Pearson r on the held-out family; the first
+    on a tie; None: none passes)."""
     passing = [k for k, v in candidates.items() if v is not None and v['passes']]
-    return passing, max(passing, key=lambda k: candidates[k]['pearson_r'], default=None)
+    return passing, max(passing, key=lambda k: key(candidates[k]), default=None)
 
 
 def round6_rule(ladder: dict[str, Any], looks: dict[str, Any]) -> dict[str, Any]:
@@ -829,6 +887,50 @@ def round9_rule(ladder: dict[str, Any], looks: dict[str, Any]) -> dict[str, Any]
             'passing': passing,
             'ships': (f'{best} as realm_ros/data/{ROUND9_SHIPS_AS[best]}' if best
                       else NOTHING_SHIPS),
+            'targets': targets}
+
+
+def round10_rule(ladder: dict[str, Any], looks: dict[str, Any]) -> dict[str, Any]:
+    """Round 10's rule (``ROUND10_*``) read off ``measure eval10_demo_ladder``'s and ``measure
+    eval10_looks``' figures: which candidates beat the shipped families_demo3 in stage accuracy
+    on the held-out family within the r margin, hold r and stage accuracy on the fresh looks,
+    which one ships (the most of the issue's six targets met, then the held-out stage
+    accuracy), and which targets each checkpoint measured meets on each set."""
+    ladder_row, looks_row = next(iter(ladder)), next(iter(looks))
+
+    def figures_of(prefix: str) -> dict[str, Any] | None:
+        mine = checkpoint_figures(ladder[ladder_row], prefix)
+        theirs = checkpoint_figures(looks[looks_row], prefix)
+        if mine is None or theirs is None:
+            return None
+        return {'pearson_r': mine['pearson_r'], 'stage_accuracy': mine['stage_accuracy'],
+                'success_accuracy': mine['success_accuracy'],
+                'looks_pearson_r': theirs['pearson_r'],
+                'looks_stage_accuracy': theirs['stage_accuracy'],
+                'looks_success_accuracy': theirs['success_accuracy'],
+                'targets_met': sum(mine['targets'].values()) + sum(theirs['targets'].values())}
+
+    bar = figures_of(f'{ROUND10_BAR} (')
+    assert bar is not None, f'measure {ROUND10_BAR} on both sets'
+    candidates: dict[str, Any] = {}
+    for name in ROUND10_CANDIDATES:
+        mine = figures_of(f'{name} (')
+        if mine is not None:
+            mine['passes'] = bool(
+                mine['stage_accuracy'] > bar['stage_accuracy']
+                and (mine['pearson_r'] or -1) >= (bar['pearson_r'] or -1) - ROUND10_R_MARGIN
+                and (mine['looks_pearson_r'] or -1)
+                >= (bar['looks_pearson_r'] or -1) - ROUND10_R_MARGIN
+                and mine['looks_stage_accuracy'] >= bar['looks_stage_accuracy'])
+        candidates[name] = mine
+    passing, best = passing_and_best(
+        candidates, key=lambda v: (v['targets_met'], v['stage_accuracy']))
+    targets = {row: {column: figures['targets'] for column, figures in table[row].items()}
+               for row, table in ((ladder_row, ladder), (looks_row, looks))}
+    return {'rows': [ladder_row, looks_row], 'bar': bar, 'candidates': candidates,
+            'passing': passing,
+            'ships': (f'{best} as realm_ros/data/{ROUND10_SHIPS_AS[best]}' if best
+                      else ROUND10_NOTHING_SHIPS),
             'targets': targets}
 
 
@@ -1200,7 +1302,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('command', choices=('collect', 'train', 'measure', 'timing', 'touched',
                                             'finals', 'diagnose', 'round6', 'round7',
-                                            'round9', 'rates'))
+                                            'round9', 'round10', 'rates'))
     parser.add_argument('sets', nargs='*', default=[], metavar='SET',
                         help='collect: one set (default train); measure: the held-out sets '
                              'pooled (default looks)')
@@ -1237,7 +1339,9 @@ def main() -> None:
      'diagnose': run_diagnose, 'rates': run_rates,
      'round6': lambda _: apply_round('round 6', ROUND6_FILES, round6_rule),
      'round7': lambda _: apply_round('round 7', ROUND7_FILES, round7_rule),
-     'round9': lambda _: apply_round('round 9', ROUND9_FILES, round9_rule)}[args.command](args)
+     'round9': lambda _: apply_round('round 9', ROUND9_FILES, round9_rule),
+     'round10': lambda _: apply_round('round 10', ROUND10_FILES, round10_rule),
+     }[args.command](args)
 
 
 if __name__ == '__main__':

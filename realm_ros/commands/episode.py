@@ -52,7 +52,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--policy', default='scripted', choices=POLICIES.names(),
                         metavar='NAME',
                         help='registered policy name: ' + ', '.join(POLICIES.names()))
-    parser.add_argument('--skill', default='0', help='scripted ladder rung: 0..3 or a name')
+    parser.add_argument('--skill', default='0',
+                        help='scripted ladder rung: 0..3 or a name (or near_miss, not a rung)')
     parser.add_argument('--seed', type=non_negative_int, default=0,
                         help='episode seed (initial state)')
     parser.add_argument('--max-steps', type=positive_int, default=DEFAULT_MAX_STEPS,

@@ -811,7 +811,8 @@ class PolicyNodeConfig:
     """Parameters of ``policy_node`` (each declared as a ROS parameter)."""
 
     policy: str = field('hold', 'registered policy name (scripted, replay, openpi, gr00t, ...)')
-    skill: str = field('0', 'scripted policy ladder rung: 0..3 or expert/good/sloppy/poor')
+    skill: str = field('0', 'scripted policy ladder rung: 0..3 or expert/good/sloppy/poor '
+                       '(or near_miss, not a rung)')
     seed: int = field(0, 'extra policy seed, mixed with each episode seed')
     host: str = field('localhost', 'policy server host (remote policies)')
     port: int = field(8000, 'policy server port (remote policies)')
