@@ -263,6 +263,14 @@ SETS = {
                      (100, 101, 102, 103), 200),
     'eval10_looks_ladder': ((7091, 7092, 7093), ('push_switch', 'pick_spoon'), VISION_LADDER4,
                             (421,), 160),
+    # Round 11: the held-out family under lab_demo on seeds no scorer set had used and the
+    # scripted ladder under looks no file had named; reported once, nothing chosen on them but
+    # round 11's verdict (the decoder is chosen on the training episodes' validation split).
+    'eval11_demo_ladder': ((DEMO_LOOK,), ('push_switch', 'pick_spoon'), VISION_LADDER4,
+                           tuple(range(432, 444)), 160),
+    'eval11_looks': ((7101, 7102, 7103), TASKS,
+                     ('scripted:0', 'scripted:1', 'scripted:2', 'scripted:3'),
+                     (100, 101, 102, 103), 200),
 }
 #: Sets whose frames are kept at every control step (15 per second) instead of every 5th, so
 #: that a reading at any rate (round 8) is taken from the same episodes; every 5th of their
@@ -270,7 +278,8 @@ SETS = {
 EVERY_STEP = ('eval8_demo_ladder', 'eval8_looks')
 #: Sets of a learned ladder alone, measured on their own (rows: all, per task, per rung).
 LADDER_ONLY = ('demo_ladder', 'eval6_demo_ladder', 'eval7_demo_ladder', 'eval9_demo_ladder',
-               'eval9_looks_ladder', 'eval10_demo_ladder', 'eval10_looks_ladder')
+               'eval9_looks_ladder', 'eval10_demo_ladder', 'eval10_looks_ladder',
+               'eval11_demo_ladder')
 #: A held-out set -> the learned-ladder set on the same looks.
 LADDER_OF = {'looks': 'learned_ladder', 'new_looks': 'new_learned_ladder',
              'eval4_looks': 'eval4_learned_ladder'}

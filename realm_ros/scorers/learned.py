@@ -993,7 +993,7 @@ class LearnedScorer:
     """
 
     def __init__(self, checkpoint: str | pathlib.Path | Mapping[str, Any] = DEFAULT_CHECKPOINT,
-                 fps: float = SAMPLE_FPS) -> None:
+                 fps: float = SAMPLE_FPS, decoder: Decoder | None = None) -> None:
         torch = _torch()
         if isinstance(checkpoint, Mapping):
             data = dict(checkpoint)
@@ -1004,7 +1004,11 @@ class LearnedScorer:
             data = load_checkpoint(path)
             digest = hashlib.sha256(path.read_bytes()).hexdigest()
             stem = path.stem
-        self.name = f'learned:{stem}@{digest[:8]}'
+        #: How it reads its per-frame probabilities (:class:`Decoder`): the checkpoint's
+        #: ``decoder`` entry (none: greedy), or one given, which the name then says.
+        self.decoder = Decoder.of(data.get('decoder')) if decoder is None else decoder
+        self.name = f'learned:{stem}@{digest[:8]}' + (
+            '' if decoder is None else f'+{self.decoder.label}')
         self.version = digest[:8]
         self.tasks: list[str] = list(data['tasks'])
         self.stage_names: dict[str, list[str]] = {k: list(v) for k, v in data['stages'].items()}
@@ -1123,7 +1127,7 @@ class LearnedScorer:
         _, n = self._task(task)
         probs = self.probabilities(frames, task)
         expected = probs @ np.arange(n + 1)
-        return expected / n, decode(probs)
+        return expected / n, decode(probs, decoder=self.decoder)
 
     def score(self, episode: scoring.EpisodeFrames) -> scoring.ScoredEpisode:
         """Return the episode's monotone progress curve and its progression (its last value)."""
@@ -1189,13 +1193,126 @@ def look_stats(scorer: LearnedScorer, episodes: Sequence[LabelledEpisode]) -> di
     return stats
 
 
-def decode(probs: np.ndarray, median_frames: int = MEDIAN_FRAMES) -> np.ndarray:
+#: How :func:`decode` reads an episode's per-frame probabilities into its stage-count curve:
+#: ``greedy`` (each frame's most likely count, median filtered, then a running maximum) and
+#: ``monotone`` (the most likely non-decreasing path over all frames, :func:`monotone_path`).
+DECODERS = ('greedy', 'monotone')
+
+
+@dataclasses.dataclass(frozen=True)
+class Decoder:
+    """How a scorer turns per-frame stage-count probabilities into its curve (:func:`decode`).
+
+    A checkpoint may carry one as ``{'decoder': {'method': ..., 'step_cost': ...}}`` (none: the
+    greedy decode every checkpoint before issue 42's round 11 was measured with), so ``realm-ros
+    score`` and the operator's stage proposals read a checkpoint the same way.
+
+    Attributes:
+        method: one of :data:`DECODERS`.
+        median_frames: ``greedy``: the median filter's frames (odd).
+        step_cost: ``monotone``: nats a stage costs to be taken (each stage climbed), so a count
+            is read only where the frames from there on favour it by more than this in all.
+    """
+
+    method: str = 'greedy'
+    median_frames: int = MEDIAN_FRAMES
+    step_cost: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.method not in DECODERS:
+            raise ConfigError(f'decoder method: {self.method!r} is not one of '
+                              f'{", ".join(DECODERS)}')
+        if self.median_frames < 1 or self.median_frames % 2 == 0:
+            raise ConfigError(f'decoder median_frames: must be odd and positive, got '
+                              f'{self.median_frames}')
+        if not (math.isfinite(self.step_cost) and self.step_cost >= 0.0):
+            raise ConfigError(f'decoder step_cost: must be finite and >= 0, got '
+                              f'{self.step_cost}')
+
+    @classmethod
+    def of(cls, settings: Mapping[str, Any] | None) -> Decoder:
+        """The decoder a checkpoint's ``decoder`` entry names (None or empty: greedy)."""
+        settings = dict(settings or {})
+        unknown = sorted(set(settings) - {f.name for f in dataclasses.fields(cls)})
+        if unknown:
+            raise ConfigError(f'decoder: unknown setting(s) {", ".join(unknown)}')
+        return cls(method=str(settings.get('method', 'greedy')),
+                   median_frames=int(settings.get('median_frames', MEDIAN_FRAMES)),
+                   step_cost=float(settings.get('step_cost', 0.0)))
+
+    def as_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @property
+    def label(self) -> str:
+        """A short name: ``greedy`` (the default median) or ``monotone(COST)``."""
+        if self.method == 'monotone':
+            return f'monotone({self.step_cost:g})'
+        return 'greedy' if self.median_frames == MEDIAN_FRAMES else \
+            f'greedy(median {self.median_frames})'
+
+
+def with_decoder(checkpoint: Mapping[str, Any], decoder: Decoder) -> dict[str, Any]:
+    """Return ``checkpoint`` (its networks unchanged) carrying ``decoder``: every scorer that
+    loads it reads its probabilities so (greedy: the entry is left out, as before round 11)."""
+    out = {k: v for k, v in checkpoint.items() if k != 'decoder'}
+    if decoder != Decoder():
+        out['decoder'] = decoder.as_dict()
+    return out
+
+
+#: Probabilities are floored at this before their logarithm (:func:`monotone_path`), so one
+#: frame's zero cannot forbid a count outright.
+PROB_FLOOR = 1e-6
+
+
+def monotone_path(probs: np.ndarray, step_cost: float = 0.0) -> np.ndarray:
+    """Return the non-decreasing count path ``c`` (from 0) over ``probs``' (T, N + 1) frames
+    that maximises ``sum_t log p_t(c_t) - step_cost * c_T``: each frame's log probability
+    (floored at :data:`PROB_FLOOR`), less ``step_cost`` per stage climbed (a Viterbi pass over
+    counts 0..N where a count may only stay or rise; a tie keeps the lower count)."""
+    logp = np.log(np.maximum(np.asarray(probs, float), PROB_FLOOR))
+    steps, states = logp.shape
+    climb = step_cost * np.arange(states)
+    best = logp[0] - climb
+    back = np.zeros((steps, states), dtype=int)
+    for t in range(1, steps):
+        # From any count at or below: the best of score[c'] + step_cost * c' (climbing costs
+        # step_cost * (c - c')), a running maximum over c' with its first argmax.
+        gain = best + climb
+        arg = np.zeros(states, dtype=int)
+        top = np.empty(states)
+        for c in range(states):
+            if c == 0 or gain[c] > top[c - 1]:
+                top[c], arg[c] = gain[c], c
+            else:
+                top[c], arg[c] = top[c - 1], arg[c - 1]
+        best = logp[t] + top - climb
+        back[t] = arg
+    path = np.zeros(steps, dtype=int)
+    path[-1] = int(np.argmax(best))
+    for t in range(steps - 1, 0, -1):
+        path[t - 1] = back[t, path[t]]
+    return path
+
+
+def decode(probs: np.ndarray, median_frames: int = MEDIAN_FRAMES,
+           decoder: Decoder | None = None) -> np.ndarray:
     """Return an episode's monotone stage-count curve from its (T, N + 1) per-frame
-    probabilities: each frame's most likely count (an expectation between two likely counts
-    would name a stage neither is), median filtered over ``median_frames`` frames (odd; the
-    ends repeated) against flickers, then a running maximum (the rubric's stages stay met)."""
-    if median_frames < 1 or median_frames % 2 == 0:
-        raise DataError(f'median_frames must be odd and positive, got {median_frames}')
+    probabilities. ``greedy`` (the default): each frame's most likely count (an expectation
+    between two likely counts would name a stage neither is), median filtered over
+    ``median_frames`` frames (odd; the ends repeated) against flickers, then a running maximum
+    (the rubric's stages stay met): an upward misread that survives the median stays for the
+    rest of the episode. ``monotone`` (``decoder``): the most likely non-decreasing path given
+    every frame (:func:`monotone_path`), so a count is taken only where the later frames
+    support it. A ``decoder`` given sets the median too."""
+    if decoder is None:
+        if median_frames < 1 or median_frames % 2 == 0:
+            raise DataError(f'median_frames must be odd and positive, got {median_frames}')
+        decoder = Decoder(median_frames=median_frames)
+    if decoder.method == 'monotone':
+        return monotone_path(probs, decoder.step_cost).astype(float)
+    median_frames = decoder.median_frames
     values = np.argmax(probs, axis=1).astype(float)
     if values.size >= median_frames > 1:
         half = median_frames // 2
@@ -1317,7 +1434,8 @@ __all__ = ['CALIBRATE_LAYERS', 'CALIBRATION_LOOKS', 'CalibrateConfig', 'DEFAULT_
            'LabelledEpisode',
            'LearnedScorer', 'PLANS', 'Plan', 'SHIPPED', 'TRAIN_LOOKS', 'TRAIN_PLANS',
            'TrainConfig', 'VALIDATION_SEEDS', 'WRIST80_CHECKPOINT', 'WRIST_CHECKPOINT',
-           'MEDIAN_FRAMES', 'SAMPLE_FPS', 'agreement', 'decode',
+           'MEDIAN_FRAMES', 'SAMPLE_FPS', 'agreement', 'decode', 'DECODERS', 'Decoder',
+           'PROB_FLOOR', 'monotone_path', 'with_decoder',
            'FAMILIES_CHECKPOINT', 'FAMILIES3_CHECKPOINT', 'FAMILIES_DEMO3_CHECKPOINT',
            'baselines', 'build_net',
            'collect', 'ensemble', 'evaluate', 'networks', 'one_network',
