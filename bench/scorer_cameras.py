@@ -107,6 +107,13 @@ seeds 420-431), ``eval10_looks`` (lab looks 7091-7093) and ``eval10_looks_ladder
 ladder under those looks, seed 421), reported once; ``round10`` applies ``ROUND10_*``
 (``round10_rule``) to the first two's ``measure --json`` files (``ROUND10_FILES``).
 
+Round 11 (issue 42) retrains nothing: ``decoders`` reads ``ROUND11_CHECKPOINTS`` with the greedy
+decoder and the monotone one (``learned.Decoder``); ``decoders --tune`` chooses the monotone
+decoder's cost on training sets (``ROUND11_TUNE_*``); ``eval11_demo_ladder`` (the vision ladder
+under lab_demo, seeds 432-443) and ``eval11_looks`` (lab looks 7101-7103) are read once;
+``round11`` applies ``ROUND11_*`` (``round11_rule``) to their ``decoders --json`` files
+(``ROUND11_FILES``).
+
 ``train`` trains the variants (``VARIANTS``) on the ``train`` set (variant ``e``: ``train`` and
 ``train_more``) with the same settings (``learned.SHIPPED``'s, ``--epochs`` each unless the
 variant names its own) into ``DATA_DIR/VARIANT.pt`` (``--seeds``: one checkpoint per training
@@ -461,6 +468,45 @@ ROUND10_NOTHING_SHIPS = 'nothing (families_demo3 stays the recommendation)'
 ROUND10_FILES = (pathlib.Path('docs/scorer-round10-ladder.json'),
                  pathlib.Path('docs/scorer-round10-looks.json'),
                  pathlib.Path('docs/scorer-round10-rule.json'))
+
+
+#: Round 11 (docs/scoring.md, "Round 11"): no retraining, another decoder
+#: (``learned.Decoder``: ``monotone``, the most likely non-decreasing path, a cost in nats per
+#: stage climbed). ``decoders --tune`` chooses its cost among ROUND11_STEP_COSTS by the stage
+#: accuracy pooled over ROUND11_TUNE_CHECKPOINTS' frames of ROUND11_TUNE_SETS (training sets:
+#: the boundary episodes neither checkpoint was trained on, and train_demo, which both were;
+#: never an eval set); a tie: the lower cost.
+ROUND11_STEP_COSTS = (0.0, 1.0, 2.0, 4.0, 8.0)
+ROUND11_TUNE_SETS = ('train10_boundary', 'train10_demo_boundary', 'train_demo')
+ROUND11_TUNE_CHECKPOINTS = ('families_demo3', 'j_ensemble')
+#: The checkpoints round 11 reads (shipped families_demo3 = round 9's h_ensemble; j's and k's
+#: ensembles in the data dir), each with the greedy decoder and the monotone one.
+ROUND11_CHECKPOINTS = ('families_demo3', 'j_ensemble', 'k_ensemble')
+#: The cost ``decoders --tune train10_boundary train10_demo_boundary train_demo`` chose.
+ROUND11_STEP_COST = 1.0
+
+#: Round 11's rule (fixed before measuring; docs/scoring.md, "Round 11"): the bar is the shipped
+#: recommendation as shipped, families_demo3 with the greedy decoder. A candidate (each of
+#: ROUND11_CHECKPOINTS with the monotone decoder at ROUND11_STEP_COST) passes if on all of
+#: ``eval11_demo_ladder`` (the held-out family under lab_demo, seeds 432-443, 96 episodes) its
+#: stage accuracy is **above** the bar's and its Pearson r no more than ROUND11_MARGIN below it,
+#: **and** on ``eval11_looks`` (the scripted ladder under fresh looks 7101-7103, 144) its r and
+#: its stage accuracy are each no more than ROUND11_MARGIN below the bar's. Of several passing,
+#: the one meeting more of the issue's six targets (three on each set, at the point estimate)
+#: ships; a tie: the higher stage accuracy on ``eval11_demo_ladder``; then the first in
+#: ROUND11_CANDIDATES. It ships as ROUND11_SHIPS_AS names (the checkpoint carrying the
+#: decoder, ``learned.with_decoder``) and becomes the recommendation. The three greedy
+#: readings are measured beside them, reported only.
+ROUND11_BAR = 'families_demo3 greedy'
+ROUND11_CANDIDATES = ('families_demo3 monotone', 'j_ensemble monotone', 'k_ensemble monotone')
+ROUND11_MARGIN = 0.03
+ROUND11_SHIPS_AS = {'families_demo3 monotone': 'progress_scorer_families_demo3_monotone.pt',
+                    'j_ensemble monotone': 'progress_scorer_families_fixed3_monotone.pt',
+                    'k_ensemble monotone': 'progress_scorer_boundary3_monotone.pt'}
+ROUND11_NOTHING_SHIPS = 'nothing (families_demo3, greedy, stays the recommendation)'
+ROUND11_FILES = (pathlib.Path('docs/scorer-round11-ladder.json'),
+                 pathlib.Path('docs/scorer-round11-looks.json'),
+                 pathlib.Path('docs/scorer-round11-rule.json'))
 
 
 def look_stem(look: int | str) -> str:
@@ -943,6 +989,51 @@ def round10_rule(ladder: dict[str, Any], looks: dict[str, Any]) -> dict[str, Any
             'targets': targets}
 
 
+def round11_rule(ladder: dict[str, Any], looks: dict[str, Any]) -> dict[str, Any]:
+    """Round 11's rule (``ROUND11_*``) read off ``decoders eval11_demo_ladder``'s and
+    ``decoders eval11_looks``' figures: which monotone readings beat families_demo3's greedy
+    one in stage accuracy on the held-out family within the r margin and stay within the margin
+    in r and stage accuracy on the fresh looks, which one ships (the most of the issue's six
+    targets met, then the held-out stage accuracy), and which targets each reading meets."""
+    ladder_row, looks_row = next(iter(ladder)), next(iter(looks))
+
+    def figures_of(prefix: str) -> dict[str, Any] | None:
+        mine = checkpoint_figures(ladder[ladder_row], prefix)
+        theirs = checkpoint_figures(looks[looks_row], prefix)
+        if mine is None or theirs is None:
+            return None
+        return {'pearson_r': mine['pearson_r'], 'stage_accuracy': mine['stage_accuracy'],
+                'success_accuracy': mine['success_accuracy'],
+                'looks_pearson_r': theirs['pearson_r'],
+                'looks_stage_accuracy': theirs['stage_accuracy'],
+                'looks_success_accuracy': theirs['success_accuracy'],
+                'targets_met': sum(mine['targets'].values()) + sum(theirs['targets'].values())}
+
+    bar = figures_of(f'{ROUND11_BAR} (')
+    assert bar is not None, f'read {ROUND11_BAR} on both sets'
+    candidates: dict[str, Any] = {}
+    for name in ROUND11_CANDIDATES:
+        mine = figures_of(f'{name}(')
+        if mine is not None:
+            mine['passes'] = bool(
+                mine['stage_accuracy'] > bar['stage_accuracy']
+                and (mine['pearson_r'] or -1) >= (bar['pearson_r'] or -1) - ROUND11_MARGIN
+                and (mine['looks_pearson_r'] or -1)
+                >= (bar['looks_pearson_r'] or -1) - ROUND11_MARGIN
+                and mine['looks_stage_accuracy']
+                >= bar['looks_stage_accuracy'] - ROUND11_MARGIN)
+        candidates[name] = mine
+    passing, best = passing_and_best(
+        candidates, key=lambda v: (v['targets_met'], v['stage_accuracy']))
+    targets = {row: {column: figures['targets'] for column, figures in table[row].items()}
+               for row, table in ((ladder_row, ladder), (looks_row, looks))}
+    return {'rows': [ladder_row, looks_row], 'bar': bar, 'candidates': candidates,
+            'passing': passing,
+            'ships': (f'{best} as realm_ros/data/{ROUND11_SHIPS_AS[best]}' if best
+                      else ROUND11_NOTHING_SHIPS),
+            'targets': targets}
+
+
 def round8_rule(rates: dict[str, Any]) -> dict[str, Any]:
     """Round 8's rule (``ROUND8_*``) read off ``rates eval8_demo_ladder eval8_looks``'s
     figures: which readings of ROUND8_CHECKPOINT beat its shipped reading on the held-out
@@ -1307,11 +1398,104 @@ def run_diagnose(args: argparse.Namespace) -> None:
                       f'{np.median(np.concatenate(toggled)):.2f}', flush=True)
 
 
+def round11_path(name: str, data_dir: pathlib.Path) -> pathlib.Path:
+    """A round-11 checkpoint's file: the shipped families_demo3, or an ensemble in the data
+    dir."""
+    from realm_ros.scorers import learned
+    return learned.FAMILIES_DEMO3_CHECKPOINT if name == 'families_demo3' \
+        else data_dir / f'{name}.pt'
+
+
+def round11_decoders(step_costs: tuple[float, ...]) -> dict[str, Any]:
+    """The decoders round 11 reads with: greedy (as shipped) and monotone at each cost."""
+    from realm_ros.scorers import learned
+    return {'greedy': learned.Decoder(),
+            **{f'monotone({c:g})': learned.Decoder(method='monotone', step_cost=c)
+               for c in step_costs}}
+
+
+def run_decoders(args: argparse.Namespace) -> None:
+    """Each of ROUND11_CHECKPOINTS (``--tune``: ROUND11_TUNE_CHECKPOINTS) read with each
+    decoder on the sets given: the networks' probabilities once per episode, then every
+    decoder's counts (``measure_one``). ``--tune``: the sets pooled, the monotone decoder at
+    each of ROUND11_STEP_COSTS, and the cost chosen; else the rows ``measure`` reports for one
+    held-out set, the greedy and ROUND11_STEP_COST's monotone decoder, and the figures
+    (``--json``) round 11's rule reads."""
+    from realm_ros.scorers import learned
+    tune = args.tune
+    names = ROUND11_TUNE_CHECKPOINTS if tune else ROUND11_CHECKPOINTS
+    decoders = round11_decoders(ROUND11_STEP_COSTS if tune else (ROUND11_STEP_COST,))
+    reference = load_set(args.data_dir, 'train', ('exterior_1',))
+    figures: dict[str, Any] = {}
+    pooled: dict[str, list[float]] = {}
+    print('| set (episodes) | checkpoint + decoder | Pearson r [95 % CI] | stage accuracy [CI] '
+          '(majority) | success accuracy [CI] (always success / failure) | final count right '
+          '[CI] |')
+    print('|---|---|---|---|---|---|')
+    for name in names:
+        scorer = learned.LearnedScorer(round11_path(name, args.data_dir))
+        if tune:
+            sets = {' + '.join(args.sets): [e for part in args.sets
+                                            for e in load_set(args.data_dir, part,
+                                                              tuple(scorer.cameras))]}
+        else:
+            sets = held_sets(args.data_dir, tuple(args.sets), tuple(scorer.cameras))
+        start, cpu = time.monotonic(), time.process_time()
+        episodes_all = next(iter(sets.values()))
+        probs = {id(e): scorer.probabilities(list(e.frames), e.task) for e in episodes_all}
+        print(f'{name} ({scorer.name}): probabilities of {len(probs)} episodes in '
+              f'{time.monotonic() - start:.0f} s wall, {time.process_time() - cpu:.0f} s CPU',
+              file=sys.stderr, flush=True)
+        for label, decoder in decoders.items():
+            for row, episodes in sets.items():
+                counts = [np.rint(learned.decode(probs[id(e)], decoder=decoder)).astype(int)
+                          for e in episodes]
+                r = measure_one(scorer, episodes, reference, counts)
+                figures.setdefault(row, {})[f'{name} {label} ({scorer.name})'] = r
+                pooled.setdefault(label, []).append(r['stage_accuracy'])
+                ci = r['pearson_r_ci'] or [float('nan')] * 2
+                b = r['baselines']
+                print(f'| {row} ({len(episodes)}) | {name} {label} | {_num(r["pearson_r"])} '
+                      f'[{_num(ci[0])}, {_num(ci[1])}] | {r["stage_accuracy"]:.3f} '
+                      f'[{r["stage_accuracy_ci"][0]:.2f}, {r["stage_accuracy_ci"][1]:.2f}] '
+                      f'({b["majority_stage_accuracy"]:.2f}) | {r["success_accuracy"]:.3f} '
+                      f'[{r["success_accuracy_ci"][0]:.2f}, {r["success_accuracy_ci"][1]:.2f}] '
+                      f'({b["always_success_accuracy"]:.3f} / '
+                      f'{b["always_failure_accuracy"]:.3f}) | '
+                      f'{r["final_stage_accuracy"]:.2f} [{r["final_stage_accuracy_ci"][0]:.2f}, '
+                      f'{r["final_stage_accuracy_ci"][1]:.2f}] |', flush=True)
+    if tune:
+        figures['tune'] = round11_tune(figures)
+        print(f'round 11 tuning: {json.dumps(figures["tune"])}', flush=True)
+    if args.json is not None:
+        args.json.write_text(json.dumps(figures, indent=2, default=float))
+
+
+def round11_tune(figures: dict[str, Any]) -> dict[str, Any]:
+    """The monotone decoder's cost ``decoders --tune`` chooses: the highest stage accuracy
+    pooled over the tuning checkpoints' frames (each checkpoint's hits and frames summed),
+    a tie: the lower cost; with the greedy decoder's figure beside it."""
+    row = next(iter(figures.values()))
+
+    def pooled(label: str) -> float:
+        hits = frames = 0.0
+        for column, r in row.items():
+            if column.split(' (')[0].split(' ', 1)[1] == label:
+                hits += r['stage_accuracy'] * r['frames']
+                frames += r['frames']
+        return hits / frames
+
+    accuracy = {f'{c:g}': pooled(f'monotone({c:g})') for c in ROUND11_STEP_COSTS}
+    chosen = max(ROUND11_STEP_COSTS, key=lambda c: (accuracy[f'{c:g}'], -c))
+    return {'pooled_stage_accuracy': accuracy, 'greedy': pooled('greedy'), 'chosen': chosen}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('command', choices=('collect', 'train', 'measure', 'timing', 'touched',
                                             'finals', 'diagnose', 'round6', 'round7',
-                                            'round9', 'round10', 'rates'))
+                                            'round9', 'round10', 'round11', 'rates',
+                                            'decoders'))
     parser.add_argument('sets', nargs='*', default=[], metavar='SET',
                         help='collect: one set (default train); measure: the held-out sets '
                              'pooled (default looks)')
@@ -1326,6 +1510,9 @@ def main() -> None:
     parser.add_argument('--fps', type=float, nargs='+', default=[3.0],
                         help='timing: the frames per second the scorer reads')
     parser.add_argument('--json', type=pathlib.Path, default=None)
+    parser.add_argument('--tune', action='store_true',
+                        help="decoders: choose the monotone decoder's cost on these "
+                             '(training) sets')
     parser.add_argument('--ladders', nargs='*', default=[], metavar='LADDER_SET',
                         help="measure: more learned-ladder sets, pooled with the held sets' own")
     parser.add_argument('--only-wrist', action='store_true',
@@ -1345,11 +1532,12 @@ def main() -> None:
         args.set = (args.sets or ['train'])[0]
     {'collect': run_collect, 'train': run_train, 'measure': run_measure,
      'timing': run_timing, 'touched': run_touched, 'finals': run_finals,
-     'diagnose': run_diagnose, 'rates': run_rates,
+     'diagnose': run_diagnose, 'rates': run_rates, 'decoders': run_decoders,
      'round6': lambda _: apply_round('round 6', ROUND6_FILES, round6_rule),
      'round7': lambda _: apply_round('round 7', ROUND7_FILES, round7_rule),
      'round9': lambda _: apply_round('round 9', ROUND9_FILES, round9_rule),
      'round10': lambda _: apply_round('round 10', ROUND10_FILES, round10_rule),
+     'round11': lambda _: apply_round('round 11', ROUND11_FILES, round11_rule),
      }[args.command](args)
 
 

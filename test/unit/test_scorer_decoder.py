@@ -87,6 +87,7 @@ def test_bad_decoder_settings_name_the_setting():
 def test_a_checkpoint_carries_its_decoder_to_every_scorer_that_loads_it(tmp_path):
     pytest.importorskip('torch')
     from scorer_bars import bar_episode, train_tiny
+
     from realm_ros.core import scoring
     path = train_tiny(tmp_path / 'tiny.pt')
     decoder = learned.Decoder(method='monotone', step_cost=0.5)
