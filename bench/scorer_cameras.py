@@ -1452,6 +1452,9 @@ def run_decoders(args: argparse.Namespace) -> None:
                           for e in episodes]
                 r = measure_one(scorer, episodes, reference, counts)
                 figures.setdefault(row, {})[f'{name} {label} ({scorer.name})'] = r
+                if args.where and episodes is episodes_all:
+                    print(decoder_errors(f'{name} {label}', episodes, counts), file=sys.stderr,
+                          flush=True)
                 pooled.setdefault(label, []).append(r['stage_accuracy'])
                 ci = r['pearson_r_ci'] or [float('nan')] * 2
                 b = r['baselines']
@@ -1469,6 +1472,26 @@ def run_decoders(args: argparse.Namespace) -> None:
         print(f'round 11 tuning: {json.dumps(figures["tune"])}', flush=True)
     if args.json is not None:
         args.json.write_text(json.dumps(figures, indent=2, default=float))
+
+
+def decoder_errors(label: str, episodes: list[Any], counts: list[np.ndarray]) -> str:
+    """Where a reading's frames differ from the rubric (``decoders --where``): frames above and
+    below it, in the successes and the failures, per task; and the episodes whose last count
+    is below the rubric's (a met stage read as lost or never reached)."""
+    parts = [f'{label}:']
+    for task in dict.fromkeys(e.task for e in episodes):
+        for title, success in (('successes', True), ('failures', False)):
+            rows = [(c, e) for c, e in zip(counts, episodes)
+                    if e.task == task and e.success == success]
+            if not rows:
+                continue
+            frames = sum(len(e.met) for _, e in rows)
+            above = sum(int(np.sum(c > e.met)) for c, e in rows)
+            below = sum(int(np.sum(c < e.met)) for c, e in rows)
+            last_below = sum(int(c[-1] < e.met[-1]) for c, e in rows)
+            parts.append(f'{task} {title} {len(rows)} ({frames} frames): above {above}, below '
+                         f'{below}, last count below {last_below};')
+    return ' '.join(parts)
 
 
 def round11_tune(figures: dict[str, Any]) -> dict[str, Any]:
@@ -1510,6 +1533,9 @@ def main() -> None:
     parser.add_argument('--fps', type=float, nargs='+', default=[3.0],
                         help='timing: the frames per second the scorer reads')
     parser.add_argument('--json', type=pathlib.Path, default=None)
+    parser.add_argument('--where', action='store_true',
+                        help="decoders: each reading's frames above / below the rubric, by "
+                             'task, successes and failures (stderr)')
     parser.add_argument('--tune', action='store_true',
                         help="decoders: choose the monotone decoder's cost on these "
                              '(training) sets')
