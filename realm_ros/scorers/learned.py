@@ -21,7 +21,8 @@ so far, sticky), and it runs on CPU.
   filtered (3 frames) and made monotone (running maximum: the rubric's stages stay met), so a
   stage is proposed at the first frame whose filtered count reaches it; the episode's
   progression is the last value of that curve (the rubric's: its maximum), success = every
-  stage proposed.
+  stage proposed. That is the greedy :class:`Decoder`; a checkpoint may carry another
+  (``decoder``: the most likely monotone path, :func:`monotone_path`), no shipped one does.
 
 Training spans looks: the digital real's default hidden look and lab looks drawn by seed
 (``core.appearance.lab_look``: cameras, materials, light, clutter, sensor), with colour jitter.
@@ -30,8 +31,9 @@ A checkpoint keeps ``look_stats``, what its training episodes' first frames look
 
 Checkpoints are one ``torch.save`` dict (float16 weights) loaded with ``weights_only=True``:
 ``{'format', 'config', 'tasks', 'stages', 'state_dict', 'meta', 'look_stats'}`` (the first
-ones keep no ``look_stats``). An **ensemble** checkpoint (:func:`ensemble`) holds several
-networks of one ``config`` and tasks under ``state_dicts`` instead of ``state_dict``: it is
+ones keep no ``look_stats``; one may add ``decoder``, :func:`with_decoder`). An **ensemble**
+checkpoint (:func:`ensemble`) holds several networks of one ``config`` and tasks under
+``state_dicts`` instead of ``state_dict``: it is
 read wherever a checkpoint is (:class:`LearnedScorer` averages its networks' stage
 probabilities, then decodes them as one network's), and refused in one line where one network
 is trained from it (:func:`one_network`: ``score train --init``, ``score calibrate``). The
