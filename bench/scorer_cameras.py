@@ -11,7 +11,9 @@ normalisation").
     python bench/scorer_cameras.py touched [LADDER_SET ...] [--variants V ...] [--seeds S ...]
     python bench/scorer_cameras.py finals [SET ...] [--variants V ...] [--seeds S ...]
     python bench/scorer_cameras.py diagnose [SET ...] [--variants V ...] [--seeds S ...]
-    python bench/scorer_cameras.py round6 | round7 | round9 | round10
+    python bench/scorer_cameras.py round6 | round7 | round9 | round10 | round11 | round12
+    python bench/scorer_cameras.py decoders SET ... [--tune] [--where] [--greedy]
+                                            [--checkpoints NAME ...] [--json OUT.json]
     python bench/scorer_cameras.py rates [SET ...] [--variants V ...] [--json OUT.json]
 
 ``collect`` runs the digital real's episodes of one set (below) in process, rendering
@@ -113,6 +115,13 @@ decoder's cost on training sets (``ROUND11_TUNE_*``); ``eval11_demo_ladder`` (th
 under lab_demo, seeds 432-443) and ``eval11_looks`` (lab looks 7101-7103) are read once;
 ``round11`` applies ``ROUND11_*`` (``round11_rule``) to their ``decoders --json`` files
 (``ROUND11_FILES``).
+
+Round 12 (issue 42) retrains nothing: ``hj_ensemble`` and ``hjk_ensemble`` (``VARIANTS``,
+``networks_of``; ``train --variants hj_ensemble hjk_ensemble`` builds them) are one ensemble of
+the networks of h's and j's ensembles (and k's; ``learned.members``); ``decoders SET
+--checkpoints ... --greedy`` reads them; ``eval12_demo_ladder`` (the vision ladder under
+lab_demo, seeds 444-455) and ``eval12_looks`` (lab looks 7111-7113) are read once; ``round12``
+applies ``ROUND12_*`` (``round12_rule``) to their ``decoders --json`` files (``ROUND12_FILES``).
 
 ``train`` trains the variants (``VARIANTS``) on the ``train`` set (variant ``e``: ``train`` and
 ``train_more``) with the same settings (``learned.SHIPPED``'s, ``--epochs`` each unless the
@@ -278,6 +287,14 @@ SETS = {
     'eval11_looks': ((7101, 7102, 7103), TASKS,
                      ('scripted:0', 'scripted:1', 'scripted:2', 'scripted:3'),
                      (100, 101, 102, 103), 200),
+    # Round 12: the held-out family under lab_demo on seeds no scorer set had used and the
+    # scripted ladder under looks no file had named; reported once, nothing chosen on them but
+    # round 12's verdict (the candidates are ensembles of checkpoints that exist).
+    'eval12_demo_ladder': ((DEMO_LOOK,), ('push_switch', 'pick_spoon'), VISION_LADDER4,
+                           tuple(range(444, 456)), 160),
+    'eval12_looks': ((7111, 7112, 7113), TASKS,
+                     ('scripted:0', 'scripted:1', 'scripted:2', 'scripted:3'),
+                     (100, 101, 102, 103), 200),
 }
 #: Sets whose frames are kept at every control step (15 per second) instead of every 5th, so
 #: that a reading at any rate (round 8) is taken from the same episodes; every 5th of their
@@ -286,7 +303,7 @@ EVERY_STEP = ('eval8_demo_ladder', 'eval8_looks')
 #: Sets of a learned ladder alone, measured on their own (rows: all, per task, per rung).
 LADDER_ONLY = ('demo_ladder', 'eval6_demo_ladder', 'eval7_demo_ladder', 'eval9_demo_ladder',
                'eval9_looks_ladder', 'eval10_demo_ladder', 'eval10_looks_ladder',
-               'eval11_demo_ladder')
+               'eval11_demo_ladder', 'eval12_demo_ladder')
 #: A held-out set -> the learned-ladder set on the same looks.
 LADDER_OF = {'looks': 'learned_ladder', 'new_looks': 'new_learned_ladder',
              'eval4_looks': 'eval4_learned_ladder'}
@@ -349,6 +366,11 @@ VARIANTS = {
                             'train_families_real', 'train_demo', 'train_demo_families',
                             'train7_demo_more', 'train10_boundary', 'train10_demo_boundary')},
     'k_ensemble': {'ensemble_of': 'k_boundary', 'seeds': (0, 1, 2)},
+    # Round 12 (decided before measuring): not trained: the networks of ensembles that exist
+    # (learned.members) in one ensemble, their stage probabilities averaged: h's three (the
+    # shipped families_demo3) and j's three; and those and k's three.
+    'hj_ensemble': {'networks_of': ('h_ensemble', 'j_ensemble')},
+    'hjk_ensemble': {'networks_of': ('h_ensemble', 'j_ensemble', 'k_ensemble')},
 }
 #: Round 3's shipping rule (fixed before measuring; docs/scoring.md): a variant ships only if
 #: every one of its training seeds beats the shipped wrist checkpoint in Pearson r **and** stage
@@ -509,6 +531,32 @@ ROUND11_FILES = (pathlib.Path('docs/scorer-round11-ladder.json'),
                  pathlib.Path('docs/scorer-round11-rule.json'))
 
 
+#: Round 12's rule (fixed before measuring; docs/scoring.md, "Round 12"): no training; the
+#: candidates are ensembles of the networks of ensembles that exist (``hj_ensemble``: h's three,
+#: the shipped families_demo3, and j's three; ``hjk_ensemble``: those and k's three), read with
+#: the greedy decoder. The bar: families_demo3 with the greedy decoder, as shipped. Round 11's
+#: conditions (``bar_rule``): a candidate passes only if on all of ``eval12_demo_ladder`` (the
+#: held-out family under lab_demo, seeds 444-455, 96 episodes) its stage accuracy is **above**
+#: the bar's and its Pearson r no more than ROUND12_MARGIN below it, **and** on
+#: ``eval12_looks`` (the scripted ladder under fresh looks 7111-7113, 144) its r and its stage
+#: accuracy are each no more than ROUND12_MARGIN below the bar's. Of several passing, the one
+#: meeting more of the issue's six targets (at the point estimate) ships; a tie: the higher
+#: stage accuracy on ``eval12_demo_ladder``; then the first in ROUND12_CANDIDATES. It ships as
+#: ROUND12_SHIPS_AS names and becomes the recommendation. ``decoders --checkpoints
+#: ROUND12_CHECKPOINTS --greedy`` reads them (j_ensemble and k_ensemble beside, reported only).
+ROUND12_CHECKPOINTS = ('families_demo3', 'hj_ensemble', 'hjk_ensemble', 'j_ensemble',
+                       'k_ensemble')
+ROUND12_BAR = 'families_demo3 greedy'
+ROUND12_CANDIDATES = ('hj_ensemble greedy', 'hjk_ensemble greedy')
+ROUND12_MARGIN = 0.03
+ROUND12_SHIPS_AS = {'hj_ensemble greedy': 'progress_scorer_families_hj.pt',
+                    'hjk_ensemble greedy': 'progress_scorer_families_hjk.pt'}
+ROUND12_NOTHING_SHIPS = 'nothing (families_demo3, greedy, stays the recommendation)'
+ROUND12_FILES = (pathlib.Path('docs/scorer-round12-ladder.json'),
+                 pathlib.Path('docs/scorer-round12-looks.json'),
+                 pathlib.Path('docs/scorer-round12-rule.json'))
+
+
 def look_stem(look: int | str) -> str:
     """A set's look as a file stem: ``lab-SEED`` for a lab look, ``file-NAME`` for a file."""
     return f'lab-{look}' if isinstance(look, int) else f'file-{pathlib.Path(look).stem}'
@@ -612,6 +660,18 @@ def train_one(args: argparse.Namespace, variant: str, seed: int) -> None:
                                       [learned.LearnedScorer(p).name for p in paths])
         learned.save_checkpoint(args.data_dir / f'{name}.pt', checkpoint)
         print(f'{name}: the ensemble of {", ".join(checkpoint["meta"]["ensemble"])}', flush=True)
+        return
+    if 'networks_of' in VARIANTS[variant]:  # built from ensembles' networks, not trained
+        if seed != 0:
+            return
+        parts = [learned.load_checkpoint(args.data_dir / f'{part}.pt')
+                 for part in VARIANTS[variant]['networks_of']]
+        names = [f'{part}: {one}' for part, checkpoint in zip(VARIANTS[variant]['networks_of'],
+                                                             parts)
+                 for one in checkpoint['meta']['ensemble']]
+        checkpoint = learned.ensemble([one for c in parts for one in learned.members(c)], names)
+        learned.save_checkpoint(args.data_dir / f'{name}.pt', checkpoint)
+        print(f'{name}: the ensemble of {len(names)} networks: {", ".join(names)}', flush=True)
         return
     config = variant_config(variant, args, seed)
     episodes = [e for part in VARIANTS[variant].get('sets', ('train',))
@@ -995,6 +1055,28 @@ def round11_rule(ladder: dict[str, Any], looks: dict[str, Any]) -> dict[str, Any
     one in stage accuracy on the held-out family within the r margin and stay within the margin
     in r and stage accuracy on the fresh looks, which one ships (the most of the issue's six
     targets met, then the held-out stage accuracy), and which targets each reading meets."""
+    return bar_rule(ladder, looks, ROUND11_BAR, {name: f'{name}(' for name in ROUND11_CANDIDATES},
+                    ROUND11_MARGIN, ROUND11_SHIPS_AS, ROUND11_NOTHING_SHIPS)
+
+
+def round12_rule(ladder: dict[str, Any], looks: dict[str, Any]) -> dict[str, Any]:
+    """Round 12's rule (``ROUND12_*``) read off ``decoders eval12_demo_ladder``'s and
+    ``decoders eval12_looks``' figures: round 11's conditions and order of shipping, the
+    candidates the ensembles of several ensembles' networks (greedy), the bar families_demo3
+    (greedy)."""
+    return bar_rule(ladder, looks, ROUND12_BAR, {name: f'{name} (' for name in ROUND12_CANDIDATES},
+                    ROUND12_MARGIN, ROUND12_SHIPS_AS, ROUND12_NOTHING_SHIPS)
+
+
+def bar_rule(ladder: dict[str, Any], looks: dict[str, Any], bar_name: str,
+             candidates_by_prefix: dict[str, str], margin: float, ships_as: dict[str, str],
+             nothing: str) -> dict[str, Any]:
+    """Rounds 11's and 12's rule on a held-out-family set's and a fresh-looks set's figures
+    (each set's first row): a candidate (its column's name starts with its prefix) passes if on
+    the held-out family its stage accuracy is above the bar's and its r no more than ``margin``
+    below, and on the looks its r and stage accuracy each no more than ``margin`` below the
+    bar's; of several passing, the most of the issue's six targets met ships, then the higher
+    held-out stage accuracy, then the first."""
     ladder_row, looks_row = next(iter(ladder)), next(iter(looks))
 
     def figures_of(prefix: str) -> dict[str, Any] | None:
@@ -1009,19 +1091,17 @@ def round11_rule(ladder: dict[str, Any], looks: dict[str, Any]) -> dict[str, Any
                 'looks_success_accuracy': theirs['success_accuracy'],
                 'targets_met': sum(mine['targets'].values()) + sum(theirs['targets'].values())}
 
-    bar = figures_of(f'{ROUND11_BAR} (')
-    assert bar is not None, f'read {ROUND11_BAR} on both sets'
+    bar = figures_of(f'{bar_name} (')
+    assert bar is not None, f'read {bar_name} on both sets'
     candidates: dict[str, Any] = {}
-    for name in ROUND11_CANDIDATES:
-        mine = figures_of(f'{name}(')
+    for name, prefix in candidates_by_prefix.items():
+        mine = figures_of(prefix)
         if mine is not None:
             mine['passes'] = bool(
                 mine['stage_accuracy'] > bar['stage_accuracy']
-                and (mine['pearson_r'] or -1) >= (bar['pearson_r'] or -1) - ROUND11_MARGIN
-                and (mine['looks_pearson_r'] or -1)
-                >= (bar['looks_pearson_r'] or -1) - ROUND11_MARGIN
-                and mine['looks_stage_accuracy']
-                >= bar['looks_stage_accuracy'] - ROUND11_MARGIN)
+                and (mine['pearson_r'] or -1) >= (bar['pearson_r'] or -1) - margin
+                and (mine['looks_pearson_r'] or -1) >= (bar['looks_pearson_r'] or -1) - margin
+                and mine['looks_stage_accuracy'] >= bar['looks_stage_accuracy'] - margin)
         candidates[name] = mine
     passing, best = passing_and_best(
         candidates, key=lambda v: (v['targets_met'], v['stage_accuracy']))
@@ -1029,8 +1109,7 @@ def round11_rule(ladder: dict[str, Any], looks: dict[str, Any]) -> dict[str, Any
                for row, table in ((ladder_row, ladder), (looks_row, looks))}
     return {'rows': [ladder_row, looks_row], 'bar': bar, 'candidates': candidates,
             'passing': passing,
-            'ships': (f'{best} as realm_ros/data/{ROUND11_SHIPS_AS[best]}' if best
-                      else ROUND11_NOTHING_SHIPS),
+            'ships': f'{best} as realm_ros/data/{ships_as[best]}' if best else nothing,
             'targets': targets}
 
 
@@ -1415,7 +1494,8 @@ def round11_decoders(step_costs: tuple[float, ...]) -> dict[str, Any]:
 
 
 def run_decoders(args: argparse.Namespace) -> None:
-    """Each of ROUND11_CHECKPOINTS (``--tune``: ROUND11_TUNE_CHECKPOINTS) read with each
+    """Each of ROUND11_CHECKPOINTS (``--tune``: ROUND11_TUNE_CHECKPOINTS; ``--checkpoints``:
+    those named, round 12's ROUND12_CHECKPOINTS) read with each (``--greedy``: the greedy)
     decoder on the sets given: the networks' probabilities once per episode, then every
     decoder's counts (``measure_one``). ``--tune``: the sets pooled, the monotone decoder at
     each of ROUND11_STEP_COSTS, and the cost chosen; else the rows ``measure`` reports for one
@@ -1423,8 +1503,10 @@ def run_decoders(args: argparse.Namespace) -> None:
     (``--json``) round 11's rule reads."""
     from realm_ros.scorers import learned
     tune = args.tune
-    names = ROUND11_TUNE_CHECKPOINTS if tune else ROUND11_CHECKPOINTS
+    names = args.checkpoints or (ROUND11_TUNE_CHECKPOINTS if tune else ROUND11_CHECKPOINTS)
     decoders = round11_decoders(ROUND11_STEP_COSTS if tune else (ROUND11_STEP_COST,))
+    if args.greedy:
+        decoders = {'greedy': decoders['greedy']}
     reference = load_set(args.data_dir, 'train', ('exterior_1',))
     figures: dict[str, Any] = {}
     pooled: dict[str, list[float]] = {}
@@ -1517,7 +1599,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('command', choices=('collect', 'train', 'measure', 'timing', 'touched',
                                             'finals', 'diagnose', 'round6', 'round7',
-                                            'round9', 'round10', 'round11', 'rates',
+                                            'round9', 'round10', 'round11', 'round12',
+                                            'rates',
                                             'decoders'))
     parser.add_argument('sets', nargs='*', default=[], metavar='SET',
                         help='collect: one set (default train); measure: the held-out sets '
@@ -1539,6 +1622,11 @@ def main() -> None:
     parser.add_argument('--tune', action='store_true',
                         help="decoders: choose the monotone decoder's cost on these "
                              '(training) sets')
+    parser.add_argument('--checkpoints', nargs='+', default=None, metavar='NAME',
+                        help='decoders: these checkpoints (families_demo3, the shipped one, or '
+                             'a variant in the data dir; default ROUND11_CHECKPOINTS)')
+    parser.add_argument('--greedy', action='store_true',
+                        help='decoders: the greedy decoder only')
     parser.add_argument('--ladders', nargs='*', default=[], metavar='LADDER_SET',
                         help="measure: more learned-ladder sets, pooled with the held sets' own")
     parser.add_argument('--only-wrist', action='store_true',
@@ -1552,6 +1640,12 @@ def main() -> None:
     unknown = [name for name in args.sets + args.ladders if name not in SETS]
     if unknown:
         parser.error(f'unknown set(s) {", ".join(unknown)}: one of {", ".join(SETS)}')
+    for name in args.checkpoints or ():
+        if name != 'families_demo3' and name not in VARIANTS:
+            parser.error(f'--checkpoints: unknown checkpoint {name}: families_demo3 or one of '
+                         f'{", ".join(VARIANTS)}')
+        if not round11_path(name, args.data_dir).is_file():
+            parser.error(f'--checkpoints: {name}: no {round11_path(name, args.data_dir)}')
     if args.command == 'collect':
         if len(args.sets) > 1:
             parser.error('collect: one set')
@@ -1564,6 +1658,7 @@ def main() -> None:
      'round9': lambda _: apply_round('round 9', ROUND9_FILES, round9_rule),
      'round10': lambda _: apply_round('round 10', ROUND10_FILES, round10_rule),
      'round11': lambda _: apply_round('round 11', ROUND11_FILES, round11_rule),
+     'round12': lambda _: apply_round('round 12', ROUND12_FILES, round12_rule),
      }[args.command](args)
 
 

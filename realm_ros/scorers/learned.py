@@ -783,6 +783,26 @@ def ensemble(checkpoints: Sequence[Mapping[str, Any]], names: Sequence[str] = ()
     return out
 
 
+def members(checkpoint: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Return a checkpoint's networks as one-network checkpoints (one for a single network's,
+    that checkpoint; an ensemble's members in order), so several ensembles' networks become one
+    :func:`ensemble` of them all (issue 42, round 12). Each keeps the ensemble's ``config``,
+    ``tasks`` and ``stages`` and its own ``meta`` where the ensemble kept it; only the first
+    keeps ``look_stats`` (an ensemble keeps its first member's)."""
+    if 'state_dicts' not in checkpoint:
+        return [dict(checkpoint)]
+    metas = list(checkpoint.get('meta', {}).get('members', ()))
+    out = []
+    for k, state_dict in enumerate(checkpoint['state_dicts']):
+        one = {'format': checkpoint.get('format', FORMAT), 'config': dict(checkpoint['config']),
+               'tasks': list(checkpoint['tasks']), 'stages': dict(checkpoint['stages']),
+               'state_dict': state_dict, 'meta': dict(metas[k]) if k < len(metas) else {}}
+        if k == 0 and checkpoint.get('look_stats'):
+            one['look_stats'] = checkpoint['look_stats']
+        out.append(one)
+    return out
+
+
 def _frame_tensors(torch: Any, episodes: Sequence[LabelledEpisode], task_names: list[str],
                    cameras: int = 1) -> tuple[Any, Any, Any, Any]:
     """Every (current, first) frame pair of ``episodes`` once, as a padded float tensor a batch
@@ -1440,7 +1460,7 @@ __all__ = ['CALIBRATE_LAYERS', 'CALIBRATION_LOOKS', 'CalibrateConfig', 'DEFAULT_
            'PROB_FLOOR', 'monotone_path', 'with_decoder',
            'FAMILIES_CHECKPOINT', 'FAMILIES3_CHECKPOINT', 'FAMILIES_DEMO3_CHECKPOINT',
            'baselines', 'build_net',
-           'collect', 'ensemble', 'evaluate', 'networks', 'one_network',
+           'collect', 'ensemble', 'evaluate', 'members', 'networks', 'one_network',
            'load_checkpoint', 'load_episodes', 'look_stats', 'pearson_interval',
            'plan_settings', 'save_checkpoint', 'save_episodes', 'small_frame', 'split',
            'stage_counts', 'train', 'world_config', 'write_look']

@@ -113,3 +113,28 @@ def test_an_ensemble_is_refused_of_members_that_read_differently(members):
         learned.ensemble([a, {**b, 'config': {**b['config'], 'normalise': True}}])
     with pytest.raises(DataError, match='member 1: tasks'):
         learned.ensemble([a, {**b, 'tasks': ['push_switch']}])
+
+
+def test_ensembles_networks_become_one_ensemble_averaging_every_network(members):
+    """Round 12: ``learned.members`` splits an ensemble into its networks, so ensembles (and
+    single networks) become one ensemble of all of them; its per-frame probabilities are the
+    mean over every network, not over the ensembles."""
+    paths, ens = members
+    pair, single = learned.load_checkpoint(ens), learned.load_checkpoint(paths[0])
+    split = learned.members(pair)
+    assert len(split) == 2 and [len(learned.networks(c)) for c in split] == [1, 1]
+    assert learned.members(single)[0]['state_dict'] is single['state_dict']
+    assert 'look_stats' in split[0] and 'look_stats' not in split[1]
+    three = learned.LearnedScorer(learned.ensemble(split + learned.members(single)))
+    assert len(three.nets) == 3
+    one, two = (learned.LearnedScorer(p) for p in paths)
+    rng = np.random.default_rng(2)
+    frames = _frames([0, 1, 2, 3])
+    odd = frames[:1] + [rng.integers(0, 255, (36, 64, 3), dtype=np.uint8) for _ in range(5)]
+    p1, p2 = one.probabilities(odd, TASK), two.probabilities(odd, TASK)
+    mean = three.probabilities(odd, TASK)
+    np.testing.assert_allclose(mean, (2 * p1 + p2) / 3, rtol=1e-5, atol=1e-9)
+    # Not the mean of the two checkpoints (the pair's mean and the single's): p1 counts twice.
+    assert np.abs(mean - ((p1 + p2) / 2 + p1) / 2).max() > 1e-3
+    # The look check still reads the first network.
+    assert three.look_check(frames[0]) == one.look_check(frames[0])
