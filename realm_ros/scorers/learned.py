@@ -45,8 +45,10 @@ one that also reads the wrist camera, its frame pairs normalised, is
 80 lab looks, ``realm_ros/data/progress_scorer_wrist80.pt``; the same inputs trained on
 episodes of more policy families, ``realm_ros/data/progress_scorer_families.pt``, and three
 training seeds of those as one ensemble, ``realm_ros/data/progress_scorer_families3.pt``; with
-episodes under lab_demo's look too, three seeds as one ensemble, the one for a lab's look,
-``realm_ros/data/progress_scorer_families_demo3.pt``.
+episodes under lab_demo's look too, three seeds as one ensemble,
+``realm_ros/data/progress_scorer_families_demo3.pt``; that ensemble's networks with those of two
+more three-seed ensembles (the first frame fixed, and boundary episodes), nine networks as one,
+the one for a lab's look, ``realm_ros/data/progress_scorer_families_hjk.pt``.
 """
 
 from __future__ import annotations
@@ -115,8 +117,18 @@ FAMILIES3_CHECKPOINT = DEFAULT_CHECKPOINT.with_name('progress_scorer_families3.p
 #: labelled_run fix) trained with three seeds as one ensemble (bench/scorer_cameras.py variant
 #: ``h_ensemble``), shipped by issue 42's round-9 rule (it met or beat FAMILIES3_CHECKPOINT
 #: in r and stage accuracy on 96 new episodes of the held-out vision ladder and lost no r on
-#: fresh looks 7081-7083; docs/scoring.md, "Round 9"): the checkpoint for a lab's look.
+#: fresh looks 7081-7083; docs/scoring.md, "Round 9"): the checkpoint for a lab's look until
+#: FAMILIES_HJK_CHECKPOINT replaced it in round 12.
 FAMILIES_DEMO3_CHECKPOINT = DEFAULT_CHECKPOINT.with_name('progress_scorer_families_demo3.pt')
+#: FAMILIES_DEMO3_CHECKPOINT's three networks with those of bench/scorer_cameras.py's
+#: ``j_ensemble`` (round 9: the learned families from the episode's first frame) and
+#: ``k_ensemble`` (round 10: boundary episodes too), nine networks as one ensemble (variant
+#: ``hjk_ensemble``, :func:`members` then :func:`ensemble`; its look check is
+#: FAMILIES_DEMO3_CHECKPOINT's), shipped by issue 42's round-12 rule (above
+#: FAMILIES_DEMO3_CHECKPOINT in stage accuracy on 96 new episodes of the held-out vision ladder,
+#: within 0.03 of it in r there and in r and stage accuracy on fresh looks 7111-7113;
+#: docs/scoring.md, "Round 12"): the checkpoint for a lab's look.
+FAMILIES_HJK_CHECKPOINT = DEFAULT_CHECKPOINT.with_name('progress_scorer_families_hjk.pt')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -1459,6 +1471,7 @@ __all__ = ['CALIBRATE_LAYERS', 'CALIBRATION_LOOKS', 'CalibrateConfig', 'DEFAULT_
            'MEDIAN_FRAMES', 'SAMPLE_FPS', 'agreement', 'decode', 'DECODERS', 'Decoder',
            'PROB_FLOOR', 'monotone_path', 'with_decoder',
            'FAMILIES_CHECKPOINT', 'FAMILIES3_CHECKPOINT', 'FAMILIES_DEMO3_CHECKPOINT',
+           'FAMILIES_HJK_CHECKPOINT',
            'baselines', 'build_net',
            'collect', 'ensemble', 'evaluate', 'members', 'networks', 'one_network',
            'load_checkpoint', 'load_episodes', 'look_stats', 'pearson_interval',

@@ -138,3 +138,19 @@ def test_ensembles_networks_become_one_ensemble_averaging_every_network(members)
     assert np.abs(mean - ((p1 + p2) / 2 + p1) / 2).max() > 1e-3
     # The look check still reads the first network.
     assert three.look_check(frames[0]) == one.look_check(frames[0])
+
+
+def test_the_shipped_families_hjk_holds_families_demo3s_networks_first():
+    """Round 12's shipped checkpoint: nine networks, the first three families_demo3's exactly
+    (so its look check is families_demo3's), each member named."""
+    hjk = learned.load_checkpoint(learned.FAMILIES_HJK_CHECKPOINT)
+    demo3 = learned.load_checkpoint(learned.FAMILIES_DEMO3_CHECKPOINT)
+    nets, first = learned.networks(hjk), learned.networks(demo3)
+    assert len(nets) == 9 and len(first) == 3
+    for mine, theirs in zip(nets[:3], first):
+        assert all(torch.equal(mine[k], theirs[k]) for k in theirs)
+    assert not all(torch.equal(nets[3][k], first[0][k]) for k in first[0])
+    assert [n.split(': ')[0] for n in hjk['meta']['ensemble']] == (
+        ['h_ensemble'] * 3 + ['j_ensemble'] * 3 + ['k_ensemble'] * 3)
+    assert hjk['meta']['ensemble'][:3] == [f'h_ensemble: {n}' for n in demo3['meta']['ensemble']]
+    assert hjk['look_stats'] == demo3['look_stats']

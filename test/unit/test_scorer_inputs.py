@@ -201,8 +201,8 @@ def test_a_run_folder_recorded_with_both_cameras_is_scored_by_a_two_camera_check
 @pytest.mark.parametrize('checkpoint,networks', [
     (learned.WRIST_CHECKPOINT, 1), (learned.WRIST80_CHECKPOINT, 1),
     (learned.FAMILIES_CHECKPOINT, 1), (learned.FAMILIES3_CHECKPOINT, 3),
-    (learned.FAMILIES_DEMO3_CHECKPOINT, 3)],
-    ids=['wrist', 'wrist80', 'families', 'families3', 'families_demo3'])
+    (learned.FAMILIES_DEMO3_CHECKPOINT, 3), (learned.FAMILIES_HJK_CHECKPOINT, 9)],
+    ids=['wrist', 'wrist80', 'families', 'families3', 'families_demo3', 'families_hjk'])
 def test_the_shipped_wrist_checkpoint_loads_and_says_what_it_reads(checkpoint, networks):
     scorer = learned.LearnedScorer(checkpoint)
     assert len(scorer.nets) == networks
