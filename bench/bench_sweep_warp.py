@@ -145,6 +145,9 @@ def main() -> int:
             first_records = records
         sim = timing['sim_s']
         per = args.processes
+        # world-steps of live episodes over world-steps stepped (every world of a batch is
+        # stepped on each of its loop's steps, live or not)
+        stepped = timing.get('host_steps', 0.0) * opts['batch']
         success = sum(bool(r['success']) for r in records) / len(records)
         cells_in = (f'{count} cells in {w} worlds ({"lockstep" if args.lockstep else "refill"})'
                     if count > w else f'{w} worlds')
@@ -152,6 +155,7 @@ def main() -> int:
                    'process(es): real-time factor summed over worlds', sim / wall,
                    'x real time', goal='>= 1,000 (H200)', worlds=w, cells=count,
                    refill=not args.lockstep, processes=per, wall_s=wall,
+                   live_fraction=timing['world_steps'] / stepped if stepped else None,
                    sim_s=sim, world_steps=timing['world_steps'],
                    world_steps_per_s=timing['world_steps'] / wall, first_run_s=compile_s,
                    setup_s=timing.get('setup', 0.0) / per,

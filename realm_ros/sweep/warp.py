@@ -151,8 +151,10 @@ def run_warp(cells: Sequence[Cell], runner: WarpBatchRunner,
 
     With ``options.refill`` (the default) a group's worlds take its cells one after another:
     a world whose episode ends is reset to the group's next cell and loaded into its slot of
-    the batch (``run_batch``, ``WarpStepper.replace``), so the batch stays full until the cells
-    run out. Without: batches of ``batch`` cells one after another, each stepped until its
+    the batch (``run_batch``, ``WarpStepper.replace``) at the batch's next chunk boundary (every
+    ``horizon`` steps: ``run_batch``'s ``align``, so that the worlds still ask for their chunks
+    on the same steps and the cameras are rendered once per chunk), so the batch stays full
+    until the cells run out. Without: batches of ``batch`` cells one after another, each stepped until its
     longest episode ends."""
     from realm_ros.backends.mujoco import warp_sweep
     from realm_ros.backends.mujoco.batch import run_batch
@@ -207,7 +209,7 @@ def run_warp(cells: Sequence[Cell], runner: WarpBatchRunner,
             results = run_batch(
                 worlds, [inners[i] for i in idx], [cells[i].spec for i in idx], factory,
                 progress=progress, execute=horizon, infer_batch=make_infer_batch(current),
-                timing=host, on_slot=on_slot)
+                timing=host, on_slot=on_slot, align=horizon)
             for name, value in host.items():
                 timing[f'host_{name}'] = timing.get(f'host_{name}', 0.0) + value
             for k, i in enumerate(idx):

@@ -99,13 +99,15 @@ class _Refusing:
         return self.calls % 2 == 0 and self.inner.replace(slot, world)
 
 
-@pytest.mark.parametrize('slots,refusing', [(8, False), (3, False), (3, True)])
-def test_run_batch_with_the_cpu_stepper_reproduces_run_episode(slots, refusing):
+@pytest.mark.parametrize('slots,refusing,align', [(8, False, 1), (3, False, 1), (3, True, 1),
+                                                   (3, False, 4)])
+def test_run_batch_with_the_cpu_stepper_reproduces_run_episode(slots, refusing, align):
     """The lockstep loop (policy chains, period controls with latency, state hand-back,
     scoring) gives each world's run_episode record and joint trajectory exactly, across
     perturbations that change the scene (V-SC), the model (B-HOBJ) and the pose (VB-POSE),
     with a latency queue and episodes of different lengths; and so it does with 8 episodes in
-    3 worlds, each world taking the next episode as soon as its own ends."""
+    3 worlds, each world taking the next episode as soon as its own ends (``align`` 4: at the
+    batch's next step that is a multiple of 4)."""
     from realm_ros.backends.mujoco.batch import CpuStepper, run_batch
     from realm_ros.backends.mujoco.world import MujocoWorld
     from realm_ros.core.episode import run_episode
@@ -128,10 +130,26 @@ def test_run_batch_with_the_cpu_stepper_reproduces_run_episode(slots, refusing):
                           latency_s=0.01) for s in specs[:slots]]
     traj = [[] for _ in specs]
     taken: list[tuple[int, int]] = []
-    got = run_batch(worlds, [ScriptedPolicy() for _ in specs], specs,
-                    _Refusing if refusing else CpuStepper,
+    made: list = []
+
+    def factory(ws):
+        made.append(_Refusing(ws) if refusing else CpuStepper(ws))
+        made[-1].steps = 0
+        step = made[-1].step
+
+        def counted(rows, stepper=made[-1], step=step):
+            stepper.steps += 1
+            return step(rows)
+        made[-1].step = counted
+        return made[-1]
+
+    at: list[int] = []
+    got = run_batch(worlds, [ScriptedPolicy() for _ in specs], specs, factory,
                     on_step=lambda i, k, o: traj[i].append(o.joints.position),
-                    infer_batch=infer_batch, on_slot=lambda i, k: taken.append((i, k)))
+                    infer_batch=infer_batch, align=align,
+                    on_slot=lambda i, k: (taken.append((i, k)),
+                                          at.append(made[-1].steps if made else 0)))
+    assert all(n % align == 0 for n in at[:len(specs)]), at
     assert len({r.steps for r in expected}) > 1  # some end early (success), some do not
     # every episode ran once, in a world; with 3 worlds a world took the one that ended first
     assert sorted(set(i for i, _ in taken)) == list(range(len(specs)))

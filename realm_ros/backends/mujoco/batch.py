@@ -175,7 +175,8 @@ def run_batch(worlds: Sequence[MujocoWorld], inners: Sequence[Policy],
               drawer_rule: str = 'realm_code', execute: int = 8,
               infer_batch: BatchInfer | None = None, batched: bool = True,
               timing: dict[str, float] | None = None,
-              on_slot: Callable[[int, int], None] | None = None) -> list[EpisodeResult]:
+              on_slot: Callable[[int, int], None] | None = None,
+              align: int = 1) -> list[EpisodeResult]:
     """Run episode i (``specs[i]`` with ``inners[i]``) in the worlds, in lockstep, and return
     the results in episode order, scored as :func:`run_episode` scores them and named as it
     names them (each world's name, or the stepper's where its physics replaces the worlds':
@@ -188,7 +189,12 @@ def run_batch(worlds: Sequence[MujocoWorld], inners: Sequence[Policy],
     slot stays busy while episodes remain instead of the whole batch waiting for its longest
     episode; an episode whose model the stepper's batch cannot hold (``replace`` False) runs in
     a batch of its own after. ``on_slot(i, k)`` is told when episode i takes world k (before its
-    reset: a learned view reads slot k's images).
+    reset: a learned view reads slot k's images). ``align`` K: a world that ended waits for the
+    batch's next step that is a multiple of K (counted from the first episodes' start) before it
+    takes the next episode, so that every live episode asks its policy on the same steps (its
+    chunk's length K: the batch then renders its cameras once per K steps, as a batch whose
+    episodes all started together; without it, episodes started at other steps ask on other
+    steps and the batch renders on most steps).
 
     ``stepper_factory(worlds)`` is called after every world was reset (it reads their initial
     states and models). ``progress(n)`` is told when n more episodes have ended.
@@ -212,6 +218,8 @@ def run_batch(worlds: Sequence[MujocoWorld], inners: Sequence[Policy],
         raise ValueError(f'run_batch: {len(inners)} policies for {len(specs)} episodes')
     if len(specs) < len(worlds):
         raise ValueError(f'run_batch: {len(worlds)} worlds for {len(specs)} episodes')
+    if align < 1:
+        raise ValueError(f'run_batch: align must be >= 1, got {align}')
     slots = len(worlds)
     start = time.monotonic()
     chains, links = zip(*(prepared_chain(p, execute) for p in inners))
@@ -249,6 +257,7 @@ def run_batch(worlds: Sequence[MujocoWorld], inners: Sequence[Policy],
                          'has no replace)')
     held: list[Rows | None] = [None] * slots
     live = [i for i in range(slots) if not states[i].over]
+    steps = 0
 
     def finish(i: int) -> None:
         k = slot_of[i]
@@ -257,11 +266,13 @@ def run_batch(worlds: Sequence[MujocoWorld], inners: Sequence[Policy],
         if progress is not None:
             progress(1)
 
-    def refill(ended: Sequence[int]) -> list[int]:
-        """The next waiting episodes into the ended episodes' worlds; the new live ones."""
+    free: list[int] = []  # worlds whose episode ended, waiting to take the next one
+
+    def refill() -> list[int]:
+        """The next waiting episodes into the free worlds; the new live ones."""
         started: list[int] = []
-        for i in ended:
-            k = slot_of[i]
+        while free and waiting:
+            k = free.pop(0)
             while waiting:
                 j = waiting.pop(0)
                 begin(j, k)
@@ -276,10 +287,12 @@ def run_batch(worlds: Sequence[MujocoWorld], inners: Sequence[Policy],
                 break
         return started
 
-    ended = [i for i in range(slots) if i not in live]
-    for i in ended:
-        finish(i)
-    live += refill(ended)
+    for i in range(slots):
+        if i not in live:
+            finish(i)
+            free.append(i)
+    live += refill()
+    phase = 0  # the step the live episodes' chunk boundaries count from
     while live:
         ended = []
         if together is None:
@@ -354,8 +367,14 @@ def run_batch(worlds: Sequence[MujocoWorld], inners: Sequence[Policy],
             clock.lap('score')
         for i in ended:
             finish(i)
+            free.append(slot_of[i])
         done = set(ended)
-        live = [i for i in live if i not in done] + refill(ended)
+        live = [i for i in live if i not in done]
+        steps += 1
+        if not live:
+            phase = steps
+        if (steps - phase) % align == 0:
+            live += refill()
         clock.lap('refill')
         clock.count()
     if deferred:
@@ -366,7 +385,7 @@ def run_batch(worlds: Sequence[MujocoWorld], inners: Sequence[Policy],
                          progress=progress, drawer_rule=drawer_rule, execute=execute,
                          infer_batch=infer_batch, batched=batched, timing=timing,
                          on_slot=None if on_slot is None else
-                         (lambda j, k: on_slot(deferred[j], k)))
+                         (lambda j, k: on_slot(deferred[j], k)), align=align)
         for i, result in zip(deferred, rest):
             results[i] = result
     return [r for r in results if r is not None]
