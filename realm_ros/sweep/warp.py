@@ -154,8 +154,8 @@ def run_warp(cells: Sequence[Cell], runner: WarpBatchRunner,
     the batch (``run_batch``, ``WarpStepper.replace``) at the batch's next chunk boundary (every
     ``horizon`` steps: ``run_batch``'s ``align``, so that the worlds still ask for their chunks
     on the same steps and the cameras are rendered once per chunk), so the batch stays full
-    until the cells run out. Without: batches of ``batch`` cells one after another, each stepped until its
-    longest episode ends."""
+    until the cells run out. Without: batches of ``batch`` cells one after another, each
+    stepped until its longest episode ends."""
     from realm_ros.backends.mujoco import warp_sweep
     from realm_ros.backends.mujoco.batch import run_batch
     from realm_ros.core.policy import make_policy
