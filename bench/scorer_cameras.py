@@ -1011,42 +1011,9 @@ def round10_rule(ladder: dict[str, Any], looks: dict[str, Any]) -> dict[str, Any
     on the held-out family within the r margin, hold r and stage accuracy on the fresh looks,
     which one ships (the most of the issue's six targets met, then the held-out stage
     accuracy), and which targets each checkpoint measured meets on each set."""
-    ladder_row, looks_row = next(iter(ladder)), next(iter(looks))
-
-    def figures_of(prefix: str) -> dict[str, Any] | None:
-        mine = checkpoint_figures(ladder[ladder_row], prefix)
-        theirs = checkpoint_figures(looks[looks_row], prefix)
-        if mine is None or theirs is None:
-            return None
-        return {'pearson_r': mine['pearson_r'], 'stage_accuracy': mine['stage_accuracy'],
-                'success_accuracy': mine['success_accuracy'],
-                'looks_pearson_r': theirs['pearson_r'],
-                'looks_stage_accuracy': theirs['stage_accuracy'],
-                'looks_success_accuracy': theirs['success_accuracy'],
-                'targets_met': sum(mine['targets'].values()) + sum(theirs['targets'].values())}
-
-    bar = figures_of(f'{ROUND10_BAR} (')
-    assert bar is not None, f'measure {ROUND10_BAR} on both sets'
-    candidates: dict[str, Any] = {}
-    for name in ROUND10_CANDIDATES:
-        mine = figures_of(f'{name} (')
-        if mine is not None:
-            mine['passes'] = bool(
-                mine['stage_accuracy'] > bar['stage_accuracy']
-                and (mine['pearson_r'] or -1) >= (bar['pearson_r'] or -1) - ROUND10_R_MARGIN
-                and (mine['looks_pearson_r'] or -1)
-                >= (bar['looks_pearson_r'] or -1) - ROUND10_R_MARGIN
-                and mine['looks_stage_accuracy'] >= bar['looks_stage_accuracy'])
-        candidates[name] = mine
-    passing, best = passing_and_best(
-        candidates, key=lambda v: (v['targets_met'], v['stage_accuracy']))
-    targets = {row: {column: figures['targets'] for column, figures in table[row].items()}
-               for row, table in ((ladder_row, ladder), (looks_row, looks))}
-    return {'rows': [ladder_row, looks_row], 'bar': bar, 'candidates': candidates,
-            'passing': passing,
-            'ships': (f'{best} as realm_ros/data/{ROUND10_SHIPS_AS[best]}' if best
-                      else ROUND10_NOTHING_SHIPS),
-            'targets': targets}
+    return bar_rule(ladder, looks, ROUND10_BAR, {name: f'{name} (' for name in ROUND10_CANDIDATES},
+                    ROUND10_R_MARGIN, ROUND10_SHIPS_AS, ROUND10_NOTHING_SHIPS,
+                    looks_stage_margin=0.0)
 
 
 def round11_rule(ladder: dict[str, Any], looks: dict[str, Any]) -> dict[str, Any]:
@@ -1070,13 +1037,14 @@ def round12_rule(ladder: dict[str, Any], looks: dict[str, Any]) -> dict[str, Any
 
 def bar_rule(ladder: dict[str, Any], looks: dict[str, Any], bar_name: str,
              candidates_by_prefix: dict[str, str], margin: float, ships_as: dict[str, str],
-             nothing: str) -> dict[str, Any]:
-    """Rounds 11's and 12's rule on a held-out-family set's and a fresh-looks set's figures
-    (each set's first row): a candidate (its column's name starts with its prefix) passes if on
-    the held-out family its stage accuracy is above the bar's and its r no more than ``margin``
-    below, and on the looks its r and stage accuracy each no more than ``margin`` below the
-    bar's; of several passing, the most of the issue's six targets met ships, then the higher
-    held-out stage accuracy, then the first."""
+             nothing: str, looks_stage_margin: float | None = None) -> dict[str, Any]:
+    """Rounds 10's, 11's and 12's rule on a held-out-family set's and a fresh-looks set's
+    figures (each set's first row): a candidate (its column's name starts with its prefix)
+    passes if on the held-out family its stage accuracy is above the bar's and its r no more
+    than ``margin`` below, and on the looks its r no more than ``margin`` and its stage accuracy
+    no more than ``looks_stage_margin`` (default ``margin``; round 10: 0) below the bar's; of
+    several passing, the most of the issue's six targets met ships, then the higher held-out
+    stage accuracy, then the first."""
     ladder_row, looks_row = next(iter(ladder)), next(iter(looks))
 
     def figures_of(prefix: str) -> dict[str, Any] | None:
@@ -1101,7 +1069,8 @@ def bar_rule(ladder: dict[str, Any], looks: dict[str, Any], bar_name: str,
                 mine['stage_accuracy'] > bar['stage_accuracy']
                 and (mine['pearson_r'] or -1) >= (bar['pearson_r'] or -1) - margin
                 and (mine['looks_pearson_r'] or -1) >= (bar['looks_pearson_r'] or -1) - margin
-                and mine['looks_stage_accuracy'] >= bar['looks_stage_accuracy'] - margin)
+                and mine['looks_stage_accuracy'] >= bar['looks_stage_accuracy'] - (
+                    margin if looks_stage_margin is None else looks_stage_margin))
         candidates[name] = mine
     passing, best = passing_and_best(
         candidates, key=lambda v: (v['targets_met'], v['stage_accuracy']))
