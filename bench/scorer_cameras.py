@@ -867,11 +867,14 @@ def round5_rule(figures: dict[str, Any]) -> dict[str, Any]:
             'ships': ROUND5_CANDIDATE if mine['passes'] else 'families (the candidate fails)'}
 
 
-def held_out_and_looks(ladder: dict[str, Any], looks: dict[str, Any]
+def held_out_and_looks(ladder: dict[str, Any], looks: dict[str, Any], whole: bool = False
                        ) -> tuple[tuple[str, str], Callable[[str], dict[str, Any] | None]]:
-    """The rows rounds 6 and 7 judge by (the first of ``measure``'s figures on the held-out
+    """The rows the rounds judge by (the first of ``measure``'s figures on the held-out
     family and on the fresh looks: all of each set's episodes) and a lookup of one checkpoint's
-    figures there (its column by ``prefix``; ``None`` where it was not measured on both)."""
+    figures there (its column by ``prefix``; ``None`` where it was not measured on both):
+    its r, stage and success accuracy on the held-out family and its r on the looks; ``whole``
+    (rounds 10-12): also its stage and success accuracy on the looks and how many of the
+    issue's six targets it meets on the two sets."""
     ladder_row = next(iter(ladder))
     looks_row = next(iter(looks))
 
@@ -880,9 +883,15 @@ def held_out_and_looks(ladder: dict[str, Any], looks: dict[str, Any]
         theirs = checkpoint_figures(looks[looks_row], prefix)
         if mine is None or theirs is None:
             return None
-        return {'pearson_r': mine['pearson_r'], 'stage_accuracy': mine['stage_accuracy'],
-                'success_accuracy': mine['success_accuracy'],
-                'looks_pearson_r': theirs['pearson_r']}
+        out = {'pearson_r': mine['pearson_r'], 'stage_accuracy': mine['stage_accuracy'],
+               'success_accuracy': mine['success_accuracy'],
+               'looks_pearson_r': theirs['pearson_r']}
+        if whole:
+            out.update(looks_stage_accuracy=theirs['stage_accuracy'],
+                       looks_success_accuracy=theirs['success_accuracy'],
+                       targets_met=sum(mine['targets'].values())
+                       + sum(theirs['targets'].values()))
+        return out
 
     return (ladder_row, looks_row), figures_of
 
@@ -1045,19 +1054,7 @@ def bar_rule(ladder: dict[str, Any], looks: dict[str, Any], bar_name: str,
     no more than ``looks_stage_margin`` (default ``margin``; round 10: 0) below the bar's; of
     several passing, the most of the issue's six targets met ships, then the higher held-out
     stage accuracy, then the first."""
-    ladder_row, looks_row = next(iter(ladder)), next(iter(looks))
-
-    def figures_of(prefix: str) -> dict[str, Any] | None:
-        mine = checkpoint_figures(ladder[ladder_row], prefix)
-        theirs = checkpoint_figures(looks[looks_row], prefix)
-        if mine is None or theirs is None:
-            return None
-        return {'pearson_r': mine['pearson_r'], 'stage_accuracy': mine['stage_accuracy'],
-                'success_accuracy': mine['success_accuracy'],
-                'looks_pearson_r': theirs['pearson_r'],
-                'looks_stage_accuracy': theirs['stage_accuracy'],
-                'looks_success_accuracy': theirs['success_accuracy'],
-                'targets_met': sum(mine['targets'].values()) + sum(theirs['targets'].values())}
+    (ladder_row, looks_row), figures_of = held_out_and_looks(ladder, looks, whole=True)
 
     bar = figures_of(f'{bar_name} (')
     assert bar is not None, f'read {bar_name} on both sets'

@@ -229,7 +229,6 @@ def run_batch(worlds: Sequence[MujocoWorld], inners: Sequence[Policy],
     results: list[EpisodeResult | None] = [None] * len(specs)
     obs: dict[int, Observation] = {}
     slot_of: dict[int, int] = {}
-    names: dict[int, str] = {}
 
     def begin(i: int, k: int) -> None:
         if on_slot is not None:
@@ -261,8 +260,7 @@ def run_batch(worlds: Sequence[MujocoWorld], inners: Sequence[Policy],
 
     def finish(i: int) -> None:
         k = slot_of[i]
-        names[i] = stepper.name or worlds[k].name
-        results[i] = states[i].result(names[i], worlds[k].time)
+        results[i] = states[i].result(stepper.name or worlds[k].name, worlds[k].time)
         if progress is not None:
             progress(1)
 

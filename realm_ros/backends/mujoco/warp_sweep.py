@@ -364,10 +364,10 @@ class WarpStepper:
                  for name, values in self._poses([world]).items()]
         with self.wp.ScopedDevice(self.device):
             for target, values in rows:
-                row = target[slot:slot + 1] if target.shape[0] == self.n else None
-                if row is None:
+                if target.shape[0] != self.n:
                     raise ConfigError(f'WarpStepper.replace: a field of shape {target.shape} '
                                       f'is not per world in a batch of {self.n}')
+                row = target[slot:slot + 1]
                 row.assign(np.ascontiguousarray(values, dtype=dtype).reshape(
                     self._row_shape(row)))
         self._torch_images = None
