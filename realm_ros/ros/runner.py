@@ -17,7 +17,7 @@ callback that does not return, raises :class:`KeyboardInterrupt` where it is, so
 still ends through the same ``finally``; once that cleanup has begun, signals are ignored so
 that it completes (a recorder writes its bag's index there). Either way the exit code is 0:
 a stop on request is a clean exit for ``ros2 launch`` ("process has finished cleanly"). After
-a signal the process ends right after that cleanup (:func:`_exit_now`).
+a signal, or exit code 2, the process ends right after that cleanup (:func:`_exit_now`).
 
 :class:`NodeRunner` is the in-process counterpart for a whole graph (``realm-ros paired-eval``,
 ``realm-ros sysid record``): every node on its own executor thread, as launch would run each in
@@ -273,7 +273,10 @@ def spin_node(prog: str, factory: Callable[[], Node | Sequence[Node]],
             finally:
                 spinner.shutdown(timeout_sec=1.0)
                 rclpy.try_shutdown()
-    if stop.signal_name:
+    if stop.signal_name or code == 2:
+        # After a signal, or after bad input's one line: the node is closed, and the
+        # interpreter's finalisation only risks the exit code (once, with a lab package's
+        # import half done, a CI run's world_node printed its line and died in it, SIGSEGV).
         _exit_now(code)
     return code
 
