@@ -12,6 +12,7 @@ normalisation").
     python bench/scorer_cameras.py finals [SET ...] [--variants V ...] [--seeds S ...]
     python bench/scorer_cameras.py diagnose [SET ...] [--variants V ...] [--seeds S ...]
     python bench/scorer_cameras.py round6 | round7 | round9 | round10 | round11 | round12
+    python bench/scorer_cameras.py round13
     python bench/scorer_cameras.py decoders SET ... [--tune] [--where] [--greedy]
                                             [--checkpoints NAME ...] [--json OUT.json]
     python bench/scorer_cameras.py rates [SET ...] [--variants V ...] [--json OUT.json]
@@ -122,6 +123,15 @@ the networks of h's and j's ensembles (and k's; ``learned.members``); ``decoders
 --checkpoints ... --greedy`` reads them; ``eval12_demo_ladder`` (the vision ladder under
 lab_demo, seeds 444-455) and ``eval12_looks`` (lab looks 7111-7113) are read once; ``round12``
 applies ``ROUND12_*`` (``round12_rule``) to their ``decoders --json`` files (``ROUND12_FILES``).
+
+Round 13 (issue 42) collects j's eight training sets again with each frame's stage predicates
+(``LabelledEpisode.now``: what the frame shows now, the rubric's own predicates) and trains
+``n_now`` (j's recipe with a per-stage "now" head, ``learned.HEADS``) with seeds 0-2 one after
+the other, ``n_ensemble`` the seeds that finished; ``eval13_demo_ladder`` (the vision ladder
+under lab_demo, seeds 456-467) and ``eval13_looks`` (lab looks 7121-7123) are read once;
+``round13`` applies ``ROUND13_*`` (``round13_rule``) to their ``decoders --json`` files
+(``ROUND13_FILES``). ``collect`` prints whether each episode's predicates give back its sticky
+count (``learned.sticky_counts``).
 
 ``train`` trains the variants (``VARIANTS``) on the ``train`` set (variant ``e``: ``train`` and
 ``train_more``) with the same settings (``learned.SHIPPED``'s, ``--epochs`` each unless the
@@ -295,6 +305,14 @@ SETS = {
     'eval12_looks': ((7111, 7112, 7113), TASKS,
                      ('scripted:0', 'scripted:1', 'scripted:2', 'scripted:3'),
                      (100, 101, 102, 103), 200),
+    # Round 13: the held-out family under lab_demo on seeds no scorer set had used and the
+    # scripted ladder under looks no file had named, with each frame's stage predicates;
+    # reported once, nothing chosen on them but round 13's verdict.
+    'eval13_demo_ladder': ((DEMO_LOOK,), ('push_switch', 'pick_spoon'), VISION_LADDER4,
+                           tuple(range(456, 468)), 160),
+    'eval13_looks': ((7121, 7122, 7123), TASKS,
+                     ('scripted:0', 'scripted:1', 'scripted:2', 'scripted:3'),
+                     (100, 101, 102, 103), 200),
 }
 #: Sets whose frames are kept at every control step (15 per second) instead of every 5th, so
 #: that a reading at any rate (round 8) is taken from the same episodes; every 5th of their
@@ -303,7 +321,7 @@ EVERY_STEP = ('eval8_demo_ladder', 'eval8_looks')
 #: Sets of a learned ladder alone, measured on their own (rows: all, per task, per rung).
 LADDER_ONLY = ('demo_ladder', 'eval6_demo_ladder', 'eval7_demo_ladder', 'eval9_demo_ladder',
                'eval9_looks_ladder', 'eval10_demo_ladder', 'eval10_looks_ladder',
-               'eval11_demo_ladder', 'eval12_demo_ladder')
+               'eval11_demo_ladder', 'eval12_demo_ladder', 'eval13_demo_ladder')
 #: A held-out set -> the learned-ladder set on the same looks.
 LADDER_OF = {'looks': 'learned_ladder', 'new_looks': 'new_learned_ladder',
              'eval4_looks': 'eval4_learned_ladder'}
@@ -371,6 +389,17 @@ VARIANTS = {
     # shipped families_demo3) and j's three; and those and k's three.
     'hj_ensemble': {'networks_of': ('h_ensemble', 'j_ensemble')},
     'hjk_ensemble': {'networks_of': ('h_ensemble', 'j_ensemble', 'k_ensemble')},
+    # Round 13 (decided before measuring): j's recipe, inputs and eight sets (collected again
+    # with each frame's stage predicates, ``LabelledEpisode.now``) with the output a per-stage
+    # "now" head (``learned.HEADS``: a sigmoid per stage, binary cross-entropy on the frame's
+    # predicates), seeds 0-2 one after the other; ``n_ensemble``: the seeds that finished by
+    # ROUND13_SEED_DEADLINE as one ensemble (the candidate); the vision ladder in no set.
+    'n_now': {'cameras': ('exterior_1', 'wrist'), 'normalise': True, 'epochs': 30,
+              'head': 'now',
+              'sets': ('train', 'train_more', 'train_more2', 'train_families',
+                       'train_families_real', 'train_demo', 'train_demo_families',
+                       'train7_demo_more')},
+    'n_ensemble': {'ensemble_of': 'n_now', 'seeds': (0, 1, 2), 'finished_only': True},
 }
 #: Round 3's shipping rule (fixed before measuring; docs/scoring.md): a variant ships only if
 #: every one of its training seeds beats the shipped wrist checkpoint in Pearson r **and** stage
@@ -557,6 +586,31 @@ ROUND12_FILES = (pathlib.Path('docs/scorer-round12-ladder.json'),
                  pathlib.Path('docs/scorer-round12-rule.json'))
 
 
+#: Round 13's rule (fixed before measuring; docs/scoring.md, "Round 13"): the candidate is
+#: ``n_ensemble``, the now-head networks (``n_now``, j's recipe and sets with per-stage "now"
+#: targets, decoded by ``learned.decode_now``) of the seeds that finished training by
+#: ROUND13_SEED_DEADLINE UTC as one ensemble. The bar: the shipped recommendation as shipped,
+#: families_hjk (round 12's ``hjk_ensemble``, greedy). Round 11's conditions (``bar_rule``): it
+#: passes only if on all of ``eval13_demo_ladder`` (the held-out family under lab_demo, seeds
+#: 456-467, 96 episodes) its stage accuracy is **above** the bar's and its Pearson r no more than
+#: ROUND13_MARGIN below it, **and** on ``eval13_looks`` (the scripted ladder under fresh looks
+#: 7121-7123, 144) its r and its stage accuracy are each no more than ROUND13_MARGIN below the
+#: bar's. If it passes it ships as ROUND13_SHIPS_AS names and becomes the recommendation.
+#: ``decoders --checkpoints ROUND13_CHECKPOINTS --greedy`` reads them; every other reading is
+#: reported only (families_demo3, j_ensemble, each n_now seed).
+ROUND13_CHECKPOINTS = ('families_hjk', 'n_ensemble', 'n_now', 'n_now_s1', 'n_now_s2',
+                       'families_demo3', 'j_ensemble')
+ROUND13_BAR = 'families_hjk greedy'
+ROUND13_CANDIDATES = ('n_ensemble greedy',)
+ROUND13_MARGIN = 0.03
+ROUND13_SHIPS_AS = {'n_ensemble greedy': 'progress_scorer_families_now3.pt'}
+ROUND13_NOTHING_SHIPS = 'nothing (families_hjk, greedy, stays the recommendation)'
+ROUND13_SEED_DEADLINE = '22:12'
+ROUND13_FILES = (pathlib.Path('docs/scorer-round13-ladder.json'),
+                 pathlib.Path('docs/scorer-round13-looks.json'),
+                 pathlib.Path('docs/scorer-round13-rule.json'))
+
+
 def look_stem(look: int | str) -> str:
     """A set's look as a file stem: ``lab-SEED`` for a lab look, ``file-NAME`` for a file."""
     return f'lab-{look}' if isinstance(look, int) else f'file-{pathlib.Path(look).stem}'
@@ -583,14 +637,17 @@ def collect_look(look: int | str, task_names: tuple[str, ...], policies: tuple[s
     label = f'lab:{look}' if isinstance(look, int) else ''  # '': the look the plan was given
     try:
         start = time.monotonic()
-        for name, task, seed, frames, times, met in learned.policy_runs(
+        for name, task, seed, run in learned.policy_runs(
                 world, policies, task_names, seeds or (look,), max_steps, CAMERAS,
                 1 if every_step else 5 if looking else 0):  # kept: every step, or every 5th
             for c in CAMERAS:
                 out[c].append(learned.labelled_episode(task, 'digital_real', name, seed,
-                                                       frames[c], times, met, label))
-            print(f'{label or look} {task} {name} seed {seed}: {len(met)} frames, '
-                  f'rubric {max(met)}/{len(tasks.get_task(task).stages)}, '
+                                                       run.frames[c], run.times, run.met, label,
+                                                       run.now))
+            same = bool(np.array_equal(learned.sticky_counts(run.now), run.met))
+            print(f'{label or look} {task} {name} seed {seed}: {len(run.met)} frames, '
+                  f'rubric {max(run.met)}/{len(tasks.get_task(task).stages)}, sticky counts '
+                  f'of the predicates {"equal" if same else "DIFFER"}, '
                   f'{time.monotonic() - start:.1f} s', file=sys.stderr, flush=True)
             start = time.monotonic()
     finally:
@@ -656,6 +713,8 @@ def train_one(args: argparse.Namespace, variant: str, seed: int) -> None:
             return
         paths = [args.data_dir / f'{checkpoint_name(VARIANTS[variant]["ensemble_of"], k)}.pt'
                  for k in VARIANTS[variant]['seeds']]
+        if VARIANTS[variant].get('finished_only'):  # round 13: the seeds that finished
+            paths = [p for p in paths if p.is_file()]
         checkpoint = learned.ensemble([learned.load_checkpoint(p) for p in paths],
                                       [learned.LearnedScorer(p).name for p in paths])
         learned.save_checkpoint(args.data_dir / f'{name}.pt', checkpoint)
@@ -750,16 +809,18 @@ def held_sets(folder: pathlib.Path, held: tuple[str, ...], cameras: tuple[str, .
     """The rows ``measure`` reports for the held-out sets ``held`` pooled: all their episodes,
     each look, the unseen rung, and the learned ladder of each set that has one collected (and
     the ladder sets ``extra_ladders``), those ladders pooled; a set of ``LADDER_ONLY`` alone:
-    its episodes, each task and each rung."""
+    its episodes, each task and each rung (several such sets: pooled, round 13)."""
     if any(name in LADDER_ONLY for name in held):
-        if len(held) > 1:
-            raise SystemExit(f'measure: {", ".join(LADDER_ONLY)} is measured alone')
-        ladder = load_set(folder, held[0], cameras)
-        sets = {f'{held[0]}, all': ladder}
-        for task in SETS[held[0]][1]:
-            sets[f'{held[0]}, {task}'] = [e for e in ladder if e.task == task]
+        if not all(name in LADDER_ONLY for name in held):
+            raise SystemExit(f'measure: {", ".join(LADDER_ONLY)} are measured alone or '
+                             'pooled with each other only')
+        ladder = [e for name in held for e in load_set(folder, name, cameras)]
+        title = ' + '.join(held)
+        sets = {f'{title}, all': ladder}
+        for task in dict.fromkeys(t for name in held for t in SETS[name][1]):
+            sets[f'{title}, {task}'] = [e for e in ladder if e.task == task]
         for rung in dict.fromkeys(e.policy for e in ladder):
-            sets[f'{held[0]}, {rung}'] = [e for e in ladder if e.policy == rung]
+            sets[f'{title}, {rung}'] = [e for e in ladder if e.policy == rung]
         return sets
     looks = [e for name in held for e in load_set(folder, name, cameras)]
     numbers = [k for name in held for k in SETS[name][0]]
@@ -1042,6 +1103,14 @@ def round12_rule(ladder: dict[str, Any], looks: dict[str, Any]) -> dict[str, Any
     (greedy)."""
     return bar_rule(ladder, looks, ROUND12_BAR, {name: f'{name} (' for name in ROUND12_CANDIDATES},
                     ROUND12_MARGIN, ROUND12_SHIPS_AS, ROUND12_NOTHING_SHIPS)
+
+
+def round13_rule(ladder: dict[str, Any], looks: dict[str, Any]) -> dict[str, Any]:
+    """Round 13's rule (``ROUND13_*``) read off ``decoders eval13_demo_ladder``'s and
+    ``decoders eval13_looks``' figures: round 11's conditions, the candidate the now-head
+    ensemble, the bar the shipped families_hjk (greedy)."""
+    return bar_rule(ladder, looks, ROUND13_BAR, {name: f'{name} (' for name in ROUND13_CANDIDATES},
+                    ROUND13_MARGIN, ROUND13_SHIPS_AS, ROUND13_NOTHING_SHIPS)
 
 
 def bar_rule(ladder: dict[str, Any], looks: dict[str, Any], bar_name: str,
@@ -1444,11 +1513,21 @@ def run_diagnose(args: argparse.Namespace) -> None:
 
 
 def round11_path(name: str, data_dir: pathlib.Path) -> pathlib.Path:
-    """A round-11 checkpoint's file: the shipped families_demo3, or an ensemble in the data
-    dir."""
-    from realm_ros.scorers import learned
-    return learned.FAMILIES_DEMO3_CHECKPOINT if name == 'families_demo3' \
-        else data_dir / f'{name}.pt'
+    """A round-11 checkpoint's file: a shipped one (SHIPPED_BY_NAME: families_demo3, round
+    13's families_hjk), or a checkpoint in the data dir (a variant, ``VARIANT_s<seed>``)."""
+    return SHIPPED_BY_NAME[name]() if name in SHIPPED_BY_NAME else data_dir / f'{name}.pt'
+
+
+def _shipped(constant: str) -> Callable[[], pathlib.Path]:
+    def path() -> pathlib.Path:
+        from realm_ros.scorers import learned
+        return pathlib.Path(getattr(learned, constant))
+    return path
+
+
+#: The shipped checkpoints ``decoders --checkpoints`` reads by name.
+SHIPPED_BY_NAME = {'families_demo3': _shipped('FAMILIES_DEMO3_CHECKPOINT'),
+                   'families_hjk': _shipped('FAMILIES_HJK_CHECKPOINT')}
 
 
 def round11_decoders(step_costs: tuple[float, ...]) -> dict[str, Any]:
@@ -1490,13 +1569,14 @@ def run_decoders(args: argparse.Namespace) -> None:
             sets = held_sets(args.data_dir, tuple(args.sets), tuple(scorer.cameras))
         start, cpu = time.monotonic(), time.process_time()
         episodes_all = next(iter(sets.values()))
-        probs = {id(e): scorer.probabilities(list(e.frames), e.task) for e in episodes_all}
+        # A count head's stage-count probabilities, a now-head's per-stage ones (round 13).
+        probs = {id(e): scorer.outputs(list(e.frames), e.task) for e in episodes_all}
         print(f'{name} ({scorer.name}): probabilities of {len(probs)} episodes in '
               f'{time.monotonic() - start:.0f} s wall, {time.process_time() - cpu:.0f} s CPU',
               file=sys.stderr, flush=True)
         for label, decoder in decoders.items():
             for row, episodes in sets.items():
-                counts = [np.rint(learned.decode(probs[id(e)], decoder=decoder)).astype(int)
+                counts = [np.rint(scorer.read(probs[id(e)], decoder)).astype(int)
                           for e in episodes]
                 r = measure_one(scorer, episodes, reference, counts)
                 figures.setdefault(row, {})[f'{name} {label} ({scorer.name})'] = r
@@ -1566,7 +1646,7 @@ def main() -> None:
     parser.add_argument('command', choices=('collect', 'train', 'measure', 'timing', 'touched',
                                             'finals', 'diagnose', 'round6', 'round7',
                                             'round9', 'round10', 'round11', 'round12',
-                                            'rates',
+                                            'round13', 'rates',
                                             'decoders'))
     parser.add_argument('sets', nargs='*', default=[], metavar='SET',
                         help='collect: one set (default train); measure: the held-out sets '
@@ -1607,9 +1687,11 @@ def main() -> None:
     if unknown:
         parser.error(f'unknown set(s) {", ".join(unknown)}: one of {", ".join(SETS)}')
     for name in args.checkpoints or ():
-        if name != 'families_demo3' and name not in VARIANTS:
-            parser.error(f'--checkpoints: unknown checkpoint {name}: families_demo3 or one of '
-                         f'{", ".join(VARIANTS)}')
+        if name not in SHIPPED_BY_NAME and name.rsplit('_s', 1)[0] not in VARIANTS \
+                and name not in VARIANTS:
+            parser.error(f'--checkpoints: unknown checkpoint {name}: one of '
+                         f'{", ".join(SHIPPED_BY_NAME)} or of {", ".join(VARIANTS)} '
+                         '(VARIANT_s<seed> for a seed)')
         if not round11_path(name, args.data_dir).is_file():
             parser.error(f'--checkpoints: {name}: no {round11_path(name, args.data_dir)}')
     if args.command == 'collect':
@@ -1625,6 +1707,7 @@ def main() -> None:
      'round10': lambda _: apply_round('round 10', ROUND10_FILES, round10_rule),
      'round11': lambda _: apply_round('round 11', ROUND11_FILES, round11_rule),
      'round12': lambda _: apply_round('round 12', ROUND12_FILES, round12_rule),
+     'round13': lambda _: apply_round('round 13', ROUND13_FILES, round13_rule),
      }[args.command](args)
 
 
