@@ -1512,6 +1512,45 @@ def run_diagnose(args: argparse.Namespace) -> None:
                       f'{np.median(np.concatenate(toggled)):.2f}', flush=True)
 
 
+def run_same(args: argparse.Namespace) -> None:
+    """Round 13: each set's episodes in the data dir against the same set in ``--against``
+    (collected before, without the predicates), episode for episode: how many have the same
+    sticky ``met`` and the same frames, and how many of the data dir's give back their sticky
+    count from their predicates (``learned.sticky_counts``), by set and camera; and, of the
+    first camera's frames, how many the now-head's decode (``learned.decode_now``, its median
+    of 3 per stage) of the true predicates reads at the sticky count: the most a perfect
+    now-network would reach."""
+    from realm_ros.scorers import learned
+    totals = np.zeros(4, int)
+    frames = np.zeros(2, int)
+    for name in args.sets:
+        for look in SETS[name][0]:
+            for c in CAMERAS:
+                stem = f'{look_stem(look)}.{c}.npz'
+                mine = learned.load_episodes(args.data_dir / name / stem)
+                theirs = {(e.task, e.policy, e.seed): e
+                          for e in learned.load_episodes(args.against / name / stem)}
+                for e in mine:
+                    o = theirs.get((e.task, e.policy, e.seed))
+                    counts = np.array([
+                        1, int(o is not None and np.array_equal(o.met, e.met)),
+                        int(o is not None and np.array_equal(o.frames, e.frames)),
+                        int(e.now is not None
+                            and np.array_equal(learned.sticky_counts(e.now), e.met))])
+                    totals += counts
+                    if c == CAMERAS[0] and e.now is not None:
+                        frames += (len(e.met), int(np.sum(
+                            learned.decode_now(e.now.astype(float)) == e.met)))
+                    if c == CAMERAS[0] and counts[1:].min() == 0:
+                        print(f'{name} {look} {e.task} {e.policy} {e.seed}: met same '
+                              f'{bool(counts[1])}, frames same {bool(counts[2])}, sticky '
+                              f'counts of the predicates same {bool(counts[3])}', flush=True)
+        print(f'{" + ".join(args.sets[:args.sets.index(name) + 1])}: {totals[0]} episode-cameras, '
+              f'met same {totals[1]}, frames same {totals[2]}, predicates give met {totals[3]}; '
+              f'decode_now of the predicates at the sticky count on {frames[1]} of {frames[0]} '
+              f'frames ({frames[1] / max(frames[0], 1):.4f})', flush=True)
+
+
 def round11_path(name: str, data_dir: pathlib.Path) -> pathlib.Path:
     """A round-11 checkpoint's file: a shipped one (SHIPPED_BY_NAME: families_demo3, round
     13's families_hjk), or a checkpoint in the data dir (a variant, ``VARIANT_s<seed>``)."""
@@ -1646,7 +1685,7 @@ def main() -> None:
     parser.add_argument('command', choices=('collect', 'train', 'measure', 'timing', 'touched',
                                             'finals', 'diagnose', 'round6', 'round7',
                                             'round9', 'round10', 'round11', 'round12',
-                                            'round13', 'rates',
+                                            'round13', 'rates', 'same',
                                             'decoders'))
     parser.add_argument('sets', nargs='*', default=[], metavar='SET',
                         help='collect: one set (default train); measure: the held-out sets '
@@ -1654,6 +1693,8 @@ def main() -> None:
     parser.add_argument('--data-dir', type=pathlib.Path,
                         default=pathlib.Path('data/progress_scorer/cameras'))
     parser.add_argument('--limit-looks', type=int, default=0)
+    parser.add_argument('--against', type=pathlib.Path, default=None,
+                        help='same: the data dir the sets were collected in before')
     parser.add_argument('--share', type=int, nargs=2, default=(0, 1), metavar=('I', 'N'),
                         help='collect: every N-th look from the I-th (N processes side by side)')
     parser.add_argument('--epochs', type=int, default=10)
@@ -1701,6 +1742,7 @@ def main() -> None:
     {'collect': run_collect, 'train': run_train, 'measure': run_measure,
      'timing': run_timing, 'touched': run_touched, 'finals': run_finals,
      'diagnose': run_diagnose, 'rates': run_rates, 'decoders': run_decoders,
+     'same': run_same,
      'round6': lambda _: apply_round('round 6', ROUND6_FILES, round6_rule),
      'round7': lambda _: apply_round('round 7', ROUND7_FILES, round7_rule),
      'round9': lambda _: apply_round('round 9', ROUND9_FILES, round9_rule),
