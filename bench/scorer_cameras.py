@@ -394,12 +394,19 @@ VARIANTS = {
     # "now" head (``learned.HEADS``: a sigmoid per stage, binary cross-entropy on the frame's
     # predicates), seeds 0-2 one after the other; ``n_ensemble``: the seeds that finished by
     # ROUND13_SEED_DEADLINE as one ensemble (the candidate); the vision ladder in no set.
+    # Its decode: no median (``decoder`` median_frames 1), chosen on the training sets' own
+    # predicates (``same``: a median of 3 per stage reads the true predicates of train's
+    # frames at the sticky count on 0.947 of them; no median: all), carried by the
+    # checkpoints; ``_m3``: the same networks with a median of 3 per stage (reported only).
     'n_now': {'cameras': ('exterior_1', 'wrist'), 'normalise': True, 'epochs': 30,
-              'head': 'now',
+              'head': 'now', 'decoder': {'median_frames': 1},
               'sets': ('train', 'train_more', 'train_more2', 'train_families',
                        'train_families_real', 'train_demo', 'train_demo_families',
                        'train7_demo_more')},
-    'n_ensemble': {'ensemble_of': 'n_now', 'seeds': (0, 1, 2), 'finished_only': True},
+    'n_ensemble': {'ensemble_of': 'n_now', 'seeds': (0, 1, 2), 'finished_only': True,
+                   'decoder': {'median_frames': 1}},
+    'n_ensemble_m3': {'ensemble_of': 'n_now', 'seeds': (0, 1, 2), 'finished_only': True,
+                      'decoder': {'median_frames': 3}},
 }
 #: Round 3's shipping rule (fixed before measuring; docs/scoring.md): a variant ships only if
 #: every one of its training seeds beats the shipped wrist checkpoint in Pearson r **and** stage
@@ -597,13 +604,15 @@ ROUND12_FILES = (pathlib.Path('docs/scorer-round12-ladder.json'),
 #: 7121-7123, 144) its r and its stage accuracy are each no more than ROUND13_MARGIN below the
 #: bar's. If it passes it ships as ROUND13_SHIPS_AS names and becomes the recommendation.
 #: ``decoders --checkpoints ROUND13_CHECKPOINTS --greedy`` reads them; every other reading is
-#: reported only (families_demo3, j_ensemble, each n_now seed).
-ROUND13_CHECKPOINTS = ('families_hjk', 'n_ensemble', 'n_now', 'n_now_s1', 'n_now_s2',
-                       'families_demo3', 'j_ensemble')
+#: reported only (families_demo3, j_ensemble, each n_now seed, ``n_ensemble_m3``: the
+#: candidate's networks with a median of 3 per stage). Each is read with its own decoder
+#: (``--greedy``): the now-heads with no median (their checkpoints carry it).
+ROUND13_CHECKPOINTS = ('families_hjk', 'n_ensemble', 'n_ensemble_m3', 'n_now', 'n_now_s1',
+                       'n_now_s2', 'families_demo3', 'j_ensemble')
 ROUND13_BAR = 'families_hjk greedy'
-ROUND13_CANDIDATES = ('n_ensemble greedy',)
+ROUND13_CANDIDATES = ('n_ensemble greedy(median 1)',)
 ROUND13_MARGIN = 0.03
-ROUND13_SHIPS_AS = {'n_ensemble greedy': 'progress_scorer_families_now3.pt'}
+ROUND13_SHIPS_AS = {'n_ensemble greedy(median 1)': 'progress_scorer_families_now3.pt'}
 ROUND13_NOTHING_SHIPS = 'nothing (families_hjk, greedy, stays the recommendation)'
 ROUND13_SEED_DEADLINE = '22:12'
 ROUND13_FILES = (pathlib.Path('docs/scorer-round13-ladder.json'),
@@ -689,7 +698,7 @@ def load_set(folder: pathlib.Path, name: str, cameras: tuple[str, ...]) -> list[
 
 def variant_config(name: str, args: argparse.Namespace, seed: int = 0) -> Any:
     from realm_ros.scorers import learned
-    settings = {k: v for k, v in VARIANTS[name].items() if k != 'sets'}
+    settings = {k: v for k, v in VARIANTS[name].items() if k not in ('sets', 'decoder')}
     settings.setdefault('epochs', args.epochs)
     return dataclasses.replace(learned.SHIPPED, threads=args.threads, seed=seed, **settings)
 
@@ -705,6 +714,15 @@ def run_train(args: argparse.Namespace) -> None:
             train_one(args, variant, seed)
 
 
+def with_variant_decoder(variant: str, checkpoint: dict[str, Any]) -> dict[str, Any]:
+    """``checkpoint`` carrying its variant's decoder (``VARIANTS[...]['decoder']``, round 13),
+    or as it is."""
+    from realm_ros.scorers import learned
+    settings = VARIANTS[variant].get('decoder')
+    return checkpoint if settings is None else learned.with_decoder(
+        checkpoint, learned.Decoder.of(settings))
+
+
 def train_one(args: argparse.Namespace, variant: str, seed: int) -> None:
     from realm_ros.scorers import learned
     name = checkpoint_name(variant, seed)
@@ -715,8 +733,9 @@ def train_one(args: argparse.Namespace, variant: str, seed: int) -> None:
                  for k in VARIANTS[variant]['seeds']]
         if VARIANTS[variant].get('finished_only'):  # round 13: the seeds that finished
             paths = [p for p in paths if p.is_file()]
-        checkpoint = learned.ensemble([learned.load_checkpoint(p) for p in paths],
-                                      [learned.LearnedScorer(p).name for p in paths])
+        checkpoint = with_variant_decoder(variant, learned.ensemble(
+            [learned.load_checkpoint(p) for p in paths],
+            [learned.LearnedScorer(p).name for p in paths]))
         learned.save_checkpoint(args.data_dir / f'{name}.pt', checkpoint)
         print(f'{name}: the ensemble of {", ".join(checkpoint["meta"]["ensemble"])}', flush=True)
         return
@@ -741,6 +760,7 @@ def train_one(args: argparse.Namespace, variant: str, seed: int) -> None:
         f'{name}: {line}', file=sys.stderr, flush=True))
     checkpoint['meta']['train_s'] = [round(time.monotonic() - start, 1),
                                      round(time.process_time() - cpu, 1)]
+    checkpoint = with_variant_decoder(variant, checkpoint)
     learned.save_checkpoint(args.data_dir / f'{name}.pt', checkpoint)
     print(f'{name}: {len(episodes)} episodes, {checkpoint["meta"]["frames"]} frames, '
           f'{time.monotonic() - start:.0f} s wall, {time.process_time() - cpu:.0f} s CPU, '
@@ -1613,7 +1633,10 @@ def run_decoders(args: argparse.Namespace) -> None:
         print(f'{name} ({scorer.name}): probabilities of {len(probs)} episodes in '
               f'{time.monotonic() - start:.0f} s wall, {time.process_time() - cpu:.0f} s CPU',
               file=sys.stderr, flush=True)
-        for label, decoder in decoders.items():
+        # --greedy: each checkpoint with its own decoder (its checkpoint's entry; greedy where
+        # it has none, every checkpoint before round 13's now-heads).
+        for label, decoder in ({scorer.decoder.label: scorer.decoder} if args.greedy
+                               else decoders).items():
             for row, episodes in sets.items():
                 counts = [np.rint(scorer.read(probs[id(e)], decoder)).astype(int)
                           for e in episodes]
@@ -1713,7 +1736,8 @@ def main() -> None:
                         help='decoders: these checkpoints (families_demo3, the shipped one, or '
                              'a variant in the data dir; default ROUND11_CHECKPOINTS)')
     parser.add_argument('--greedy', action='store_true',
-                        help='decoders: the greedy decoder only')
+                        help="decoders: the checkpoint's own decoder only (greedy where it "
+                             'names none)')
     parser.add_argument('--ladders', nargs='*', default=[], metavar='LADDER_SET',
                         help="measure: more learned-ladder sets, pooled with the held sets' own")
     parser.add_argument('--only-wrist', action='store_true',
