@@ -1613,6 +1613,7 @@ def run_decoders(args: argparse.Namespace) -> None:
         decoders = {'greedy': decoders['greedy']}
     reference = load_set(args.data_dir, 'train', ('exterior_1',))
     figures: dict[str, Any] = {}
+    readings: dict[str, dict[str, Any]] = {}
     pooled: dict[str, list[float]] = {}
     print('| set (episodes) | checkpoint + decoder | Pearson r [95 % CI] | stage accuracy [CI] '
           '(majority) | success accuracy [CI] (always success / failure) | final count right '
@@ -1642,6 +1643,7 @@ def run_decoders(args: argparse.Namespace) -> None:
                           for e in episodes]
                 r = measure_one(scorer, episodes, reference, counts)
                 figures.setdefault(row, {})[f'{name} {label} ({scorer.name})'] = r
+                readings.setdefault(row, {})[name] = (episodes, counts)
                 if args.where and episodes is episodes_all:
                     print(decoder_errors(f'{name} {label}', episodes, counts), file=sys.stderr,
                           flush=True)
@@ -1657,11 +1659,44 @@ def run_decoders(args: argparse.Namespace) -> None:
                       f'{b["always_failure_accuracy"]:.3f}) | '
                       f'{r["final_stage_accuracy"]:.2f} [{r["final_stage_accuracy_ci"][0]:.2f}, '
                       f'{r["final_stage_accuracy_ci"][1]:.2f}] |', flush=True)
+    if args.versus:
+        for row, by_name in readings.items():
+            for name, (episodes, counts) in by_name.items():
+                if name != args.versus and args.versus in by_name:
+                    print(f'{row}: {paired_difference(episodes, counts, by_name[args.versus][1])}'
+                          f' ({name} - {args.versus})', flush=True)
     if tune:
         figures['tune'] = round11_tune(figures)
         print(f'round 11 tuning: {json.dumps(figures["tune"])}', flush=True)
     if args.json is not None:
         args.json.write_text(json.dumps(figures, indent=2, default=float))
+
+
+def paired_difference(episodes: list[Any], counts: list[np.ndarray], base: list[np.ndarray],
+                      resamples: int = 2000) -> str:
+    """Two readings of the same episodes compared (``decoders --versus``, round 13): the
+    difference in stage accuracy and in Pearson r (of the episodes' progressions) with a paired
+    percentile bootstrap interval over episodes (the same resampled episodes for both)."""
+    truth = np.asarray([e.progression for e in episodes])
+    frames = np.asarray([len(e.met) for e in episodes])
+    hits, finals = [], []
+    for reading in (counts, base):
+        hits.append(np.asarray([int(np.sum(c == e.met)) for c, e in zip(reading, episodes)]))
+        finals.append(np.asarray([float(c.max()) / e.n_stages
+                                  for c, e in zip(reading, episodes)]))
+
+    def r(x: np.ndarray, y: np.ndarray) -> float:
+        return float(np.corrcoef(x, y)[0, 1]) if np.ptp(x) > 0 and np.ptp(y) > 0 else np.nan
+
+    rows = np.random.default_rng(0).integers(0, len(episodes), size=(resamples, len(episodes)))
+    stage = (hits[0][rows].sum(axis=1) - hits[1][rows].sum(axis=1)) / frames[rows].sum(axis=1)
+    dr = np.asarray([r(finals[0][k], truth[k]) - r(finals[1][k], truth[k]) for k in rows])
+    point = ((hits[0].sum() - hits[1].sum()) / frames.sum(),
+             r(finals[0], truth) - r(finals[1], truth))
+    lo, hi = np.quantile(stage, [0.025, 0.975])
+    rlo, rhi = np.nanquantile(dr, [0.025, 0.975])
+    return (f'stage accuracy {point[0]:+.3f} [{lo:+.3f}, {hi:+.3f}], Pearson r '
+            f'{point[1]:+.3f} [{rlo:+.3f}, {rhi:+.3f}] over {len(episodes)} episodes')
 
 
 def decoder_errors(label: str, episodes: list[Any], counts: list[np.ndarray]) -> str:
@@ -1735,6 +1770,9 @@ def main() -> None:
     parser.add_argument('--checkpoints', nargs='+', default=None, metavar='NAME',
                         help='decoders: these checkpoints (families_demo3, the shipped one, or '
                              'a variant in the data dir; default ROUND11_CHECKPOINTS)')
+    parser.add_argument('--versus', default=None, metavar='NAME',
+                        help='decoders: each other checkpoint against this one, the same '
+                             'episodes (paired bootstrap of the differences)')
     parser.add_argument('--greedy', action='store_true',
                         help="decoders: the checkpoint's own decoder only (greedy where it "
                              'names none)')
