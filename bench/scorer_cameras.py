@@ -1480,6 +1480,8 @@ def run_diagnose(args: argparse.Namespace) -> None:
                                 for seed in args.seeds)
                    if (args.data_dir / f'{stem}.pt').is_file()}
     checkpoints['shipped families3'] = learned.FAMILIES3_CHECKPOINT
+    if args.bar_too:  # round 13: the recommendation beside
+        checkpoints['shipped families_hjk'] = learned.FAMILIES_HJK_CHECKPOINT
     for label, path in checkpoints.items():
         scorer = learned.LearnedScorer(path)
         for name in args.sets or ['demo_ladder']:
@@ -1525,6 +1527,8 @@ def run_diagnose(args: argparse.Namespace) -> None:
                     final = np.mean([d[-1] == e.met[-1] for d, e in rows])
                     print(f'  {title}: {len(rows)}, median {length:.0f} frames, stage accuracy '
                           f'{right:.3f}, final count right {final:.2f}', flush=True)
+            if scorer.head == 'now' and all(e.now is not None for e in episodes):
+                print(now_agreement(scorer, episodes), flush=True)
             toggled = [p[e.met == 3, 3] for p, e in zip(probs, episodes)
                        if e.task == 'push_switch' and e.success]
             if toggled:
@@ -1569,6 +1573,27 @@ def run_same(args: argparse.Namespace) -> None:
               f'met same {totals[1]}, frames same {totals[2]}, predicates give met {totals[3]}; '
               f'decode_now of the predicates at the sticky count on {frames[1]} of {frames[0]} '
               f'frames ({frames[1] / max(frames[0], 1):.4f})', flush=True)
+
+
+def now_agreement(scorer: Any, episodes: list[Any]) -> str:
+    """A now-head's per-frame stage readings (probability > 0.5) against the episodes'
+    recorded predicates (round 13), per task, stage and outcome: frames where the predicate
+    held / was read, and those both."""
+    lines = []
+    for task in dict.fromkeys(e.task for e in episodes):
+        names = scorer.stage_names[task]
+        for title, keep in (('successes', True), ('failures', False)):
+            rows = [e for e in episodes if e.task == task and e.success == keep]
+            if not rows:
+                continue
+            truth = np.concatenate([e.now for e in rows])
+            read = np.concatenate([scorer.outputs(list(e.frames), task) > 0.5 for e in rows])
+            parts = [f'{stage} held {int(truth[:, i].sum())} read {int(read[:, i].sum())} '
+                     f'both {int((truth[:, i] & read[:, i]).sum())}'
+                     for i, stage in enumerate(names)]
+            lines.append(f'  {task} {title} ({len(rows)}, {len(truth)} frames), the frame '
+                         f'shows now: ' + '; '.join(parts))
+    return '\n'.join(lines)
 
 
 def round11_path(name: str, data_dir: pathlib.Path) -> pathlib.Path:
@@ -1770,6 +1795,8 @@ def main() -> None:
     parser.add_argument('--checkpoints', nargs='+', default=None, metavar='NAME',
                         help='decoders: these checkpoints (families_demo3, the shipped one, or '
                              'a variant in the data dir; default ROUND11_CHECKPOINTS)')
+    parser.add_argument('--bar-too', action='store_true',
+                        help='diagnose: the shipped families_hjk too')
     parser.add_argument('--versus', default=None, metavar='NAME',
                         help='decoders: each other checkpoint against this one, the same '
                              'episodes (paired bootstrap of the differences)')
