@@ -13,6 +13,7 @@ normalisation").
     python bench/scorer_cameras.py diagnose [SET ...] [--variants V ...] [--seeds S ...]
     python bench/scorer_cameras.py round6 | round7 | round9 | round10 | round11 | round12
     python bench/scorer_cameras.py round13
+    python bench/scorer_cameras.py same SET ... --against DATA_DIR
     python bench/scorer_cameras.py decoders SET ... [--tune] [--where] [--greedy]
                                             [--checkpoints NAME ...] [--json OUT.json]
     python bench/scorer_cameras.py rates [SET ...] [--variants V ...] [--json OUT.json]
@@ -131,7 +132,10 @@ the other, ``n_ensemble`` the seeds that finished; ``eval13_demo_ladder`` (the v
 under lab_demo, seeds 456-467) and ``eval13_looks`` (lab looks 7121-7123) are read once;
 ``round13`` applies ``ROUND13_*`` (``round13_rule``) to their ``decoders --json`` files
 (``ROUND13_FILES``). ``collect`` prints whether each episode's predicates give back its sticky
-count (``learned.sticky_counts``).
+count (``learned.sticky_counts``); ``same SET ... --against DIR`` counts the episodes equal to an
+earlier collection's; ``decoders --versus NAME`` prints each reading's paired difference from
+NAME's; ``diagnose --bar-too`` reads the shipped families_hjk beside, and a now-head's
+per-frame stage readings against the recorded predicates.
 
 ``train`` trains the variants (``VARIANTS``) on the ``train`` set (variant ``e``: ``train`` and
 ``train_more``) with the same settings (``learned.SHIPPED``'s, ``--epochs`` each unless the
