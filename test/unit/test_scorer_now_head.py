@@ -59,8 +59,7 @@ def _now_episode(final: int, seed: int) -> learned.LabelledEpisode:
 def test_a_twin_episodes_predicates_give_back_the_rubrics_sticky_count():
     """The identity the now-head's decode relies on, on real scripted episodes of the twin: the
     rubric's order and stickiness applied to each kept frame's window of stage predicates is
-    the rubric's sticky count at every frame (push_switch: the touch that a frame after it no
-    longer shows; pick_spoon)."""
+    the rubric's sticky count at every frame (push_switch and pick_spoon, the expert rung)."""
     from realm_ros.core.policy import make_policy, standard_chain
     from realm_ros.core.types import EpisodeSpec
     from realm_ros.core.world import make_world
