@@ -12,6 +12,8 @@ normalisation").
     python bench/scorer_cameras.py finals [SET ...] [--variants V ...] [--seeds S ...]
     python bench/scorer_cameras.py diagnose [SET ...] [--variants V ...] [--seeds S ...]
     python bench/scorer_cameras.py round6 | round7 | round9 | round10 | round11 | round12
+    python bench/scorer_cameras.py round13
+    python bench/scorer_cameras.py same SET ... --against DATA_DIR
     python bench/scorer_cameras.py decoders SET ... [--tune] [--where] [--greedy]
                                             [--checkpoints NAME ...] [--json OUT.json]
     python bench/scorer_cameras.py rates [SET ...] [--variants V ...] [--json OUT.json]
@@ -122,6 +124,18 @@ the networks of h's and j's ensembles (and k's; ``learned.members``); ``decoders
 --checkpoints ... --greedy`` reads them; ``eval12_demo_ladder`` (the vision ladder under
 lab_demo, seeds 444-455) and ``eval12_looks`` (lab looks 7111-7113) are read once; ``round12``
 applies ``ROUND12_*`` (``round12_rule``) to their ``decoders --json`` files (``ROUND12_FILES``).
+
+Round 13 (issue 42) collects j's eight training sets again with each frame's stage predicates
+(``LabelledEpisode.now``: what the frame shows now, the rubric's own predicates) and trains
+``n_now`` (j's recipe with a per-stage "now" head, ``learned.HEADS``) with seeds 0-2 one after
+the other, ``n_ensemble`` the seeds that finished; ``eval13_demo_ladder`` (the vision ladder
+under lab_demo, seeds 456-467) and ``eval13_looks`` (lab looks 7121-7123) are read once;
+``round13`` applies ``ROUND13_*`` (``round13_rule``) to their ``decoders --json`` files
+(``ROUND13_FILES``). ``collect`` prints whether each episode's predicates give back its sticky
+count (``learned.sticky_counts``); ``same SET ... --against DIR`` counts the episodes equal to an
+earlier collection's; ``decoders --versus NAME`` prints each reading's paired difference from
+NAME's; ``diagnose --bar-too`` reads the shipped families_hjk beside, and a now-head's
+per-frame stage readings against the recorded predicates.
 
 ``train`` trains the variants (``VARIANTS``) on the ``train`` set (variant ``e``: ``train`` and
 ``train_more``) with the same settings (``learned.SHIPPED``'s, ``--epochs`` each unless the
@@ -295,6 +309,14 @@ SETS = {
     'eval12_looks': ((7111, 7112, 7113), TASKS,
                      ('scripted:0', 'scripted:1', 'scripted:2', 'scripted:3'),
                      (100, 101, 102, 103), 200),
+    # Round 13: the held-out family under lab_demo on seeds no scorer set had used and the
+    # scripted ladder under looks no file had named, with each frame's stage predicates;
+    # reported once, nothing chosen on them but round 13's verdict.
+    'eval13_demo_ladder': ((DEMO_LOOK,), ('push_switch', 'pick_spoon'), VISION_LADDER4,
+                           tuple(range(456, 468)), 160),
+    'eval13_looks': ((7121, 7122, 7123), TASKS,
+                     ('scripted:0', 'scripted:1', 'scripted:2', 'scripted:3'),
+                     (100, 101, 102, 103), 200),
 }
 #: Sets whose frames are kept at every control step (15 per second) instead of every 5th, so
 #: that a reading at any rate (round 8) is taken from the same episodes; every 5th of their
@@ -303,7 +325,7 @@ EVERY_STEP = ('eval8_demo_ladder', 'eval8_looks')
 #: Sets of a learned ladder alone, measured on their own (rows: all, per task, per rung).
 LADDER_ONLY = ('demo_ladder', 'eval6_demo_ladder', 'eval7_demo_ladder', 'eval9_demo_ladder',
                'eval9_looks_ladder', 'eval10_demo_ladder', 'eval10_looks_ladder',
-               'eval11_demo_ladder', 'eval12_demo_ladder')
+               'eval11_demo_ladder', 'eval12_demo_ladder', 'eval13_demo_ladder')
 #: A held-out set -> the learned-ladder set on the same looks.
 LADDER_OF = {'looks': 'learned_ladder', 'new_looks': 'new_learned_ladder',
              'eval4_looks': 'eval4_learned_ladder'}
@@ -371,6 +393,24 @@ VARIANTS = {
     # shipped families_demo3) and j's three; and those and k's three.
     'hj_ensemble': {'networks_of': ('h_ensemble', 'j_ensemble')},
     'hjk_ensemble': {'networks_of': ('h_ensemble', 'j_ensemble', 'k_ensemble')},
+    # Round 13 (decided before measuring): j's recipe, inputs and eight sets (collected again
+    # with each frame's stage predicates, ``LabelledEpisode.now``) with the output a per-stage
+    # "now" head (``learned.HEADS``: a sigmoid per stage, binary cross-entropy on the frame's
+    # predicates), seeds 0-2 one after the other; ``n_ensemble``: the seeds that finished by
+    # ROUND13_SEED_DEADLINE as one ensemble (the candidate); the vision ladder in no set.
+    # Its decode: no median (``decoder`` median_frames 1), chosen on the training sets' own
+    # predicates (``same``: a median of 3 per stage reads the true predicates of train's
+    # frames at the sticky count on 0.947 of them; no median: all), carried by the
+    # checkpoints; ``_m3``: the same networks with a median of 3 per stage (reported only).
+    'n_now': {'cameras': ('exterior_1', 'wrist'), 'normalise': True, 'epochs': 30,
+              'head': 'now', 'decoder': {'median_frames': 1},
+              'sets': ('train', 'train_more', 'train_more2', 'train_families',
+                       'train_families_real', 'train_demo', 'train_demo_families',
+                       'train7_demo_more')},
+    'n_ensemble': {'ensemble_of': 'n_now', 'seeds': (0, 1, 2), 'finished_only': True,
+                   'decoder': {'median_frames': 1}},
+    'n_ensemble_m3': {'ensemble_of': 'n_now', 'seeds': (0, 1, 2), 'finished_only': True,
+                      'decoder': {'median_frames': 3}},
 }
 #: Round 3's shipping rule (fixed before measuring; docs/scoring.md): a variant ships only if
 #: every one of its training seeds beats the shipped wrist checkpoint in Pearson r **and** stage
@@ -557,6 +597,33 @@ ROUND12_FILES = (pathlib.Path('docs/scorer-round12-ladder.json'),
                  pathlib.Path('docs/scorer-round12-rule.json'))
 
 
+#: Round 13's rule (fixed before measuring; docs/scoring.md, "Round 13"): the candidate is
+#: ``n_ensemble``, the now-head networks (``n_now``, j's recipe and sets with per-stage "now"
+#: targets, decoded by ``learned.decode_now``) of the seeds that finished training by
+#: ROUND13_SEED_DEADLINE UTC as one ensemble. The bar: the shipped recommendation as shipped,
+#: families_hjk (round 12's ``hjk_ensemble``, greedy). Round 11's conditions (``bar_rule``): it
+#: passes only if on all of ``eval13_demo_ladder`` (the held-out family under lab_demo, seeds
+#: 456-467, 96 episodes) its stage accuracy is **above** the bar's and its Pearson r no more than
+#: ROUND13_MARGIN below it, **and** on ``eval13_looks`` (the scripted ladder under fresh looks
+#: 7121-7123, 144) its r and its stage accuracy are each no more than ROUND13_MARGIN below the
+#: bar's. If it passes it ships as ROUND13_SHIPS_AS names and becomes the recommendation.
+#: ``decoders --checkpoints ROUND13_CHECKPOINTS --greedy`` reads them; every other reading is
+#: reported only (families_demo3, j_ensemble, each n_now seed, ``n_ensemble_m3``: the
+#: candidate's networks with a median of 3 per stage). Each is read with its own decoder
+#: (``--greedy``): the now-heads with no median (their checkpoints carry it).
+ROUND13_CHECKPOINTS = ('families_hjk', 'n_ensemble', 'n_ensemble_m3', 'n_now', 'n_now_s1',
+                       'n_now_s2', 'families_demo3', 'j_ensemble')
+ROUND13_BAR = 'families_hjk greedy'
+ROUND13_CANDIDATES = ('n_ensemble greedy(median 1)',)
+ROUND13_MARGIN = 0.03
+ROUND13_SHIPS_AS = {'n_ensemble greedy(median 1)': 'progress_scorer_families_now3.pt'}
+ROUND13_NOTHING_SHIPS = 'nothing (families_hjk, greedy, stays the recommendation)'
+ROUND13_SEED_DEADLINE = '22:12'
+ROUND13_FILES = (pathlib.Path('docs/scorer-round13-ladder.json'),
+                 pathlib.Path('docs/scorer-round13-looks.json'),
+                 pathlib.Path('docs/scorer-round13-rule.json'))
+
+
 def look_stem(look: int | str) -> str:
     """A set's look as a file stem: ``lab-SEED`` for a lab look, ``file-NAME`` for a file."""
     return f'lab-{look}' if isinstance(look, int) else f'file-{pathlib.Path(look).stem}'
@@ -583,14 +650,17 @@ def collect_look(look: int | str, task_names: tuple[str, ...], policies: tuple[s
     label = f'lab:{look}' if isinstance(look, int) else ''  # '': the look the plan was given
     try:
         start = time.monotonic()
-        for name, task, seed, frames, times, met in learned.policy_runs(
+        for name, task, seed, run in learned.policy_runs(
                 world, policies, task_names, seeds or (look,), max_steps, CAMERAS,
                 1 if every_step else 5 if looking else 0):  # kept: every step, or every 5th
             for c in CAMERAS:
                 out[c].append(learned.labelled_episode(task, 'digital_real', name, seed,
-                                                       frames[c], times, met, label))
-            print(f'{label or look} {task} {name} seed {seed}: {len(met)} frames, '
-                  f'rubric {max(met)}/{len(tasks.get_task(task).stages)}, '
+                                                       run.frames[c], run.times, run.met, label,
+                                                       run.now))
+            same = bool(np.array_equal(learned.sticky_counts(run.now), run.met))
+            print(f'{label or look} {task} {name} seed {seed}: {len(run.met)} frames, '
+                  f'rubric {max(run.met)}/{len(tasks.get_task(task).stages)}, sticky counts '
+                  f'of the predicates {"equal" if same else "DIFFER"}, '
                   f'{time.monotonic() - start:.1f} s', file=sys.stderr, flush=True)
             start = time.monotonic()
     finally:
@@ -632,7 +702,7 @@ def load_set(folder: pathlib.Path, name: str, cameras: tuple[str, ...]) -> list[
 
 def variant_config(name: str, args: argparse.Namespace, seed: int = 0) -> Any:
     from realm_ros.scorers import learned
-    settings = {k: v for k, v in VARIANTS[name].items() if k != 'sets'}
+    settings = {k: v for k, v in VARIANTS[name].items() if k not in ('sets', 'decoder')}
     settings.setdefault('epochs', args.epochs)
     return dataclasses.replace(learned.SHIPPED, threads=args.threads, seed=seed, **settings)
 
@@ -648,6 +718,15 @@ def run_train(args: argparse.Namespace) -> None:
             train_one(args, variant, seed)
 
 
+def with_variant_decoder(variant: str, checkpoint: dict[str, Any]) -> dict[str, Any]:
+    """``checkpoint`` carrying its variant's decoder (``VARIANTS[...]['decoder']``, round 13),
+    or as it is."""
+    from realm_ros.scorers import learned
+    settings = VARIANTS[variant].get('decoder')
+    return checkpoint if settings is None else learned.with_decoder(
+        checkpoint, learned.Decoder.of(settings))
+
+
 def train_one(args: argparse.Namespace, variant: str, seed: int) -> None:
     from realm_ros.scorers import learned
     name = checkpoint_name(variant, seed)
@@ -656,8 +735,11 @@ def train_one(args: argparse.Namespace, variant: str, seed: int) -> None:
             return
         paths = [args.data_dir / f'{checkpoint_name(VARIANTS[variant]["ensemble_of"], k)}.pt'
                  for k in VARIANTS[variant]['seeds']]
-        checkpoint = learned.ensemble([learned.load_checkpoint(p) for p in paths],
-                                      [learned.LearnedScorer(p).name for p in paths])
+        if VARIANTS[variant].get('finished_only'):  # round 13: the seeds that finished
+            paths = [p for p in paths if p.is_file()]
+        checkpoint = with_variant_decoder(variant, learned.ensemble(
+            [learned.load_checkpoint(p) for p in paths],
+            [learned.LearnedScorer(p).name for p in paths]))
         learned.save_checkpoint(args.data_dir / f'{name}.pt', checkpoint)
         print(f'{name}: the ensemble of {", ".join(checkpoint["meta"]["ensemble"])}', flush=True)
         return
@@ -682,6 +764,7 @@ def train_one(args: argparse.Namespace, variant: str, seed: int) -> None:
         f'{name}: {line}', file=sys.stderr, flush=True))
     checkpoint['meta']['train_s'] = [round(time.monotonic() - start, 1),
                                      round(time.process_time() - cpu, 1)]
+    checkpoint = with_variant_decoder(variant, checkpoint)
     learned.save_checkpoint(args.data_dir / f'{name}.pt', checkpoint)
     print(f'{name}: {len(episodes)} episodes, {checkpoint["meta"]["frames"]} frames, '
           f'{time.monotonic() - start:.0f} s wall, {time.process_time() - cpu:.0f} s CPU, '
@@ -750,16 +833,18 @@ def held_sets(folder: pathlib.Path, held: tuple[str, ...], cameras: tuple[str, .
     """The rows ``measure`` reports for the held-out sets ``held`` pooled: all their episodes,
     each look, the unseen rung, and the learned ladder of each set that has one collected (and
     the ladder sets ``extra_ladders``), those ladders pooled; a set of ``LADDER_ONLY`` alone:
-    its episodes, each task and each rung."""
+    its episodes, each task and each rung (several such sets: pooled, round 13)."""
     if any(name in LADDER_ONLY for name in held):
-        if len(held) > 1:
-            raise SystemExit(f'measure: {", ".join(LADDER_ONLY)} is measured alone')
-        ladder = load_set(folder, held[0], cameras)
-        sets = {f'{held[0]}, all': ladder}
-        for task in SETS[held[0]][1]:
-            sets[f'{held[0]}, {task}'] = [e for e in ladder if e.task == task]
+        if not all(name in LADDER_ONLY for name in held):
+            raise SystemExit(f'measure: {", ".join(LADDER_ONLY)} are measured alone or '
+                             'pooled with each other only')
+        ladder = [e for name in held for e in load_set(folder, name, cameras)]
+        title = ' + '.join(held)
+        sets = {f'{title}, all': ladder}
+        for task in dict.fromkeys(t for name in held for t in SETS[name][1]):
+            sets[f'{title}, {task}'] = [e for e in ladder if e.task == task]
         for rung in dict.fromkeys(e.policy for e in ladder):
-            sets[f'{held[0]}, {rung}'] = [e for e in ladder if e.policy == rung]
+            sets[f'{title}, {rung}'] = [e for e in ladder if e.policy == rung]
         return sets
     looks = [e for name in held for e in load_set(folder, name, cameras)]
     numbers = [k for name in held for k in SETS[name][0]]
@@ -1042,6 +1127,14 @@ def round12_rule(ladder: dict[str, Any], looks: dict[str, Any]) -> dict[str, Any
     (greedy)."""
     return bar_rule(ladder, looks, ROUND12_BAR, {name: f'{name} (' for name in ROUND12_CANDIDATES},
                     ROUND12_MARGIN, ROUND12_SHIPS_AS, ROUND12_NOTHING_SHIPS)
+
+
+def round13_rule(ladder: dict[str, Any], looks: dict[str, Any]) -> dict[str, Any]:
+    """Round 13's rule (``ROUND13_*``) read off ``decoders eval13_demo_ladder``'s and
+    ``decoders eval13_looks``' figures: round 11's conditions, the candidate the now-head
+    ensemble, the bar the shipped families_hjk (greedy)."""
+    return bar_rule(ladder, looks, ROUND13_BAR, {name: f'{name} (' for name in ROUND13_CANDIDATES},
+                    ROUND13_MARGIN, ROUND13_SHIPS_AS, ROUND13_NOTHING_SHIPS)
 
 
 def bar_rule(ladder: dict[str, Any], looks: dict[str, Any], bar_name: str,
@@ -1391,6 +1484,8 @@ def run_diagnose(args: argparse.Namespace) -> None:
                                 for seed in args.seeds)
                    if (args.data_dir / f'{stem}.pt').is_file()}
     checkpoints['shipped families3'] = learned.FAMILIES3_CHECKPOINT
+    if args.bar_too:  # round 13: the recommendation beside
+        checkpoints['shipped families_hjk'] = learned.FAMILIES_HJK_CHECKPOINT
     for label, path in checkpoints.items():
         scorer = learned.LearnedScorer(path)
         for name in args.sets or ['demo_ladder']:
@@ -1436,6 +1531,8 @@ def run_diagnose(args: argparse.Namespace) -> None:
                     final = np.mean([d[-1] == e.met[-1] for d, e in rows])
                     print(f'  {title}: {len(rows)}, median {length:.0f} frames, stage accuracy '
                           f'{right:.3f}, final count right {final:.2f}', flush=True)
+            if scorer.head == 'now' and all(e.now is not None for e in episodes):
+                print(now_agreement(scorer, episodes), flush=True)
             toggled = [p[e.met == 3, 3] for p, e in zip(probs, episodes)
                        if e.task == 'push_switch' and e.success]
             if toggled:
@@ -1443,12 +1540,82 @@ def run_diagnose(args: argparse.Namespace) -> None:
                       f'{np.median(np.concatenate(toggled)):.2f}', flush=True)
 
 
-def round11_path(name: str, data_dir: pathlib.Path) -> pathlib.Path:
-    """A round-11 checkpoint's file: the shipped families_demo3, or an ensemble in the data
-    dir."""
+def run_same(args: argparse.Namespace) -> None:
+    """Round 13: each set's episodes in the data dir against the same set in ``--against``
+    (collected before, without the predicates), episode for episode: how many have the same
+    sticky ``met`` and the same frames, and how many of the data dir's give back their sticky
+    count from their predicates (``learned.sticky_counts``), by set and camera; and, of the
+    first camera's frames, how many the now-head's decode (``learned.decode_now``, its median
+    of 3 per stage) of the true predicates reads at the sticky count: the most a perfect
+    now-network would reach."""
     from realm_ros.scorers import learned
-    return learned.FAMILIES_DEMO3_CHECKPOINT if name == 'families_demo3' \
-        else data_dir / f'{name}.pt'
+    totals = np.zeros(4, int)
+    frames = np.zeros(2, int)
+    for name in args.sets:
+        for look in SETS[name][0]:
+            for c in CAMERAS:
+                stem = f'{look_stem(look)}.{c}.npz'
+                mine = learned.load_episodes(args.data_dir / name / stem)
+                theirs = {(e.task, e.policy, e.seed): e
+                          for e in learned.load_episodes(args.against / name / stem)}
+                for e in mine:
+                    o = theirs.get((e.task, e.policy, e.seed))
+                    counts = np.array([
+                        1, int(o is not None and np.array_equal(o.met, e.met)),
+                        int(o is not None and np.array_equal(o.frames, e.frames)),
+                        int(e.now is not None
+                            and np.array_equal(learned.sticky_counts(e.now), e.met))])
+                    totals += counts
+                    if c == CAMERAS[0] and e.now is not None:
+                        frames += (len(e.met), int(np.sum(
+                            learned.decode_now(e.now.astype(float)) == e.met)))
+                    if c == CAMERAS[0] and counts[1:].min() == 0:
+                        print(f'{name} {look} {e.task} {e.policy} {e.seed}: met same '
+                              f'{bool(counts[1])}, frames same {bool(counts[2])}, sticky '
+                              f'counts of the predicates same {bool(counts[3])}', flush=True)
+        print(f'{" + ".join(args.sets[:args.sets.index(name) + 1])}: {totals[0]} episode-cameras, '
+              f'met same {totals[1]}, frames same {totals[2]}, predicates give met {totals[3]}; '
+              f'decode_now of the predicates at the sticky count on {frames[1]} of {frames[0]} '
+              f'frames ({frames[1] / max(frames[0], 1):.4f})', flush=True)
+
+
+def now_agreement(scorer: Any, episodes: list[Any]) -> str:
+    """A now-head's per-frame stage readings (probability > 0.5) against the episodes'
+    recorded predicates (round 13), per task, stage and outcome: frames where the predicate
+    held / was read, and those both."""
+    lines = []
+    for task in dict.fromkeys(e.task for e in episodes):
+        names = scorer.stage_names[task]
+        for title, keep in (('successes', True), ('failures', False)):
+            rows = [e for e in episodes if e.task == task and e.success == keep]
+            if not rows:
+                continue
+            truth = np.concatenate([e.now for e in rows])
+            read = np.concatenate([scorer.outputs(list(e.frames), task) > 0.5 for e in rows])
+            parts = [f'{stage} held {int(truth[:, i].sum())} read {int(read[:, i].sum())} '
+                     f'both {int((truth[:, i] & read[:, i]).sum())}'
+                     for i, stage in enumerate(names)]
+            lines.append(f'  {task} {title} ({len(rows)}, {len(truth)} frames), the frame '
+                         f'shows now: ' + '; '.join(parts))
+    return '\n'.join(lines)
+
+
+def round11_path(name: str, data_dir: pathlib.Path) -> pathlib.Path:
+    """A round-11 checkpoint's file: a shipped one (SHIPPED_BY_NAME: families_demo3, round
+    13's families_hjk), or a checkpoint in the data dir (a variant, ``VARIANT_s<seed>``)."""
+    return SHIPPED_BY_NAME[name]() if name in SHIPPED_BY_NAME else data_dir / f'{name}.pt'
+
+
+def _shipped(constant: str) -> Callable[[], pathlib.Path]:
+    def path() -> pathlib.Path:
+        from realm_ros.scorers import learned
+        return pathlib.Path(getattr(learned, constant))
+    return path
+
+
+#: The shipped checkpoints ``decoders --checkpoints`` reads by name.
+SHIPPED_BY_NAME = {'families_demo3': _shipped('FAMILIES_DEMO3_CHECKPOINT'),
+                   'families_hjk': _shipped('FAMILIES_HJK_CHECKPOINT')}
 
 
 def round11_decoders(step_costs: tuple[float, ...]) -> dict[str, Any]:
@@ -1475,6 +1642,7 @@ def run_decoders(args: argparse.Namespace) -> None:
         decoders = {'greedy': decoders['greedy']}
     reference = load_set(args.data_dir, 'train', ('exterior_1',))
     figures: dict[str, Any] = {}
+    readings: dict[str, dict[str, Any]] = {}
     pooled: dict[str, list[float]] = {}
     print('| set (episodes) | checkpoint + decoder | Pearson r [95 % CI] | stage accuracy [CI] '
           '(majority) | success accuracy [CI] (always success / failure) | final count right '
@@ -1490,16 +1658,21 @@ def run_decoders(args: argparse.Namespace) -> None:
             sets = held_sets(args.data_dir, tuple(args.sets), tuple(scorer.cameras))
         start, cpu = time.monotonic(), time.process_time()
         episodes_all = next(iter(sets.values()))
-        probs = {id(e): scorer.probabilities(list(e.frames), e.task) for e in episodes_all}
+        # A count head's stage-count probabilities, a now-head's per-stage ones (round 13).
+        probs = {id(e): scorer.outputs(list(e.frames), e.task) for e in episodes_all}
         print(f'{name} ({scorer.name}): probabilities of {len(probs)} episodes in '
               f'{time.monotonic() - start:.0f} s wall, {time.process_time() - cpu:.0f} s CPU',
               file=sys.stderr, flush=True)
-        for label, decoder in decoders.items():
+        # --greedy: each checkpoint with its own decoder (its checkpoint's entry; greedy where
+        # it has none, every checkpoint before round 13's now-heads).
+        for label, decoder in ({scorer.decoder.label: scorer.decoder} if args.greedy
+                               else decoders).items():
             for row, episodes in sets.items():
-                counts = [np.rint(learned.decode(probs[id(e)], decoder=decoder)).astype(int)
+                counts = [np.rint(scorer.read(probs[id(e)], decoder)).astype(int)
                           for e in episodes]
                 r = measure_one(scorer, episodes, reference, counts)
                 figures.setdefault(row, {})[f'{name} {label} ({scorer.name})'] = r
+                readings.setdefault(row, {})[name] = (episodes, counts)
                 if args.where and episodes is episodes_all:
                     print(decoder_errors(f'{name} {label}', episodes, counts), file=sys.stderr,
                           flush=True)
@@ -1515,11 +1688,44 @@ def run_decoders(args: argparse.Namespace) -> None:
                       f'{b["always_failure_accuracy"]:.3f}) | '
                       f'{r["final_stage_accuracy"]:.2f} [{r["final_stage_accuracy_ci"][0]:.2f}, '
                       f'{r["final_stage_accuracy_ci"][1]:.2f}] |', flush=True)
+    if args.versus:
+        for row, by_name in readings.items():
+            for name, (episodes, counts) in by_name.items():
+                if name != args.versus and args.versus in by_name:
+                    print(f'{row}: {paired_difference(episodes, counts, by_name[args.versus][1])}'
+                          f' ({name} - {args.versus})', flush=True)
     if tune:
         figures['tune'] = round11_tune(figures)
         print(f'round 11 tuning: {json.dumps(figures["tune"])}', flush=True)
     if args.json is not None:
         args.json.write_text(json.dumps(figures, indent=2, default=float))
+
+
+def paired_difference(episodes: list[Any], counts: list[np.ndarray], base: list[np.ndarray],
+                      resamples: int = 2000) -> str:
+    """Two readings of the same episodes compared (``decoders --versus``, round 13): the
+    difference in stage accuracy and in Pearson r (of the episodes' progressions) with a paired
+    percentile bootstrap interval over episodes (the same resampled episodes for both)."""
+    truth = np.asarray([e.progression for e in episodes])
+    frames = np.asarray([len(e.met) for e in episodes])
+    hits, finals = [], []
+    for reading in (counts, base):
+        hits.append(np.asarray([int(np.sum(c == e.met)) for c, e in zip(reading, episodes)]))
+        finals.append(np.asarray([float(c.max()) / e.n_stages
+                                  for c, e in zip(reading, episodes)]))
+
+    def r(x: np.ndarray, y: np.ndarray) -> float:
+        return float(np.corrcoef(x, y)[0, 1]) if np.ptp(x) > 0 and np.ptp(y) > 0 else np.nan
+
+    rows = np.random.default_rng(0).integers(0, len(episodes), size=(resamples, len(episodes)))
+    stage = (hits[0][rows].sum(axis=1) - hits[1][rows].sum(axis=1)) / frames[rows].sum(axis=1)
+    dr = np.asarray([r(finals[0][k], truth[k]) - r(finals[1][k], truth[k]) for k in rows])
+    point = ((hits[0].sum() - hits[1].sum()) / frames.sum(),
+             r(finals[0], truth) - r(finals[1], truth))
+    lo, hi = np.quantile(stage, [0.025, 0.975])
+    rlo, rhi = np.nanquantile(dr, [0.025, 0.975])
+    return (f'stage accuracy {point[0]:+.3f} [{lo:+.3f}, {hi:+.3f}], Pearson r '
+            f'{point[1]:+.3f} [{rlo:+.3f}, {rhi:+.3f}] over {len(episodes)} episodes')
 
 
 def decoder_errors(label: str, episodes: list[Any], counts: list[np.ndarray]) -> str:
@@ -1566,7 +1772,7 @@ def main() -> None:
     parser.add_argument('command', choices=('collect', 'train', 'measure', 'timing', 'touched',
                                             'finals', 'diagnose', 'round6', 'round7',
                                             'round9', 'round10', 'round11', 'round12',
-                                            'rates',
+                                            'round13', 'rates', 'same',
                                             'decoders'))
     parser.add_argument('sets', nargs='*', default=[], metavar='SET',
                         help='collect: one set (default train); measure: the held-out sets '
@@ -1574,6 +1780,8 @@ def main() -> None:
     parser.add_argument('--data-dir', type=pathlib.Path,
                         default=pathlib.Path('data/progress_scorer/cameras'))
     parser.add_argument('--limit-looks', type=int, default=0)
+    parser.add_argument('--against', type=pathlib.Path, default=None,
+                        help='same: the data dir the sets were collected in before')
     parser.add_argument('--share', type=int, nargs=2, default=(0, 1), metavar=('I', 'N'),
                         help='collect: every N-th look from the I-th (N processes side by side)')
     parser.add_argument('--epochs', type=int, default=10)
@@ -1591,8 +1799,14 @@ def main() -> None:
     parser.add_argument('--checkpoints', nargs='+', default=None, metavar='NAME',
                         help='decoders: these checkpoints (families_demo3, the shipped one, or '
                              'a variant in the data dir; default ROUND11_CHECKPOINTS)')
+    parser.add_argument('--bar-too', action='store_true',
+                        help='diagnose: the shipped families_hjk too')
+    parser.add_argument('--versus', default=None, metavar='NAME',
+                        help='decoders: each other checkpoint against this one, the same '
+                             'episodes (paired bootstrap of the differences)')
     parser.add_argument('--greedy', action='store_true',
-                        help='decoders: the greedy decoder only')
+                        help="decoders: the checkpoint's own decoder only (greedy where it "
+                             'names none)')
     parser.add_argument('--ladders', nargs='*', default=[], metavar='LADDER_SET',
                         help="measure: more learned-ladder sets, pooled with the held sets' own")
     parser.add_argument('--only-wrist', action='store_true',
@@ -1607,9 +1821,11 @@ def main() -> None:
     if unknown:
         parser.error(f'unknown set(s) {", ".join(unknown)}: one of {", ".join(SETS)}')
     for name in args.checkpoints or ():
-        if name != 'families_demo3' and name not in VARIANTS:
-            parser.error(f'--checkpoints: unknown checkpoint {name}: families_demo3 or one of '
-                         f'{", ".join(VARIANTS)}')
+        if name not in SHIPPED_BY_NAME and name.rsplit('_s', 1)[0] not in VARIANTS \
+                and name not in VARIANTS:
+            parser.error(f'--checkpoints: unknown checkpoint {name}: one of '
+                         f'{", ".join(SHIPPED_BY_NAME)} or of {", ".join(VARIANTS)} '
+                         '(VARIANT_s<seed> for a seed)')
         if not round11_path(name, args.data_dir).is_file():
             parser.error(f'--checkpoints: {name}: no {round11_path(name, args.data_dir)}')
     if args.command == 'collect':
@@ -1619,12 +1835,14 @@ def main() -> None:
     {'collect': run_collect, 'train': run_train, 'measure': run_measure,
      'timing': run_timing, 'touched': run_touched, 'finals': run_finals,
      'diagnose': run_diagnose, 'rates': run_rates, 'decoders': run_decoders,
+     'same': run_same,
      'round6': lambda _: apply_round('round 6', ROUND6_FILES, round6_rule),
      'round7': lambda _: apply_round('round 7', ROUND7_FILES, round7_rule),
      'round9': lambda _: apply_round('round 9', ROUND9_FILES, round9_rule),
      'round10': lambda _: apply_round('round 10', ROUND10_FILES, round10_rule),
      'round11': lambda _: apply_round('round 11', ROUND11_FILES, round11_rule),
      'round12': lambda _: apply_round('round 12', ROUND12_FILES, round12_rule),
+     'round13': lambda _: apply_round('round 13', ROUND13_FILES, round13_rule),
      }[args.command](args)
 
 

@@ -209,7 +209,8 @@ class EpisodeState:
 
 def run_episode(world: World, policy: Policy, spec: EpisodeSpec,
                 on_step: StepCallback | None = None,
-                drawer_rule: str = 'realm_code') -> EpisodeResult:
+                drawer_rule: str = 'realm_code',
+                on_reset: Callable[[Observation], None] | None = None) -> EpisodeResult:
     """Run one episode of ``spec`` with ``policy`` in ``world`` and return its scored result.
 
     Every action of each chunk the policy returns is executed, one per control step (wrap the
@@ -224,6 +225,8 @@ def run_episode(world: World, policy: Policy, spec: EpisodeSpec,
     try:
         obs = world.reset(spec)
         state.begin(obs, world.time)
+        if on_reset is not None:  # the reset's observation, which the rubric scores too
+            on_reset(obs)
         policy.reset(spec)
         while not state.over:
             chunk = policy.infer(obs)

@@ -224,6 +224,11 @@ class LabelledEpisode:
         times_s: (T,) seconds from the episode's start.
         met: (T,) stages met at each frame (the rubric's, sticky).
         n_stages: the task's stage count N.
+        now: (T, N) bool or None (sets collected before issue 42's round 13): each stage's
+            own predicate (``tasks.stage_predicates``, order ignored) held at some control step
+            of the frame's window, the steps since the previous kept frame up to this one
+            (:func:`labelled_run`); :func:`sticky_counts` of it is ``met`` (the rubric's order
+            and stickiness, reproduced from per-frame predicates).
     """
 
     task: str
@@ -235,6 +240,7 @@ class LabelledEpisode:
     met: np.ndarray
     n_stages: int
     look: str = ''
+    now: np.ndarray | None = None
 
     @property
     def progression(self) -> float:
@@ -335,13 +341,13 @@ def collect(worlds: Sequence[str], task_names: Sequence[str], policies: Sequence
     for world_name in worlds:
         world = make_world(world_config(world_name, appearance_file, camera, stride, looking))
         try:
-            for label, name, seed, by_camera, times, met in policy_runs(
+            for label, name, seed, run in policy_runs(
                     world, policies, task_names, seeds, max_steps, (camera,),
                     stride if looking else 0):
-                if not by_camera[camera]:
+                if not run.frames[camera]:
                     continue
-                episode = labelled_episode(name, world_name, label, seed, by_camera[camera],
-                                           times, met, look)
+                episode = labelled_episode(name, world_name, label, seed, run.frames[camera],
+                                           run.times, run.met, look, run.now)
                 out.append(episode)
                 if on_episode is not None:
                     on_episode(episode)
@@ -352,11 +358,10 @@ def collect(worlds: Sequence[str], task_names: Sequence[str], policies: Sequence
 
 def policy_runs(world: Any, policies: Sequence[str], task_names: Sequence[str],
                 seeds: Sequence[int], max_steps: int, cameras: Sequence[str], every: int = 0
-                ) -> Iterator[tuple[str, str, int, dict[str, list[np.ndarray]], list[float],
-                                    list[int]]]:
+                ) -> Iterator[tuple[str, str, int, LabelledRun]]:
     """Run every (policy, task, seed) episode in ``world`` (each policy entry made once,
     through the standard chain, closed after its episodes); yield ``(policy label, task,
-    seed, frames by camera, times, stages met)`` as :func:`labelled_run` keeps them."""
+    seed, run)``, the run as :func:`labelled_run` keeps it."""
     from realm_ros.core.evaluation import PolicyEntry
     from realm_ros.core.policy import make_policy, standard_chain
     from realm_ros.core.types import EpisodeSpec
@@ -369,47 +374,101 @@ def policy_runs(world: Any, policies: Sequence[str], task_names: Sequence[str],
             for seed in seeds:
                 spec = EpisodeSpec(task=name, seed=int(seed), policy=entry.label,
                                    max_steps=max_steps)
-                by_camera, times, met = labelled_run(world, policy, spec, cameras, every)
-                yield entry.label, name, int(seed), by_camera, times, met
+                yield entry.label, name, int(seed), labelled_run(world, policy, spec, cameras,
+                                                                 every)
         policy.close()
 
 
 def labelled_episode(task: str, world: str, policy: str, seed: int,
                      frames: Sequence[np.ndarray], times: Sequence[float], met: Sequence[int],
-                     look: str = '') -> LabelledEpisode:
+                     look: str = '', now: Sequence[Sequence[bool]] | None = None
+                     ) -> LabelledEpisode:
     """One camera's kept frames of a :func:`labelled_run` as a :class:`LabelledEpisode`
-    (times from the episode's first kept frame)."""
+    (times from the episode's first kept frame; ``now``: each frame's stage predicates)."""
     return LabelledEpisode(task=task, world=world, policy=policy, seed=int(seed),
                            frames=np.stack(frames), times_s=np.asarray(times) - times[0],
                            met=np.asarray(met, dtype=np.int64),
-                           n_stages=len(tasks.get_task(task).stages), look=look)
+                           n_stages=len(tasks.get_task(task).stages), look=look,
+                           now=None if now is None else np.asarray(now, dtype=bool))
+
+
+@dataclasses.dataclass
+class LabelledRun:
+    """One episode as :func:`labelled_run` keeps it: each camera's small frames, their times,
+    the rubric's stages met (sticky) and each stage's predicate in the frame's window."""
+
+    frames: dict[str, list[np.ndarray]]
+    times: list[float]
+    met: list[int]
+    now: list[list[bool]]
 
 
 def labelled_run(world: Any, policy: Any, spec: Any, cameras: Sequence[str], every: int = 0
-                 ) -> tuple[dict[str, list[np.ndarray]], list[float], list[int]]:
-    """Run one episode; return each camera's rendered frames (small), their times and stages
-    met, kept at the steps where every one of ``cameras`` rendered: every such step, or
-    (``every`` > 0, the world rendering each step for a policy that looks) every
-    ``every``-th from the episode's first: steps 1, 1 + every, ..., the steps a world rendering
-    every ``every``-th step renders, so a policy that looks gives the scorer the frames a blind
-    one does (until round 8 of issue 42 steps every, 2 every, ... were kept: the first frame
-    4 steps late)."""
-    from realm_ros.core import robot
-    from realm_ros.core.episode import run_episode
+                 ) -> LabelledRun:
+    """Run one episode; return each camera's rendered frames (small), their times, stages
+    met and stage predicates (:class:`LabelledRun`), kept at the steps where every one of
+    ``cameras`` rendered: every such step, or (``every`` > 0, the world rendering each step for
+    a policy that looks) every ``every``-th from the episode's first: steps 1, 1 + every, ...,
+    the steps a world rendering every ``every``-th step renders, so a policy that looks gives
+    the scorer the frames a blind one does (until round 8 of issue 42 steps every, 2 every, ...
+    were kept: the first frame 4 steps late).
 
+    A frame's predicates (issue 42, round 13) are the scored task's stage predicates
+    (``tasks.stage_predicates`` on the step's privileged state, the rubric's own, order
+    ignored), each true if it held at any control step of the frame's window: the steps after
+    the previous kept frame up to this one (the reset's state, which the rubric scores too,
+    joins the first frame's window), so a touch between two frames is seen by the frame after
+    it, as the rubric's sticky count sees it."""
+    from realm_ros.core import robot
+    from realm_ros.core.episode import make_tracker, run_episode
+
+    tracker = make_tracker(spec.task, spec)
+    task = None if tracker is None else tracker.task
     frames: dict[str, list[np.ndarray]] = {c: [] for c in cameras}
     times: list[float] = []
     met: list[int] = []
+    now: list[list[bool]] = []
+    window = [False] * (0 if task is None else len(task.stages))
+
+    def see(state: Any) -> None:
+        if task is not None and state:
+            holds = tasks.stage_predicates(task, state)
+            window[:] = [a or holds[s] for a, s in zip(window, task.stages)]
 
     def on_step(step: int, obs: Any, action: Any, progress: Any) -> None:
+        see(obs.privileged)
         if all(c in obs.images for c in cameras) and (not every or (step - 1) % every == 0):
             for c in cameras:
                 frames[c].append(small_frame(obs.images[c]))
             times.append(step / robot.CONTROL_HZ)
             met.append(int(sum(progress.met)))
+            now.append(list(window))
+            window[:] = [False] * len(window)
 
-    run_episode(world, policy, spec, on_step=on_step)
-    return frames, times, met
+    run_episode(world, policy, spec, on_step=on_step,
+                on_reset=lambda obs: see(obs.privileged))
+    return LabelledRun(frames, times, met, now)
+
+
+def sticky_counts(now: np.ndarray) -> np.ndarray:
+    """Return the stages met at each frame from each frame's (T, N) stage predicates, by the
+    rubric's own rule (``tasks.ProgressTracker``): at each frame the stages are checked in
+    order, stopping at the first unmet one whose predicate does not hold; a met stage stays
+    met. On a :func:`labelled_run`'s windows it reproduces the rubric's sticky count except
+    where, within one window, a stage's predicate held only at steps before the stage before
+    it was first met (counted here, not by the rubric)."""
+    now = np.asarray(now, dtype=bool)
+    met = np.zeros(now.shape[1] if now.ndim == 2 else 0, dtype=bool)
+    out = np.zeros(len(now), dtype=np.int64)
+    for t, row in enumerate(now):
+        for i, holds in enumerate(row):
+            if met[i]:
+                continue
+            if not holds:
+                break
+            met[i] = True
+        out[t] = int(np.argmin(met)) if not met.all() else len(met)
+    return out
 
 
 def labelled_from_video(frames: Sequence[np.ndarray], times_s: Sequence[float], task: str,
@@ -455,10 +514,16 @@ def save_episodes(path: str | pathlib.Path, episodes: Sequence[LabelledEpisode])
     # One partial file per process: two processes joining one plan's cache at once (the last
     # collect shares and a bench started beside it) each write their own, the same content.
     partial = path.with_name(f'{path.name}.{os.getpid()}.partial.npz')
+    # Each frame's stage predicates (round 13), padded to MAX_STAGES, only if every episode
+    # has them (a file without ``now`` loads with ``now`` None, as before).
+    now = ({'now': np.concatenate([np.pad(np.asarray(e.now, dtype=bool).reshape(len(e.met), -1),
+                                          ((0, 0), (0, MAX_STAGES - e.n_stages)))
+                                   for e in episodes])}
+           if all(e.now is not None for e in episodes) else {})
     np.savez_compressed(partial, frames=np.concatenate([e.frames for e in episodes]),
                         times_s=np.concatenate([e.times_s for e in episodes]),
                         met=np.concatenate([e.met for e in episodes]), lengths=lengths,
-                        meta=meta)
+                        meta=meta, **now)
     partial.replace(path)
 
 
@@ -471,6 +536,7 @@ def load_episodes(path: str | pathlib.Path) -> list[LabelledEpisode]:
         try:
             frames, times, met = data['frames'], data['times_s'], data['met']
             lengths, meta = data['lengths'], data['meta']
+            now = data['now'] if 'now' in data.files else None
         except KeyError as err:
             raise DataError(f'{path}: not a labelled-episode file (no {err})') from None
     out = []
@@ -482,7 +548,9 @@ def load_episodes(path: str | pathlib.Path) -> list[LabelledEpisode]:
                                    seed=int(seed), frames=frames[start:end],
                                    times_s=times[start:end], met=met[start:end],
                                    n_stages=int(n_stages),
-                                   look=str(row[5]) if len(row) > 5 else ''))
+                                   look=str(row[5]) if len(row) > 5 else '',
+                                   now=None if now is None
+                                   else now[start:end, :int(n_stages)]))
         start = end
     return out
 
@@ -499,19 +567,24 @@ def _torch() -> Any:
 
 
 def build_net(n_tasks: int, width: int = 16, diff: bool = False, pool: str = 'mean',
-              cameras: int = 1) -> Any:
+              cameras: int = 1, head: str = 'count') -> Any:
     """Return the scorer's network (see the module docstring).
 
     ``diff``: the input has a third image, the current frame minus the first (9 channels, not
     6); ``pool``: ``'flat'`` keeps where things are (the last 3x4 feature map flattened),
     ``'mean'`` (the first checkpoint's) averages it away; ``cameras``: how many cameras' images
     it reads, each through its own convolutions (``conv`` the first's, ``towers`` the others'),
-    their features concatenated before the MLP.
+    their features concatenated before the MLP; ``head`` (:data:`HEADS`): ``'count'``, one
+    logit per stage count 0..MAX_STAGES (softmax), or ``'now'``, one per stage (sigmoid: the
+    stage's predicate holds in this frame).
     """
     torch = _torch()
     nn = torch.nn
     if pool not in POOLS:
         raise ConfigError(f'pool must be one of {POOLS}, got {pool!r}')
+    if head not in HEADS:
+        raise ConfigError(f'head must be one of {HEADS}, got {head!r}')
+    outputs = MAX_STAGES + 1 if head == 'count' else MAX_STAGES
 
     class ScorerNet(nn.Module):  # type: ignore[name-defined]  # nn is a local alias of torch.nn
         def __init__(self) -> None:
@@ -522,7 +595,7 @@ def build_net(n_tasks: int, width: int = 16, diff: bool = False, pool: str = 'me
             self.task = nn.Embedding(max(1, n_tasks), 16)
             features = cameras * 4 * width * (_FEATURE_H * _FEATURE_W if pool == 'flat' else 1)
             self.head = nn.Sequential(nn.Linear(features + 16, 64), nn.ReLU(),
-                                      nn.Linear(64, MAX_STAGES + 1))
+                                      nn.Linear(64, outputs))
 
         def forward(self, images: Any, task: Any) -> Any:
             convs = [self.conv, *(self.towers if cameras > 1 else [])]
@@ -595,6 +668,18 @@ def _inputs(torch: Any, current: np.ndarray, first: np.ndarray,
     return _prepare(torch, _pairs(torch, current, first, spec.cameras), spec)
 
 
+#: What a network's output reads (``TrainConfig.head``; a checkpoint without it: ``count``):
+#: ``count``, the stages met (softmax over 0..N, trained on the rubric's sticky count), or
+#: ``now`` (issue 42, round 13), each stage's predicate in this frame (a sigmoid per stage,
+#: trained on ``LabelledEpisode.now``), the count read back by :func:`decode_now`.
+HEADS = ('count', 'now')
+
+
+def head_of(config: Mapping[str, Any]) -> str:
+    """A checkpoint config's head (:data:`HEADS`); ``count`` for one from before round 13."""
+    return str(config.get('head', 'count'))
+
+
 def _masked(torch: Any, logits: Any, n_stages: Any) -> Any:
     classes = torch.arange(MAX_STAGES + 1, device=logits.device).unsqueeze(0)
     return logits.masked_fill(classes > n_stages.unsqueeze(1), -1e9)
@@ -623,6 +708,10 @@ class TrainConfig:
     cameras: tuple[str, ...] = ('exterior_1',)
     #: Each frame pair divided by its first frame's per-channel mean and spread (InputSpec).
     normalise: bool = False
+    #: What the output reads (:data:`HEADS`); ``now``: binary cross-entropy per stage on the
+    #: episodes' ``now`` predicates, a positive weight of (negatives / positives) ** the
+    #: ``class_weight_power`` per stage (the count head's class weights' counterpart).
+    head: str = 'count'
 
 
 #: The settings ``realm-ros score train`` trains with: the network and class weights chosen on
@@ -662,14 +751,22 @@ def train(episodes: Sequence[LabelledEpisode], config: TrainConfig = TrainConfig
     task_names = sorted({e.task for e in episodes})
     stages = {name: list(tasks.get_task(name).stages) for name in task_names}
     spec = InputSpec.of(dataclasses.asdict(config))
+    now = config.head == 'now'
+    if now and any(e.now is None for e in episodes):
+        raise DataError("a now-head trains on each frame's stage predicates: episodes "
+                        'collected before round 13 have none (collect them again)')
     padded, labels, task_ids, n_stages = _frame_tensors(torch, episodes, task_names,
-                                                        spec.cameras)
+                                                        spec.cameras, now)
     device = torch.device(config.device)
-    net = build_net(len(task_names), config.width, config.diff, config.pool, spec.cameras)
+    net = build_net(len(task_names), config.width, config.diff, config.pool, spec.cameras,
+                    config.head)
     if init is not None:
         one_network(init, 'init')
         if list(init['tasks']) != task_names:
             raise DataError(f'--init: its tasks {list(init["tasks"])} are not {task_names}')
+        if head_of(init['config']) != config.head:
+            raise DataError(f'--init: a {head_of(init["config"])}-head checkpoint; this trains '
+                            f'a {config.head}-head')
         net.load_state_dict(_float32(init['state_dict']))
     net = net.to(device)
     labels, task_ids, n_stages = labels.to(device), task_ids.to(device), n_stages.to(device)
@@ -678,8 +775,11 @@ def train(episodes: Sequence[LabelledEpisode], config: TrainConfig = TrainConfig
     steps_per_epoch = max(1, math.ceil(len(labels) / config.batch))
     schedule = torch.optim.lr_scheduler.OneCycleLR(optimiser, max_lr=config.lr,
                                                    total_steps=config.epochs * steps_per_epoch)
-    loss_fn = torch.nn.CrossEntropyLoss(
-        weight=_class_weights(torch, labels, config.class_weight_power).to(device))
+    if now:
+        now_loss = _now_loss(torch, labels, n_stages, config.class_weight_power, device)
+    else:
+        count_loss = torch.nn.CrossEntropyLoss(
+            weight=_class_weights(torch, labels, config.class_weight_power).to(device))
     history = []
     net.train()
     for epoch in range(config.epochs):
@@ -689,8 +789,9 @@ def train(episodes: Sequence[LabelledEpisode], config: TrainConfig = TrainConfig
             idx = order[k * config.batch:(k + 1) * config.batch]
             x = _prepare(torch, _augment(torch, padded[torch.from_numpy(idx)], rng,
                                          config.colour_jitter, spec.cameras), spec)
-            logits = _masked(torch, net(x.to(device), task_ids[idx]), n_stages[idx])
-            loss = loss_fn(logits, labels[idx])
+            out = net(x.to(device), task_ids[idx])
+            loss = now_loss(out, labels[idx], n_stages[idx]) if now else \
+                count_loss(_masked(torch, out, n_stages[idx]), labels[idx])
             optimiser.zero_grad()
             loss.backward()
             optimiser.step()
@@ -752,7 +853,7 @@ def _net_from(checkpoint: Mapping[str, Any], state_dict: Mapping[str, Any] | Non
     config = checkpoint['config']
     net = build_net(len(checkpoint['tasks']), int(config.get('width', 16)),
                     bool(config.get('diff', False)), str(config.get('pool', 'mean')),
-                    InputSpec.of(config).cameras)
+                    InputSpec.of(config).cameras, head_of(config))
     net.load_state_dict(_float32(state_dict))
     return net
 
@@ -778,6 +879,10 @@ def ensemble(checkpoints: Sequence[Mapping[str, Any]], names: Sequence[str] = ()
     for k, other in enumerate(checkpoints):
         if len(networks(other)) != 1:
             raise DataError(f'ensemble member {k}: already an ensemble')
+        if head_of(other['config']) != head_of(first['config']):
+            raise DataError(f'ensemble member {k}: a {head_of(other["config"])}-network with a '
+                            f'{head_of(first["config"])}-network; an ensemble averages one kind '
+                            'of output (docs/scoring.md, "Round 13")')
         for key in _ENSEMBLE_KEYS:
             if other['config'].get(key) != first['config'].get(key):
                 raise DataError(f'ensemble member {k}: config {key} {other["config"].get(key)!r}'
@@ -816,10 +921,11 @@ def members(checkpoint: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def _frame_tensors(torch: Any, episodes: Sequence[LabelledEpisode], task_names: list[str],
-                   cameras: int = 1) -> tuple[Any, Any, Any, Any]:
+                   cameras: int = 1, now: bool = False) -> tuple[Any, Any, Any, Any]:
     """Every (current, first) frame pair of ``episodes`` once, as a padded float tensor a batch
-    is cut from (``_augment``), with each frame's stage label, task index and stage count;
-    ``cameras``: how many cameras' RGB each frame stacks (it must have 3 x that channels)."""
+    is cut from (``_augment``), with each frame's stage label (``now``: its (MAX_STAGES,)
+    stage predicates, 0 past the task's stages), task index and stage count; ``cameras``: how
+    many cameras' RGB each frame stacks (it must have 3 x that channels)."""
     channels = {int(e.frames.shape[-1]) for e in episodes}
     if channels != {3 * cameras}:
         raise DataError(f'episodes of {sorted(channels)} channels; a scorer of {cameras} '
@@ -828,7 +934,12 @@ def _frame_tensors(torch: Any, episodes: Sequence[LabelledEpisode], task_names: 
     first = np.concatenate([np.repeat(e.frames[:1], len(e.frames), axis=0) for e in episodes])
     pairs = _pairs(torch, current, first, cameras)
     padded = torch.nn.functional.pad(pairs, (_SHIFT, _SHIFT, _SHIFT, _SHIFT), mode='replicate')
-    labels = torch.from_numpy(np.concatenate([e.met for e in episodes]).astype(np.int64))
+    if now:
+        labels = torch.from_numpy(np.concatenate(
+            [np.pad(np.asarray(e.now, dtype=np.float32), ((0, 0), (0, MAX_STAGES - e.n_stages)))
+             for e in episodes]))
+    else:
+        labels = torch.from_numpy(np.concatenate([e.met for e in episodes]).astype(np.int64))
     task_ids = torch.from_numpy(np.concatenate(
         [np.full(len(e.met), task_names.index(e.task)) for e in episodes]).astype(np.int64))
     n_stages = torch.from_numpy(np.concatenate(
@@ -842,6 +953,28 @@ def _class_weights(torch: Any, labels: Any, power: float) -> Any:
     counts = np.bincount(labels.cpu().numpy(), minlength=MAX_STAGES + 1).astype(float)
     return torch.tensor(np.where(counts > 0, (counts.sum() / np.maximum(counts, 1)) ** power,
                                  0.0), dtype=torch.float32)
+
+
+def _now_loss(torch: Any, labels: Any, n_stages: Any, power: float, device: Any
+              ) -> Callable[[Any, Any, Any], Any]:
+    """A now-head's loss: binary cross-entropy per stage over the task's stages only (mean over
+    them), each stage's positives weighted (negatives / positives) ** ``power`` over the
+    training frames (a stage never or always true: 1)."""
+    stage = torch.arange(MAX_STAGES).unsqueeze(0)
+    mask = (stage < n_stages.cpu().unsqueeze(1)).float()
+    positives = (labels.cpu() * mask).sum(dim=0)
+    negatives = ((1 - labels.cpu()) * mask).sum(dim=0)
+    weight = torch.where((positives > 0) & (negatives > 0),
+                         (negatives / positives.clamp_min(1)) ** power,
+                         torch.ones(MAX_STAGES)).to(device)
+    bce = torch.nn.BCEWithLogitsLoss(pos_weight=weight, reduction='none')
+
+    def loss(logits: Any, target: Any, n: Any) -> Any:
+        keep = (torch.arange(MAX_STAGES, device=logits.device).unsqueeze(0)
+                < n.unsqueeze(1)).float()
+        return (bce(logits, target) * keep).sum() / keep.sum()
+
+    return loss
 
 
 # -- per-lab calibration ------------------------------------------------------------------------
@@ -913,6 +1046,9 @@ def calibrate(checkpoint: Mapping[str, Any], episodes: Sequence[LabelledEpisode]
     rng = np.random.default_rng(config.seed)
     base = dict(checkpoint)
     net_config = base['config']
+    if head_of(net_config) != 'count':
+        raise ConfigError(f'calibrate: a {head_of(net_config)}-head checkpoint; calibration '
+                          'trains a count head (docs/scoring.md, "Round 13")')
     net = _net_from(base)
     params = _trainable(net, config.layers)
     for p in net.parameters():
@@ -1050,6 +1186,12 @@ class LearnedScorer:
         self.fps = float(fps)
         config = data['config']
         self.spec = InputSpec.of(config)
+        #: What its networks' outputs read (:data:`HEADS`): stage counts or stages now.
+        self.head = head_of(config)
+        if self.head == 'now' and self.decoder.method != 'greedy':
+            raise ConfigError(f'decoder method: {self.decoder.method!r}; a now-head checkpoint '
+                              "reads its stages by threshold, median and the rubric's order "
+                              '(greedy only)')
         #: The cameras it reads, in the order a frame stacks their RGB (H, W, 3 x this many).
         self.cameras: list[str] = list(config.get('cameras', ('exterior_1',)))
         #: Its networks: one, or an ensemble's (their stage probabilities averaged).
@@ -1102,11 +1244,25 @@ class LearnedScorer:
 
     def probabilities(self, frames: Sequence[np.ndarray], task: str) -> np.ndarray:
         """Return (T, N + 1) probabilities of each stage count for every frame of an episode
-        (the first of ``frames`` is its first frame).
+        (the first of ``frames`` is its first frame). A now-head's (:attr:`head`): the
+        probability that stages 1..c hold in the frame and stage c + 1 does not (its
+        per-stage probabilities, :meth:`outputs`, taken as independent), the frame's own
+        count, not the rubric's sticky one.
 
         Raises:
             DataError: a task it was not trained on, frames that are not 16:9, or frames that
                 do not stack the RGB of each of its cameras (:attr:`cameras`).
+        """
+        out = self.outputs(frames, task)
+        return out if self.head == 'count' else prefix_probabilities(out)
+
+    def outputs(self, frames: Sequence[np.ndarray], task: str) -> np.ndarray:
+        """Return its networks' mean output for every frame of an episode: (T, N + 1) stage
+        count probabilities (a count head), or (T, N) probabilities that each stage's predicate
+        holds in the frame (a now-head); :meth:`read` decodes either into the count curve.
+
+        Raises:
+            DataError: as :meth:`probabilities`.
         """
         torch = self._torch
         index, n = self._task(task)
@@ -1122,11 +1278,24 @@ class LearnedScorer:
                 x = _inputs(torch, small[start:start + 256], first[start:start + 256],
                             self.spec)
                 k = len(x)
-                probs = [torch.softmax(_masked(torch, net(x, torch.full((k,), index)),
-                                               torch.full((k,), n)), dim=1)
-                         for net in self.nets]
-                out.append(torch.stack(probs).mean(dim=0)[:, :n + 1].numpy())
+                if self.head == 'now':
+                    probs = [torch.sigmoid(net(x, torch.full((k,), index)))[:, :n]
+                             for net in self.nets]
+                else:
+                    probs = [torch.softmax(_masked(torch, net(x, torch.full((k,), index)),
+                                                   torch.full((k,), n)), dim=1)[:, :n + 1]
+                             for net in self.nets]
+                out.append(torch.stack(probs).mean(dim=0).numpy())
         return np.concatenate(out).astype(float)
+
+    def read(self, outputs: np.ndarray, decoder: Decoder | None = None) -> np.ndarray:
+        """Return the stage-count curve of an episode's :meth:`outputs`: :func:`decode` of a
+        count head's, :func:`decode_now` of a now-head's (``decoder``: this scorer's unless
+        given)."""
+        decoder = self.decoder if decoder is None else decoder
+        if self.head == 'now':
+            return decode_now(outputs, decoder.median_frames)
+        return decode(outputs, decoder=decoder)
 
     def look_features(self, first: np.ndarray) -> np.ndarray:
         """Return what an episode's look is to the network: its convolutions' features of the
@@ -1159,9 +1328,10 @@ class LearnedScorer:
     def curves(self, frames: Sequence[np.ndarray], task: str) -> tuple[np.ndarray, np.ndarray]:
         """Return the per-frame (raw expected progress, monotone filtered most likely count)."""
         _, n = self._task(task)
-        probs = self.probabilities(frames, task)
+        outputs = self.outputs(frames, task)
+        probs = outputs if self.head == 'count' else prefix_probabilities(outputs)
         expected = probs @ np.arange(n + 1)
-        return expected / n, decode(probs, decoder=self.decoder)
+        return expected / n, self.read(outputs)
 
     def score(self, episode: scoring.EpisodeFrames) -> scoring.ScoredEpisode:
         """Return the episode's monotone progress curve and its progression (its last value)."""
@@ -1355,6 +1525,29 @@ def decode(probs: np.ndarray, median_frames: int = MEDIAN_FRAMES,
         values = np.median(np.lib.stride_tricks.sliding_window_view(padded, median_frames),
                            axis=1)
     return np.maximum.accumulate(values)
+
+
+def prefix_probabilities(stage_probs: np.ndarray) -> np.ndarray:
+    """(T, N) per-stage probabilities (a now-head's) -> (T, N + 1): the probability that
+    stages 1..c hold and stage c + 1 does not, the stages taken as independent."""
+    p = np.asarray(stage_probs, float)
+    held = np.cumprod(np.concatenate([np.ones((len(p), 1)), p], axis=1), axis=1)
+    return held * np.concatenate([1.0 - p, np.ones((len(p), 1))], axis=1)
+
+
+def decode_now(stage_probs: np.ndarray, median_frames: int = MEDIAN_FRAMES) -> np.ndarray:
+    """Return an episode's stage-count curve from a now-head's (T, N) per-frame stage
+    probabilities (issue 42, round 13): each stage held where its probability is above 0.5,
+    median filtered over ``median_frames`` frames per stage (the ends repeated, as
+    :func:`decode`'s), then the rubric's order and stickiness (:func:`sticky_counts`)."""
+    held = (np.asarray(stage_probs, float) > 0.5).astype(float)
+    if len(held) >= median_frames > 1:
+        half = median_frames // 2
+        padded = np.concatenate([np.repeat(held[:1], half, axis=0), held,
+                                 np.repeat(held[-1:], half, axis=0)])
+        held = np.median(np.lib.stride_tricks.sliding_window_view(padded, median_frames,
+                                                                  axis=0), axis=-1)
+    return sticky_counts(held > 0.5).astype(float)
 
 
 def stage_counts(scorer: LearnedScorer, episode: LabelledEpisode) -> np.ndarray:

@@ -412,7 +412,8 @@ def test_a_looking_policys_episode_keeps_the_frames_a_blind_ones_does():
         inner = make_policy('scripted', common={'seed': 0}, skill=0)
         policy = standard_chain(inner, execute=inner.needs.horizon)
         try:
-            frames, times, _ = learned.labelled_run(world, policy, spec, ('exterior_1',), every)
+            run = learned.labelled_run(world, policy, spec, ('exterior_1',), every)
+            frames, times = run.frames, run.times
         finally:
             policy.close()
             world.close()
