@@ -2,33 +2,18 @@
 "Round 13"): the committed verdict is the rule's on the committed figures, each condition
 decides as written, and what ships is the verdict's (the measured file, by digest)."""
 
-import copy
 import hashlib
-import json
-import pathlib
 
-from bench_module import load_bench
+from scorer_rounds import BarRound, bench, check_each_condition_decides, check_targets_are_measured
 
-REPO = pathlib.Path(__file__).resolve().parents[2]
-bench = load_bench('scorer_cameras')
-LADDER, LOOKS, RULE = (json.loads((REPO / p).read_text()) for p in bench.ROUND13_FILES)
+ROUND = BarRound.of(13)
+LADDER, LOOKS, RULE = ROUND.ladder, ROUND.looks, ROUND.verdict
 BAR = f'{bench.ROUND13_BAR} ('
 (NAME,) = bench.ROUND13_CANDIDATES
 
 
-def _column(figures, prefix):
-    """The figures (the measurement's own dict) of a reading in a set's first row."""
-    return bench.checkpoint_figures(figures[next(iter(figures))], prefix)
-
-
-def _bar():
-    ladder, looks = _column(LADDER, BAR), _column(LOOKS, BAR)
-    return (ladder['pearson_r'], ladder['stage_accuracy'], looks['pearson_r'],
-            looks['stage_accuracy'])
-
-
 def test_the_committed_verdict_is_the_rules_on_the_committed_figures():
-    verdict = json.loads(json.dumps(bench.round13_rule(LADDER, LOOKS), default=float))
+    verdict = ROUND.recomputed()
     assert verdict == RULE
     assert set(verdict['candidates']) == {NAME}
     assert verdict['candidates'][NAME] is not None
@@ -66,31 +51,8 @@ def test_what_ships_is_the_verdicts():
 
 
 def test_each_condition_decides_as_written():
-    r, stage, looks_r, looks_stage = _bar()
-    ladder, looks = copy.deepcopy(LADDER), copy.deepcopy(LOOKS)
-    mine, theirs = _column(ladder, f'{NAME} ('), _column(looks, f'{NAME} (')
-    mine['pearson_r'], mine['stage_accuracy'] = r - 0.02, stage + 0.001
-    theirs['pearson_r'], theirs['stage_accuracy'] = looks_r - 0.02, looks_stage - 0.02
-    verdict = bench.round13_rule(ladder, looks)
-    assert verdict['passing'] == [NAME] and verdict['ships'].startswith(NAME)
-    assert bench.ROUND13_SHIPS_AS[NAME] in verdict['ships']
-    for column, key, value in (
-            (mine, 'stage_accuracy', stage),  # a tie in held-out stage accuracy fails
-            (mine, 'pearson_r', r - 0.04),  # 0.04 below in r on the held-out family
-            (theirs, 'pearson_r', looks_r - 0.04),  # 0.04 below in r on the fresh looks
-            (theirs, 'stage_accuracy', looks_stage - 0.04)):  # 0.04 below in looks stage
-        kept, column[key] = column[key], value
-        verdict = bench.round13_rule(ladder, looks)
-        assert verdict['passing'] == [], key
-        assert verdict['ships'] == bench.ROUND13_NOTHING_SHIPS
-        column[key] = kept
-    assert bench.round13_rule(ladder, looks)['passing'] == [NAME]
+    check_each_condition_decides(ROUND)
 
 
 def test_the_targets_are_the_measured_ones():
-    verdict = bench.round13_rule(LADDER, LOOKS)
-    for row, table in ((verdict['rows'][0], LADDER), (verdict['rows'][1], LOOKS)):
-        for column, figures in table[row].items():
-            assert verdict['targets'][row][column] == figures['targets']
-            assert figures['targets']['stage_accuracy>=0.8'] == (figures['stage_accuracy']
-                                                                 >= 0.8)
+    check_targets_are_measured(ROUND)
