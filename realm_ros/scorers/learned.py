@@ -1253,8 +1253,11 @@ class LearnedScorer:
             DataError: a task it was not trained on, frames that are not 16:9, or frames that
                 do not stack the RGB of each of its cameras (:attr:`cameras`).
         """
-        out = self.outputs(frames, task)
-        return out if self.head == 'count' else prefix_probabilities(out)
+        return self._count_probabilities(self.outputs(frames, task))
+
+    def _count_probabilities(self, outputs: np.ndarray) -> np.ndarray:
+        """:meth:`probabilities` from :meth:`outputs` already read."""
+        return outputs if self.head == 'count' else prefix_probabilities(outputs)
 
     def outputs(self, frames: Sequence[np.ndarray], task: str) -> np.ndarray:
         """Return its networks' mean output for every frame of an episode: (T, N + 1) stage
@@ -1329,8 +1332,7 @@ class LearnedScorer:
         """Return the per-frame (raw expected progress, monotone filtered most likely count)."""
         _, n = self._task(task)
         outputs = self.outputs(frames, task)
-        probs = outputs if self.head == 'count' else prefix_probabilities(outputs)
-        expected = probs @ np.arange(n + 1)
+        expected = self._count_probabilities(outputs) @ np.arange(n + 1)
         return expected / n, self.read(outputs)
 
     def score(self, episode: scoring.EpisodeFrames) -> scoring.ScoredEpisode:
@@ -1358,8 +1360,8 @@ class LearnedScorer:
         filtered stage count reaches it (in order; none past the last one seen)."""
         indices = scoring.sample_indices(episode.times_s, self.fps)
         frames = [episode.frames[i] for i in indices]
-        probs = self.probabilities(frames, episode.task)
-        _, count = self.curves(frames, episode.task)
+        outputs = self.outputs(frames, episode.task)  # read once: probabilities and count
+        probs, count = self._count_probabilities(outputs), self.read(outputs)
         names = self.stage_names[episode.task]
         proposals = []
         for k, stage in enumerate(names, start=1):
