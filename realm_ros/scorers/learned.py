@@ -868,6 +868,8 @@ def ensemble(checkpoints: Sequence[Mapping[str, Any]], names: Sequence[str] = ()
     of one :class:`InputSpec`, network and tasks): :class:`LearnedScorer` averages their stage
     probabilities. It keeps the first's ``config`` and ``look_stats`` (the look check reads the
     first network) and names its members (``names``, e.g. their scorer names) in ``meta``.
+    It reads with the default decoder whatever decoder its members carry: give it one with
+    :func:`with_decoder` (``bench/scorer_cameras.py``'s variants do).
 
     Raises:
         DataError: fewer than two checkpoints, an ensemble among them, or members that differ
