@@ -12,7 +12,7 @@ normalisation").
     python bench/scorer_cameras.py finals [SET ...] [--variants V ...] [--seeds S ...]
     python bench/scorer_cameras.py diagnose [SET ...] [--variants V ...] [--seeds S ...]
     python bench/scorer_cameras.py round6 | round7 | round9 | round10 | round11 | round12
-    python bench/scorer_cameras.py round13
+    python bench/scorer_cameras.py round13 | round14
     python bench/scorer_cameras.py same SET ... --against DATA_DIR
     python bench/scorer_cameras.py decoders SET ... [--tune] [--where] [--greedy]
                                             [--checkpoints NAME ...] [--json OUT.json]
@@ -136,6 +136,12 @@ count (``learned.sticky_counts``); ``same SET ... --against DIR`` counts the epi
 earlier collection's; ``decoders --versus NAME`` prints each reading's paired difference from
 NAME's; ``diagnose --bar-too`` reads the shipped families_hjk beside, and a now-head's
 per-frame stage readings against the recorded predicates.
+
+Round 14 (issue 42) trains nothing: round 13's ``n_ensemble_m3`` (chosen after round 13's sets
+were read) is judged against the shipped families_hjk on ``eval14_demo_ladder`` (the vision
+ladder under lab_demo, seeds 468-491, 192 episodes) and ``eval14_looks`` (lab looks
+7131-7133), read once; ``round14`` applies ``ROUND14_*`` (``round14_rule``) to their
+``decoders --json`` files (``ROUND14_FILES``).
 
 ``train`` trains the variants (``VARIANTS``) on the ``train`` set (variant ``e``: ``train`` and
 ``train_more``) with the same settings (``learned.SHIPPED``'s, ``--epochs`` each unless the
@@ -317,6 +323,15 @@ SETS = {
     'eval13_looks': ((7121, 7122, 7123), TASKS,
                      ('scripted:0', 'scripted:1', 'scripted:2', 'scripted:3'),
                      (100, 101, 102, 103), 200),
+    # Round 14: the held-out family under lab_demo on seeds no scorer set had used (24 seeds,
+    # twice the earlier rounds', for tighter intervals) and the scripted ladder under looks no
+    # file had named, with each frame's stage predicates; reported once, nothing chosen on them
+    # but round 14's verdict (no training this round).
+    'eval14_demo_ladder': ((DEMO_LOOK,), ('push_switch', 'pick_spoon'), VISION_LADDER4,
+                           tuple(range(468, 492)), 160),
+    'eval14_looks': ((7131, 7132, 7133), TASKS,
+                     ('scripted:0', 'scripted:1', 'scripted:2', 'scripted:3'),
+                     (100, 101, 102, 103), 200),
 }
 #: Sets whose frames are kept at every control step (15 per second) instead of every 5th, so
 #: that a reading at any rate (round 8) is taken from the same episodes; every 5th of their
@@ -325,7 +340,8 @@ EVERY_STEP = ('eval8_demo_ladder', 'eval8_looks')
 #: Sets of a learned ladder alone, measured on their own (rows: all, per task, per rung).
 LADDER_ONLY = ('demo_ladder', 'eval6_demo_ladder', 'eval7_demo_ladder', 'eval9_demo_ladder',
                'eval9_looks_ladder', 'eval10_demo_ladder', 'eval10_looks_ladder',
-               'eval11_demo_ladder', 'eval12_demo_ladder', 'eval13_demo_ladder')
+               'eval11_demo_ladder', 'eval12_demo_ladder', 'eval13_demo_ladder',
+               'eval14_demo_ladder')
 #: A held-out set -> the learned-ladder set on the same looks.
 LADDER_OF = {'looks': 'learned_ladder', 'new_looks': 'new_learned_ladder',
              'eval4_looks': 'eval4_learned_ladder'}
@@ -622,6 +638,30 @@ ROUND13_SEED_DEADLINE = '22:12'
 ROUND13_FILES = (pathlib.Path('docs/scorer-round13-ladder.json'),
                  pathlib.Path('docs/scorer-round13-looks.json'),
                  pathlib.Path('docs/scorer-round13-rule.json'))
+
+
+#: Round 14's rule (fixed before measuring; docs/scoring.md, "Round 14"): no training; the
+#: candidate is round 13's ``n_ensemble_m3`` (its three now-head networks, read by the decoder
+#: its checkpoint carries: ``decode_now`` with a median of 3 per stage), chosen in round 13
+#: after its sets were read, so judged here on sets never used. The bar: the shipped
+#: recommendation as shipped, families_hjk (greedy). Round 11's conditions (``bar_rule``): it
+#: passes only if on all of ``eval14_demo_ladder`` (the held-out family under lab_demo, seeds
+#: 468-491, 192 episodes) its stage accuracy is **above** the bar's and its Pearson r no more
+#: than ROUND14_MARGIN below it, **and** on ``eval14_looks`` (the scripted ladder under fresh
+#: looks 7131-7133, 144) its r and its stage accuracy are each no more than ROUND14_MARGIN below
+#: the bar's. If it passes it ships as ROUND14_SHIPS_AS names (the measured file, byte for byte)
+#: and becomes the recommendation. ``decoders --checkpoints ROUND14_CHECKPOINTS --greedy`` reads
+#: them; n_ensemble, families_demo3 and j_ensemble are reported only.
+ROUND14_CHECKPOINTS = ('families_hjk', 'n_ensemble_m3', 'n_ensemble', 'families_demo3',
+                       'j_ensemble')
+ROUND14_BAR = 'families_hjk greedy'
+ROUND14_CANDIDATES = ('n_ensemble_m3 greedy',)
+ROUND14_MARGIN = 0.03
+ROUND14_SHIPS_AS = {'n_ensemble_m3 greedy': 'progress_scorer_families_now3.pt'}
+ROUND14_NOTHING_SHIPS = 'nothing (families_hjk, greedy, stays the recommendation)'
+ROUND14_FILES = (pathlib.Path('docs/scorer-round14-ladder.json'),
+                 pathlib.Path('docs/scorer-round14-looks.json'),
+                 pathlib.Path('docs/scorer-round14-rule.json'))
 
 
 def look_stem(look: int | str) -> str:
@@ -1137,6 +1177,14 @@ def round13_rule(ladder: dict[str, Any], looks: dict[str, Any]) -> dict[str, Any
                     ROUND13_MARGIN, ROUND13_SHIPS_AS, ROUND13_NOTHING_SHIPS)
 
 
+def round14_rule(ladder: dict[str, Any], looks: dict[str, Any]) -> dict[str, Any]:
+    """Round 14's rule (``ROUND14_*``) read off ``decoders eval14_demo_ladder``'s and
+    ``decoders eval14_looks``' figures: round 11's conditions, the candidate round 13's now-head
+    ensemble with its median of 3, the bar the shipped families_hjk (greedy)."""
+    return bar_rule(ladder, looks, ROUND14_BAR, {name: f'{name} (' for name in ROUND14_CANDIDATES},
+                    ROUND14_MARGIN, ROUND14_SHIPS_AS, ROUND14_NOTHING_SHIPS)
+
+
 def bar_rule(ladder: dict[str, Any], looks: dict[str, Any], bar_name: str,
              candidates_by_prefix: dict[str, str], margin: float, ships_as: dict[str, str],
              nothing: str, looks_stage_margin: float | None = None) -> dict[str, Any]:
@@ -1615,7 +1663,8 @@ def _shipped(constant: str) -> Callable[[], pathlib.Path]:
 
 #: The shipped checkpoints ``decoders --checkpoints`` reads by name.
 SHIPPED_BY_NAME = {'families_demo3': _shipped('FAMILIES_DEMO3_CHECKPOINT'),
-                   'families_hjk': _shipped('FAMILIES_HJK_CHECKPOINT')}
+                   'families_hjk': _shipped('FAMILIES_HJK_CHECKPOINT'),
+                   'families_now3': _shipped('FAMILIES_NOW3_CHECKPOINT')}
 
 
 def round11_decoders(step_costs: tuple[float, ...]) -> dict[str, Any]:
@@ -1772,7 +1821,7 @@ def main() -> None:
     parser.add_argument('command', choices=('collect', 'train', 'measure', 'timing', 'touched',
                                             'finals', 'diagnose', 'round6', 'round7',
                                             'round9', 'round10', 'round11', 'round12',
-                                            'round13', 'rates', 'same',
+                                            'round13', 'round14', 'rates', 'same',
                                             'decoders'))
     parser.add_argument('sets', nargs='*', default=[], metavar='SET',
                         help='collect: one set (default train); measure: the held-out sets '
@@ -1843,6 +1892,7 @@ def main() -> None:
      'round11': lambda _: apply_round('round 11', ROUND11_FILES, round11_rule),
      'round12': lambda _: apply_round('round 12', ROUND12_FILES, round12_rule),
      'round13': lambda _: apply_round('round 13', ROUND13_FILES, round13_rule),
+     'round14': lambda _: apply_round('round 14', ROUND14_FILES, round14_rule),
      }[args.command](args)
 
 

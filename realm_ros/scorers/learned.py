@@ -48,7 +48,9 @@ training seeds of those as one ensemble, ``realm_ros/data/progress_scorer_famili
 episodes under lab_demo's look too, three seeds as one ensemble,
 ``realm_ros/data/progress_scorer_families_demo3.pt``; that ensemble's networks with those of two
 more three-seed ensembles (the first frame fixed, and boundary episodes), nine networks as one,
-the one for a lab's look, ``realm_ros/data/progress_scorer_families_hjk.pt``.
+``realm_ros/data/progress_scorer_families_hjk.pt``; three networks trained on what each frame
+shows now (a per-stage head) and read back by the rubric's order with a median of 3, the one
+for a lab's look, ``realm_ros/data/progress_scorer_families_now3.pt``.
 """
 
 from __future__ import annotations
@@ -127,8 +129,16 @@ FAMILIES_DEMO3_CHECKPOINT = DEFAULT_CHECKPOINT.with_name('progress_scorer_famili
 #: FAMILIES_DEMO3_CHECKPOINT's), shipped by issue 42's round-12 rule (above
 #: FAMILIES_DEMO3_CHECKPOINT in stage accuracy on 96 new episodes of the held-out vision ladder,
 #: within 0.03 of it in r there and in r and stage accuracy on fresh looks 7111-7113;
-#: docs/scoring.md, "Round 12"): the checkpoint for a lab's look.
+#: docs/scoring.md, "Round 12"): the checkpoint for a lab's look until FAMILIES_NOW3_CHECKPOINT
+#: replaced it in round 14.
 FAMILIES_HJK_CHECKPOINT = DEFAULT_CHECKPOINT.with_name('progress_scorer_families_hjk.pt')
+#: Round 13's now-head networks (j's recipe and sets with per-stage "now" targets, three seeds
+#: as one ensemble: bench/scorer_cameras.py variant ``n_ensemble_m3``), read by the decoder the
+#: checkpoint carries (:func:`decode_now`, a median of 3 per stage), shipped byte for byte by
+#: issue 42's round-14 rule (above FAMILIES_HJK_CHECKPOINT in stage accuracy on 192 new episodes
+#: of the held-out vision ladder, within 0.03 of it in r there and in r and stage accuracy on
+#: fresh looks 7131-7133; docs/scoring.md, "Round 14"): the checkpoint for a lab's look.
+FAMILIES_NOW3_CHECKPOINT = DEFAULT_CHECKPOINT.with_name('progress_scorer_families_now3.pt')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -1668,7 +1678,7 @@ __all__ = ['CALIBRATE_LAYERS', 'CALIBRATION_LOOKS', 'CalibrateConfig', 'DEFAULT_
            'MEDIAN_FRAMES', 'SAMPLE_FPS', 'agreement', 'decode', 'DECODERS', 'Decoder',
            'PROB_FLOOR', 'monotone_path', 'with_decoder',
            'FAMILIES_CHECKPOINT', 'FAMILIES3_CHECKPOINT', 'FAMILIES_DEMO3_CHECKPOINT',
-           'FAMILIES_HJK_CHECKPOINT',
+           'FAMILIES_HJK_CHECKPOINT', 'FAMILIES_NOW3_CHECKPOINT',
            'baselines', 'build_net',
            'collect', 'ensemble', 'evaluate', 'members', 'networks', 'one_network',
            'load_checkpoint', 'load_episodes', 'look_stats', 'pearson_interval',
