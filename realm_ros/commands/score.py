@@ -756,7 +756,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
         raise ConfigError(f'--steps must be >= 1, got {config.steps}')
     base_path = args.checkpoint or learned.DEFAULT_CHECKPOINT
     base = learned.load_checkpoint(base_path)
-    learned.one_network(base, f'--checkpoint {base_path}')
+    learned.calibratable(base, f'--checkpoint {base_path}')
     episodes = calibration_episodes(args.labels, learned.LearnedScorer(base))
     if not episodes:
         raise DataError('--labels: no labelled episodes in ' + ', '.join(map(str, args.labels)))

@@ -853,6 +853,23 @@ def one_network(checkpoint: Mapping[str, Any], what: str) -> None:
                           'from one: give one of its members (docs/scoring.md, "Round 4")')
 
 
+def calibratable(checkpoint: Mapping[str, Any], what: str) -> None:
+    """Refuse, in one line naming ``what``, a checkpoint :func:`calibrate` cannot adapt: a
+    now-head's (a person's stage marks give the sticky count, not what each frame shows), then
+    an ensemble (:func:`one_network`).
+
+    Raises:
+        ConfigError: a now-head, or more than one network.
+    """
+    head = head_of(checkpoint['config'])
+    if head != 'count':
+        raise ConfigError(f'{what}: a {head}-head checkpoint, and stage marks label a count '
+                          'head only: calibrate a count-head network, e.g. --checkpoint '
+                          'realm_ros/data/progress_scorer_families.pt (docs/scoring.md, '
+                          '"Per-lab calibration")')
+    one_network(checkpoint, what)
+
+
 def _net_from(checkpoint: Mapping[str, Any], state_dict: Mapping[str, Any] | None = None
               ) -> Any:
     """The network a checkpoint describes (its ``config`` and ``tasks``), with its weights
@@ -1057,10 +1074,8 @@ def calibrate(checkpoint: Mapping[str, Any], episodes: Sequence[LabelledEpisode]
     torch.set_num_threads(config.threads)
     rng = np.random.default_rng(config.seed)
     base = dict(checkpoint)
+    calibratable(base, 'calibrate')
     net_config = base['config']
-    if head_of(net_config) != 'count':
-        raise ConfigError(f'calibrate: a {head_of(net_config)}-head checkpoint; calibration '
-                          'trains a count head (docs/scoring.md, "Round 13")')
     net = _net_from(base)
     params = _trainable(net, config.layers)
     for p in net.parameters():
@@ -1680,7 +1695,7 @@ __all__ = ['CALIBRATE_LAYERS', 'CALIBRATION_LOOKS', 'CalibrateConfig', 'DEFAULT_
            'FAMILIES_CHECKPOINT', 'FAMILIES3_CHECKPOINT', 'FAMILIES_DEMO3_CHECKPOINT',
            'FAMILIES_HJK_CHECKPOINT', 'FAMILIES_NOW3_CHECKPOINT',
            'baselines', 'build_net',
-           'collect', 'ensemble', 'evaluate', 'members', 'networks', 'one_network',
+           'collect', 'ensemble', 'evaluate', 'members', 'networks', 'one_network', 'calibratable',
            'load_checkpoint', 'load_episodes', 'look_stats', 'pearson_interval',
            'plan_settings', 'save_checkpoint', 'save_episodes', 'small_frame', 'split',
            'stage_counts', 'train', 'world_config', 'write_look']

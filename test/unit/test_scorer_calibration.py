@@ -172,6 +172,20 @@ def test_score_calibrate_writes_a_calibrated_checkpoint(tiny, tmp_path, capsys):
                  '--out', str(out)]) == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and 'task(s) push_switch' in err, err
+    # The recommended checkpoint is a now-head (issue 42, round 14) and the last one an
+    # ensemble: each refused first and in one line, naming a base that calibrates; the
+    # calibrated checkpoint already written stays as it was.
+    written = out.read_bytes()
+    for shipped, message in (
+            (learned.FAMILIES_NOW3_CHECKPOINT, 'now-head checkpoint, and stage marks label a '
+             'count head only: calibrate a count-head network, e.g. --checkpoint '
+             'realm_ros/data/progress_scorer_families.pt'),
+            (learned.FAMILIES_HJK_CHECKPOINT, 'an ensemble of 9 networks')):
+        assert main(['score', 'calibrate', '--checkpoint', str(shipped), '--labels',
+                     str(labels), '--out', str(out)]) == 2
+        err = capsys.readouterr().err
+        assert len(err.strip().splitlines()) == 1 and message in err, err
+    assert out.read_bytes() == written
 
 
 def test_score_train_never_overwrites_the_shipped_checkpoint(tmp_path, capsys):
