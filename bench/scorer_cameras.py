@@ -12,7 +12,7 @@ normalisation").
     python bench/scorer_cameras.py finals [SET ...] [--variants V ...] [--seeds S ...]
     python bench/scorer_cameras.py diagnose [SET ...] [--variants V ...] [--seeds S ...]
     python bench/scorer_cameras.py round6 | round7 | round9 | round10 | round11 | round12
-    python bench/scorer_cameras.py round13 | round14
+    python bench/scorer_cameras.py round13 | round14 | round15
     python bench/scorer_cameras.py same SET ... --against DATA_DIR
     python bench/scorer_cameras.py decoders SET ... [--tune] [--where] [--greedy]
                                             [--checkpoints NAME ...] [--json OUT.json]
@@ -142,6 +142,14 @@ were read) is judged against the shipped families_hjk on ``eval14_demo_ladder`` 
 ladder under lab_demo, seeds 468-491, 192 episodes) and ``eval14_looks`` (lab looks
 7131-7133), read once; ``round14`` applies ``ROUND14_*`` (``round14_rule``) to their
 ``decoders --json`` files (``ROUND14_FILES``).
+
+Round 15 (issue 42) trains nothing: the shipped families_now3's networks read with each stage
+called where its probability is above w_k / (1 + w_k) (w_k the positive weight stage k's loss
+used in training, ``learned.now_pos_weights``; the prior correction of a weighted binary
+cross-entropy) instead of 0.5 (``n_ensemble_m3_prior``), judged against families_now3 as
+shipped on ``eval15_demo_ladder`` (the vision ladder under lab_demo, seeds 492-515, 192
+episodes) and ``eval15_looks`` (lab looks 7141-7143), read once; ``round15`` applies
+``ROUND15_*`` (``round15_rule``) to their ``decoders --json`` files (``ROUND15_FILES``).
 
 ``train`` trains the variants (``VARIANTS``) on the ``train`` set (variant ``e``: ``train`` and
 ``train_more``) with the same settings (``learned.SHIPPED``'s, ``--epochs`` each unless the
@@ -332,6 +340,14 @@ SETS = {
     'eval14_looks': ((7131, 7132, 7133), TASKS,
                      ('scripted:0', 'scripted:1', 'scripted:2', 'scripted:3'),
                      (100, 101, 102, 103), 200),
+    # Round 15: the held-out family under lab_demo on seeds no scorer set had used (24 seeds)
+    # and the scripted ladder under looks no file had named, with each frame's stage
+    # predicates; reported once, nothing chosen on them but round 15's verdict (no training).
+    'eval15_demo_ladder': ((DEMO_LOOK,), ('push_switch', 'pick_spoon'), VISION_LADDER4,
+                           tuple(range(492, 516)), 160),
+    'eval15_looks': ((7141, 7142, 7143), TASKS,
+                     ('scripted:0', 'scripted:1', 'scripted:2', 'scripted:3'),
+                     (100, 101, 102, 103), 200),
 }
 #: Sets whose frames are kept at every control step (15 per second) instead of every 5th, so
 #: that a reading at any rate (round 8) is taken from the same episodes; every 5th of their
@@ -341,7 +357,7 @@ EVERY_STEP = ('eval8_demo_ladder', 'eval8_looks')
 LADDER_ONLY = ('demo_ladder', 'eval6_demo_ladder', 'eval7_demo_ladder', 'eval9_demo_ladder',
                'eval9_looks_ladder', 'eval10_demo_ladder', 'eval10_looks_ladder',
                'eval11_demo_ladder', 'eval12_demo_ladder', 'eval13_demo_ladder',
-               'eval14_demo_ladder')
+               'eval14_demo_ladder', 'eval15_demo_ladder')
 #: A held-out set -> the learned-ladder set on the same looks.
 LADDER_OF = {'looks': 'learned_ladder', 'new_looks': 'new_learned_ladder',
              'eval4_looks': 'eval4_learned_ladder'}
@@ -427,6 +443,12 @@ VARIANTS = {
                    'decoder': {'median_frames': 1}},
     'n_ensemble_m3': {'ensemble_of': 'n_now', 'seeds': (0, 1, 2), 'finished_only': True,
                       'decoder': {'median_frames': 3}},
+    # Round 15 (decided before measuring): n_ensemble_m3's networks (the shipped
+    # families_now3's) with a median of 3, each stage k called where its probability is above
+    # w_k / (1 + w_k), w_k the positive weight its loss used over ``prior_of``'s training
+    # frames (``learned.now_pos_weights``, ``learned.prior_thresholds``): the prior correction.
+    'n_ensemble_m3_prior': {'ensemble_of': 'n_now', 'seeds': (0, 1, 2), 'finished_only': True,
+                            'decoder': {'median_frames': 3}, 'prior_of': 'n_now'},
 }
 #: Round 3's shipping rule (fixed before measuring; docs/scoring.md): a variant ships only if
 #: every one of its training seeds beats the shipped wrist checkpoint in Pearson r **and** stage
@@ -662,6 +684,31 @@ ROUND14_NOTHING_SHIPS = 'nothing (families_hjk, greedy, stays the recommendation
 ROUND14_FILES = (pathlib.Path('docs/scorer-round14-ladder.json'),
                  pathlib.Path('docs/scorer-round14-looks.json'),
                  pathlib.Path('docs/scorer-round14-rule.json'))
+
+
+#: Round 15's rule (fixed before measuring; docs/scoring.md, "Round 15"): no training; the
+#: candidate is ``n_ensemble_m3_prior``: the shipped families_now3's three now-head networks
+#: with its median of 3, each stage k called where its probability is above w_k / (1 + w_k)
+#: instead of 0.5 (w_k the positive weight stage k's binary cross-entropy used over n_now's
+#: training frames: the prior correction, nothing tuned). The bar: the recommendation as
+#: shipped, families_now3 (greedy, its own decoder). Round 11's conditions (``bar_rule``): it
+#: passes only if on all of ``eval15_demo_ladder`` (the held-out family under lab_demo, seeds
+#: 492-515, 192 episodes) its stage accuracy is **above** the bar's and its Pearson r no more
+#: than ROUND15_MARGIN below it, **and** on ``eval15_looks`` (the scripted ladder under fresh
+#: looks 7141-7143, 144) its r and its stage accuracy are each no more than ROUND15_MARGIN below
+#: the bar's. If it passes it ships as ROUND15_SHIPS_AS names (the measured file, byte for byte)
+#: and becomes the recommendation. ``decoders --checkpoints ROUND15_CHECKPOINTS --greedy`` reads
+#: them; families_hjk and n_ensemble are reported only.
+ROUND15_CHECKPOINTS = ('families_now3', 'n_ensemble_m3_prior', 'families_hjk', 'n_ensemble')
+ROUND15_BAR = 'families_now3 greedy'
+ROUND15_CANDIDATES = ('n_ensemble_m3_prior greedy(thresholds)',)
+ROUND15_MARGIN = 0.03
+ROUND15_SHIPS_AS = {'n_ensemble_m3_prior greedy(thresholds)':
+                    'progress_scorer_families_now3p.pt'}
+ROUND15_NOTHING_SHIPS = 'nothing (families_now3, greedy, stays the recommendation)'
+ROUND15_FILES = (pathlib.Path('docs/scorer-round15-ladder.json'),
+                 pathlib.Path('docs/scorer-round15-looks.json'),
+                 pathlib.Path('docs/scorer-round15-rule.json'))
 
 
 def look_stem(look: int | str) -> str:
@@ -1183,6 +1230,14 @@ def round14_rule(ladder: dict[str, Any], looks: dict[str, Any]) -> dict[str, Any
     ensemble with its median of 3, the bar the shipped families_hjk (greedy)."""
     return bar_rule(ladder, looks, ROUND14_BAR, {name: f'{name} (' for name in ROUND14_CANDIDATES},
                     ROUND14_MARGIN, ROUND14_SHIPS_AS, ROUND14_NOTHING_SHIPS)
+
+
+def round15_rule(ladder: dict[str, Any], looks: dict[str, Any]) -> dict[str, Any]:
+    """Round 15's rule (``ROUND15_*``) read off ``decoders eval15_demo_ladder``'s and
+    ``decoders eval15_looks``' figures: round 11's conditions, the candidate families_now3's
+    networks with the prior-corrected thresholds, the bar the shipped families_now3."""
+    return bar_rule(ladder, looks, ROUND15_BAR, {name: f'{name} (' for name in ROUND15_CANDIDATES},
+                    ROUND15_MARGIN, ROUND15_SHIPS_AS, ROUND15_NOTHING_SHIPS)
 
 
 def bar_rule(ladder: dict[str, Any], looks: dict[str, Any], bar_name: str,
@@ -1821,7 +1876,7 @@ def main() -> None:
     parser.add_argument('command', choices=('collect', 'train', 'measure', 'timing', 'touched',
                                             'finals', 'diagnose', 'round6', 'round7',
                                             'round9', 'round10', 'round11', 'round12',
-                                            'round13', 'round14', 'rates', 'same',
+                                            'round13', 'round14', 'round15', 'rates', 'same',
                                             'decoders'))
     parser.add_argument('sets', nargs='*', default=[], metavar='SET',
                         help='collect: one set (default train); measure: the held-out sets '
@@ -1893,6 +1948,7 @@ def main() -> None:
      'round12': lambda _: apply_round('round 12', ROUND12_FILES, round12_rule),
      'round13': lambda _: apply_round('round 13', ROUND13_FILES, round13_rule),
      'round14': lambda _: apply_round('round 14', ROUND14_FILES, round14_rule),
+     'round15': lambda _: apply_round('round 15', ROUND15_FILES, round15_rule),
      }[args.command](args)
 
 
