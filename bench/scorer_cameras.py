@@ -814,6 +814,24 @@ def with_variant_decoder(variant: str, checkpoint: dict[str, Any]) -> dict[str, 
         checkpoint, learned.Decoder.of(settings))
 
 
+def training_pos_weights(args: argparse.Namespace, variant: str) -> np.ndarray:
+    """The positive weight per stage a now-head ``variant``'s loss used: ``now_pos_weights``
+    over its training sets' frames (the labels ``learned.train`` reads: the first camera's
+    episodes' ``now``), with its ``class_weight_power``."""
+    from realm_ros.scorers import learned
+    config = variant_config(variant, args)
+    episodes = [e for part in VARIANTS[variant]['sets']
+                for e in load_set(args.data_dir, part, ('exterior_1',))]
+    if any(e.now is None for e in episodes):
+        raise SystemExit(f"{variant}: its training sets lack the frames' stage predicates")
+    labels = np.concatenate([np.pad(np.asarray(e.now, dtype=float),
+                                    ((0, 0), (0, learned.MAX_STAGES - e.n_stages)))
+                             for e in episodes])
+    n_stages = np.concatenate([np.full(len(e.met), e.n_stages) for e in episodes])
+    print(f'{variant}: {len(episodes)} episodes, {len(labels)} frames', flush=True)
+    return learned.now_pos_weights(labels, n_stages, config.class_weight_power)
+
+
 def train_one(args: argparse.Namespace, variant: str, seed: int) -> None:
     from realm_ros.scorers import learned
     name = checkpoint_name(variant, seed)
@@ -827,6 +845,15 @@ def train_one(args: argparse.Namespace, variant: str, seed: int) -> None:
         checkpoint = with_variant_decoder(variant, learned.ensemble(
             [learned.load_checkpoint(p) for p in paths],
             [learned.LearnedScorer(p).name for p in paths]))
+        if 'prior_of' in VARIANTS[variant]:  # round 15: thresholds from the training weights
+            weights = training_pos_weights(args, VARIANTS[variant]['prior_of'])
+            decoder = dataclasses.replace(
+                learned.Decoder.of(checkpoint.get('decoder')),
+                thresholds=learned.prior_thresholds(weights))
+            checkpoint = learned.with_decoder(checkpoint, decoder)
+            print(f'{name}: positive weights {", ".join(f"{w:.4f}" for w in weights)}; '
+                  f'thresholds {", ".join(f"{t:.4f}" for t in decoder.thresholds or ())}',
+                  flush=True)
         learned.save_checkpoint(args.data_dir / f'{name}.pt', checkpoint)
         print(f'{name}: the ensemble of {", ".join(checkpoint["meta"]["ensemble"])}', flush=True)
         return

@@ -984,18 +984,34 @@ def _class_weights(torch: Any, labels: Any, power: float) -> Any:
                                  0.0), dtype=torch.float32)
 
 
+def now_pos_weights(labels: np.ndarray, n_stages: np.ndarray, power: float) -> np.ndarray:
+    """The weight a now-head's loss gives each stage's positives (:func:`_now_loss`): from the
+    training frames' (F, MAX_STAGES) 0/1 stage ``labels`` and each frame's task's ``n_stages``
+    (F,), per stage index (pooled over the tasks that have it) (negatives / positives) **
+    ``power``; 1 for a stage never or always true."""
+    labels = np.asarray(labels, dtype=float)
+    mask = (np.arange(MAX_STAGES)[None, :] < np.asarray(n_stages)[:, None]).astype(float)
+    positives = (labels * mask).sum(axis=0)
+    negatives = ((1 - labels) * mask).sum(axis=0)
+    return np.where((positives > 0) & (negatives > 0),
+                    (negatives / np.maximum(positives, 1)) ** power, 1.0)
+
+
+def prior_thresholds(weights: Sequence[float]) -> tuple[float, ...]:
+    """Each stage's threshold corrected for its positives' training ``weights`` (issue 42,
+    round 15): binary cross-entropy whose positives count w times estimates the logit
+    log(w) + log(p / (1 - p)), so the stage's probability p is above 1/2 where the output is
+    above w / (1 + w) (a weight of 1: 0.5, as uncorrected)."""
+    return tuple(float(w) / (1.0 + float(w)) for w in weights)
+
+
 def _now_loss(torch: Any, labels: Any, n_stages: Any, power: float, device: Any
               ) -> Callable[[Any, Any, Any], Any]:
     """A now-head's loss: binary cross-entropy per stage over the task's stages only (mean over
-    them), each stage's positives weighted (negatives / positives) ** ``power`` over the
-    training frames (a stage never or always true: 1)."""
-    stage = torch.arange(MAX_STAGES).unsqueeze(0)
-    mask = (stage < n_stages.cpu().unsqueeze(1)).float()
-    positives = (labels.cpu() * mask).sum(dim=0)
-    negatives = ((1 - labels.cpu()) * mask).sum(dim=0)
-    weight = torch.where((positives > 0) & (negatives > 0),
-                         (negatives / positives.clamp_min(1)) ** power,
-                         torch.ones(MAX_STAGES)).to(device)
+    them), each stage's positives weighted by :func:`now_pos_weights` over the training
+    frames."""
+    weight = torch.tensor(now_pos_weights(labels.cpu().numpy(), n_stages.cpu().numpy(), power),
+                          dtype=torch.float32).to(device)
     bce = torch.nn.BCEWithLogitsLoss(pos_weight=weight, reduction='none')
 
     def loss(logits: Any, target: Any, n: Any) -> Any:
@@ -1219,6 +1235,7 @@ class LearnedScorer:
             raise ConfigError(f'decoder method: {self.decoder.method!r}; a now-head checkpoint '
                               "reads its stages by threshold, median and the rubric's order "
                               '(greedy only)')
+        self._refuse_thresholds(self.decoder)
         #: The cameras it reads, in the order a frame stacks their RGB (H, W, 3 x this many).
         self.cameras: list[str] = list(config.get('cameras', ('exterior_1',)))
         #: Its networks: one, or an ensemble's (their stage probabilities averaged).
@@ -1324,8 +1341,14 @@ class LearnedScorer:
         given)."""
         decoder = self.decoder if decoder is None else decoder
         if self.head == 'now':
-            return decode_now(outputs, decoder.median_frames)
+            return decode_now(outputs, decoder.median_frames, decoder.thresholds)
+        self._refuse_thresholds(decoder)
         return decode(outputs, decoder=decoder)
+
+    def _refuse_thresholds(self, decoder: Decoder) -> None:
+        if self.head != 'now' and decoder.thresholds is not None:
+            raise ConfigError('decoder thresholds: a count-head checkpoint reads the most '
+                              "likely count; per-stage thresholds are a now-head's")
 
     def look_features(self, first: np.ndarray) -> np.ndarray:
         """Return what an episode's look is to the network: its convolutions' features of the
@@ -1445,11 +1468,15 @@ class Decoder:
         median_frames: ``greedy``: the median filter's frames (odd).
         step_cost: ``monotone``: nats a stage costs to be taken (each stage climbed), so a count
             is read only where the frames from there on favour it by more than this in all.
+        thresholds: a now-head's (greedy only): the probability above which each stage (by
+            index) is held in a frame; None: 0.5 each (:func:`decode_now`; issue 42, round 15:
+            :func:`prior_thresholds`). A count head refuses a decoder that has them.
     """
 
     method: str = 'greedy'
     median_frames: int = MEDIAN_FRAMES
     step_cost: float = 0.0
+    thresholds: tuple[float, ...] | None = None
 
     def __post_init__(self) -> None:
         if self.method not in DECODERS:
@@ -1461,6 +1488,14 @@ class Decoder:
         if not (math.isfinite(self.step_cost) and self.step_cost >= 0.0):
             raise ConfigError(f'decoder step_cost: must be finite and >= 0, got '
                               f'{self.step_cost}')
+        if self.thresholds is not None:
+            if self.method != 'greedy':
+                raise ConfigError(f'decoder thresholds: a {self.method} decoder has none '
+                                  '(greedy only)')
+            if not self.thresholds or not all(
+                    math.isfinite(t) and 0.0 < t < 1.0 for t in self.thresholds):
+                raise ConfigError(f'decoder thresholds: each must be in (0, 1), got '
+                                  f'{list(self.thresholds)}')
 
     @classmethod
     def of(cls, settings: Mapping[str, Any] | None) -> Decoder:
@@ -1469,20 +1504,35 @@ class Decoder:
         unknown = sorted(set(settings) - {f.name for f in dataclasses.fields(cls)})
         if unknown:
             raise ConfigError(f'decoder: unknown setting(s) {", ".join(unknown)}')
+        thresholds = settings.get('thresholds')
+        try:
+            thresholds = None if thresholds is None else tuple(float(t) for t in thresholds)
+        except (TypeError, ValueError):
+            raise ConfigError(f'decoder thresholds: not a list of numbers: {thresholds!r}'
+                              ) from None
         return cls(method=str(settings.get('method', 'greedy')),
                    median_frames=int(settings.get('median_frames', MEDIAN_FRAMES)),
-                   step_cost=float(settings.get('step_cost', 0.0)))
+                   step_cost=float(settings.get('step_cost', 0.0)), thresholds=thresholds)
 
     def as_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        """Its settings (``thresholds`` only where set, so a decoder without them writes the
+        entry every checkpoint before round 15 carries)."""
+        out = dataclasses.asdict(self)
+        if self.thresholds is None:
+            del out['thresholds']
+        else:
+            out['thresholds'] = list(self.thresholds)
+        return out
 
     @property
     def label(self) -> str:
         """A short name: ``greedy`` (the default median) or ``monotone(COST)``."""
         if self.method == 'monotone':
             return f'monotone({self.step_cost:g})'
-        return 'greedy' if self.median_frames == MEDIAN_FRAMES else \
-            f'greedy(median {self.median_frames})'
+        parts = ([] if self.median_frames == MEDIAN_FRAMES
+                 else [f'median {self.median_frames}']) + (
+            [] if self.thresholds is None else ['thresholds'])
+        return f'greedy({", ".join(parts)})' if parts else 'greedy'
 
 
 def with_decoder(checkpoint: Mapping[str, Any], decoder: Decoder) -> dict[str, Any]:
@@ -1564,12 +1614,22 @@ def prefix_probabilities(stage_probs: np.ndarray) -> np.ndarray:
     return held * np.concatenate([1.0 - p, np.ones((len(p), 1))], axis=1)
 
 
-def decode_now(stage_probs: np.ndarray, median_frames: int = MEDIAN_FRAMES) -> np.ndarray:
+def decode_now(stage_probs: np.ndarray, median_frames: int = MEDIAN_FRAMES,
+               thresholds: Sequence[float] | None = None) -> np.ndarray:
     """Return an episode's stage-count curve from a now-head's (T, N) per-frame stage
-    probabilities (issue 42, round 13): each stage held where its probability is above 0.5,
-    median filtered over ``median_frames`` frames per stage (the ends repeated, as
-    :func:`decode`'s), then the rubric's order and stickiness (:func:`sticky_counts`)."""
-    held = (np.asarray(stage_probs, float) > 0.5).astype(float)
+    probabilities (issue 42, round 13): each stage held where its probability is above 0.5
+    (``thresholds``: stage k's, the first N used; round 15), median filtered over
+    ``median_frames`` frames per stage (the ends repeated, as :func:`decode`'s), then the
+    rubric's order and stickiness (:func:`sticky_counts`)."""
+    stage_probs = np.asarray(stage_probs, float)
+    if thresholds is None:
+        cut: Any = 0.5
+    else:
+        if len(thresholds) < stage_probs.shape[1]:
+            raise ConfigError(f'decoder thresholds: {len(thresholds)} for '
+                              f'{stage_probs.shape[1]} stages')
+        cut = np.asarray(thresholds, float)[:stage_probs.shape[1]]
+    held = (stage_probs > cut).astype(float)
     if len(held) >= median_frames > 1:
         half = median_frames // 2
         padded = np.concatenate([np.repeat(held[:1], half, axis=0), held,
