@@ -261,6 +261,12 @@ class LabelledEpisode:
     def success(self) -> bool:
         return int(self.met.max()) == self.n_stages
 
+    def now_padded(self, dtype: Any) -> np.ndarray:
+        """Its ``now`` (which must be set) as (T, MAX_STAGES) ``dtype``, the stages past its
+        task's false: one width for the episodes of every task (saved, trained on)."""
+        now = np.asarray(self.now, dtype=dtype).reshape(len(self.met), -1)
+        return np.pad(now, ((0, 0), (0, MAX_STAGES - self.n_stages)))
+
 
 def world_config(world: str, appearance_file: str = '', camera: str = 'exterior_1',
                  stride: int = 5, policy_cameras: Sequence[str] = ()) -> Any:
@@ -526,9 +532,7 @@ def save_episodes(path: str | pathlib.Path, episodes: Sequence[LabelledEpisode])
     partial = path.with_name(f'{path.name}.{os.getpid()}.partial.npz')
     # Each frame's stage predicates (round 13), padded to MAX_STAGES, only if every episode
     # has them (a file without ``now`` loads with ``now`` None, as before).
-    now = ({'now': np.concatenate([np.pad(np.asarray(e.now, dtype=bool).reshape(len(e.met), -1),
-                                          ((0, 0), (0, MAX_STAGES - e.n_stages)))
-                                   for e in episodes])}
+    now = ({'now': np.concatenate([e.now_padded(bool) for e in episodes])}
            if all(e.now is not None for e in episodes) else {})
     np.savez_compressed(partial, frames=np.concatenate([e.frames for e in episodes]),
                         times_s=np.concatenate([e.times_s for e in episodes]),
@@ -964,9 +968,7 @@ def _frame_tensors(torch: Any, episodes: Sequence[LabelledEpisode], task_names: 
     pairs = _pairs(torch, current, first, cameras)
     padded = torch.nn.functional.pad(pairs, (_SHIFT, _SHIFT, _SHIFT, _SHIFT), mode='replicate')
     if now:
-        labels = torch.from_numpy(np.concatenate(
-            [np.pad(np.asarray(e.now, dtype=np.float32), ((0, 0), (0, MAX_STAGES - e.n_stages)))
-             for e in episodes]))
+        labels = torch.from_numpy(np.concatenate([e.now_padded(np.float32) for e in episodes]))
     else:
         labels = torch.from_numpy(np.concatenate([e.met for e in episodes]).astype(np.int64))
     task_ids = torch.from_numpy(np.concatenate(
@@ -1596,14 +1598,20 @@ def decode(probs: np.ndarray, median_frames: int = MEDIAN_FRAMES,
     if decoder.method == 'monotone':
         return monotone_path(probs, decoder.step_cost).astype(float)
     median_frames = decoder.median_frames
-    values = np.argmax(probs, axis=1).astype(float)
-    if values.size >= median_frames > 1:
-        half = median_frames // 2
-        padded = np.concatenate([np.repeat(values[:1], half), values,
-                                 np.repeat(values[-1:], half)])
-        values = np.median(np.lib.stride_tricks.sliding_window_view(padded, median_frames),
-                           axis=1)
+    values = _median_in_time(np.argmax(probs, axis=1).astype(float), median_frames)
     return np.maximum.accumulate(values)
+
+
+def _median_in_time(values: np.ndarray, median_frames: int) -> np.ndarray:
+    """``values`` (T, ...) median filtered over ``median_frames`` frames along time (odd; the
+    ends repeated); as they are when shorter than the window or the window is 1."""
+    if not len(values) >= median_frames > 1:
+        return values
+    half = median_frames // 2
+    padded = np.concatenate([np.repeat(values[:1], half, axis=0), values,
+                             np.repeat(values[-1:], half, axis=0)])
+    return np.median(np.lib.stride_tricks.sliding_window_view(padded, median_frames, axis=0),
+                     axis=-1)
 
 
 def prefix_probabilities(stage_probs: np.ndarray) -> np.ndarray:
@@ -1629,13 +1637,7 @@ def decode_now(stage_probs: np.ndarray, median_frames: int = MEDIAN_FRAMES,
             raise ConfigError(f'decoder thresholds: {len(thresholds)} for '
                               f'{stage_probs.shape[1]} stages')
         cut = np.asarray(thresholds, float)[:stage_probs.shape[1]]
-    held = (stage_probs > cut).astype(float)
-    if len(held) >= median_frames > 1:
-        half = median_frames // 2
-        padded = np.concatenate([np.repeat(held[:1], half, axis=0), held,
-                                 np.repeat(held[-1:], half, axis=0)])
-        held = np.median(np.lib.stride_tricks.sliding_window_view(padded, median_frames,
-                                                                  axis=0), axis=-1)
+    held = _median_in_time((stage_probs > cut).astype(float), median_frames)
     return sticky_counts(held > 0.5).astype(float)
 
 
