@@ -12,7 +12,7 @@ normalisation").
     python bench/scorer_cameras.py finals [SET ...] [--variants V ...] [--seeds S ...]
     python bench/scorer_cameras.py diagnose [SET ...] [--variants V ...] [--seeds S ...]
     python bench/scorer_cameras.py round6 | round7 | round9 | round10 | round11 | round12
-    python bench/scorer_cameras.py round13 | round14 | round15
+    python bench/scorer_cameras.py round13 | round14 | round15 | round16
     python bench/scorer_cameras.py same SET ... --against DATA_DIR
     python bench/scorer_cameras.py decoders SET ... [--tune] [--where] [--greedy]
                                             [--checkpoints NAME ...] [--json OUT.json]
@@ -150,6 +150,16 @@ cross-entropy) instead of 0.5 (``n_ensemble_m3_prior``), judged against families
 shipped on ``eval15_demo_ladder`` (the vision ladder under lab_demo, seeds 492-515, 192
 episodes) and ``eval15_looks`` (lab looks 7141-7143), read once; ``round15`` applies
 ``ROUND15_*`` (``round15_rule``) to their ``decoders --json`` files (``ROUND15_FILES``).
+
+Round 16 (issue 42) collects n_now's eight training sets again with each frame's stage
+measures (``LabelledEpisode.measures``: the continuous quantity a stage's predicate thresholds,
+the finger-to-reach-point distance for REACH, the object-to-target distance for MOVE_CLOSE;
+``skills.STAGE_MEASURES``) and fine-tunes each ``n_now`` seed with an auxiliary regression of
+them beside its binary cross-entropy (``q_dist``, ``TrainConfig.measure_weight``);
+``q_ensemble_m3`` (the three, a median of 3) is judged against families_now3 as shipped on
+``eval16_demo_ladder`` (the vision ladder under lab_demo, seeds 516-539, 192 episodes) and
+``eval16_looks`` (lab looks 7151-7153), read once; ``round16`` applies ``ROUND16_*``
+(``round16_rule``) to their ``decoders --json`` files (``ROUND16_FILES``).
 
 ``train`` trains the variants (``VARIANTS``) on the ``train`` set (variant ``e``: ``train`` and
 ``train_more``) with the same settings (``learned.SHIPPED``'s, ``--epochs`` each unless the
@@ -348,6 +358,14 @@ SETS = {
     'eval15_looks': ((7141, 7142, 7143), TASKS,
                      ('scripted:0', 'scripted:1', 'scripted:2', 'scripted:3'),
                      (100, 101, 102, 103), 200),
+    # Round 16: the held-out family under lab_demo on seeds no scorer set had used (24 seeds)
+    # and the scripted ladder under looks no file had named, with each frame's stage
+    # predicates and measures; reported once, nothing chosen on them but round 16's verdict.
+    'eval16_demo_ladder': ((DEMO_LOOK,), ('push_switch', 'pick_spoon'), VISION_LADDER4,
+                           tuple(range(516, 540)), 160),
+    'eval16_looks': ((7151, 7152, 7153), TASKS,
+                     ('scripted:0', 'scripted:1', 'scripted:2', 'scripted:3'),
+                     (100, 101, 102, 103), 200),
 }
 #: Sets whose frames are kept at every control step (15 per second) instead of every 5th, so
 #: that a reading at any rate (round 8) is taken from the same episodes; every 5th of their
@@ -357,7 +375,7 @@ EVERY_STEP = ('eval8_demo_ladder', 'eval8_looks')
 LADDER_ONLY = ('demo_ladder', 'eval6_demo_ladder', 'eval7_demo_ladder', 'eval9_demo_ladder',
                'eval9_looks_ladder', 'eval10_demo_ladder', 'eval10_looks_ladder',
                'eval11_demo_ladder', 'eval12_demo_ladder', 'eval13_demo_ladder',
-               'eval14_demo_ladder', 'eval15_demo_ladder')
+               'eval14_demo_ladder', 'eval15_demo_ladder', 'eval16_demo_ladder')
 #: A held-out set -> the learned-ladder set on the same looks.
 LADDER_OF = {'looks': 'learned_ladder', 'new_looks': 'new_learned_ladder',
              'eval4_looks': 'eval4_learned_ladder'}
@@ -449,6 +467,20 @@ VARIANTS = {
     # frames (``learned.now_pos_weights``, ``learned.prior_thresholds``): the prior correction.
     'n_ensemble_m3_prior': {'ensemble_of': 'n_now', 'seeds': (0, 1, 2), 'finished_only': True,
                             'decoder': {'median_frames': 3}, 'prior_of': 'n_now'},
+    # Round 16 (decided before collecting or training): n_now's recipe, inputs and eight sets
+    # (collected again with each frame's stage measures, ``LabelledEpisode.measures``), each
+    # seed fine-tuned from the matching n_now network (``init_of``) for 10 epochs with the
+    # auxiliary regression of the measures (``measure_weight`` 1.0: loss = BCE + 1.0 x Huber
+    # (delta 1) on the valid entries of min(measure, 0.30 m) / 0.10 m; ``learned.MEASURE_*``);
+    # ``q_ensemble_m3``: the three seeds, a median of 3, thresholds 0.5 (the candidate).
+    'q_dist': {'cameras': ('exterior_1', 'wrist'), 'normalise': True, 'epochs': 10,
+               'head': 'now', 'measure_weight': 1.0, 'init_of': 'n_now',
+               'decoder': {'median_frames': 3},
+               'sets': ('train', 'train_more', 'train_more2', 'train_families',
+                        'train_families_real', 'train_demo', 'train_demo_families',
+                        'train7_demo_more')},
+    'q_ensemble_m3': {'ensemble_of': 'q_dist', 'seeds': (0, 1, 2), 'finished_only': True,
+                      'decoder': {'median_frames': 3}},
 }
 #: Round 3's shipping rule (fixed before measuring; docs/scoring.md): a variant ships only if
 #: every one of its training seeds beats the shipped wrist checkpoint in Pearson r **and** stage
@@ -709,6 +741,30 @@ ROUND15_NOTHING_SHIPS = 'nothing (families_now3, greedy, stays the recommendatio
 ROUND15_FILES = (pathlib.Path('docs/scorer-round15-ladder.json'),
                  pathlib.Path('docs/scorer-round15-looks.json'),
                  pathlib.Path('docs/scorer-round15-rule.json'))
+
+
+#: Round 16's rule (fixed before collecting or training; docs/scoring.md, "Round 16"): the
+#: candidate is ``q_ensemble_m3``: n_now's three networks each fine-tuned (10 epochs, its own
+#: seed) with an auxiliary regression of each frame's stage measures (the finger-to-reach-point
+#: distance REACH thresholds at 0.10 m, the object-to-target distance MOVE_CLOSE thresholds),
+#: read as families_now3 is (``decode_now``, a median of 3, thresholds 0.5; the auxiliary head
+#: is not read). The bar: the recommendation as shipped, families_now3. Round 11's conditions
+#: (``bar_rule``): it passes only if on all of ``eval16_demo_ladder`` (the held-out family under
+#: lab_demo, seeds 516-539, 192 episodes) its stage accuracy is **above** the bar's and its
+#: Pearson r no more than ROUND16_MARGIN below it, **and** on ``eval16_looks`` (the scripted
+#: ladder under fresh looks 7151-7153, 144) its r and its stage accuracy are each no more than
+#: ROUND16_MARGIN below the bar's. If it passes it ships as ROUND16_SHIPS_AS names (the
+#: measured file, byte for byte) and becomes the recommendation. ``decoders --checkpoints
+#: ROUND16_CHECKPOINTS --greedy`` reads them; families_hjk is reported only.
+ROUND16_CHECKPOINTS = ('families_now3', 'q_ensemble_m3', 'families_hjk')
+ROUND16_BAR = 'families_now3 greedy'
+ROUND16_CANDIDATES = ('q_ensemble_m3 greedy',)
+ROUND16_MARGIN = 0.03
+ROUND16_SHIPS_AS = {'q_ensemble_m3 greedy': 'progress_scorer_families_dist3.pt'}
+ROUND16_NOTHING_SHIPS = 'nothing (families_now3, greedy, stays the recommendation)'
+ROUND16_FILES = (pathlib.Path('docs/scorer-round16-ladder.json'),
+                 pathlib.Path('docs/scorer-round16-looks.json'),
+                 pathlib.Path('docs/scorer-round16-rule.json'))
 
 
 def look_stem(look: int | str) -> str:
@@ -1265,6 +1321,15 @@ def round15_rule(ladder: dict[str, Any], looks: dict[str, Any]) -> dict[str, Any
     networks with the prior-corrected thresholds, the bar the shipped families_now3."""
     return bar_rule(ladder, looks, ROUND15_BAR, {name: f'{name} (' for name in ROUND15_CANDIDATES},
                     ROUND15_MARGIN, ROUND15_SHIPS_AS, ROUND15_NOTHING_SHIPS)
+
+
+def round16_rule(ladder: dict[str, Any], looks: dict[str, Any]) -> dict[str, Any]:
+    """Round 16's rule (``ROUND16_*``) read off ``decoders eval16_demo_ladder``'s and
+    ``decoders eval16_looks``' figures: round 11's conditions, the candidate n_now's networks
+    fine-tuned with the auxiliary measure regression (a median of 3), the bar the shipped
+    families_now3."""
+    return bar_rule(ladder, looks, ROUND16_BAR, {name: f'{name} (' for name in ROUND16_CANDIDATES},
+                    ROUND16_MARGIN, ROUND16_SHIPS_AS, ROUND16_NOTHING_SHIPS)
 
 
 def bar_rule(ladder: dict[str, Any], looks: dict[str, Any], bar_name: str,
@@ -1903,8 +1968,8 @@ def main() -> None:
     parser.add_argument('command', choices=('collect', 'train', 'measure', 'timing', 'touched',
                                             'finals', 'diagnose', 'round6', 'round7',
                                             'round9', 'round10', 'round11', 'round12',
-                                            'round13', 'round14', 'round15', 'rates', 'same',
-                                            'decoders'))
+                                            'round13', 'round14', 'round15', 'round16',
+                                            'rates', 'same', 'decoders'))
     parser.add_argument('sets', nargs='*', default=[], metavar='SET',
                         help='collect: one set (default train); measure: the held-out sets '
                              'pooled (default looks)')
@@ -1976,6 +2041,7 @@ def main() -> None:
      'round13': lambda _: apply_round('round 13', ROUND13_FILES, round13_rule),
      'round14': lambda _: apply_round('round 14', ROUND14_FILES, round14_rule),
      'round15': lambda _: apply_round('round 15', ROUND15_FILES, round15_rule),
+     'round16': lambda _: apply_round('round 16', ROUND16_FILES, round16_rule),
      }[args.command](args)
 
 
