@@ -799,7 +799,7 @@ def collect_look(look: int | str, task_names: tuple[str, ...], policies: tuple[s
             for c in CAMERAS:
                 out[c].append(learned.labelled_episode(task, 'digital_real', name, seed,
                                                        run.frames[c], run.times, run.met, label,
-                                                       run.now))
+                                                       run.now, run.measures))
             same = bool(np.array_equal(learned.sticky_counts(run.now), run.met))
             print(f'{label or look} {task} {name} seed {seed}: {len(run.met)} frames, '
                   f'rubric {max(run.met)}/{len(tasks.get_task(task).stages)}, sticky counts '
@@ -845,7 +845,8 @@ def load_set(folder: pathlib.Path, name: str, cameras: tuple[str, ...]) -> list[
 
 def variant_config(name: str, args: argparse.Namespace, seed: int = 0) -> Any:
     from realm_ros.scorers import learned
-    settings = {k: v for k, v in VARIANTS[name].items() if k not in ('sets', 'decoder')}
+    settings = {k: v for k, v in VARIANTS[name].items()
+                if k not in ('sets', 'decoder', 'init_of')}
     settings.setdefault('epochs', args.epochs)
     return dataclasses.replace(learned.SHIPPED, threads=args.threads, seed=seed, **settings)
 
@@ -928,10 +929,14 @@ def train_one(args: argparse.Namespace, variant: str, seed: int) -> None:
     config = variant_config(variant, args, seed)
     episodes = [e for part in VARIANTS[variant].get('sets', ('train',))
                 for e in load_set(args.data_dir, part, config.cameras)]
+    # Round 16: fine-tuned from the matching seed of variant ``init_of``.
+    init_of = VARIANTS[variant].get('init_of')
+    init = (learned.load_checkpoint(args.data_dir / f'{checkpoint_name(init_of, seed)}.pt')
+            if init_of else None)
     start = time.monotonic()
     cpu = time.process_time()
     checkpoint = learned.train(episodes, config, log=lambda line, name=name: print(
-        f'{name}: {line}', file=sys.stderr, flush=True))
+        f'{name}: {line}', file=sys.stderr, flush=True), init=init)
     checkpoint['meta']['train_s'] = [round(time.monotonic() - start, 1),
                                      round(time.process_time() - cpu, 1)]
     checkpoint = with_variant_decoder(variant, checkpoint)

@@ -401,6 +401,15 @@ def stage_predicates(task: str | TaskDef, state: Mapping[str, Any],
     return {stage: check.predicate(stage) for stage in task.stages}
 
 
+def stage_measures(task: str | TaskDef, state: Mapping[str, Any],
+                   drawer_rule: str = 'realm_code') -> dict[str, float]:
+    """Return every stage's measure on ``state`` (``skills.STAGE_MEASURES``: the distance its
+    predicate thresholds; NaN for a stage that has none)."""
+    task = get_task(task) if isinstance(task, str) else task
+    check = skills.StageCheck(task, state, drawer_rule)
+    return {stage: check.measure(stage) for stage in task.stages}
+
+
 class ProgressTracker:
     """Tiered progression of one episode, updated once per control step (REALM's rubric).
 
