@@ -17,6 +17,7 @@ normalisation").
     python bench/scorer_cameras.py decoders SET ... [--tune] [--where] [--greedy]
                                             [--checkpoints NAME ...] [--json OUT.json]
     python bench/scorer_cameras.py rates [SET ...] [--variants V ...] [--json OUT.json]
+    python bench/scorer_cameras.py distances SET ... --checkpoints NAME ...
 
 ``collect`` runs the digital real's episodes of one set (below) in process, rendering
 ``exterior_1`` **and** ``wrist`` on every 5th control step (3 per second), and keeps each
@@ -159,7 +160,9 @@ them beside its binary cross-entropy (``q_dist``, ``TrainConfig.measure_weight``
 ``q_ensemble_m3`` (the three, a median of 3) is judged against families_now3 as shipped on
 ``eval16_demo_ladder`` (the vision ladder under lab_demo, seeds 516-539, 192 episodes) and
 ``eval16_looks`` (lab looks 7151-7153), read once; ``round16`` applies ``ROUND16_*``
-(``round16_rule``) to their ``decoders --json`` files (``ROUND16_FILES``).
+(``round16_rule``) to their ``decoders --json`` files (``ROUND16_FILES``); ``distances SET ...
+--checkpoints NAME ...`` reads, per task, how often a frame farther than FAR_M from REACH is
+read as REACH, and an auxiliary output's distance error.
 
 ``train`` trains the variants (``VARIANTS``) on the ``train`` set (variant ``e``: ``train`` and
 ``train_more``) with the same settings (``learned.SHIPPED``'s, ``--epochs`` each unless the
@@ -1740,6 +1743,57 @@ def run_diagnose(args: argparse.Namespace) -> None:
                       f'{np.median(np.concatenate(toggled)):.2f}', flush=True)
 
 
+#: Round 16's diagnose: a frame whose recorded REACH distance is above FAR_M, read as within
+#: the threshold (``skills.REACH_DISTANCE``) by the auxiliary output, or as REACH by the head.
+FAR_M = 0.15
+
+
+def run_distances(args: argparse.Namespace) -> None:
+    """Round 16: on the sets given (pooled; episodes collected with ``measures``), per task,
+    each checkpoint's REACH on frames by their recorded finger-to-reach-point distance: how
+    often a frame farther than FAR_M is read as REACH (the head's probability above 0.5;
+    Wilson interval over frames), and for a checkpoint with the auxiliary output, the median
+    absolute error of its distance (both clipped at ``learned.MEASURE_CLIP``; a bootstrap
+    interval over episodes) and how often it puts a frame farther than FAR_M under the REACH
+    threshold."""
+    from realm_ros.core import skills
+    from realm_ros.core.metrics import wilson_interval
+    from realm_ros.scorers import learned
+    for name in args.checkpoints:
+        scorer = learned.LearnedScorer(round11_path(name, args.data_dir))
+        episodes = [e for part in args.sets
+                    for e in load_set(args.data_dir, part, tuple(scorer.cameras))]
+        if any(e.measures is None for e in episodes):
+            raise SystemExit(f'distances: {", ".join(args.sets)} lack the frames\' measures')
+        aux = all(hasattr(net, 'measure') for net in scorer.nets)
+        for task in dict.fromkeys(e.task for e in episodes):
+            mine = [e for e in episodes if e.task == task]
+            true = [np.asarray(e.measures[:, 0], dtype=float) for e in mine]
+            called = [scorer.outputs(list(e.frames), task)[:, 0] > 0.5 for e in mine]
+            far = np.concatenate(true) > FAR_M
+            hits = int(np.sum(np.concatenate(called)[far]))
+            lo, hi = wilson_interval(hits, int(far.sum()))
+            line = (f'{name} {task} ({len(mine)} episodes, {sum(len(t) for t in true)} frames, '
+                    f'{int(far.sum())} farther than {FAR_M} m): read as REACH {hits} '
+                    f'({hits / max(int(far.sum()), 1):.3f} [{lo:.3f}, {hi:.3f}])')
+            if aux:
+                read = [scorer.measures(list(e.frames), task)[:, 0] for e in mine]
+                errors = [np.abs(r - np.minimum(t, learned.MEASURE_CLIP))
+                          for r, t in zip(read, true)]
+                rng = np.random.default_rng(0)
+                medians = [float(np.median(np.concatenate(
+                    [errors[k] for k in rng.integers(0, len(errors), len(errors))])))
+                    for _ in range(1000)]
+                under = int(np.sum(np.concatenate(read)[far] < skills.REACH_DISTANCE))
+                ulo, uhi = wilson_interval(under, int(far.sum()))
+                line += (f'; its distance: median |error| '
+                         f'{float(np.median(np.concatenate(errors))):.3f} m '
+                         f'[{np.quantile(medians, 0.025):.3f}, {np.quantile(medians, 0.975):.3f}]'
+                         f', farther than {FAR_M} m read under {skills.REACH_DISTANCE} m {under} '
+                         f'({under / max(int(far.sum()), 1):.3f} [{ulo:.3f}, {uhi:.3f}])')
+            print(line, flush=True)
+
+
 def run_same(args: argparse.Namespace) -> None:
     """Round 13: each set's episodes in the data dir against the same set in ``--against``
     (collected before, without the predicates), episode for episode: how many have the same
@@ -1747,9 +1801,10 @@ def run_same(args: argparse.Namespace) -> None:
     count from their predicates (``learned.sticky_counts``), by set and camera; and, of the
     first camera's frames, how many the now-head's decode (``learned.decode_now``, its median
     of 3 per stage) of the true predicates reads at the sticky count: the most a perfect
-    now-network would reach."""
+    now-network would reach. Round 16: also how many have the same ``now`` as the earlier
+    collection's and how many carry ``measures``."""
     from realm_ros.scorers import learned
-    totals = np.zeros(4, int)
+    totals = np.zeros(6, int)
     frames = np.zeros(2, int)
     for name in args.sets:
         for look in SETS[name][0]:
@@ -1764,17 +1819,21 @@ def run_same(args: argparse.Namespace) -> None:
                         1, int(o is not None and np.array_equal(o.met, e.met)),
                         int(o is not None and np.array_equal(o.frames, e.frames)),
                         int(e.now is not None
-                            and np.array_equal(learned.sticky_counts(e.now), e.met))])
+                            and np.array_equal(learned.sticky_counts(e.now), e.met)),
+                        int(o is not None and o.now is not None and e.now is not None
+                            and np.array_equal(o.now, e.now)),
+                        int(e.measures is not None)])
                     totals += counts
                     if c == CAMERAS[0] and e.now is not None:
                         frames += (len(e.met), int(np.sum(
                             learned.decode_now(e.now.astype(float)) == e.met)))
-                    if c == CAMERAS[0] and counts[1:].min() == 0:
+                    if c == CAMERAS[0] and counts[1:4].min() == 0:
                         print(f'{name} {look} {e.task} {e.policy} {e.seed}: met same '
                               f'{bool(counts[1])}, frames same {bool(counts[2])}, sticky '
                               f'counts of the predicates same {bool(counts[3])}', flush=True)
         print(f'{" + ".join(args.sets[:args.sets.index(name) + 1])}: {totals[0]} episode-cameras, '
-              f'met same {totals[1]}, frames same {totals[2]}, predicates give met {totals[3]}; '
+              f'met same {totals[1]}, frames same {totals[2]}, predicates give met {totals[3]}, '
+              f'now same {totals[4]}, with measures {totals[5]}; '
               f'decode_now of the predicates at the sticky count on {frames[1]} of {frames[0]} '
               f'frames ({frames[1] / max(frames[0], 1):.4f})', flush=True)
 
@@ -1974,7 +2033,7 @@ def main() -> None:
                                             'finals', 'diagnose', 'round6', 'round7',
                                             'round9', 'round10', 'round11', 'round12',
                                             'round13', 'round14', 'round15', 'round16',
-                                            'rates', 'same', 'decoders'))
+                                            'rates', 'same', 'decoders', 'distances'))
     parser.add_argument('sets', nargs='*', default=[], metavar='SET',
                         help='collect: one set (default train); measure: the held-out sets '
                              'pooled (default looks)')
@@ -2036,7 +2095,7 @@ def main() -> None:
     {'collect': run_collect, 'train': run_train, 'measure': run_measure,
      'timing': run_timing, 'touched': run_touched, 'finals': run_finals,
      'diagnose': run_diagnose, 'rates': run_rates, 'decoders': run_decoders,
-     'same': run_same,
+     'same': run_same, 'distances': run_distances,
      'round6': lambda _: apply_round('round 6', ROUND6_FILES, round6_rule),
      'round7': lambda _: apply_round('round 7', ROUND7_FILES, round7_rule),
      'round9': lambda _: apply_round('round 9', ROUND9_FILES, round9_rule),

@@ -1414,17 +1414,9 @@ class LearnedScorer:
         """
         torch = self._torch
         index, n = self._task(task)
-        self._check_size(frames)
-        small = np.stack([small_frame(f) for f in frames])
-        if small.shape[-1] != 3 * len(self.cameras):
-            raise DataError(f'frames of {small.shape[-1] // 3} camera(s); the learned scorer '
-                            f'{self.name} reads {len(self.cameras)}: {", ".join(self.cameras)}')
-        first = np.repeat(small[:1], len(small), axis=0)
         out = []
         with torch.no_grad():
-            for start in range(0, len(small), 256):
-                x = _inputs(torch, small[start:start + 256], first[start:start + 256],
-                            self.spec)
+            for x in self._batches(frames):
                 k = len(x)
                 if self.head == 'now':
                     probs = [torch.sigmoid(net(x, torch.full((k,), index)))[:, :n]
@@ -1435,6 +1427,38 @@ class LearnedScorer:
                              for net in self.nets]
                 out.append(torch.stack(probs).mean(dim=0).numpy())
         return np.concatenate(out).astype(float)
+
+    def _batches(self, frames: Sequence[np.ndarray]) -> Iterator[Any]:
+        """An episode's frames as the networks' inputs, 256 frames a batch."""
+        self._check_size(frames)
+        small = np.stack([small_frame(f) for f in frames])
+        if small.shape[-1] != 3 * len(self.cameras):
+            raise DataError(f'frames of {small.shape[-1] // 3} camera(s); the learned scorer '
+                            f'{self.name} reads {len(self.cameras)}: {", ".join(self.cameras)}')
+        first = np.repeat(small[:1], len(small), axis=0)
+        for start in range(0, len(small), 256):
+            yield _inputs(self._torch, small[start:start + 256], first[start:start + 256],
+                          self.spec)
+
+    def measures(self, frames: Sequence[np.ndarray], task: str) -> np.ndarray:
+        """Return its networks' mean auxiliary output (issue 42, round 16) for every frame of an
+        episode, in m: (T, N) each stage's measure as the network reads it (clipped at
+        MEASURE_CLIP in training; meaningful only for a stage with a measure).
+
+        Raises:
+            DataError: a checkpoint without the output, or as :meth:`probabilities`.
+        """
+        torch = self._torch
+        index, n = self._task(task)
+        if not all(hasattr(net, 'measure') for net in self.nets):
+            raise DataError(f'the learned scorer {self.name} has no measure output (round 16)')
+        out = []
+        with torch.no_grad():
+            for x in self._batches(frames):
+                values = [net(x, torch.full((len(x),), index), measures=True)[1][:, :n]
+                          for net in self.nets]
+                out.append(torch.stack(values).mean(dim=0).numpy())
+        return np.concatenate(out).astype(float) * MEASURE_SCALE
 
     def read(self, outputs: np.ndarray, decoder: Decoder | None = None) -> np.ndarray:
         """Return the stage-count curve of an episode's :meth:`outputs`: :func:`decode` of a

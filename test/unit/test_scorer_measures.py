@@ -152,11 +152,9 @@ def test_a_checkpoint_with_the_measure_output_reads_as_a_now_head(tmp_path):
                                        if not k.startswith('measure.')})
     assert np.allclose(learned.LearnedScorer(stripped).outputs(list(e.frames), TASK), out,
                        atol=1e-6)
-    # The added output reads the REACH measure: near 0.5 (0.05 m) after, 2.5 (0.25 m) before.
-    net = scorer.nets[0]
-    x = learned._inputs(torch, e.frames, np.repeat(e.frames[:1], len(e.frames), axis=0),
-                        learned.InputSpec.of(tuned['config']))
-    with torch.no_grad():
-        _, measured = net(x, torch.zeros(len(e.frames), dtype=torch.long), measures=True)
-    reach = measured[:, 0].numpy()
-    assert reach[e.met > 0].mean() < 1.0 < reach[e.met == 0].mean()
+    # The added output reads the REACH measure (m): near 0.05 after, 0.25 before.
+    reach = scorer.measures(list(e.frames), TASK)[:, 0]
+    assert reach.shape == (12,)
+    assert reach[e.met > 0].mean() < skills.REACH_DISTANCE < reach[e.met == 0].mean()
+    with pytest.raises(DataError, match='no measure output'):
+        learned.LearnedScorer(stripped).measures(list(e.frames), TASK)
