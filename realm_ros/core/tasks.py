@@ -53,7 +53,8 @@ from realm_ros.core.skills import DRAWER_RULES
 from realm_ros.core.types import Progress
 
 __all__ = ['DRAWER_RULES', 'EMPTY', 'SKILL_STAGES', 'TASKS', 'ProgressTracker', 'TaskDef',
-           'empty_progress', 'get_task', 'is_empty', 'register', 'stage_predicates']
+           'empty_progress', 'get_task', 'is_empty', 'register', 'stage_measures',
+           'stage_predicates']
 
 #: REALM's fallback reset pose where neither the task YAML nor the scene sets one
 #: (``construct_environment_config``: [0, -pi/5, 0, -4pi/5, 0, 3pi/5, 0]). ``pick_water_bottle``'s

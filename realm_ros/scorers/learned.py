@@ -1879,6 +1879,7 @@ __all__ = ['CALIBRATE_LAYERS', 'CALIBRATION_LOOKS', 'CalibrateConfig', 'DEFAULT_
            'PROB_FLOOR', 'monotone_path', 'with_decoder',
            'FAMILIES_CHECKPOINT', 'FAMILIES3_CHECKPOINT', 'FAMILIES_DEMO3_CHECKPOINT',
            'FAMILIES_HJK_CHECKPOINT', 'FAMILIES_NOW3_CHECKPOINT',
+           'MEASURE_CLIP', 'MEASURE_HUBER', 'MEASURE_SCALE', 'config_dict', 'measure_targets',
            'baselines', 'build_net',
            'collect', 'ensemble', 'evaluate', 'members', 'networks', 'one_network', 'calibratable',
            'load_checkpoint', 'load_episodes', 'look_stats', 'pearson_interval',
