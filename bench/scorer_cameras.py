@@ -1886,7 +1886,8 @@ def _shipped(constant: str) -> Callable[[], pathlib.Path]:
 #: The shipped checkpoints ``decoders --checkpoints`` reads by name.
 SHIPPED_BY_NAME = {'families_demo3': _shipped('FAMILIES_DEMO3_CHECKPOINT'),
                    'families_hjk': _shipped('FAMILIES_HJK_CHECKPOINT'),
-                   'families_now3': _shipped('FAMILIES_NOW3_CHECKPOINT')}
+                   'families_now3': _shipped('FAMILIES_NOW3_CHECKPOINT'),
+                   'families_dist3': _shipped('FAMILIES_DIST3_CHECKPOINT')}
 
 
 def round11_decoders(step_costs: tuple[float, ...]) -> dict[str, Any]:

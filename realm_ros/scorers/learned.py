@@ -139,6 +139,14 @@ FAMILIES_HJK_CHECKPOINT = DEFAULT_CHECKPOINT.with_name('progress_scorer_families
 #: of the held-out vision ladder, within 0.03 of it in r there and in r and stage accuracy on
 #: fresh looks 7131-7133; docs/scoring.md, "Round 14"): the checkpoint for a lab's look.
 FAMILIES_NOW3_CHECKPOINT = DEFAULT_CHECKPOINT.with_name('progress_scorer_families_now3.pt')
+#: FAMILIES_NOW3_CHECKPOINT's three networks each fine-tuned 10 epochs with an auxiliary
+#: regression of the distances the stage predicates threshold (``TrainConfig.measure_weight``;
+#: bench/scorer_cameras.py variant ``q_ensemble_m3``), read as it is (:func:`decode_now`, a
+#: median of 3; the added output is not read), shipped byte for byte by issue 42's round-16 rule
+#: (above FAMILIES_NOW3_CHECKPOINT in stage accuracy on 192 new episodes of the held-out vision
+#: ladder, within 0.03 of it in r there and in r and stage accuracy on fresh looks 7151-7153;
+#: docs/scoring.md, "Round 16"): the checkpoint for a lab's look.
+FAMILIES_DIST3_CHECKPOINT = DEFAULT_CHECKPOINT.with_name('progress_scorer_families_dist3.pt')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -1878,7 +1886,7 @@ __all__ = ['CALIBRATE_LAYERS', 'CALIBRATION_LOOKS', 'CalibrateConfig', 'DEFAULT_
            'MEDIAN_FRAMES', 'SAMPLE_FPS', 'agreement', 'decode', 'DECODERS', 'Decoder',
            'PROB_FLOOR', 'monotone_path', 'with_decoder',
            'FAMILIES_CHECKPOINT', 'FAMILIES3_CHECKPOINT', 'FAMILIES_DEMO3_CHECKPOINT',
-           'FAMILIES_HJK_CHECKPOINT', 'FAMILIES_NOW3_CHECKPOINT',
+           'FAMILIES_HJK_CHECKPOINT', 'FAMILIES_NOW3_CHECKPOINT', 'FAMILIES_DIST3_CHECKPOINT',
            'MEASURE_CLIP', 'MEASURE_HUBER', 'MEASURE_SCALE', 'config_dict', 'measure_targets',
            'baselines', 'build_net',
            'collect', 'ensemble', 'evaluate', 'members', 'networks', 'one_network', 'calibratable',
