@@ -49,8 +49,10 @@ episodes under lab_demo's look too, three seeds as one ensemble,
 ``realm_ros/data/progress_scorer_families_demo3.pt``; that ensemble's networks with those of two
 more three-seed ensembles (the first frame fixed, and boundary episodes), nine networks as one,
 ``realm_ros/data/progress_scorer_families_hjk.pt``; three networks trained on what each frame
-shows now (a per-stage head) and read back by the rubric's order with a median of 3, the one
-for a lab's look, ``realm_ros/data/progress_scorer_families_now3.pt``.
+shows now (a per-stage head) and read back by the rubric's order with a median of 3,
+``realm_ros/data/progress_scorer_families_now3.pt``; those fine-tuned with an auxiliary
+regression of the distances the stage predicates threshold, the one for a lab's look,
+``realm_ros/data/progress_scorer_families_dist3.pt``.
 """
 
 from __future__ import annotations
@@ -137,7 +139,8 @@ FAMILIES_HJK_CHECKPOINT = DEFAULT_CHECKPOINT.with_name('progress_scorer_families
 #: checkpoint carries (:func:`decode_now`, a median of 3 per stage), shipped byte for byte by
 #: issue 42's round-14 rule (above FAMILIES_HJK_CHECKPOINT in stage accuracy on 192 new episodes
 #: of the held-out vision ladder, within 0.03 of it in r there and in r and stage accuracy on
-#: fresh looks 7131-7133; docs/scoring.md, "Round 14"): the checkpoint for a lab's look.
+#: fresh looks 7131-7133; docs/scoring.md, "Round 14"): the checkpoint for a lab's look until
+#: FAMILIES_DIST3_CHECKPOINT.
 FAMILIES_NOW3_CHECKPOINT = DEFAULT_CHECKPOINT.with_name('progress_scorer_families_now3.pt')
 #: FAMILIES_NOW3_CHECKPOINT's three networks each fine-tuned 10 epochs with an auxiliary
 #: regression of the distances the stage predicates threshold (``TrainConfig.measure_weight``;
