@@ -12,11 +12,12 @@ normalisation").
     python bench/scorer_cameras.py finals [SET ...] [--variants V ...] [--seeds S ...]
     python bench/scorer_cameras.py diagnose [SET ...] [--variants V ...] [--seeds S ...]
     python bench/scorer_cameras.py round6 | round7 | round9 | round10 | round11 | round12
-    python bench/scorer_cameras.py round13 | round14 | round15
+    python bench/scorer_cameras.py round13 | round14 | round15 | round16
     python bench/scorer_cameras.py same SET ... --against DATA_DIR
     python bench/scorer_cameras.py decoders SET ... [--tune] [--where] [--greedy]
                                             [--checkpoints NAME ...] [--json OUT.json]
     python bench/scorer_cameras.py rates [SET ...] [--variants V ...] [--json OUT.json]
+    python bench/scorer_cameras.py distances SET ... --checkpoints NAME ...
 
 ``collect`` runs the digital real's episodes of one set (below) in process, rendering
 ``exterior_1`` **and** ``wrist`` on every 5th control step (3 per second), and keeps each
@@ -150,6 +151,18 @@ cross-entropy) instead of 0.5 (``n_ensemble_m3_prior``), judged against families
 shipped on ``eval15_demo_ladder`` (the vision ladder under lab_demo, seeds 492-515, 192
 episodes) and ``eval15_looks`` (lab looks 7141-7143), read once; ``round15`` applies
 ``ROUND15_*`` (``round15_rule``) to their ``decoders --json`` files (``ROUND15_FILES``).
+
+Round 16 (issue 42) collects n_now's eight training sets again with each frame's stage
+measures (``LabelledEpisode.measures``: the continuous quantity a stage's predicate thresholds,
+the finger-to-reach-point distance for REACH, the object-to-target distance for MOVE_CLOSE;
+``skills.STAGE_MEASURES``) and fine-tunes each ``n_now`` seed with an auxiliary regression of
+them beside its binary cross-entropy (``q_dist``, ``TrainConfig.measure_weight``);
+``q_ensemble_m3`` (the three, a median of 3) is judged against families_now3 as shipped on
+``eval16_demo_ladder`` (the vision ladder under lab_demo, seeds 516-539, 192 episodes) and
+``eval16_looks`` (lab looks 7151-7153), read once; ``round16`` applies ``ROUND16_*``
+(``round16_rule``) to their ``decoders --json`` files (``ROUND16_FILES``); ``distances SET ...
+--checkpoints NAME ...`` reads, per task, how often a frame farther than FAR_M from REACH is
+read as REACH, and an auxiliary output's distance error.
 
 ``train`` trains the variants (``VARIANTS``) on the ``train`` set (variant ``e``: ``train`` and
 ``train_more``) with the same settings (``learned.SHIPPED``'s, ``--epochs`` each unless the
@@ -348,6 +361,14 @@ SETS = {
     'eval15_looks': ((7141, 7142, 7143), TASKS,
                      ('scripted:0', 'scripted:1', 'scripted:2', 'scripted:3'),
                      (100, 101, 102, 103), 200),
+    # Round 16: the held-out family under lab_demo on seeds no scorer set had used (24 seeds)
+    # and the scripted ladder under looks no file had named, with each frame's stage
+    # predicates and measures; reported once, nothing chosen on them but round 16's verdict.
+    'eval16_demo_ladder': ((DEMO_LOOK,), ('push_switch', 'pick_spoon'), VISION_LADDER4,
+                           tuple(range(516, 540)), 160),
+    'eval16_looks': ((7151, 7152, 7153), TASKS,
+                     ('scripted:0', 'scripted:1', 'scripted:2', 'scripted:3'),
+                     (100, 101, 102, 103), 200),
 }
 #: Sets whose frames are kept at every control step (15 per second) instead of every 5th, so
 #: that a reading at any rate (round 8) is taken from the same episodes; every 5th of their
@@ -357,7 +378,7 @@ EVERY_STEP = ('eval8_demo_ladder', 'eval8_looks')
 LADDER_ONLY = ('demo_ladder', 'eval6_demo_ladder', 'eval7_demo_ladder', 'eval9_demo_ladder',
                'eval9_looks_ladder', 'eval10_demo_ladder', 'eval10_looks_ladder',
                'eval11_demo_ladder', 'eval12_demo_ladder', 'eval13_demo_ladder',
-               'eval14_demo_ladder', 'eval15_demo_ladder')
+               'eval14_demo_ladder', 'eval15_demo_ladder', 'eval16_demo_ladder')
 #: A held-out set -> the learned-ladder set on the same looks.
 LADDER_OF = {'looks': 'learned_ladder', 'new_looks': 'new_learned_ladder',
              'eval4_looks': 'eval4_learned_ladder'}
@@ -449,6 +470,30 @@ VARIANTS = {
     # frames (``learned.now_pos_weights``, ``learned.prior_thresholds``): the prior correction.
     'n_ensemble_m3_prior': {'ensemble_of': 'n_now', 'seeds': (0, 1, 2), 'finished_only': True,
                             'decoder': {'median_frames': 3}, 'prior_of': 'n_now'},
+    # Round 16 (decided before collecting or training): n_now's recipe, inputs and eight sets
+    # (collected again with each frame's stage measures, ``LabelledEpisode.measures``), each
+    # seed fine-tuned from the matching n_now network (``init_of``) for 10 epochs with the
+    # auxiliary regression of the measures (``measure_weight`` 1.0: loss = BCE + 1.0 x Huber
+    # (delta 1) on the valid entries of min(measure, 0.30 m) / 0.10 m; ``learned.MEASURE_*``);
+    # ``q_ensemble_m3``: the three seeds, a median of 3, thresholds 0.5 (the candidate).
+    'q_dist': {'cameras': ('exterior_1', 'wrist'), 'normalise': True, 'epochs': 10,
+               'head': 'now', 'measure_weight': 1.0, 'init_of': 'n_now',
+               'decoder': {'median_frames': 3},
+               'sets': ('train', 'train_more', 'train_more2', 'train_families',
+                        'train_families_real', 'train_demo', 'train_demo_families',
+                        'train7_demo_more')},
+    'q_ensemble_m3': {'ensemble_of': 'q_dist', 'seeds': (0, 1, 2), 'finished_only': True,
+                      'decoder': {'median_frames': 3}},
+    # Round 16, reported only (decided before training): the same fine-tuning without the
+    # auxiliary loss (measure_weight 0), trained after q_dist's three seeds, to tell the
+    # fine-tuning's effect from the measures'.
+    'q_ctrl': {'cameras': ('exterior_1', 'wrist'), 'normalise': True, 'epochs': 10,
+               'head': 'now', 'init_of': 'n_now', 'decoder': {'median_frames': 3},
+               'sets': ('train', 'train_more', 'train_more2', 'train_families',
+                        'train_families_real', 'train_demo', 'train_demo_families',
+                        'train7_demo_more')},
+    'q_ctrl_m3': {'ensemble_of': 'q_ctrl', 'seeds': (0, 1, 2), 'finished_only': True,
+                  'decoder': {'median_frames': 3}},
 }
 #: Round 3's shipping rule (fixed before measuring; docs/scoring.md): a variant ships only if
 #: every one of its training seeds beats the shipped wrist checkpoint in Pearson r **and** stage
@@ -711,6 +756,31 @@ ROUND15_FILES = (pathlib.Path('docs/scorer-round15-ladder.json'),
                  pathlib.Path('docs/scorer-round15-rule.json'))
 
 
+#: Round 16's rule (fixed before collecting or training; docs/scoring.md, "Round 16"): the
+#: candidate is ``q_ensemble_m3``: n_now's three networks each fine-tuned (10 epochs, its own
+#: seed) with an auxiliary regression of each frame's stage measures (the finger-to-reach-point
+#: distance REACH thresholds at 0.10 m, the object-to-target distance MOVE_CLOSE thresholds),
+#: read as families_now3 is (``decode_now``, a median of 3, thresholds 0.5; the auxiliary head
+#: is not read). The bar: the recommendation as shipped, families_now3. Round 11's conditions
+#: (``bar_rule``): it passes only if on all of ``eval16_demo_ladder`` (the held-out family under
+#: lab_demo, seeds 516-539, 192 episodes) its stage accuracy is **above** the bar's and its
+#: Pearson r no more than ROUND16_MARGIN below it, **and** on ``eval16_looks`` (the scripted
+#: ladder under fresh looks 7151-7153, 144) its r and its stage accuracy are each no more than
+#: ROUND16_MARGIN below the bar's. If it passes it ships as ROUND16_SHIPS_AS names (the
+#: measured file, byte for byte) and becomes the recommendation. ``decoders --checkpoints
+#: ROUND16_CHECKPOINTS --greedy`` reads them; families_hjk and q_ctrl_m3 (the same fine-tuning
+#: without the auxiliary loss) are reported only.
+ROUND16_CHECKPOINTS = ('families_now3', 'q_ensemble_m3', 'q_ctrl_m3', 'families_hjk')
+ROUND16_BAR = 'families_now3 greedy'
+ROUND16_CANDIDATES = ('q_ensemble_m3 greedy',)
+ROUND16_MARGIN = 0.03
+ROUND16_SHIPS_AS = {'q_ensemble_m3 greedy': 'progress_scorer_families_dist3.pt'}
+ROUND16_NOTHING_SHIPS = 'nothing (families_now3, greedy, stays the recommendation)'
+ROUND16_FILES = (pathlib.Path('docs/scorer-round16-ladder.json'),
+                 pathlib.Path('docs/scorer-round16-looks.json'),
+                 pathlib.Path('docs/scorer-round16-rule.json'))
+
+
 def look_stem(look: int | str) -> str:
     """A set's look as a file stem: ``lab-SEED`` for a lab look, ``file-NAME`` for a file."""
     return f'lab-{look}' if isinstance(look, int) else f'file-{pathlib.Path(look).stem}'
@@ -743,7 +813,7 @@ def collect_look(look: int | str, task_names: tuple[str, ...], policies: tuple[s
             for c in CAMERAS:
                 out[c].append(learned.labelled_episode(task, 'digital_real', name, seed,
                                                        run.frames[c], run.times, run.met, label,
-                                                       run.now))
+                                                       run.now, run.measures))
             same = bool(np.array_equal(learned.sticky_counts(run.now), run.met))
             print(f'{label or look} {task} {name} seed {seed}: {len(run.met)} frames, '
                   f'rubric {max(run.met)}/{len(tasks.get_task(task).stages)}, sticky counts '
@@ -789,7 +859,8 @@ def load_set(folder: pathlib.Path, name: str, cameras: tuple[str, ...]) -> list[
 
 def variant_config(name: str, args: argparse.Namespace, seed: int = 0) -> Any:
     from realm_ros.scorers import learned
-    settings = {k: v for k, v in VARIANTS[name].items() if k not in ('sets', 'decoder')}
+    settings = {k: v for k, v in VARIANTS[name].items()
+                if k not in ('sets', 'decoder', 'init_of')}
     settings.setdefault('epochs', args.epochs)
     return dataclasses.replace(learned.SHIPPED, threads=args.threads, seed=seed, **settings)
 
@@ -872,10 +943,14 @@ def train_one(args: argparse.Namespace, variant: str, seed: int) -> None:
     config = variant_config(variant, args, seed)
     episodes = [e for part in VARIANTS[variant].get('sets', ('train',))
                 for e in load_set(args.data_dir, part, config.cameras)]
+    # Round 16: fine-tuned from the matching seed of variant ``init_of``.
+    init_of = VARIANTS[variant].get('init_of')
+    init = (learned.load_checkpoint(args.data_dir / f'{checkpoint_name(init_of, seed)}.pt')
+            if init_of else None)
     start = time.monotonic()
     cpu = time.process_time()
     checkpoint = learned.train(episodes, config, log=lambda line, name=name: print(
-        f'{name}: {line}', file=sys.stderr, flush=True))
+        f'{name}: {line}', file=sys.stderr, flush=True), init=init)
     checkpoint['meta']['train_s'] = [round(time.monotonic() - start, 1),
                                      round(time.process_time() - cpu, 1)]
     checkpoint = with_variant_decoder(variant, checkpoint)
@@ -1265,6 +1340,15 @@ def round15_rule(ladder: dict[str, Any], looks: dict[str, Any]) -> dict[str, Any
     networks with the prior-corrected thresholds, the bar the shipped families_now3."""
     return bar_rule(ladder, looks, ROUND15_BAR, {name: f'{name} (' for name in ROUND15_CANDIDATES},
                     ROUND15_MARGIN, ROUND15_SHIPS_AS, ROUND15_NOTHING_SHIPS)
+
+
+def round16_rule(ladder: dict[str, Any], looks: dict[str, Any]) -> dict[str, Any]:
+    """Round 16's rule (``ROUND16_*``) read off ``decoders eval16_demo_ladder``'s and
+    ``decoders eval16_looks``' figures: round 11's conditions, the candidate n_now's networks
+    fine-tuned with the auxiliary measure regression (a median of 3), the bar the shipped
+    families_now3."""
+    return bar_rule(ladder, looks, ROUND16_BAR, {name: f'{name} (' for name in ROUND16_CANDIDATES},
+                    ROUND16_MARGIN, ROUND16_SHIPS_AS, ROUND16_NOTHING_SHIPS)
 
 
 def bar_rule(ladder: dict[str, Any], looks: dict[str, Any], bar_name: str,
@@ -1670,6 +1754,57 @@ def run_diagnose(args: argparse.Namespace) -> None:
                       f'{np.median(np.concatenate(toggled)):.2f}', flush=True)
 
 
+#: Round 16's diagnose: a frame whose recorded REACH distance is above FAR_M, read as within
+#: the threshold (``skills.REACH_DISTANCE``) by the auxiliary output, or as REACH by the head.
+FAR_M = 0.15
+
+
+def run_distances(args: argparse.Namespace) -> None:
+    """Round 16: on the sets given (pooled; episodes collected with ``measures``), per task,
+    each checkpoint's REACH on frames by their recorded finger-to-reach-point distance: how
+    often a frame farther than FAR_M is read as REACH (the head's probability above 0.5;
+    Wilson interval over frames), and for a checkpoint with the auxiliary output, the median
+    absolute error of its distance (both clipped at ``learned.MEASURE_CLIP``; a bootstrap
+    interval over episodes) and how often it puts a frame farther than FAR_M under the REACH
+    threshold."""
+    from realm_ros.core import skills
+    from realm_ros.core.metrics import wilson_interval
+    from realm_ros.scorers import learned
+    for name in args.checkpoints:
+        scorer = learned.LearnedScorer(round11_path(name, args.data_dir))
+        episodes = [e for part in args.sets
+                    for e in load_set(args.data_dir, part, tuple(scorer.cameras))]
+        if any(e.measures is None for e in episodes):
+            raise SystemExit(f'distances: {", ".join(args.sets)} lack the frames\' measures')
+        aux = all(hasattr(net, 'measure') for net in scorer.nets)
+        for task in dict.fromkeys(e.task for e in episodes):
+            mine = [e for e in episodes if e.task == task]
+            true = [np.asarray(e.measures[:, 0], dtype=float) for e in mine]
+            called = [scorer.outputs(list(e.frames), task)[:, 0] > 0.5 for e in mine]
+            far = np.concatenate(true) > FAR_M
+            hits = int(np.sum(np.concatenate(called)[far]))
+            lo, hi = wilson_interval(hits, int(far.sum()))
+            line = (f'{name} {task} ({len(mine)} episodes, {sum(len(t) for t in true)} frames, '
+                    f'{int(far.sum())} farther than {FAR_M} m): read as REACH {hits} '
+                    f'({hits / max(int(far.sum()), 1):.3f} [{lo:.3f}, {hi:.3f}])')
+            if aux:
+                read = [scorer.measures(list(e.frames), task)[:, 0] for e in mine]
+                errors = [np.abs(r - np.minimum(t, learned.MEASURE_CLIP))
+                          for r, t in zip(read, true)]
+                rng = np.random.default_rng(0)
+                medians = [float(np.median(np.concatenate(
+                    [errors[k] for k in rng.integers(0, len(errors), len(errors))])))
+                    for _ in range(1000)]
+                under = int(np.sum(np.concatenate(read)[far] < skills.REACH_DISTANCE))
+                ulo, uhi = wilson_interval(under, int(far.sum()))
+                line += (f'; its distance: median |error| '
+                         f'{float(np.median(np.concatenate(errors))):.3f} m '
+                         f'[{np.quantile(medians, 0.025):.3f}, {np.quantile(medians, 0.975):.3f}]'
+                         f', farther than {FAR_M} m read under {skills.REACH_DISTANCE} m {under} '
+                         f'({under / max(int(far.sum()), 1):.3f} [{ulo:.3f}, {uhi:.3f}])')
+            print(line, flush=True)
+
+
 def run_same(args: argparse.Namespace) -> None:
     """Round 13: each set's episodes in the data dir against the same set in ``--against``
     (collected before, without the predicates), episode for episode: how many have the same
@@ -1677,9 +1812,10 @@ def run_same(args: argparse.Namespace) -> None:
     count from their predicates (``learned.sticky_counts``), by set and camera; and, of the
     first camera's frames, how many the now-head's decode (``learned.decode_now``, its median
     of 3 per stage) of the true predicates reads at the sticky count: the most a perfect
-    now-network would reach."""
+    now-network would reach. Round 16: also how many have the same ``now`` as the earlier
+    collection's and how many carry ``measures``."""
     from realm_ros.scorers import learned
-    totals = np.zeros(4, int)
+    totals = np.zeros(6, int)
     frames = np.zeros(2, int)
     for name in args.sets:
         for look in SETS[name][0]:
@@ -1694,17 +1830,21 @@ def run_same(args: argparse.Namespace) -> None:
                         1, int(o is not None and np.array_equal(o.met, e.met)),
                         int(o is not None and np.array_equal(o.frames, e.frames)),
                         int(e.now is not None
-                            and np.array_equal(learned.sticky_counts(e.now), e.met))])
+                            and np.array_equal(learned.sticky_counts(e.now), e.met)),
+                        int(o is not None and o.now is not None and e.now is not None
+                            and np.array_equal(o.now, e.now)),
+                        int(e.measures is not None)])
                     totals += counts
                     if c == CAMERAS[0] and e.now is not None:
                         frames += (len(e.met), int(np.sum(
                             learned.decode_now(e.now.astype(float)) == e.met)))
-                    if c == CAMERAS[0] and counts[1:].min() == 0:
+                    if c == CAMERAS[0] and counts[1:4].min() == 0:
                         print(f'{name} {look} {e.task} {e.policy} {e.seed}: met same '
                               f'{bool(counts[1])}, frames same {bool(counts[2])}, sticky '
                               f'counts of the predicates same {bool(counts[3])}', flush=True)
         print(f'{" + ".join(args.sets[:args.sets.index(name) + 1])}: {totals[0]} episode-cameras, '
-              f'met same {totals[1]}, frames same {totals[2]}, predicates give met {totals[3]}; '
+              f'met same {totals[1]}, frames same {totals[2]}, predicates give met {totals[3]}, '
+              f'now same {totals[4]}, with measures {totals[5]}; '
               f'decode_now of the predicates at the sticky count on {frames[1]} of {frames[0]} '
               f'frames ({frames[1] / max(frames[0], 1):.4f})', flush=True)
 
@@ -1746,7 +1886,8 @@ def _shipped(constant: str) -> Callable[[], pathlib.Path]:
 #: The shipped checkpoints ``decoders --checkpoints`` reads by name.
 SHIPPED_BY_NAME = {'families_demo3': _shipped('FAMILIES_DEMO3_CHECKPOINT'),
                    'families_hjk': _shipped('FAMILIES_HJK_CHECKPOINT'),
-                   'families_now3': _shipped('FAMILIES_NOW3_CHECKPOINT')}
+                   'families_now3': _shipped('FAMILIES_NOW3_CHECKPOINT'),
+                   'families_dist3': _shipped('FAMILIES_DIST3_CHECKPOINT')}
 
 
 def round11_decoders(step_costs: tuple[float, ...]) -> dict[str, Any]:
@@ -1903,8 +2044,8 @@ def main() -> None:
     parser.add_argument('command', choices=('collect', 'train', 'measure', 'timing', 'touched',
                                             'finals', 'diagnose', 'round6', 'round7',
                                             'round9', 'round10', 'round11', 'round12',
-                                            'round13', 'round14', 'round15', 'rates', 'same',
-                                            'decoders'))
+                                            'round13', 'round14', 'round15', 'round16',
+                                            'rates', 'same', 'decoders', 'distances'))
     parser.add_argument('sets', nargs='*', default=[], metavar='SET',
                         help='collect: one set (default train); measure: the held-out sets '
                              'pooled (default looks)')
@@ -1966,7 +2107,7 @@ def main() -> None:
     {'collect': run_collect, 'train': run_train, 'measure': run_measure,
      'timing': run_timing, 'touched': run_touched, 'finals': run_finals,
      'diagnose': run_diagnose, 'rates': run_rates, 'decoders': run_decoders,
-     'same': run_same,
+     'same': run_same, 'distances': run_distances,
      'round6': lambda _: apply_round('round 6', ROUND6_FILES, round6_rule),
      'round7': lambda _: apply_round('round 7', ROUND7_FILES, round7_rule),
      'round9': lambda _: apply_round('round 9', ROUND9_FILES, round9_rule),
@@ -1976,6 +2117,7 @@ def main() -> None:
      'round13': lambda _: apply_round('round 13', ROUND13_FILES, round13_rule),
      'round14': lambda _: apply_round('round 14', ROUND14_FILES, round14_rule),
      'round15': lambda _: apply_round('round 15', ROUND15_FILES, round15_rule),
+     'round16': lambda _: apply_round('round 16', ROUND16_FILES, round16_rule),
      }[args.command](args)
 
 

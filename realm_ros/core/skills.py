@@ -126,6 +126,12 @@ class StageCheck:
         """Openness gained since reset (REALM's ``-delta``; negative when it closed)."""
         return self.openness() - self.openness('initial_joints')
 
+    def measure(self, stage: str) -> float:
+        """Return the quantity ``stage``'s predicate thresholds in this state
+        (:data:`STAGE_MEASURES`), NaN for a stage that has none."""
+        rule = STAGE_MEASURES.get(stage)
+        return float('nan') if rule is None else float(rule(self))
+
     def predicate(self, stage: str) -> bool:
         """Return whether ``stage`` holds in this state (ignoring the order of stages)."""
         rule = get(self.task.skill).predicates.get(stage) or STAGE_PREDICATES.get(stage)
@@ -137,12 +143,17 @@ class StageCheck:
 Predicate = Callable[[StageCheck], bool]
 
 
-def _reach(c: StageCheck) -> bool:
+def reach_distance(c: StageCheck) -> float:
+    """The least distance (m) from a finger of the gripper to the object's reach point (its
+    position where it has none): the quantity REACH thresholds at :data:`REACH_DISTANCE`."""
     point = c.s.get('reach_point', {}).get(c.task.obj)
     centre = np.asarray(point, dtype=float) if point is not None else c.pos(c.task.obj)
-    dist = min(float(np.linalg.norm(np.asarray(f, dtype=float) - centre))
+    return min(float(np.linalg.norm(np.asarray(f, dtype=float) - centre))
                for f in c.s['fingers'].values())
-    return dist < REACH_DISTANCE or c.touching()
+
+
+def _reach(c: StageCheck) -> bool:
+    return reach_distance(c) < REACH_DISTANCE or c.touching()
 
 
 def _rotated(c: StageCheck) -> bool:
@@ -153,9 +164,14 @@ def _rotated(c: StageCheck) -> bool:
     return abs(float(relative_rotvec(init, quat)[2])) > ROTATED_ANGLE
 
 
+def move_close_distance(c: StageCheck) -> float:
+    """The distance (m) from the object to its target: the quantity MOVE_CLOSE thresholds at
+    :data:`MOVE_CLOSE_DISTANCE`."""
+    return float(np.linalg.norm(c.pos(c.task.obj) - c.pos(c.task.target)))
+
+
 def _move_close(c: StageCheck) -> bool:
-    dist = np.linalg.norm(c.pos(c.task.obj) - c.pos(c.task.target))
-    return float(dist) < MOVE_CLOSE_DISTANCE
+    return move_close_distance(c) < MOVE_CLOSE_DISTANCE
 
 
 def _touch_and_open(c: StageCheck) -> bool:
@@ -191,6 +207,15 @@ STAGE_PREDICATES: dict[str, Predicate] = {
     'CLOSE_JOINT_SMALL': lambda c: c.openness() < CLOSE_THRESHOLDS[0],
     'CLOSE_JOINT_LARGE': lambda c: c.openness() < CLOSE_THRESHOLDS[1],
     'CLOSE_JOINT_FULL': lambda c: c.openness() < CLOSE_THRESHOLDS[2],
+}
+
+#: Stage name -> the continuous quantity its predicate thresholds (issue 42, round 16: the
+#: learned scorer's auxiliary targets), where that is one distance: the predicate calls the
+#: same function. A stage not here has none (a contact, a grasp, a toggle, a placement; a lift
+#: is two thresholds at once).
+STAGE_MEASURES: dict[str, Callable[[StageCheck], float]] = {
+    'REACH': reach_distance,
+    'MOVE_CLOSE': move_close_distance,
 }
 
 

@@ -53,7 +53,8 @@ from realm_ros.core.skills import DRAWER_RULES
 from realm_ros.core.types import Progress
 
 __all__ = ['DRAWER_RULES', 'EMPTY', 'SKILL_STAGES', 'TASKS', 'ProgressTracker', 'TaskDef',
-           'empty_progress', 'get_task', 'is_empty', 'register', 'stage_predicates']
+           'empty_progress', 'get_task', 'is_empty', 'register', 'stage_measures',
+           'stage_predicates']
 
 #: REALM's fallback reset pose where neither the task YAML nor the scene sets one
 #: (``construct_environment_config``: [0, -pi/5, 0, -4pi/5, 0, 3pi/5, 0]). ``pick_water_bottle``'s
@@ -399,6 +400,15 @@ def stage_predicates(task: str | TaskDef, state: Mapping[str, Any],
     task = get_task(task) if isinstance(task, str) else task
     check = skills.StageCheck(task, state, drawer_rule)
     return {stage: check.predicate(stage) for stage in task.stages}
+
+
+def stage_measures(task: str | TaskDef, state: Mapping[str, Any],
+                   drawer_rule: str = 'realm_code') -> dict[str, float]:
+    """Return every stage's measure on ``state`` (``skills.STAGE_MEASURES``: the distance its
+    predicate thresholds; NaN for a stage that has none)."""
+    task = get_task(task) if isinstance(task, str) else task
+    check = skills.StageCheck(task, state, drawer_rule)
+    return {stage: check.measure(stage) for stage in task.stages}
 
 
 class ProgressTracker:

@@ -49,8 +49,10 @@ episodes under lab_demo's look too, three seeds as one ensemble,
 ``realm_ros/data/progress_scorer_families_demo3.pt``; that ensemble's networks with those of two
 more three-seed ensembles (the first frame fixed, and boundary episodes), nine networks as one,
 ``realm_ros/data/progress_scorer_families_hjk.pt``; three networks trained on what each frame
-shows now (a per-stage head) and read back by the rubric's order with a median of 3, the one
-for a lab's look, ``realm_ros/data/progress_scorer_families_now3.pt``.
+shows now (a per-stage head) and read back by the rubric's order with a median of 3,
+``realm_ros/data/progress_scorer_families_now3.pt``; those fine-tuned with an auxiliary
+regression of the distances the stage predicates threshold, the one for a lab's look,
+``realm_ros/data/progress_scorer_families_dist3.pt``.
 """
 
 from __future__ import annotations
@@ -137,8 +139,17 @@ FAMILIES_HJK_CHECKPOINT = DEFAULT_CHECKPOINT.with_name('progress_scorer_families
 #: checkpoint carries (:func:`decode_now`, a median of 3 per stage), shipped byte for byte by
 #: issue 42's round-14 rule (above FAMILIES_HJK_CHECKPOINT in stage accuracy on 192 new episodes
 #: of the held-out vision ladder, within 0.03 of it in r there and in r and stage accuracy on
-#: fresh looks 7131-7133; docs/scoring.md, "Round 14"): the checkpoint for a lab's look.
+#: fresh looks 7131-7133; docs/scoring.md, "Round 14"): the checkpoint for a lab's look until
+#: FAMILIES_DIST3_CHECKPOINT.
 FAMILIES_NOW3_CHECKPOINT = DEFAULT_CHECKPOINT.with_name('progress_scorer_families_now3.pt')
+#: FAMILIES_NOW3_CHECKPOINT's three networks each fine-tuned 10 epochs with an auxiliary
+#: regression of the distances the stage predicates threshold (``TrainConfig.measure_weight``;
+#: bench/scorer_cameras.py variant ``q_ensemble_m3``), read as it is (:func:`decode_now`, a
+#: median of 3; the added output is not read), shipped byte for byte by issue 42's round-16 rule
+#: (above FAMILIES_NOW3_CHECKPOINT in stage accuracy on 192 new episodes of the held-out vision
+#: ladder, within 0.03 of it in r there and in r and stage accuracy on fresh looks 7151-7153;
+#: docs/scoring.md, "Round 16"): the checkpoint for a lab's look.
+FAMILIES_DIST3_CHECKPOINT = DEFAULT_CHECKPOINT.with_name('progress_scorer_families_dist3.pt')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -239,6 +250,11 @@ class LabelledEpisode:
             of the frame's window, the steps since the previous kept frame up to this one
             (:func:`labelled_run`); :func:`sticky_counts` of it is ``met`` (the rubric's order
             and stickiness, reproduced from per-frame predicates).
+        measures: (T, N) float32 or None (sets collected before issue 42's round 16): each
+            stage's measure (``tasks.stage_measures``: the distance its predicate thresholds,
+            NaN for a stage that has none), the least over the frame's window (the window
+            ``now`` is read over), so it is below the threshold where the distance was at some
+            step of the window.
     """
 
     task: str
@@ -251,6 +267,7 @@ class LabelledEpisode:
     n_stages: int
     look: str = ''
     now: np.ndarray | None = None
+    measures: np.ndarray | None = None
 
     @property
     def progression(self) -> float:
@@ -266,6 +283,13 @@ class LabelledEpisode:
         task's false: one width for the episodes of every task (saved, trained on)."""
         now = np.asarray(self.now, dtype=dtype).reshape(len(self.met), -1)
         return np.pad(now, ((0, 0), (0, MAX_STAGES - self.n_stages)))
+
+    def measures_padded(self) -> np.ndarray:
+        """Its ``measures`` (which must be set) as (T, MAX_STAGES) float32, NaN past its
+        task's stages."""
+        values = np.asarray(self.measures, dtype=np.float32).reshape(len(self.met), -1)
+        return np.pad(values, ((0, 0), (0, MAX_STAGES - self.n_stages)),
+                      constant_values=np.nan)
 
 
 def world_config(world: str, appearance_file: str = '', camera: str = 'exterior_1',
@@ -397,26 +421,31 @@ def policy_runs(world: Any, policies: Sequence[str], task_names: Sequence[str],
 
 def labelled_episode(task: str, world: str, policy: str, seed: int,
                      frames: Sequence[np.ndarray], times: Sequence[float], met: Sequence[int],
-                     look: str = '', now: Sequence[Sequence[bool]] | None = None
-                     ) -> LabelledEpisode:
+                     look: str = '', now: Sequence[Sequence[bool]] | None = None,
+                     measures: Sequence[Sequence[float]] | None = None) -> LabelledEpisode:
     """One camera's kept frames of a :func:`labelled_run` as a :class:`LabelledEpisode`
-    (times from the episode's first kept frame; ``now``: each frame's stage predicates)."""
+    (times from the episode's first kept frame; ``now``: each frame's stage predicates;
+    ``measures``: their measures)."""
     return LabelledEpisode(task=task, world=world, policy=policy, seed=int(seed),
                            frames=np.stack(frames), times_s=np.asarray(times) - times[0],
                            met=np.asarray(met, dtype=np.int64),
                            n_stages=len(tasks.get_task(task).stages), look=look,
-                           now=None if now is None else np.asarray(now, dtype=bool))
+                           now=None if now is None else np.asarray(now, dtype=bool),
+                           measures=None if measures is None
+                           else np.asarray(measures, dtype=np.float32))
 
 
 @dataclasses.dataclass
 class LabelledRun:
     """One episode as :func:`labelled_run` keeps it: each camera's small frames, their times,
-    the rubric's stages met (sticky) and each stage's predicate in the frame's window."""
+    the rubric's stages met (sticky), each stage's predicate in the frame's window and each
+    stage's measure, the least in the window (NaN where a stage has none)."""
 
     frames: dict[str, list[np.ndarray]]
     times: list[float]
     met: list[int]
     now: list[list[bool]]
+    measures: list[list[float]] = dataclasses.field(default_factory=list)
 
 
 def labelled_run(world: Any, policy: Any, spec: Any, cameras: Sequence[str], every: int = 0
@@ -434,7 +463,9 @@ def labelled_run(world: Any, policy: Any, spec: Any, cameras: Sequence[str], eve
     ignored), each true if it held at any control step of the frame's window: the steps after
     the previous kept frame up to this one (the reset's state, which the rubric scores too,
     joins the first frame's window), so a touch between two frames is seen by the frame after
-    it, as the rubric's sticky count sees it."""
+    it, as the rubric's sticky count sees it. A frame's measures (round 16) are each stage's
+    ``tasks.stage_measures`` (the distance its predicate thresholds), the least over the same
+    window (NaN for a stage that has none)."""
     from realm_ros.core import robot
     from realm_ros.core.episode import make_tracker, run_episode
 
@@ -444,12 +475,16 @@ def labelled_run(world: Any, policy: Any, spec: Any, cameras: Sequence[str], eve
     times: list[float] = []
     met: list[int] = []
     now: list[list[bool]] = []
+    measures: list[list[float]] = []
     window = [False] * (0 if task is None else len(task.stages))
+    least = [math.nan] * len(window)
 
     def see(state: Any) -> None:
         if task is not None and state:
             holds = tasks.stage_predicates(task, state)
             window[:] = [a or holds[s] for a, s in zip(window, task.stages)]
+            values = tasks.stage_measures(task, state)
+            least[:] = [float(np.fmin(a, values[s])) for a, s in zip(least, task.stages)]
 
     def on_step(step: int, obs: Any, action: Any, progress: Any) -> None:
         see(obs.privileged)
@@ -459,11 +494,13 @@ def labelled_run(world: Any, policy: Any, spec: Any, cameras: Sequence[str], eve
             times.append(step / robot.CONTROL_HZ)
             met.append(int(sum(progress.met)))
             now.append(list(window))
+            measures.append(list(least))
             window[:] = [False] * len(window)
+            least[:] = [math.nan] * len(least)
 
     run_episode(world, policy, spec, on_step=on_step,
                 on_reset=lambda obs: see(obs.privileged))
-    return LabelledRun(frames, times, met, now)
+    return LabelledRun(frames, times, met, now, measures)
 
 
 def sticky_counts(now: np.ndarray) -> np.ndarray:
@@ -534,6 +571,9 @@ def save_episodes(path: str | pathlib.Path, episodes: Sequence[LabelledEpisode])
     # has them (a file without ``now`` loads with ``now`` None, as before).
     now = ({'now': np.concatenate([e.now_padded(bool) for e in episodes])}
            if all(e.now is not None for e in episodes) else {})
+    # Each frame's stage measures (round 16), padded with NaN, only if every episode has them.
+    if all(e.measures is not None for e in episodes):
+        now['measures'] = np.concatenate([e.measures_padded() for e in episodes])
     np.savez_compressed(partial, frames=np.concatenate([e.frames for e in episodes]),
                         times_s=np.concatenate([e.times_s for e in episodes]),
                         met=np.concatenate([e.met for e in episodes]), lengths=lengths,
@@ -551,6 +591,7 @@ def load_episodes(path: str | pathlib.Path) -> list[LabelledEpisode]:
             frames, times, met = data['frames'], data['times_s'], data['met']
             lengths, meta = data['lengths'], data['meta']
             now = data['now'] if 'now' in data.files else None
+            measures = data['measures'] if 'measures' in data.files else None
         except KeyError as err:
             raise DataError(f'{path}: not a labelled-episode file (no {err})') from None
     out = []
@@ -564,7 +605,9 @@ def load_episodes(path: str | pathlib.Path) -> list[LabelledEpisode]:
                                    n_stages=int(n_stages),
                                    look=str(row[5]) if len(row) > 5 else '',
                                    now=None if now is None
-                                   else now[start:end, :int(n_stages)]))
+                                   else now[start:end, :int(n_stages)],
+                                   measures=None if measures is None
+                                   else measures[start:end, :int(n_stages)]))
         start = end
     return out
 
@@ -581,7 +624,7 @@ def _torch() -> Any:
 
 
 def build_net(n_tasks: int, width: int = 16, diff: bool = False, pool: str = 'mean',
-              cameras: int = 1, head: str = 'count') -> Any:
+              cameras: int = 1, head: str = 'count', measures: bool = False) -> Any:
     """Return the scorer's network (see the module docstring).
 
     ``diff``: the input has a third image, the current frame minus the first (9 channels, not
@@ -590,7 +633,10 @@ def build_net(n_tasks: int, width: int = 16, diff: bool = False, pool: str = 'me
     it reads, each through its own convolutions (``conv`` the first's, ``towers`` the others'),
     their features concatenated before the MLP; ``head`` (:data:`HEADS`): ``'count'``, one
     logit per stage count 0..MAX_STAGES (softmax), or ``'now'``, one per stage (sigmoid: the
-    stage's predicate holds in this frame).
+    stage's predicate holds in this frame); ``measures`` (issue 42, round 16): an added linear
+    output on the head's hidden layer, one per stage (``measure``: the stage's measure,
+    :data:`MEASURE_SCALE` units, trained only; ``forward(..., measures=True)`` returns it
+    beside the head's output, which does not depend on it).
     """
     torch = _torch()
     nn = torch.nn
@@ -610,14 +656,20 @@ def build_net(n_tasks: int, width: int = 16, diff: bool = False, pool: str = 'me
             features = cameras * 4 * width * (_FEATURE_H * _FEATURE_W if pool == 'flat' else 1)
             self.head = nn.Sequential(nn.Linear(features + 16, 64), nn.ReLU(),
                                       nn.Linear(64, outputs))
+            if measures:  # only then, so every other checkpoint's weights are as before
+                self.measure = nn.Linear(64, MAX_STAGES)
 
-        def forward(self, images: Any, task: Any) -> Any:
+        def forward(self, images: Any, task: Any, measures: bool = False) -> Any:
             convs = [self.conv, *(self.towers if cameras > 1 else [])]
             parts = []
             for conv, block in zip(convs, images.chunk(cameras, dim=1)):
                 x = conv(block)
                 parts.append(x.flatten(1) if pool == 'flat' else x.mean(dim=(2, 3)))
-            return self.head(torch.cat([*parts, self.task(task)], dim=1))
+            features = torch.cat([*parts, self.task(task)], dim=1)
+            if not measures:
+                return self.head(features)
+            hidden = self.head[1](self.head[0](features))
+            return self.head[2](hidden), self.measure(hidden)
 
     def tower() -> Any:
         chans = [9 if diff else 6, width, 2 * width, 4 * width, 4 * width]
@@ -726,6 +778,45 @@ class TrainConfig:
     #: episodes' ``now`` predicates, a positive weight of (negatives / positives) ** the
     #: ``class_weight_power`` per stage (the count head's class weights' counterpart).
     head: str = 'count'
+    #: Issue 42, round 16: the weight of an auxiliary loss, Huber (:data:`MEASURE_HUBER`) between
+    #: an added output (``build_net``'s ``measures``) and each frame's stage measures
+    #: (``LabelledEpisode.measures``, :func:`measure_targets`), beside a now-head's binary
+    #: cross-entropy; 0: no added output, the training and checkpoint as before.
+    measure_weight: float = 0.0
+
+
+#: Issue 42, round 16: a stage measure (m) as the auxiliary loss's target: clipped to
+#: MEASURE_CLIP (beyond it the distance does not matter to the rubric) and divided by
+#: MEASURE_SCALE (REACH's threshold is 1.0); Huber's delta in those units. Fixed before training.
+MEASURE_CLIP = 0.30
+MEASURE_SCALE = 0.10
+MEASURE_HUBER = 1.0
+
+
+def measure_targets(measures: np.ndarray) -> np.ndarray:
+    """(F, MAX_STAGES) stage measures in m (NaN where none) -> the auxiliary loss's targets:
+    min(measure, MEASURE_CLIP) / MEASURE_SCALE, NaN kept."""
+    values = np.asarray(measures, dtype=np.float32)
+    return np.minimum(values, MEASURE_CLIP) / MEASURE_SCALE
+
+
+def config_dict(config: TrainConfig) -> dict[str, Any]:
+    """A checkpoint's ``config`` entry: the settings, ``measure_weight`` only where it is set
+    (so a checkpoint trained without it is as before round 16)."""
+    out = dataclasses.asdict(config)
+    if not out['measure_weight']:
+        del out['measure_weight']
+    return out
+
+
+def _measure_loss(torch: Any, predicted: Any, target: Any, n: Any) -> Any:
+    """The auxiliary loss: Huber (delta MEASURE_HUBER) over the entries of the task's stages
+    that have a measure (``target`` not NaN), their mean (0 where none has)."""
+    keep = (torch.arange(MAX_STAGES, device=predicted.device).unsqueeze(0) < n.unsqueeze(1)) \
+        & ~torch.isnan(target)
+    if not bool(keep.any()):
+        return predicted.sum() * 0.0
+    return torch.nn.functional.huber_loss(predicted[keep], target[keep], delta=MEASURE_HUBER)
 
 
 #: The settings ``realm-ros score train`` trains with: the network and class weights chosen on
@@ -769,11 +860,15 @@ def train(episodes: Sequence[LabelledEpisode], config: TrainConfig = TrainConfig
     if now and any(e.now is None for e in episodes):
         raise DataError("a now-head trains on each frame's stage predicates: episodes "
                         'collected before round 13 have none (collect them again)')
+    aux = config.measure_weight > 0
+    if aux and (not now or any(e.measures is None for e in episodes)):
+        raise DataError("measure_weight: a now-head's auxiliary loss trains on each frame's "
+                        'stage measures: episodes collected before round 16 have none')
     padded, labels, task_ids, n_stages = _frame_tensors(torch, episodes, task_names,
                                                         spec.cameras, now)
     device = torch.device(config.device)
     net = build_net(len(task_names), config.width, config.diff, config.pool, spec.cameras,
-                    config.head)
+                    config.head, aux)
     if init is not None:
         one_network(init, 'init')
         if list(init['tasks']) != task_names:
@@ -781,9 +876,17 @@ def train(episodes: Sequence[LabelledEpisode], config: TrainConfig = TrainConfig
         if head_of(init['config']) != config.head:
             raise DataError(f'--init: a {head_of(init["config"])}-head checkpoint; this trains '
                             f'a {config.head}-head')
-        net.load_state_dict(_float32(init['state_dict']))
+        weights = _float32(init['state_dict'])
+        if aux and not any(k.startswith('measure.') for k in weights):
+            # A network without the added output (round 16 fine-tunes n_now's): it starts new.
+            weights.update({k: v for k, v in net.state_dict().items()
+                            if k.startswith('measure.')})
+        net.load_state_dict(weights)
     net = net.to(device)
     labels, task_ids, n_stages = labels.to(device), task_ids.to(device), n_stages.to(device)
+    if aux:
+        targets = torch.from_numpy(measure_targets(np.concatenate(
+            [e.measures_padded() for e in episodes]))).to(device)
     optimiser = torch.optim.AdamW(net.parameters(), lr=config.lr,
                                   weight_decay=config.weight_decay)
     steps_per_epoch = max(1, math.ceil(len(labels) / config.batch))
@@ -803,9 +906,15 @@ def train(episodes: Sequence[LabelledEpisode], config: TrainConfig = TrainConfig
             idx = order[k * config.batch:(k + 1) * config.batch]
             x = _prepare(torch, _augment(torch, padded[torch.from_numpy(idx)], rng,
                                          config.colour_jitter, spec.cameras), spec)
-            out = net(x.to(device), task_ids[idx])
+            if aux:
+                out, measured = net(x.to(device), task_ids[idx], measures=True)
+            else:
+                out = net(x.to(device), task_ids[idx])
             loss = now_loss(out, labels[idx], n_stages[idx]) if now else \
                 count_loss(_masked(torch, out, n_stages[idx]), labels[idx])
+            if aux:
+                loss = loss + config.measure_weight * _measure_loss(
+                    torch, measured, targets[idx], n_stages[idx])
             optimiser.zero_grad()
             loss.backward()
             optimiser.step()
@@ -816,7 +925,7 @@ def train(episodes: Sequence[LabelledEpisode], config: TrainConfig = TrainConfig
             log(f'epoch {epoch + 1}/{config.epochs}: loss {history[-1]:.4f}')
     state = {k: v.detach().cpu().to(torch.float16) if v.is_floating_point() else v.cpu()
              for k, v in net.state_dict().items()}
-    checkpoint = {'format': FORMAT, 'config': dataclasses.asdict(config), 'tasks': task_names,
+    checkpoint = {'format': FORMAT, 'config': config_dict(config), 'tasks': task_names,
                   'stages': stages, 'state_dict': state,
                   'meta': {'episodes': len(episodes), 'frames': int(len(labels)),
                            'worlds': sorted({e.world for e in episodes}),
@@ -884,7 +993,8 @@ def _net_from(checkpoint: Mapping[str, Any], state_dict: Mapping[str, Any] | Non
     config = checkpoint['config']
     net = build_net(len(checkpoint['tasks']), int(config.get('width', 16)),
                     bool(config.get('diff', False)), str(config.get('pool', 'mean')),
-                    InputSpec.of(config).cameras, head_of(config))
+                    InputSpec.of(config).cameras, head_of(config),
+                    any(str(k).startswith('measure.') for k in state_dict))
     net.load_state_dict(_float32(state_dict))
     return net
 
@@ -1315,17 +1425,9 @@ class LearnedScorer:
         """
         torch = self._torch
         index, n = self._task(task)
-        self._check_size(frames)
-        small = np.stack([small_frame(f) for f in frames])
-        if small.shape[-1] != 3 * len(self.cameras):
-            raise DataError(f'frames of {small.shape[-1] // 3} camera(s); the learned scorer '
-                            f'{self.name} reads {len(self.cameras)}: {", ".join(self.cameras)}')
-        first = np.repeat(small[:1], len(small), axis=0)
         out = []
         with torch.no_grad():
-            for start in range(0, len(small), 256):
-                x = _inputs(torch, small[start:start + 256], first[start:start + 256],
-                            self.spec)
+            for x in self._batches(frames):
                 k = len(x)
                 if self.head == 'now':
                     probs = [torch.sigmoid(net(x, torch.full((k,), index)))[:, :n]
@@ -1336,6 +1438,38 @@ class LearnedScorer:
                              for net in self.nets]
                 out.append(torch.stack(probs).mean(dim=0).numpy())
         return np.concatenate(out).astype(float)
+
+    def _batches(self, frames: Sequence[np.ndarray]) -> Iterator[Any]:
+        """An episode's frames as the networks' inputs, 256 frames a batch."""
+        self._check_size(frames)
+        small = np.stack([small_frame(f) for f in frames])
+        if small.shape[-1] != 3 * len(self.cameras):
+            raise DataError(f'frames of {small.shape[-1] // 3} camera(s); the learned scorer '
+                            f'{self.name} reads {len(self.cameras)}: {", ".join(self.cameras)}')
+        first = np.repeat(small[:1], len(small), axis=0)
+        for start in range(0, len(small), 256):
+            yield _inputs(self._torch, small[start:start + 256], first[start:start + 256],
+                          self.spec)
+
+    def measures(self, frames: Sequence[np.ndarray], task: str) -> np.ndarray:
+        """Return its networks' mean auxiliary output (issue 42, round 16) for every frame of an
+        episode, in m: (T, N) each stage's measure as the network reads it (clipped at
+        MEASURE_CLIP in training; meaningful only for a stage with a measure).
+
+        Raises:
+            DataError: a checkpoint without the output, or as :meth:`probabilities`.
+        """
+        torch = self._torch
+        index, n = self._task(task)
+        if not all(hasattr(net, 'measure') for net in self.nets):
+            raise DataError(f'the learned scorer {self.name} has no measure output (round 16)')
+        out = []
+        with torch.no_grad():
+            for x in self._batches(frames):
+                values = [net(x, torch.full((len(x),), index), measures=True)[1][:, :n]
+                          for net in self.nets]
+                out.append(torch.stack(values).mean(dim=0).numpy())
+        return np.concatenate(out).astype(float) * MEASURE_SCALE
 
     def read(self, outputs: np.ndarray, decoder: Decoder | None = None) -> np.ndarray:
         """Return the stage-count curve of an episode's :meth:`outputs`: :func:`decode` of a
@@ -1755,7 +1889,8 @@ __all__ = ['CALIBRATE_LAYERS', 'CALIBRATION_LOOKS', 'CalibrateConfig', 'DEFAULT_
            'MEDIAN_FRAMES', 'SAMPLE_FPS', 'agreement', 'decode', 'DECODERS', 'Decoder',
            'PROB_FLOOR', 'monotone_path', 'with_decoder',
            'FAMILIES_CHECKPOINT', 'FAMILIES3_CHECKPOINT', 'FAMILIES_DEMO3_CHECKPOINT',
-           'FAMILIES_HJK_CHECKPOINT', 'FAMILIES_NOW3_CHECKPOINT',
+           'FAMILIES_HJK_CHECKPOINT', 'FAMILIES_NOW3_CHECKPOINT', 'FAMILIES_DIST3_CHECKPOINT',
+           'MEASURE_CLIP', 'MEASURE_HUBER', 'MEASURE_SCALE', 'config_dict', 'measure_targets',
            'baselines', 'build_net',
            'collect', 'ensemble', 'evaluate', 'members', 'networks', 'one_network', 'calibratable',
            'load_checkpoint', 'load_episodes', 'look_stats', 'pearson_interval',

@@ -180,6 +180,9 @@ def test_score_calibrate_writes_a_calibrated_checkpoint(tiny, tmp_path, capsys):
             (learned.FAMILIES_NOW3_CHECKPOINT, 'now-head checkpoint, and stage marks label a '
              'count head only: calibrate a count-head network, e.g. --checkpoint '
              'realm_ros/data/progress_scorer_families.pt'),
+            (learned.FAMILIES_DIST3_CHECKPOINT, 'now-head checkpoint, and stage marks label a '
+             'count head only: calibrate a count-head network, e.g. --checkpoint '
+             'realm_ros/data/progress_scorer_families.pt'),
             (learned.FAMILIES_HJK_CHECKPOINT, 'an ensemble of 9 networks')):
         assert main(['score', 'calibrate', '--checkpoint', str(shipped), '--labels',
                      str(labels), '--out', str(out)]) == 2

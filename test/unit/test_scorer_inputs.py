@@ -202,9 +202,9 @@ def test_a_run_folder_recorded_with_both_cameras_is_scored_by_a_two_camera_check
     (learned.WRIST_CHECKPOINT, 1), (learned.WRIST80_CHECKPOINT, 1),
     (learned.FAMILIES_CHECKPOINT, 1), (learned.FAMILIES3_CHECKPOINT, 3),
     (learned.FAMILIES_DEMO3_CHECKPOINT, 3), (learned.FAMILIES_HJK_CHECKPOINT, 9),
-    (learned.FAMILIES_NOW3_CHECKPOINT, 3)],
+    (learned.FAMILIES_NOW3_CHECKPOINT, 3), (learned.FAMILIES_DIST3_CHECKPOINT, 3)],
     ids=['wrist', 'wrist80', 'families', 'families3', 'families_demo3', 'families_hjk',
-         'families_now3'])
+         'families_now3', 'families_dist3'])
 def test_the_shipped_wrist_checkpoint_loads_and_says_what_it_reads(checkpoint, networks):
     scorer = learned.LearnedScorer(checkpoint)
     assert len(scorer.nets) == networks
@@ -218,17 +218,21 @@ def test_the_shipped_wrist_checkpoint_loads_and_says_what_it_reads(checkpoint, n
     assert probs.shape == (4, 4) and np.allclose(probs.sum(axis=1), 1.0)
 
 
+@pytest.mark.parametrize('path, stem', [
+    (learned.FAMILIES_NOW3_CHECKPOINT, 'progress_scorer_families_now3'),
+    (learned.FAMILIES_DIST3_CHECKPOINT, 'progress_scorer_families_dist3')],
+    ids=['families_now3', 'families_dist3'])
 def test_the_shipped_now_head_checkpoint_scores_a_video_with_the_decoder_it_carries(
-        tmp_path, capsys):
-    """Round 14's families_now3 (docs/scoring.md, "Round 14"): three now-head networks read
-    by ``decode_now`` with a median of 3, as measured; ``score --video`` with its wrist video
-    runs end to end and names the shipped file."""
+        path, stem, tmp_path, capsys):
+    """Round 14's families_now3 and round 16's families_dist3 (docs/scoring.md, "Round 14",
+    "Round 16"): three now-head networks read by ``decode_now`` with a median of 3, as
+    measured; ``score --video`` with its wrist video runs end to end and names the shipped
+    file."""
     import hashlib
     import json
 
     from realm_ros.cli import main
 
-    path = learned.FAMILIES_NOW3_CHECKPOINT
     scorer = learned.LearnedScorer(path)
     assert scorer.head == 'now' and len(scorer.nets) == 3
     assert scorer.decoder == learned.Decoder(median_frames=3)
@@ -237,7 +241,7 @@ def test_the_shipped_now_head_checkpoint_scores_a_video_with_the_decoder_it_carr
                  '--camera-video', f'wrist={wrist}']) == 0
     out = json.loads(capsys.readouterr().out)
     digest = hashlib.sha256(path.read_bytes()).hexdigest()[:8]
-    assert out['scorer'] == f'learned:progress_scorer_families_now3@{digest}'
+    assert out['scorer'] == f'learned:{stem}@{digest}'
     assert 0.0 <= out['scorer_progression'] <= 1.0
     # It proposes the stages it reads met, in the rubric's order (a prefix of the task's).
     proposed = [p['stage'] for p in out['stage_proposals']]

@@ -1,0 +1,59 @@
+"""Round 16's shipping rule (bench/scorer_cameras.py ``round16_rule``, docs/scoring.md
+"Round 16"): the committed verdict is the rule's on the committed figures, each condition
+decides as written, and what ships is the verdict's (the measured file, by digest), or nothing
+ships and no file exists."""
+
+import hashlib
+
+from scorer_rounds import BarRound, bench, check_each_condition_decides, check_targets_are_measured
+
+ROUND = BarRound.of(16)
+LADDER, LOOKS, RULE = ROUND.ladder, ROUND.looks, ROUND.verdict
+BAR = f'{bench.ROUND16_BAR} ('
+(NAME,) = bench.ROUND16_CANDIDATES
+CANDIDATE = NAME.split()[0]
+
+
+def test_the_committed_verdict_is_the_rules_on_the_committed_figures():
+    verdict = ROUND.recomputed()
+    assert verdict == RULE
+    assert set(verdict['candidates']) == {NAME}
+    assert verdict['candidates'][NAME] is not None
+    assert verdict['rows'] == ['eval16_demo_ladder, all', 'held-out looks 7151-7153, all']
+    # Every reading measured is one of ROUND16_CHECKPOINTS with the decoder it carries (a
+    # median of 3, no thresholds: 'greedy'), all of them read.
+    columns = {c.split(' (')[0] for c in LADDER[verdict['rows'][0]]}
+    assert columns == {f'{name} greedy' for name in bench.ROUND16_CHECKPOINTS}
+    assert {bench.ROUND16_BAR, NAME} <= columns
+    assert columns == {c.split(' (')[0] for c in LOOKS[verdict['rows'][1]]}
+    assert {c['episodes'] for c in LADDER[verdict['rows'][0]].values()} == {192}
+    assert {c['episodes'] for c in LOOKS[verdict['rows'][1]].values()} == {144}
+
+
+def test_what_ships_is_the_verdicts():
+    from realm_ros.scorers import learned
+    bar = next(c for c in LADDER[RULE['rows'][0]] if c.startswith(BAR))
+    # The bar read is the shipped families_now3, by digest.
+    digest = hashlib.sha256(learned.FAMILIES_NOW3_CHECKPOINT.read_bytes()).hexdigest()[:8]
+    assert bar.endswith(f'@{digest})')
+    path = learned.DEFAULT_CHECKPOINT.with_name(bench.ROUND16_SHIPS_AS[NAME])
+    if RULE['passing']:
+        assert RULE['ships'] == f'{NAME} as realm_ros/data/{bench.ROUND16_SHIPS_AS[NAME]}'
+        assert path == learned.FAMILIES_DIST3_CHECKPOINT and path.is_file()
+        # The shipped file is the measured one, by digest, on both sets.
+        shipped = hashlib.sha256(path.read_bytes()).hexdigest()[:8]
+        for table, row in ((LADDER, RULE['rows'][0]), (LOOKS, RULE['rows'][1])):
+            column = next(c for c in table[row] if c.startswith(f'{CANDIDATE} '))
+            assert column.endswith(f'@{shipped})')
+    else:
+        assert RULE['passing'] == [] and RULE['ships'] == bench.ROUND16_NOTHING_SHIPS
+        assert not path.exists()
+        assert not hasattr(learned, 'FAMILIES_DIST3_CHECKPOINT')
+
+
+def test_each_condition_decides_as_written():
+    check_each_condition_decides(ROUND)
+
+
+def test_the_targets_are_the_measured_ones():
+    check_targets_are_measured(ROUND)
