@@ -1,7 +1,8 @@
 """The committed figures of a round of issue 42 decided by ``bench/scorer_cameras.py``'s
 ``bar_rule`` (a held-out-family set and a fresh-looks set, candidates against a bar), and the
 checks each such round's rule test makes on them: each condition decides as written, of
-several passing the one shipped is the rule's, and the targets are the measured ones.
+several passing the one shipped is the rule's, the targets are the measured ones, and what
+ships is the verdict's.
 
 A round's test builds one :class:`BarRound` and calls these checks, then adds what is its own
 (its rows, its columns, what ships)."""
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
+import hashlib
 import json
 import pathlib
 from typing import Any, Callable
@@ -158,3 +160,34 @@ def check_targets_are_measured(rnd: BarRound) -> None:
         assert mine['targets_met'] == sum(
             sum(rnd.column({row: table[row]}, name)['targets'].values())
             for row, table in tables)
+
+
+def digest(path: pathlib.Path) -> str:
+    """A file's digest as the measurements' column names carry it (``name (...@digest)``)."""
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:8]
+
+
+def check_what_ships(rnd: BarRound, bar_checkpoint: pathlib.Path, constant: str,
+                     shipped: Callable[[pathlib.Path], None] | None = None) -> None:
+    """The bar read is ``bar_checkpoint`` (by digest). If the rule passed its one candidate,
+    the file it ships is ``learned.<constant>`` and is the reading measured on both sets (by
+    digest; ``shipped`` checks what else the round says of it); otherwise nothing ships: no
+    file under the name it would have had and no ``constant``."""
+    from realm_ros.scorers import learned
+    (name,) = rnd.candidates
+    rows = rnd.verdict['rows']
+    bar = next(c for c in rnd.ladder[rows[0]] if c.startswith(f'{rnd.bar} ('))
+    assert bar.endswith(f'@{digest(bar_checkpoint)})')
+    path = learned.DEFAULT_CHECKPOINT.with_name(rnd.ships_as[name])
+    if rnd.verdict['passing']:
+        assert rnd.verdict['ships'] == f'{name} as realm_ros/data/{rnd.ships_as[name]}'
+        assert path == getattr(learned, constant) and path.is_file()
+        for table, row in ((rnd.ladder, rows[0]), (rnd.looks, rows[1])):
+            column = next(c for c in table[row] if c.startswith(f'{name}{rnd.sep}'))
+            assert column.endswith(f'@{digest(path)})')
+        if shipped is not None:
+            shipped(path)
+    else:
+        assert rnd.verdict['passing'] == [] and rnd.verdict['ships'] == rnd.nothing
+        assert not path.exists()
+        assert not hasattr(learned, constant)

@@ -3,15 +3,17 @@
 decides as written, and what ships is the verdict's (the measured file, by digest), or nothing
 ships and no file exists."""
 
-import hashlib
-
-from scorer_rounds import BarRound, bench, check_each_condition_decides, check_targets_are_measured
+from scorer_rounds import (
+    BarRound,
+    bench,
+    check_each_condition_decides,
+    check_targets_are_measured,
+    check_what_ships,
+)
 
 ROUND = BarRound.of(16)
 LADDER, LOOKS, RULE = ROUND.ladder, ROUND.looks, ROUND.verdict
-BAR = f'{bench.ROUND16_BAR} ('
 (NAME,) = bench.ROUND16_CANDIDATES
-CANDIDATE = NAME.split()[0]
 
 
 def test_the_committed_verdict_is_the_rules_on_the_committed_figures():
@@ -32,23 +34,7 @@ def test_the_committed_verdict_is_the_rules_on_the_committed_figures():
 
 def test_what_ships_is_the_verdicts():
     from realm_ros.scorers import learned
-    bar = next(c for c in LADDER[RULE['rows'][0]] if c.startswith(BAR))
-    # The bar read is the shipped families_now3, by digest.
-    digest = hashlib.sha256(learned.FAMILIES_NOW3_CHECKPOINT.read_bytes()).hexdigest()[:8]
-    assert bar.endswith(f'@{digest})')
-    path = learned.DEFAULT_CHECKPOINT.with_name(bench.ROUND16_SHIPS_AS[NAME])
-    if RULE['passing']:
-        assert RULE['ships'] == f'{NAME} as realm_ros/data/{bench.ROUND16_SHIPS_AS[NAME]}'
-        assert path == learned.FAMILIES_DIST3_CHECKPOINT and path.is_file()
-        # The shipped file is the measured one, by digest, on both sets.
-        shipped = hashlib.sha256(path.read_bytes()).hexdigest()[:8]
-        for table, row in ((LADDER, RULE['rows'][0]), (LOOKS, RULE['rows'][1])):
-            column = next(c for c in table[row] if c.startswith(f'{CANDIDATE} '))
-            assert column.endswith(f'@{shipped})')
-    else:
-        assert RULE['passing'] == [] and RULE['ships'] == bench.ROUND16_NOTHING_SHIPS
-        assert not path.exists()
-        assert not hasattr(learned, 'FAMILIES_DIST3_CHECKPOINT')
+    check_what_ships(ROUND, learned.FAMILIES_NOW3_CHECKPOINT, 'FAMILIES_DIST3_CHECKPOINT')
 
 
 def test_each_condition_decides_as_written():
