@@ -970,6 +970,14 @@ def train_one(args: argparse.Namespace, variant: str, seed: int) -> None:
         learned.save_checkpoint(args.data_dir / f'{name}.pt', checkpoint)
         print(f'{name}: the ensemble of {", ".join(checkpoint["meta"]["ensemble"])}', flush=True)
         return
+    if 'decoder_of' in VARIANTS[variant]:  # round 17: a shipped file's networks, not trained
+        if seed != 0:
+            return
+        source = round11_path(VARIANTS[variant]['decoder_of'], args.data_dir)
+        checkpoint = with_variant_decoder(variant, learned.load_checkpoint(source))
+        learned.save_checkpoint(args.data_dir / f'{name}.pt', checkpoint)
+        print(f'{name}: {source}\'s networks, decoder {checkpoint["decoder"]}', flush=True)
+        return
     if 'networks_of' in VARIANTS[variant]:  # built from ensembles' networks, not trained
         if seed != 0:
             return
