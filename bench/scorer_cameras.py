@@ -1825,7 +1825,7 @@ def run_distances(args: argparse.Namespace) -> None:
     Wilson interval over frames), and for a checkpoint with the auxiliary output, the median
     absolute error of its distance (both clipped at ``learned.MEASURE_CLIP``; a bootstrap
     interval over episodes) and how often it puts a frame farther than FAR_M under the REACH
-    threshold."""
+    threshold; round 17: and how often it puts a frame within the threshold at or above it."""
     from realm_ros.core import skills
     from realm_ros.core.metrics import wilson_interval
     from realm_ros.scorers import learned
@@ -1861,6 +1861,13 @@ def run_distances(args: argparse.Namespace) -> None:
                          f'[{np.quantile(medians, 0.025):.3f}, {np.quantile(medians, 0.975):.3f}]'
                          f', farther than {FAR_M} m read under {skills.REACH_DISTANCE} m {under} '
                          f'({under / max(int(far.sum()), 1):.3f} [{ulo:.3f}, {uhi:.3f}])')
+                # Round 17: the other way, frames within the threshold read at or above it.
+                near = np.concatenate(true) < skills.REACH_DISTANCE
+                over = int(np.sum(np.concatenate(read)[near] >= skills.REACH_DISTANCE))
+                olo, ohi = wilson_interval(over, int(near.sum()))
+                line += (f'; of {int(near.sum())} frames within {skills.REACH_DISTANCE} m, read '
+                         f'at or above it {over} ({over / max(int(near.sum()), 1):.3f} '
+                         f'[{olo:.3f}, {ohi:.3f}])')
             print(line, flush=True)
 
 
