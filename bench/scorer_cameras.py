@@ -164,6 +164,13 @@ them beside its binary cross-entropy (``q_dist``, ``TrainConfig.measure_weight``
 --checkpoints NAME ...`` reads, per task, how often a frame farther than FAR_M from REACH is
 read as REACH, and an auxiliary output's distance error.
 
+Round 17 (issue 42) trains nothing: ``train --variants families_dist3_read`` writes the shipped
+families_dist3's networks carrying ``learned.Decoder(measured=True)`` (each stage with a
+measure read from the distance output against its predicate's own threshold), judged against
+families_dist3 as shipped on ``eval17_demo_ladder`` (seeds 540-563, 192 episodes) and
+``eval17_looks`` (lab looks 7161-7163), read once; ``round17`` applies ``ROUND17_*``
+(``round17_rule``) to their ``decoders --json`` files (``ROUND17_FILES``).
+
 ``train`` trains the variants (``VARIANTS``) on the ``train`` set (variant ``e``: ``train`` and
 ``train_more``) with the same settings (``learned.SHIPPED``'s, ``--epochs`` each unless the
 variant names its own) into ``DATA_DIR/VARIANT.pt`` (``--seeds``: one checkpoint per training
