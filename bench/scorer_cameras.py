@@ -164,6 +164,13 @@ them beside its binary cross-entropy (``q_dist``, ``TrainConfig.measure_weight``
 --checkpoints NAME ...`` reads, per task, how often a frame farther than FAR_M from REACH is
 read as REACH, and an auxiliary output's distance error.
 
+Round 17 (issue 42) trains nothing: ``train --variants families_dist3_read`` writes the shipped
+families_dist3's networks carrying ``learned.Decoder(measured=True)`` (each stage with a
+measure read from the distance output against its predicate's own threshold), judged against
+families_dist3 as shipped on ``eval17_demo_ladder`` (seeds 540-563, 192 episodes) and
+``eval17_looks`` (lab looks 7161-7163), read once; ``round17`` applies ``ROUND17_*``
+(``round17_rule``) to their ``decoders --json`` files (``ROUND17_FILES``).
+
 ``train`` trains the variants (``VARIANTS``) on the ``train`` set (variant ``e``: ``train`` and
 ``train_more``) with the same settings (``learned.SHIPPED``'s, ``--epochs`` each unless the
 variant names its own) into ``DATA_DIR/VARIANT.pt`` (``--seeds``: one checkpoint per training
@@ -369,6 +376,13 @@ SETS = {
     'eval16_looks': ((7151, 7152, 7153), TASKS,
                      ('scripted:0', 'scripted:1', 'scripted:2', 'scripted:3'),
                      (100, 101, 102, 103), 200),
+    # Round 17: the same again on seeds and looks no scorer set had used; reported once,
+    # nothing chosen on them but round 17's verdict (no training).
+    'eval17_demo_ladder': ((DEMO_LOOK,), ('push_switch', 'pick_spoon'), VISION_LADDER4,
+                           tuple(range(540, 564)), 160),
+    'eval17_looks': ((7161, 7162, 7163), TASKS,
+                     ('scripted:0', 'scripted:1', 'scripted:2', 'scripted:3'),
+                     (100, 101, 102, 103), 200),
 }
 #: Sets whose frames are kept at every control step (15 per second) instead of every 5th, so
 #: that a reading at any rate (round 8) is taken from the same episodes; every 5th of their
@@ -378,7 +392,8 @@ EVERY_STEP = ('eval8_demo_ladder', 'eval8_looks')
 LADDER_ONLY = ('demo_ladder', 'eval6_demo_ladder', 'eval7_demo_ladder', 'eval9_demo_ladder',
                'eval9_looks_ladder', 'eval10_demo_ladder', 'eval10_looks_ladder',
                'eval11_demo_ladder', 'eval12_demo_ladder', 'eval13_demo_ladder',
-               'eval14_demo_ladder', 'eval15_demo_ladder', 'eval16_demo_ladder')
+               'eval14_demo_ladder', 'eval15_demo_ladder', 'eval16_demo_ladder',
+               'eval17_demo_ladder')
 #: A held-out set -> the learned-ladder set on the same looks.
 LADDER_OF = {'looks': 'learned_ladder', 'new_looks': 'new_learned_ladder',
              'eval4_looks': 'eval4_learned_ladder'}
@@ -494,6 +509,12 @@ VARIANTS = {
                         'train7_demo_more')},
     'q_ctrl_m3': {'ensemble_of': 'q_ctrl', 'seeds': (0, 1, 2), 'finished_only': True,
                   'decoder': {'median_frames': 3}},
+    # Round 17 (decided before measuring; no training): the shipped families_dist3's networks
+    # (``decoder_of``, the file as shipped) carrying a decoder that reads each stage with a
+    # measure from the auxiliary distance output against its predicate's own threshold
+    # (``learned.Decoder.measured``), the other stages from their heads as before.
+    'families_dist3_read': {'decoder_of': 'families_dist3',
+                            'decoder': {'median_frames': 3, 'measured': True}},
 }
 #: Round 3's shipping rule (fixed before measuring; docs/scoring.md): a variant ships only if
 #: every one of its training seeds beats the shipped wrist checkpoint in Pearson r **and** stage
@@ -780,6 +801,34 @@ ROUND16_FILES = (pathlib.Path('docs/scorer-round16-ladder.json'),
                  pathlib.Path('docs/scorer-round16-looks.json'),
                  pathlib.Path('docs/scorer-round16-rule.json'))
 
+#: Round 17's rule (fixed before collecting or measuring; docs/scoring.md, "Round 17"): the
+#: candidate is ``families_dist3_read``: the shipped families_dist3's three networks, no
+#: retraining, read by a decoder (``learned.Decoder(measured=True)``) that holds each stage
+#: with a measure (``skills.STAGE_MEASURES``: REACH, MOVE_CLOSE) in a frame where its auxiliary
+#: distance, in metres and median filtered over 3 frames, is below that predicate's own
+#: threshold (``skills.REACH_DISTANCE``, ``skills.MOVE_CLOSE_DISTANCE``) **or** where the next
+#: stage is held (REACH's "or touching": the stage after REACH is GRASP, TOUCH or
+#: TOUCH_AND_MOVE_JOINT in every skill, each of which needs the robot touching the object; the
+#: stage after MOVE_CLOSE is a placement in or on the target), every other stage from its head
+#: (probability > 0.5, median of 3), then the rubric's order and stickiness. Nothing tuned. The
+#: bar: the recommendation as shipped, families_dist3. Round 11's conditions (``bar_rule``): it
+#: passes only if on all of ``eval17_demo_ladder`` (the held-out family under lab_demo, seeds
+#: 540-563, 192 episodes) its stage accuracy is **above** the bar's and its Pearson r no more
+#: than ROUND17_MARGIN below it, **and** on ``eval17_looks`` (the scripted ladder under fresh
+#: looks 7161-7163, 144) its r and its stage accuracy are each no more than ROUND17_MARGIN below
+#: the bar's. If it passes it ships as ROUND17_SHIPS_AS names (the measured file, byte for byte)
+#: and becomes the recommendation. ``decoders --checkpoints ROUND17_CHECKPOINTS --greedy`` reads
+#: them; families_now3 and q_ctrl_m3 are reported only.
+ROUND17_CHECKPOINTS = ('families_dist3', 'families_dist3_read', 'families_now3', 'q_ctrl_m3')
+ROUND17_BAR = 'families_dist3 greedy'
+ROUND17_CANDIDATES = ('families_dist3_read greedy(measured)',)
+ROUND17_MARGIN = 0.03
+ROUND17_SHIPS_AS = {'families_dist3_read greedy(measured)': 'progress_scorer_families_dist3r.pt'}
+ROUND17_NOTHING_SHIPS = 'nothing (families_dist3, greedy, stays the recommendation)'
+ROUND17_FILES = (pathlib.Path('docs/scorer-round17-ladder.json'),
+                 pathlib.Path('docs/scorer-round17-looks.json'),
+                 pathlib.Path('docs/scorer-round17-rule.json'))
+
 
 def look_stem(look: int | str) -> str:
     """A set's look as a file stem: ``lab-SEED`` for a lab look, ``file-NAME`` for a file."""
@@ -927,6 +976,14 @@ def train_one(args: argparse.Namespace, variant: str, seed: int) -> None:
                   flush=True)
         learned.save_checkpoint(args.data_dir / f'{name}.pt', checkpoint)
         print(f'{name}: the ensemble of {", ".join(checkpoint["meta"]["ensemble"])}', flush=True)
+        return
+    if 'decoder_of' in VARIANTS[variant]:  # round 17: a shipped file's networks, not trained
+        if seed != 0:
+            return
+        source = round11_path(VARIANTS[variant]['decoder_of'], args.data_dir)
+        checkpoint = with_variant_decoder(variant, learned.load_checkpoint(source))
+        learned.save_checkpoint(args.data_dir / f'{name}.pt', checkpoint)
+        print(f'{name}: {source}\'s networks, decoder {checkpoint["decoder"]}', flush=True)
         return
     if 'networks_of' in VARIANTS[variant]:  # built from ensembles' networks, not trained
         if seed != 0:
@@ -1351,6 +1408,15 @@ def round16_rule(ladder: dict[str, Any], looks: dict[str, Any]) -> dict[str, Any
                     ROUND16_MARGIN, ROUND16_SHIPS_AS, ROUND16_NOTHING_SHIPS)
 
 
+def round17_rule(ladder: dict[str, Any], looks: dict[str, Any]) -> dict[str, Any]:
+    """Round 17's rule (``ROUND17_*``) read off ``decoders eval17_demo_ladder``'s and
+    ``decoders eval17_looks``' figures: round 11's conditions, the candidate families_dist3's
+    networks read with the measured stages (``Decoder.measured``), the bar the shipped
+    families_dist3."""
+    return bar_rule(ladder, looks, ROUND17_BAR, {name: f'{name} (' for name in ROUND17_CANDIDATES},
+                    ROUND17_MARGIN, ROUND17_SHIPS_AS, ROUND17_NOTHING_SHIPS)
+
+
 def bar_rule(ladder: dict[str, Any], looks: dict[str, Any], bar_name: str,
              candidates_by_prefix: dict[str, str], margin: float, ships_as: dict[str, str],
              nothing: str, looks_stage_margin: float | None = None) -> dict[str, Any]:
@@ -1766,7 +1832,7 @@ def run_distances(args: argparse.Namespace) -> None:
     Wilson interval over frames), and for a checkpoint with the auxiliary output, the median
     absolute error of its distance (both clipped at ``learned.MEASURE_CLIP``; a bootstrap
     interval over episodes) and how often it puts a frame farther than FAR_M under the REACH
-    threshold."""
+    threshold; round 17: and how often it puts a frame within the threshold at or above it."""
     from realm_ros.core import skills
     from realm_ros.core.metrics import wilson_interval
     from realm_ros.scorers import learned
@@ -1802,6 +1868,13 @@ def run_distances(args: argparse.Namespace) -> None:
                          f'[{np.quantile(medians, 0.025):.3f}, {np.quantile(medians, 0.975):.3f}]'
                          f', farther than {FAR_M} m read under {skills.REACH_DISTANCE} m {under} '
                          f'({under / max(int(far.sum()), 1):.3f} [{ulo:.3f}, {uhi:.3f}])')
+                # Round 17: the other way, frames within the threshold read at or above it.
+                near = np.concatenate(true) < skills.REACH_DISTANCE
+                over = int(np.sum(np.concatenate(read)[near] >= skills.REACH_DISTANCE))
+                olo, ohi = wilson_interval(over, int(near.sum()))
+                line += (f'; of {int(near.sum())} frames within {skills.REACH_DISTANCE} m, read '
+                         f'at or above it {over} ({over / max(int(near.sum()), 1):.3f} '
+                         f'[{olo:.3f}, {ohi:.3f}])')
             print(line, flush=True)
 
 
@@ -2045,7 +2118,7 @@ def main() -> None:
                                             'finals', 'diagnose', 'round6', 'round7',
                                             'round9', 'round10', 'round11', 'round12',
                                             'round13', 'round14', 'round15', 'round16',
-                                            'rates', 'same', 'decoders', 'distances'))
+                                            'round17', 'rates', 'same', 'decoders', 'distances'))
     parser.add_argument('sets', nargs='*', default=[], metavar='SET',
                         help='collect: one set (default train); measure: the held-out sets '
                              'pooled (default looks)')
@@ -2118,6 +2191,7 @@ def main() -> None:
      'round14': lambda _: apply_round('round 14', ROUND14_FILES, round14_rule),
      'round15': lambda _: apply_round('round 15', ROUND15_FILES, round15_rule),
      'round16': lambda _: apply_round('round 16', ROUND16_FILES, round16_rule),
+     'round17': lambda _: apply_round('round 17', ROUND17_FILES, round17_rule),
      }[args.command](args)
 
 

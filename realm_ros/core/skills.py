@@ -218,6 +218,13 @@ STAGE_MEASURES: dict[str, Callable[[StageCheck], float]] = {
     'MOVE_CLOSE': move_close_distance,
 }
 
+#: Stage name -> the threshold (m) its predicate holds its measure below (issue 42, round 17:
+#: a learned scorer reading the stage from its distance output): the predicates' own constants.
+MEASURE_THRESHOLDS: dict[str, float] = {
+    'REACH': REACH_DISTANCE,
+    'MOVE_CLOSE': MOVE_CLOSE_DISTANCE,
+}
+
 
 # -- skills -----------------------------------------------------------------------------------
 

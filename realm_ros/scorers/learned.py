@@ -66,7 +66,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from realm_ros.core import backends, scoring, tasks
+from realm_ros.core import backends, scoring, skills, tasks
 from realm_ros.core.errors import ConfigError, DataError
 from realm_ros.core.metrics import wilson_interval
 
@@ -1353,6 +1353,7 @@ class LearnedScorer:
         #: Its networks: one, or an ensemble's (their stage probabilities averaged).
         self.nets = [_net_from(data, weights).eval() for weights in networks(data)]
         self.net = self.nets[0]
+        self._refuse_measured(self.decoder)
         self._torch = torch
         stats = data.get('look_stats')
         self.look_stats: dict[str, Any] | None = dict(stats) if stats else None
@@ -1413,12 +1414,21 @@ class LearnedScorer:
 
     def _count_probabilities(self, outputs: np.ndarray) -> np.ndarray:
         """:meth:`probabilities` from :meth:`outputs` already read."""
-        return outputs if self.head == 'count' else prefix_probabilities(outputs)
+        return outputs if self.head == 'count' else prefix_probabilities(
+            self._stage_probabilities(outputs))
+
+    def _stage_probabilities(self, outputs: np.ndarray) -> np.ndarray:
+        """A now-head's (T, N) stage probabilities of its :meth:`outputs` (the first half
+        where its decoder is ``measured``)."""
+        return outputs[:, :outputs.shape[1] // 2] if self.decoder.measured else outputs
 
     def outputs(self, frames: Sequence[np.ndarray], task: str) -> np.ndarray:
         """Return its networks' mean output for every frame of an episode: (T, N + 1) stage
         count probabilities (a count head), or (T, N) probabilities that each stage's predicate
-        holds in the frame (a now-head); :meth:`read` decodes either into the count curve.
+        holds in the frame (a now-head); :meth:`read` decodes either into the count curve. A
+        now-head whose decoder is ``measured`` (round 17): (T, 2N), those probabilities, then
+        each stage's :meth:`measures` over its predicate's own threshold
+        (:data:`~realm_ros.core.skills.MEASURE_THRESHOLDS`; NaN for a stage without one).
 
         Raises:
             DataError: as :meth:`probabilities`.
@@ -1437,7 +1447,12 @@ class LearnedScorer:
                                                    torch.full((k,), n)), dim=1)[:, :n + 1]
                              for net in self.nets]
                 out.append(torch.stack(probs).mean(dim=0).numpy())
-        return np.concatenate(out).astype(float)
+        stages = np.concatenate(out).astype(float)
+        if self.head == 'now' and self.decoder.measured:
+            cuts = np.array([skills.MEASURE_THRESHOLDS.get(stage, np.nan)
+                             for stage in self.stage_names[task]])
+            return np.concatenate([stages, self.measures(frames, task) / cuts], axis=1)
+        return stages
 
     def _batches(self, frames: Sequence[np.ndarray]) -> Iterator[Any]:
         """An episode's frames as the networks' inputs, 256 frames a batch."""
@@ -1476,10 +1491,22 @@ class LearnedScorer:
         count head's, :func:`decode_now` of a now-head's (``decoder``: this scorer's unless
         given)."""
         decoder = self.decoder if decoder is None else decoder
+        self._refuse_measured(decoder)
         if self.head == 'now':
-            return decode_now(outputs, decoder.median_frames, decoder.thresholds)
+            probs = self._stage_probabilities(outputs)
+            if decoder.measured and not self.decoder.measured:
+                raise ConfigError('decoder measured: the outputs hold no distances; read them '
+                                  'from a scorer whose own decoder is measured')
+            return decode_now(probs, decoder.median_frames, decoder.thresholds,
+                              outputs[:, probs.shape[1]:] if decoder.measured else None)
         self._refuse_thresholds(decoder)
         return decode(outputs, decoder=decoder)
+
+    def _refuse_measured(self, decoder: Decoder) -> None:
+        if decoder.measured and not all(hasattr(net, 'measure') for net in self.nets):
+            raise ConfigError(f'decoder measured: the learned scorer {self.name} has no '
+                              'distance output (a now-head fine-tuned with measure_weight, '
+                              'docs/scoring.md "Round 16")')
 
     def _refuse_thresholds(self, decoder: Decoder) -> None:
         if self.head != 'now' and decoder.thresholds is not None:
@@ -1607,12 +1634,18 @@ class Decoder:
         thresholds: a now-head's (greedy only): the probability above which each stage (by
             index) is held in a frame; None: 0.5 each (:func:`decode_now`; issue 42, round 15:
             :func:`prior_thresholds`). A count head refuses a decoder that has them.
+        measured: a now-head's with the distance output (greedy only; issue 42, round 17): each
+            stage with a measure (:data:`~realm_ros.core.skills.MEASURE_THRESHOLDS`) held in a
+            frame where its distance output, median filtered, is below its predicate's own
+            threshold, or where the next stage is held (:func:`decode_now`); the other stages
+            from their heads. A checkpoint without the output refuses it.
     """
 
     method: str = 'greedy'
     median_frames: int = MEDIAN_FRAMES
     step_cost: float = 0.0
     thresholds: tuple[float, ...] | None = None
+    measured: bool = False
 
     def __post_init__(self) -> None:
         if self.method not in DECODERS:
@@ -1632,6 +1665,11 @@ class Decoder:
                     math.isfinite(t) and 0.0 < t < 1.0 for t in self.thresholds):
                 raise ConfigError(f'decoder thresholds: each must be in (0, 1), got '
                                   f'{list(self.thresholds)}')
+        if self.measured is not True and self.measured is not False:
+            raise ConfigError(f'decoder measured: true or false, got {self.measured!r}')
+        if self.measured and self.method != 'greedy':
+            raise ConfigError(f'decoder measured: a {self.method} decoder reads counts, not '
+                              'stages (greedy only)')
 
     @classmethod
     def of(cls, settings: Mapping[str, Any] | None) -> Decoder:
@@ -1648,12 +1686,15 @@ class Decoder:
                               ) from None
         return cls(method=str(settings.get('method', 'greedy')),
                    median_frames=int(settings.get('median_frames', MEDIAN_FRAMES)),
-                   step_cost=float(settings.get('step_cost', 0.0)), thresholds=thresholds)
+                   step_cost=float(settings.get('step_cost', 0.0)), thresholds=thresholds,
+                   measured=settings.get('measured', False))
 
     def as_dict(self) -> dict[str, Any]:
-        """Its settings (``thresholds`` only where set, so a decoder without them writes the
-        entry every checkpoint before round 15 carries)."""
+        """Its settings (``thresholds`` only where set, ``measured`` only where true, so a
+        decoder without them writes the entry every checkpoint before round 15 carries)."""
         out = dataclasses.asdict(self)
+        if not self.measured:
+            del out['measured']
         if self.thresholds is None:
             del out['thresholds']
         else:
@@ -1667,7 +1708,8 @@ class Decoder:
             return f'monotone({self.step_cost:g})'
         parts = ([] if self.median_frames == MEDIAN_FRAMES
                  else [f'median {self.median_frames}']) + (
-            [] if self.thresholds is None else ['thresholds'])
+            [] if self.thresholds is None else ['thresholds']) + (
+            ['measured'] if self.measured else [])
         return f'greedy({", ".join(parts)})' if parts else 'greedy'
 
 
@@ -1757,12 +1799,16 @@ def prefix_probabilities(stage_probs: np.ndarray) -> np.ndarray:
 
 
 def decode_now(stage_probs: np.ndarray, median_frames: int = MEDIAN_FRAMES,
-               thresholds: Sequence[float] | None = None) -> np.ndarray:
+               thresholds: Sequence[float] | None = None,
+               measured: np.ndarray | None = None) -> np.ndarray:
     """Return an episode's stage-count curve from a now-head's (T, N) per-frame stage
     probabilities (issue 42, round 13): each stage held where its probability is above 0.5
     (``thresholds``: stage k's, the first N used; round 15), median filtered over
     ``median_frames`` frames per stage (the ends repeated, as :func:`decode`'s), then the
-    rubric's order and stickiness (:func:`sticky_counts`)."""
+    rubric's order and stickiness (:func:`sticky_counts`). ``measured`` (round 17; (T, N), each
+    stage's measure over its predicate's threshold, NaN for a stage without one): a stage with
+    one is held instead where that ratio, median filtered, is below 1 **or** the next stage is
+    held (REACH's "or touching": the stage after REACH needs the robot touching the object)."""
     stage_probs = np.asarray(stage_probs, float)
     if thresholds is None:
         cut: Any = 0.5
@@ -1771,8 +1817,17 @@ def decode_now(stage_probs: np.ndarray, median_frames: int = MEDIAN_FRAMES,
             raise ConfigError(f'decoder thresholds: {len(thresholds)} for '
                               f'{stage_probs.shape[1]} stages')
         cut = np.asarray(thresholds, float)[:stage_probs.shape[1]]
-    held = _median_in_time((stage_probs > cut).astype(float), median_frames)
-    return sticky_counts(held > 0.5).astype(float)
+    held = _median_in_time((stage_probs > cut).astype(float), median_frames) > 0.5
+    if measured is not None:
+        ratio = np.asarray(measured, float)
+        if ratio.shape != stage_probs.shape:
+            raise ConfigError(f'decoder measured: measures of shape {ratio.shape} for '
+                              f'probabilities of {stage_probs.shape}')
+        for k in reversed(range(ratio.shape[1])):  # the next stage's reading first
+            if not np.isnan(ratio[:, k]).any():
+                below = _median_in_time(ratio[:, k], median_frames) < 1.0
+                held[:, k] = below | (held[:, k + 1] if k + 1 < ratio.shape[1] else False)
+    return sticky_counts(held).astype(float)
 
 
 def stage_counts(scorer: LearnedScorer, episode: LabelledEpisode) -> np.ndarray:
