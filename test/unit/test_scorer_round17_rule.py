@@ -3,15 +3,17 @@
 decides as written, and what ships is the verdict's (the measured file, by digest), or nothing
 ships and no file exists."""
 
-import hashlib
-
-from scorer_rounds import BarRound, bench, check_each_condition_decides, check_targets_are_measured
+from scorer_rounds import (
+    BarRound,
+    bench,
+    check_each_condition_decides,
+    check_targets_are_measured,
+    check_what_ships,
+)
 
 ROUND = BarRound.of(17)
 LADDER, LOOKS, RULE = ROUND.ladder, ROUND.looks, ROUND.verdict
-BAR = f'{bench.ROUND17_BAR} ('
 (NAME,) = bench.ROUND17_CANDIDATES
-CANDIDATE = NAME.split()[0]
 #: Each reading measured: ROUND17_CHECKPOINTS with the decoder each carries.
 READINGS = {'families_dist3 greedy', 'families_dist3_read greedy(measured)',
             'families_now3 greedy', 'q_ctrl_m3 greedy'}
@@ -34,25 +36,12 @@ def test_the_committed_verdict_is_the_rules_on_the_committed_figures():
 
 def test_what_ships_is_the_verdicts():
     from realm_ros.scorers import learned
-    # The bar read is the shipped families_dist3, by digest.
-    bar = next(c for c in LADDER[RULE['rows'][0]] if c.startswith(BAR))
-    digest = hashlib.sha256(learned.FAMILIES_DIST3_CHECKPOINT.read_bytes()).hexdigest()[:8]
-    assert bar.endswith(f'@{digest})')
-    path = learned.DEFAULT_CHECKPOINT.with_name(bench.ROUND17_SHIPS_AS[NAME])
-    if RULE['passing']:
-        assert RULE['ships'] == f'{NAME} as realm_ros/data/{bench.ROUND17_SHIPS_AS[NAME]}'
-        assert path == learned.FAMILIES_DIST3R_CHECKPOINT and path.is_file()
-        shipped = hashlib.sha256(path.read_bytes()).hexdigest()[:8]
-        for table, row in ((LADDER, RULE['rows'][0]), (LOOKS, RULE['rows'][1])):
-            column = next(c for c in table[row] if c.startswith(f'{CANDIDATE} '))
-            assert column.endswith(f'@{shipped})')
-        # The same networks as families_dist3, carrying the measured decoder.
-        scorer = learned.LearnedScorer(path)
-        assert scorer.decoder == learned.Decoder(measured=True)
-    else:
-        assert RULE['passing'] == [] and RULE['ships'] == bench.ROUND17_NOTHING_SHIPS
-        assert not path.exists()
-        assert not hasattr(learned, 'FAMILIES_DIST3R_CHECKPOINT')
+
+    def measured_decoder(path):  # families_dist3's networks, carrying the measured decoder
+        assert learned.LearnedScorer(path).decoder == learned.Decoder(measured=True)
+
+    check_what_ships(ROUND, learned.FAMILIES_DIST3_CHECKPOINT, 'FAMILIES_DIST3R_CHECKPOINT',
+                     measured_decoder)
 
 
 def test_each_condition_decides_as_written():
