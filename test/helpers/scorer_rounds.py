@@ -93,6 +93,23 @@ class BarRound:
         return json.loads(json.dumps(self.rule(self.ladder, self.looks), default=float))
 
 
+def check_committed_verdict(rnd: BarRound, rows: list[str], readings: set[str],
+                            episodes: tuple[int, int] = (192, 144)) -> None:
+    """The committed verdict is the rule's on the committed figures, deciding its one
+    candidate on ``rows`` (the held-out family's, the looks'); each set's columns are exactly
+    ``readings`` (each measured checkpoint with the decoder it carries: the bar and the
+    candidate among them), each over that set's ``episodes``."""
+    verdict = rnd.recomputed()
+    assert verdict == rnd.verdict
+    (name,) = rnd.candidates
+    assert set(verdict['candidates']) == {name} and verdict['candidates'][name] is not None
+    assert verdict['rows'] == rows
+    assert {rnd.bar, name} <= readings
+    for table, row, n in ((rnd.ladder, rows[0], episodes[0]), (rnd.looks, rows[1], episodes[1])):
+        assert {c.split(' (')[0] for c in table[row]} == readings
+        assert {c['episodes'] for c in table[row].values()} == {n}
+
+
 def check_each_condition_decides(rnd: BarRound) -> None:
     """The first candidate just inside every margin passes and ships (the others failing);
     moved just outside any one condition, nothing passes and nothing ships."""

@@ -6,31 +6,22 @@ ships and no file exists."""
 from scorer_rounds import (
     BarRound,
     bench,
+    check_committed_verdict,
     check_each_condition_decides,
     check_targets_are_measured,
     check_what_ships,
 )
 
 ROUND = BarRound.of(14)
-LADDER, LOOKS, RULE = ROUND.ladder, ROUND.looks, ROUND.verdict
-(NAME,) = bench.ROUND14_CANDIDATES
 
 
 def test_the_committed_verdict_is_the_rules_on_the_committed_figures():
-    verdict = ROUND.recomputed()
-    assert verdict == RULE
-    assert set(verdict['candidates']) == {NAME}
-    assert verdict['candidates'][NAME] is not None
-    assert verdict['rows'] == ['eval14_demo_ladder, all', 'held-out looks 7131-7133, all']
     # Every reading measured is one of ROUND14_CHECKPOINTS with the decoder it carries (the
     # count heads and n_ensemble_m3 greedy, n_ensemble with no median), all of them read.
-    columns = {c.split(' (')[0] for c in LADDER[verdict['rows'][0]]}
-    assert columns == {f'{name} greedy(median 1)' if name == 'n_ensemble' else f'{name} greedy'
-                       for name in bench.ROUND14_CHECKPOINTS}
-    assert {bench.ROUND14_BAR, NAME} <= columns
-    assert columns == {c.split(' (')[0] for c in LOOKS[verdict['rows'][1]]}
-    assert {c['episodes'] for c in LADDER[verdict['rows'][0]].values()} == {192}
-    assert {c['episodes'] for c in LOOKS[verdict['rows'][1]].values()} == {144}
+    check_committed_verdict(
+        ROUND, ['eval14_demo_ladder, all', 'held-out looks 7131-7133, all'],
+        {f'{name} greedy(median 1)' if name == 'n_ensemble' else f'{name} greedy'
+         for name in bench.ROUND14_CHECKPOINTS})
 
 
 def test_what_ships_is_the_verdicts():

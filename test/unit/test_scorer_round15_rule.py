@@ -6,32 +6,22 @@ ships and no file exists."""
 from scorer_rounds import (
     BarRound,
     bench,
+    check_committed_verdict,
     check_each_condition_decides,
     check_targets_are_measured,
     check_what_ships,
 )
 
 ROUND = BarRound.of(15)
-LADDER, LOOKS, RULE = ROUND.ladder, ROUND.looks, ROUND.verdict
-(NAME,) = bench.ROUND15_CANDIDATES
 
 
 def test_the_committed_verdict_is_the_rules_on_the_committed_figures():
-    verdict = ROUND.recomputed()
-    assert verdict == RULE
-    assert set(verdict['candidates']) == {NAME}
-    assert verdict['candidates'][NAME] is not None
-    assert verdict['rows'] == ['eval15_demo_ladder, all', 'held-out looks 7141-7143, all']
     # Every reading measured is one of ROUND15_CHECKPOINTS with the decoder it carries, all
     # of them read.
     labels = {'n_ensemble': 'greedy(median 1)', 'n_ensemble_m3_prior': 'greedy(thresholds)'}
-    columns = {c.split(' (')[0] for c in LADDER[verdict['rows'][0]]}
-    assert columns == {f'{name} {labels.get(name, "greedy")}'
-                       for name in bench.ROUND15_CHECKPOINTS}
-    assert {bench.ROUND15_BAR, NAME} <= columns
-    assert columns == {c.split(' (')[0] for c in LOOKS[verdict['rows'][1]]}
-    assert {c['episodes'] for c in LADDER[verdict['rows'][0]].values()} == {192}
-    assert {c['episodes'] for c in LOOKS[verdict['rows'][1]].values()} == {144}
+    check_committed_verdict(
+        ROUND, ['eval15_demo_ladder, all', 'held-out looks 7141-7143, all'],
+        {f'{name} {labels.get(name, "greedy")}' for name in bench.ROUND15_CHECKPOINTS})
 
 
 def test_what_ships_is_the_verdicts():

@@ -6,30 +6,21 @@ ships and no file exists."""
 from scorer_rounds import (
     BarRound,
     bench,
+    check_committed_verdict,
     check_each_condition_decides,
     check_targets_are_measured,
     check_what_ships,
 )
 
 ROUND = BarRound.of(16)
-LADDER, LOOKS, RULE = ROUND.ladder, ROUND.looks, ROUND.verdict
-(NAME,) = bench.ROUND16_CANDIDATES
 
 
 def test_the_committed_verdict_is_the_rules_on_the_committed_figures():
-    verdict = ROUND.recomputed()
-    assert verdict == RULE
-    assert set(verdict['candidates']) == {NAME}
-    assert verdict['candidates'][NAME] is not None
-    assert verdict['rows'] == ['eval16_demo_ladder, all', 'held-out looks 7151-7153, all']
     # Every reading measured is one of ROUND16_CHECKPOINTS with the decoder it carries (a
     # median of 3, no thresholds: 'greedy'), all of them read.
-    columns = {c.split(' (')[0] for c in LADDER[verdict['rows'][0]]}
-    assert columns == {f'{name} greedy' for name in bench.ROUND16_CHECKPOINTS}
-    assert {bench.ROUND16_BAR, NAME} <= columns
-    assert columns == {c.split(' (')[0] for c in LOOKS[verdict['rows'][1]]}
-    assert {c['episodes'] for c in LADDER[verdict['rows'][0]].values()} == {192}
-    assert {c['episodes'] for c in LOOKS[verdict['rows'][1]].values()} == {144}
+    check_committed_verdict(
+        ROUND, ['eval16_demo_ladder, all', 'held-out looks 7151-7153, all'],
+        {f'{name} greedy' for name in bench.ROUND16_CHECKPOINTS})
 
 
 def test_what_ships_is_the_verdicts():
