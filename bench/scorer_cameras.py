@@ -171,6 +171,16 @@ families_dist3 as shipped on ``eval17_demo_ladder`` (seeds 540-563, 192 episodes
 ``eval17_looks`` (lab looks 7161-7163), read once; ``round17`` applies ``ROUND17_*``
 (``round17_rule``) to their ``decoders --json`` files (``ROUND17_FILES``).
 
+Round 18 (issue 42) trains nothing: ``vetoes`` reads, on families_dist3's training sets only
+(``ROUND18_VETO_SETS``), the smallest multiple of each measured stage's threshold its distance
+output stays under on all but 1 % of the frames where the predicate holds (``ROUND18_VETO``);
+``train --variants families_dist3_veto`` writes the shipped families_dist3's networks carrying
+``learned.Decoder(veto=...)`` (a measured stage the head holds is dropped where its distance is
+above that multiple, unless the next stage is held), judged against families_dist3 as shipped
+on ``eval18_demo_ladder`` (seeds 564-587, 192 episodes) and ``eval18_looks`` (lab looks
+7171-7173), read once; ``round18`` applies ``ROUND18_*`` (``round18_rule``) to their
+``decoders --json`` files (``ROUND18_FILES``).
+
 ``train`` trains the variants (``VARIANTS``) on the ``train`` set (variant ``e``: ``train`` and
 ``train_more``) with the same settings (``learned.SHIPPED``'s, ``--epochs`` each unless the
 variant names its own) into ``DATA_DIR/VARIANT.pt`` (``--seeds``: one checkpoint per training
@@ -383,6 +393,14 @@ SETS = {
     'eval17_looks': ((7161, 7162, 7163), TASKS,
                      ('scripted:0', 'scripted:1', 'scripted:2', 'scripted:3'),
                      (100, 101, 102, 103), 200),
+    # Round 18: the same again on seeds and looks no scorer set had used; reported once,
+    # nothing chosen on them but round 18's verdict (no training; the veto distance is chosen
+    # on the training sets before these are collected).
+    'eval18_demo_ladder': ((DEMO_LOOK,), ('push_switch', 'pick_spoon'), VISION_LADDER4,
+                           tuple(range(564, 588)), 160),
+    'eval18_looks': ((7171, 7172, 7173), TASKS,
+                     ('scripted:0', 'scripted:1', 'scripted:2', 'scripted:3'),
+                     (100, 101, 102, 103), 200),
 }
 #: Sets whose frames are kept at every control step (15 per second) instead of every 5th, so
 #: that a reading at any rate (round 8) is taken from the same episodes; every 5th of their
@@ -393,7 +411,7 @@ LADDER_ONLY = ('demo_ladder', 'eval6_demo_ladder', 'eval7_demo_ladder', 'eval9_d
                'eval9_looks_ladder', 'eval10_demo_ladder', 'eval10_looks_ladder',
                'eval11_demo_ladder', 'eval12_demo_ladder', 'eval13_demo_ladder',
                'eval14_demo_ladder', 'eval15_demo_ladder', 'eval16_demo_ladder',
-               'eval17_demo_ladder')
+               'eval17_demo_ladder', 'eval18_demo_ladder')
 #: A held-out set -> the learned-ladder set on the same looks.
 LADDER_OF = {'looks': 'learned_ladder', 'new_looks': 'new_learned_ladder',
              'eval4_looks': 'eval4_learned_ladder'}
@@ -828,6 +846,40 @@ ROUND17_NOTHING_SHIPS = 'nothing (families_dist3, greedy, stays the recommendati
 ROUND17_FILES = (pathlib.Path('docs/scorer-round17-ladder.json'),
                  pathlib.Path('docs/scorer-round17-looks.json'),
                  pathlib.Path('docs/scorer-round17-rule.json'))
+
+#: Round 18's rule (fixed before collecting or measuring; docs/scoring.md, "Round 18"): the
+#: candidate is ``families_dist3_veto``: the shipped families_dist3's three networks, no
+#: retraining, read by a decoder (``learned.Decoder(veto=ROUND18_VETO)``) that holds each stage
+#: as its head holds it (probability > 0.5, median of 3), except that a stage with a measure
+#: (``skills.STAGE_MEASURES``) is **not** held in a frame where its auxiliary distance, median
+#: filtered over 3 frames, is above ROUND18_VETO times its predicate's own threshold
+#: (``skills.MEASURE_THRESHOLDS``) **unless** the next stage is held (the distance cannot see
+#: REACH's touch; round 17's clause). ROUND18_VETO is chosen on the training sets only
+#: (ROUND18_VETO_SETS, families_dist3's eight) before the new sets are collected: the smallest
+#: multiple from ROUND18_VETO_STEPS at which, for each measured stage, at most
+#: ROUND18_VETO_ABOVE of the training frames where its predicate holds and the next stage's
+#: does not have a median-filtered distance above it (``vetoes``); none: nothing is tested.
+#: The bar: the recommendation as shipped, families_dist3. Round 11's conditions
+#: (``bar_rule``) on ``eval18_demo_ladder`` (the held-out family under lab_demo, seeds 564-587,
+#: 192) and ``eval18_looks`` (the scripted ladder under fresh looks 7171-7173, 144), margin
+#: ROUND18_MARGIN. If it passes it ships as ROUND18_SHIPS_AS names (the measured file, byte for
+#: byte) and becomes the recommendation. families_dist3_read and families_now3 reported only.
+ROUND18_CHECKPOINTS = ('families_dist3', 'families_dist3_veto', 'families_dist3_read',
+                       'families_now3')
+ROUND18_BAR = 'families_dist3 greedy'
+ROUND18_CANDIDATES = ('families_dist3_veto greedy(veto)',)
+ROUND18_MARGIN = 0.03
+ROUND18_SHIPS_AS = {'families_dist3_veto greedy(veto)': 'progress_scorer_families_dist3v.pt'}
+ROUND18_NOTHING_SHIPS = 'nothing (families_dist3, greedy, stays the recommendation)'
+ROUND18_FILES = (pathlib.Path('docs/scorer-round18-ladder.json'),
+                 pathlib.Path('docs/scorer-round18-looks.json'),
+                 pathlib.Path('docs/scorer-round18-rule.json'))
+#: The veto's search (round 18, fixed before it ran): multiples 1.1, 1.2, ... of each measured
+#: stage's threshold up to 2.4 (0.30 m, the training clip ``learned.MEASURE_CLIP``, over
+#: MOVE_CLOSE's 0.125 m: above it the output cannot reach), at most 1 % of the frames above it.
+ROUND18_VETO_STEPS = tuple(round(0.1 * k, 1) for k in range(11, 25))
+ROUND18_VETO_ABOVE = 0.01
+ROUND18_VETO_SETS: tuple[str, ...] = VARIANTS['q_dist']['sets']
 
 
 def look_stem(look: int | str) -> str:
@@ -1417,6 +1469,15 @@ def round17_rule(ladder: dict[str, Any], looks: dict[str, Any]) -> dict[str, Any
                     ROUND17_MARGIN, ROUND17_SHIPS_AS, ROUND17_NOTHING_SHIPS)
 
 
+def round18_rule(ladder: dict[str, Any], looks: dict[str, Any]) -> dict[str, Any]:
+    """Round 18's rule (``ROUND18_*``) read off ``decoders eval18_demo_ladder``'s and
+    ``decoders eval18_looks``' figures: round 11's conditions, the candidate families_dist3's
+    networks read with the distance veto (``Decoder.veto``), the bar the shipped
+    families_dist3."""
+    return bar_rule(ladder, looks, ROUND18_BAR, {name: f'{name} (' for name in ROUND18_CANDIDATES},
+                    ROUND18_MARGIN, ROUND18_SHIPS_AS, ROUND18_NOTHING_SHIPS)
+
+
 def bar_rule(ladder: dict[str, Any], looks: dict[str, Any], bar_name: str,
              candidates_by_prefix: dict[str, str], margin: float, ships_as: dict[str, str],
              nothing: str, looks_stage_margin: float | None = None) -> dict[str, Any]:
@@ -1878,6 +1939,43 @@ def run_distances(args: argparse.Namespace) -> None:
             print(line, flush=True)
 
 
+def run_vetoes(args: argparse.Namespace) -> None:
+    """Round 18: the veto multiple (ROUND18_VETO's rule), read on families_dist3's training sets
+    only (ROUND18_VETO_SETS): for each stage with a measure, the frames where its predicate
+    holds and the next stage's does not (the next-stage clause keeps the others), and of them
+    the share whose distance output over the predicate's threshold, median filtered over
+    ``learned.MEDIAN_FRAMES`` as the decoder reads it, is above each multiple of
+    ROUND18_VETO_STEPS; the smallest multiple at which every stage's share is at most
+    ROUND18_VETO_ABOVE (none: nothing to test)."""
+    from realm_ros.core import skills
+    from realm_ros.scorers import learned
+    scorer = learned.LearnedScorer(round11_path('families_dist3', args.data_dir))
+    ratios: dict[str, list[np.ndarray]] = {}
+    for part in ROUND18_VETO_SETS:
+        for e in load_set(args.data_dir, part, tuple(scorer.cameras)):
+            if e.now is None:
+                raise SystemExit(f"vetoes: {part} lacks the frames' predicates")
+            names = scorer.stage_names[e.task]
+            read = scorer.measures(list(e.frames), e.task)
+            now = np.asarray(e.now, bool)
+            for k, stage in enumerate(names):
+                cut = skills.MEASURE_THRESHOLDS.get(stage)
+                if cut is None:
+                    continue
+                ratio = learned._median_in_time(read[:, k] / cut, learned.MEDIAN_FRAMES)
+                holds = now[:, k] & ~(now[:, k + 1] if k + 1 < len(names) else False)
+                ratios.setdefault(stage, []).append(ratio[holds])
+    pooled = {stage: np.concatenate(values) for stage, values in ratios.items()}
+    for stage, values in pooled.items():
+        shares = ', '.join(f'{f:g}x {float(np.mean(values > f)):.4f}' for f in ROUND18_VETO_STEPS)
+        print(f'{stage} ({len(values)} frames where it holds and the next does not): share '
+              f'above each multiple: {shares}', flush=True)
+    chosen = next((f for f in ROUND18_VETO_STEPS
+                   if all(float(np.mean(v > f)) <= ROUND18_VETO_ABOVE for v in pooled.values())),
+                  None)
+    print(f'veto multiple: {chosen}', flush=True)
+
+
 def run_same(args: argparse.Namespace) -> None:
     """Round 13: each set's episodes in the data dir against the same set in ``--against``
     (collected before, without the predicates), episode for episode: how many have the same
@@ -2118,7 +2216,8 @@ def main() -> None:
                                             'finals', 'diagnose', 'round6', 'round7',
                                             'round9', 'round10', 'round11', 'round12',
                                             'round13', 'round14', 'round15', 'round16',
-                                            'round17', 'rates', 'same', 'decoders', 'distances'))
+                                            'round17', 'round18', 'rates', 'same',
+                                            'decoders', 'distances', 'vetoes'))
     parser.add_argument('sets', nargs='*', default=[], metavar='SET',
                         help='collect: one set (default train); measure: the held-out sets '
                              'pooled (default looks)')
@@ -2181,6 +2280,7 @@ def main() -> None:
      'timing': run_timing, 'touched': run_touched, 'finals': run_finals,
      'diagnose': run_diagnose, 'rates': run_rates, 'decoders': run_decoders,
      'same': run_same, 'distances': run_distances,
+     'vetoes': run_vetoes,
      'round6': lambda _: apply_round('round 6', ROUND6_FILES, round6_rule),
      'round7': lambda _: apply_round('round 7', ROUND7_FILES, round7_rule),
      'round9': lambda _: apply_round('round 9', ROUND9_FILES, round9_rule),
@@ -2192,6 +2292,7 @@ def main() -> None:
      'round15': lambda _: apply_round('round 15', ROUND15_FILES, round15_rule),
      'round16': lambda _: apply_round('round 16', ROUND16_FILES, round16_rule),
      'round17': lambda _: apply_round('round 17', ROUND17_FILES, round17_rule),
+     'round18': lambda _: apply_round('round 18', ROUND18_FILES, round18_rule),
      }[args.command](args)
 
 
