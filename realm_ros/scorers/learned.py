@@ -1419,27 +1419,33 @@ class LearnedScorer:
 
     def _stage_probabilities(self, outputs: np.ndarray) -> np.ndarray:
         """A now-head's (T, N) stage probabilities of its :meth:`outputs` (the first half
-        where its decoder is ``measured``)."""
-        return outputs[:, :outputs.shape[1] // 2] if self.decoder.measured else outputs
+        where its decoder reads the distances, ``measured`` or ``veto``)."""
+        return outputs[:, :outputs.shape[1] // 2] if self.decoder.distances else outputs
 
     def outputs(self, frames: Sequence[np.ndarray], task: str) -> np.ndarray:
         """Return its networks' mean output for every frame of an episode: (T, N + 1) stage
         count probabilities (a count head), or (T, N) probabilities that each stage's predicate
         holds in the frame (a now-head); :meth:`read` decodes either into the count curve. A
-        now-head whose decoder is ``measured`` (round 17): (T, 2N), those probabilities, then
-        each stage's :meth:`measures` over its predicate's own threshold
-        (:data:`~realm_ros.core.skills.MEASURE_THRESHOLDS`; NaN for a stage without one).
+        now-head whose decoder reads the distances (``measured``, round 17; ``veto``, round 18):
+        (T, 2N), those probabilities, then each stage's :meth:`measures` over its predicate's
+        own threshold (:data:`~realm_ros.core.skills.MEASURE_THRESHOLDS`; NaN for a stage
+        without one), both from one pass of the networks.
 
         Raises:
             DataError: as :meth:`probabilities`.
         """
         torch = self._torch
         index, n = self._task(task)
-        out = []
+        distances = self.head == 'now' and self.decoder.distances
+        out, metres = [], []
         with torch.no_grad():
             for x in self._batches(frames):
                 k = len(x)
-                if self.head == 'now':
+                if distances:
+                    pairs = [net(x, torch.full((k,), index), measures=True) for net in self.nets]
+                    probs = [torch.sigmoid(logits)[:, :n] for logits, _ in pairs]
+                    metres.append(torch.stack([m[:, :n] for _, m in pairs]).mean(dim=0).numpy())
+                elif self.head == 'now':
                     probs = [torch.sigmoid(net(x, torch.full((k,), index)))[:, :n]
                              for net in self.nets]
                 else:
@@ -1448,10 +1454,11 @@ class LearnedScorer:
                              for net in self.nets]
                 out.append(torch.stack(probs).mean(dim=0).numpy())
         stages = np.concatenate(out).astype(float)
-        if self.head == 'now' and self.decoder.measured:
+        if distances:
             cuts = np.array([skills.MEASURE_THRESHOLDS.get(stage, np.nan)
                              for stage in self.stage_names[task]])
-            return np.concatenate([stages, self.measures(frames, task) / cuts], axis=1)
+            read = np.concatenate(metres).astype(float) * MEASURE_SCALE
+            return np.concatenate([stages, read / cuts], axis=1)
         return stages
 
     def _batches(self, frames: Sequence[np.ndarray]) -> Iterator[Any]:
@@ -1494,17 +1501,20 @@ class LearnedScorer:
         self._refuse_measured(decoder)
         if self.head == 'now':
             probs = self._stage_probabilities(outputs)
-            if decoder.measured and not self.decoder.measured:
-                raise ConfigError('decoder measured: the outputs hold no distances; read them '
-                                  'from a scorer whose own decoder is measured')
+            if decoder.distances and not self.decoder.distances:
+                raise ConfigError(f'decoder {_distance_setting(decoder)}: the outputs hold no '
+                                  'distances; read them from a scorer whose own decoder reads '
+                                  'them (measured or veto)')
             return decode_now(probs, decoder.median_frames, decoder.thresholds,
-                              outputs[:, probs.shape[1]:] if decoder.measured else None)
+                              outputs[:, probs.shape[1]:] if decoder.distances else None,
+                              veto=decoder.veto)
         self._refuse_thresholds(decoder)
         return decode(outputs, decoder=decoder)
 
     def _refuse_measured(self, decoder: Decoder) -> None:
-        if decoder.measured and not all(hasattr(net, 'measure') for net in self.nets):
-            raise ConfigError(f'decoder measured: the learned scorer {self.name} has no '
+        if decoder.distances and not all(hasattr(net, 'measure') for net in self.nets):
+            raise ConfigError(f'decoder {_distance_setting(decoder)}: the learned scorer '
+                              f'{self.name} has no '
                               'distance output (a now-head fine-tuned with measure_weight, '
                               'docs/scoring.md "Round 16")')
 
@@ -1639,6 +1649,11 @@ class Decoder:
             frame where its distance output, median filtered, is below its predicate's own
             threshold, or where the next stage is held (:func:`decode_now`); the other stages
             from their heads. A checkpoint without the output refuses it.
+        veto: a now-head's with the distance output (greedy only; issue 42, round 18): every
+            stage read from its head, but a stage with a measure not held in a frame where its
+            distance output, median filtered, is above this multiple of its predicate's own
+            threshold, unless the next stage is held (:func:`decode_now`). None: no veto. A
+            checkpoint without the output refuses it; so does a ``measured`` decoder.
     """
 
     method: str = 'greedy'
@@ -1646,6 +1661,7 @@ class Decoder:
     step_cost: float = 0.0
     thresholds: tuple[float, ...] | None = None
     measured: bool = False
+    veto: float | None = None
 
     def __post_init__(self) -> None:
         if self.method not in DECODERS:
@@ -1670,6 +1686,17 @@ class Decoder:
         if self.measured and self.method != 'greedy':
             raise ConfigError(f'decoder measured: a {self.method} decoder reads counts, not '
                               'stages (greedy only)')
+        if self.veto is not None:
+            if isinstance(self.veto, bool) or not isinstance(self.veto, (int, float)) or not (
+                    math.isfinite(self.veto) and self.veto > 0.0):
+                raise ConfigError(f'decoder veto: a multiple of the threshold above 0, got '
+                                  f'{self.veto!r}')
+            if self.method != 'greedy':
+                raise ConfigError(f'decoder veto: a {self.method} decoder reads counts, not '
+                                  'stages (greedy only)')
+            if self.measured:
+                raise ConfigError('decoder veto: a measured decoder reads its measured stages '
+                                  'from the distances alone; veto or measured, not both')
 
     @classmethod
     def of(cls, settings: Mapping[str, Any] | None) -> Decoder:
@@ -1687,14 +1714,22 @@ class Decoder:
         return cls(method=str(settings.get('method', 'greedy')),
                    median_frames=int(settings.get('median_frames', MEDIAN_FRAMES)),
                    step_cost=float(settings.get('step_cost', 0.0)), thresholds=thresholds,
-                   measured=settings.get('measured', False))
+                   measured=settings.get('measured', False), veto=settings.get('veto'))
+
+    @property
+    def distances(self) -> bool:
+        """Whether it reads the distance output (``measured`` or ``veto``)."""
+        return self.measured or self.veto is not None
 
     def as_dict(self) -> dict[str, Any]:
-        """Its settings (``thresholds`` only where set, ``measured`` only where true, so a
-        decoder without them writes the entry every checkpoint before round 15 carries)."""
+        """Its settings (``thresholds`` and ``veto`` only where set, ``measured`` only where
+        true, so a decoder without them writes the entry every checkpoint before round 15
+        carries)."""
         out = dataclasses.asdict(self)
         if not self.measured:
             del out['measured']
+        if self.veto is None:
+            del out['veto']
         if self.thresholds is None:
             del out['thresholds']
         else:
@@ -1709,7 +1744,7 @@ class Decoder:
         parts = ([] if self.median_frames == MEDIAN_FRAMES
                  else [f'median {self.median_frames}']) + (
             [] if self.thresholds is None else ['thresholds']) + (
-            ['measured'] if self.measured else [])
+            ['measured'] if self.measured else []) + (['veto'] if self.veto is not None else [])
         return f'greedy({", ".join(parts)})' if parts else 'greedy'
 
 
@@ -1798,9 +1833,14 @@ def prefix_probabilities(stage_probs: np.ndarray) -> np.ndarray:
     return held * np.concatenate([1.0 - p, np.ones((len(p), 1))], axis=1)
 
 
+def _distance_setting(decoder: Decoder) -> str:
+    """The setting by which ``decoder`` reads the distance output, for a refusal."""
+    return 'measured' if decoder.measured else 'veto'
+
+
 def decode_now(stage_probs: np.ndarray, median_frames: int = MEDIAN_FRAMES,
                thresholds: Sequence[float] | None = None,
-               measured: np.ndarray | None = None) -> np.ndarray:
+               measured: np.ndarray | None = None, veto: float | None = None) -> np.ndarray:
     """Return an episode's stage-count curve from a now-head's (T, N) per-frame stage
     probabilities (issue 42, round 13): each stage held where its probability is above 0.5
     (``thresholds``: stage k's, the first N used; round 15), median filtered over
@@ -1808,7 +1848,10 @@ def decode_now(stage_probs: np.ndarray, median_frames: int = MEDIAN_FRAMES,
     rubric's order and stickiness (:func:`sticky_counts`). ``measured`` (round 17; (T, N), each
     stage's measure over its predicate's threshold, NaN for a stage without one): a stage with
     one is held instead where that ratio, median filtered, is below 1 **or** the next stage is
-    held (REACH's "or touching": the stage after REACH needs the robot touching the object)."""
+    held (REACH's "or touching": the stage after REACH needs the robot touching the object).
+    ``veto`` (round 18; with ``measured``): a stage with a measure is held instead where its head
+    holds it **and** its ratio, median filtered, is at most ``veto``, or the next stage is held
+    (the distances only take away, far from the threshold)."""
     stage_probs = np.asarray(stage_probs, float)
     if thresholds is None:
         cut: Any = 0.5
@@ -1825,8 +1868,13 @@ def decode_now(stage_probs: np.ndarray, median_frames: int = MEDIAN_FRAMES,
                               f'probabilities of {stage_probs.shape}')
         for k in reversed(range(ratio.shape[1])):  # the next stage's reading first
             if not np.isnan(ratio[:, k]).any():
-                below = _median_in_time(ratio[:, k], median_frames) < 1.0
-                held[:, k] = below | (held[:, k + 1] if k + 1 < ratio.shape[1] else False)
+                smooth = _median_in_time(ratio[:, k], median_frames)
+                after = held[:, k + 1] if k + 1 < ratio.shape[1] else False
+                held[:, k] = ((smooth < 1.0) | after if veto is None
+                              else held[:, k] & ((smooth <= veto) | after))
+    elif veto is not None:
+        raise ConfigError('decoder veto: no distances to veto with (a now-head with the '
+                          'distance output)')
     return sticky_counts(held).astype(float)
 
 
