@@ -1946,6 +1946,22 @@ def run_distances(args: argparse.Namespace) -> None:
                 line += (f'; of {int(near.sum())} frames within {skills.REACH_DISTANCE} m, read '
                          f'at or above it {over} ({over / max(int(near.sum()), 1):.3f} '
                          f'[{olo:.3f}, {ohi:.3f}])')
+                # Round 18: where the decoded count first reads REACH before the rubric has it
+                # (an early call, which the rubric's stickiness then holds), the recorded and
+                # the output's distance at that frame (quartiles over those episodes).
+                first = []
+                for e, t, r in zip(mine, true, read):
+                    _, count = scorer.curves(list(e.frames), task)
+                    at = int(np.argmax(count >= 1)) if (count >= 1).any() else None
+                    if at is not None and e.met[at] < 1:
+                        first.append((t[at], r[at]))
+                if first:
+                    t_at, r_at = (np.quantile(np.array(v), (0.25, 0.5, 0.75))
+                                  for v in zip(*first))
+                    line += (f'; {len(first)} episodes read REACH before the rubric, at that '
+                             f'first frame recorded {t_at[1]:.3f} m [quartiles {t_at[0]:.3f}, '
+                             f'{t_at[2]:.3f}], its output {r_at[1]:.3f} m [{r_at[0]:.3f}, '
+                             f'{r_at[2]:.3f}]')
             print(line, flush=True)
 
 
