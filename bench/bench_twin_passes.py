@@ -58,6 +58,10 @@ def main() -> int:
                              "they go to the device (a fixed stand-in for OpenGL's mipmaps)")
     parser.add_argument('--warp-spp', type=int, default=1,
                         help="with --pictures warp: Warp's samples per pixel (supersampling)")
+    parser.add_argument('--warp-tone', default='',
+                        help="with --pictures warp: A,B: each Warp-drawn pixel v becomes "
+                             "A * v + B (clipped, rounded) before the policy sees it: a fit of "
+                             "OpenGL's levels to Warp's (Warp's darks are darker)")
     parser.add_argument('--no-textures', action='store_true',
                         help='an ablation on both renderers: every material drawn without its '
                              'texture (the worlds reset, then mat_texid cleared)')
@@ -65,16 +69,25 @@ def main() -> int:
     os.environ.setdefault('MUJOCO_GL', 'egl')
     if args.no_textures:
         _untextured()
+    try:
+        tone = tuple(float(x) for x in args.warp_tone.split(',')) if args.warp_tone else ()
+        if tone and len(tone) != 2:
+            raise ValueError
+    except ValueError:
+        print(f'bench_twin_passes: --warp-tone: A,B (two numbers), got {args.warp_tone!r}',
+              file=sys.stderr)
+        return 2
     if args.pictures == 'warp':
         _warp_pictures(tuple(c for c in args.warp_cameras.split(',') if c), args.bottom_rows,
-                       args.warp_shadows == 'on', args.warp_texture_blur, args.warp_spp)
+                       args.warp_shadows == 'on', args.warp_texture_blur, args.warp_spp, tone)
     if args.darken:
         _darkened(args.darken)
     # The experiment's settings: in each run's printed line and in its figure's name.
     experiment = {'darken': args.darken, 'pictures': args.pictures,
                   'warp_cameras': args.warp_cameras or 'all', 'bottom_rows': args.bottom_rows,
                   'warp_shadows': args.warp_shadows, 'no_textures': args.no_textures,
-                  'blur': args.warp_texture_blur, 'spp': args.warp_spp}
+                  'blur': args.warp_texture_blur, 'spp': args.warp_spp,
+                  'tone': args.warp_tone or 'none'}
     from realm_ros.core.sweep import SweepConfig, plan_cells
     from realm_ros.sweep.compare_cpu import cpu_runner, cpu_twin
 
@@ -155,11 +168,13 @@ def _untextured() -> None:
 
 
 def _warp_pictures(only: tuple[str, ...] = (), bottom_rows: int = 0,
-                   shadows: bool = True, blur: int = 0, spp: int = 1) -> None:
+                   shadows: bool = True, blur: int = 0, spp: int = 1,
+                   tone: tuple[float, ...] = ()) -> None:
     """Make every CPU twin world draw its camera images with a one-world ``WarpStepper``
     (``forward=False``: no Warp physics; each read loads the world's current poses), built
     again at each episode (the switch is placed per episode); ``only``: just these cameras
-    (the others OpenGL's); ``bottom_rows``: see ``--bottom-rows``."""
+    (the others OpenGL's); ``bottom_rows``: see ``--bottom-rows``; ``tone``: ``--warp-tone``'s
+    (A, B), applied to the Warp-drawn rows."""
     import numpy as np
 
     from realm_ros.backends.mujoco.warp_sweep import WarpStepper
@@ -186,6 +201,9 @@ def _warp_pictures(only: tuple[str, ...] = (), bottom_rows: int = 0,
         stepper = held[1]
         stepper.load_poses([self])
         images = {cam: img.copy() for cam, img in stepper.host_images(0).items()}
+        if tone:
+            images = {cam: np.clip(np.rint(img.astype(np.float32) * tone[0] + tone[1]), 0, 255
+                                   ).astype(img.dtype) for cam, img in images.items()}
         gl = opengl(self) if only or bottom_rows else {}
         for cam in (only or tuple(images)):
             if bottom_rows > 0:
