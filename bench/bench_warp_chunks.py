@@ -16,7 +16,9 @@ enough):
 map (a camera's focal length or principal point read another way): per camera and state, the
 mean absolute grey-level difference (blurred by 1 pixel, 8-pixel border left out) as is and
 after the best zoom about the image's centre (0.96-1.04 in steps of 0.005) and shift (-1.5 to
-1.5 pixels in steps of 0.25) of Warp's picture.
+1.5 pixels in steps of 0.25) of Warp's picture; and per camera the least-squares line from
+Warp's levels to OpenGL's (each pixel's mean over RGB, all states): ``tone`` (A, B) with
+OpenGL ~ A x Warp + B, what ``bench_twin_passes.py --warp-tone A,B`` applies.
 """
 
 from __future__ import annotations
@@ -78,7 +80,11 @@ def main() -> int:
     if args.align:
         for cam in CAMERAS:
             fits = [_best_zoom_and_shift(wi[cam], gi[cam]) for wi, gi in zip(warp, gl)]
+            levels = [np.concatenate([im[cam].reshape(-1, 3) for im in side]).mean(axis=1)
+                      for side in (warp, gl)]
+            tone = np.polyfit(levels[0], levels[1], 1)
             print(json.dumps({'camera': cam, 'cells': len(cells), 'seed': args.seed,
+                              'tone': [round(float(tone[0]), 4), round(float(tone[1]), 3)],
                               'states': fits}), flush=True)
         return 0
     for name in ('early', 'middle', 'final'):
