@@ -152,8 +152,15 @@ def reach_distance(c: StageCheck) -> float:
                for f in c.s['fingers'].values())
 
 
+def _below(c: StageCheck, stage: str) -> bool:
+    """Whether ``stage``'s measure is below its threshold (:data:`STAGE_MEASURES`,
+    :data:`MEASURE_THRESHOLDS`): the one place a distance predicate compares them, so the
+    predicate and a scorer reading the measure use the same pair."""
+    return STAGE_MEASURES[stage](c) < MEASURE_THRESHOLDS[stage]
+
+
 def _reach(c: StageCheck) -> bool:
-    return reach_distance(c) < REACH_DISTANCE or c.touching()
+    return _below(c, 'REACH') or c.touching()
 
 
 def _rotated(c: StageCheck) -> bool:
@@ -171,7 +178,7 @@ def move_close_distance(c: StageCheck) -> float:
 
 
 def _move_close(c: StageCheck) -> bool:
-    return move_close_distance(c) < MOVE_CLOSE_DISTANCE
+    return _below(c, 'MOVE_CLOSE')
 
 
 def _touch_and_open(c: StageCheck) -> bool:
@@ -218,8 +225,8 @@ STAGE_MEASURES: dict[str, Callable[[StageCheck], float]] = {
     'MOVE_CLOSE': move_close_distance,
 }
 
-#: Stage name -> the threshold (m) its predicate holds its measure below (issue 42, round 17:
-#: a learned scorer reading the stage from its distance output): the predicates' own constants.
+#: Stage name -> the threshold (m) its predicate holds its measure below (``_below``; issue 42,
+#: round 17: a learned scorer reading the stage from its distance output too).
 MEASURE_THRESHOLDS: dict[str, float] = {
     'REACH': REACH_DISTANCE,
     'MOVE_CLOSE': MOVE_CLOSE_DISTANCE,
