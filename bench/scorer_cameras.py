@@ -1913,7 +1913,7 @@ def run_distances(args: argparse.Namespace) -> None:
                     for e in load_set(args.data_dir, part, tuple(scorer.cameras))]
         if any(e.measures is None for e in episodes):
             raise SystemExit(f'distances: {", ".join(args.sets)} lack the frames\' measures')
-        aux = all(hasattr(net, 'measure') for net in scorer.nets)
+        aux = scorer.has_measures
         for task in dict.fromkeys(e.task for e in episodes):
             mine = [e for e in episodes if e.task == task]
             true = [np.asarray(e.measures[:, 0], dtype=float) for e in mine]

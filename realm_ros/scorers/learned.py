@@ -1434,32 +1434,45 @@ class LearnedScorer:
         Raises:
             DataError: as :meth:`probabilities`.
         """
+        distances = self.head == 'now' and self.decoder.distances
+        stages, metres = self._pass(frames, task, distances)
+        if not distances:
+            return stages
+        cuts = np.array([skills.MEASURE_THRESHOLDS.get(stage, np.nan)
+                         for stage in self.stage_names[task]])
+        return np.concatenate([stages, metres / cuts], axis=1)
+
+    def _pass(self, frames: Sequence[np.ndarray], task: str, measures: bool
+              ) -> tuple[np.ndarray, np.ndarray]:
+        """One pass of its networks over an episode's frames: their mean head output ((T, N + 1)
+        count probabilities, or a now-head's (T, N) stage probabilities) and, with
+        ``measures``, their mean auxiliary output in m ((T, N); else (T, 0))."""
         torch = self._torch
         index, n = self._task(task)
-        distances = self.head == 'now' and self.decoder.distances
         out, metres = [], []
         with torch.no_grad():
             for x in self._batches(frames):
-                k = len(x)
-                if distances:
-                    pairs = [net(x, torch.full((k,), index), measures=True) for net in self.nets]
-                    probs = [torch.sigmoid(logits)[:, :n] for logits, _ in pairs]
-                    metres.append(torch.stack([m[:, :n] for _, m in pairs]).mean(dim=0).numpy())
-                elif self.head == 'now':
-                    probs = [torch.sigmoid(net(x, torch.full((k,), index)))[:, :n]
-                             for net in self.nets]
+                ids = torch.full((len(x),), index)
+                results: list[tuple[Any, Any]] = [
+                    net(x, ids, measures=True) if measures else (net(x, ids), None)
+                    for net in self.nets]
+                if self.head == 'now':
+                    probs = [torch.sigmoid(logits)[:, :n] for logits, _ in results]
                 else:
-                    probs = [torch.softmax(_masked(torch, net(x, torch.full((k,), index)),
-                                                   torch.full((k,), n)), dim=1)[:, :n + 1]
-                             for net in self.nets]
+                    probs = [torch.softmax(_masked(torch, logits, torch.full((len(x),), n)),
+                                           dim=1)[:, :n + 1] for logits, _ in results]
                 out.append(torch.stack(probs).mean(dim=0).numpy())
+                if measures:
+                    metres.append(torch.stack([m[:, :n] for _, m in results]).mean(dim=0).numpy())
         stages = np.concatenate(out).astype(float)
-        if distances:
-            cuts = np.array([skills.MEASURE_THRESHOLDS.get(stage, np.nan)
-                             for stage in self.stage_names[task]])
-            read = np.concatenate(metres).astype(float) * MEASURE_SCALE
-            return np.concatenate([stages, read / cuts], axis=1)
-        return stages
+        if not measures:
+            return stages, np.empty((len(stages), 0))
+        return stages, np.concatenate(metres).astype(float) * MEASURE_SCALE
+
+    @property
+    def has_measures(self) -> bool:
+        """Whether every network has the auxiliary distance output (issue 42, round 16)."""
+        return all(hasattr(net, 'measure') for net in self.nets)
 
     def _batches(self, frames: Sequence[np.ndarray]) -> Iterator[Any]:
         """An episode's frames as the networks' inputs, 256 frames a batch."""
@@ -1481,17 +1494,10 @@ class LearnedScorer:
         Raises:
             DataError: a checkpoint without the output, or as :meth:`probabilities`.
         """
-        torch = self._torch
-        index, n = self._task(task)
-        if not all(hasattr(net, 'measure') for net in self.nets):
+        self._task(task)
+        if not self.has_measures:
             raise DataError(f'the learned scorer {self.name} has no measure output (round 16)')
-        out = []
-        with torch.no_grad():
-            for x in self._batches(frames):
-                values = [net(x, torch.full((len(x),), index), measures=True)[1][:, :n]
-                          for net in self.nets]
-                out.append(torch.stack(values).mean(dim=0).numpy())
-        return np.concatenate(out).astype(float) * MEASURE_SCALE
+        return self._pass(frames, task, True)[1]
 
     def read(self, outputs: np.ndarray, decoder: Decoder | None = None) -> np.ndarray:
         """Return the stage-count curve of an episode's :meth:`outputs`: :func:`decode` of a
@@ -1512,7 +1518,7 @@ class LearnedScorer:
         return decode(outputs, decoder=decoder)
 
     def _refuse_measured(self, decoder: Decoder) -> None:
-        if decoder.distances and not all(hasattr(net, 'measure') for net in self.nets):
+        if decoder.distances and not self.has_measures:
             raise ConfigError(f'decoder {_distance_setting(decoder)}: the learned scorer '
                               f'{self.name} has no '
                               'distance output (a now-head fine-tuned with measure_weight, '
