@@ -1917,7 +1917,8 @@ def run_distances(args: argparse.Namespace) -> None:
         for task in dict.fromkeys(e.task for e in episodes):
             mine = [e for e in episodes if e.task == task]
             true = [np.asarray(e.measures[:, 0], dtype=float) for e in mine]
-            called = [scorer.outputs(list(e.frames), task)[:, 0] > 0.5 for e in mine]
+            outputs = [scorer.outputs(list(e.frames), task) for e in mine]  # read once
+            called = [o[:, 0] > 0.5 for o in outputs]
             far = np.concatenate(true) > FAR_M
             hits = int(np.sum(np.concatenate(called)[far]))
             lo, hi = wilson_interval(hits, int(far.sum()))
@@ -1950,8 +1951,8 @@ def run_distances(args: argparse.Namespace) -> None:
                 # (an early call, which the rubric's stickiness then holds), the recorded and
                 # the output's distance at that frame (quartiles over those episodes).
                 first = []
-                for e, t, r in zip(mine, true, read):
-                    _, count = scorer.curves(list(e.frames), task)
+                for e, o, t, r in zip(mine, outputs, true, read):
+                    count = scorer.read(o)
                     at = int(np.argmax(count >= 1)) if (count >= 1).any() else None
                     if at is not None and e.met[at] < 1:
                         first.append((t[at], r[at]))
