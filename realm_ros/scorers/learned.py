@@ -281,15 +281,18 @@ class LabelledEpisode:
     def now_padded(self, dtype: Any) -> np.ndarray:
         """Its ``now`` (which must be set) as (T, MAX_STAGES) ``dtype``, the stages past its
         task's false: one width for the episodes of every task (saved, trained on)."""
-        now = np.asarray(self.now, dtype=dtype).reshape(len(self.met), -1)
-        return np.pad(now, ((0, 0), (0, MAX_STAGES - self.n_stages)))
+        return self._stages_padded(self.now, dtype, 0)
 
     def measures_padded(self) -> np.ndarray:
         """Its ``measures`` (which must be set) as (T, MAX_STAGES) float32, NaN past its
         task's stages."""
-        values = np.asarray(self.measures, dtype=np.float32).reshape(len(self.met), -1)
-        return np.pad(values, ((0, 0), (0, MAX_STAGES - self.n_stages)),
-                      constant_values=np.nan)
+        return self._stages_padded(self.measures, np.float32, np.nan)
+
+    def _stages_padded(self, values: Any, dtype: Any, fill: float) -> np.ndarray:
+        """Per-frame, per-stage ``values`` as (T, MAX_STAGES) ``dtype``, ``fill`` past its
+        task's stages."""
+        values = np.asarray(values, dtype=dtype).reshape(len(self.met), -1)
+        return np.pad(values, ((0, 0), (0, MAX_STAGES - self.n_stages)), constant_values=fill)
 
 
 def world_config(world: str, appearance_file: str = '', camera: str = 'exterior_1',
